@@ -1,0 +1,223 @@
+//! Audit: redacted events about captures, probes, posts and denials.
+//!
+//! Events carry platform and tenant ids, timestamps, outcomes and counts. By construction
+//! they have no field that could hold a cookie value, localStorage, a token, a screenshot or
+//! posted content.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use abr_protocol::FailureStage;
+use async_trait::async_trait;
+use serde::Serialize;
+use time::OffsetDateTime;
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditAction {
+    /// A capture was started.
+    CaptureStarted,
+    /// A capture was finished and its session exported.
+    CaptureFinished,
+    /// A capture was cancelled.
+    CaptureCancelled,
+    /// A capture expired and its browser was released.
+    CaptureExpired,
+    /// A session was probed.
+    Probe,
+    /// A post was attempted.
+    Post,
+    /// A request was refused by a platform's execution policy.
+    ExecutionDenied,
+}
+
+/// How it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditOutcome {
+    /// Succeeded / confirmed.
+    Ok,
+    /// Post submitted but unconfirmed.
+    Uncertain,
+    /// Session invalid.
+    NeedsReauth,
+    /// Failed.
+    Failed,
+    /// Refused.
+    Denied,
+}
+
+/// One audit event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEvent {
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// What.
+    pub action: AuditAction,
+    /// Outcome.
+    pub outcome: AuditOutcome,
+    /// Platform id.
+    pub platform: String,
+    /// Tenant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// Account.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+    /// Cookies in the session that went in or came out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cookie_count: Option<u32>,
+    /// localStorage origins in the session that went in or came out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin_count: Option<u32>,
+    /// Items the scope filter dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped_count: Option<u32>,
+    /// Failed stage of a post.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_stage: Option<FailureStage>,
+    /// Stable error code, never a message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Duration of the operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+impl AuditEvent {
+    /// An event with no counts.
+    pub fn new(
+        at: OffsetDateTime,
+        action: AuditAction,
+        outcome: AuditOutcome,
+        platform: impl Into<String>,
+    ) -> Self {
+        Self {
+            at,
+            action,
+            outcome,
+            platform: platform.into(),
+            workspace_id: None,
+            account_id: None,
+            cookie_count: None,
+            origin_count: None,
+            dropped_count: None,
+            failure_stage: None,
+            error_code: None,
+            duration_ms: None,
+        }
+    }
+
+    /// Sets the tenant ids.
+    #[must_use]
+    pub fn tenant(mut self, workspace_id: Option<&str>, account_id: Option<&str>) -> Self {
+        self.workspace_id = workspace_id.map(str::to_owned);
+        self.account_id = account_id.map(str::to_owned);
+        self
+    }
+}
+
+/// Why a sink failed.
+#[derive(Debug, thiserror::Error)]
+#[error("audit sink failed: {0}")]
+pub struct AuditError(pub String);
+
+/// Receives audit events.
+///
+/// # Contract
+/// Best effort: the core calls it in the background with a deadline; an error, a panic or
+/// a hang in a sink never fails or delays the operation it describes.
+#[async_trait]
+pub trait AuditSink: Send + Sync + 'static {
+    /// Records one event.
+    async fn record(&self, event: &AuditEvent) -> Result<(), AuditError>;
+}
+
+/// Delivers events to a sink without ever blocking the caller.
+#[derive(Clone, Default)]
+pub struct Auditor {
+    sink: Option<Arc<dyn AuditSink>>,
+    deadline: Duration,
+}
+
+impl Auditor {
+    /// No sink: events are discarded.
+    pub fn none() -> Self {
+        Self {
+            sink: None,
+            deadline: Duration::from_secs(5),
+        }
+    }
+
+    /// Delivers to `sink`, giving each delivery `deadline`.
+    pub fn new(sink: Arc<dyn AuditSink>, deadline: Duration) -> Self {
+        Self {
+            sink: Some(sink),
+            deadline,
+        }
+    }
+
+    /// Sends an event in the background.
+    pub fn emit(&self, event: AuditEvent) {
+        let Some(sink) = self.sink.clone() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!("audit event dropped: no tokio runtime");
+            return;
+        };
+        let deadline = self.deadline;
+        handle.spawn(async move {
+            match tokio::time::timeout(deadline, sink.record(&event)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(action = ?event.action, error = %e, "audit sink failed")
+                }
+                Err(_) => tracing::warn!(action = ?event.action, "audit sink timed out"),
+            }
+        });
+    }
+}
+
+impl std::fmt::Debug for Auditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auditor")
+            .field("has_sink", &self.sink.is_some())
+            .finish()
+    }
+}
+
+/// Keeps events in memory (tests, small deployments).
+#[derive(Debug, Default)]
+pub struct MemoryAuditSink {
+    events: Mutex<Vec<AuditEvent>>,
+}
+
+impl MemoryAuditSink {
+    /// An empty sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Everything recorded so far.
+    pub fn events(&self) -> Vec<AuditEvent> {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait]
+impl AuditSink for MemoryAuditSink {
+    async fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(event.clone());
+        Ok(())
+    }
+}

@@ -1,0 +1,465 @@
+//! [`SessionCaptureManager`]: interactive sign-in through a live view, bound to one tenant
+//! and account, exported through the platform's scope.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use abr_protocol::{
+    CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
+    CaptureStartResponse, CaptureState, CaptureStatus, SecretValue,
+};
+use subtle::ConstantTimeEq;
+use time::OffsetDateTime;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
+use crate::step::{Step, guarded};
+use crate::{
+    AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, LiveView,
+    SessionContext, StrategyErrorKind, StrategyRegistry, SystemClock, new_token, scope_io,
+};
+
+/// Limits and addresses of captures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureConfig {
+    /// How long a capture stays open before its browser is released.
+    pub ttl: Duration,
+    /// At most this many open captures; more are refused with [`CoreError::CaptureLimit`].
+    pub max_open: usize,
+    /// Prefix of live-view URLs; the live token is appended (e.g.
+    /// `https://runner.example.com/live/`).
+    pub live_view_base: String,
+    /// Deadline for acquiring the interactive browser.
+    pub acquire_timeout: Duration,
+    /// Deadline for the sign-in check, export and release.
+    pub step_timeout: Duration,
+}
+
+impl Default for CaptureConfig {
+    fn default() -> Self {
+        Self {
+            ttl: Duration::from_secs(15 * 60),
+            max_open: 4,
+            live_view_base: "http://127.0.0.1:8787/live/".to_owned(),
+            acquire_timeout: Duration::from_secs(30),
+            step_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a live token resolves to: the browser to show, and nothing else.
+pub struct LiveTarget<C> {
+    /// Platform being captured.
+    pub platform: String,
+    /// The provider's own viewer, or `None` when the runner must serve one from `context`.
+    pub remote_url: Option<SecretValue>,
+    /// The capture's browser context.
+    pub context: Arc<C>,
+    /// When the capture (and so the live token) expires.
+    pub expires_at: OffsetDateTime,
+}
+
+impl<C> std::fmt::Debug for LiveTarget<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveTarget")
+            .field("platform", &self.platform)
+            .field("remote", &self.remote_url.is_some())
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Capture<C: SessionContext> {
+    id: String,
+    live_token: String,
+    workspace_id: String,
+    account_id: String,
+    platform: String,
+    expires_at: OffsetDateTime,
+    context: Arc<C>,
+    remote_url: Option<SecretValue>,
+    /// `None` once finished, cancelled or expired; the async mutex serializes those.
+    lease: tokio::sync::Mutex<Option<Lease<C>>>,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl<C: SessionContext> Capture<C> {
+    fn is_bound_to(&self, workspace_id: &str, account_id: &str) -> bool {
+        let w = self.workspace_id.as_bytes().ct_eq(workspace_id.as_bytes());
+        let a = self.account_id.as_bytes().ct_eq(account_id.as_bytes());
+        (w & a).into()
+    }
+}
+
+struct Captures<C: SessionContext> {
+    by_id: HashMap<String, Arc<Capture<C>>>,
+    by_live_token: HashMap<String, String>,
+}
+
+/// Runs interactive captures.
+///
+/// The capture id is the management credential (finish, cancel, status); the live token in
+/// the live-view URL is a different credential that only resolves the browser to show
+/// ([`SessionCaptureManager::live_target`]). Both are 256-bit random tokens.
+pub struct SessionCaptureManager<C: SessionContext> {
+    provider: DynSessionProvider<C>,
+    strategies: Arc<StrategyRegistry<C>>,
+    audit: Auditor,
+    clock: Arc<dyn Clock>,
+    config: CaptureConfig,
+    slots: Arc<Semaphore>,
+    captures: Mutex<Captures<C>>,
+}
+
+impl<C: SessionContext> std::fmt::Debug for SessionCaptureManager<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionCaptureManager")
+            .field("provider", &self.provider.name())
+            .field("open", &self.open_count())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: SessionContext> SessionCaptureManager<C> {
+    /// A manager capturing through `provider` for the registered `strategies`.
+    pub fn new(
+        provider: DynSessionProvider<C>,
+        strategies: Arc<StrategyRegistry<C>>,
+        config: CaptureConfig,
+    ) -> Self {
+        Self {
+            provider,
+            strategies,
+            audit: Auditor::none(),
+            clock: Arc::new(SystemClock),
+            slots: Arc::new(Semaphore::new(config.max_open)),
+            config,
+            captures: Mutex::new(Captures {
+                by_id: HashMap::new(),
+                by_live_token: HashMap::new(),
+            }),
+        }
+    }
+
+    /// Sends audit events through `audit`.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Auditor) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Uses `clock` for expiry and timestamps.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Captures<C>> {
+        self.captures.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Number of open captures.
+    pub fn open_count(&self) -> usize {
+        self.lock().by_id.len()
+    }
+
+    fn event(&self, action: AuditAction, outcome: AuditOutcome, c: &Capture<C>) -> AuditEvent {
+        AuditEvent::new(self.clock.now(), action, outcome, c.platform.as_str())
+            .tenant(Some(&c.workspace_id), Some(&c.account_id))
+    }
+
+    /// Starts a capture: opens an interactive browser on the platform's start URL.
+    ///
+    /// # Errors
+    /// Invalid ids, unknown platform, a policy without interactive capture, a provider that
+    /// cannot be interactive, too many open captures, or a provider failure.
+    pub async fn start(
+        &self,
+        request: CaptureStartRequest,
+    ) -> Result<CaptureStartResponse, CoreError> {
+        for (field, value) in [
+            ("workspaceId", &request.workspace_id),
+            ("accountId", &request.account_id),
+        ] {
+            if value.is_empty() || value.len() > 256 {
+                return Err(CoreError::InvalidInput(format!(
+                    "{field} must be 1 to 256 characters"
+                )));
+            }
+        }
+        self.sweep_expired().await;
+        let strategy = Arc::clone(self.strategies.get(&request.platform)?);
+        if !strategy.policy().allow_interactive_capture {
+            self.audit.emit(
+                AuditEvent::new(
+                    self.clock.now(),
+                    AuditAction::ExecutionDenied,
+                    AuditOutcome::Denied,
+                    request.platform.as_str(),
+                )
+                .tenant(Some(&request.workspace_id), Some(&request.account_id)),
+            );
+            return Err(CoreError::ExecutionDenied {
+                platform: request.platform,
+                mode: "interactive capture",
+            });
+        }
+        if !self.provider.capabilities().interactive {
+            return Err(CoreError::Unsupported {
+                provider: self.provider.name().to_owned(),
+                what: "interactive capture",
+            });
+        }
+        let slot = Arc::clone(&self.slots)
+            .try_acquire_owned()
+            .map_err(|_| CoreError::CaptureLimit(self.config.max_open))?;
+        let acquire = AcquireRequest {
+            mode: AcquireMode::Interactive,
+            platform: request.platform.clone(),
+            state: None,
+            start_url: Some(strategy.start_url().to_owned()),
+        };
+        let lease = match guarded(self.config.acquire_timeout, self.provider.acquire(acquire)).await
+        {
+            Step::Done(lease) => lease,
+            Step::Error(e) => return Err(e.into()),
+            Step::TimedOut => return Err(CoreError::Timeout("acquiring the capture browser")),
+            Step::Panicked => return Err(CoreError::Internal("the provider panicked")),
+        };
+        let (Ok(id), Ok(live_token)) = (new_token(), new_token()) else {
+            // The lease is released by its Drop.
+            return Err(CoreError::Internal("the OS random source failed"));
+        };
+        let remote_url = match lease.live_view() {
+            Some(LiveView::Remote { url }) => Some(url.clone()),
+            _ => None,
+        };
+        let expires_at = self.clock.now() + self.config.ttl;
+        let capture = Arc::new(Capture {
+            id: id.clone(),
+            live_token: live_token.clone(),
+            workspace_id: request.workspace_id,
+            account_id: request.account_id,
+            platform: request.platform,
+            expires_at,
+            context: lease.context_handle(),
+            remote_url,
+            lease: tokio::sync::Mutex::new(Some(lease)),
+            _slot: slot,
+        });
+        self.audit
+            .emit(self.event(AuditAction::CaptureStarted, AuditOutcome::Ok, &capture));
+        {
+            let mut captures = self.lock();
+            captures
+                .by_live_token
+                .insert(live_token.clone(), id.clone());
+            captures.by_id.insert(id.clone(), capture);
+        }
+        Ok(CaptureStartResponse {
+            capture_id: id,
+            live_view_url: format!("{}{}", self.config.live_view_base, live_token),
+            expires_at,
+        })
+    }
+
+    /// The open, unexpired capture with this id.
+    fn find(&self, capture_id: &str) -> Result<Arc<Capture<C>>, CoreError> {
+        let now = self.clock.now();
+        self.lock()
+            .by_id
+            .get(capture_id)
+            .filter(|c| c.expires_at > now)
+            .cloned()
+            .ok_or(CoreError::CaptureNotFound)
+    }
+
+    fn find_bound(&self, r: &CaptureRef) -> Result<Arc<Capture<C>>, CoreError> {
+        let capture = self.find(&r.capture_id)?;
+        if capture.is_bound_to(&r.workspace_id, &r.account_id) {
+            Ok(capture)
+        } else {
+            Err(CoreError::BindingMismatch)
+        }
+    }
+
+    fn forget(&self, capture: &Capture<C>) {
+        let mut captures = self.lock();
+        captures.by_id.remove(&capture.id);
+        captures.by_live_token.remove(&capture.live_token);
+    }
+
+    async fn release(&self, lease: Lease<C>) {
+        match tokio::time::timeout(self.config.step_timeout, lease.release()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "releasing the capture browser failed"),
+            Err(_) => tracing::warn!("releasing the capture browser timed out"),
+        }
+    }
+
+    /// Finishes a capture: checks that the browser is signed in, exports the state through
+    /// the platform's scope, and releases the browser.
+    ///
+    /// # Errors
+    /// [`CoreError::CaptureNotFound`], [`CoreError::BindingMismatch`] (the capture stays
+    /// open), [`CoreError::NotAuthenticated`] (the capture stays open: the user may still be
+    /// signing in), or a strategy/provider failure (the capture stays open).
+    pub async fn finish(&self, r: &CaptureRef) -> Result<CaptureFinishResponse, CoreError> {
+        self.sweep_expired().await;
+        let capture = self.find_bound(r)?;
+        let strategy = Arc::clone(self.strategies.get(&capture.platform)?);
+        let mut slot = capture.lease.lock().await;
+        let Some(lease) = slot.as_ref() else {
+            return Err(CoreError::CaptureNotFound);
+        };
+        let t = self.config.step_timeout;
+        match guarded(t, strategy.is_authenticated(lease.context())).await {
+            Step::Done(true) => {}
+            Step::Done(false) => return Err(CoreError::NotAuthenticated),
+            Step::Error(e) if e.kind == StrategyErrorKind::NeedsReauth => {
+                return Err(CoreError::NotAuthenticated);
+            }
+            Step::Error(e) => return Err(CoreError::Strategy(e)),
+            Step::TimedOut => return Err(CoreError::Timeout("the sign-in check")),
+            Step::Panicked => return Err(CoreError::StrategyPanicked("is_authenticated")),
+        }
+        let exported = match guarded(t, lease.context().export_state()).await {
+            Step::Done(state) => state,
+            Step::Error(e) => return Err(e.into()),
+            Step::TimedOut => return Err(CoreError::Timeout("exporting the session")),
+            Step::Panicked => return Err(CoreError::Internal("the provider panicked")),
+        };
+        let (session, scope_report) = scope_io::scope_out(
+            strategy.policy(),
+            &exported,
+            &capture.platform,
+            self.clock.now(),
+        );
+        let lease = slot.take();
+        drop(slot);
+        self.forget(&capture);
+        if let Some(lease) = lease {
+            self.release(lease).await;
+        }
+        let mut event = self.event(AuditAction::CaptureFinished, AuditOutcome::Ok, &capture);
+        event.cookie_count = Some(scope_report.kept_cookies);
+        event.origin_count = Some(scope_report.kept_origins);
+        event.dropped_count = Some(scope_report.dropped_total());
+        self.audit.emit(event);
+        Ok(CaptureFinishResponse {
+            session,
+            scope_report,
+        })
+    }
+
+    /// Cancels a capture and releases its browser.
+    ///
+    /// # Errors
+    /// [`CoreError::CaptureNotFound`] or [`CoreError::BindingMismatch`].
+    pub async fn cancel(&self, r: &CaptureRef) -> Result<CaptureCancelResponse, CoreError> {
+        self.sweep_expired().await;
+        let capture = self.find_bound(r)?;
+        let lease = capture
+            .lease
+            .lock()
+            .await
+            .take()
+            .ok_or(CoreError::CaptureNotFound)?;
+        self.forget(&capture);
+        self.release(lease).await;
+        self.audit
+            .emit(self.event(AuditAction::CaptureCancelled, AuditOutcome::Ok, &capture));
+        Ok(CaptureCancelResponse { cancelled: true })
+    }
+
+    /// Status of an open capture. The capture id is the credential.
+    ///
+    /// # Errors
+    /// [`CoreError::CaptureNotFound`].
+    pub fn status(&self, capture_id: &str) -> Result<CaptureStatus, CoreError> {
+        let capture = self.find(capture_id)?;
+        Ok(CaptureStatus {
+            platform: capture.platform.clone(),
+            state: CaptureState::Open,
+            expires_at: capture.expires_at,
+        })
+    }
+
+    /// Resolves a live token to the browser it shows. This is all a live token can do.
+    pub fn live_target(&self, live_token: &str) -> Option<LiveTarget<C>> {
+        let now = self.clock.now();
+        let captures = self.lock();
+        let id = captures.by_live_token.get(live_token)?;
+        let capture = captures.by_id.get(id).filter(|c| c.expires_at > now)?;
+        Some(LiveTarget {
+            platform: capture.platform.clone(),
+            remote_url: capture.remote_url.clone(),
+            context: Arc::clone(&capture.context),
+            expires_at: capture.expires_at,
+        })
+    }
+
+    async fn close(&self, doomed: Vec<Arc<Capture<C>>>, action: AuditAction) -> usize {
+        let mut closed = 0;
+        for capture in doomed {
+            let lease = capture.lease.lock().await.take();
+            if let Some(lease) = lease {
+                self.release(lease).await;
+                self.audit
+                    .emit(self.event(action, AuditOutcome::Ok, &capture));
+                closed += 1;
+            }
+        }
+        closed
+    }
+
+    /// Releases every expired capture; how many were released.
+    pub async fn sweep_expired(&self) -> usize {
+        let now = self.clock.now();
+        let doomed: Vec<_> = {
+            let mut captures = self.lock();
+            let expired: Vec<String> = captures
+                .by_id
+                .values()
+                .filter(|c| c.expires_at <= now)
+                .map(|c| c.id.clone())
+                .collect();
+            let mut doomed = Vec::with_capacity(expired.len());
+            for id in expired {
+                if let Some(c) = captures.by_id.remove(&id) {
+                    captures.by_live_token.remove(&c.live_token);
+                    doomed.push(c);
+                }
+            }
+            doomed
+        };
+        self.close(doomed, AuditAction::CaptureExpired).await
+    }
+
+    /// Cancels every open capture (graceful shutdown); how many were released.
+    pub async fn close_all(&self) -> usize {
+        let doomed: Vec<_> = {
+            let mut captures = self.lock();
+            captures.by_live_token.clear();
+            captures.by_id.drain().map(|(_, c)| c).collect()
+        };
+        self.close(doomed, AuditAction::CaptureCancelled).await
+    }
+
+    /// Sweeps expired captures every `every` until the manager is dropped.
+    pub fn spawn_reaper(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+        let weak: Weak<Self> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(manager) = weak.upgrade() else { break };
+                manager.sweep_expired().await;
+            }
+        })
+    }
+}

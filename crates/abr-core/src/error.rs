@@ -1,0 +1,395 @@
+//! Typed errors of the core: every error has a [`ErrorKind`] and a retryability, and none
+//! carries a secret in its message.
+
+use std::time::Duration;
+
+use abr_protocol::ErrorBody;
+
+use crate::ScopeError;
+
+/// The broad category of an error: what a caller branches on (and what the HTTP layer maps
+/// to a status code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request is malformed or violates a rule (400/422).
+    InvalidInput,
+    /// The thing named does not exist (404).
+    NotFound,
+    /// The caller may not do this to this thing (403).
+    Forbidden,
+    /// The thing is not in a state that allows this, yet (409).
+    Conflict,
+    /// A policy forbids this execution mode (403).
+    Denied,
+    /// A concurrency or rate limit was hit (429/503).
+    LimitExceeded,
+    /// A dependency (browser, remote provider) is unavailable (502/503).
+    Unavailable,
+    /// A deadline passed (504).
+    Timeout,
+    /// The operation is not supported by this backend (501).
+    Unsupported,
+    /// A bug: a strategy panicked or an invariant broke (500).
+    Internal,
+}
+
+/// An error of a [`SessionProvider`](crate::SessionProvider).
+///
+/// Providers construct it with [`ProviderError::new`]; the message must not contain cookie
+/// values, tokens or URLs that carry credentials.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct ProviderError {
+    kind: ProviderErrorKind,
+    message: String,
+    retry_after: Option<Duration>,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+/// What kind of provider failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProviderErrorKind {
+    /// The browser or remote service cannot be reached or refused the request (retryable).
+    Unavailable,
+    /// The provider is at capacity; `retry_after` may say when to come back (retryable).
+    Busy,
+    /// A deadline passed (retryable).
+    Timeout,
+    /// The browser died or the remote session expired mid-job (retryable).
+    Crashed,
+    /// The provider is configured wrongly or something it needs is not installed.
+    Misconfigured,
+    /// The provider rejected the request as invalid.
+    Rejected,
+    /// The provider cannot do this (e.g. interactive capture on a headless-only backend).
+    Unsupported,
+    /// Anything else.
+    Other,
+}
+
+impl ProviderError {
+    /// A provider error of `kind`.
+    pub fn new(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            retry_after: None,
+            source: None,
+        }
+    }
+
+    /// Attaches the underlying error.
+    #[must_use]
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// Says when to retry (from a `Retry-After` header, say).
+    #[must_use]
+    pub fn with_retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = Some(after);
+        self
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ProviderErrorKind {
+        self.kind
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// When to retry, if the provider said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    /// Whether the same request may succeed later.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.kind,
+            ProviderErrorKind::Unavailable
+                | ProviderErrorKind::Busy
+                | ProviderErrorKind::Timeout
+                | ProviderErrorKind::Crashed
+        )
+    }
+
+    /// Stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self.kind {
+            ProviderErrorKind::Unavailable => "provider_unavailable",
+            ProviderErrorKind::Busy => "provider_busy",
+            ProviderErrorKind::Timeout => "provider_timeout",
+            ProviderErrorKind::Crashed => "browser_crashed",
+            ProviderErrorKind::Misconfigured => "provider_misconfigured",
+            ProviderErrorKind::Rejected => "provider_rejected",
+            ProviderErrorKind::Unsupported => "provider_unsupported",
+            ProviderErrorKind::Other => "provider_error",
+        }
+    }
+}
+
+/// Errors of core operations (capture management, probing, posting preconditions).
+///
+/// Post *outcomes* are not errors: they are [`AgentPostResult`](abr_protocol::AgentPostResult)s.
+/// A `CoreError` means the request itself could not be carried out.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CoreError {
+    /// A platform's scope is invalid.
+    #[error("invalid session scope: {0}")]
+    InvalidScope(#[from] ScopeError),
+    /// The request is malformed.
+    #[error("invalid request: {0}")]
+    InvalidInput(String),
+    /// No strategy is registered under this id.
+    #[error("unknown platform `{0}`")]
+    UnknownPlatform(String),
+    /// A strategy with this id is already registered.
+    #[error("platform `{0}` is already registered")]
+    DuplicatePlatform(String),
+    /// The platform's policy forbids this execution mode.
+    #[error("platform `{platform}` does not allow {mode}")]
+    ExecutionDenied {
+        /// Platform id.
+        platform: String,
+        /// `unattended execution` or `interactive capture`.
+        mode: &'static str,
+    },
+    /// No open capture has this id (never existed, finished, cancelled or expired).
+    #[error("capture not found")]
+    CaptureNotFound,
+    /// The capture exists but is bound to another workspace or account.
+    #[error("capture is bound to a different workspace or account")]
+    BindingMismatch,
+    /// The user has not signed in yet; the capture stays open.
+    #[error("the capture's browser is not signed in yet")]
+    NotAuthenticated,
+    /// Too many captures are open.
+    #[error("too many open captures (limit {0})")]
+    CaptureLimit(usize),
+    /// No stored session under this key.
+    #[error("no stored session for this account and platform")]
+    SessionNotFound,
+    /// The provider cannot do what was asked.
+    #[error("provider `{provider}` does not support {what}")]
+    Unsupported {
+        /// Provider name.
+        provider: String,
+        /// The missing capability.
+        what: &'static str,
+    },
+    /// The browser provider failed.
+    #[error("browser provider failed: {0}")]
+    Provider(#[from] ProviderError),
+    /// A strategy failed outside of a post (probe, capture check).
+    #[error("strategy failed: {0}")]
+    Strategy(#[from] StrategyError),
+    /// A step did not finish before its deadline.
+    #[error("{0} timed out")]
+    Timeout(&'static str),
+    /// A strategy panicked; only this request failed.
+    #[error("strategy panicked during {0}")]
+    StrategyPanicked(&'static str),
+    /// The session store failed.
+    #[error("session store failed: {0}")]
+    Store(String),
+    /// An internal failure (e.g. the OS random source); details are logged, not returned.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
+}
+
+impl CoreError {
+    /// The category.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::InvalidScope(_) | Self::InvalidInput(_) | Self::DuplicatePlatform(_) => {
+                ErrorKind::InvalidInput
+            }
+            Self::UnknownPlatform(_) | Self::CaptureNotFound | Self::SessionNotFound => {
+                ErrorKind::NotFound
+            }
+            Self::BindingMismatch => ErrorKind::Forbidden,
+            Self::ExecutionDenied { .. } => ErrorKind::Denied,
+            Self::NotAuthenticated => ErrorKind::Conflict,
+            Self::CaptureLimit(_) => ErrorKind::LimitExceeded,
+            Self::Unsupported { .. } => ErrorKind::Unsupported,
+            Self::Provider(e) => match e.kind() {
+                ProviderErrorKind::Busy => ErrorKind::LimitExceeded,
+                ProviderErrorKind::Timeout => ErrorKind::Timeout,
+                ProviderErrorKind::Unsupported => ErrorKind::Unsupported,
+                _ => ErrorKind::Unavailable,
+            },
+            Self::Strategy(e) if e.kind == StrategyErrorKind::NeedsReauth => ErrorKind::Conflict,
+            Self::Strategy(_) | Self::Store(_) => ErrorKind::Unavailable,
+            Self::Timeout(_) => ErrorKind::Timeout,
+            Self::StrategyPanicked(_) | Self::Internal(_) => ErrorKind::Internal,
+        }
+    }
+
+    /// Whether the same request may succeed later.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Provider(e) => e.is_retryable(),
+            Self::NotAuthenticated | Self::CaptureLimit(_) | Self::Timeout(_) | Self::Store(_) => {
+                true
+            }
+            Self::Strategy(e) => e.kind == StrategyErrorKind::Failed,
+            _ => false,
+        }
+    }
+
+    /// Stable machine-readable code for the wire.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidScope(_) => "invalid_scope",
+            Self::InvalidInput(_) => "invalid_request",
+            Self::UnknownPlatform(_) => "unknown_platform",
+            Self::DuplicatePlatform(_) => "duplicate_platform",
+            Self::ExecutionDenied { .. } => "execution_denied",
+            Self::CaptureNotFound => "capture_not_found",
+            Self::BindingMismatch => "binding_mismatch",
+            Self::NotAuthenticated => "not_authenticated",
+            Self::CaptureLimit(_) => "capture_limit",
+            Self::SessionNotFound => "session_not_found",
+            Self::Unsupported { .. } => "unsupported",
+            Self::Provider(e) => e.code(),
+            Self::Strategy(_) => "strategy_failed",
+            Self::Timeout(_) => "timeout",
+            Self::StrategyPanicked(_) => "strategy_panicked",
+            Self::Store(_) => "store_failed",
+            Self::Internal(_) => "internal",
+        }
+    }
+
+    /// The wire form.
+    pub fn to_body(&self) -> ErrorBody {
+        ErrorBody::new(self.code(), self.to_string()).retryable(self.is_retryable())
+    }
+}
+
+/// How a strategy step failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StrategyErrorKind {
+    /// The site rejected the session: the user must sign in again.
+    NeedsReauth,
+    /// The step failed. At or after submit, the core treats this as *uncertain*: the action
+    /// may have happened.
+    Failed,
+    /// The step failed and the strategy has evidence nothing was posted (e.g. the site showed
+    /// an error page and the post is absent on read-back). Safe to retry at any stage.
+    NotPosted,
+}
+
+/// A failure reported by a [`WebPostStrategy`](crate::WebPostStrategy) step.
+///
+/// `code` is a stable snake_case identifier chosen by the strategy; `message` is shown to
+/// operators and must not contain the posted content or session values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct StrategyError {
+    /// How it failed.
+    pub kind: StrategyErrorKind,
+    /// Stable machine-readable code, e.g. `composer_not_found`.
+    pub code: String,
+    /// Human-readable explanation.
+    pub message: String,
+}
+
+impl StrategyError {
+    /// A failure of `kind`.
+    pub fn new(
+        kind: StrategyErrorKind,
+        code: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            kind,
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The step failed (uncertain if at or after submit).
+    pub fn failed(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(StrategyErrorKind::Failed, code, message)
+    }
+
+    /// The step failed with evidence nothing was posted.
+    pub fn not_posted(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(StrategyErrorKind::NotPosted, code, message)
+    }
+
+    /// The session is no longer valid.
+    pub fn needs_reauth(message: impl Into<String>) -> Self {
+        Self::new(StrategyErrorKind::NeedsReauth, "needs_reauth", message)
+    }
+
+    /// The wire form.
+    pub fn to_body(&self) -> ErrorBody {
+        ErrorBody::new(self.code.clone(), self.message.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_error_retryability_follows_kind() {
+        assert!(ProviderError::new(ProviderErrorKind::Busy, "x").is_retryable());
+        assert!(!ProviderError::new(ProviderErrorKind::Misconfigured, "x").is_retryable());
+        let e = CoreError::from(
+            ProviderError::new(ProviderErrorKind::Busy, "full")
+                .with_retry_after(Duration::from_secs(3)),
+        );
+        assert_eq!(e.kind(), ErrorKind::LimitExceeded);
+        assert!(e.is_retryable());
+        assert_eq!(e.to_body().code, "provider_busy");
+    }
+
+    #[test]
+    fn every_core_error_has_a_stable_code_and_kind() {
+        let cases = [
+            (
+                CoreError::BindingMismatch,
+                ErrorKind::Forbidden,
+                "binding_mismatch",
+            ),
+            (
+                CoreError::CaptureNotFound,
+                ErrorKind::NotFound,
+                "capture_not_found",
+            ),
+            (
+                CoreError::NotAuthenticated,
+                ErrorKind::Conflict,
+                "not_authenticated",
+            ),
+            (
+                CoreError::CaptureLimit(2),
+                ErrorKind::LimitExceeded,
+                "capture_limit",
+            ),
+            (
+                CoreError::ExecutionDenied {
+                    platform: "x".into(),
+                    mode: "unattended execution",
+                },
+                ErrorKind::Denied,
+                "execution_denied",
+            ),
+        ];
+        for (e, kind, code) in cases {
+            assert_eq!((e.kind(), e.code()), (kind, code), "{e}");
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The pure core of the Agent Browser Runtime (ABR): contracts and orchestration.
+//!
+//! Architecture invariant: this crate performs no HTTP, reads no environment variables and
+//! links no browser library. It orchestrates through four contracts:
+//!
+//! - [`SessionProvider`]: turns a stored session into an isolated browser context
+//!   ([`Lease`]) and takes it away again. The context type is an associated type, so
+//!   strategies get the full browser API of the real providers while the core is tested
+//!   with in-memory fakes ([`testing`], feature `testing`).
+//! - [`WebPostStrategy`]: acts on one platform and proves the outcome.
+//! - [`SessionStore`]: keeps sessions between jobs ([`InMemorySessionStore`]).
+//! - [`AuditSink`]: receives redacted events, best effort ([`Auditor`]).
+//!
+//! On top of them: [`SessionScope`] (what state may enter or leave), [`AgentPoster`] (the
+//! three-outcome posting pipeline), [`SessionCaptureManager`] (interactive capture with a
+//! live view) and [`SerializedProvider`] (one session at a time).
+
+mod audit;
+mod capture;
+mod clock;
+mod error;
+mod poster;
+mod provider;
+pub mod scope;
+mod scope_io;
+mod serialized;
+mod step;
+mod store;
+mod strategy;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use audit::{
+    AuditAction, AuditError, AuditEvent, AuditOutcome, AuditSink, Auditor, MemoryAuditSink,
+};
+pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
+pub use clock::{Clock, OsRandom, RandomSource, SystemClock, new_token};
+pub use error::{
+    CoreError, ErrorKind, ProviderError, ProviderErrorKind, StrategyError, StrategyErrorKind,
+};
+pub use poster::{AgentPoster, Pacing, PosterConfig, StepTimeouts};
+pub use provider::{
+    AcquireMode, AcquireRequest, DynSessionProvider, Lease, LiveView, ProviderCapabilities,
+    ReleaseFn, SessionContext, SessionProvider,
+};
+pub use scope::{ScopeError, SessionScope};
+pub use serialized::SerializedProvider;
+pub use store::{InMemorySessionStore, SessionKey, SessionStore};
+pub use strategy::{
+    PostProgress, StrategyPolicy, StrategyRegistry, SubmitReceipt, VerifyOutcome, WebPostStrategy,
+};

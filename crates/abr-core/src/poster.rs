@@ -1,0 +1,565 @@
+//! [`AgentPoster`]: acquire → is_authenticated → post → verify → export, mapped to exactly
+//! one outcome row.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_protocol::{
+    AgentPostResult, AgentSessionState, ErrorBody, FailureStage, PostContent, PostRequest,
+    ProbeRequest, ProbeResponse, Timing, Verification,
+};
+use tokio::time::Instant;
+
+use crate::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
+use crate::step::{Step, guarded};
+use crate::{
+    AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, OsRandom,
+    PostProgress, RandomSource, SessionContext, SessionKey, SessionStore, StrategyErrorKind,
+    StrategyPolicy, StrategyRegistry, SystemClock, VerifyOutcome, WebPostStrategy, scope_io,
+};
+
+/// A randomized delay before acting, to keep an account's activity human-scale.
+/// Per-account spacing and hourly caps belong to the orchestrator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pacing {
+    /// Shortest delay.
+    pub min: Duration,
+    /// Longest delay.
+    pub max: Duration,
+}
+
+impl Pacing {
+    /// A delay in `[min, max]` drawn from `random`, at millisecond resolution.
+    pub fn pick(&self, random: &dyn RandomSource) -> Duration {
+        let min = u64::try_from(self.min.as_millis()).unwrap_or(u64::MAX);
+        let max = u64::try_from(self.max.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(min);
+        let span = max - min;
+        let offset = if span == u64::MAX {
+            random.next_u64()
+        } else {
+            random.next_u64() % (span + 1)
+        };
+        Duration::from_millis(min + offset)
+    }
+}
+
+/// Deadlines of each step of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepTimeouts {
+    /// Acquiring the browser context.
+    pub acquire: Duration,
+    /// `is_authenticated`.
+    pub precheck: Duration,
+    /// `post` (compose, media, submit).
+    pub post: Duration,
+    /// `verify`.
+    pub verify: Duration,
+    /// Exporting the refreshed state.
+    pub export: Duration,
+    /// Releasing the lease.
+    pub release: Duration,
+}
+
+impl Default for StepTimeouts {
+    fn default() -> Self {
+        Self {
+            acquire: Duration::from_secs(30),
+            precheck: Duration::from_secs(30),
+            post: Duration::from_secs(90),
+            verify: Duration::from_secs(30),
+            export: Duration::from_secs(10),
+            release: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Configuration of an [`AgentPoster`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PosterConfig {
+    /// Randomized delay before acting; `None`: act at once.
+    pub pacing: Option<Pacing>,
+    /// Step deadlines.
+    pub timeouts: StepTimeouts,
+}
+
+/// Posts with a stored session and proves the outcome.
+pub struct AgentPoster<C: SessionContext> {
+    provider: DynSessionProvider<C>,
+    strategies: Arc<StrategyRegistry<C>>,
+    audit: Auditor,
+    clock: Arc<dyn Clock>,
+    random: Arc<dyn RandomSource>,
+    config: PosterConfig,
+}
+
+impl<C: SessionContext> std::fmt::Debug for AgentPoster<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentPoster")
+            .field("provider", &self.provider.name())
+            .field("strategies", &self.strategies)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The single outcome row a job ended in, before it becomes an [`AgentPostResult`].
+enum Outcome {
+    Confirmed(Verification),
+    Uncertain(FailureStage, ErrorBody),
+    NeedsReauth(FailureStage, ErrorBody),
+    Failed(FailureStage, ErrorBody),
+}
+
+impl Outcome {
+    fn failed(stage: FailureStage, error: ErrorBody) -> Self {
+        Self::Failed(stage, error.retryable(true))
+    }
+
+    /// A step that failed, timed out or panicked at `stage` without evidence either way:
+    /// before submit nothing can have been published; from submit on it may have.
+    fn interrupted(stage: FailureStage, error: ErrorBody) -> Self {
+        if stage.is_before_submit() {
+            Self::failed(stage, error)
+        } else {
+            Self::Uncertain(stage, error)
+        }
+    }
+
+    fn exports_session(&self) -> bool {
+        !matches!(self, Self::NeedsReauth(..))
+    }
+
+    fn audit_outcome(&self) -> AuditOutcome {
+        match self {
+            Self::Confirmed(_) => AuditOutcome::Ok,
+            Self::Uncertain(..) => AuditOutcome::Uncertain,
+            Self::NeedsReauth(..) => AuditOutcome::NeedsReauth,
+            Self::Failed(..) => AuditOutcome::Failed,
+        }
+    }
+
+    fn into_result(self, refreshed: Option<AgentSessionState>, timing: Timing) -> AgentPostResult {
+        let mut result = AgentPostResult {
+            ok: false,
+            verification: None,
+            uncertain: false,
+            needs_reauth: false,
+            failure_stage: None,
+            error: None,
+            refreshed_session: refreshed,
+            timing,
+        };
+        match self {
+            Self::Confirmed(v) => {
+                result.ok = true;
+                result.verification = Some(v);
+            }
+            Self::Uncertain(stage, e) => {
+                result.uncertain = true;
+                result.failure_stage = Some(stage);
+                result.error = Some(e.retryable(false));
+            }
+            Self::NeedsReauth(stage, e) => {
+                result.needs_reauth = true;
+                result.failure_stage = Some(stage);
+                result.error = Some(e.retryable(false));
+            }
+            Self::Failed(stage, e) => {
+                result.failure_stage = Some(stage);
+                result.error = Some(e);
+            }
+        }
+        result
+    }
+}
+
+fn timeout_body(step: &str) -> ErrorBody {
+    ErrorBody::new(
+        "timeout",
+        format!("{step} did not finish before its deadline"),
+    )
+}
+
+fn panic_body(step: &str) -> ErrorBody {
+    ErrorBody::new(
+        "strategy_panicked",
+        format!("the strategy panicked during {step}"),
+    )
+}
+
+fn ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+impl<C: SessionContext> AgentPoster<C> {
+    /// A poster acting through `provider` with the registered `strategies`; no pacing, no
+    /// audit sink, system clock.
+    pub fn new(provider: DynSessionProvider<C>, strategies: Arc<StrategyRegistry<C>>) -> Self {
+        Self {
+            provider,
+            strategies,
+            audit: Auditor::none(),
+            clock: Arc::new(SystemClock),
+            random: Arc::new(OsRandom),
+            config: PosterConfig::default(),
+        }
+    }
+
+    /// Sends audit events through `audit`.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Auditor) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Uses `clock` for timestamps and pacing sleeps.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Uses `random` for pacing jitter.
+    #[must_use]
+    pub fn with_random(mut self, random: Arc<dyn RandomSource>) -> Self {
+        self.random = random;
+        self
+    }
+
+    /// Sets pacing and deadlines.
+    #[must_use]
+    pub fn with_config(mut self, config: PosterConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The registered strategies.
+    pub fn strategies(&self) -> &StrategyRegistry<C> {
+        &self.strategies
+    }
+
+    fn strategy_for(
+        &self,
+        platform: &str,
+        workspace_id: Option<&str>,
+        account_id: Option<&str>,
+    ) -> Result<Arc<dyn WebPostStrategy<C>>, CoreError> {
+        let strategy = Arc::clone(self.strategies.get(platform)?);
+        if !strategy.policy().allow_unattended {
+            self.audit.emit(
+                AuditEvent::new(
+                    self.clock.now(),
+                    AuditAction::ExecutionDenied,
+                    AuditOutcome::Denied,
+                    platform,
+                )
+                .tenant(workspace_id, account_id),
+            );
+            return Err(CoreError::ExecutionDenied {
+                platform: platform.to_owned(),
+                mode: "unattended execution",
+            });
+        }
+        Ok(strategy)
+    }
+
+    /// Posts `request.content` with `request.session` and proves the outcome.
+    ///
+    /// # Errors
+    /// Only for requests that cannot start: unknown platform, or a policy that forbids
+    /// unattended execution. Everything after that, including provider failures, is an
+    /// outcome in the returned [`AgentPostResult`].
+    pub async fn post(&self, request: PostRequest) -> Result<AgentPostResult, CoreError> {
+        let started = Instant::now();
+        let PostRequest {
+            platform,
+            session,
+            content,
+            workspace_id,
+            account_id,
+        } = request;
+        let strategy =
+            self.strategy_for(&platform, workspace_id.as_deref(), account_id.as_deref())?;
+        let policy = strategy.policy();
+        let (state, report_in) = scope_io::scope(policy, &session);
+        let mut timing = Timing::default();
+
+        if let Some(pacing) = self.config.pacing {
+            let delay = pacing.pick(self.random.as_ref());
+            self.clock.sleep(delay).await;
+            timing.pacing_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        }
+
+        let cookie_count = u32::try_from(state.cookies.len()).unwrap_or(u32::MAX);
+        let origin_count = u32::try_from(state.origins.len()).unwrap_or(u32::MAX);
+        let (outcome, refreshed) = match self
+            .acquire(&platform, strategy.start_url(), state, &mut timing)
+            .await
+        {
+            Err(outcome) => (outcome, None),
+            Ok(lease) => {
+                let outcome = self
+                    .run(strategy.as_ref(), lease.context(), &content, &mut timing)
+                    .await;
+                let refreshed = if outcome.exports_session() {
+                    self.export(lease.context(), &platform, policy).await
+                } else {
+                    None
+                };
+                self.release(lease).await;
+                (outcome, refreshed)
+            }
+        };
+        timing.total_ms = ms(started);
+
+        let mut event = AuditEvent::new(
+            self.clock.now(),
+            AuditAction::Post,
+            outcome.audit_outcome(),
+            platform.as_str(),
+        )
+        .tenant(workspace_id.as_deref(), account_id.as_deref());
+        event.cookie_count = Some(cookie_count);
+        event.origin_count = Some(origin_count);
+        event.dropped_count = Some(report_in.dropped_total());
+        event.duration_ms = Some(timing.total_ms);
+        if let Outcome::Uncertain(stage, e)
+        | Outcome::NeedsReauth(stage, e)
+        | Outcome::Failed(stage, e) = &outcome
+        {
+            event.failure_stage = Some(*stage);
+            event.error_code = Some(e.code.clone());
+        }
+        self.audit.emit(event);
+        Ok(outcome.into_result(refreshed, timing))
+    }
+
+    /// Posts with the session stored under `key`, and stores the refreshed session.
+    ///
+    /// # Errors
+    /// As [`AgentPoster::post`], plus [`CoreError::SessionNotFound`] and store failures.
+    pub async fn post_stored(
+        &self,
+        store: &dyn SessionStore,
+        key: &SessionKey,
+        content: PostContent,
+    ) -> Result<AgentPostResult, CoreError> {
+        let session = store.load(key).await?.ok_or(CoreError::SessionNotFound)?;
+        let result = self
+            .post(PostRequest {
+                platform: key.platform.clone(),
+                session,
+                content,
+                workspace_id: Some(key.workspace_id.clone()),
+                account_id: Some(key.account_id.clone()),
+            })
+            .await?;
+        if let Some(refreshed) = &result.refreshed_session {
+            store.save(key, refreshed.clone()).await?;
+        }
+        Ok(result)
+    }
+
+    /// Checks whether `request.session` is still signed in, and returns it refreshed.
+    ///
+    /// # Errors
+    /// Unknown platform, denied by policy, provider failure, or a strategy failure other
+    /// than an invalid session.
+    pub async fn probe(&self, request: ProbeRequest) -> Result<ProbeResponse, CoreError> {
+        let started = Instant::now();
+        let ProbeRequest {
+            platform,
+            session,
+            workspace_id,
+            account_id,
+        } = request;
+        let strategy =
+            self.strategy_for(&platform, workspace_id.as_deref(), account_id.as_deref())?;
+        let policy = strategy.policy();
+        let (state, _report) = scope_io::scope(policy, &session);
+        let t = self.config.timeouts;
+        let acquire = AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: platform.clone(),
+            state: Some(state),
+            start_url: None,
+        };
+        let lease = match guarded(t.acquire, self.provider.acquire(acquire)).await {
+            Step::Done(lease) => lease,
+            Step::Error(e) => return Err(e.into()),
+            Step::TimedOut => return Err(CoreError::Timeout("acquiring the browser")),
+            Step::Panicked => return Err(CoreError::StrategyPanicked("acquire")),
+        };
+        let checked = match guarded(t.precheck, strategy.is_authenticated(lease.context())).await {
+            Step::Done(authenticated) => Ok(authenticated),
+            Step::Error(e) if e.kind == StrategyErrorKind::NeedsReauth => Ok(false),
+            Step::Error(e) => Err(CoreError::Strategy(e)),
+            Step::TimedOut => Err(CoreError::Timeout("the sign-in check")),
+            Step::Panicked => Err(CoreError::StrategyPanicked("is_authenticated")),
+        };
+        let refreshed = match checked {
+            Ok(true) => self.export(lease.context(), &platform, policy).await,
+            _ => None,
+        };
+        self.release(lease).await;
+
+        let outcome = match &checked {
+            Ok(true) => AuditOutcome::Ok,
+            Ok(false) => AuditOutcome::NeedsReauth,
+            Err(_) => AuditOutcome::Failed,
+        };
+        let mut event = AuditEvent::new(self.clock.now(), AuditAction::Probe, outcome, platform)
+            .tenant(workspace_id.as_deref(), account_id.as_deref());
+        event.duration_ms = Some(ms(started));
+        if let Some(r) = &refreshed {
+            event.cookie_count = Some(u32::try_from(r.cookies.len()).unwrap_or(u32::MAX));
+            event.origin_count = Some(u32::try_from(r.origins.len()).unwrap_or(u32::MAX));
+        }
+        if let Err(e) = &checked {
+            event.error_code = Some(e.code().to_owned());
+        }
+        self.audit.emit(event);
+
+        let authenticated = checked?;
+        Ok(ProbeResponse {
+            authenticated,
+            needs_reauth: !authenticated,
+            refreshed_session: refreshed,
+        })
+    }
+
+    async fn acquire(
+        &self,
+        platform: &str,
+        start_url: &str,
+        state: AgentSessionState,
+        timing: &mut Timing,
+    ) -> Result<Lease<C>, Outcome> {
+        let t0 = Instant::now();
+        let request = AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: platform.to_owned(),
+            state: Some(state),
+            start_url: Some(start_url.to_owned()),
+        };
+        let step = guarded(self.config.timeouts.acquire, self.provider.acquire(request)).await;
+        timing.acquire_ms = ms(t0);
+        let precheck = FailureStage::Precheck;
+        match step {
+            Step::Done(lease) => Ok(lease),
+            Step::Error(e) => Err(Outcome::failed(
+                precheck,
+                ErrorBody::new(e.code(), e.to_string()),
+            )),
+            Step::TimedOut => Err(Outcome::failed(
+                precheck,
+                timeout_body("acquiring the browser"),
+            )),
+            Step::Panicked => Err(Outcome::failed(
+                precheck,
+                ErrorBody::new("provider_panicked", "the provider panicked while acquiring"),
+            )),
+        }
+    }
+
+    /// The strategy part of a job: every result, error, timeout and panic maps to one row.
+    async fn run(
+        &self,
+        strategy: &dyn WebPostStrategy<C>,
+        context: &C,
+        content: &PostContent,
+        timing: &mut Timing,
+    ) -> Outcome {
+        let t = self.config.timeouts;
+        let t0 = Instant::now();
+        let precheck = guarded(t.precheck, strategy.is_authenticated(context)).await;
+        timing.precheck_ms = ms(t0);
+        let stage = FailureStage::Precheck;
+        match precheck {
+            Step::Done(true) => {}
+            Step::Done(false) => {
+                return Outcome::NeedsReauth(
+                    stage,
+                    ErrorBody::new("needs_reauth", "the session is not signed in"),
+                );
+            }
+            Step::Error(e) if e.kind == StrategyErrorKind::NeedsReauth => {
+                return Outcome::NeedsReauth(stage, e.to_body());
+            }
+            Step::Error(e) => return Outcome::failed(stage, e.to_body()),
+            Step::TimedOut => return Outcome::failed(stage, timeout_body("the sign-in check")),
+            Step::Panicked => return Outcome::failed(stage, panic_body("the sign-in check")),
+        }
+
+        let progress = PostProgress::default();
+        progress.enter(FailureStage::Compose);
+        let t0 = Instant::now();
+        let posted = guarded(t.post, strategy.post(context, content, &progress)).await;
+        timing.post_ms = ms(t0);
+        let stage = progress.current();
+        let receipt = match posted {
+            Step::Done(receipt) => receipt,
+            Step::Error(e) => {
+                return match e.kind {
+                    StrategyErrorKind::NeedsReauth => Outcome::NeedsReauth(stage, e.to_body()),
+                    StrategyErrorKind::NotPosted => Outcome::failed(stage, e.to_body()),
+                    _ => Outcome::interrupted(stage, e.to_body()),
+                };
+            }
+            Step::TimedOut => return Outcome::interrupted(stage, timeout_body("posting")),
+            Step::Panicked => return Outcome::interrupted(stage, panic_body("posting")),
+        };
+
+        let stage = FailureStage::Verify;
+        let t0 = Instant::now();
+        let verified = guarded(t.verify, strategy.verify(context, &receipt)).await;
+        timing.verify_ms = ms(t0);
+        match verified {
+            Step::Done(VerifyOutcome::Confirmed(v)) => Outcome::Confirmed(v),
+            Step::Done(VerifyOutcome::NotPosted { detail }) => {
+                Outcome::failed(stage, ErrorBody::new("not_posted", detail))
+            }
+            Step::Done(VerifyOutcome::Unconfirmed { detail }) => {
+                Outcome::Uncertain(stage, ErrorBody::new("unconfirmed", detail))
+            }
+            Step::Error(e) if e.kind == StrategyErrorKind::NotPosted => {
+                Outcome::failed(stage, e.to_body())
+            }
+            Step::Error(e) => Outcome::Uncertain(stage, e.to_body()),
+            Step::TimedOut => Outcome::Uncertain(stage, timeout_body("verification")),
+            Step::Panicked => Outcome::Uncertain(stage, panic_body("verification")),
+        }
+    }
+
+    /// The context's state, scoped for leaving the runtime; `None` if it cannot be read.
+    async fn export(
+        &self,
+        context: &C,
+        platform: &str,
+        policy: &StrategyPolicy,
+    ) -> Option<AgentSessionState> {
+        match guarded(self.config.timeouts.export, context.export_state()).await {
+            Step::Done(state) => {
+                Some(scope_io::scope_out(policy, &state, platform, self.clock.now()).0)
+            }
+            Step::Error(e) => {
+                tracing::warn!(error = %e, "could not export the refreshed session");
+                None
+            }
+            Step::TimedOut | Step::Panicked => {
+                tracing::warn!("exporting the refreshed session timed out or panicked");
+                None
+            }
+        }
+    }
+
+    async fn release(&self, lease: Lease<C>) {
+        match tokio::time::timeout(self.config.timeouts.release, lease.release()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "releasing the browser failed"),
+            Err(_) => tracing::warn!("releasing the browser timed out"),
+        }
+    }
+}

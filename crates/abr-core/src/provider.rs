@@ -1,0 +1,232 @@
+//! The [`SessionProvider`] contract: turn a stored session into a live, isolated browser
+//! context, and take it away again.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use abr_protocol::{AgentSessionState, SecretValue};
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+
+use crate::ProviderError;
+
+/// What a provider can do. The core checks these before dispatching, and the conformance
+/// suite registers its tests from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderCapabilities {
+    /// Can open a browser a person can use (headful, or with a viewer): capture needs it.
+    pub interactive: bool,
+    /// Provides its own live-view URL ([`LiveView::Remote`]). When false, the runner serves a
+    /// live view from the context itself.
+    pub remote_live_view: bool,
+    /// Gives each lease its own browser context (cookie jar and storage).
+    pub isolated_contexts: bool,
+    /// At most this many leases at once, if limited.
+    pub max_concurrent: Option<usize>,
+}
+
+/// Why a context is acquired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AcquireMode {
+    /// A person will sign in through a live view.
+    Interactive,
+    /// An unattended job with a stored session.
+    Unattended,
+}
+
+/// What to acquire.
+#[derive(Debug, Clone)]
+pub struct AcquireRequest {
+    /// Interactive or unattended.
+    pub mode: AcquireMode,
+    /// Platform (strategy id) the context is for; for labels and logs.
+    pub platform: String,
+    /// Session to inject, already scoped by the core. `None`: an empty context.
+    pub state: Option<AgentSessionState>,
+    /// Page to open first (interactive capture opens the platform's start URL).
+    pub start_url: Option<String>,
+}
+
+/// Where a person can watch and drive a leased browser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveView {
+    /// The provider's own viewer (Steel, Kernel). The URL may carry credentials, so it is a
+    /// secret: the runner proxies it and never hands it out.
+    Remote {
+        /// Viewer URL.
+        url: SecretValue,
+    },
+    /// No viewer of its own: the runner serves one from the context (CDP screencast).
+    Runner,
+}
+
+/// A live browser context, as the core sees it.
+///
+/// Strategies get the concrete type (with the full browser API); the core only needs to
+/// export the state.
+#[async_trait]
+pub trait SessionContext: Send + Sync + 'static {
+    /// The context's current cookies and localStorage, as Playwright's `storageState()`.
+    async fn export_state(&self) -> Result<AgentSessionState, ProviderError>;
+}
+
+/// Releases a leased context: closes it, deletes the remote session. Must be idempotent
+/// with respect to already-dead browsers (report, don't hang).
+pub type ReleaseFn<C> =
+    Box<dyn FnOnce(Arc<C>) -> BoxFuture<'static, Result<(), ProviderError>> + Send + Sync>;
+
+/// A leased browser context. Release it with [`Lease::release`].
+///
+/// # Contract
+/// A lease is always released exactly once. If it is dropped without an explicit release
+/// (cancellation, a panic unwinding through the job), `Drop` spawns the release on the
+/// current tokio runtime. Guards added with [`Lease::hold`] (e.g. the permit of a
+/// [`SerializedProvider`](crate::SerializedProvider)) are dropped only after the release
+/// finished, so the next job never starts on a browser still being cleaned up.
+pub struct Lease<C: Send + Sync + 'static> {
+    context: Arc<C>,
+    live_view: Option<LiveView>,
+    release: Option<ReleaseFn<C>>,
+    guards: Vec<Box<dyn Any + Send + Sync>>,
+}
+
+impl<C: Send + Sync + 'static> Lease<C> {
+    /// A lease on `context`, released by `release`.
+    pub fn new<F>(context: C, release: F) -> Self
+    where
+        F: FnOnce(Arc<C>) -> BoxFuture<'static, Result<(), ProviderError>> + Send + Sync + 'static,
+    {
+        Self {
+            context: Arc::new(context),
+            live_view: None,
+            release: Some(Box::new(release)),
+            guards: Vec::new(),
+        }
+    }
+
+    /// Sets the live view.
+    #[must_use]
+    pub fn with_live_view(mut self, live_view: LiveView) -> Self {
+        self.live_view = Some(live_view);
+        self
+    }
+
+    /// Keeps `guard` alive until the lease has been released.
+    #[must_use]
+    pub fn hold(mut self, guard: impl Any + Send + Sync) -> Self {
+        self.guards.push(Box::new(guard));
+        self
+    }
+
+    /// The browser context.
+    pub fn context(&self) -> &C {
+        &self.context
+    }
+
+    /// A shared handle on the browser context (for a live view that outlives one call).
+    pub fn context_handle(&self) -> Arc<C> {
+        Arc::clone(&self.context)
+    }
+
+    /// Where a person can see this browser, if interactive.
+    pub fn live_view(&self) -> Option<&LiveView> {
+        self.live_view.as_ref()
+    }
+
+    /// Releases the browser context, then the guards.
+    pub async fn release(mut self) -> Result<(), ProviderError> {
+        let result = match self.release.take() {
+            Some(release) => release(Arc::clone(&self.context)).await,
+            None => Ok(()),
+        };
+        self.guards.clear();
+        result
+    }
+}
+
+impl<C: Send + Sync + 'static> Drop for Lease<C> {
+    fn drop(&mut self) {
+        let Some(release) = self.release.take() else {
+            return;
+        };
+        let context = Arc::clone(&self.context);
+        let guards = std::mem::take(&mut self.guards);
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                tracing::debug!("lease dropped without release; releasing in the background");
+                handle.spawn(async move {
+                    if let Err(e) = release(context).await {
+                        tracing::warn!(error = %e, "background lease release failed");
+                    }
+                    drop(guards);
+                });
+            }
+            Err(_) => {
+                tracing::warn!("lease dropped outside a tokio runtime; it could not be released");
+            }
+        }
+    }
+}
+
+impl<C: Send + Sync + 'static> std::fmt::Debug for Lease<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("released", &self.release.is_none())
+            .field("live_view", &self.live_view.as_ref().map(|_| "<set>"))
+            .field("guards", &self.guards.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Turns a stored session into a live, isolated browser context.
+///
+/// # Contract
+/// - `acquire` returns a context that shares no cookies or storage with any other lease
+///   (unless [`ProviderCapabilities::isolated_contexts`] is false), holding exactly the
+///   state given (already scoped by the core), with localStorage present before the first
+///   page script runs.
+/// - It fails with a typed [`ProviderError`] within its own deadline; it never panics on a
+///   dead endpoint.
+/// - Whatever it acquired is released by the returned [`Lease`], also when dropped.
+///
+/// # Wrappers
+/// Wrappers ([`SerializedProvider`](crate::SerializedProvider)) own their inner provider and
+/// forward every method.
+#[async_trait]
+pub trait SessionProvider: Send + Sync + 'static {
+    /// The browser context strategies drive (e.g. a Playwright context and page).
+    type Context: SessionContext;
+
+    /// A short name for logs and errors (`local`, `steel`, ...).
+    fn name(&self) -> &str;
+
+    /// What this provider can do.
+    fn capabilities(&self) -> ProviderCapabilities;
+
+    /// Acquires an isolated browser context.
+    async fn acquire(&self, request: AcquireRequest)
+    -> Result<Lease<Self::Context>, ProviderError>;
+}
+
+#[async_trait]
+impl<P: SessionProvider + ?Sized> SessionProvider for Arc<P> {
+    type Context = P::Context;
+
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn capabilities(&self) -> ProviderCapabilities {
+        (**self).capabilities()
+    }
+
+    async fn acquire(
+        &self,
+        request: AcquireRequest,
+    ) -> Result<Lease<Self::Context>, ProviderError> {
+        (**self).acquire(request).await
+    }
+}
+
+/// A provider chosen at run time.
+pub type DynSessionProvider<C> = Arc<dyn SessionProvider<Context = C>>;

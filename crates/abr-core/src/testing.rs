@@ -1,0 +1,448 @@
+//! In-memory fakes of the contracts, for testing the core (and embedders' orchestration)
+//! without a browser. Enabled by the `testing` feature.
+//!
+//! [`FakeProvider`] hands out [`FakeContext`]s that hold a session state like a browser
+//! would, records every acquire and release, and has fault knobs. [`ScriptedStrategy`]
+//! plays each step from a script: return, fail, hang or panic.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use abr_protocol::{
+    AgentSessionState, FailureStage, PlatformPolicy, PostContent, SecretValue, Verification,
+};
+use async_trait::async_trait;
+
+use crate::{
+    AcquireMode, AcquireRequest, Lease, LiveView, PostProgress, ProviderCapabilities,
+    ProviderError, ProviderErrorKind, SessionContext, SessionProvider, StrategyError,
+    StrategyPolicy, SubmitReceipt, VerifyOutcome, WebPostStrategy,
+};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A fake browser context: a session state, a signed-in flag, and a record of what was
+/// posted.
+#[derive(Debug, Default)]
+pub struct FakeContext {
+    /// Lease number (1, 2, ...).
+    pub id: u64,
+    /// Mode it was acquired in.
+    pub interactive: bool,
+    /// The "browser's" current state.
+    pub state: Mutex<AgentSessionState>,
+    /// Whether the "site" considers this context signed in.
+    pub signed_in: AtomicBool,
+    /// Whether `export_state` fails.
+    pub fail_export: AtomicBool,
+}
+
+impl FakeContext {
+    /// The current state.
+    pub fn state(&self) -> AgentSessionState {
+        lock(&self.state).clone()
+    }
+}
+
+#[async_trait]
+impl SessionContext for FakeContext {
+    async fn export_state(&self) -> Result<AgentSessionState, ProviderError> {
+        if self.fail_export.load(Ordering::SeqCst) {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Crashed,
+                "fake export failure",
+            ));
+        }
+        Ok(self.state())
+    }
+}
+
+/// A fake provider with a record of every lease and fault knobs.
+#[derive(Debug)]
+pub struct FakeProvider {
+    capabilities: ProviderCapabilities,
+    remote_live_url: Option<String>,
+    next_id: AtomicU64,
+    acquired: AtomicUsize,
+    open: Arc<Mutex<BTreeSet<u64>>>,
+    released_ids: Arc<Mutex<Vec<u64>>>,
+    injected: Mutex<Vec<Option<AgentSessionState>>>,
+    fail_next: Mutex<Option<ProviderErrorKind>>,
+    hang_acquire: AtomicBool,
+    signed_in_on_acquire: AtomicBool,
+    fail_exports: AtomicBool,
+    max_open_seen: AtomicUsize,
+}
+
+impl Default for FakeProvider {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FakeProvider {
+    /// An interactive provider with isolated contexts and a runner-served live view;
+    /// contexts acquired with a state start signed in.
+    pub fn new() -> Self {
+        Self {
+            capabilities: ProviderCapabilities {
+                interactive: true,
+                remote_live_view: false,
+                isolated_contexts: true,
+                max_concurrent: None,
+            },
+            remote_live_url: None,
+            next_id: AtomicU64::new(1),
+            acquired: AtomicUsize::new(0),
+            open: Arc::default(),
+            released_ids: Arc::default(),
+            injected: Mutex::default(),
+            fail_next: Mutex::default(),
+            hang_acquire: AtomicBool::new(false),
+            signed_in_on_acquire: AtomicBool::new(true),
+            fail_exports: AtomicBool::new(false),
+            max_open_seen: AtomicUsize::new(0),
+        }
+    }
+
+    /// Gives leases a provider viewer URL.
+    #[must_use]
+    pub fn with_remote_live_view(mut self, url: impl Into<String>) -> Self {
+        self.remote_live_url = Some(url.into());
+        self.capabilities.remote_live_view = true;
+        self
+    }
+
+    /// Overrides the capabilities.
+    #[must_use]
+    pub fn with_capabilities(mut self, capabilities: ProviderCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// The next acquire fails with `kind`.
+    pub fn fail_next_acquire(&self, kind: ProviderErrorKind) {
+        *lock(&self.fail_next) = Some(kind);
+    }
+
+    /// Acquires hang forever (until their caller gives up).
+    pub fn hang_acquires(&self, hang: bool) {
+        self.hang_acquire.store(hang, Ordering::SeqCst);
+    }
+
+    /// Whether contexts acquired with a state start signed in (default true).
+    pub fn sign_in_on_acquire(&self, signed_in: bool) {
+        self.signed_in_on_acquire.store(signed_in, Ordering::SeqCst);
+    }
+
+    /// Whether contexts acquired from now on fail `export_state`.
+    pub fn fail_exports(&self, fail: bool) {
+        self.fail_exports.store(fail, Ordering::SeqCst);
+    }
+
+    /// Successful acquires so far.
+    pub fn acquired(&self) -> usize {
+        self.acquired.load(Ordering::SeqCst)
+    }
+
+    /// Releases so far.
+    pub fn released(&self) -> usize {
+        lock(&self.released_ids).len()
+    }
+
+    /// Lease ids in the order they were released (each must appear once).
+    pub fn released_ids(&self) -> Vec<u64> {
+        lock(&self.released_ids).clone()
+    }
+
+    /// Leases not yet released.
+    pub fn open_leases(&self) -> usize {
+        lock(&self.open).len()
+    }
+
+    /// The most leases that were open at the same time.
+    pub fn max_open_seen(&self) -> usize {
+        self.max_open_seen.load(Ordering::SeqCst)
+    }
+
+    /// The states handed to each acquire, in order.
+    pub fn injected(&self) -> Vec<Option<AgentSessionState>> {
+        lock(&self.injected).clone()
+    }
+}
+
+#[async_trait]
+impl SessionProvider for FakeProvider {
+    type Context = FakeContext;
+
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    fn capabilities(&self) -> ProviderCapabilities {
+        self.capabilities
+    }
+
+    async fn acquire(&self, request: AcquireRequest) -> Result<Lease<FakeContext>, ProviderError> {
+        if self.hang_acquire.load(Ordering::SeqCst) {
+            futures::future::pending::<()>().await;
+        }
+        if let Some(kind) = lock(&self.fail_next).take() {
+            return Err(ProviderError::new(kind, "fake acquire failure"));
+        }
+        lock(&self.injected).push(request.state.clone());
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let interactive = request.mode == AcquireMode::Interactive;
+        let context = FakeContext {
+            id,
+            interactive,
+            signed_in: AtomicBool::new(
+                !interactive && self.signed_in_on_acquire.load(Ordering::SeqCst),
+            ),
+            state: Mutex::new(request.state.unwrap_or_default()),
+            fail_export: AtomicBool::new(self.fail_exports.load(Ordering::SeqCst)),
+        };
+        self.acquired.fetch_add(1, Ordering::SeqCst);
+        let open_now = {
+            let mut open = lock(&self.open);
+            open.insert(id);
+            open.len()
+        };
+        self.max_open_seen.fetch_max(open_now, Ordering::SeqCst);
+        let record = ReleaseRecord(Arc::clone(&self.open), Arc::clone(&self.released_ids));
+        let lease = Lease::new(context, move |ctx| {
+            Box::pin(async move {
+                record.record(ctx.id);
+                Ok(())
+            })
+        });
+        Ok(match &self.remote_live_url {
+            Some(url) => lease.with_live_view(LiveView::Remote {
+                url: SecretValue::new(url.clone()),
+            }),
+            None => lease.with_live_view(LiveView::Runner),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct ReleaseRecord(Arc<Mutex<BTreeSet<u64>>>, Arc<Mutex<Vec<u64>>>);
+
+impl ReleaseRecord {
+    fn record(&self, id: u64) {
+        lock(&self.0).remove(&id);
+        lock(&self.1).push(id);
+    }
+}
+
+/// What one scripted step does.
+#[derive(Debug, Clone)]
+pub enum Script<T> {
+    /// Returns this value.
+    Return(T),
+    /// Fails with this error.
+    Fail(StrategyError),
+    /// Never finishes.
+    Hang,
+    /// Panics.
+    Panic,
+}
+
+impl<T: Clone> Script<T> {
+    async fn play(&self) -> Result<T, StrategyError> {
+        match self {
+            Self::Return(v) => Ok(v.clone()),
+            Self::Fail(e) => Err(e.clone()),
+            Self::Hang => futures::future::pending().await,
+            #[allow(clippy::panic, reason = "the fake exists to test panic containment")]
+            Self::Panic => panic!("scripted strategy panic"),
+        }
+    }
+}
+
+/// The script of a [`ScriptedStrategy`].
+#[derive(Debug, Clone)]
+pub struct StrategyScript {
+    /// `is_authenticated`; `Return(None)` answers from the context's signed-in flag.
+    pub precheck: Script<Option<bool>>,
+    /// Stages `post` enters before it plays `post`.
+    pub post_stages: Vec<FailureStage>,
+    /// `post`. On `Return`, the text is recorded as posted ([`ScriptedStrategy::posted`]).
+    pub post: Script<SubmitReceipt>,
+    /// `verify`.
+    pub verify: Script<VerifyOutcome>,
+    /// Changes `post` makes to the context's state (a refreshed cookie, say).
+    pub set_cookie_on_post: Option<abr_protocol::Cookie>,
+}
+
+impl Default for StrategyScript {
+    /// The happy path: signed in per the context, compose → media → submit, confirmed by
+    /// toast.
+    fn default() -> Self {
+        Self {
+            precheck: Script::Return(None),
+            post_stages: vec![
+                FailureStage::Compose,
+                FailureStage::Media,
+                FailureStage::Submit,
+            ],
+            post: Script::Return(SubmitReceipt::default()),
+            verify: Script::Return(VerifyOutcome::Confirmed(Verification {
+                method: abr_protocol::VerificationMethod::Toast,
+                evidence: abr_protocol::VerificationEvidence {
+                    permalink: Some("https://fake.example/p/1".into()),
+                    ..Default::default()
+                },
+            })),
+            set_cookie_on_post: None,
+        }
+    }
+}
+
+/// A strategy that plays a [`StrategyScript`] on [`FakeContext`]s.
+#[derive(Debug)]
+pub struct ScriptedStrategy {
+    platform: String,
+    policy: StrategyPolicy,
+    script: Mutex<StrategyScript>,
+    posted: Mutex<Vec<String>>,
+}
+
+impl ScriptedStrategy {
+    /// A strategy for `platform` with `policy`, playing the default (happy) script.
+    ///
+    /// # Panics
+    /// If the policy's scope is invalid (test set-up error).
+    #[allow(clippy::expect_used, reason = "test fixture")]
+    pub fn new(platform: &str, policy: &PlatformPolicy) -> Self {
+        Self {
+            platform: platform.to_owned(),
+            policy: StrategyPolicy::from_spec(policy).expect("valid test policy"),
+            script: Mutex::new(StrategyScript::default()),
+            posted: Mutex::default(),
+        }
+    }
+
+    /// Replaces the script.
+    #[must_use]
+    pub fn with_script(self, script: StrategyScript) -> Self {
+        *lock(&self.script) = script;
+        self
+    }
+
+    /// Edits the script in place.
+    pub fn edit(&self, f: impl FnOnce(&mut StrategyScript)) {
+        f(&mut lock(&self.script));
+    }
+
+    /// Texts whose `post` returned successfully, in order.
+    pub fn posted(&self) -> Vec<String> {
+        lock(&self.posted).clone()
+    }
+
+    fn script(&self) -> StrategyScript {
+        lock(&self.script).clone()
+    }
+}
+
+#[async_trait]
+impl WebPostStrategy<FakeContext> for ScriptedStrategy {
+    fn platform(&self) -> &str {
+        &self.platform
+    }
+
+    fn policy(&self) -> &StrategyPolicy {
+        &self.policy
+    }
+
+    fn start_url(&self) -> &str {
+        "https://fake.example/login"
+    }
+
+    async fn is_authenticated(&self, context: &FakeContext) -> Result<bool, StrategyError> {
+        let answer = self.script().precheck.play().await?;
+        Ok(answer.unwrap_or_else(|| context.signed_in.load(Ordering::SeqCst)))
+    }
+
+    async fn post(
+        &self,
+        context: &FakeContext,
+        content: &PostContent,
+        progress: &PostProgress,
+    ) -> Result<SubmitReceipt, StrategyError> {
+        let script = self.script();
+        for stage in &script.post_stages {
+            progress.enter(*stage);
+        }
+        let receipt = script.post.play().await?;
+        lock(&self.posted).push(content.text.clone());
+        if let Some(cookie) = script.set_cookie_on_post {
+            let mut state = lock(&context.state);
+            state
+                .cookies
+                .retain(|c| c.name != cookie.name || c.domain != cookie.domain);
+            state.cookies.push(cookie);
+        }
+        Ok(receipt)
+    }
+
+    async fn verify(
+        &self,
+        _context: &FakeContext,
+        _receipt: &SubmitReceipt,
+    ) -> Result<VerifyOutcome, StrategyError> {
+        self.script().verify.play().await
+    }
+}
+
+/// A clock that only moves when told to (or when something sleeps on it).
+#[derive(Debug)]
+pub struct ManualClock {
+    now: Mutex<time::OffsetDateTime>,
+    sleeps: Mutex<Vec<std::time::Duration>>,
+}
+
+impl ManualClock {
+    /// A clock at `start`.
+    pub fn new(start: time::OffsetDateTime) -> Self {
+        Self {
+            now: Mutex::new(start),
+            sleeps: Mutex::default(),
+        }
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: std::time::Duration) {
+        *lock(&self.now) += by;
+    }
+
+    /// Every sleep requested so far.
+    pub fn sleeps(&self) -> Vec<std::time::Duration> {
+        lock(&self.sleeps).clone()
+    }
+}
+
+#[async_trait]
+impl crate::Clock for ManualClock {
+    fn now(&self) -> time::OffsetDateTime {
+        *lock(&self.now)
+    }
+
+    async fn sleep(&self, duration: std::time::Duration) {
+        lock(&self.sleeps).push(duration);
+        self.advance(duration);
+    }
+}
+
+/// A "random" source that always returns the same number.
+#[derive(Debug, Clone, Copy)]
+pub struct FixedRandom(pub u64);
+
+impl crate::RandomSource for FixedRandom {
+    fn next_u64(&self) -> u64 {
+        self.0
+    }
+}

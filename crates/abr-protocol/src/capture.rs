@@ -1,0 +1,129 @@
+//! Interactive capture and probe messages.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::{AgentSessionState, ScopeReport};
+
+/// `POST /v1/capture/start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureStartRequest {
+    /// Tenant (workspace) the capture is bound to.
+    pub workspace_id: String,
+    /// Account within the workspace the capture is bound to.
+    pub account_id: String,
+    /// Platform (strategy id) to sign in to.
+    pub platform: String,
+}
+
+/// Answer to [`CaptureStartRequest`].
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureStartResponse {
+    /// Management credential: finishes, cancels and reads the capture. Keep it server-side.
+    pub capture_id: String,
+    /// URL of the live view to embed for the user. It carries a different token that can
+    /// only show the browser.
+    pub live_view_url: String,
+    /// When the capture expires and its browser is released.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+impl std::fmt::Debug for CaptureStartResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureStartResponse")
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `POST /v1/capture/finish` and `POST /v1/capture/cancel`: the capture and its binding.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureRef {
+    /// The capture id returned by start.
+    pub capture_id: String,
+    /// Must equal the start request's workspace id.
+    pub workspace_id: String,
+    /// Must equal the start request's account id.
+    pub account_id: String,
+}
+
+impl std::fmt::Debug for CaptureRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureRef")
+            .field("workspace_id", &self.workspace_id)
+            .field("account_id", &self.account_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Answer to a successful finish: the scoped session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureFinishResponse {
+    /// The signed-in session, filtered to the platform's scope.
+    pub session: AgentSessionState,
+    /// What the scope filter dropped, by reason.
+    pub scope_report: ScopeReport,
+}
+
+/// Answer to a successful cancel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureCancelResponse {
+    /// Always true: the capture is gone and its browser released.
+    pub cancelled: bool,
+}
+
+/// Lifecycle state of a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CaptureState {
+    /// Waiting for the user to sign in.
+    Open,
+}
+
+/// `GET /v1/capture/{captureId}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureStatus {
+    /// Platform being captured.
+    pub platform: String,
+    /// Lifecycle state.
+    pub state: CaptureState,
+    /// When the capture expires.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// `POST /v1/probe`: is this session still signed in?
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeRequest {
+    /// Platform (strategy id).
+    pub platform: String,
+    /// Session to check.
+    pub session: AgentSessionState,
+    /// Tenant ids, recorded in audit events only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// Tenant ids, recorded in audit events only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+}
+
+/// Answer to [`ProbeRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeResponse {
+    /// The session is signed in.
+    pub authenticated: bool,
+    /// The session must be captured again (`!authenticated`).
+    pub needs_reauth: bool,
+    /// The session as the browser left it, scoped, when authenticated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refreshed_session: Option<AgentSessionState>,
+}

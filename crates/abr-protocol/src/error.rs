@@ -1,0 +1,97 @@
+//! The one JSON error envelope, scope reports and health.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// `{"error": {"code", "message", "retryable"}}`: every non-2xx answer of the runner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorEnvelope {
+    /// The error.
+    pub error: ErrorBody,
+}
+
+/// A machine-readable `code` (snake_case, stable), a human message that never contains
+/// secrets, and whether retrying the same request may succeed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody {
+    /// Stable machine-readable code, e.g. `invalid_scope`.
+    pub code: String,
+    /// Human-readable explanation.
+    pub message: String,
+    /// Whether the same request may succeed later.
+    #[serde(default)]
+    pub retryable: bool,
+}
+
+impl ErrorBody {
+    /// A non-retryable error.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+            retryable: false,
+        }
+    }
+
+    /// Sets retryability.
+    #[must_use]
+    pub fn retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+}
+
+/// Why the scope filter dropped something. Serialized as camelCase keys of
+/// [`ScopeReport::dropped`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DropReason {
+    /// Cookie domain outside every allowed domain.
+    CookieOutOfScope,
+    /// Cookie domain is a public suffix (`com`, `co.uk`, `github.io`).
+    CookiePublicSuffix,
+    /// Cookie domain is empty or malformed.
+    CookieInvalidDomain,
+    /// Origin is not exactly one of the allowed origins.
+    OriginOutOfScope,
+    /// Origin is not a valid http(s) origin.
+    OriginInvalid,
+    /// A top-level field that cannot be attributed to an allowed domain (e.g. `credentials`).
+    UnscopedField,
+}
+
+/// What a scope filter kept and dropped: counts only, never names or values.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScopeReport {
+    /// Cookies kept.
+    pub kept_cookies: u32,
+    /// Origins kept.
+    pub kept_origins: u32,
+    /// Dropped items by reason.
+    pub dropped: BTreeMap<DropReason, u32>,
+}
+
+impl ScopeReport {
+    /// Total number of dropped items.
+    pub fn dropped_total(&self) -> u32 {
+        self.dropped.values().sum()
+    }
+
+    /// Dropped count for one reason.
+    pub fn dropped_for(&self, reason: DropReason) -> u32 {
+        self.dropped.get(&reason).copied().unwrap_or(0)
+    }
+}
+
+/// `GET /v1/health`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    /// `"ok"` when the runner accepts jobs.
+    pub status: String,
+    /// Runner version.
+    pub version: String,
+}

@@ -1,0 +1,38 @@
+//! Wire types of the Agent Browser Runtime (ABR).
+//!
+//! Everything an orchestrator exchanges with the runner, in any language: camelCase JSON,
+//! documented field by field. This crate has no behaviour beyond serde and no dependency on
+//! a browser, an HTTP stack or `abr-core`.
+//!
+//! - [`AgentSessionState`]: Playwright's `storageState` plus ABR metadata; unknown fields
+//!   survive a round trip.
+//! - [`PostRequest`] / [`AgentPostResult`]: the three-outcome post result.
+//! - capture ([`CaptureStartRequest`], [`CaptureRef`], ...), probe, platforms, health and the
+//!   single [`ErrorEnvelope`].
+//!
+//! Secrets (cookie and localStorage values) are [`SecretValue`]s: they serialize, but never
+//! print.
+
+mod capture;
+mod error;
+mod policy;
+mod post;
+mod secret;
+mod session;
+
+pub use capture::{
+    CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
+    CaptureStartResponse, CaptureState, CaptureStatus, ProbeRequest, ProbeResponse,
+};
+pub use error::{DropReason, ErrorBody, ErrorEnvelope, Health, ScopeReport};
+pub use policy::{PlatformInfo, PlatformPolicy, PlatformsResponse, SessionScopeSpec};
+pub use post::{
+    AgentPostResult, FailureStage, MediaAttachment, PostContent, PostOutcome, PostRequest, Timing,
+    Verification, VerificationEvidence, VerificationMethod,
+};
+pub use secret::SecretValue;
+pub use session::{
+    AgentSessionState, Cookie, LocalStorageItem, OriginState, SESSION_FORMAT_VERSION, SameSite,
+    SessionMetadata,
+};
+pub use time::OffsetDateTime;
