@@ -1,7 +1,12 @@
 //! AgentPoster: every path maps to exactly one outcome row, the lease is always released,
 //! scope applies going in and coming out, audit never delays or fails a post.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
 use std::sync::Arc;
 use std::time::Duration;
 

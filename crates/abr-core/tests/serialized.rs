@@ -1,0 +1,179 @@
+//! Integration tests of `SerializedProvider`: one lease at a time, queueing with a deadline,
+//! and the permit handed on only after the previous lease was released.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_core::testing::FakeProvider;
+use abr_core::{
+    AcquireMode, AcquireRequest, ProviderCapabilities, ProviderErrorKind, SerializedProvider,
+    SessionProvider,
+};
+
+fn request() -> AcquireRequest {
+    AcquireRequest {
+        mode: AcquireMode::Unattended,
+        platform: "demo".into(),
+        state: None,
+        start_url: None,
+    }
+}
+
+fn serialized(queue_timeout: Duration) -> Arc<SerializedProvider<FakeProvider>> {
+    Arc::new(SerializedProvider::new(FakeProvider::new(), queue_timeout))
+}
+
+async fn yield_many(n: usize) {
+    for _ in 0..n {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn a_second_acquire_waits_until_the_first_lease_was_released() {
+    let p = serialized(Duration::from_secs(3600));
+    let first = p.acquire(request()).await.unwrap();
+
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let waiter = {
+        let p = Arc::clone(&p);
+        tokio::spawn(async move {
+            started_tx.send(()).unwrap();
+            let lease = p.acquire(request()).await?;
+            // What the second job sees the moment it gets its browser.
+            let released_before = p.inner().released_ids();
+            Ok::<_, abr_core::ProviderError>((lease, released_before))
+        })
+    };
+    started_rx.await.unwrap();
+    yield_many(50).await;
+    assert!(
+        !waiter.is_finished(),
+        "the second acquire must queue while the first is held"
+    );
+    assert_eq!(
+        p.inner().acquired(),
+        1,
+        "the inner provider is not asked while busy"
+    );
+
+    let first_id = first.context().id;
+    first.release().await.unwrap();
+    let (second, released_before) = waiter.await.unwrap().unwrap();
+    assert_eq!(
+        released_before,
+        vec![first_id],
+        "the first lease was released before"
+    );
+    assert_ne!(second.context().id, first_id);
+    assert_eq!(p.inner().max_open_seen(), 1);
+
+    second.release().await.unwrap();
+    assert_eq!(p.inner().released(), 2);
+    assert_eq!(p.inner().open_leases(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_acquires_all_succeed_one_at_a_time() {
+    let p = serialized(Duration::from_secs(3600));
+    let jobs: Vec<_> = (0..4)
+        .map(|_| {
+            let p = Arc::clone(&p);
+            tokio::spawn(async move {
+                let lease = p.acquire(request()).await?;
+                // Hold the browser for a few scheduler turns, like a job would.
+                yield_many(20).await;
+                lease.release().await
+            })
+        })
+        .collect();
+    for job in futures::future::join_all(jobs).await {
+        job.unwrap().unwrap();
+    }
+    assert_eq!(p.inner().acquired(), 4);
+    assert_eq!(p.inner().released(), 4);
+    assert_eq!(p.inner().max_open_seen(), 1);
+    assert_eq!(p.inner().open_leases(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_queue_timeout_is_a_retryable_busy_error() {
+    let p = serialized(Duration::from_secs(5));
+    let held = p.acquire(request()).await.unwrap();
+
+    let err = p.acquire(request()).await.unwrap_err();
+    assert_eq!(err.kind(), ProviderErrorKind::Busy);
+    assert!(err.is_retryable());
+    assert_eq!(p.inner().acquired(), 1);
+
+    held.release().await.unwrap();
+    let next = p.acquire(request()).await.unwrap();
+    next.release().await.unwrap();
+    assert_eq!(p.inner().max_open_seen(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_inner_acquire_gives_the_permit_back() {
+    // With a leaked permit the next acquire would time out as Busy.
+    let p = serialized(Duration::from_secs(1));
+    p.inner().fail_next_acquire(ProviderErrorKind::Unavailable);
+
+    let err = p.acquire(request()).await.unwrap_err();
+    assert_eq!(err.kind(), ProviderErrorKind::Unavailable);
+
+    let lease = p.acquire(request()).await.unwrap();
+    assert_eq!(p.inner().acquired(), 1);
+    lease.release().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_lease_is_released_in_the_background_and_frees_the_permit() {
+    let p = serialized(Duration::from_secs(5));
+    let lease = p.acquire(request()).await.unwrap();
+    let first_id = lease.context().id;
+    // A cancelled job: the lease goes out of scope without `release`.
+    drop(lease);
+
+    let next = p.acquire(request()).await.unwrap();
+    assert_eq!(p.inner().released_ids(), vec![first_id]);
+    assert_eq!(p.inner().max_open_seen(), 1);
+    next.release().await.unwrap();
+    assert_eq!(p.inner().released(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_acquire_does_not_hold_the_permit() {
+    let p = serialized(Duration::from_secs(5));
+    p.inner().hang_acquires(true);
+    let cancelled = tokio::time::timeout(Duration::from_secs(1), p.acquire(request())).await;
+    assert!(
+        cancelled.is_err(),
+        "the hanging acquire was cut off by the caller"
+    );
+
+    p.inner().hang_acquires(false);
+    let lease = p.acquire(request()).await.unwrap();
+    lease.release().await.unwrap();
+}
+
+#[test]
+fn capabilities_say_one_at_a_time() {
+    let p = SerializedProvider::new(FakeProvider::new(), Duration::from_secs(1));
+    let caps = p.capabilities();
+    assert_eq!(caps.max_concurrent, Some(1));
+    assert!(
+        caps.interactive && caps.isolated_contexts,
+        "other capabilities are forwarded"
+    );
+    assert_eq!(p.name(), "fake");
+
+    let wide = FakeProvider::new().with_capabilities(ProviderCapabilities {
+        interactive: false,
+        remote_live_view: true,
+        isolated_contexts: true,
+        max_concurrent: Some(8),
+    });
+    let caps = SerializedProvider::new(wide, Duration::from_secs(1)).capabilities();
+    assert_eq!(caps.max_concurrent, Some(1));
+    assert!(!caps.interactive && caps.remote_live_view);
+}

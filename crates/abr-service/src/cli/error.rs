@@ -1,0 +1,477 @@
+//! [`CliError`]: everything a command can fail with, as one safe line of text.
+//!
+//! Input files hold credentials (cookie and localStorage values), so no message here may
+//! contain a string taken from an input's values. In particular a raw `serde_json::Error` is
+//! never stored or printed: `invalid type: string "<value>"` quotes the value. [`JsonDetail`]
+//! keeps serde's category, a sanitised message and the line/column instead.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use abr_core::ScopeError;
+
+/// A command failure. Its `Display` is the text after `abr: error: `.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// An input file (or stdin) could not be read.
+    #[error("cannot read {input:#}: {source}")]
+    Read {
+        /// What was being read.
+        input: Input,
+        /// The I/O error (names no file content).
+        source: io::Error,
+    },
+    /// An input is not well-formed JSON.
+    #[error("{input} is not valid JSON: {detail}")]
+    Syntax {
+        /// What was being parsed.
+        input: Input,
+        /// Where and why, without input values.
+        detail: JsonDetail,
+    },
+    /// An input is JSON of the wrong shape (wrong types, missing or unknown fields).
+    #[error("{input} is not a valid {expected}: {detail}")]
+    Shape {
+        /// What was being parsed.
+        input: Input,
+        /// What it should have been (`storageState`, `session scope`, ...).
+        expected: &'static str,
+        /// Where and why, without input values.
+        detail: JsonDetail,
+    },
+    /// The scope parsed but was rejected by [`abr_core::SessionScope::new`].
+    #[error("invalid scope in {input}: {source}")]
+    InvalidScope {
+        /// The scope file.
+        input: Input,
+        /// Why it was rejected (names the offending scope entry: configuration, not a secret).
+        source: ScopeError,
+    },
+    /// A platform policy whose `session` is `null`: there is no scope to filter with.
+    #[error(
+        "{input} is a platform policy without a session scope (\"session\" is null): give \
+         {{\"session\": {{\"cookieDomains\": [...], \"origins\": [...]}}}}"
+    )]
+    NoSessionScope {
+        /// The scope file.
+        input: Input,
+    },
+    /// A top-level `session` key next to top-level `cookieDomains`/`origins`.
+    #[error(
+        "{input} mixes a platform policy (top-level \"session\") with a top-level \
+         \"cookieDomains\"/\"origins\": give either a session scope or a policy whose scope is \
+         under \"session\""
+    )]
+    MixedScope {
+        /// The scope file.
+        input: Input,
+    },
+    /// The filtered state could not be serialized.
+    #[error("cannot serialize the filtered {what}: {detail}")]
+    Serialize {
+        /// What was being serialized.
+        what: &'static str,
+        /// Why, without values.
+        detail: JsonDetail,
+    },
+    /// Writing the result failed (closed pipe, full disk, ...).
+    #[error("cannot write to {stream}: {source}")]
+    Write {
+        /// `stdout` or `stderr`.
+        stream: &'static str,
+        /// The I/O error.
+        source: io::Error,
+    },
+}
+
+/// The broad class of a [`CliError`], which decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorKind {
+    /// The caller's input is unreadable, malformed or invalid: exit code 2, like a usage
+    /// error.
+    Input,
+    /// The input was fine but the result could not be produced or written: exit code 1.
+    Output,
+}
+
+impl CliError {
+    /// The class of this error.
+    pub(crate) fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Read { .. }
+            | Self::Syntax { .. }
+            | Self::Shape { .. }
+            | Self::InvalidScope { .. }
+            | Self::NoSessionScope { .. }
+            | Self::MixedScope { .. } => ErrorKind::Input,
+            Self::Serialize { .. } | Self::Write { .. } => ErrorKind::Output,
+        }
+    }
+
+    /// The process exit code for this error.
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self.kind() {
+            ErrorKind::Input => 2,
+            ErrorKind::Output => 1,
+        }
+    }
+
+    /// A JSON parse failure of `input`, classified as a syntax or shape error.
+    pub(crate) fn json(input: Input, expected: &'static str, err: &serde_json::Error) -> Self {
+        let detail = JsonDetail::new(err);
+        match err.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                Self::Syntax { input, detail }
+            }
+            serde_json::error::Category::Data | serde_json::error::Category::Io => Self::Shape {
+                input,
+                expected,
+                detail,
+            },
+        }
+    }
+}
+
+/// Which input a message is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The `--scope` file.
+    Scope,
+    /// The storageState to filter.
+    State,
+}
+
+impl Role {
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Scope => "scope",
+            Self::State => "state",
+        }
+    }
+}
+
+/// An input: a file or stdin, in a role.
+///
+/// `Display` gives its name (the path as given, or `stdin`); the alternate form (`{:#}`)
+/// adds the role: `scope file scope.json`, `state from stdin`. Control characters in paths
+/// are escaped so a message always stays on one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Input {
+    /// What the input is for.
+    pub(crate) role: Role,
+    /// Where it comes from: a path, or `None` for stdin.
+    pub(crate) path: Option<PathBuf>,
+}
+
+impl Input {
+    /// A file input.
+    pub(crate) fn file(role: Role, path: PathBuf) -> Self {
+        Self {
+            role,
+            path: Some(path),
+        }
+    }
+
+    /// Standard input.
+    pub(crate) fn stdin(role: Role) -> Self {
+        Self { role, path: None }
+    }
+}
+
+impl fmt::Display for Input {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let noun = self.role.noun();
+        match (&self.path, f.alternate()) {
+            (Some(path), false) => f.write_str(&single_line(&path.display().to_string())),
+            (Some(path), true) => {
+                write!(
+                    f,
+                    "{noun} file {}",
+                    single_line(&path.display().to_string())
+                )
+            }
+            (None, false) => f.write_str("stdin"),
+            (None, true) => write!(f, "{noun} from stdin"),
+        }
+    }
+}
+
+/// A serde_json error reduced to what is safe to print: a sanitised message and the
+/// position. Displays as `<message> at line L column C` (position omitted when unknown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JsonDetail {
+    /// The sanitised message: never contains a string or literal taken from the input.
+    pub(crate) message: String,
+    /// 1-based line, 0 when unknown.
+    pub(crate) line: usize,
+    /// 1-based column, 0 when unknown.
+    pub(crate) column: usize,
+}
+
+impl JsonDetail {
+    /// Reduces `err` to a safe detail.
+    ///
+    /// Syntax and EOF messages are serde_json's fixed texts and are kept. Data messages go
+    /// through [`sanitize_data_message`]. I/O messages (not produced by the in-memory parsing
+    /// used here) are kept: they describe the I/O failure, not the content.
+    pub(crate) fn new(err: &serde_json::Error) -> Self {
+        let (line, column) = (err.line(), err.column());
+        let full = err.to_string();
+        let raw = if line == 0 {
+            full.as_str()
+        } else {
+            full.strip_suffix(&format!(" at line {line} column {column}"))
+                .unwrap_or(&full)
+        };
+        let message = match err.classify() {
+            serde_json::error::Category::Data => sanitize_data_message(raw),
+            serde_json::error::Category::Syntax
+            | serde_json::error::Category::Eof
+            | serde_json::error::Category::Io => raw.to_owned(),
+        };
+        Self {
+            message: single_line(&message),
+            line,
+            column,
+        }
+    }
+}
+
+impl fmt::Display for JsonDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if self.line != 0 {
+            write!(f, " at line {} column {}", self.line, self.column)?;
+        }
+        Ok(())
+    }
+}
+
+/// Said instead of a data error message that could not be proven free of input values.
+const GENERIC_DATA_ERROR: &str = "invalid data";
+
+/// Rewrites a serde data error message so that it contains no input literal.
+///
+/// serde's messages quote the offending input: `invalid type: string "v", expected a
+/// sequence`, `invalid value: integer `5`, expected ...`, `unknown variant `v`, expected one
+/// of ...`. The literal is replaced by its kind (`string`, `integer`, ...), keeping the
+/// `expected ...` part, which comes from the program's types. Field names in `unknown field`
+/// are kept only when they look like identifiers (they are object keys, not values).
+/// `missing field`, `duplicate field` and `invalid length` name only program fields and
+/// counts and are kept as is. Anything else is kept only when it contains no quote or
+/// backtick (custom messages such as "cookie expires must be a finite number"), otherwise it
+/// becomes "invalid data".
+pub(crate) fn sanitize_data_message(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            let Some((unexpected, expected)) = split_expected(rest) else {
+                return GENERIC_DATA_ERROR.to_owned();
+            };
+            // `string "..."`, `integer `5``, `floating point `1.5``, `map`, `null`: the kind
+            // is everything before the first quote or backtick.
+            let kind = unexpected
+                .split(['"', '`'])
+                .next()
+                .unwrap_or_default()
+                .trim();
+            let kind = if kind.is_empty() { "value" } else { kind };
+            return format!("{prefix}{kind}, expected {expected}");
+        }
+    }
+    if message.starts_with("unknown variant ") {
+        return match split_expected(message) {
+            Some((_, expected)) => format!("unknown variant, expected {expected}"),
+            None => "unknown variant".to_owned(),
+        };
+    }
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let name = rest.split('`').next().unwrap_or_default();
+        let name_is_safe = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$');
+        let field = if name_is_safe {
+            format!("unknown field `{name}`")
+        } else {
+            "unknown field".to_owned()
+        };
+        return match split_expected(rest) {
+            Some((_, expected)) => format!("{field}, expected {expected}"),
+            None if rest.ends_with(", there are no fields") => {
+                format!("{field}, there are no fields")
+            }
+            None => field,
+        };
+    }
+    let from_program_only = ["missing field `", "duplicate field `", "invalid length "]
+        .iter()
+        .any(|prefix| message.starts_with(prefix));
+    if from_program_only || !message.contains(['"', '`']) {
+        return message.to_owned();
+    }
+    GENERIC_DATA_ERROR.to_owned()
+}
+
+/// Splits `<unexpected>, expected <expected>` at the last `, expected `: the expected part
+/// comes from the program, the unexpected part may contain input and the separator itself.
+fn split_expected(message: &str) -> Option<(&str, &str)> {
+    let at = message.rfind(", expected ")?;
+    let (unexpected, rest) = message.split_at(at);
+    let expected = rest.strip_prefix(", expected ")?;
+    Some((unexpected, expected))
+}
+
+/// `text` with control characters (newlines included) escaped, so it fits on one line.
+pub(crate) fn single_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use abr_protocol::{AgentSessionState, SessionScopeSpec};
+
+    use super::*;
+
+    const CANARY: &str = "canary-secret-123";
+
+    fn state_error(json: &str) -> JsonDetail {
+        let err = serde_json::from_str::<AgentSessionState>(json).unwrap_err();
+        JsonDetail::new(&err)
+    }
+
+    #[test]
+    fn invalid_type_string_loses_its_value() {
+        let raw =
+            serde_json::from_str::<AgentSessionState>(&format!(r#"{{"cookies":"{CANARY}"}}"#))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            raw.contains(CANARY),
+            "premise: serde_json echoes the value: {raw}"
+        );
+        let detail = state_error(&format!("{{\n  \"cookies\": \"{CANARY}\"\n}}"));
+        assert_eq!(detail.message, "invalid type: string, expected a sequence");
+        assert_eq!(detail.line, 2);
+        assert!(!detail.to_string().contains(CANARY));
+    }
+
+    #[test]
+    fn wrong_types_inside_cookies_and_local_storage_lose_their_values() {
+        let cases = [
+            r#"{"cookies":[{"name":"a","value":1234567,"domain":"x.com"}]}"#.to_owned(),
+            format!(
+                r#"{{"cookies":[{{"name":"a","value":"v","domain":"x.com","path":"{CANARY}","secure":"{CANARY}"}}]}}"#
+            ),
+            format!(
+                r#"{{"cookies":[{{"name":"a","value":"v","domain":"x.com","sameSite":"{CANARY}"}}]}}"#
+            ),
+            format!(
+                r#"{{"origins":[{{"origin":"https://x.com","localStorage":[{{"name":"k","value":["{CANARY}"]}}]}}]}}"#
+            ),
+            format!(r#"{{"origins":[{{"origin":"https://x.com","localStorage":"{CANARY}"}}]}}"#),
+            format!(
+                r#"{{"cookies":[{{"name":"a","value":"v","domain":"x.com","expires":"{CANARY}"}}]}}"#
+            ),
+            format!(r#"{{"metadata":{{"formatVersion":1,"capturedAt":"{CANARY}"}}}}"#),
+            format!(r#"{{"metadata":{{"formatVersion":"{CANARY}"}}}}"#),
+            format!(r#"["{CANARY}"]"#),
+            format!(r#""{CANARY}""#),
+        ];
+        for json in cases {
+            let detail = state_error(&json);
+            let text = detail.to_string();
+            assert!(!text.contains(CANARY), "{json} -> {text}");
+            assert!(!text.contains("1234567"), "{json} -> {text}");
+            assert_ne!(detail.message, GENERIC_DATA_ERROR, "{json} -> {text}");
+        }
+    }
+
+    #[test]
+    fn sanitizer_rewrites_every_literal_form() {
+        let cases = [
+            (
+                r#"invalid type: string "x, expected y", expected a sequence"#,
+                "invalid type: string, expected a sequence",
+            ),
+            (
+                "invalid type: integer `5`, expected a string",
+                "invalid type: integer, expected a string",
+            ),
+            (
+                "invalid type: floating point `1.5`, expected a string",
+                "invalid type: floating point, expected a string",
+            ),
+            (
+                "invalid type: map, expected a string",
+                "invalid type: map, expected a string",
+            ),
+            (
+                "invalid value: string \"zz\", expected an rfc3339 date",
+                "invalid value: string, expected an rfc3339 date",
+            ),
+            (
+                "unknown variant `secret`, expected one of `Strict`, `Lax`, `None`",
+                "unknown variant, expected one of `Strict`, `Lax`, `None`",
+            ),
+            (
+                "unknown field `cookieDomain`, expected `cookieDomains` or `origins`",
+                "unknown field `cookieDomain`, expected `cookieDomains` or `origins`",
+            ),
+            (
+                "unknown field `a b`, expected `cookieDomains` or `origins`",
+                "unknown field, expected `cookieDomains` or `origins`",
+            ),
+            ("missing field `name`", "missing field `name`"),
+            (
+                "cookie expires must be a finite number",
+                "cookie expires must be a finite number",
+            ),
+            ("something quoted \"x\"", GENERIC_DATA_ERROR),
+            ("invalid type: string \"no separator", GENERIC_DATA_ERROR),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(sanitize_data_message(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn unknown_scope_field_is_named() {
+        let err =
+            serde_json::from_str::<SessionScopeSpec>(r#"{"cookieDomain":["x.com"]}"#).unwrap_err();
+        assert_eq!(
+            JsonDetail::new(&err).to_string(),
+            "unknown field `cookieDomain`, expected `cookieDomains` or `origins` at line 1 \
+             column 15"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_keep_serde_text() {
+        let detail = state_error("{\"cookies\": [,]}");
+        assert_eq!(detail.to_string(), "expected value at line 1 column 14");
+    }
+
+    #[test]
+    fn input_names_stay_on_one_line() {
+        let input = Input::file(Role::Scope, PathBuf::from("a\nb.json"));
+        assert_eq!(input.to_string(), "a\\nb.json");
+        assert_eq!(format!("{input:#}"), "scope file a\\nb.json");
+        assert_eq!(
+            format!("{:#}", Input::stdin(Role::State)),
+            "state from stdin"
+        );
+    }
+}

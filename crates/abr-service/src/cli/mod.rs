@@ -1,0 +1,84 @@
+//! The command line of `abr`: argument parsing, dispatch and error reporting.
+//!
+//! [`Cli`] is the clap parser; each top-level subcommand is one variant of [`Command`] and
+//! lives in its own module. Runners return `Result<(), CliError>`; [`main`] turns an error
+//! into exactly one `abr: error: ...` line on stderr and the error's exit code.
+
+mod error;
+mod session;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub(crate) use error::CliError;
+
+/// Exit codes, also listed in `abr --help`.
+const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  success
+  1  the output could not be written (e.g. closed pipe)
+  2  usage error, unreadable file, malformed input or invalid scope";
+
+/// Agent Browser Runtime: run, capture and scope browser sessions for agents.
+#[derive(Debug, Parser)]
+#[command(name = "abr", version, propagate_version = true, after_help = EXIT_CODES_HELP)]
+pub(crate) struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The top-level subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Work with stored browser sessions (Playwright storageState files).
+    #[command(subcommand)]
+    Session(session::SessionCommand),
+}
+
+impl Cli {
+    /// Runs the selected subcommand.
+    pub(crate) fn run(self) -> Result<(), CliError> {
+        match self.command {
+            Command::Session(command) => command.run(),
+        }
+    }
+}
+
+/// Parses the command line, runs it and reports the outcome.
+///
+/// Usage errors are clap's (message on stderr, exit code 2; `--help`/`--version` exit 0).
+/// A [`CliError`] is printed as one `abr: error: <message>` line on stderr.
+pub(crate) fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            report_error(&err);
+            ExitCode::from(err.exit_code())
+        }
+    }
+}
+
+/// Writes `err` as a single line on stderr. Best effort: if stderr itself is gone there is
+/// nowhere left to report to, and the exit code still says what happened.
+fn report_error(err: &CliError) {
+    let line = error::single_line(&err.to_string());
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "abr: error: {line}");
+    let _ = stderr.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}
