@@ -294,10 +294,7 @@ impl<C: SessionContext> AgentPoster<C> {
 
         let cookie_count = u32::try_from(state.cookies.len()).unwrap_or(u32::MAX);
         let origin_count = u32::try_from(state.origins.len()).unwrap_or(u32::MAX);
-        let (outcome, refreshed) = match self
-            .acquire(&platform, strategy.start_url(), state, &mut timing)
-            .await
-        {
+        let (outcome, refreshed) = match self.acquire(&platform, state, &mut timing).await {
             Err(outcome) => (outcome, None),
             Ok(lease) => {
                 let outcome = self
@@ -433,16 +430,16 @@ impl<C: SessionContext> AgentPoster<C> {
     async fn acquire(
         &self,
         platform: &str,
-        start_url: &str,
         state: AgentSessionState,
         timing: &mut Timing,
     ) -> Result<Lease<C>, Outcome> {
         let t0 = Instant::now();
+        // No start URL: the strategy navigates where it needs to, so no navigation is wasted.
         let request = AcquireRequest {
             mode: AcquireMode::Unattended,
             platform: platform.to_owned(),
             state: Some(state),
-            start_url: Some(start_url.to_owned()),
+            start_url: None,
         };
         let step = guarded(self.config.timeouts.acquire, self.provider.acquire(request)).await;
         timing.acquire_ms = ms(t0);

@@ -43,7 +43,8 @@ pub struct AcquireRequest {
     pub platform: String,
     /// Session to inject, already scoped by the core. `None`: an empty context.
     pub state: Option<AgentSessionState>,
-    /// Page to open first (interactive capture opens the platform's start URL).
+    /// Page the provider opens before handing out the context (capture opens the platform's
+    /// sign-in page). `None`: a blank page; unattended jobs navigate themselves.
     pub start_url: Option<String>,
 }
 
