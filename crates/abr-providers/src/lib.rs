@@ -1,4 +1,30 @@
-//! Browser session providers for ABR (local Chromium, CDP attach, Steel, Kernel).
+//! Browser session providers for ABR.
 //!
-//! Not built yet: this crate is filled by the providers issue. It will implement
-//! `abr_core::SessionProvider` for each backend.
+//! Each implements [`abr_core::SessionProvider`] with [`BrowserSession`] as its context, so a
+//! strategy written once runs on every provider with the full Playwright API:
+//!
+//! - [`LocalBrowserSessionProvider`]: Chromium on this machine (Debian's headless shell for
+//!   jobs, full Chromium for capture), a warm shared browser with a fresh context per job;
+//! - [`CdpSessionProvider`]: attach to a running browser by CDP URL;
+//!
+//! State goes in with cookies through the cookie API and localStorage through an init script
+//! (no navigation per origin), and comes out through Playwright's `storageState`.
+//!
+//! Setup: `driver/setup` installs Chromium from Debian and the npm-pinned playwright-core; no
+//! browser or Node is ever downloaded.
+
+mod cdp;
+mod chromium;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod driver;
+mod error;
+mod local;
+mod session;
+pub mod state;
+
+pub use cdp::{CdpProviderConfig, CdpSessionProvider};
+pub use chromium::{BASE_ARGS, ChromiumBinary, display_available};
+pub use error::SETUP_HINT;
+pub use local::{Isolation, LocalBrowserSessionProvider, LocalProviderConfig};
+pub use session::BrowserSession;

@@ -1,0 +1,58 @@
+// The Node peer of ABR's provider benchmark: the same work as the Rust side, done the way a
+// Node Playwright user would, on one shared browser with newContext({ storageState }).
+//
+//   node bench/node-peer.mjs '<json config>'
+// config: { mode: "acquire" | "job", iterations, concurrency, executablePath, args,
+//           originA, originB, cookies: [...], origins: [...] }
+// Prints one JSON line: { samplesMs: [...], wallMs, jobs }.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, '..', 'driver', 'package.json'));
+const { chromium } = require('playwright-core');
+
+const cfg = JSON.parse(process.argv[2]);
+const state = { cookies: cfg.cookies, origins: cfg.origins };
+
+const browser = await chromium.launch({ executablePath: cfg.executablePath, headless: true, args: cfg.args });
+
+async function acquireGotoRelease() {
+  const context = await browser.newContext({ storageState: state, viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.goto(`${cfg.originA}/page`);
+  await context.close();
+}
+
+async function job(i) {
+  const context = await browser.newContext({ storageState: state, viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.goto(`${cfg.originA}/page`);
+  await page.locator('#name').fill(`job${i}`);
+  await page.locator('#go').click();
+  const text = await page.locator('#out').textContent();
+  if (text !== `Hello, job${i}`) throw new Error(`job ${i} read back ${text}`);
+  const exported = await context.storageState();
+  if (exported.cookies.length < cfg.cookies.length) throw new Error(`job ${i} lost cookies`);
+  await context.close();
+}
+
+const work = cfg.mode === 'acquire' ? () => acquireGotoRelease() : (i) => job(i);
+for (let w = 0; w < 3; w++) await work(-1 - w); // warm-up, untimed
+
+const samples = [];
+let next = 0;
+const started = performance.now();
+async function worker() {
+  while (next < cfg.iterations) {
+    const i = next++;
+    const t0 = performance.now();
+    await work(i);
+    samples.push(performance.now() - t0);
+  }
+}
+await Promise.all(Array.from({ length: cfg.concurrency }, worker));
+const wallMs = performance.now() - started;
+await browser.close();
+console.log(JSON.stringify({ samplesMs: samples, wallMs, jobs: samples.length }));

@@ -1,0 +1,292 @@
+//! Provider benchmark, side by side with Node Playwright in one run:
+//!
+//! `cargo bench -p abr-providers --bench providers`
+//!
+//! 1. acquire-with-state (50 cookies, 2 origins × 10 localStorage items) + goto a local page +
+//!    release, through each provider, vs a Node playwright-core script doing the same on a
+//!    shared browser (`newContext({ storageState })`): medians and the ratio;
+//! 2. a realistic job (state, goto, fill, click, read back, export state, release) at 2 and 4
+//!    concurrent jobs: throughput of the local provider vs Node on one shared browser.
+//!
+//! Both sides drive the same Chromium binary (Debian's headless shell, which is also what
+//! Playwright launches by default for headless Chromium). Set `ABR_BENCH_QUICK=1` for a short
+//! smoke run.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "benchmark binary"
+)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abr_core::{AcquireMode, AcquireRequest, SessionContext, SessionProvider};
+use abr_protocol::{AgentSessionState, Cookie, LocalStorageItem, OriginState};
+use abr_providers::conformance::TestSite;
+use abr_providers::{
+    BASE_ARGS, BrowserSession, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig,
+};
+use playwright_rs::protocol::GotoOptions;
+use serde_json::json;
+
+fn bench_state(site: &TestSite) -> AgentSessionState {
+    let mut cookies = Vec::new();
+    for i in 0..25 {
+        cookies.push(Cookie::new(
+            format!("a{i}"),
+            format!("value-a-{i}"),
+            "127.0.0.1",
+        ));
+        cookies.push(Cookie::new(
+            format!("b{i}"),
+            format!("value-b-{i}"),
+            "localhost",
+        ));
+    }
+    let items = |p: &str| {
+        (0..10)
+            .map(|i| LocalStorageItem::new(format!("{p}{i}"), format!("v{i}")))
+            .collect()
+    };
+    AgentSessionState {
+        cookies,
+        origins: vec![
+            OriginState::new(site.origin_a(), items("ka")),
+            OriginState::new(site.origin_b(), items("kb")),
+        ],
+        ..AgentSessionState::default()
+    }
+}
+
+fn request(state: &AgentSessionState) -> AcquireRequest {
+    AcquireRequest {
+        mode: AcquireMode::Unattended,
+        platform: "bench".into(),
+        state: Some(state.clone()),
+        start_url: None,
+    }
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let n = samples.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        samples[n / 2]
+    } else {
+        (samples[n / 2 - 1] + samples[n / 2]) / 2.0
+    }
+}
+
+async fn goto(session: &BrowserSession, url: &str) {
+    session
+        .page()
+        .goto(url, GotoOptions::new().timeout(Duration::from_secs(30)))
+        .await
+        .expect("goto");
+}
+
+async fn acquire_goto_release<P: SessionProvider<Context = BrowserSession>>(
+    provider: &P,
+    state: &AgentSessionState,
+    url: &str,
+) {
+    let lease = provider.acquire(request(state)).await.expect("acquire");
+    goto(lease.context(), url).await;
+    lease.release().await.expect("release");
+}
+
+async fn job<P: SessionProvider<Context = BrowserSession>>(
+    provider: &P,
+    state: &AgentSessionState,
+    url: &str,
+    i: usize,
+) {
+    let lease = provider.acquire(request(state)).await.expect("acquire");
+    let session = lease.context();
+    goto(session, url).await;
+    session
+        .page()
+        .locator("#name")
+        .fill(&format!("job{i}"), None)
+        .await
+        .expect("fill");
+    session
+        .page()
+        .locator("#go")
+        .click(None)
+        .await
+        .expect("click");
+    let text = session
+        .page()
+        .locator("#out")
+        .text_content()
+        .await
+        .expect("read back");
+    assert_eq!(text.as_deref(), Some(format!("Hello, job{i}").as_str()));
+    let exported = session.export_state().await.expect("export");
+    assert!(
+        exported.cookies.len() >= state.cookies.len(),
+        "job {i} lost cookies"
+    );
+    lease.release().await.expect("release");
+}
+
+/// Median ms of `n` sequential acquire+goto+release after 3 warm-ups.
+async fn measure_acquire<P: SessionProvider<Context = BrowserSession>>(
+    provider: &P,
+    state: &AgentSessionState,
+    url: &str,
+    n: usize,
+) -> f64 {
+    for _ in 0..3 {
+        acquire_goto_release(provider, state, url).await;
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t0 = Instant::now();
+        acquire_goto_release(provider, state, url).await;
+        samples.push(t0.elapsed().as_secs_f64() * 1000.0);
+    }
+    median(&mut samples)
+}
+
+/// Jobs per second of `jobs` jobs on `concurrency` workers, after 3 warm-ups.
+async fn measure_jobs<P: SessionProvider<Context = BrowserSession>>(
+    provider: Arc<P>,
+    state: Arc<AgentSessionState>,
+    url: Arc<String>,
+    jobs: usize,
+    concurrency: usize,
+) -> f64 {
+    for w in 0..3 {
+        job(provider.as_ref(), &state, &url, 1_000_000 + w).await;
+    }
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let t0 = Instant::now();
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let (provider, state, url, next) =
+                (provider.clone(), state.clone(), url.clone(), next.clone());
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if i >= jobs {
+                        break;
+                    }
+                    job(provider.as_ref(), &state, &url, i).await;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await.expect("worker");
+    }
+    jobs as f64 / t0.elapsed().as_secs_f64()
+}
+
+#[derive(serde::Deserialize)]
+struct NodeRun {
+    #[serde(rename = "samplesMs")]
+    samples_ms: Vec<f64>,
+    #[serde(rename = "wallMs")]
+    wall_ms: f64,
+    jobs: usize,
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+async fn node(
+    mode: &str,
+    iterations: usize,
+    concurrency: usize,
+    site: &TestSite,
+    state: &AgentSessionState,
+) -> NodeRun {
+    let config = json!({
+        "mode": mode,
+        "iterations": iterations,
+        "concurrency": concurrency,
+        "executablePath": ChromiumBinary::HeadlessShell.path(),
+        "args": BASE_ARGS,
+        "originA": site.origin_a(),
+        "originB": site.origin_b(),
+        "cookies": serde_json::to_value(&state.cookies).unwrap(),
+        "origins": serde_json::to_value(&state.origins).unwrap(),
+    });
+    let out = tokio::process::Command::new("node")
+        .arg(repo_root().join("bench/node-peer.mjs"))
+        .arg(config.to_string())
+        .output()
+        .await
+        .expect("run node (install it and run driver/setup)");
+    assert!(
+        out.status.success(),
+        "node peer failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("node peer output")
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let quick = std::env::var_os("ABR_BENCH_QUICK").is_some();
+    let (n_acquire, n_jobs) = if quick { (5, 8) } else { (30, 40) };
+    let site = TestSite::start().await.expect("test site");
+    let state = bench_state(&site);
+    let url = format!("{}/page", site.origin_a());
+
+    println!(
+        "# ABR provider benchmark ({} acquire samples, {} jobs per throughput cell)\n",
+        n_acquire, n_jobs
+    );
+    println!(
+        "## acquire-with-state (50 cookies, 2 origins x 10 items) + goto + release, median ms\n"
+    );
+    println!("| implementation | median ms | ratio to Node |");
+    println!("|---|---|---|");
+    let mut node_run = node("acquire", n_acquire, 1, &site, &state).await;
+    let node_median = median(&mut node_run.samples_ms);
+    println!("| Node playwright-core, newContext({{storageState}}) | {node_median:.1} | 1.00 |");
+
+    let local = Arc::new(LocalBrowserSessionProvider::new(
+        LocalProviderConfig::default(),
+    ));
+    let local_median = measure_acquire(local.as_ref(), &state, &url, n_acquire).await;
+    println!(
+        "| ABR local provider (headless shell, shared browser) | {local_median:.1} | {:.2} |",
+        local_median / node_median
+    );
+
+    println!(
+        "\n## realistic job (state, goto, fill, click, read back, export, release): throughput\n"
+    );
+    println!("| concurrency | Node jobs/s | ABR local jobs/s | ABR / Node |");
+    println!("|---|---|---|---|");
+    let state = Arc::new(state);
+    let url = Arc::new(url);
+    for concurrency in [2, 4] {
+        let node_run = node("job", n_jobs, concurrency, &site, &state).await;
+        let node_rate = node_run.jobs as f64 / (node_run.wall_ms / 1000.0);
+        let abr_rate = measure_jobs(
+            local.clone(),
+            state.clone(),
+            url.clone(),
+            n_jobs,
+            concurrency,
+        )
+        .await;
+        println!(
+            "| {concurrency} | {node_rate:.2} | {abr_rate:.2} | {:.2} |",
+            abr_rate / node_rate
+        );
+    }
+    local.shutdown().await;
+}

@@ -1,0 +1,228 @@
+//! [`CdpSessionProvider`]: attach to a browser someone else runs, by CDP URL.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use abr_core::{
+    AcquireRequest, Lease, LiveView, ProviderCapabilities, ProviderError, ProviderErrorKind,
+    SessionProvider,
+};
+use async_trait::async_trait;
+use playwright_rs::ConnectOverCdpOptions;
+use playwright_rs::protocol::{Browser, BrowserContext, BrowserContextOptions, Viewport};
+use secrecy::{ExposeSecret, SecretString};
+use tokio::sync::{Mutex, Semaphore};
+
+use crate::driver::playwright;
+use crate::error::from_playwright;
+use crate::session::BrowserSession;
+
+/// Settings of the CDP provider.
+#[derive(Clone)]
+pub struct CdpProviderConfig {
+    /// `http://host:port` (Playwright reads `/json/version`) or the browser's
+    /// `ws://host:port/devtools/browser/<id>` URL. A secret: it may carry a token.
+    pub endpoint: SecretString,
+    /// Deadline for connecting.
+    pub connect_timeout: Duration,
+    /// Deadline for opening the start page.
+    pub navigation_timeout: Duration,
+    /// Viewport of contexts this provider creates.
+    pub viewport: (u32, u32),
+}
+
+impl CdpProviderConfig {
+    /// Attaches to `endpoint` with default deadlines.
+    pub fn new(endpoint: impl Into<String>) -> Self {
+        Self {
+            endpoint: SecretString::from(endpoint.into()),
+            connect_timeout: Duration::from_secs(15),
+            navigation_timeout: Duration::from_secs(30),
+            viewport: (1280, 800),
+        }
+    }
+}
+
+impl std::fmt::Debug for CdpProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CdpProviderConfig")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("viewport", &self.viewport)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Attaches to a running browser over CDP and creates a new browser context per job. When
+/// the target cannot create contexts, it falls back to the browser's default context, one job
+/// at a time, clearing its cookies between jobs. It never closes a browser it did not launch:
+/// release closes only the context it created.
+pub struct CdpSessionProvider {
+    config: CdpProviderConfig,
+    browser: Mutex<Option<Browser>>,
+    default_context_only: AtomicBool,
+    default_context_gate: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for CdpSessionProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CdpSessionProvider")
+            .field("config", &self.config)
+            .field(
+                "default_context_only",
+                &self.default_context_only.load(Ordering::SeqCst),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl CdpSessionProvider {
+    /// A provider attaching to `config.endpoint` on first acquire.
+    pub fn new(config: CdpProviderConfig) -> Self {
+        Self {
+            config,
+            browser: Mutex::new(None),
+            default_context_only: AtomicBool::new(false),
+            default_context_gate: Arc::new(Semaphore::new(1)),
+        }
+    }
+
+    async fn connected(&self) -> Result<Browser, ProviderError> {
+        let mut slot = self.browser.lock().await;
+        if let Some(browser) = slot.as_ref().filter(|b| b.is_connected()) {
+            return Ok(browser.clone());
+        }
+        let pw = playwright().await?;
+        let options = ConnectOverCdpOptions::new()
+            .timeout(self.config.connect_timeout.as_secs_f64() * 1000.0);
+        let connect = pw
+            .chromium()
+            .connect_over_cdp(self.config.endpoint.expose_secret(), options);
+        let browser = tokio::time::timeout(self.config.connect_timeout, connect)
+            .await
+            .map_err(|_| {
+                ProviderError::new(ProviderErrorKind::Timeout, "attaching over CDP timed out")
+            })?
+            .map_err(|e| {
+                let e = from_playwright("attaching over CDP", e);
+                // A refused connection is "unavailable", whatever the driver called it.
+                if e.kind() == ProviderErrorKind::Other {
+                    ProviderError::new(ProviderErrorKind::Unavailable, e.message().to_owned())
+                } else {
+                    e
+                }
+            })?;
+        *slot = Some(browser.clone());
+        Ok(browser)
+    }
+
+    /// Disconnects (the browser keeps running).
+    pub async fn shutdown(&self) {
+        if let Some(browser) = self.browser.lock().await.take() {
+            // For a browser attached over CDP, close() only disconnects.
+            let _ = browser.close().await;
+        }
+    }
+}
+
+#[async_trait]
+impl SessionProvider for CdpSessionProvider {
+    type Context = BrowserSession;
+
+    fn name(&self) -> &str {
+        "cdp"
+    }
+
+    fn capabilities(&self) -> ProviderCapabilities {
+        let shared = self.default_context_only.load(Ordering::SeqCst);
+        ProviderCapabilities {
+            interactive: true,
+            remote_live_view: false,
+            isolated_contexts: !shared,
+            max_concurrent: shared.then_some(1),
+        }
+    }
+
+    async fn acquire(
+        &self,
+        request: AcquireRequest,
+    ) -> Result<Lease<BrowserSession>, ProviderError> {
+        let browser = self.connected().await?;
+        let (width, height) = self.config.viewport;
+        let mut owned = true;
+        let mut permit = None;
+        let context = if self.default_context_only.load(Ordering::SeqCst) {
+            None
+        } else {
+            let options = BrowserContextOptions::builder()
+                .viewport(Viewport { width, height })
+                .build();
+            match browser.new_context_with_options(options).await {
+                Ok(context) => Some(context),
+                Err(e) => {
+                    tracing::warn!(error = %crate::error::redact_urls(&e.to_string()),
+                        "the CDP target cannot create contexts; using its default context");
+                    self.default_context_only.store(true, Ordering::SeqCst);
+                    None
+                }
+            }
+        };
+        let context: BrowserContext = match context {
+            Some(context) => context,
+            None => {
+                owned = false;
+                permit = Some(
+                    Arc::clone(&self.default_context_gate)
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| {
+                            ProviderError::new(ProviderErrorKind::Unavailable, "closed")
+                        })?,
+                );
+                let context = browser.contexts().into_iter().next().ok_or_else(|| {
+                    ProviderError::new(
+                        ProviderErrorKind::Unsupported,
+                        "the CDP target has no default context and cannot create one",
+                    )
+                })?;
+                context
+                    .clear_cookies(None)
+                    .await
+                    .map_err(|e| from_playwright("clearing the default context", e))?;
+                context
+            }
+        };
+        let session = match BrowserSession::open(
+            context.clone(),
+            request.state.as_ref(),
+            request.start_url.as_deref(),
+            self.config.navigation_timeout,
+        )
+        .await
+        {
+            Ok(session) => session,
+            Err(e) => {
+                if owned {
+                    let _ = context.close().await;
+                }
+                return Err(e);
+            }
+        };
+        let lease = Lease::new(session, move |session: Arc<BrowserSession>| {
+            Box::pin(async move {
+                let result = if owned {
+                    session.context().close().await
+                } else {
+                    session.context().clear_cookies(None).await
+                };
+                drop(permit);
+                match result {
+                    Ok(()) => Ok(()),
+                    Err(_) if !browser.is_connected() => Ok(()),
+                    Err(e) => Err(from_playwright("releasing the CDP context", e)),
+                }
+            })
+        });
+        Ok(lease.with_live_view(LiveView::Runner))
+    }
+}

@@ -1,0 +1,356 @@
+//! [`LocalBrowserSessionProvider`]: Chromium on this machine, through Playwright.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use abr_core::{
+    AcquireMode, AcquireRequest, Lease, LiveView, ProviderCapabilities, ProviderError,
+    SessionProvider,
+};
+use async_trait::async_trait;
+use playwright_rs::LaunchOptions;
+use playwright_rs::protocol::{Browser, BrowserContext, BrowserContextOptions, Viewport};
+use tokio::sync::Mutex;
+
+use crate::chromium::{BASE_ARGS, ChromiumBinary, display_available};
+use crate::driver::playwright;
+use crate::error::from_playwright;
+use crate::session::BrowserSession;
+
+/// How jobs are isolated from each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Isolation {
+    /// One warm browser shared by all jobs, a fresh browser context per job (own cookie jar
+    /// and storage). About twice the throughput of a browser per job.
+    #[default]
+    SharedBrowser,
+    /// A fresh browser process per job, closed on release: maximum isolation (no shared
+    /// process, cache or GPU state), at the cost of a launch per job.
+    BrowserPerJob,
+}
+
+/// Settings of the local provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalProviderConfig {
+    /// Binary for unattended jobs. Default: the headless shell (fastest).
+    pub job_binary: ChromiumBinary,
+    /// Binary for interactive capture. Default: full Chromium.
+    pub interactive_binary: ChromiumBinary,
+    /// Job isolation.
+    pub isolation: Isolation,
+    /// Show a window for interactive capture: `None` = when a display is available.
+    pub headful_interactive: Option<bool>,
+    /// Viewport of every page.
+    pub viewport: (u32, u32),
+    /// Flags added to [`BASE_ARGS`].
+    pub extra_args: Vec<String>,
+    /// Deadline for launching a browser.
+    pub launch_timeout: Duration,
+    /// Deadline for opening the start page.
+    pub navigation_timeout: Duration,
+    /// Empty contexts (each with its page) kept ready in the shared job browser. Creating a
+    /// page is the slow part of a job start (about 40–60 ms on the headless shell); a warm one
+    /// is claimed in a few ms and refilled in the background. 0 turns it off. Only used with
+    /// [`Isolation::SharedBrowser`]; a warm context has never held any state.
+    pub prewarm: usize,
+}
+
+impl Default for LocalProviderConfig {
+    fn default() -> Self {
+        Self {
+            job_binary: ChromiumBinary::HeadlessShell,
+            interactive_binary: ChromiumBinary::Chromium,
+            isolation: Isolation::SharedBrowser,
+            headful_interactive: None,
+            viewport: (1280, 800),
+            extra_args: Vec::new(),
+            launch_timeout: Duration::from_secs(30),
+            navigation_timeout: Duration::from_secs(30),
+            prewarm: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Pool {
+    Jobs,
+    Interactive,
+}
+
+/// Local Chromium: a warm shared browser (relaunched transparently if it died) and a fresh
+/// browser context per job, or a browser per job ([`Isolation::BrowserPerJob`]).
+pub struct LocalBrowserSessionProvider {
+    config: LocalProviderConfig,
+    browsers: Mutex<HashMap<Pool, Browser>>,
+    launches: AtomicUsize,
+    warm: Arc<std::sync::Mutex<Vec<BrowserContext>>>,
+    refills: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for LocalBrowserSessionProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalBrowserSessionProvider")
+            .field("config", &self.config)
+            .field("launches", &self.launches())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalBrowserSessionProvider {
+    /// A provider with `config`. Nothing is launched until the first acquire.
+    pub fn new(config: LocalProviderConfig) -> Self {
+        Self {
+            config,
+            browsers: Mutex::new(HashMap::new()),
+            launches: AtomicUsize::new(0),
+            warm: Arc::default(),
+            refills: std::sync::Mutex::default(),
+        }
+    }
+
+    fn context_options(&self) -> BrowserContextOptions {
+        let (width, height) = self.config.viewport;
+        BrowserContextOptions::builder()
+            .viewport(Viewport { width, height })
+            .build()
+    }
+
+    /// A never-used warm context, if one is ready. Warm contexts live only in the shared job
+    /// browser; those of a browser that died are dropped here.
+    fn claim_warm(&self) -> Option<BrowserContext> {
+        let mut warm = self.warm.lock().unwrap_or_else(PoisonError::into_inner);
+        warm.retain(|c| !c.is_closed() && c.browser().is_some_and(|b| b.is_connected()));
+        warm.pop()
+    }
+
+    /// Tops the warm pool up to `prewarm` in the background.
+    fn refill(&self, browser: &Browser) {
+        let target = self.config.prewarm;
+        let have = self
+            .warm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        let mut refills = self.refills.lock().unwrap_or_else(PoisonError::into_inner);
+        refills.retain(|h| !h.is_finished());
+        let missing = target.saturating_sub(have + refills.len());
+        for _ in 0..missing {
+            let (browser, warm, options) = (
+                browser.clone(),
+                Arc::clone(&self.warm),
+                self.context_options(),
+            );
+            refills.push(tokio::spawn(async move {
+                let Ok(context) = browser.new_context_with_options(options).await else {
+                    return;
+                };
+                if context.new_page().await.is_ok() {
+                    warm.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(context);
+                } else {
+                    let _ = context.close().await;
+                }
+            }));
+        }
+    }
+
+    /// Waits for background refills of the warm pool to finish.
+    pub async fn settle(&self) {
+        let refills: Vec<_> = self
+            .refills
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        for refill in refills {
+            let _ = refill.await;
+        }
+    }
+
+    /// How many browsers this provider launched (a relaunch after a crash counts).
+    pub fn launches(&self) -> usize {
+        self.launches.load(Ordering::SeqCst)
+    }
+
+    fn binary(&self, pool: Pool) -> &ChromiumBinary {
+        match pool {
+            Pool::Jobs => &self.config.job_binary,
+            Pool::Interactive => &self.config.interactive_binary,
+        }
+    }
+
+    async fn launch(&self, pool: Pool) -> Result<Browser, ProviderError> {
+        let binary = self.binary(pool);
+        let path = binary.require()?;
+        let headful = pool == Pool::Interactive
+            && binary.can_be_headful()
+            && self
+                .config
+                .headful_interactive
+                .unwrap_or_else(display_available);
+        let args = BASE_ARGS
+            .iter()
+            .map(|a| (*a).to_owned())
+            .chain(self.config.extra_args.iter().cloned())
+            .collect();
+        let timeout_ms = self.config.launch_timeout.as_secs_f64() * 1000.0;
+        let options = LaunchOptions::new()
+            .executable_path(path.to_string_lossy().into_owned())
+            .headless(!headful)
+            .args(args)
+            .timeout(timeout_ms);
+        let pw = playwright().await?;
+        let browser = pw
+            .chromium()
+            .launch_with_options(options)
+            .await
+            .map_err(|e| from_playwright("launching Chromium", e))?;
+        self.launches.fetch_add(1, Ordering::SeqCst);
+        Ok(browser)
+    }
+
+    /// The warm browser of `pool`, launching it if there is none or it died.
+    async fn shared_browser(&self, pool: Pool) -> Result<Browser, ProviderError> {
+        let mut browsers = self.browsers.lock().await;
+        if let Some(browser) = browsers.get(&pool) {
+            if browser.is_connected() {
+                return Ok(browser.clone());
+            }
+            tracing::warn!(?pool, "the shared browser died; relaunching");
+        }
+        let browser = self.launch(pool).await?;
+        browsers.insert(pool, browser.clone());
+        Ok(browser)
+    }
+
+    /// Browser contexts plus pages open in the warm browsers, not counting the warm pool
+    /// (for leak checks). Waits for pending refills first.
+    pub async fn open_contexts(&self) -> usize {
+        self.settle().await;
+        let browsers: Vec<_> = self.browsers.lock().await.values().cloned().collect();
+        let all: usize = browsers
+            .iter()
+            .filter(|b| b.is_connected())
+            .flat_map(|b| b.contexts())
+            .map(|c| 1 + c.pages().len())
+            .sum();
+        let warm: usize = self
+            .warm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|c| 1 + c.pages().len())
+            .sum();
+        all.saturating_sub(warm)
+    }
+
+    /// Closes the warm browsers (they are relaunched on the next acquire).
+    pub async fn shutdown(&self) {
+        self.settle().await;
+        let warm: Vec<_> = self
+            .warm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        for context in warm {
+            let _ = context.close().await;
+        }
+        let browsers: Vec<_> = self.browsers.lock().await.drain().map(|(_, b)| b).collect();
+        for browser in browsers {
+            if let Err(e) = browser.close().await {
+                tracing::debug!(error = %e, "closing a browser at shutdown failed");
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl SessionProvider for LocalBrowserSessionProvider {
+    type Context = BrowserSession;
+
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    fn capabilities(&self) -> ProviderCapabilities {
+        ProviderCapabilities {
+            interactive: true,
+            remote_live_view: false,
+            isolated_contexts: true,
+            max_concurrent: None,
+        }
+    }
+
+    async fn acquire(
+        &self,
+        request: AcquireRequest,
+    ) -> Result<Lease<BrowserSession>, ProviderError> {
+        let pool = match request.mode {
+            AcquireMode::Interactive => Pool::Interactive,
+            AcquireMode::Unattended => Pool::Jobs,
+        };
+        let per_job = self.config.isolation == Isolation::BrowserPerJob;
+        let browser = if per_job {
+            self.launch(pool).await?
+        } else {
+            self.shared_browser(pool).await?
+        };
+        let warm = !per_job && pool == Pool::Jobs && self.config.prewarm > 0;
+        let claimed = if warm { self.claim_warm() } else { None };
+        if warm {
+            self.refill(&browser);
+        }
+        let opened = async {
+            let context = match claimed {
+                Some(context) => context,
+                None => browser
+                    .new_context_with_options(self.context_options())
+                    .await
+                    .map_err(|e| from_playwright("creating a browser context", e))?,
+            };
+            let session = BrowserSession::open(
+                context.clone(),
+                request.state.as_ref(),
+                request.start_url.as_deref(),
+                self.config.navigation_timeout,
+            )
+            .await;
+            if session.is_err() {
+                let _ = context.close().await;
+            }
+            session
+        }
+        .await;
+        let session = match opened {
+            Ok(session) => session,
+            Err(e) => {
+                if per_job {
+                    let _ = browser.close().await;
+                }
+                return Err(e);
+            }
+        };
+        let lease = Lease::new(session, move |session: Arc<BrowserSession>| {
+            Box::pin(async move {
+                if per_job {
+                    browser
+                        .close()
+                        .await
+                        .map_err(|e| from_playwright("closing the browser", e))
+                } else {
+                    match session.context().close().await {
+                        Ok(()) => Ok(()),
+                        // A context of a browser that died is gone already.
+                        Err(_) if !browser.is_connected() => Ok(()),
+                        Err(e) => Err(from_playwright("closing the browser context", e)),
+                    }
+                }
+            })
+        });
+        Ok(lease.with_live_view(LiveView::Runner))
+    }
+}

@@ -1,0 +1,132 @@
+//! [`BrowserSession`]: the browser context every provider hands to strategies.
+
+use std::time::Duration;
+
+use abr_core::{ProviderError, SessionContext};
+use abr_protocol::{AgentSessionState, OriginState};
+use async_trait::async_trait;
+use playwright_rs::protocol::{BrowserContext, GotoOptions, Page};
+
+use crate::error::from_playwright;
+use crate::state;
+
+/// A leased browser context with its first page: what a
+/// [`WebPostStrategy`](abr_core::WebPostStrategy) drives, with the full Playwright API.
+#[derive(Clone)]
+pub struct BrowserSession {
+    context: BrowserContext,
+    page: Page,
+    /// Seeded localStorage, for origins the job never loads (see `export_state`).
+    seeded: Vec<OriginState>,
+}
+
+impl std::fmt::Debug for BrowserSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserSession").finish_non_exhaustive()
+    }
+}
+
+impl BrowserSession {
+    /// Seeds `context` with `seed` (cookies through the cookie API, localStorage through an
+    /// init script, both before any page exists), opens a page, and goes to `start_url`.
+    ///
+    /// # Errors
+    /// A typed provider error when the browser refuses or dies.
+    pub async fn open(
+        context: BrowserContext,
+        seed: Option<&AgentSessionState>,
+        start_url: Option<&str>,
+        navigation_timeout: Duration,
+    ) -> Result<Self, ProviderError> {
+        if let Some(seed) = seed {
+            let (cookies, skipped) = state::to_playwright_cookies(seed);
+            if skipped > 0 {
+                tracing::warn!(
+                    skipped,
+                    "partitioned cookies cannot be injected and were left out"
+                );
+            }
+            let script = state::seed_script(seed);
+            // Two independent round trips: send both at once.
+            let add_cookies = async {
+                if cookies.is_empty() {
+                    return Ok(());
+                }
+                context
+                    .add_cookies(&cookies)
+                    .await
+                    .map_err(|e| from_playwright("adding cookies", e))
+            };
+            let seed_storage = async {
+                let Some(script) = &script else { return Ok(()) };
+                context
+                    .add_init_script(script)
+                    .await
+                    .map_err(|e| from_playwright("seeding localStorage", e))
+            };
+            let (cookies_added, storage_seeded) = tokio::join!(add_cookies, seed_storage);
+            cookies_added?;
+            storage_seeded?;
+        }
+        let page = match context.pages().into_iter().next() {
+            Some(page) => page,
+            None => context
+                .new_page()
+                .await
+                .map_err(|e| from_playwright("opening a page", e))?,
+        };
+        if let Some(url) = start_url {
+            page.goto(url, GotoOptions::new().timeout(navigation_timeout))
+                .await
+                .map_err(|e| from_playwright("opening the start page", e))?;
+        }
+        let seeded = seed.map(|s| s.origins.clone()).unwrap_or_default();
+        Ok(Self {
+            context,
+            page,
+            seeded,
+        })
+    }
+
+    /// The Playwright browser context.
+    pub fn context(&self) -> &BrowserContext {
+        &self.context
+    }
+
+    /// The session's first page.
+    pub fn page(&self) -> &Page {
+        &self.page
+    }
+}
+
+#[async_trait]
+impl SessionContext for BrowserSession {
+    /// The browser's cookies and localStorage. localStorage seeded by init script exists in
+    /// the browser only once a page of its origin loaded, so seeded origins the job never
+    /// visited are carried over unchanged rather than lost.
+    async fn export_state(&self) -> Result<AgentSessionState, ProviderError> {
+        let pw = self
+            .context
+            .storage_state(None)
+            .await
+            .map_err(|e| from_playwright("exporting the session", e))?;
+        let mut exported = state::from_playwright(pw);
+        for origin in &self.seeded {
+            if !exported
+                .origins
+                .iter()
+                .any(|o| same_origin(&o.origin, &origin.origin))
+            {
+                exported.origins.push(origin.clone());
+            }
+        }
+        Ok(exported)
+    }
+}
+
+fn same_origin(a: &str, b: &str) -> bool {
+    match (url::Url::parse(a), url::Url::parse(b)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => a == b,
+    }
+}

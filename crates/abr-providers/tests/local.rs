@@ -1,0 +1,78 @@
+//! The conformance suite on the local provider (real Debian Chromium), plus what only the
+//! local provider does: the shared browser, relaunch, a browser per job, setup errors.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_core::{ProviderErrorKind, SessionProvider};
+use abr_providers::conformance::{self, LeakProbe, TestSite};
+use abr_providers::{ChromiumBinary, Isolation, LocalBrowserSessionProvider, LocalProviderConfig};
+
+struct OpenContexts<'a>(&'a LocalBrowserSessionProvider);
+
+#[async_trait::async_trait]
+impl LeakProbe for OpenContexts<'_> {
+    async fn open(&self) -> usize {
+        self.0.open_contexts().await
+    }
+}
+
+fn shared() -> LocalBrowserSessionProvider {
+    LocalBrowserSessionProvider::new(LocalProviderConfig::default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_shared_browser_conformance() {
+    let site = Arc::new(TestSite::start().await.unwrap());
+    let provider = Arc::new(shared());
+    conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;
+    conformance::export_follows_page_changes(provider.as_ref(), &site).await;
+    conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;
+    conformance::cycles_leak_nothing(provider.as_ref(), &site, 50, &OpenContexts(&provider)).await;
+    conformance::concurrent_acquires(provider.clone(), site.clone(), 4).await;
+    assert_eq!(provider.launches(), 1, "one warm browser serves every job");
+    assert_eq!(provider.open_contexts().await, 0);
+    conformance::survives_a_browser_crash(provider.as_ref(), &site).await;
+    assert_eq!(
+        provider.launches(),
+        2,
+        "the dead browser was relaunched once"
+    );
+    provider.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_browser_per_job_conformance() {
+    let site = TestSite::start().await.unwrap();
+    let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        isolation: Isolation::BrowserPerJob,
+        ..LocalProviderConfig::default()
+    });
+    conformance::sees_exactly_the_injected_state(&provider, &site).await;
+    conformance::no_state_from_an_earlier_job(&provider, &site).await;
+    assert_eq!(provider.launches(), 3, "a browser per job");
+    assert_eq!(
+        provider.open_contexts().await,
+        0,
+        "per-job browsers are not kept"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_chromium_is_a_setup_error_naming_the_install_command() {
+    let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        job_binary: ChromiumBinary::Custom("/nonexistent/chromium".into()),
+        ..LocalProviderConfig::default()
+    });
+    let e = conformance::dead_endpoint_is_a_typed_error(&provider, Duration::from_secs(10)).await;
+    assert_eq!(e.kind(), ProviderErrorKind::Misconfigured);
+    assert!(e.message().contains("apt-get install"), "{e}");
+    assert_eq!(provider.name(), "local");
+}
