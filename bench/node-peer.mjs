@@ -14,7 +14,8 @@ const require = createRequire(path.join(here, '..', 'driver', 'package.json'));
 const { chromium } = require('playwright-core');
 
 const cfg = JSON.parse(process.argv[2]);
-const state = { cookies: cfg.cookies, origins: cfg.origins };
+// withOrigins=false drops localStorage: the floor of a context with cookies only.
+const state = { cookies: cfg.cookies, origins: cfg.withOrigins === false ? [] : cfg.origins };
 
 const browser = await chromium.launch({ executablePath: cfg.executablePath, headless: true, args: cfg.args });
 

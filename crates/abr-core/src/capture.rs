@@ -14,10 +14,11 @@ use time::OffsetDateTime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
+use crate::scope_io::{self, Scopes};
 use crate::step::{Step, guarded};
 use crate::{
     AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, LiveView,
-    SessionContext, StrategyErrorKind, StrategyRegistry, SystemClock, new_token, scope_io,
+    SessionContext, SessionScope, StrategyErrorKind, StrategyRegistry, SystemClock, new_token,
 };
 
 /// Limits and addresses of captures.
@@ -79,6 +80,8 @@ struct Capture<C: SessionContext> {
     expires_at: OffsetDateTime,
     context: Arc<C>,
     remote_url: Option<SecretValue>,
+    /// The start request's own scope, applied after the platform's.
+    extra_scope: Option<SessionScope>,
     /// `None` once finished, cancelled or expired; the async mutex serializes those.
     lease: tokio::sync::Mutex<Option<Lease<C>>>,
     _slot: OwnedSemaphorePermit,
@@ -190,6 +193,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
                 )));
             }
         }
+        let extra_scope = scope_io::request_scope(request.scope.as_ref())?;
         self.sweep_expired().await;
         let strategy = Arc::clone(self.strategies.get(&request.platform)?);
         if !strategy.policy().allow_interactive_capture {
@@ -247,6 +251,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             expires_at,
             context: lease.context_handle(),
             remote_url,
+            extra_scope,
             lease: tokio::sync::Mutex::new(Some(lease)),
             _slot: slot,
         });
@@ -332,12 +337,9 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             Step::TimedOut => return Err(CoreError::Timeout("exporting the session")),
             Step::Panicked => return Err(CoreError::Internal("the provider panicked")),
         };
-        let (session, scope_report) = scope_io::scope_out(
-            strategy.policy(),
-            &exported,
-            &capture.platform,
-            self.clock.now(),
-        );
+        let scopes = Scopes::new(strategy.policy(), capture.extra_scope.as_ref());
+        let (session, scope_report) =
+            scopes.apply_out(&exported, &capture.platform, self.clock.now());
         let lease = slot.take();
         drop(slot);
         self.forget(&capture);

@@ -11,11 +11,12 @@ use abr_protocol::{
 use tokio::time::Instant;
 
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
+use crate::scope_io::{self, Scopes};
 use crate::step::{Step, guarded};
 use crate::{
     AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, OsRandom,
     PostProgress, RandomSource, SessionContext, SessionKey, SessionStore, StrategyErrorKind,
-    StrategyPolicy, StrategyRegistry, SystemClock, VerifyOutcome, WebPostStrategy, scope_io,
+    StrategyRegistry, SystemClock, VerifyOutcome, WebPostStrategy,
 };
 
 /// A randomized delay before acting, to keep an account's activity human-scale.
@@ -279,11 +280,13 @@ impl<C: SessionContext> AgentPoster<C> {
             content,
             workspace_id,
             account_id,
+            scope,
         } = request;
+        let extra = scope_io::request_scope(scope.as_ref())?;
         let strategy =
             self.strategy_for(&platform, workspace_id.as_deref(), account_id.as_deref())?;
-        let policy = strategy.policy();
-        let (state, report_in) = scope_io::scope(policy, &session);
+        let scopes = Scopes::new(strategy.policy(), extra.as_ref());
+        let (state, report_in) = scopes.apply(&session);
         let mut timing = Timing::default();
 
         if let Some(pacing) = self.config.pacing {
@@ -301,7 +304,7 @@ impl<C: SessionContext> AgentPoster<C> {
                     .run(strategy.as_ref(), lease.context(), &content, &mut timing)
                     .await;
                 let refreshed = if outcome.exports_session() {
-                    self.export(lease.context(), &platform, policy).await
+                    self.export(lease.context(), &platform, scopes).await
                 } else {
                     None
                 };
@@ -351,6 +354,7 @@ impl<C: SessionContext> AgentPoster<C> {
                 content,
                 workspace_id: Some(key.workspace_id.clone()),
                 account_id: Some(key.account_id.clone()),
+                scope: None,
             })
             .await?;
         if let Some(refreshed) = &result.refreshed_session {
@@ -371,11 +375,13 @@ impl<C: SessionContext> AgentPoster<C> {
             session,
             workspace_id,
             account_id,
+            scope,
         } = request;
+        let extra = scope_io::request_scope(scope.as_ref())?;
         let strategy =
             self.strategy_for(&platform, workspace_id.as_deref(), account_id.as_deref())?;
-        let policy = strategy.policy();
-        let (state, _report) = scope_io::scope(policy, &session);
+        let scopes = Scopes::new(strategy.policy(), extra.as_ref());
+        let (state, _report) = scopes.apply(&session);
         let t = self.config.timeouts;
         let acquire = AcquireRequest {
             mode: AcquireMode::Unattended,
@@ -397,7 +403,7 @@ impl<C: SessionContext> AgentPoster<C> {
             Step::Panicked => Err(CoreError::StrategyPanicked("is_authenticated")),
         };
         let refreshed = match checked {
-            Ok(true) => self.export(lease.context(), &platform, policy).await,
+            Ok(true) => self.export(lease.context(), &platform, scopes).await,
             _ => None,
         };
         self.release(lease).await;
@@ -535,12 +541,10 @@ impl<C: SessionContext> AgentPoster<C> {
         &self,
         context: &C,
         platform: &str,
-        policy: &StrategyPolicy,
+        scopes: Scopes<'_>,
     ) -> Option<AgentSessionState> {
         match guarded(self.config.timeouts.export, context.export_state()).await {
-            Step::Done(state) => {
-                Some(scope_io::scope_out(policy, &state, platform, self.clock.now()).0)
-            }
+            Step::Done(state) => Some(scopes.apply_out(&state, platform, self.clock.now()).0),
             Step::Error(e) => {
                 tracing::warn!(error = %e, "could not export the refreshed session");
                 None

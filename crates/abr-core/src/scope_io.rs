@@ -1,36 +1,61 @@
-//! Applying a strategy's scope to state going into a provider and coming out of the runtime.
+//! Applying scopes to state going into a provider and coming out of the runtime: the
+//! platform's scope, then the request's own (which can only narrow).
 
-use abr_protocol::{AgentSessionState, ScopeReport, SessionMetadata};
+use abr_protocol::{AgentSessionState, ScopeReport, SessionMetadata, SessionScopeSpec};
 use time::OffsetDateTime;
 
-use crate::StrategyPolicy;
+use crate::{CoreError, SessionScope, StrategyPolicy};
 
-/// Scopes `state` by `policy` (unfiltered for legacy strategies without a scope).
-pub(crate) fn scope(
-    policy: &StrategyPolicy,
-    state: &AgentSessionState,
-) -> (AgentSessionState, ScopeReport) {
-    match &policy.scope {
-        Some(scope) => scope.filter(state),
-        None => {
-            let report = ScopeReport {
-                kept_cookies: u32::try_from(state.cookies.len()).unwrap_or(u32::MAX),
-                kept_origins: u32::try_from(state.origins.len()).unwrap_or(u32::MAX),
-                ..ScopeReport::default()
-            };
-            (state.clone(), report)
-        }
-    }
+/// The scopes of one job.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scopes<'a> {
+    platform: Option<&'a SessionScope>,
+    request: Option<&'a SessionScope>,
 }
 
-/// Scopes a state leaving the runtime and stamps it with the platform and time.
-pub(crate) fn scope_out(
-    policy: &StrategyPolicy,
-    state: &AgentSessionState,
-    platform: &str,
-    now: OffsetDateTime,
-) -> (AgentSessionState, ScopeReport) {
-    let (mut state, report) = scope(policy, state);
-    state.metadata = Some(SessionMetadata::new(platform, now));
-    (state, report)
+/// Validates a request's extra scope.
+pub(crate) fn request_scope(
+    spec: Option<&SessionScopeSpec>,
+) -> Result<Option<SessionScope>, CoreError> {
+    Ok(spec.map(SessionScope::new).transpose()?)
+}
+
+impl<'a> Scopes<'a> {
+    pub(crate) fn new(policy: &'a StrategyPolicy, request: Option<&'a SessionScope>) -> Self {
+        Self {
+            platform: policy.scope.as_ref(),
+            request,
+        }
+    }
+
+    /// Scopes `state` (unfiltered when neither scope is set: legacy strategies).
+    pub(crate) fn apply(&self, state: &AgentSessionState) -> (AgentSessionState, ScopeReport) {
+        let mut current = state.clone();
+        let mut dropped = ScopeReport::default().dropped;
+        for scope in [self.platform, self.request].into_iter().flatten() {
+            let (next, report) = scope.filter(&current);
+            for (reason, n) in report.dropped {
+                *dropped.entry(reason).or_default() += n;
+            }
+            current = next;
+        }
+        let report = ScopeReport {
+            kept_cookies: u32::try_from(current.cookies.len()).unwrap_or(u32::MAX),
+            kept_origins: u32::try_from(current.origins.len()).unwrap_or(u32::MAX),
+            dropped,
+        };
+        (current, report)
+    }
+
+    /// Scopes a state leaving the runtime and stamps it with the platform and time.
+    pub(crate) fn apply_out(
+        &self,
+        state: &AgentSessionState,
+        platform: &str,
+        now: OffsetDateTime,
+    ) -> (AgentSessionState, ScopeReport) {
+        let (mut state, report) = self.apply(state);
+        state.metadata = Some(SessionMetadata::new(platform, now));
+        (state, report)
+    }
 }

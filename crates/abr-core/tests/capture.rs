@@ -91,6 +91,7 @@ fn start_request() -> CaptureStartRequest {
         workspace_id: WORKSPACE.into(),
         account_id: ACCOUNT.into(),
         platform: PLATFORM.into(),
+        scope: None,
     }
 }
 
@@ -704,4 +705,20 @@ async fn audit_events_never_carry_session_values() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn an_over_broad_request_scope_is_rejected_before_any_browser_starts() {
+    let f = fixture();
+    let request = CaptureStartRequest {
+        scope: Some(abr_protocol::SessionScopeSpec {
+            cookie_domains: vec!["co.uk".into()],
+            origins: vec![],
+        }),
+        ..start_request()
+    };
+    let err = f.manager.start(request).await.unwrap_err();
+    assert!(matches!(err, CoreError::InvalidScope(_)), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(f.provider.acquired(), 0);
 }

@@ -61,6 +61,7 @@ fn request() -> PostRequest {
         content: PostContent::text("canary posted text"),
         workspace_id: Some("ws-1".into()),
         account_id: Some("acct-1".into()),
+        scope: None,
     }
 }
 
@@ -430,6 +431,7 @@ async fn interactive_only_policy_still_denies_unattended_probe() {
             session: session(),
             workspace_id: None,
             account_id: None,
+            scope: None,
         })
         .await
         .unwrap_err();
@@ -649,6 +651,7 @@ async fn probe_reports_authentication_and_returns_the_scoped_session() {
         session: session(),
         workspace_id: None,
         account_id: None,
+        scope: None,
     };
     let ok = h.poster.probe(req.clone()).await.unwrap();
     assert!(ok.authenticated && !ok.needs_reauth);
@@ -663,4 +666,46 @@ async fn probe_reports_authentication_and_returns_the_scoped_session() {
     assert!(matches!(err, CoreError::StrategyPanicked(_)));
     assert_eq!(h.provider.open_leases(), 0);
     assert_eq!(h.provider.released(), 3);
+}
+
+#[tokio::test]
+async fn a_request_scope_only_narrows_the_platform_scope() {
+    let h = harness(scoped_policy(), StrategyScript::default());
+    let mut req = request();
+    req.session
+        .cookies
+        .push(Cookie::new("app", "a", "app.example.com"));
+    req.scope = Some(SessionScopeSpec {
+        // Wider than the platform's (evil.com) and narrower (app.example.com): the result is
+        // the intersection.
+        cookie_domains: vec!["app.example.com".into(), "evil.com".into()],
+        origins: vec![],
+    });
+    let r = h.poster.post(req).await.unwrap();
+    assert!(r.ok);
+    let injected = h.provider.injected()[0].clone().unwrap();
+    let names: Vec<_> = injected.cookies.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["app"], "only cookies inside both scopes");
+    assert!(injected.origins.is_empty());
+    let refreshed = r.refreshed_session.unwrap();
+    assert!(
+        refreshed
+            .cookies
+            .iter()
+            .all(|c| c.domain == "app.example.com")
+    );
+}
+
+#[tokio::test]
+async fn an_over_broad_request_scope_is_an_invalid_scope_error() {
+    let h = harness(scoped_policy(), StrategyScript::default());
+    let mut req = request();
+    req.scope = Some(SessionScopeSpec {
+        cookie_domains: vec!["com".into()],
+        origins: vec![],
+    });
+    let err = h.poster.post(req).await.unwrap_err();
+    assert!(matches!(err, CoreError::InvalidScope(_)), "{err}");
+    assert_eq!(err.code(), "invalid_scope");
+    assert_eq!(h.provider.acquired(), 0);
 }

@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::{AgentSessionState, ScopeReport};
+use crate::{AgentSessionState, ScopeReport, SessionScopeSpec};
 
 /// `POST /v1/capture/start`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CaptureStartRequest {
     /// Tenant (workspace) the capture is bound to.
@@ -15,6 +15,10 @@ pub struct CaptureStartRequest {
     pub account_id: String,
     /// Platform (strategy id) to sign in to.
     pub platform: String,
+    /// An extra scope applied to the exported session after the platform's own: it can only
+    /// narrow, never widen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<SessionScopeSpec>,
 }
 
 /// Answer to [`CaptureStartRequest`].
@@ -113,6 +117,9 @@ pub struct ProbeRequest {
     /// Tenant ids, recorded in audit events only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
+    /// An extra scope for this probe only, applied after the platform's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<SessionScopeSpec>,
 }
 
 /// Answer to [`ProbeRequest`].

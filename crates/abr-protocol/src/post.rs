@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AgentSessionState, ErrorBody};
+use crate::{AgentSessionState, ErrorBody, SessionScopeSpec};
 
 /// What to publish.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -77,6 +77,10 @@ pub struct PostRequest {
     /// Tenant ids, recorded in audit events only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
+    /// An extra scope for this job only, applied after the platform's own: it can only
+    /// narrow what the session carries, never widen it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<SessionScopeSpec>,
 }
 
 /// The stage of a post at which it failed.

@@ -203,18 +203,32 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// What the Node peer runs on.
+struct NodeCase {
+    binary: ChromiumBinary,
+    /// false: cookies only, no localStorage (the floor of a context).
+    with_origins: bool,
+}
+
+const SAME_BINARY: NodeCase = NodeCase {
+    binary: ChromiumBinary::HeadlessShell,
+    with_origins: true,
+};
+
 async fn node(
     mode: &str,
     iterations: usize,
     concurrency: usize,
     site: &TestSite,
     state: &AgentSessionState,
+    case: &NodeCase,
 ) -> NodeRun {
     let config = json!({
         "mode": mode,
         "iterations": iterations,
         "concurrency": concurrency,
-        "executablePath": ChromiumBinary::HeadlessShell.path(),
+        "withOrigins": case.with_origins,
+        "executablePath": case.binary.path(),
         "args": BASE_ARGS,
         "originA": site.origin_a(),
         "originB": site.origin_b(),
@@ -252,17 +266,45 @@ async fn main() {
     );
     println!("| implementation | median ms | ratio to Node |");
     println!("|---|---|---|");
-    let mut node_run = node("acquire", n_acquire, 1, &site, &state).await;
+    let mut node_run = node("acquire", n_acquire, 1, &site, &state, &SAME_BINARY).await;
     let node_median = median(&mut node_run.samples_ms);
-    println!("| Node playwright-core, newContext({{storageState}}) | {node_median:.1} | 1.00 |");
+    println!(
+        "| Node playwright-core, newContext({{storageState}}), headless shell | {node_median:.1} | 1.00 |"
+    );
 
     let local = Arc::new(LocalBrowserSessionProvider::new(
         LocalProviderConfig::default(),
     ));
     let local_median = measure_acquire(local.as_ref(), &state, &url, n_acquire).await;
     println!(
-        "| ABR local provider (headless shell, shared browser) | {local_median:.1} | {:.2} |",
+        "| **ABR local provider** (headless shell, shared browser) | {local_median:.1} | {:.2} |",
         local_median / node_median
+    );
+
+    let floor = NodeCase {
+        binary: ChromiumBinary::HeadlessShell,
+        with_origins: false,
+    };
+    let mut floor_run = node("acquire", n_acquire, 1, &site, &state, &floor).await;
+    let floor_median = median(&mut floor_run.samples_ms);
+    println!(
+        "| Node, cookies only (no localStorage: the floor of its context) | {floor_median:.1} | {:.2} |",
+        floor_median / node_median
+    );
+    let full = NodeCase {
+        binary: ChromiumBinary::Chromium,
+        with_origins: true,
+    };
+    let mut full_run = node("acquire", n_acquire, 1, &site, &state, &full).await;
+    let full_median = median(&mut full_run.samples_ms);
+    println!(
+        "| Node, newContext({{storageState}}) on full Chromium (the reference baseline's binary) | {full_median:.1} | {:.2} |",
+        full_median / node_median
+    );
+    println!(
+        "\nABR local / Node on full Chromium: {:.2}; ABR local / Node cookies-only floor: {:.2}",
+        local_median / full_median,
+        local_median / floor_median
     );
 
     println!(
@@ -273,7 +315,7 @@ async fn main() {
     let state = Arc::new(state);
     let url = Arc::new(url);
     for concurrency in [2, 4] {
-        let node_run = node("job", n_jobs, concurrency, &site, &state).await;
+        let node_run = node("job", n_jobs, concurrency, &site, &state, &SAME_BINARY).await;
         let node_rate = node_run.jobs as f64 / (node_run.wall_ms / 1000.0);
         let abr_rate = measure_jobs(
             local.clone(),

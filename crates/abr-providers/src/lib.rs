@@ -19,12 +19,17 @@ mod chromium;
 pub mod conformance;
 pub mod driver;
 mod error;
+mod kernel;
 mod local;
+mod remote;
 mod session;
 pub mod state;
+mod steel;
 
 pub use cdp::{CdpProviderConfig, CdpSessionProvider};
 pub use chromium::{BASE_ARGS, ChromiumBinary, display_available};
 pub use error::SETUP_HINT;
+pub use kernel::{KERNEL_API_URL, KernelProviderConfig, KernelSessionProvider};
 pub use local::{Isolation, LocalBrowserSessionProvider, LocalProviderConfig};
 pub use session::BrowserSession;
+pub use steel::{STEEL_CLOUD_URL, SteelFlavor, SteelProviderConfig, SteelSessionProvider};

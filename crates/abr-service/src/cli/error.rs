@@ -75,6 +75,12 @@ pub(crate) enum CliError {
         /// Why, without values.
         detail: JsonDetail,
     },
+    /// The runner's configuration is unusable.
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
+    /// The runner or the demo could not run.
+    #[error("{0}")]
+    Run(String),
     /// Writing the result failed (closed pipe, full disk, ...).
     #[error("cannot write to {stream}: {source}")]
     Write {
@@ -104,8 +110,9 @@ impl CliError {
             | Self::Shape { .. }
             | Self::InvalidScope { .. }
             | Self::NoSessionScope { .. }
-            | Self::MixedScope { .. } => ErrorKind::Input,
-            Self::Serialize { .. } | Self::Write { .. } => ErrorKind::Output,
+            | Self::MixedScope { .. }
+            | Self::Config(_) => ErrorKind::Input,
+            Self::Serialize { .. } | Self::Write { .. } | Self::Run(_) => ErrorKind::Output,
         }
     }
 

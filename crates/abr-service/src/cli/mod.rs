@@ -4,7 +4,9 @@
 //! lives in its own module. Runners return `Result<(), CliError>`; [`main`] turns an error
 //! into exactly one `abr: error: ...` line on stderr and the error's exit code.
 
-mod error;
+mod demo;
+pub(crate) mod error;
+mod serve;
 mod session;
 
 use std::io::Write;
@@ -36,6 +38,11 @@ pub(crate) enum Command {
     /// Work with stored browser sessions (Playwright storageState files).
     #[command(subcommand)]
     Session(session::SessionCommand),
+    /// Run the HTTP runner (configured by ABR_* environment variables).
+    Serve(serve::ServeArgs),
+    /// Run the whole round trip on this machine: demo site, runner, capture through the live
+    /// view, post with an image, proof, ground truth and a screenshot.
+    Demo(demo::DemoArgs),
 }
 
 impl Cli {
@@ -43,6 +50,8 @@ impl Cli {
     pub(crate) fn run(self) -> Result<(), CliError> {
         match self.command {
             Command::Session(command) => command.run(),
+            Command::Serve(args) => args.run(),
+            Command::Demo(args) => args.run(),
         }
     }
 }
@@ -51,7 +60,7 @@ impl Cli {
 ///
 /// Usage errors are clap's (message on stderr, exit code 2; `--help`/`--version` exit 0).
 /// A [`CliError`] is printed as one `abr: error: <message>` line on stderr.
-pub(crate) fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.run() {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,350 @@
+//! [`ClientError`]: what can go wrong talking to the runner, and whether a retry is safe.
+
+use std::fmt;
+use std::time::Duration;
+
+/// One call of the runner's HTTP API. Carried by transport and decode errors so that a
+/// message names the call without printing its URL (a capture id in a path is a credential).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// `GET /v1/health`.
+    Health,
+    /// `GET /v1/platforms`.
+    Platforms,
+    /// `POST /v1/capture/start`.
+    CaptureStart,
+    /// `POST /v1/capture/finish`.
+    CaptureFinish,
+    /// `POST /v1/capture/cancel`.
+    CaptureCancel,
+    /// `GET /v1/capture/{captureId}`.
+    CaptureStatus,
+    /// `POST /v1/post`.
+    Post,
+    /// `POST /v1/probe`.
+    Probe,
+}
+
+impl Operation {
+    /// Stable snake_case name, e.g. `capture_status`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Health => "health",
+            Self::Platforms => "platforms",
+            Self::CaptureStart => "capture_start",
+            Self::CaptureFinish => "capture_finish",
+            Self::CaptureCancel => "capture_cancel",
+            Self::CaptureStatus => "capture_status",
+            Self::Post => "post",
+            Self::Probe => "probe",
+        }
+    }
+
+    /// Whether sending the same call twice can have no effect beyond sending it once: true
+    /// for the read-only `GET`s (health, platforms, capture status), false for every `POST`
+    /// (a second start opens a second capture, a second finish or post acts again).
+    pub fn is_idempotent(self) -> bool {
+        matches!(self, Self::Health | Self::Platforms | Self::CaptureStatus)
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What kind of transport failure a [`ClientError::Transport`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// No connection could be made (refused, DNS, TLS handshake, connect timeout): the
+    /// request never reached the runner.
+    Connect,
+    /// The deadline passed after the request was sent: the runner may have acted on it.
+    Timeout,
+    /// Anything else (connection reset mid-request, body read failure): the runner may have
+    /// acted on the request.
+    Other,
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Connect => "cannot connect to the runner",
+            Self::Timeout => "timed out waiting for the runner",
+            Self::Other => "transport error talking to the runner",
+        })
+    }
+}
+
+/// An error of [`AgentRunnerClient`](crate::AgentRunnerClient).
+///
+/// No variant carries the bearer token, a request URL (a capture id in a path is a
+/// credential) or a large response body.
+///
+/// # Retrying
+///
+/// The client never retries anything by itself. [`is_retryable`](Self::is_retryable) says
+/// when sending the *same* request again is safe. For [`post`](crate::AgentRunnerClient::post)
+/// in particular, any error other than an [`Api`](Self::Api) error from the runner, or a
+/// [`Transport`](Self::Transport) error of kind [`Connect`](TransportKind::Connect), means the
+/// post may have run: treat it like an `uncertain` result (manual review, never retry).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The runner (or something in front of it) answered with a non-2xx status.
+    #[error("runner answered HTTP {status} ({code}): {message}")]
+    Api {
+        /// HTTP status.
+        status: u16,
+        /// The runner's stable code (e.g. `binding_mismatch`), exactly as sent; `http_<status>`
+        /// when the body was not an ABR error envelope (a proxy page, a redirect).
+        code: String,
+        /// The runner's message, exactly as sent; a short description of the answer when the
+        /// body was not an envelope (the body itself is never echoed).
+        message: String,
+        /// The envelope's `retryable` flag; `false` when there was no envelope.
+        retryable: bool,
+        /// `Retry-After`, when the answer carried one in seconds.
+        retry_after: Option<Duration>,
+    },
+    /// The request could not be sent or its answer not received.
+    #[error("{operation}: {kind}: {message}")]
+    Transport {
+        /// The call that failed.
+        operation: Operation,
+        /// What failed.
+        kind: TransportKind,
+        /// The transport's explanation, without the URL.
+        message: String,
+    },
+    /// The runner answered 2xx, but the body is not the expected JSON type.
+    #[error("{operation}: HTTP {status} answer is not the expected JSON: {message}")]
+    Decode {
+        /// The call whose answer could not be read.
+        operation: Operation,
+        /// HTTP status (2xx).
+        status: u16,
+        /// What did not match; string values from the body are redacted.
+        message: String,
+    },
+    /// The client was configured wrongly (base URL, token, TLS setup).
+    #[error("invalid client configuration: {message}")]
+    InvalidConfig {
+        /// What is wrong; never echoes the token or the URL.
+        message: String,
+    },
+    /// An argument of a call cannot be sent (e.g. an empty capture id); nothing was sent.
+    #[error("invalid argument: {message}")]
+    InvalidArgument {
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl ClientError {
+    /// The HTTP status of the answer, when there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Api { status, .. } | Self::Decode { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The error code of an [`Api`](Self::Api) error (the runner's, or `http_<status>`).
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Self::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// The error message of an [`Api`](Self::Api) error.
+    pub fn api_message(&self) -> Option<&str> {
+        match self {
+            Self::Api { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+
+    /// Whether sending the same request again may succeed and is safe:
+    ///
+    /// - [`Api`](Self::Api): the runner's `retryable` flag, or status 429 / 503 (the runner
+    ///   did not take the request on);
+    /// - [`Transport`](Self::Transport): only for [idempotent](Operation::is_idempotent)
+    ///   calls. For a `POST` the caller decides with [`is_connect`](Self::is_connect): a
+    ///   connect failure means nothing was sent;
+    /// - anything else: no.
+    ///
+    /// The client itself never retries. Back off by [`retry_after`](Self::retry_after) when
+    /// present.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Api {
+                status, retryable, ..
+            } => *retryable || matches!(status, 429 | 503),
+            Self::Transport { operation, .. } => operation.is_idempotent(),
+            _ => false,
+        }
+    }
+
+    /// How long the runner asked to wait before trying again (`Retry-After`, seconds).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Api { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Whether this is a [`Transport`](Self::Transport) error (no HTTP answer).
+    pub fn is_transport(&self) -> bool {
+        matches!(self, Self::Transport { .. })
+    }
+
+    /// Whether no connection could be made: the request never reached the runner.
+    pub fn is_connect(&self) -> bool {
+        matches!(
+            self,
+            Self::Transport {
+                kind: TransportKind::Connect,
+                ..
+            }
+        )
+    }
+
+    /// Whether the request timed out after it was sent: the runner may have acted on it.
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            Self::Transport {
+                kind: TransportKind::Timeout,
+                ..
+            }
+        )
+    }
+
+    pub(crate) fn config(message: impl Into<String>) -> Self {
+        Self::InvalidConfig {
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn argument(message: impl Into<String>) -> Self {
+        Self::InvalidArgument {
+            message: message.into(),
+        }
+    }
+
+    /// A transport error, stripped of its URL.
+    pub(crate) fn transport(operation: Operation, error: reqwest::Error) -> Self {
+        let kind = if error.is_connect() {
+            TransportKind::Connect
+        } else if error.is_timeout() {
+            TransportKind::Timeout
+        } else {
+            TransportKind::Other
+        };
+        Self::Transport {
+            operation,
+            kind,
+            message: error_chain(&error.without_url()),
+        }
+    }
+}
+
+/// Longest message this crate builds from text it did not write.
+const MAX_MESSAGE: usize = 300;
+
+/// `error: source: source ...`, skipping a source whose text its parent already shows.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut next = error.source();
+    while let Some(source) = next {
+        let text = source.to_string();
+        if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = source.source();
+    }
+    shorten(&out)
+}
+
+/// `text` cut to [`MAX_MESSAGE`] characters.
+pub(crate) fn shorten(text: &str) -> String {
+    match text.char_indices().nth(MAX_MESSAGE) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// A serde_json error message with any quoted string value from the document redacted:
+/// `invalid type: string "s3cr3t", expected u32` would otherwise echo a cookie value.
+pub(crate) fn redact_json_error(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let redacted = match (text.find('"'), text.rfind('"')) {
+        (Some(first), Some(last)) if first < last => {
+            format!("{}<redacted>{}", &text[..first], &text[last + 1..])
+        }
+        (Some(first), _) => format!("{}<redacted>", &text[..first]),
+        _ => text,
+    };
+    shorten(&redacted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_errors_lose_string_values() {
+        let e = serde_json::from_str::<u32>(r#""s3cr3t-cookie""#).unwrap_err();
+        let m = redact_json_error(&e);
+        assert!(!m.contains("s3cr3t"), "{m}");
+        assert!(m.contains("invalid type"), "{m}");
+        assert!(m.contains("<redacted>"), "{m}");
+    }
+
+    #[test]
+    fn json_errors_keep_field_names() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            needed: u32,
+        }
+        let e = serde_json::from_str::<T>("{}").unwrap_err();
+        assert!(redact_json_error(&e).contains("missing field `needed`"));
+    }
+
+    #[test]
+    fn long_text_is_shortened() {
+        let s = shorten(&"é".repeat(1000));
+        assert_eq!(s.chars().count(), MAX_MESSAGE + 1);
+    }
+
+    #[test]
+    fn retryability_follows_flag_status_and_idempotence() {
+        let api = |status, retryable| ClientError::Api {
+            status,
+            code: "x".into(),
+            message: "y".into(),
+            retryable,
+            retry_after: None,
+        };
+        assert!(api(409, true).is_retryable());
+        assert!(!api(422, false).is_retryable());
+        assert!(api(429, false).is_retryable());
+        assert!(api(503, false).is_retryable());
+        assert!(!api(500, false).is_retryable());
+        let transport = |operation| ClientError::Transport {
+            operation,
+            kind: TransportKind::Connect,
+            message: String::new(),
+        };
+        assert!(transport(Operation::CaptureStatus).is_retryable());
+        assert!(!transport(Operation::Post).is_retryable());
+        assert!(!transport(Operation::CaptureFinish).is_retryable());
+    }
+}

@@ -1,0 +1,15 @@
+//! ABR's demo platform.
+//!
+//! - [`site`]: a small local social site with a real sign-in (HttpOnly session cookie), a
+//!   composer that uploads media at once like real sites, a feed, permalinks, a ground-truth
+//!   API (`GET /api/posts`) and one-shot fault injection (`POST /__faults`), so every
+//!   outcome row of a post can be produced on demand. Served by the `abr-demo-site` binary.
+//! - [`strategy`]: the `demo` [`WebPostStrategy`](abr_core::WebPostStrategy), which posts to
+//!   the site through a real browser ([`BrowserSession`](abr_providers::BrowserSession)) and
+//!   proves the outcome by toast or by read-back, telling the truth in every fault mode.
+
+pub mod site;
+pub mod strategy;
+
+pub use site::{DemoSite, FaultMode, Post};
+pub use strategy::{DemoStrategy, DemoStrategyError, DemoTimeouts};

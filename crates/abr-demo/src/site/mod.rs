@@ -1,0 +1,732 @@
+//! The demo site: a small social site with a real sign-in (HttpOnly session cookie), a
+//! composer with immediate media upload, a feed, permalinks, a ground-truth API and one-shot
+//! fault injection.
+//!
+//! # HTTP contract
+//! - `GET /login`: form `#username`, `#password`, submit button; `POST /login`
+//!   (urlencoded). Any non-empty username with password [`DEMO_PASSWORD`] signs in: it sets
+//!   the host-only `demo_session` cookie (random 256-bit token; `HttpOnly; SameSite=Lax;
+//!   Path=/`, no `Domain`) and redirects (303) to `/compose`, whose script stores the
+//!   localStorage key `demo_prefs`. A wrong password answers 401 with the form and `.error`.
+//! - `GET /compose`: signed in, the composer (`#post-text`, `#media` (multiple),
+//!   `#media-status`, hidden `#media-ids`, `#submit`); otherwise 303 to `/login`. Choosing
+//!   files uploads them at once to `POST /api/upload` (multipart; `{"ids": [...]}`, or 4xx
+//!   `{"error": ...}`); `#media-status` gets class `media-ok`, or `media-error` with the
+//!   message.
+//! - `POST /compose` (urlencoded or multipart: `text`, `media_ids` comma-separated): saves
+//!   the post and answers a page whose `.toast-success` links to `/p/{id}`.
+//! - `GET /p/{id}`: the post (author, text, media count). `GET /feed`: the signed-in
+//!   user's posts, newest first, each `<li class="post" data-id="{id}">` holding
+//!   `<p class="post-text">`. `GET /logout`: ends the session.
+//! - `GET /api/posts`: every post `{id, author, text, mediaCount, createdAt}` (ground truth).
+//! - `GET /__faults` / `POST /__faults` `{"mode": M}`: the one-shot fault of the next post
+//!   attempt (see [`FaultMode`]); an unknown mode is a 400 JSON error.
+
+mod html;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Json};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The password that signs any username in.
+pub const DEMO_PASSWORD: &str = "demo-password";
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "demo_session";
+/// Largest accepted request body (uploads included).
+pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+/// Longest accepted post text, in characters.
+pub const MAX_TEXT_CHARS: usize = 5000;
+/// Most media files per upload and per post.
+pub const MAX_MEDIA: usize = 10;
+/// Longest accepted username, in characters.
+pub const MAX_USERNAME_CHARS: usize = 64;
+
+/// Behaviour of the next post attempt. One-shot: consumed by that attempt, then back to
+/// [`FaultMode::None`]. `media_reject` is consumed by the next upload (or, for a post without
+/// media, by the next submit); every other mode by the next `POST /compose` of a signed-in
+/// user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultMode {
+    /// Normal behaviour: saved, toast shown.
+    #[default]
+    None,
+    /// Saved; a plain page without the toast.
+    NoToast,
+    /// Nothing saved; an error page with `.error-banner`.
+    FailBeforeSave,
+    /// Saved; then an error page with `.error-banner` and no toast.
+    FailAfterSave,
+    /// Saved; the toast appears 3 s after the page loads.
+    SlowToast,
+    /// Rejected at submit: nothing saved, the session is invalidated, 303 to `/login`.
+    ExpireSession,
+    /// The media upload is refused with 422; nothing saved.
+    MediaReject,
+}
+
+impl FaultMode {
+    /// Every mode.
+    pub const ALL: [Self; 7] = [
+        Self::None,
+        Self::NoToast,
+        Self::FailBeforeSave,
+        Self::FailAfterSave,
+        Self::SlowToast,
+        Self::ExpireSession,
+        Self::MediaReject,
+    ];
+
+    /// The wire name, e.g. `no_toast`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::NoToast => "no_toast",
+            Self::FailBeforeSave => "fail_before_save",
+            Self::FailAfterSave => "fail_after_save",
+            Self::SlowToast => "slow_toast",
+            Self::ExpireSession => "expire_session",
+            Self::MediaReject => "media_reject",
+        }
+    }
+}
+
+impl fmt::Display for FaultMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown fault mode name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown fault mode {0:?}; expected one of none, no_toast, fail_before_save, fail_after_save, slow_toast, expire_session, media_reject"
+)]
+pub struct UnknownFaultMode(pub String);
+
+impl FromStr for FaultMode {
+    type Err = UnknownFaultMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| UnknownFaultMode(s.to_owned()))
+    }
+}
+
+/// A stored post, as `GET /api/posts` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Post {
+    /// Random hex id; the permalink is `/p/{id}`.
+    pub id: String,
+    /// Username of the author.
+    pub author: String,
+    /// Text as submitted, line breaks normalised to `\n`.
+    pub text: String,
+    /// Number of attached media files.
+    pub media_count: usize,
+    /// Creation time, RFC 3339.
+    pub created_at: String,
+}
+
+#[derive(Debug)]
+struct Upload {
+    owner: String,
+}
+
+#[derive(Debug, Default)]
+struct SiteState {
+    /// Session token → username.
+    sessions: HashMap<String, String>,
+    posts: Vec<Post>,
+    uploads: HashMap<String, Upload>,
+    fault: FaultMode,
+}
+
+type Shared = Arc<Mutex<SiteState>>;
+
+fn lock(state: &Shared) -> MutexGuard<'_, SiteState> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running demo site.
+#[derive(Debug)]
+pub struct DemoSite {
+    addr: SocketAddr,
+    state: Shared,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl DemoSite {
+    /// Binds `bind` (port 0 picks a free port) and serves the site on the current tokio
+    /// runtime until [`DemoSite::shutdown`] or drop.
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn start(bind: SocketAddr) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(bind).await?;
+        let addr = listener.local_addr()?;
+        let state = Shared::default();
+        let app = router(Arc::clone(&state));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
+            if let Err(e) = served {
+                tracing::warn!(error = %e, "the demo site stopped with an error");
+            }
+        });
+        Ok(Self {
+            addr,
+            state,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+
+    /// The bound address (the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://host:port`, without a trailing slash. An unspecified bind address
+    /// (`0.0.0.0`, `::`) is reached through loopback.
+    pub fn base_url(&self) -> String {
+        let ip = match self.addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        format!("http://{}", SocketAddr::new(ip, self.addr.port()))
+    }
+
+    /// Every stored post, oldest first: the ground truth.
+    pub fn posts(&self) -> Vec<Post> {
+        lock(&self.state).posts.clone()
+    }
+
+    /// The pending fault mode.
+    pub fn fault(&self) -> FaultMode {
+        lock(&self.state).fault
+    }
+
+    /// Sets the behaviour of the next post attempt (one-shot).
+    pub fn set_fault(&self, mode: FaultMode) {
+        lock(&self.state).fault = mode;
+    }
+
+    /// Stops accepting, lets open requests finish (at most 2 s), then stops.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(Duration::from_secs(2), &mut task)
+                .await
+                .is_err()
+        {
+            // Idle keep-alive connections (a browser) may hold graceful shutdown open.
+            task.abort();
+        }
+    }
+}
+
+impl Drop for DemoSite {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// The site's routes over `state`.
+fn router(state: Shared) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/login", get(login_form).post(login))
+        .route("/logout", get(logout))
+        .route("/compose", get(compose_form).post(compose_submit))
+        .route("/api/upload", post(upload))
+        .route("/api/posts", get(api_posts))
+        .route("/p/{id}", get(permalink))
+        .route("/feed", get(feed))
+        .route("/__faults", get(get_fault).post(set_fault))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+fn page(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+        Html(body),
+    )
+        .into_response()
+}
+
+fn json_error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(serde_json::json!({ "error": message.into() }))).into_response()
+}
+
+/// `n` random bytes as lowercase hex; `None` if the OS has no randomness to give.
+fn random_hex(n: usize) -> Option<String> {
+    let mut bytes = vec![0_u8; n];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn session_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// The signed-in session: `(token, username)`.
+fn session(state: &Shared, headers: &HeaderMap) -> Option<(String, String)> {
+    let token = session_token(headers)?;
+    let user = lock(state).sessions.get(&token).cloned()?;
+    Some((token, user))
+}
+
+fn clear_cookie() -> HeaderValue {
+    HeaderValue::from_static("demo_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0")
+}
+
+fn to_login_clearing_cookie() -> Response {
+    (
+        [(header::SET_COOKIE, clear_cookie())],
+        Redirect::to("/login"),
+    )
+        .into_response()
+}
+
+fn normalize_newlines(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+fn now_rfc3339() -> String {
+    OffsetDateTime::now_utc()
+        .format(&Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
+}
+
+fn is_post_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+// ---------------------------------------------------------------------------------------
+// Pages
+
+async fn index(State(state): State<Shared>, headers: HeaderMap) -> Response {
+    let user = session(&state, &headers).map(|(_, u)| u);
+    page(StatusCode::OK, html::index(user.as_deref()))
+}
+
+async fn not_found(State(state): State<Shared>, headers: HeaderMap) -> Response {
+    let user = session(&state, &headers).map(|(_, u)| u);
+    page(StatusCode::NOT_FOUND, html::not_found(user.as_deref()))
+}
+
+async fn login_form() -> Response {
+    page(StatusCode::OK, html::login(None, ""))
+}
+
+#[derive(Debug, Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    username: String,
+    #[serde(default)]
+    password: String,
+}
+
+async fn login(State(state): State<Shared>, Form(form): Form<LoginForm>) -> Response {
+    let username = form.username.trim();
+    if username.is_empty() || username.chars().count() > MAX_USERNAME_CHARS {
+        return page(
+            StatusCode::UNAUTHORIZED,
+            html::login(Some("Enter a username of 1 to 64 characters."), ""),
+        );
+    }
+    if form.password != DEMO_PASSWORD {
+        return page(
+            StatusCode::UNAUTHORIZED,
+            html::login(Some("Wrong username or password."), username),
+        );
+    }
+    let Some(token) = random_hex(32) else {
+        return page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            html::error_banner(None, "Could not start a session. Try again."),
+        );
+    };
+    lock(&state)
+        .sessions
+        .insert(token.clone(), username.to_owned());
+    let cookie = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax");
+    match HeaderValue::from_str(&cookie) {
+        Ok(cookie) => ([(header::SET_COOKIE, cookie)], Redirect::to("/compose")).into_response(),
+        Err(_) => page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            html::error_banner(None, "Could not start a session. Try again."),
+        ),
+    }
+}
+
+async fn logout(State(state): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(token) = session_token(&headers) {
+        lock(&state).sessions.remove(&token);
+    }
+    to_login_clearing_cookie()
+}
+
+async fn compose_form(State(state): State<Shared>, headers: HeaderMap) -> Response {
+    match session(&state, &headers) {
+        Some((_, user)) => page(StatusCode::OK, html::compose(&user)),
+        None => Redirect::to("/login").into_response(),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ComposeForm {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    media_ids: String,
+}
+
+async fn read_compose_form(request: Request) -> Result<ComposeForm, Response> {
+    let multipart = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    if !multipart {
+        return Form::<ComposeForm>::from_request(request, &())
+            .await
+            .map(|Form(form)| form)
+            .map_err(IntoResponse::into_response);
+    }
+    let mut parts = Multipart::from_request(request, &())
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let mut form = ComposeForm::default();
+    loop {
+        let field = match parts.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(e) => return Err((e.status(), e.body_text()).into_response()),
+        };
+        let name = field.name().unwrap_or_default().to_owned();
+        let value = field
+            .text()
+            .await
+            .map_err(|e| (e.status(), e.body_text()).into_response())?;
+        match name.as_str() {
+            "text" => form.text = value,
+            "media_ids" => form.media_ids = value,
+            _ => {}
+        }
+    }
+    Ok(form)
+}
+
+async fn compose_submit(State(state): State<Shared>, request: Request) -> Response {
+    let Some((token, user)) = session(&state, request.headers()) else {
+        return Redirect::to("/login").into_response();
+    };
+    let form = match read_compose_form(request).await {
+        Ok(form) => form,
+        Err(response) => return response,
+    };
+    let fault = std::mem::take(&mut lock(&state).fault);
+    match fault {
+        FaultMode::ExpireSession => {
+            lock(&state).sessions.remove(&token);
+            return to_login_clearing_cookie();
+        }
+        FaultMode::FailBeforeSave => {
+            return page(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                html::error_banner(
+                    Some(&user),
+                    "Something went wrong. Your post was not published.",
+                ),
+            );
+        }
+        _ => {}
+    }
+
+    let text = normalize_newlines(&form.text);
+    let media_ids: Vec<&str> = form
+        .media_ids
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .collect();
+    let refuse = |message: &str| {
+        page(
+            StatusCode::BAD_REQUEST,
+            html::error_banner(Some(&user), message),
+        )
+    };
+    if text.chars().count() > MAX_TEXT_CHARS {
+        return refuse("Your post is too long (5000 characters at most).");
+    }
+    if text.trim().is_empty() && media_ids.is_empty() {
+        return refuse("Write something or attach media.");
+    }
+    if media_ids.len() > MAX_MEDIA {
+        return refuse("Too many media files (10 at most).");
+    }
+    let Some(id) = random_hex(8) else {
+        return page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            html::error_banner(
+                Some(&user),
+                "Something went wrong. Your post was not published.",
+            ),
+        );
+    };
+    let post = {
+        let mut s = lock(&state);
+        let all_owned = media_ids
+            .iter()
+            .all(|m| s.uploads.get(*m).is_some_and(|u| u.owner == user));
+        if !all_owned {
+            drop(s);
+            return refuse("Some media could not be attached. Upload it again.");
+        }
+        for m in &media_ids {
+            s.uploads.remove(*m);
+        }
+        let post = Post {
+            id,
+            author: user.clone(),
+            text,
+            media_count: media_ids.len(),
+            created_at: now_rfc3339(),
+        };
+        s.posts.push(post.clone());
+        post
+    };
+    match fault {
+        FaultMode::NoToast => page(StatusCode::OK, html::plain(&user)),
+        FaultMode::FailAfterSave => page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            html::error_banner(Some(&user), "Something went wrong. Please try again later."),
+        ),
+        FaultMode::SlowToast => page(StatusCode::OK, html::posted_slowly(&user, &post)),
+        _ => page(StatusCode::OK, html::posted(&user, &post)),
+    }
+}
+
+async fn upload(State(state): State<Shared>, headers: HeaderMap, request: Request) -> Response {
+    let Some((_, user)) = session(&state, &headers) else {
+        return json_error(StatusCode::UNAUTHORIZED, "Sign in to upload media.");
+    };
+    {
+        let mut s = lock(&state);
+        if s.fault == FaultMode::MediaReject {
+            s.fault = FaultMode::None;
+            return json_error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "This media was rejected by the site.",
+            );
+        }
+    }
+    let mut parts = match Multipart::from_request(request, &()).await {
+        Ok(parts) => parts,
+        Err(e) => return json_error(e.status(), e.body_text()),
+    };
+    let mut sizes = Vec::new();
+    loop {
+        let field = match parts.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(e) => return json_error(e.status(), e.body_text()),
+        };
+        if field.file_name().is_none() {
+            continue;
+        }
+        let bytes = match field.bytes().await {
+            Ok(bytes) => bytes,
+            Err(e) => return json_error(e.status(), e.body_text()),
+        };
+        if bytes.is_empty() {
+            return json_error(StatusCode::UNPROCESSABLE_ENTITY, "A file is empty.");
+        }
+        sizes.push(bytes.len());
+        if sizes.len() > MAX_MEDIA {
+            return json_error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Too many files (10 at most).",
+            );
+        }
+    }
+    if sizes.is_empty() {
+        return json_error(StatusCode::BAD_REQUEST, "No file in the upload.");
+    }
+    let mut ids = Vec::with_capacity(sizes.len());
+    for _ in &sizes {
+        match random_hex(8) {
+            Some(id) => ids.push(id),
+            None => return json_error(StatusCode::INTERNAL_SERVER_ERROR, "Try again."),
+        }
+    }
+    let mut s = lock(&state);
+    for id in &ids {
+        s.uploads.insert(
+            id.clone(),
+            Upload {
+                owner: user.clone(),
+            },
+        );
+    }
+    drop(s);
+    Json(serde_json::json!({ "ids": ids })).into_response()
+}
+
+async fn api_posts(State(state): State<Shared>) -> Response {
+    Json(lock(&state).posts.clone()).into_response()
+}
+
+async fn permalink(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let user = session(&state, &headers).map(|(_, u)| u);
+    let post = is_post_id(&id)
+        .then(|| lock(&state).posts.iter().find(|p| p.id == id).cloned())
+        .flatten();
+    match post {
+        Some(post) => page(StatusCode::OK, html::permalink(user.as_deref(), &post)),
+        None => page(StatusCode::NOT_FOUND, html::not_found(user.as_deref())),
+    }
+}
+
+async fn feed(State(state): State<Shared>, headers: HeaderMap) -> Response {
+    let Some((_, user)) = session(&state, &headers) else {
+        return Redirect::to("/login").into_response();
+    };
+    let mine: Vec<Post> = lock(&state)
+        .posts
+        .iter()
+        .filter(|p| p.author == user)
+        .cloned()
+        .collect();
+    page(StatusCode::OK, html::feed(&user, mine.iter().rev()))
+}
+
+#[derive(Debug, Deserialize)]
+struct FaultRequest {
+    mode: String,
+}
+
+async fn get_fault(State(state): State<Shared>) -> Response {
+    Json(serde_json::json!({ "mode": lock(&state).fault })).into_response()
+}
+
+async fn set_fault(State(state): State<Shared>, body: Bytes) -> Response {
+    let request: FaultRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(_) => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                "expected a JSON body {\"mode\": \"...\"}",
+            );
+        }
+    };
+    match request.mode.parse::<FaultMode>() {
+        Ok(mode) => {
+            lock(&state).fault = mode;
+            Json(serde_json::json!({ "mode": mode })).into_response()
+        }
+        Err(e) => json_error(StatusCode::BAD_REQUEST, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_modes_round_trip_through_their_wire_names() {
+        for mode in FaultMode::ALL {
+            assert_eq!(mode.as_str().parse::<FaultMode>(), Ok(mode));
+            assert_eq!(
+                serde_json::to_value(mode).ok(),
+                Some(serde_json::json!(mode.as_str()))
+            );
+        }
+        assert!("No_Toast".parse::<FaultMode>().is_err());
+        assert!("".parse::<FaultMode>().is_err());
+    }
+
+    #[test]
+    fn the_session_cookie_is_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; demo_session=tok; b=2"),
+        );
+        assert_eq!(session_token(&headers).as_deref(), Some("tok"));
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("xdemo_session=tok"),
+        );
+        assert_eq!(session_token(&headers), None);
+    }
+
+    #[test]
+    fn line_breaks_are_normalised_like_a_form_submission() {
+        assert_eq!(normalize_newlines("a\r\nb\rc\nd"), "a\nb\nc\nd");
+    }
+
+    #[test]
+    fn post_ids_are_short_hex_only() {
+        assert!(is_post_id("00ff"));
+        assert!(!is_post_id(""));
+        assert!(!is_post_id("../etc"));
+        assert!(!is_post_id(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn tokens_are_256_bit_hex_and_distinct() {
+        let a = random_hex(32);
+        let b = random_hex(32);
+        assert_eq!(a.as_ref().map(String::len), Some(64));
+        assert_ne!(a, b);
+    }
+}

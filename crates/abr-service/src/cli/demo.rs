@@ -1,0 +1,330 @@
+//! `abr demo`: the whole round trip on this machine, as an orchestrator and a user would do
+//! it: start the demo site and a runner, capture a session through the live view, post text
+//! with an image, prove it, and show the ground truth and a screenshot.
+
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abr_client::{AgentRunnerClient, ClientError};
+use abr_core::{AcquireMode, AcquireRequest, SessionProvider};
+use abr_demo::site::DemoSite;
+use abr_protocol::{CaptureRef, CaptureStartRequest, MediaAttachment, PostContent, PostRequest};
+use abr_providers::{LocalBrowserSessionProvider, LocalProviderConfig};
+use futures::{SinkExt, StreamExt};
+use secrecy::SecretString;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::cli::CliError;
+use crate::config::RunnerConfig;
+use crate::server::RunningServer;
+
+/// `abr demo` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct DemoArgs {
+    /// Wait for a person to sign in through the live view (open the printed URL in a
+    /// browser) instead of signing in automatically through the live view's input channel.
+    #[arg(long)]
+    interactive: bool,
+    /// Where to write the screenshot of the published post.
+    #[arg(long, value_name = "FILE", default_value = "abr-demo-post.png")]
+    screenshot: PathBuf,
+    /// Address of the runner (port 0: any free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    bind: SocketAddr,
+}
+
+fn run_error(what: &str) -> impl Fn(ClientError) -> CliError + '_ {
+    move |e| CliError::Run(format!("{what}: {e}"))
+}
+
+/// A 1×1 PNG, the demo's "image".
+const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+impl DemoArgs {
+    pub(crate) fn run(self) -> Result<(), CliError> {
+        if std::env::var_os("RUST_LOG").is_none() {
+            let filter = tracing_subscriber::EnvFilter::new(
+                "warn,playwright_rs=error,playwright_rs::server=off",
+            );
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .try_init();
+        } else {
+            super::serve::init_logging();
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
+        runtime.block_on(self.demo())
+    }
+
+    async fn demo(self) -> Result<(), CliError> {
+        let site = DemoSite::start(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .map_err(|e| CliError::Run(format!("cannot start the demo site: {e}")))?;
+        println!("demo site     {}", site.base_url());
+        let token =
+            abr_core::new_token().map_err(|e| CliError::Run(format!("no randomness: {e}")))?;
+        let mut config = RunnerConfig {
+            bind: self.bind,
+            api_tokens: vec![SecretString::from(token.clone())],
+            ..RunnerConfig::default()
+        };
+        config.demo_site_url = Some(
+            url::Url::parse(&site.base_url())
+                .map_err(|e| CliError::Run(format!("demo site URL: {e}")))?,
+        );
+        let listener = tokio::net::TcpListener::bind(self.bind)
+            .await
+            .map_err(|e| CliError::Run(format!("cannot listen on {}: {e}", self.bind)))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| CliError::Run(e.to_string()))?;
+        config.public_url = Some(
+            url::Url::parse(&format!("http://{addr}")).map_err(|e| CliError::Run(e.to_string()))?,
+        );
+        let runner = super::serve::default_builder(config)?
+            .build()
+            .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
+        let server = RunningServer::start(Arc::new(runner), listener)
+            .map_err(|e| CliError::Run(e.to_string()))?;
+        println!("runner        {}", server.base_url());
+        let outcome = self.round_trip(&server, &site, &token).await;
+        server.shutdown().await;
+        site.shutdown().await;
+        outcome
+    }
+
+    async fn round_trip(
+        &self,
+        server: &RunningServer,
+        site: &DemoSite,
+        token: &str,
+    ) -> Result<(), CliError> {
+        let client = AgentRunnerClient::new(server.base_url(), token.to_owned())
+            .map_err(run_error("client"))?;
+        let capture = client
+            .capture_start(&CaptureStartRequest {
+                workspace_id: "demo-workspace".into(),
+                account_id: "demo-account".into(),
+                platform: "demo".into(),
+                scope: None,
+            })
+            .await
+            .map_err(run_error("starting the capture"))?;
+        println!("live view     {}", capture.live_view_url);
+        let binding = CaptureRef {
+            capture_id: capture.capture_id.clone(),
+            workspace_id: "demo-workspace".into(),
+            account_id: "demo-account".into(),
+        };
+        if self.interactive {
+            println!(
+                "\nOpen the live view in a browser and sign in (any username, password demo-password)."
+            );
+        } else {
+            sign_in_through_live_view(&capture.live_view_url).await?;
+            println!(
+                "signed in     through the live view's input channel (keyboard: username, Tab, password, Enter)"
+            );
+        }
+        let deadline = if self.interactive {
+            Duration::from_secs(900)
+        } else {
+            Duration::from_secs(60)
+        };
+        let finished = wait_for_sign_in(&client, &binding, deadline, self.interactive).await?;
+        let report = serde_json::to_string(&finished.scope_report).unwrap_or_default();
+        println!(
+            "captured      {} cookie(s), {} origin(s); scope report {report}",
+            finished.session.cookies.len(),
+            finished.session.origins.len()
+        );
+
+        let content = PostContent {
+            text: format!(
+                "Hello from ABR at {}",
+                time::OffsetDateTime::now_utc().unix_timestamp()
+            ),
+            link: None,
+            media: vec![MediaAttachment {
+                file_name: "pixel.png".into(),
+                mime_type: "image/png".into(),
+                data_base64: PIXEL_PNG.into(),
+            }],
+        };
+        let started = Instant::now();
+        let result = client
+            .post(&PostRequest {
+                platform: "demo".into(),
+                session: finished.session.clone(),
+                content,
+                workspace_id: Some("demo-workspace".into()),
+                account_id: Some("demo-account".into()),
+                scope: None,
+            })
+            .await
+            .map_err(run_error("posting"))?;
+        println!("\npost result   ({} ms)", started.elapsed().as_millis());
+        let mut shown = result.clone();
+        shown.refreshed_session = None;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&shown).unwrap_or_default()
+        );
+        if let Some(refreshed) = &result.refreshed_session {
+            println!(
+                "refreshed     {} cookie(s), {} origin(s) (scoped)",
+                refreshed.cookies.len(),
+                refreshed.origins.len()
+            );
+        }
+        let truth = reqwest::get(format!("{}/api/posts", site.base_url()))
+            .await
+            .map_err(|e| CliError::Run(format!("reading the ground truth: {}", e.without_url())))?
+            .text()
+            .await
+            .map_err(|e| CliError::Run(format!("reading the ground truth: {e}")))?;
+        println!("ground truth  GET /api/posts -> {truth}");
+
+        let permalink = result
+            .verification
+            .as_ref()
+            .and_then(|v| v.evidence.permalink.clone());
+        match (permalink, &result.refreshed_session) {
+            (Some(permalink), Some(session)) => {
+                let url = if permalink.starts_with("http") {
+                    permalink
+                } else {
+                    format!("{}{permalink}", site.base_url())
+                };
+                screenshot(&url, session, &self.screenshot).await?;
+                println!("screenshot    {}", self.screenshot.display());
+            }
+            _ => println!("screenshot    none (the post was not confirmed)"),
+        }
+        if result.ok {
+            Ok(())
+        } else {
+            Err(CliError::Run("the demo post was not confirmed".into()))
+        }
+    }
+}
+
+/// Plays the user: connects to the live view's input channel, waits for the first frame,
+/// types the username, Tab, the password, Enter.
+async fn sign_in_through_live_view(live_view_url: &str) -> Result<(), CliError> {
+    let ws_url = format!("{}/ws", live_view_url.replacen("http", "ws", 1));
+    let (mut socket, _) = tokio_tungstenite::connect_async(ws_url.as_str())
+        .await
+        .map_err(|e| CliError::Run(format!("cannot open the live view: {e}")))?;
+    let first_frame = async {
+        while let Some(Ok(message)) = socket.next().await {
+            if let Message::Text(text) = message
+                && text.contains("\"frame\"")
+            {
+                return true;
+            }
+        }
+        false
+    };
+    match tokio::time::timeout(Duration::from_secs(30), first_frame).await {
+        Ok(true) => {}
+        _ => {
+            return Err(CliError::Run(
+                "the live view showed no picture within 30 s".into(),
+            ));
+        }
+    }
+    let inputs = [
+        serde_json::json!({ "type": "text", "text": "demo-user" }),
+        serde_json::json!({ "type": "key", "key": "Tab" }),
+        serde_json::json!({ "type": "text", "text": "demo-password" }),
+        serde_json::json!({ "type": "key", "key": "Enter" }),
+    ];
+    for input in inputs {
+        socket
+            .send(Message::Text(input.to_string().into()))
+            .await
+            .map_err(|e| CliError::Run(format!("the live view closed: {e}")))?;
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    let _ = socket.close(None).await;
+    Ok(())
+}
+
+/// Polls finish until the capture's browser is signed in (409 until then).
+async fn wait_for_sign_in(
+    client: &AgentRunnerClient,
+    binding: &CaptureRef,
+    deadline: Duration,
+    spinner: bool,
+) -> Result<abr_protocol::CaptureFinishResponse, CliError> {
+    let started = Instant::now();
+    let frames = ['|', '/', '-', '\\'];
+    let show = spinner && std::io::stderr().is_terminal();
+    let mut tick = 0usize;
+    loop {
+        match client.capture_finish(binding).await {
+            Ok(done) => {
+                if show {
+                    eprint!("\r\x1b[K");
+                }
+                return Ok(done);
+            }
+            Err(e) if e.code() == Some("not_authenticated") => {}
+            Err(e) => return Err(CliError::Run(format!("finishing the capture: {e}"))),
+        }
+        if started.elapsed() > deadline {
+            return Err(CliError::Run(format!(
+                "nobody signed in within {} s",
+                deadline.as_secs()
+            )));
+        }
+        if show {
+            eprint!(
+                "\r{} waiting for sign-in ({} s)",
+                frames[tick % frames.len()],
+                started.elapsed().as_secs()
+            );
+            let _ = std::io::stderr().flush();
+            tick += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(if spinner { 1000 } else { 250 })).await;
+    }
+}
+
+/// Opens the permalink with the refreshed session in a fresh local context and screenshots it.
+async fn screenshot(
+    url: &str,
+    session: &abr_protocol::AgentSessionState,
+    path: &PathBuf,
+) -> Result<(), CliError> {
+    let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        prewarm: 0,
+        ..LocalProviderConfig::default()
+    });
+    let lease = provider
+        .acquire(AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: "demo".into(),
+            state: Some(session.clone()),
+            start_url: Some(url.to_owned()),
+        })
+        .await
+        .map_err(|e| CliError::Run(format!("opening the post: {e}")))?;
+    let png = lease
+        .context()
+        .page()
+        .screenshot(None)
+        .await
+        .map_err(|e| CliError::Run(format!("taking the screenshot: {e}")))?;
+    let _ = lease.release().await;
+    provider.shutdown().await;
+    std::fs::write(path, png).map_err(|e| CliError::Run(format!("writing {}: {e}", path.display())))
+}

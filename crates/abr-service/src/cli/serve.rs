@@ -1,0 +1,96 @@
+//! `abr serve`: the HTTP runner.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::cli::CliError;
+use crate::config::RunnerConfig;
+use crate::runner::RunnerBuilder;
+use crate::server::RunningServer;
+
+const SERVE_HELP: &str = "\
+Configuration (environment variables; a --config TOML file uses the same names without ABR_,
+lowercased; the environment wins):
+  ABR_API_TOKEN           bearer token(s), comma-separated; required unless --insecure-dev
+  ABR_BIND                listen address (default 127.0.0.1:8787)
+  ABR_PUBLIC_URL          base of live-view URLs (default http://<bind>)
+  ABR_JOB_PROVIDER        local | cdp | steel | kernel (default local)
+  ABR_CAPTURE_PROVIDER    local | cdp | steel | kernel (default local)
+  ABR_LOCAL_JOB_BROWSER   headless-shell (default) | chromium
+  ABR_LOCAL_ISOLATION     shared (default) | browser-per-job
+  ABR_CDP_URL             CDP endpoint for the cdp provider
+  ABR_STEEL_URL           Steel REST base (default http://127.0.0.1:3000; Steel Cloud with a key)
+  ABR_STEEL_API_KEY       Steel Cloud API key
+  ABR_KERNEL_URL          Kernel API base (default Kernel's)
+  ABR_KERNEL_API_KEY      Kernel API key (required for the kernel provider)
+  ABR_DEMO_SITE_URL       demo site for the built-in `demo` platform (default
+                          http://127.0.0.1:8788; `off` to disable)
+  ABR_MAX_CONCURRENT_JOBS (2)  ABR_MAX_QUEUED_JOBS (16)  ABR_BODY_LIMIT_BYTES (10485760)
+  ABR_REQUEST_TIMEOUT_SECS (240)  ABR_CAPTURE_TTL_SECS (900)  ABR_MAX_OPEN_CAPTURES (4)
+  RUST_LOG                log filter (default info)";
+
+/// `abr serve` arguments.
+#[derive(Debug, clap::Args)]
+#[command(after_help = SERVE_HELP)]
+pub(crate) struct ServeArgs {
+    /// TOML configuration file (environment variables override it).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Start without ABR_API_TOKEN, accepting every request. Only on a trusted machine.
+    #[arg(long)]
+    insecure_dev: bool,
+}
+
+/// Logs to stderr; `RUST_LOG` filters. playwright-rs logs navigation URLs at info, which may
+/// carry tokens, so it is held at warn unless asked for.
+pub(crate) fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,playwright_rs=warn,playwright_rs::server=off")
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+impl ServeArgs {
+    pub(crate) fn run(self) -> Result<(), CliError> {
+        init_logging();
+        let env: HashMap<String, String> = std::env::vars().collect();
+        let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
+        if config.insecure_dev && config.api_tokens.is_empty() {
+            tracing::warn!("--insecure-dev: the API accepts requests without a token");
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
+        runtime.block_on(async move {
+            let bind = config.bind;
+            let runner = default_builder(config)?
+                .build()
+                .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
+            let server = RunningServer::bind(Arc::new(runner), bind)
+                .await
+                .map_err(|e| CliError::Run(format!("cannot listen on {bind}: {e}")))?;
+            println!("abr: listening on {}", server.base_url());
+            server.run_until_signal().await;
+            Ok(())
+        })
+    }
+}
+
+/// The runner with the built-in platforms registered.
+pub(crate) fn default_builder(config: RunnerConfig) -> Result<RunnerBuilder, CliError> {
+    let demo = config.demo_site_url.clone();
+    let mut builder = RunnerBuilder::new(config);
+    if let Some(url) = demo {
+        let demo = abr_demo::DemoStrategy::new(url.as_str().trim_end_matches('/'))
+            .map_err(|e| CliError::Run(format!("the demo platform: {e}")))?;
+        builder = builder
+            .strategy(Arc::new(demo))
+            .map_err(|e| CliError::Run(e.to_string()))?;
+    }
+    Ok(builder)
+}

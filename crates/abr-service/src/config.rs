@@ -1,0 +1,528 @@
+//! Runner configuration: environment variables, optionally on top of a TOML file.
+//!
+//! This is the only place in ABR that reads configuration from the environment, and it
+//! reads it from a map handed in (`std::env::vars()` in `main`), so it is testable.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use url::Url;
+
+/// A configuration problem, reported before anything starts.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A setting has a value that cannot be used.
+    #[error("{key}: {reason}")]
+    Invalid {
+        /// The environment variable (or TOML key).
+        key: String,
+        /// What is wrong, without the value if it is a secret.
+        reason: String,
+    },
+    /// No API token and not `--insecure-dev`.
+    #[error(
+        "ABR_API_TOKEN is not set: the runner refuses to start without a bearer token \
+         (set ABR_API_TOKEN, or pass --insecure-dev on a trusted machine)"
+    )]
+    NoToken,
+    /// The TOML file could not be read or parsed.
+    #[error("config file {path}: {reason}")]
+    File {
+        /// Path of the file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Which provider runs a kind of work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderChoice {
+    /// Chromium on this machine.
+    Local,
+    /// A browser attached by CDP URL (`ABR_CDP_URL`).
+    Cdp,
+    /// Steel (`ABR_STEEL_URL`, `ABR_STEEL_API_KEY`).
+    Steel,
+    /// Kernel (`ABR_KERNEL_URL`, `ABR_KERNEL_API_KEY`).
+    Kernel,
+}
+
+impl std::str::FromStr for ProviderChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "local" => Ok(Self::Local),
+            "cdp" => Ok(Self::Cdp),
+            "steel" => Ok(Self::Steel),
+            "kernel" => Ok(Self::Kernel),
+            other => Err(format!(
+                "unknown provider {other:?}: use local, cdp, steel or kernel"
+            )),
+        }
+    }
+}
+
+/// Limits that keep the runner within its machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Jobs (post, probe, capture start) running at once.
+    pub max_concurrent_jobs: usize,
+    /// Jobs waiting for a slot; beyond it the runner answers 503 with Retry-After.
+    pub max_queued_jobs: usize,
+    /// Largest request body.
+    pub body_limit_bytes: usize,
+    /// Deadline of any request.
+    pub request_timeout: Duration,
+    /// How long a capture stays open.
+    pub capture_ttl: Duration,
+    /// Captures open at once.
+    pub max_open_captures: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_concurrent_jobs: 2,
+            max_queued_jobs: 16,
+            body_limit_bytes: 10 * 1024 * 1024,
+            request_timeout: Duration::from_secs(240),
+            capture_ttl: Duration::from_secs(15 * 60),
+            max_open_captures: 4,
+        }
+    }
+}
+
+/// Everything `abr serve` needs.
+#[derive(Clone)]
+pub struct RunnerConfig {
+    /// Listen address (`ABR_BIND`, default 127.0.0.1:8787).
+    pub bind: SocketAddr,
+    /// Public base URL of the runner, for live-view URLs (`ABR_PUBLIC_URL`; default
+    /// `http://<bind>`).
+    pub public_url: Option<Url>,
+    /// Accepted bearer tokens (`ABR_API_TOKEN`, comma-separated for rotation).
+    pub api_tokens: Vec<SecretString>,
+    /// Start without tokens (`--insecure-dev`): every request is accepted.
+    pub insecure_dev: bool,
+    /// Provider for unattended jobs (`ABR_JOB_PROVIDER`, default local).
+    pub job_provider: ProviderChoice,
+    /// Provider for interactive capture (`ABR_CAPTURE_PROVIDER`, default local).
+    pub capture_provider: ProviderChoice,
+    /// Local jobs on full Chromium instead of the headless shell (`ABR_LOCAL_JOB_BROWSER=chromium`).
+    pub local_full_chromium_jobs: bool,
+    /// A fresh local browser per job (`ABR_LOCAL_ISOLATION=browser-per-job`).
+    pub local_browser_per_job: bool,
+    /// CDP endpoint (`ABR_CDP_URL`).
+    pub cdp_url: Option<SecretString>,
+    /// Steel REST base (`ABR_STEEL_URL`; default http://127.0.0.1:3000 for self-hosted Steel,
+    /// Steel Cloud's API when `ABR_STEEL_API_KEY` is set).
+    pub steel_url: Option<Url>,
+    /// Steel API key (`ABR_STEEL_API_KEY`; Steel Cloud).
+    pub steel_api_key: Option<SecretString>,
+    /// Kernel REST base (`ABR_KERNEL_URL`, default Kernel's API).
+    pub kernel_url: Option<Url>,
+    /// Kernel API key (`ABR_KERNEL_API_KEY`).
+    pub kernel_api_key: Option<SecretString>,
+    /// Base URL of the demo site; the `demo` platform is registered when set
+    /// (`ABR_DEMO_SITE_URL`, default http://127.0.0.1:8788; `off` disables it).
+    pub demo_site_url: Option<Url>,
+    /// Limits.
+    pub limits: Limits,
+}
+
+impl std::fmt::Debug for RunnerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunnerConfig")
+            .field("bind", &self.bind)
+            .field("public_url", &self.public_url.as_ref().map(Url::as_str))
+            .field("api_tokens", &self.api_tokens.len())
+            .field("insecure_dev", &self.insecure_dev)
+            .field("job_provider", &self.job_provider)
+            .field("capture_provider", &self.capture_provider)
+            .field("steel_url", &self.steel_url.as_ref().map(Url::as_str))
+            .field("kernel_url", &self.kernel_url.as_ref().map(Url::as_str))
+            .field(
+                "demo_site_url",
+                &self.demo_site_url.as_ref().map(Url::as_str),
+            )
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8787)),
+            public_url: None,
+            api_tokens: Vec::new(),
+            insecure_dev: false,
+            job_provider: ProviderChoice::Local,
+            capture_provider: ProviderChoice::Local,
+            local_full_chromium_jobs: false,
+            local_browser_per_job: false,
+            cdp_url: None,
+            steel_url: None,
+            steel_api_key: None,
+            kernel_url: None,
+            kernel_api_key: None,
+            demo_site_url: parse_url("ABR_DEMO_SITE_URL", "http://127.0.0.1:8788").ok(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+fn parse_url(key: &str, value: &str) -> Result<Url, ConfigError> {
+    let url = Url::parse(value.trim()).map_err(|e| invalid(key, format!("not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https" | "ws" | "wss") || url.host().is_none() {
+        return Err(invalid(key, "must be an http(s) or ws(s) URL with a host"));
+    }
+    Ok(url)
+}
+
+/// The keys of the optional TOML file: the environment variable names without `ABR_`,
+/// lowercased (`bind`, `job_provider`, `max_concurrent_jobs`, ...). Secrets (tokens, API
+/// keys) are read from the environment only.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    bind: Option<String>,
+    public_url: Option<String>,
+    job_provider: Option<String>,
+    capture_provider: Option<String>,
+    local_job_browser: Option<String>,
+    local_isolation: Option<String>,
+    steel_url: Option<String>,
+    kernel_url: Option<String>,
+    demo_site_url: Option<String>,
+    max_concurrent_jobs: Option<usize>,
+    max_queued_jobs: Option<usize>,
+    body_limit_bytes: Option<usize>,
+    request_timeout_secs: Option<u64>,
+    capture_ttl_secs: Option<u64>,
+    max_open_captures: Option<usize>,
+}
+
+impl FileConfig {
+    fn into_env(self) -> HashMap<String, String> {
+        let mut env = HashMap::new();
+        let mut put = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                env.insert(format!("ABR_{}", k.to_ascii_uppercase()), v);
+            }
+        };
+        put("bind", self.bind);
+        put("public_url", self.public_url);
+        put("job_provider", self.job_provider);
+        put("capture_provider", self.capture_provider);
+        put("local_job_browser", self.local_job_browser);
+        put("local_isolation", self.local_isolation);
+        put("steel_url", self.steel_url);
+        put("kernel_url", self.kernel_url);
+        put("demo_site_url", self.demo_site_url);
+        put(
+            "max_concurrent_jobs",
+            self.max_concurrent_jobs.map(|v| v.to_string()),
+        );
+        put(
+            "max_queued_jobs",
+            self.max_queued_jobs.map(|v| v.to_string()),
+        );
+        put(
+            "body_limit_bytes",
+            self.body_limit_bytes.map(|v| v.to_string()),
+        );
+        put(
+            "request_timeout_secs",
+            self.request_timeout_secs.map(|v| v.to_string()),
+        );
+        put(
+            "capture_ttl_secs",
+            self.capture_ttl_secs.map(|v| v.to_string()),
+        );
+        put(
+            "max_open_captures",
+            self.max_open_captures.map(|v| v.to_string()),
+        );
+        env
+    }
+}
+
+impl RunnerConfig {
+    /// Reads the configuration: `file` (TOML) first, then `env` on top.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the setting when a value is unusable, or no token is set
+    /// without `insecure_dev`.
+    pub fn load(
+        env: &HashMap<String, String>,
+        file: Option<&Path>,
+        insecure_dev: bool,
+    ) -> Result<Self, ConfigError> {
+        let mut merged = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })?;
+                let parsed: FileConfig = toml::from_str(&text).map_err(|e| ConfigError::File {
+                    path: path.display().to_string(),
+                    reason: e.message().to_owned(),
+                })?;
+                parsed.into_env()
+            }
+            None => HashMap::new(),
+        };
+        merged.extend(
+            env.iter()
+                .filter(|(k, _)| k.starts_with("ABR_"))
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        Self::from_env(&merged, insecure_dev)
+    }
+
+    fn from_env(env: &HashMap<String, String>, insecure_dev: bool) -> Result<Self, ConfigError> {
+        let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let number = |k: &str| -> Result<Option<u64>, ConfigError> {
+            get(k)
+                .map(|v| {
+                    v.parse::<u64>()
+                        .map_err(|_| invalid(k, "must be a whole number"))
+                })
+                .transpose()
+        };
+        let positive = |k: &str| -> Result<Option<usize>, ConfigError> {
+            match number(k)? {
+                Some(0) => Err(invalid(k, "must be at least 1")),
+                Some(n) => usize::try_from(n)
+                    .map(Some)
+                    .map_err(|_| invalid(k, "too large")),
+                None => Ok(None),
+            }
+        };
+        let secret = |k: &str| get(k).map(|v| SecretString::from(v.to_owned()));
+
+        let mut config = Self {
+            insecure_dev,
+            ..Self::default()
+        };
+        if let Some(bind) = get("ABR_BIND") {
+            config.bind = bind
+                .parse()
+                .map_err(|_| invalid("ABR_BIND", "must be an address like 127.0.0.1:8787"))?;
+        }
+        config.public_url = get("ABR_PUBLIC_URL")
+            .map(|v| parse_url("ABR_PUBLIC_URL", v))
+            .transpose()?;
+        config.api_tokens = get("ABR_API_TOKEN")
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(|t| SecretString::from(t.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for token in &config.api_tokens {
+            let t = token.expose_secret();
+            if t.len() < 16 || !t.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(invalid(
+                    "ABR_API_TOKEN",
+                    "each token must be at least 16 visible ASCII characters",
+                ));
+            }
+        }
+        if config.api_tokens.is_empty() && !insecure_dev {
+            return Err(ConfigError::NoToken);
+        }
+        if let Some(v) = get("ABR_JOB_PROVIDER") {
+            config.job_provider = v.parse().map_err(|e| invalid("ABR_JOB_PROVIDER", e))?;
+        }
+        if let Some(v) = get("ABR_CAPTURE_PROVIDER") {
+            config.capture_provider = v.parse().map_err(|e| invalid("ABR_CAPTURE_PROVIDER", e))?;
+        }
+        config.local_full_chromium_jobs = match get("ABR_LOCAL_JOB_BROWSER") {
+            None | Some("headless-shell") => false,
+            Some("chromium") => true,
+            Some(_) => {
+                return Err(invalid(
+                    "ABR_LOCAL_JOB_BROWSER",
+                    "use headless-shell or chromium",
+                ));
+            }
+        };
+        config.local_browser_per_job = match get("ABR_LOCAL_ISOLATION") {
+            None | Some("shared") => false,
+            Some("browser-per-job") => true,
+            Some(_) => {
+                return Err(invalid(
+                    "ABR_LOCAL_ISOLATION",
+                    "use shared or browser-per-job",
+                ));
+            }
+        };
+        config.cdp_url = secret("ABR_CDP_URL");
+        if let Some(v) = get("ABR_STEEL_URL") {
+            config.steel_url = Some(parse_url("ABR_STEEL_URL", v)?);
+        }
+        config.steel_api_key = secret("ABR_STEEL_API_KEY");
+        if let Some(v) = get("ABR_KERNEL_URL") {
+            config.kernel_url = Some(parse_url("ABR_KERNEL_URL", v)?);
+        }
+        config.kernel_api_key = secret("ABR_KERNEL_API_KEY");
+        config.demo_site_url = match get("ABR_DEMO_SITE_URL") {
+            Some("off") => None,
+            Some(v) => Some(parse_url("ABR_DEMO_SITE_URL", v)?),
+            None => config.demo_site_url,
+        };
+        for choice in [config.job_provider, config.capture_provider] {
+            match choice {
+                ProviderChoice::Cdp if config.cdp_url.is_none() => {
+                    return Err(invalid("ABR_CDP_URL", "required when a provider is cdp"));
+                }
+                ProviderChoice::Kernel if config.kernel_api_key.is_none() => {
+                    return Err(invalid(
+                        "ABR_KERNEL_API_KEY",
+                        "required when a provider is kernel",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let l = &mut config.limits;
+        if let Some(n) = positive("ABR_MAX_CONCURRENT_JOBS")? {
+            l.max_concurrent_jobs = n;
+        }
+        if let Some(n) = number("ABR_MAX_QUEUED_JOBS")? {
+            l.max_queued_jobs =
+                usize::try_from(n).map_err(|_| invalid("ABR_MAX_QUEUED_JOBS", "too large"))?;
+        }
+        if let Some(n) = positive("ABR_BODY_LIMIT_BYTES")? {
+            l.body_limit_bytes = n;
+        }
+        if let Some(n) = positive("ABR_REQUEST_TIMEOUT_SECS")? {
+            l.request_timeout = Duration::from_secs(n as u64);
+        }
+        if let Some(n) = positive("ABR_CAPTURE_TTL_SECS")? {
+            l.capture_ttl = Duration::from_secs(n as u64);
+        }
+        if let Some(n) = positive("ABR_MAX_OPEN_CAPTURES")? {
+            l.max_open_captures = n;
+        }
+        Ok(config)
+    }
+
+    /// The base of live-view URLs: `ABR_PUBLIC_URL`, or `http://<bind>`.
+    pub fn public_base(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.as_str().trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.bind),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn refuses_to_start_without_a_token_unless_insecure_dev() {
+        assert!(matches!(
+            RunnerConfig::load(&env(&[]), None, false),
+            Err(ConfigError::NoToken)
+        ));
+        let c = RunnerConfig::load(&env(&[]), None, true).unwrap();
+        assert!(c.api_tokens.is_empty() && c.insecure_dev);
+    }
+
+    #[test]
+    fn reads_tokens_providers_and_limits() {
+        let c = RunnerConfig::load(
+            &env(&[
+                ("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb"),
+                ("ABR_BIND", "127.0.0.1:0"),
+                ("ABR_JOB_PROVIDER", "local"),
+                ("ABR_CAPTURE_PROVIDER", "Steel"),
+                ("ABR_MAX_CONCURRENT_JOBS", "3"),
+                ("ABR_PUBLIC_URL", "https://runner.example.com/"),
+            ]),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(c.api_tokens.len(), 2);
+        assert_eq!(c.capture_provider, ProviderChoice::Steel);
+        assert_eq!(c.limits.max_concurrent_jobs, 3);
+        assert_eq!(c.public_base(), "https://runner.example.com");
+        assert!(
+            !format!("{c:?}").contains("aaaaaaaa"),
+            "Debug must not show tokens"
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        for (k, v) in [
+            ("ABR_BIND", "nowhere"),
+            ("ABR_JOB_PROVIDER", "browserbase"),
+            ("ABR_MAX_CONCURRENT_JOBS", "0"),
+            ("ABR_API_TOKEN", "short"),
+            ("ABR_PUBLIC_URL", "ftp://x"),
+        ] {
+            let mut e = env(&[("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa")]);
+            e.insert(k.into(), v.into());
+            let err = RunnerConfig::load(&e, None, false).unwrap_err().to_string();
+            assert!(err.starts_with(k), "{err}");
+            assert!(!err.contains("short"), "a bad token is not echoed: {err}");
+        }
+    }
+
+    #[test]
+    fn kernel_needs_its_key() {
+        let e = env(&[
+            ("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa"),
+            ("ABR_JOB_PROVIDER", "kernel"),
+        ]);
+        let err = RunnerConfig::load(&e, None, false).unwrap_err().to_string();
+        assert!(err.contains("ABR_KERNEL_API_KEY"), "{err}");
+    }
+
+    #[test]
+    fn the_file_is_read_and_the_environment_wins() {
+        let dir = std::env::temp_dir().join(format!("abr-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("abr.toml");
+        std::fs::write(&path, "bind = \"127.0.0.1:9000\"\nmax_queued_jobs = 3\n").unwrap();
+        let c =
+            RunnerConfig::load(&env(&[("ABR_MAX_QUEUED_JOBS", "5")]), Some(&path), true).unwrap();
+        assert_eq!(c.bind.port(), 9000);
+        assert_eq!(c.limits.max_queued_jobs, 5);
+        std::fs::write(&path, "no_such_key = 1\n").unwrap();
+        assert!(matches!(
+            RunnerConfig::load(&env(&[]), Some(&path), true),
+            Err(ConfigError::File { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

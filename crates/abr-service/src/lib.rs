@@ -1,0 +1,17 @@
+//! The ABR runner: the `abr` binary's HTTP API, live view and command line, as a library
+//! for embedders and tests.
+//!
+//! - [`config::RunnerConfig`]: configuration from environment variables (and a TOML file);
+//!   the only place ABR reads the environment.
+//! - [`runner::RunnerBuilder`]: register your strategies, build a [`runner::Runner`] on the
+//!   configured providers.
+//! - [`http::app`]: the axum router; [`server::RunningServer`]: serve it.
+//! - [`cli`]: `abr session filter`, `abr serve`, `abr demo`.
+
+pub mod cli;
+pub mod config;
+pub mod http;
+mod live;
+mod remote;
+pub mod runner;
+pub mod server;
