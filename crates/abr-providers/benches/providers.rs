@@ -307,6 +307,52 @@ async fn main() {
         local_median / floor_median
     );
 
+    // The other providers, same work. CDP attaches to a Chromium (headless shell) launched
+    // here; Steel and Kernel run against the local doubles, whose CDP proxies to a real
+    // Chromium and which create a browser per session (their cost is in the numbers).
+    let n_remote = (n_acquire / 3).max(3);
+    let chromium = abr_doubles::chromium::LocalChromium::launch(
+        &abr_doubles::chromium::ChromiumOptions::default(),
+    )
+    .await
+    .expect("chromium for CDP");
+    let cdp = abr_providers::CdpSessionProvider::new(abr_providers::CdpProviderConfig::new(
+        chromium.http_url(),
+    ));
+    let cdp_median = measure_acquire(&cdp, &state, &url, n_acquire).await;
+    println!(
+        "| ABR CDP attach (new context per job) | {cdp_median:.1} | {:.2} |",
+        cdp_median / node_median
+    );
+    cdp.shutdown().await;
+    drop(chromium);
+    let steel_double = abr_doubles::SteelDouble::start(abr_doubles::SteelOptions::default())
+        .await
+        .expect("steel double");
+    let steel = abr_providers::SteelSessionProvider::oss_serialized(
+        abr_providers::SteelProviderConfig::oss(steel_double.base_url()),
+        Duration::from_secs(60),
+    );
+    let steel_median = measure_acquire(&steel, &state, &url, n_remote).await;
+    println!(
+        "| ABR Steel (local double: create session, attach, release) | {steel_median:.1} | {:.2} |",
+        steel_median / node_median
+    );
+    drop(steel_double);
+    let kernel_double = abr_doubles::KernelDouble::start(abr_doubles::KernelOptions::default())
+        .await
+        .expect("kernel double");
+    let kernel = abr_providers::KernelSessionProvider::new(abr_providers::KernelProviderConfig {
+        base_url: kernel_double.base_url(),
+        ..abr_providers::KernelProviderConfig::new(kernel_double.api_key())
+    });
+    let kernel_median = measure_acquire(&kernel, &state, &url, n_remote).await;
+    println!(
+        "| ABR Kernel (local double: a browser per lease) | {kernel_median:.1} | {:.2} |",
+        kernel_median / node_median
+    );
+    drop(kernel_double);
+
     println!(
         "\n## realistic job (state, goto, fill, click, read back, export, release): throughput\n"
     );

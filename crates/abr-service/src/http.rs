@@ -277,6 +277,14 @@ async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
 }
 
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not accept this method",
+    )
+}
+
 async fn health(State(state): State<AppState>) -> Json<Health> {
     let _ = &state;
     Json(Health {
@@ -393,6 +401,7 @@ pub fn app(runner: Arc<Runner>) -> Router {
         .merge(protected)
         .merge(crate::live::routes())
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(middleware::from_fn_with_state(state.clone(), deadline))
         .layer(middleware::from_fn(access_log))

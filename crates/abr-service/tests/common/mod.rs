@@ -155,3 +155,191 @@ pub async fn finish_when_signed_in(
     }
     panic!("never signed in");
 }
+
+// ---- Helpers of api_errors.rs, canary.rs and lifecycle.rs ----
+
+/// Bound of every wait in the helpers below.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// Signs `username` in on the demo site over plain HTTP, without a browser (POST /login, no
+/// redirect followed): the value of the `demo_session` cookie it sets.
+pub async fn demo_login(site: &DemoSite, username: &str) -> String {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let response = http
+        .post(format!("{}/login", site.base_url()))
+        .form(&[
+            ("username", username),
+            ("password", abr_demo::site::DEMO_PASSWORD),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303, "the demo sign-in did not redirect");
+    response
+        .headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix("demo_session="))
+        .and_then(|rest| rest.split(';').next())
+        .filter(|token| !token.is_empty())
+        .expect("the sign-in set no demo_session cookie")
+        .to_owned()
+}
+
+/// A session holding the demo site's `demo_session` cookie, as a capture exports it
+/// (host-only on 127.0.0.1, path /, HttpOnly).
+pub fn demo_session(token: &str) -> abr_protocol::AgentSessionState {
+    let mut cookie = abr_protocol::Cookie::new("demo_session", token, "127.0.0.1");
+    cookie.http_only = true;
+    abr_protocol::AgentSessionState {
+        cookies: vec![cookie],
+        ..abr_protocol::AgentSessionState::default()
+    }
+}
+
+/// A signed-in session for the demo site, obtained without a browser.
+pub async fn signed_in_session(site: &DemoSite, username: &str) -> abr_protocol::AgentSessionState {
+    demo_session(&demo_login(site, username).await)
+}
+
+/// A post of `text` to `platform` with `session`, bound to the test tenant.
+pub fn post_request(
+    platform: &str,
+    session: abr_protocol::AgentSessionState,
+    text: &str,
+) -> abr_protocol::PostRequest {
+    abr_protocol::PostRequest {
+        platform: platform.into(),
+        session,
+        content: abr_protocol::PostContent::text(text),
+        workspace_id: Some(WORKSPACE.into()),
+        account_id: Some(ACCOUNT.into()),
+        scope: None,
+    }
+}
+
+/// A probe of `session` on `platform`.
+pub fn probe_request(
+    platform: &str,
+    session: abr_protocol::AgentSessionState,
+) -> abr_protocol::ProbeRequest {
+    abr_protocol::ProbeRequest {
+        platform: platform.into(),
+        session,
+        workspace_id: Some(WORKSPACE.into()),
+        account_id: Some(ACCOUNT.into()),
+        scope: None,
+    }
+}
+
+/// A reqwest client for raw calls: no redirects, bounded.
+pub fn raw_http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap()
+}
+
+/// A raw answer that must be an error envelope: its status, headers and
+/// `{"error": {"code", "message", "retryable"}}` body, checked to have exactly that shape.
+pub struct RawError {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+    pub body: String,
+}
+
+/// Reads `response` as an error envelope, asserting its shape and JSON content type.
+pub async fn raw_error(response: reqwest::Response) -> RawError {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.text().await.unwrap();
+    let content_type = headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(
+        content_type.starts_with("application/json"),
+        "HTTP {status}: not JSON ({content_type:?}): {body}"
+    );
+    let value: serde_json::Value = serde_json::from_str(&body)
+        .unwrap_or_else(|e| panic!("HTTP {status}: not an envelope ({e}): {body}"));
+    let root = value.as_object().expect("an object");
+    assert_eq!(root.len(), 1, "only `error` at the top: {body}");
+    let error = root["error"].as_object().expect("`error` is an object");
+    let mut keys: Vec<_> = error.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["code", "message", "retryable"], "{body}");
+    let code = error["code"].as_str().expect("code is a string").to_owned();
+    let message = error["message"]
+        .as_str()
+        .expect("message is a string")
+        .to_owned();
+    assert!(!code.is_empty() && !message.is_empty(), "{body}");
+    let retryable = error["retryable"].as_bool().expect("retryable is a bool");
+    RawError {
+        status,
+        headers,
+        code,
+        message,
+        retryable,
+        body,
+    }
+}
+
+/// Status, code and retryable flag of an error envelope the client decoded; panics on any
+/// other error (a transport error, or an answer without an envelope).
+pub fn api_error(error: &abr_client::ClientError) -> (u16, String, bool) {
+    match error {
+        abr_client::ClientError::Api {
+            status,
+            code,
+            retryable,
+            message,
+            ..
+        } => {
+            assert!(
+                !code.starts_with("http_"),
+                "HTTP {status} without an envelope: {message}"
+            );
+            assert!(!message.is_empty(), "an envelope without a message");
+            (*status, code.clone(), *retryable)
+        }
+        other => panic!("expected an API error envelope, got {other}"),
+    }
+}
+
+/// Polls `condition` every 50 ms until it holds; panics after `limit` naming `what`.
+pub async fn wait_for(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A random suffix for canary values.
+pub fn random_suffix() -> String {
+    abr_core::new_token().unwrap()
+}
+
+/// The live token of a live-view URL (its last path segment).
+pub fn live_token(live_view_url: &str) -> String {
+    live_view_url
+        .rsplit('/')
+        .next()
+        .filter(|t| !t.is_empty())
+        .expect("a live token")
+        .to_owned()
+}
