@@ -157,18 +157,38 @@ impl Seen {
     }
 }
 
+/// Every browser call of the suite is bounded: a provider that hangs fails the check
+/// instead of hanging the test run.
+const STEP: Duration = Duration::from_secs(60);
+
+async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(STEP, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within {STEP:?}"))
+}
+
 /// Loads `url` in the session's page and returns what its first script saw.
 pub async fn visit(session: &BrowserSession, url: &str) -> Seen {
-    session
-        .page()
-        .goto(url, GotoOptions::new().timeout(Duration::from_secs(20)))
-        .await
-        .unwrap_or_else(|e| panic!("goto {url}: {e}"));
-    session
-        .page()
-        .evaluate::<(), Seen>("() => window.__seen", None)
-        .await
-        .unwrap_or_else(|e| panic!("reading what {url} saw: {e}"))
+    bounded(
+        "goto",
+        session
+            .page()
+            .goto(url, GotoOptions::new().timeout(Duration::from_secs(20))),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("goto {url}: {e}"));
+    bounded(
+        "evaluate",
+        session
+            .page()
+            .evaluate::<(), Seen>("() => window.__seen", None),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("reading what {url} saw: {e}"))
+}
+
+async fn release(lease: Lease<BrowserSession>) {
+    bounded("release", lease.release()).await.expect("release");
 }
 
 fn map(pairs: &[(&str, String)]) -> BTreeMap<String, String> {
@@ -182,9 +202,8 @@ async fn acquire<P: SessionProvider<Context = BrowserSession>>(
     provider: &P,
     state: AgentSessionState,
 ) -> Lease<BrowserSession> {
-    tokio::time::timeout(Duration::from_secs(60), provider.acquire(unattended(state)))
+    bounded("acquire", provider.acquire(unattended(state)))
         .await
-        .expect("acquire hung")
         .unwrap_or_else(|e| panic!("acquire failed: {e}"))
 }
 
@@ -217,7 +236,7 @@ pub async fn sees_exactly_the_injected_state<P: SessionProvider<Context = Browse
         map(&[("k2", "v2-x".into())]),
         "localStorage on origin B"
     );
-    lease.release().await.expect("release");
+    release(lease).await;
 }
 
 /// The exported state follows what the page changed: a server-set cookie, a changed
@@ -233,11 +252,14 @@ pub async fn export_follows_page_changes<P: SessionProvider<Context = BrowserSes
         &format!("{}/set?name=fresh&value=f1", site.origin_a()),
     )
     .await;
-    session
-        .page()
-        .evaluate::<(), ()>("() => localStorage.setItem('k1', 'changed')", None)
-        .await
-        .expect("setItem");
+    bounded(
+        "evaluate",
+        session
+            .page()
+            .evaluate::<(), ()>("() => localStorage.setItem('k1', 'changed')", None),
+    )
+    .await
+    .expect("setItem");
     let again = visit(session, &format!("{}/page", site.origin_a())).await;
     assert_eq!(
         again.ls.get("k1").map(String::as_str),
@@ -283,7 +305,7 @@ pub async fn export_follows_page_changes<P: SessionProvider<Context = BrowserSes
         2,
         "export carries exactly the page's localStorage: {items:?}"
     );
-    lease.release().await.expect("release");
+    release(lease).await;
 }
 
 /// A job sees nothing of an earlier job's state.
@@ -297,13 +319,16 @@ pub async fn no_state_from_an_earlier_job<P: SessionProvider<Context = BrowserSe
         &format!("{}/set?name=leak&value=l1", site.origin_a()),
     )
     .await;
-    first
-        .context()
-        .page()
-        .evaluate::<(), ()>("() => localStorage.setItem('leak', 'l2')", None)
-        .await
-        .expect("setItem");
-    first.release().await.expect("release");
+    bounded(
+        "evaluate",
+        first
+            .context()
+            .page()
+            .evaluate::<(), ()>("() => localStorage.setItem('leak', 'l2')", None),
+    )
+    .await
+    .expect("setItem");
+    release(first).await;
 
     let second = acquire(provider, state_for(site, "two")).await;
     let seen = visit(second.context(), &format!("{}/page", site.origin_a())).await;
@@ -317,7 +342,7 @@ pub async fn no_state_from_an_earlier_job<P: SessionProvider<Context = BrowserSe
         map(&[("k1", "v1-two".into())]),
         "localStorage leaked between jobs"
     );
-    second.release().await.expect("release");
+    release(second).await;
 }
 
 /// `cycles` acquire/visit/release cycles leave nothing open.
@@ -327,7 +352,7 @@ pub async fn cycles_leak_nothing<P: SessionProvider<Context = BrowserSession>>(
     cycles: usize,
     probe: &dyn LeakProbe,
 ) {
-    let before = probe.open().await;
+    let before = bounded("the leak probe", probe.open()).await;
     for i in 0..cycles {
         let lease = acquire(provider, state_for(site, &i.to_string())).await;
         let seen = visit(lease.context(), &format!("{}/page", site.origin_a())).await;
@@ -335,9 +360,9 @@ pub async fn cycles_leak_nothing<P: SessionProvider<Context = BrowserSession>>(
             seen.cookies().get("sid").map(String::as_str),
             Some(format!("a-{i}").as_str())
         );
-        lease.release().await.expect("release");
+        release(lease).await;
     }
-    let after = probe.open().await;
+    let after = bounded("the leak probe", probe.open()).await;
     assert_eq!(
         after,
         before,
@@ -358,7 +383,7 @@ pub async fn concurrent_acquires<P: SessionProvider<Context = BrowserSession>>(
         tokio::spawn(async move {
             let lease = acquire(provider.as_ref(), state_for(&site, &format!("c{i}"))).await;
             let seen = visit(lease.context(), &format!("{}/page", site.origin_a())).await;
-            lease.release().await.expect("release");
+            release(lease).await;
             (i, seen)
         })
     });
@@ -408,7 +433,7 @@ pub async fn survives_a_browser_crash<P: SessionProvider<Context = BrowserSessio
     let next = acquire(provider, state_for(site, "post")).await;
     let seen = visit(next.context(), &format!("{}/page", site.origin_a())).await;
     assert_eq!(seen.cookies(), map(&[("sid", "a-post".into())]));
-    next.release().await.expect("release");
+    release(next).await;
 }
 
 /// A provider whose endpoint is dead fails acquire with a typed error within `deadline`.

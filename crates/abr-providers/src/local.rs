@@ -142,16 +142,24 @@ impl LocalBrowserSessionProvider {
                 Arc::clone(&self.warm),
                 self.context_options(),
             );
+            // Bounded: a browser that dies mid-refill may never answer.
+            let deadline = self.config.launch_timeout;
             refills.push(tokio::spawn(async move {
-                let Ok(context) = browser.new_context_with_options(options).await else {
-                    return;
-                };
-                if context.new_page().await.is_ok() {
+                let created = tokio::time::timeout(deadline, async {
+                    let context = browser.new_context_with_options(options).await.ok()?;
+                    match context.new_page().await {
+                        Ok(_) => Some(context),
+                        Err(_) => {
+                            let _ = context.close().await;
+                            None
+                        }
+                    }
+                })
+                .await;
+                if let Ok(Some(context)) = created {
                     warm.lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .push(context);
-                } else {
-                    let _ = context.close().await;
                 }
             }));
         }
@@ -256,13 +264,17 @@ impl LocalBrowserSessionProvider {
             .unwrap_or_else(PoisonError::into_inner)
             .drain(..)
             .collect();
+        // Each close is bounded: a browser that already died may never answer.
+        let deadline = self.config.launch_timeout;
         for context in warm {
-            let _ = context.close().await;
+            let _ = tokio::time::timeout(deadline, context.close()).await;
         }
         let browsers: Vec<_> = self.browsers.lock().await.drain().map(|(_, b)| b).collect();
         for browser in browsers {
-            if let Err(e) = browser.close().await {
-                tracing::debug!(error = %e, "closing a browser at shutdown failed");
+            match tokio::time::timeout(deadline, browser.close()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(error = %e, "closing a browser at shutdown failed"),
+                Err(_) => tracing::warn!("closing a browser at shutdown timed out"),
             }
         }
     }
