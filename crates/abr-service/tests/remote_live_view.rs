@@ -2,7 +2,12 @@
 //! the runner proxies the provider's own viewer under `/live/{token}/view/`, never hands out
 //! the provider's URL, and the view dies with the capture.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
 
 mod common;
 
@@ -26,26 +31,59 @@ async fn the_runner_proxies_the_providers_viewer_and_only_while_the_capture_is_o
     )
     .await;
     let capture = stack.client.capture_start(&start_request()).await.unwrap();
-    assert!(!capture.live_view_url.contains(&kernel.base_url()), "the provider's viewer URL must not leak");
+    assert!(
+        !capture.live_view_url.contains(&kernel.base_url()),
+        "the provider's viewer URL must not leak"
+    );
     assert_eq!(kernel.live_sessions(), 1);
 
     let page = reqwest::get(&capture.live_view_url).await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.text().await.unwrap().contains("view/"), "the runner's page frames the proxied viewer");
-    let proxied = reqwest::get(format!("{}/view/", capture.live_view_url)).await.unwrap();
-    assert_eq!(proxied.status(), 200, "the provider's viewer through the proxy");
-    assert!(proxied.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(
+        page.text().await.unwrap().contains("view/"),
+        "the runner's page frames the proxied viewer"
+    );
+    let proxied = reqwest::get(format!("{}/view/", capture.live_view_url))
+        .await
+        .unwrap();
+    assert_eq!(
+        proxied.status(),
+        200,
+        "the provider's viewer through the proxy"
+    );
+    assert!(
+        proxied.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     let html = proxied.text().await.unwrap();
-    assert!(html.contains("data-session-id"), "it is the provider's page: {html}");
+    assert!(
+        html.contains("data-session-id"),
+        "it is the provider's page: {html}"
+    );
     // The runner-served screencast is not offered for a remote browser.
     let ws_url = format!("{}/ws", capture.live_view_url.replacen("http", "ws", 1));
     let refused = tokio_tungstenite::connect_async(ws_url.as_str()).await;
-    assert!(refused.is_err(), "the screencast channel must not open for a remote browser");
+    assert!(
+        refused.is_err(),
+        "the screencast channel must not open for a remote browser"
+    );
 
-    stack.client.capture_cancel(&bound(&capture.capture_id)).await.unwrap();
-    let after = reqwest::get(format!("{}/view/", capture.live_view_url)).await.unwrap();
+    stack
+        .client
+        .capture_cancel(&bound(&capture.capture_id))
+        .await
+        .unwrap();
+    let after = reqwest::get(format!("{}/view/", capture.live_view_url))
+        .await
+        .unwrap();
     assert_eq!(after.status(), 404, "the live token dies with its capture");
-    assert_eq!(kernel.live_sessions(), 0, "cancel deleted the remote browser");
+    assert_eq!(
+        kernel.live_sessions(),
+        0,
+        "cancel deleted the remote browser"
+    );
     stack.server.shutdown().await;
     stack.site.shutdown().await;
 }
