@@ -285,8 +285,7 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-async fn health(State(state): State<AppState>) -> Json<Health> {
-    let _ = &state;
+async fn health() -> Json<Health> {
     Json(Health {
         status: "ok".into(),
         version: env!("CARGO_PKG_VERSION").into(),

@@ -52,9 +52,11 @@ async fn viewer(
 ) -> Result<Response, ApiError> {
     let target = target(&state, &token)?;
     let page = if target.remote_url.is_some() {
-        REMOTE_PAGE
+        // The token resolved to an open capture, so it is one of ours: base64url, safe
+        // inside an attribute.
+        REMOTE_PAGE.replace("{view}", &format!("/live/{token}/view/"))
     } else {
-        VIEWER_PAGE
+        VIEWER_PAGE.to_owned()
     };
     let mut response = Html(page).into_response();
     let headers = response.headers_mut();
@@ -417,9 +419,7 @@ async fn pipe(
 
 const REMOTE_PAGE: &str = r#"<!doctype html><html><head><meta charset="utf-8"><title>ABR live view</title>
 <style>html,body{margin:0;height:100%;background:#1e1e1e}iframe{border:0;width:100%;height:100%}</style></head>
-<body><iframe src="view/" allow="autoplay; clipboard-read; clipboard-write"></iframe>
-<script>if(!location.pathname.endsWith('/')){document.querySelector('iframe').src=location.pathname.split('/').pop()+'/view/';}</script>
-</body></html>"#;
+<body><iframe src="{view}" allow="autoplay; clipboard-read; clipboard-write"></iframe></body></html>"#;
 
 const VIEWER_PAGE: &str = r#"<!doctype html><html><head><meta charset="utf-8"><title>ABR live view</title>
 <style>
