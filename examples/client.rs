@@ -25,18 +25,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abr_client::AgentRunnerClient;
 use abr_client::protocol::{
     AgentPostResult, AgentSessionState, CaptureRef, CaptureStartRequest, FailureStage,
     MediaAttachment, PostContent, PostOutcome, PostRequest,
 };
+use abr_client::{AgentRunnerClient, LiveViewChannel};
 use abr_demo::{DemoSite, DemoStrategy};
 use abr_service::config::RunnerConfig;
 use abr_service::runner::RunnerBuilder;
 use abr_service::server::RunningServer;
-use futures::{SinkExt, StreamExt};
 use secrecy::SecretString;
-use tokio_tungstenite::tungstenite::Message;
 
 type BoxError = Box<dyn Error + Send + Sync>;
 
@@ -86,6 +84,9 @@ impl InProcess {
             public_url: Some(url::Url::parse(&format!("http://{addr}"))?),
             api_tokens: vec![SecretString::from(token.clone())],
             demo_site_url: Some(url::Url::parse(&site.base_url())?),
+            // The demo site runs on loopback, which the runner's browsers may not reach
+            // unless allowed by exact address (ABR_EGRESS_ALLOW_PRIVATE).
+            egress: abr_core::EgressPolicy::new().allow_addr(site.local_addr()),
             ..RunnerConfig::default()
         };
         let runner = RunnerBuilder::new(config)
@@ -262,38 +263,18 @@ async fn capture(client: &AgentRunnerClient) -> Result<AgentSessionState, BoxErr
     Ok(finished.session)
 }
 
-/// Plays the user on the live view's input channel: waits for the first frame, then types
-/// the username, Tab, the password and Enter.
+/// Plays the user on the live view's socket: waits for the first picture, then types the
+/// username, Tab, the password and Enter.
 async fn sign_in_through_live_view(live_view_url: &str) -> Result<(), BoxError> {
-    let ws_url = format!("{}/ws", live_view_url.replacen("http", "ws", 1));
-    let (mut socket, _) = tokio_tungstenite::connect_async(ws_url.as_str()).await?;
-    let first_frame = async {
-        while let Some(Ok(message)) = socket.next().await {
-            if let Message::Text(text) = message
-                && text.contains("\"frame\"")
-            {
-                return true;
-            }
-        }
-        false
-    };
-    if !tokio::time::timeout(Duration::from_secs(30), first_frame)
-        .await
-        .unwrap_or(false)
-    {
-        return Err("the live view showed no picture within 30 s".into());
-    }
-    let inputs = [
-        serde_json::json!({ "type": "text", "text": "acme-social-manager" }),
-        serde_json::json!({ "type": "key", "key": "Tab" }),
-        serde_json::json!({ "type": "text", "text": abr_demo::site::DEMO_PASSWORD }),
-        serde_json::json!({ "type": "key", "key": "Enter" }),
-    ];
-    for input in inputs {
-        socket.send(Message::Text(input.to_string().into())).await?;
-        tokio::time::sleep(Duration::from_millis(150)).await;
-    }
-    let _ = socket.close(None).await;
+    let mut live = LiveViewChannel::connect(live_view_url, Duration::from_secs(10)).await?;
+    live.wait_for_picture(Duration::from_secs(30)).await?;
+    live.type_text("acme-social-manager").await?;
+    live.press("Tab").await?;
+    live.type_text(abr_demo::site::DEMO_PASSWORD).await?;
+    live.press("Enter").await?;
+    // Let the runner take the inputs off the socket before it closes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    live.close().await;
     Ok(())
 }
 

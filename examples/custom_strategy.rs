@@ -274,6 +274,9 @@ async fn main() -> Result<(), BoxError> {
     // No warm pool of spare contexts: this program runs a handful of jobs and exits.
     let provider = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
         prewarm: 0,
+        // The demo site is on loopback: the browser may reach that one address, nothing
+        // else that is not public.
+        egress: Some(abr_core::EgressPolicy::new().allow_addr(site.local_addr())),
         ..LocalProviderConfig::default()
     }));
     let outcome = run(&site, &provider).await;

@@ -24,6 +24,8 @@ pub enum Operation {
     Post,
     /// `POST /v1/probe`.
     Probe,
+    /// The live view's socket (`/live/{liveToken}/ws`).
+    LiveView,
 }
 
 impl Operation {
@@ -38,6 +40,7 @@ impl Operation {
             Self::CaptureStatus => "capture_status",
             Self::Post => "post",
             Self::Probe => "probe",
+            Self::LiveView => "live_view",
         }
     }
 

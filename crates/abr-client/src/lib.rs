@@ -3,6 +3,7 @@
 //! [`AgentRunnerClient`] has one async method per endpoint of the runner's `/v1` API and
 //! speaks the wire types of [`abr_protocol`] (re-exported as [`protocol`]). It depends on
 //! `abr-protocol` only among ABR crates: no browser library, no HTTP server, not `abr-core`.
+//! [`LiveViewChannel`] opens a live view's socket, for programs that play the user.
 //!
 //! ```no_run
 //! use abr_client::AgentRunnerClient;
@@ -40,10 +41,12 @@
 
 mod client;
 mod error;
+mod live;
 
 pub use abr_protocol as protocol;
 pub use client::{
     AgentRunnerClient, AgentRunnerClientBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT,
 };
 pub use error::{ClientError, Operation, TransportKind};
+pub use live::{LiveMessage, LiveViewChannel};
 pub use secrecy::SecretString;

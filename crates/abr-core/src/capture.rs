@@ -7,17 +7,18 @@ use std::time::Duration;
 
 use abr_protocol::{
     CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
-    CaptureStartResponse, CaptureState, CaptureStatus, SecretValue,
+    CaptureStartResponse, CaptureState, CaptureStatus,
 };
 use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
+use crate::live_access::{LiveAttachment, LiveSites};
 use crate::scope_io::{self, Scopes};
 use crate::step::{Step, guarded};
 use crate::{
-    AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, LiveView,
+    AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, ProviderViewer,
     SessionContext, SessionScope, StrategyErrorKind, StrategyRegistry, SystemClock, new_token,
 };
 
@@ -35,6 +36,9 @@ pub struct CaptureConfig {
     pub acquire_timeout: Duration,
     /// Deadline for the sign-in check, export and release.
     pub step_timeout: Duration,
+    /// Sockets one live token may hold open at once (screencast or proxied); more are
+    /// refused with [`CoreError::LiveViewLimit`].
+    pub max_live_sockets: usize,
 }
 
 impl Default for CaptureConfig {
@@ -45,27 +49,28 @@ impl Default for CaptureConfig {
             live_view_base: "http://127.0.0.1:8787/live/".to_owned(),
             acquire_timeout: Duration::from_secs(30),
             step_timeout: Duration::from_secs(30),
+            max_live_sockets: 2,
         }
     }
 }
 
-/// What a live token resolves to: the browser to show, and nothing else.
-pub struct LiveTarget<C> {
+/// What a live token resolves to without attaching: enough to serve the viewer page, and
+/// nothing that can drive the browser (that takes a [`LiveAttachment`]).
+#[derive(Clone)]
+pub struct LiveTarget {
     /// Platform being captured.
     pub platform: String,
-    /// The provider's own viewer, or `None` when the runner must serve one from `context`.
-    pub remote_url: Option<SecretValue>,
-    /// The capture's browser context.
-    pub context: Arc<C>,
+    /// The provider's own viewer, if the capture's browser has one.
+    pub provider_viewer: Option<ProviderViewer>,
     /// When the capture (and so the live token) expires.
     pub expires_at: OffsetDateTime,
 }
 
-impl<C> std::fmt::Debug for LiveTarget<C> {
+impl std::fmt::Debug for LiveTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveTarget")
             .field("platform", &self.platform)
-            .field("remote", &self.remote_url.is_some())
+            .field("provider_viewer", &self.provider_viewer.is_some())
             .field("expires_at", &self.expires_at)
             .finish_non_exhaustive()
     }
@@ -79,7 +84,13 @@ struct Capture<C: SessionContext> {
     platform: String,
     expires_at: OffsetDateTime,
     context: Arc<C>,
-    remote_url: Option<SecretValue>,
+    viewer: Option<ProviderViewer>,
+    /// What the viewer's address bar may open.
+    sites: LiveSites,
+    /// Sockets of the live token.
+    live_slots: Arc<Semaphore>,
+    /// Set to `true` when the capture ends: every live socket closes on it.
+    ended: watch::Sender<bool>,
     /// The start request's own scope, applied after the platform's.
     extra_scope: Option<SessionScope>,
     /// `None` once finished, cancelled or expired; the async mutex serializes those.
@@ -88,6 +99,11 @@ struct Capture<C: SessionContext> {
 }
 
 impl<C: SessionContext> Capture<C> {
+    /// Ends every live socket of this capture.
+    fn end_live(&self) {
+        self.ended.send_replace(true);
+    }
+
     fn is_bound_to(&self, workspace_id: &str, account_id: &str) -> bool {
         let w = self.workspace_id.as_bytes().ct_eq(workspace_id.as_bytes());
         let a = self.account_id.as_bytes().ct_eq(account_id.as_bytes());
@@ -237,10 +253,14 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             // The lease is released by its Drop.
             return Err(CoreError::Internal("the OS random source failed"));
         };
-        let remote_url = match lease.live_view() {
-            Some(LiveView::Remote { url }) => Some(url.clone()),
-            _ => None,
-        };
+        let viewer = lease.provider_viewer().cloned();
+        let sites = LiveSites::new(
+            strategy.start_url(),
+            match &extra_scope {
+                Some(extra) => Some(extra),
+                None => strategy.policy().scope.as_ref(),
+            },
+        );
         let expires_at = self.clock.now() + self.config.ttl;
         let capture = Arc::new(Capture {
             id: id.clone(),
@@ -250,7 +270,10 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             platform: request.platform,
             expires_at,
             context: lease.context_handle(),
-            remote_url,
+            viewer,
+            sites,
+            live_slots: Arc::new(Semaphore::new(self.config.max_live_sockets)),
+            ended: watch::Sender::new(false),
             extra_scope,
             lease: tokio::sync::Mutex::new(Some(lease)),
             _slot: slot,
@@ -292,9 +315,12 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     }
 
     fn forget(&self, capture: &Capture<C>) {
-        let mut captures = self.lock();
-        captures.by_id.remove(&capture.id);
-        captures.by_live_token.remove(&capture.live_token);
+        {
+            let mut captures = self.lock();
+            captures.by_id.remove(&capture.id);
+            captures.by_live_token.remove(&capture.live_token);
+        }
+        capture.end_live();
     }
 
     async fn release(&self, lease: Lease<C>) {
@@ -390,23 +416,57 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         })
     }
 
-    /// Resolves a live token to the browser it shows. This is all a live token can do.
-    pub fn live_target(&self, live_token: &str) -> Option<LiveTarget<C>> {
+    fn by_live_token(&self, live_token: &str) -> Option<Arc<Capture<C>>> {
         let now = self.clock.now();
         let captures = self.lock();
         let id = captures.by_live_token.get(live_token)?;
-        let capture = captures.by_id.get(id).filter(|c| c.expires_at > now)?;
+        captures
+            .by_id
+            .get(id)
+            .filter(|c| c.expires_at > now)
+            .cloned()
+    }
+
+    /// What an open capture's live token shows, without attaching to its browser.
+    pub fn live_target(&self, live_token: &str) -> Option<LiveTarget> {
+        let capture = self.by_live_token(live_token)?;
         Some(LiveTarget {
             platform: capture.platform.clone(),
-            remote_url: capture.remote_url.clone(),
-            context: Arc::clone(&capture.context),
+            provider_viewer: capture.viewer.clone(),
             expires_at: capture.expires_at,
+        })
+    }
+
+    /// Attaches one viewer socket to the browser of the capture whose live token this is.
+    /// This is all a live token can do: watch and drive that one browser, within the rules
+    /// of [`LiveAttachment`], until the capture ends.
+    ///
+    /// # Errors
+    /// [`CoreError::LiveViewNotFound`] (no open capture has this token) or
+    /// [`CoreError::LiveViewLimit`] (the token holds its maximum of sockets).
+    pub fn attach_live(&self, live_token: &str) -> Result<LiveAttachment<C>, CoreError> {
+        let capture = self
+            .by_live_token(live_token)
+            .ok_or(CoreError::LiveViewNotFound)?;
+        let slot = Arc::clone(&capture.live_slots)
+            .try_acquire_owned()
+            .map_err(|_| CoreError::LiveViewLimit(self.config.max_live_sockets))?;
+        Ok(LiveAttachment {
+            platform: capture.platform.clone(),
+            surface: Arc::clone(&capture.context),
+            viewer: capture.viewer.clone(),
+            sites: capture.sites.clone(),
+            expires_at: capture.expires_at,
+            ended: capture.ended.subscribe(),
+            clock: Arc::clone(&self.clock),
+            _slot: slot,
         })
     }
 
     async fn close(&self, doomed: Vec<Arc<Capture<C>>>, action: AuditAction) -> usize {
         let mut closed = 0;
         for capture in doomed {
+            capture.end_live();
             let lease = capture.lease.lock().await.take();
             if let Some(lease) = lease {
                 self.release(lease).await;

@@ -175,6 +175,12 @@ pub enum CoreError {
     /// Too many captures are open.
     #[error("too many open captures (limit {0})")]
     CaptureLimit(usize),
+    /// No open capture has this live token (never existed, finished, cancelled or expired).
+    #[error("no open capture has this live view")]
+    LiveViewNotFound,
+    /// The live token already holds its maximum of open sockets.
+    #[error("this live view is already open in {0} place(s); close one first")]
+    LiveViewLimit(usize),
     /// No stored session under this key.
     #[error("no stored session for this account and platform")]
     SessionNotFound,
@@ -213,13 +219,14 @@ impl CoreError {
             Self::InvalidScope(_) | Self::InvalidInput(_) | Self::DuplicatePlatform(_) => {
                 ErrorKind::InvalidInput
             }
-            Self::UnknownPlatform(_) | Self::CaptureNotFound | Self::SessionNotFound => {
-                ErrorKind::NotFound
-            }
+            Self::UnknownPlatform(_)
+            | Self::CaptureNotFound
+            | Self::SessionNotFound
+            | Self::LiveViewNotFound => ErrorKind::NotFound,
             Self::BindingMismatch => ErrorKind::Forbidden,
             Self::ExecutionDenied { .. } => ErrorKind::Denied,
             Self::NotAuthenticated => ErrorKind::Conflict,
-            Self::CaptureLimit(_) => ErrorKind::LimitExceeded,
+            Self::CaptureLimit(_) | Self::LiveViewLimit(_) => ErrorKind::LimitExceeded,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Provider(e) => match e.kind() {
                 ProviderErrorKind::Busy => ErrorKind::LimitExceeded,
@@ -238,9 +245,11 @@ impl CoreError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Provider(e) => e.is_retryable(),
-            Self::NotAuthenticated | Self::CaptureLimit(_) | Self::Timeout(_) | Self::Store(_) => {
-                true
-            }
+            Self::NotAuthenticated
+            | Self::CaptureLimit(_)
+            | Self::LiveViewLimit(_)
+            | Self::Timeout(_)
+            | Self::Store(_) => true,
             Self::Strategy(e) => e.kind == StrategyErrorKind::Failed,
             _ => false,
         }
@@ -258,6 +267,8 @@ impl CoreError {
             Self::BindingMismatch => "binding_mismatch",
             Self::NotAuthenticated => "not_authenticated",
             Self::CaptureLimit(_) => "capture_limit",
+            Self::LiveViewNotFound => "live_view_not_found",
+            Self::LiveViewLimit(_) => "live_view_limit",
             Self::SessionNotFound => "session_not_found",
             Self::Unsupported { .. } => "unsupported",
             Self::Provider(e) => e.code(),

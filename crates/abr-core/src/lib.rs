@@ -10,15 +10,20 @@
 //! - [`WebPostStrategy`]: acts on one platform and proves the outcome.
 //! - [`SessionStore`]: keeps sessions between jobs ([`InMemorySessionStore`]).
 //! - [`AuditSink`]: receives redacted events, best effort ([`Auditor`]).
+//! - [`LiveSurface`]: what a person's live view needs from a context (frames out, input in).
 //!
 //! On top of them: [`SessionScope`] (what state may enter or leave), [`AgentPoster`] (the
 //! three-outcome posting pipeline), [`SessionCaptureManager`] (interactive capture with a
-//! live view) and [`SerializedProvider`] (one session at a time).
+//! live view, [`LiveAttachment`]), [`SerializedProvider`] (one session at a time) and
+//! [`EgressPolicy`] (where a driven browser may connect).
 
 mod audit;
 mod capture;
 mod clock;
+pub mod egress;
 mod error;
+mod live;
+mod live_access;
 mod poster;
 mod provider;
 pub mod scope;
@@ -35,12 +40,18 @@ pub use audit::{
 };
 pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
 pub use clock::{Clock, OsRandom, RandomSource, SystemClock, new_token};
+pub use egress::{AllowedPrivate, EgressDenied, EgressPolicy};
 pub use error::{
     CoreError, ErrorKind, ProviderError, ProviderErrorKind, StrategyError, StrategyErrorKind,
 };
+pub use live::{
+    LiveFeed, LiveFrame, LiveInput, LiveKey, LiveSurface, MAX_LIVE_TEXT, Modifiers, PageLocation,
+    PointerAction, PointerButton,
+};
+pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal, LiveSites};
 pub use poster::{AgentPoster, Pacing, PosterConfig, StepTimeouts};
 pub use provider::{
-    AcquireMode, AcquireRequest, DynSessionProvider, Lease, LiveView, ProviderCapabilities,
+    AcquireMode, AcquireRequest, DynSessionProvider, Lease, ProviderCapabilities, ProviderViewer,
     ReleaseFn, SessionContext, SessionProvider,
 };
 pub use scope::{ScopeError, SessionScope};

@@ -16,8 +16,8 @@ use crate::ProviderError;
 pub struct ProviderCapabilities {
     /// Can open a browser a person can use (headful, or with a viewer): capture needs it.
     pub interactive: bool,
-    /// Provides its own live-view URL ([`LiveView::Remote`]). When false, the runner serves a
-    /// live view from the context itself.
+    /// Has a viewer of its own ([`ProviderViewer`]), which the runner may proxy when the
+    /// operator opts in. The runner's own view works on every provider.
     pub remote_live_view: bool,
     /// Gives each lease its own browser context (cookie jar and storage).
     pub isolated_contexts: bool,
@@ -48,17 +48,27 @@ pub struct AcquireRequest {
     pub start_url: Option<String>,
 }
 
-/// Where a person can watch and drive a leased browser.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LiveView {
-    /// The provider's own viewer (Steel, Kernel). The URL may carry credentials, so it is a
-    /// secret: the runner proxies it and never hands it out.
-    Remote {
-        /// Viewer URL.
-        url: SecretValue,
-    },
-    /// No viewer of its own: the runner serves one from the context (CDP screencast).
-    Runner,
+/// A provider's own viewer of a leased browser (Steel's debug page, Kernel's live view).
+///
+/// The runner serves its own view of every browser from the [`LiveSurface`](crate::LiveSurface);
+/// an operator may opt in to proxying the provider's viewer instead, and then only `paths`
+/// are reachable through the proxy: never the provider's REST API or a CDP endpoint.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProviderViewer {
+    /// The viewer page's URL. It may carry credentials, so it is a secret: the runner proxies
+    /// it and never hands it out.
+    pub url: SecretValue,
+    /// The viewer's own paths on the URL's origin: exact paths, or prefixes ending in `/`
+    /// (the page, its assets, its socket).
+    pub paths: Vec<String>,
+}
+
+impl std::fmt::Debug for ProviderViewer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderViewer")
+            .field("paths", &self.paths)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A live browser context, as the core sees it.
@@ -86,7 +96,7 @@ pub type ReleaseFn<C> =
 /// finished, so the next job never starts on a browser still being cleaned up.
 pub struct Lease<C: Send + Sync + 'static> {
     context: Arc<C>,
-    live_view: Option<LiveView>,
+    viewer: Option<ProviderViewer>,
     release: Option<ReleaseFn<C>>,
     guards: Vec<Box<dyn Any + Send + Sync>>,
 }
@@ -99,16 +109,16 @@ impl<C: Send + Sync + 'static> Lease<C> {
     {
         Self {
             context: Arc::new(context),
-            live_view: None,
+            viewer: None,
             release: Some(Box::new(release)),
             guards: Vec::new(),
         }
     }
 
-    /// Sets the live view.
+    /// Sets the provider's own viewer.
     #[must_use]
-    pub fn with_live_view(mut self, live_view: LiveView) -> Self {
-        self.live_view = Some(live_view);
+    pub fn with_provider_viewer(mut self, viewer: ProviderViewer) -> Self {
+        self.viewer = Some(viewer);
         self
     }
 
@@ -129,9 +139,9 @@ impl<C: Send + Sync + 'static> Lease<C> {
         Arc::clone(&self.context)
     }
 
-    /// Where a person can see this browser, if interactive.
-    pub fn live_view(&self) -> Option<&LiveView> {
-        self.live_view.as_ref()
+    /// The provider's own viewer of this browser, if it has one.
+    pub fn provider_viewer(&self) -> Option<&ProviderViewer> {
+        self.viewer.as_ref()
     }
 
     /// Releases the browser context, then the guards.
@@ -173,7 +183,7 @@ impl<C: Send + Sync + 'static> std::fmt::Debug for Lease<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lease")
             .field("released", &self.release.is_none())
-            .field("live_view", &self.live_view.as_ref().map(|_| "<set>"))
+            .field("provider_viewer", &self.viewer.is_some())
             .field("guards", &self.guards.len())
             .finish_non_exhaustive()
     }

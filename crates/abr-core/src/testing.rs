@@ -15,9 +15,10 @@ use abr_protocol::{
 use async_trait::async_trait;
 
 use crate::{
-    AcquireMode, AcquireRequest, Lease, LiveView, PostProgress, ProviderCapabilities,
-    ProviderError, ProviderErrorKind, SessionContext, SessionProvider, StrategyError,
-    StrategyPolicy, SubmitReceipt, VerifyOutcome, WebPostStrategy,
+    AcquireMode, AcquireRequest, Lease, LiveFeed, LiveFrame, LiveInput, LiveSurface, PageLocation,
+    PostProgress, ProviderCapabilities, ProviderError, ProviderErrorKind, ProviderViewer,
+    SessionContext, SessionProvider, StrategyError, StrategyPolicy, SubmitReceipt, VerifyOutcome,
+    WebPostStrategy,
 };
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -38,6 +39,172 @@ pub struct FakeContext {
     pub signed_in: AtomicBool,
     /// Whether `export_state` fails.
     pub fail_export: AtomicBool,
+    /// Its live surface: frames shown, inputs received.
+    pub live: Arc<FakeLive>,
+    /// The state it adopts when signed in through the live view, if set.
+    pub sign_in_state: Arc<Mutex<Option<AgentSessionState>>>,
+}
+
+/// The live surface of a [`FakeContext`]: the test shows frames, the fake records every
+/// input it receives and counts open feeds.
+#[derive(Debug)]
+pub struct FakeLive {
+    frame: tokio::sync::watch::Sender<Screen>,
+    inputs: Mutex<Vec<LiveInput>>,
+    location: Mutex<PageLocation>,
+    feeds_open: Arc<AtomicUsize>,
+    feeds_started: AtomicUsize,
+    fail_input: AtomicBool,
+}
+
+impl Default for FakeLive {
+    fn default() -> Self {
+        Self {
+            frame: tokio::sync::watch::Sender::new(Screen::Blank),
+            inputs: Mutex::default(),
+            location: Mutex::new(PageLocation {
+                url: "about:blank".into(),
+                title: String::new(),
+            }),
+            feeds_open: Arc::default(),
+            feeds_started: AtomicUsize::new(0),
+            fail_input: AtomicBool::new(false),
+        }
+    }
+}
+
+impl FakeLive {
+    /// Shows `frame` to every feed.
+    pub fn show(&self, frame: LiveFrame) {
+        self.frame.send_replace(Screen::Showing(frame));
+    }
+
+    /// The page is gone: every feed ends.
+    pub fn close_page(&self) {
+        self.frame.send_replace(Screen::Gone);
+    }
+
+    /// Every input received, in order.
+    pub fn inputs(&self) -> Vec<LiveInput> {
+        lock(&self.inputs).clone()
+    }
+
+    /// Feeds open now.
+    pub fn feeds_open(&self) -> usize {
+        self.feeds_open.load(Ordering::SeqCst)
+    }
+
+    /// Feeds started so far.
+    pub fn feeds_started(&self) -> usize {
+        self.feeds_started.load(Ordering::SeqCst)
+    }
+
+    /// Sets where the page is.
+    pub fn set_location(&self, url: &str, title: &str) {
+        *lock(&self.location) = PageLocation {
+            url: url.into(),
+            title: title.into(),
+        };
+    }
+
+    /// Whether inputs fail (as on a crashed page).
+    pub fn fail_inputs(&self, fail: bool) {
+        self.fail_input.store(fail, Ordering::SeqCst);
+    }
+}
+
+/// What a fake page shows.
+#[derive(Debug, Clone)]
+enum Screen {
+    Blank,
+    Showing(LiveFrame),
+    Gone,
+}
+
+struct FakeFeed {
+    frames: tokio::sync::watch::Receiver<Screen>,
+    open: Arc<AtomicUsize>,
+    counted: bool,
+}
+
+impl FakeFeed {
+    fn uncount(&mut self) {
+        if std::mem::take(&mut self.counted) {
+            self.open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for FakeFeed {
+    fn drop(&mut self) {
+        self.uncount();
+    }
+}
+
+#[async_trait]
+impl LiveFeed for FakeFeed {
+    async fn next_frame(&mut self) -> Option<LiveFrame> {
+        loop {
+            // An error: the context was dropped.
+            if self.frames.changed().await.is_err() {
+                return None;
+            }
+            match &*self.frames.borrow_and_update() {
+                Screen::Blank => {}
+                Screen::Showing(frame) => return Some(frame.clone()),
+                Screen::Gone => return None,
+            }
+        }
+    }
+
+    async fn close(mut self: Box<Self>) {
+        self.uncount();
+    }
+}
+
+#[async_trait]
+impl LiveSurface for FakeContext {
+    async fn watch(&self) -> Result<Box<dyn LiveFeed>, ProviderError> {
+        let live = &self.live;
+        live.feeds_open.fetch_add(1, Ordering::SeqCst);
+        live.feeds_started.fetch_add(1, Ordering::SeqCst);
+        let mut frames = live.frame.subscribe();
+        frames.mark_changed();
+        Ok(Box::new(FakeFeed {
+            frames,
+            open: Arc::clone(&live.feeds_open),
+            counted: true,
+        }))
+    }
+
+    async fn input(&self, input: LiveInput) -> Result<(), ProviderError> {
+        if self.live.fail_input.load(Ordering::SeqCst) {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Crashed,
+                "fake page is gone",
+            ));
+        }
+        match &input {
+            LiveInput::Navigate { url } => self.live.set_location(url.as_str(), ""),
+            // The fake site signs in when the person presses Enter.
+            LiveInput::Key {
+                key: crate::LiveKey::Enter,
+                ..
+            } => {
+                if let Some(state) = lock(&self.sign_in_state).clone() {
+                    *lock(&self.state) = state;
+                }
+                self.signed_in.store(true, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+        lock(&self.live.inputs).push(input);
+        Ok(())
+    }
+
+    async fn location(&self) -> Result<PageLocation, ProviderError> {
+        Ok(lock(&self.live.location).clone())
+    }
 }
 
 impl FakeContext {
@@ -64,7 +231,7 @@ impl SessionContext for FakeContext {
 #[derive(Debug)]
 pub struct FakeProvider {
     capabilities: ProviderCapabilities,
-    remote_live_url: Option<String>,
+    viewer: Option<ProviderViewer>,
     next_id: AtomicU64,
     acquired: AtomicUsize,
     open: Arc<Mutex<BTreeSet<u64>>>,
@@ -75,6 +242,8 @@ pub struct FakeProvider {
     signed_in_on_acquire: AtomicBool,
     fail_exports: AtomicBool,
     max_open_seen: AtomicUsize,
+    contexts: Mutex<Vec<Arc<FakeContext>>>,
+    sign_in_state: Arc<Mutex<Option<AgentSessionState>>>,
 }
 
 impl Default for FakeProvider {
@@ -94,7 +263,7 @@ impl FakeProvider {
                 isolated_contexts: true,
                 max_concurrent: None,
             },
-            remote_live_url: None,
+            viewer: None,
             next_id: AtomicU64::new(1),
             acquired: AtomicUsize::new(0),
             open: Arc::default(),
@@ -105,13 +274,40 @@ impl FakeProvider {
             signed_in_on_acquire: AtomicBool::new(true),
             fail_exports: AtomicBool::new(false),
             max_open_seen: AtomicUsize::new(0),
+            contexts: Mutex::default(),
+            sign_in_state: Arc::default(),
         }
     }
 
-    /// Gives leases a provider viewer URL.
+    /// The context of lease `id` (1, 2, ...), also after its release.
+    pub fn context(&self, id: u64) -> Option<Arc<FakeContext>> {
+        let index = usize::try_from(id.checked_sub(1)?).ok()?;
+        lock(&self.contexts).get(index).cloned()
+    }
+
+    /// The state a context adopts when a person signs in through its live view (the fake
+    /// site signs in on Enter). Default: the state it has.
+    pub fn sign_in_state(&self, state: AgentSessionState) {
+        *lock(&self.sign_in_state) = Some(state);
+    }
+
+    /// Gives leases a provider viewer at `url`, whose only own path is the URL's path.
     #[must_use]
-    pub fn with_remote_live_view(mut self, url: impl Into<String>) -> Self {
-        self.remote_live_url = Some(url.into());
+    pub fn with_remote_live_view(self, url: impl Into<String>) -> Self {
+        let url = url.into();
+        let path = url::Url::parse(&url)
+            .map(|u| u.path().to_owned())
+            .unwrap_or_else(|_| "/".into());
+        self.with_provider_viewer(ProviderViewer {
+            url: SecretValue::new(url),
+            paths: vec![path],
+        })
+    }
+
+    /// Gives leases `viewer` as their provider's own viewer.
+    #[must_use]
+    pub fn with_provider_viewer(mut self, viewer: ProviderViewer) -> Self {
+        self.viewer = Some(viewer);
         self.capabilities.remote_live_view = true;
         self
     }
@@ -204,6 +400,8 @@ impl SessionProvider for FakeProvider {
             ),
             state: Mutex::new(request.state.unwrap_or_default()),
             fail_export: AtomicBool::new(self.fail_exports.load(Ordering::SeqCst)),
+            live: Arc::default(),
+            sign_in_state: Arc::clone(&self.sign_in_state),
         };
         self.acquired.fetch_add(1, Ordering::SeqCst);
         let open_now = {
@@ -219,11 +417,10 @@ impl SessionProvider for FakeProvider {
                 Ok(())
             })
         });
-        Ok(match &self.remote_live_url {
-            Some(url) => lease.with_live_view(LiveView::Remote {
-                url: SecretValue::new(url.clone()),
-            }),
-            None => lease.with_live_view(LiveView::Runner),
+        lock(&self.contexts).push(lease.context_handle());
+        Ok(match &self.viewer {
+            Some(viewer) => lease.with_provider_viewer(viewer.clone()),
+            None => lease,
         })
     }
 }

@@ -4,15 +4,15 @@
 // The helpers below are test code too: a failed unwrap there is a failed test.
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers")]
 
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::testing::{FakeContext, FakeProvider, ManualClock, Script, ScriptedStrategy};
 use abr_core::{
     AuditAction, AuditEvent, AuditOutcome, Auditor, CaptureConfig, Clock as _, CoreError,
-    DynSessionProvider, ErrorKind, MemoryAuditSink, ProviderCapabilities, ProviderErrorKind,
-    SessionCaptureManager, StrategyRegistry, WebPostStrategy,
+    DynSessionProvider, ErrorKind, LiveInput, LiveKey, MemoryAuditSink, Modifiers,
+    ProviderCapabilities, ProviderErrorKind, SessionCaptureManager, StrategyRegistry,
+    WebPostStrategy,
 };
 use abr_protocol::{
     AgentSessionState, CaptureRef, CaptureStartRequest, CaptureStartResponse, Cookie, DropReason,
@@ -139,15 +139,17 @@ fn signed_in_state() -> AgentSessionState {
     }
 }
 
-/// Signs the user in through the live view, as the runner's viewer would.
-fn sign_in(f: &Fixture, live_token: &str) {
-    let target = f.manager.live_target(live_token).unwrap();
-    *target
-        .context
-        .state
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner) = signed_in_state();
-    target.context.signed_in.store(true, Ordering::SeqCst);
+/// Signs the user in through the live view, as the runner's viewer would (the fake site
+/// signs in on Enter, into [`signed_in_state`]).
+async fn sign_in(f: &Fixture, live_token: &str) {
+    f.provider.sign_in_state(signed_in_state());
+    let live = f.manager.attach_live(live_token).unwrap();
+    live.input(LiveInput::Key {
+        key: LiveKey::Enter,
+        modifiers: Modifiers::NONE,
+    })
+    .await
+    .unwrap();
 }
 
 /// Waits (a bounded number of scheduler turns) for the spawned audit delivery of `action`.
@@ -189,10 +191,10 @@ async fn start_issues_distinct_credentials_and_expiry() {
     assert_eq!(status.expires_at, now + TTL);
     let target = f.manager.live_target(&token_a).unwrap();
     assert!(
-        target.context.interactive,
+        f.provider.context(1).unwrap().interactive,
         "capture acquires an interactive browser"
     );
-    assert!(target.remote_url.is_none());
+    assert!(target.provider_viewer.is_none());
     assert_eq!(target.expires_at, now + TTL);
 
     let started = wait_for_event(&f.audit, AuditAction::CaptureStarted).await;
@@ -205,7 +207,7 @@ async fn wrong_binding_is_refused_and_leaves_the_capture_open() {
     let f = fixture();
     let started = f.manager.start(start_request()).await.unwrap();
     let token = live_token(&started);
-    sign_in(&f, &token);
+    sign_in(&f, &token).await;
 
     let wrong_workspace = CaptureRef {
         workspace_id: "ws-other".into(),
@@ -253,7 +255,7 @@ async fn finish_requires_sign_in_then_exports_only_the_scope() {
     assert_eq!(f.provider.released(), 0);
     assert!(f.manager.status(&started.capture_id).is_ok());
 
-    sign_in(&f, &token);
+    sign_in(&f, &token).await;
     let done = f.manager.finish(&r).await.unwrap();
 
     let session = &done.session;
@@ -299,7 +301,7 @@ async fn the_live_token_is_not_a_management_credential() {
     let f = fixture();
     let started = f.manager.start(start_request()).await.unwrap();
     let token = live_token(&started);
-    sign_in(&f, &token);
+    sign_in(&f, &token).await;
 
     let by_token = bound(&token);
     assert!(matches!(
@@ -378,7 +380,7 @@ async fn an_expired_capture_is_gone_and_its_browser_released() {
     let f = fixture();
     let started = f.manager.start(start_request()).await.unwrap();
     let token = live_token(&started);
-    sign_in(&f, &token);
+    sign_in(&f, &token).await;
     f.clock.advance(TTL + Duration::from_secs(1));
 
     assert!(f.manager.live_target(&token).is_none());
@@ -512,7 +514,9 @@ async fn a_remote_viewer_url_is_only_reachable_through_the_live_target() {
     assert!(!started.live_view_url.contains("steel.test"));
     assert!(started.live_view_url.starts_with(LIVE_BASE));
     let target = f.manager.live_target(&live_token(&started)).unwrap();
-    assert_eq!(target.remote_url.as_ref().map(|u| u.expose()), Some(VIEWER));
+    let viewer = target.provider_viewer.as_ref().unwrap();
+    assert_eq!(viewer.url.expose(), VIEWER);
+    assert_eq!(viewer.paths, ["/v/secret-viewer"]);
     assert!(!format!("{target:?}").contains("secret-viewer"));
 }
 
@@ -521,7 +525,7 @@ async fn a_panicking_sign_in_check_leaves_the_capture_open() {
     let f = fixture();
     let started = f.manager.start(start_request()).await.unwrap();
     let token = live_token(&started);
-    sign_in(&f, &token);
+    sign_in(&f, &token).await;
     f.strategy.edit(|s| s.precheck = Script::Panic);
 
     let err = f
@@ -544,7 +548,7 @@ async fn a_panicking_sign_in_check_leaves_the_capture_open() {
 async fn a_hanging_sign_in_check_times_out_and_leaves_the_capture_open() {
     let f = fixture();
     let started = f.manager.start(start_request()).await.unwrap();
-    sign_in(&f, &live_token(&started));
+    sign_in(&f, &live_token(&started)).await;
     f.strategy.edit(|s| s.precheck = Script::Hang);
 
     let err = f
@@ -648,7 +652,7 @@ async fn audit_events_never_carry_session_values() {
     let f = fixture();
     // A finished capture, a cancelled one and an expired one, all holding the canaries.
     let finished = f.manager.start(start_request()).await.unwrap();
-    sign_in(&f, &live_token(&finished));
+    sign_in(&f, &live_token(&finished)).await;
     let done = f
         .manager
         .finish(&bound(&finished.capture_id))
@@ -661,14 +665,14 @@ async fn audit_events_never_carry_session_values() {
     );
 
     let cancelled = f.manager.start(start_request()).await.unwrap();
-    sign_in(&f, &live_token(&cancelled));
+    sign_in(&f, &live_token(&cancelled)).await;
     f.manager
         .cancel(&bound(&cancelled.capture_id))
         .await
         .unwrap();
 
     let expired = f.manager.start(start_request()).await.unwrap();
-    sign_in(&f, &live_token(&expired));
+    sign_in(&f, &live_token(&expired)).await;
     f.clock.advance(TTL + Duration::from_secs(1));
     assert_eq!(f.manager.sweep_expired().await, 1);
 

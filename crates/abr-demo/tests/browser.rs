@@ -222,6 +222,8 @@ async fn every_fault_mode_ends_in_the_row_the_ground_truth_allows() {
         .unwrap();
     let provider = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
         prewarm: 1,
+        // The browser may reach exactly the demo site on loopback.
+        egress: Some(abr_core::EgressPolicy::new().allow_addr(site.local_addr())),
         ..LocalProviderConfig::default()
     }));
     let strategy = DemoStrategy::new(&site.base_url()).unwrap();

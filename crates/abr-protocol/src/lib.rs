@@ -8,13 +8,15 @@
 //!   survive a round trip.
 //! - [`PostRequest`] / [`AgentPostResult`]: the three-outcome post result.
 //! - capture ([`CaptureStartRequest`], [`CaptureRef`], ...), probe, platforms, health and the
-//!   single [`ErrorEnvelope`].
+//!   single [`ErrorEnvelope`];
+//! - the live view's socket messages ([`LiveViewInput`], [`LiveViewEvent`]).
 //!
 //! Secrets (cookie and localStorage values) are [`SecretValue`]s: they serialize, but never
 //! print.
 
 mod capture;
 mod error;
+mod live;
 mod policy;
 mod post;
 mod secret;
@@ -25,6 +27,7 @@ pub use capture::{
     CaptureStartResponse, CaptureState, CaptureStatus, ProbeRequest, ProbeResponse,
 };
 pub use error::{DropReason, ErrorBody, ErrorEnvelope, Health, ScopeReport};
+pub use live::{LiveModifiers, LivePointerAction, LivePointerButton, LiveViewEvent, LiveViewInput};
 pub use policy::{PlatformInfo, PlatformPolicy, PlatformsResponse, SessionScopeSpec};
 pub use post::{
     AgentPostResult, FailureStage, MediaAttachment, PostContent, PostOutcome, PostRequest, Timing,

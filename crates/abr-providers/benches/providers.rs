@@ -6,7 +6,9 @@
 //!    release, through each provider, vs a Node playwright-core script doing the same on a
 //!    shared browser (`newContext({ storageState })`): medians and the ratio;
 //! 2. a realistic job (state, goto, fill, click, read back, export state, release) at 2 and 4
-//!    concurrent jobs: throughput of the local provider vs Node on one shared browser.
+//!    concurrent jobs: throughput of the local provider vs Node on one shared browser, and of
+//!    the local provider with its egress guard (the egress proxy every context goes through)
+//!    on vs off, interleaved, median of 3 runs each: the guard's cost.
 //!
 //! Both sides drive the same Chromium binary (Debian's headless shell, which is also what
 //! Playwright launches by default for headless Chromium). Set `ABR_BENCH_QUICK=1` for a short
@@ -27,7 +29,7 @@ use abr_core::{AcquireMode, AcquireRequest, SessionContext, SessionProvider};
 use abr_protocol::{AgentSessionState, Cookie, LocalStorageItem, OriginState};
 use abr_providers::conformance::TestSite;
 use abr_providers::{
-    BASE_ARGS, BrowserSession, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig,
+    BrowserSession, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args,
 };
 use playwright_rs::protocol::GotoOptions;
 use serde_json::json;
@@ -229,7 +231,7 @@ async fn node(
         "concurrency": concurrency,
         "withOrigins": case.with_origins,
         "executablePath": case.binary.path(),
-        "args": BASE_ARGS,
+        "args": base_args(),
         "originA": site.origin_a(),
         "originB": site.origin_b(),
         "cookies": serde_json::to_value(&state.cookies).unwrap(),
@@ -272,9 +274,10 @@ async fn main() {
         "| Node playwright-core, newContext({{storageState}}), headless shell | {node_median:.1} | 1.00 |"
     );
 
-    let local = Arc::new(LocalBrowserSessionProvider::new(
-        LocalProviderConfig::default(),
-    ));
+    let local = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: Some(site.egress()),
+        ..LocalProviderConfig::default()
+    }));
     let local_median = measure_acquire(local.as_ref(), &state, &url, n_acquire).await;
     println!(
         "| **ABR local provider** (headless shell, shared browser) | {local_median:.1} | {:.2} |",
@@ -316,9 +319,10 @@ async fn main() {
     )
     .await
     .expect("chromium for CDP");
-    let cdp = abr_providers::CdpSessionProvider::new(abr_providers::CdpProviderConfig::new(
-        chromium.http_url(),
-    ));
+    let cdp = abr_providers::CdpSessionProvider::new(abr_providers::CdpProviderConfig {
+        egress: Some(site.egress()),
+        ..abr_providers::CdpProviderConfig::new(chromium.http_url())
+    });
     let cdp_median = measure_acquire(&cdp, &state, &url, n_acquire).await;
     println!(
         "| ABR CDP attach (new context per job) | {cdp_median:.1} | {:.2} |",
@@ -330,7 +334,10 @@ async fn main() {
         .await
         .expect("steel double");
     let steel = abr_providers::SteelSessionProvider::oss_serialized(
-        abr_providers::SteelProviderConfig::oss(steel_double.base_url()),
+        abr_providers::SteelProviderConfig {
+            egress: Some(site.egress()),
+            ..abr_providers::SteelProviderConfig::oss(steel_double.base_url())
+        },
         Duration::from_secs(60),
     );
     let steel_median = measure_acquire(&steel, &state, &url, n_remote).await;
@@ -344,6 +351,7 @@ async fn main() {
         .expect("kernel double");
     let kernel = abr_providers::KernelSessionProvider::new(abr_providers::KernelProviderConfig {
         base_url: kernel_double.base_url(),
+        egress: Some(site.egress()),
         ..abr_providers::KernelProviderConfig::new(kernel_double.api_key())
     });
     let kernel_median = measure_acquire(&kernel, &state, &url, n_remote).await;
@@ -356,25 +364,56 @@ async fn main() {
     println!(
         "\n## realistic job (state, goto, fill, click, read back, export, release): throughput\n"
     );
-    println!("| concurrency | Node jobs/s | ABR local jobs/s | ABR / Node |");
-    println!("|---|---|---|---|");
+    println!(
+        "| concurrency | Node jobs/s | ABR local jobs/s (egress guard on) | ABR / Node | ABR local, guard off (`egress: None`) | guard on / off |"
+    );
+    println!("|---|---|---|---|---|---|");
     let state = Arc::new(state);
     let url = Arc::new(url);
+    // The same provider without the egress proxy (its own warm browser), for the guard's cost.
+    let unguarded = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: None,
+        ..LocalProviderConfig::default()
+    }));
+    let reps = if quick { 1 } else { 3 };
     for concurrency in [2, 4] {
         let node_run = node("job", n_jobs, concurrency, &site, &state, &SAME_BINARY).await;
         let node_rate = node_run.jobs as f64 / (node_run.wall_ms / 1000.0);
-        let abr_rate = measure_jobs(
-            local.clone(),
-            state.clone(),
-            url.clone(),
-            n_jobs,
-            concurrency,
-        )
-        .await;
+        // Interleaved (on, off, off, on, ...) so that drift of the machine cancels out.
+        let (mut on, mut off) = (Vec::new(), Vec::new());
+        for rep in 0..reps {
+            for guarded in [rep % 2 == 0, rep % 2 != 0] {
+                let provider = if guarded { &local } else { &unguarded };
+                let rate = measure_jobs(
+                    provider.clone(),
+                    state.clone(),
+                    url.clone(),
+                    n_jobs,
+                    concurrency,
+                )
+                .await;
+                if guarded {
+                    on.push(rate)
+                } else {
+                    off.push(rate)
+                }
+            }
+        }
+        let (on, off) = (median(&mut on), median(&mut off));
         println!(
-            "| {concurrency} | {node_rate:.2} | {abr_rate:.2} | {:.2} |",
-            abr_rate / node_rate
+            "| {concurrency} | {node_rate:.2} | {on:.2} | {:.2} | {off:.2} | {:.3} |",
+            on / node_rate,
+            on / off
+        );
+    }
+    if let Some(proxy) = local.egress_proxy().await {
+        println!(
+            "\negress proxy: {} connections allowed, {} refused, {} failed",
+            proxy.allowed(),
+            proxy.refused(),
+            proxy.failed()
         );
     }
     local.shutdown().await;
+    unguarded.shutdown().await;
 }

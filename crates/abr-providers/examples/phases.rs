@@ -38,9 +38,12 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2);
+    // ABR_EGRESS=off measures without the egress proxy.
+    let egress = (std::env::var("ABR_EGRESS").as_deref() != Ok("off")).then(|| site.egress());
     let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
         extra_args,
         prewarm,
+        egress,
         ..LocalProviderConfig::default()
     });
     let url = format!("{}/page", site.origin_a());

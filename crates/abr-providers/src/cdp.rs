@@ -1,20 +1,32 @@
 //! [`CdpSessionProvider`]: attach to a browser someone else runs, by CDP URL.
+//!
+//! Egress: the contexts it creates are routed through the provider's [`EgressProxy`] on the
+//! runner's loopback (`127.0.0.1:<port>`), so the attached browser must run on the same
+//! machine as the runner (or at least reach its loopback); a browser elsewhere would lose its
+//! network in those contexts. When the target cannot create contexts and the provider falls
+//! back to the browser's default context, no proxy can be set there: that context gets the
+//! weaker URL gate instead (see the `egress` module) and downloads denied over CDP.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use abr_core::{
-    AcquireRequest, Lease, LiveView, ProviderCapabilities, ProviderError, ProviderErrorKind,
+    AcquireRequest, EgressPolicy, Lease, ProviderCapabilities, ProviderError, ProviderErrorKind,
     SessionProvider,
 };
 use async_trait::async_trait;
 use playwright_rs::ConnectOverCdpOptions;
-use playwright_rs::protocol::{Browser, BrowserContext, BrowserContextOptions, Viewport};
+use playwright_rs::protocol::{
+    AcceptDownloads, Browser, BrowserContext, BrowserContextOptions, Viewport,
+};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::{Mutex, Semaphore};
 
 use crate::driver::playwright;
+use crate::egress::{
+    EgressProxy, LazyProxy, deny_default_downloads, install_url_gate, remove_url_gate,
+};
 use crate::error::from_playwright;
 use crate::session::BrowserSession;
 
@@ -30,6 +42,11 @@ pub struct CdpProviderConfig {
     pub navigation_timeout: Duration,
     /// Viewport of contexts this provider creates.
     pub viewport: (u32, u32),
+    /// Where the attached browser may connect (default: public addresses only). Contexts the
+    /// provider creates go through an [`EgressProxy`] on the runner's loopback: the browser
+    /// must run on the runner's machine. `None` turns the egress guard off: only for a
+    /// browser whose network is isolated by other means.
+    pub egress: Option<EgressPolicy>,
 }
 
 impl CdpProviderConfig {
@@ -40,6 +57,7 @@ impl CdpProviderConfig {
             connect_timeout: Duration::from_secs(15),
             navigation_timeout: Duration::from_secs(30),
             viewport: (1280, 800),
+            egress: Some(EgressPolicy::new()),
         }
     }
 }
@@ -57,11 +75,16 @@ impl std::fmt::Debug for CdpProviderConfig {
 /// the target cannot create contexts, it falls back to the browser's default context, one job
 /// at a time, clearing its cookies between jobs. It never closes a browser it did not launch:
 /// release closes only the context it created.
+///
+/// Created contexts go through the provider's [`EgressProxy`] (started on the first acquire,
+/// closed by [`CdpSessionProvider::shutdown`]) and deny downloads; the default context gets
+/// the URL gate (see the module docs).
 pub struct CdpSessionProvider {
     config: CdpProviderConfig,
     browser: Mutex<Option<Browser>>,
     default_context_only: AtomicBool,
     default_context_gate: Arc<Semaphore>,
+    proxy: LazyProxy,
 }
 
 impl std::fmt::Debug for CdpSessionProvider {
@@ -84,7 +107,14 @@ impl CdpSessionProvider {
             browser: Mutex::new(None),
             default_context_only: AtomicBool::new(false),
             default_context_gate: Arc::new(Semaphore::new(1)),
+            proxy: LazyProxy::default(),
         }
+    }
+
+    /// The egress proxy created contexts go through, once the first acquire started it
+    /// (`None` when the guard is off or after [`CdpSessionProvider::shutdown`]).
+    pub async fn egress_proxy(&self) -> Option<Arc<EgressProxy>> {
+        self.proxy.current().await
     }
 
     async fn connected(&self) -> Result<Browser, ProviderError> {
@@ -116,12 +146,14 @@ impl CdpSessionProvider {
         Ok(browser)
     }
 
-    /// Disconnects (the browser keeps running).
+    /// Disconnects (the browser keeps running) and closes the egress proxy (contexts still
+    /// routed through it lose their network; both are started again on the next acquire).
     pub async fn shutdown(&self) {
         if let Some(browser) = self.browser.lock().await.take() {
             // For a browser attached over CDP, close() only disconnects.
             let _ = browser.close().await;
         }
+        self.proxy.close().await;
     }
 }
 
@@ -156,7 +188,14 @@ impl SessionProvider for CdpSessionProvider {
         } else {
             let options = BrowserContextOptions::builder()
                 .viewport(Viewport { width, height })
-                .build();
+                .accept_downloads(AcceptDownloads::Deny)
+                .service_workers("block".to_owned());
+            let options = match &self.config.egress {
+                Some(policy) => options
+                    .proxy(self.proxy.get(policy).await?.0.proxy_settings())
+                    .build(),
+                None => options.build(),
+            };
             match browser.new_context_with_options(options).await {
                 Ok(context) => Some(context),
                 Err(e) => {
@@ -189,6 +228,11 @@ impl SessionProvider for CdpSessionProvider {
                     .clear_cookies(None)
                     .await
                     .map_err(|e| from_playwright("clearing the default context", e))?;
+                if let Some(policy) = &self.config.egress {
+                    // No proxy can be set on the default context: the weaker URL gate.
+                    deny_default_downloads(&browser).await?;
+                    install_url_gate(&context, policy).await?;
+                }
                 context
             }
         };
@@ -204,15 +248,23 @@ impl SessionProvider for CdpSessionProvider {
             Err(e) => {
                 if owned {
                     let _ = context.close().await;
+                } else if self.config.egress.is_some() {
+                    let _ = remove_url_gate(&context).await;
                 }
                 return Err(e);
             }
         };
+        let gated = !owned && self.config.egress.is_some();
         let lease = Lease::new(session, move |session: Arc<BrowserSession>| {
             Box::pin(async move {
                 let result = if owned {
                     session.context().close().await
                 } else {
+                    if gated {
+                        // The default context outlives the lease: the next acquire gates it
+                        // again (handlers would pile up otherwise).
+                        let _ = remove_url_gate(session.context()).await;
+                    }
                     session.context().clear_cookies(None).await
                 };
                 drop(permit);
@@ -223,6 +275,6 @@ impl SessionProvider for CdpSessionProvider {
                 }
             })
         });
-        Ok(lease.with_live_view(LiveView::Runner))
+        Ok(lease)
     }
 }

@@ -1,20 +1,50 @@
-//! Which Chromium binary runs a job, and the flags a root, headless, offline machine needs.
+//! Which Chromium binary runs a job, and the flags a headless, offline machine needs.
 
 use std::path::PathBuf;
 
 use abr_core::{ProviderError, ProviderErrorKind};
 
-/// The flags every ABR-launched Chromium gets: no sandbox (root), no GPU, no /dev/shm (small
-/// in containers), and no background network traffic (no internet here, and none wanted).
-pub const BASE_ARGS: [&str; 7] = [
-    "--no-sandbox",
+/// The flags every ABR-launched Chromium gets, whoever runs it: no GPU, no /dev/shm (small in
+/// containers), no background network traffic (none wanted), and WebRTC kept off UDP that
+/// would not go through the context's proxy (so it cannot reach around the egress guard).
+const COMMON_ARGS: [&str; 7] = [
     "--disable-gpu",
     "--disable-dev-shm-usage",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 ];
+
+/// The flags every ABR-launched Chromium gets: [`COMMON_ARGS`], plus `--no-sandbox` only when
+/// this process runs as root (Chromium refuses to start its sandbox as root; as any other
+/// user the sandbox stays on).
+pub fn base_args() -> Vec<&'static str> {
+    args_for_uid(effective_uid())
+}
+
+/// Whether this process runs as root (effective uid 0). `false` when it cannot be told (no
+/// `/proc`): the sandbox then stays on, and Chromium says so if it cannot start.
+pub fn running_as_root() -> bool {
+    effective_uid() == Some(0)
+}
+
+/// The effective uid, as the owner of `/proc/self` (the kernel gives a process' `/proc`
+/// directory its effective uid; no `unsafe` `geteuid` needed).
+fn effective_uid() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
+fn args_for_uid(uid: Option<u32>) -> Vec<&'static str> {
+    let mut args = Vec::with_capacity(COMMON_ARGS.len() + 1);
+    if uid == Some(0) {
+        args.push("--no-sandbox");
+    }
+    args.extend(COMMON_ARGS);
+    args
+}
 
 /// A Chromium build to launch.
 ///
@@ -95,6 +125,25 @@ mod tests {
             "{}",
             e.message()
         );
+    }
+
+    #[test]
+    fn the_sandbox_is_off_only_for_root() {
+        assert!(args_for_uid(Some(0)).contains(&"--no-sandbox"));
+        for uid in [Some(1000), Some(65534), None] {
+            let args = args_for_uid(uid);
+            assert!(!args.contains(&"--no-sandbox"), "{uid:?}: {args:?}");
+            assert!(
+                args.contains(&"--force-webrtc-ip-handling-policy=disable_non_proxied_udp"),
+                "{uid:?}"
+            );
+        }
+        // The process' own uid, as `id -u` reports it, decides.
+        let id = std::process::Command::new("id").arg("-u").output().unwrap();
+        let uid: u32 = String::from_utf8_lossy(&id.stdout).trim().parse().unwrap();
+        assert_eq!(effective_uid(), Some(uid));
+        assert_eq!(running_as_root(), uid == 0);
+        assert_eq!(base_args().contains(&"--no-sandbox"), uid == 0);
     }
 
     #[test]

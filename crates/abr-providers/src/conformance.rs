@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::{
-    AcquireMode, AcquireRequest, Lease, ProviderError, SessionContext, SessionProvider,
+    AcquireMode, AcquireRequest, AllowedPrivate, EgressPolicy, Lease, ProviderError,
+    SessionContext, SessionProvider,
 };
 use abr_protocol::{AgentSessionState, Cookie, LocalStorageItem, OriginState};
 use axum::Router;
@@ -89,6 +90,23 @@ impl TestSite {
     /// `http://localhost:P`.
     pub fn origin_b(&self) -> String {
         format!("http://localhost:{}", self.addr.port())
+    }
+
+    /// Where the site listens (`127.0.0.1:P`).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The egress policy that lets a provider's browser reach exactly this site: public
+    /// addresses, plus `127.0.0.1:P` and `localhost:P` (its two origins), nothing else on
+    /// loopback.
+    pub fn egress(&self) -> EgressPolicy {
+        EgressPolicy::new()
+            .allow_addr(self.addr)
+            .allow_private(AllowedPrivate {
+                host: "localhost".to_owned(),
+                port: self.addr.port(),
+            })
     }
 }
 

@@ -12,13 +12,20 @@
 //! context only if the browser exposes none. Interactive leases are headful and get Kernel's
 //! live view (`browser_live_view_url`) as [`LiveView::Remote`]; unattended ones are headless
 //! (no live view, the cheaper image).
+//!
+//! Egress: Kernel's browser runs in Kernel's network, in its default context, where no proxy
+//! can be set. With [`KernelProviderConfig::egress`] set (the default), the context gets the
+//! URL gate (Playwright routing checks each request against the policy, resolving names in
+//! the runner) and downloads denied over CDP. That gate is weaker than the local providers'
+//! egress proxy: the browser resolves names in its own network, and Playwright does not route
+//! redirects, WebSockets or service-worker requests.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::{
-    AcquireMode, AcquireRequest, Lease, LiveView, ProviderCapabilities, ProviderError,
-    ProviderErrorKind, SessionProvider,
+    AcquireMode, AcquireRequest, EgressPolicy, Lease, ProviderCapabilities, ProviderError,
+    ProviderErrorKind, ProviderViewer, SessionProvider,
 };
 use abr_protocol::SecretValue;
 use async_trait::async_trait;
@@ -28,6 +35,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::egress::{deny_default_downloads, install_url_gate};
 use crate::error::from_playwright;
 use crate::remote::{self, EndSession, Rest, Teardown};
 use crate::session::BrowserSession;
@@ -57,6 +65,9 @@ pub struct KernelProviderConfig {
     pub connect_timeout: Duration,
     /// Deadline for opening the start page.
     pub navigation_timeout: Duration,
+    /// Where the job's browser may go, checked by the URL gate (see the module docs; weaker
+    /// than the local egress proxy). Default: public addresses only. `None` turns it off.
+    pub egress: Option<EgressPolicy>,
 }
 
 impl KernelProviderConfig {
@@ -71,6 +82,7 @@ impl KernelProviderConfig {
             rest_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(20),
             navigation_timeout: Duration::from_secs(30),
+            egress: Some(EgressPolicy::new()),
         }
     }
 }
@@ -86,6 +98,7 @@ impl std::fmt::Debug for KernelProviderConfig {
             .field("rest_timeout", &self.rest_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("navigation_timeout", &self.navigation_timeout)
+            .field("egress", &self.egress)
             .finish()
     }
 }
@@ -189,6 +202,10 @@ impl KernelSessionProvider {
             // has caught up with it, rather than opening a second one.
             let pages = remote::default_context_pages(NAME, &browser).await?;
             remote::settle_pages(&context, pages.len(), step).await;
+            if let Some(policy) = &self.config.egress {
+                deny_default_downloads(&browser).await?;
+                install_url_gate(&context, policy).await?;
+            }
             Ok(context)
         })
         .await?;
@@ -227,7 +244,11 @@ async fn context_of(browser: &Browser) -> Result<BrowserContext, ProviderError> 
     match browser.contexts().into_iter().next() {
         Some(context) => Ok(context),
         None => browser
-            .new_context()
+            .new_context_with_options(
+                playwright_rs::protocol::BrowserContextOptions::builder()
+                    .accept_downloads(playwright_rs::protocol::AcceptDownloads::Deny)
+                    .build(),
+            )
             .await
             .map_err(|e| from_playwright("kernel: opening a context", e)),
     }
@@ -278,9 +299,16 @@ impl SessionProvider for KernelSessionProvider {
         });
         Ok(
             match created.browser_live_view_url.filter(|u| !u.is_empty()) {
-                Some(url) => lease.with_live_view(LiveView::Remote {
-                    url: SecretValue::new(url),
-                }),
+                Some(url) => {
+                    // Kernel's viewer is one page at its own path (`/browser/live/<token>`).
+                    let path = url::Url::parse(&url)
+                        .map(|u| u.path().to_owned())
+                        .unwrap_or_default();
+                    lease.with_provider_viewer(ProviderViewer {
+                        url: SecretValue::new(url),
+                        paths: vec![path],
+                    })
+                }
                 None => lease,
             },
         )

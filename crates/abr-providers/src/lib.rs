@@ -7,6 +7,10 @@
 //!   jobs, full Chromium for capture), a warm shared browser with a fresh context per job;
 //! - [`CdpSessionProvider`]: attach to a running browser by CDP URL;
 //!
+//! Every browser the providers drive is held to an [`abr_core::EgressPolicy`] (default:
+//! public addresses only): local and CDP contexts go through an [`EgressProxy`], remote ones
+//! (Steel, Kernel) through a weaker URL gate; see the `egress` module.
+//!
 //! State goes in with cookies through the cookie API and localStorage through an init script
 //! (no navigation per origin), and comes out through Playwright's `storageState`.
 //!
@@ -18,8 +22,10 @@ mod chromium;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod driver;
+mod egress;
 mod error;
 mod kernel;
+mod live;
 mod local;
 mod remote;
 mod session;
@@ -27,7 +33,8 @@ pub mod state;
 mod steel;
 
 pub use cdp::{CdpProviderConfig, CdpSessionProvider};
-pub use chromium::{BASE_ARGS, ChromiumBinary, display_available};
+pub use chromium::{ChromiumBinary, base_args, display_available, running_as_root};
+pub use egress::{EgressProxy, ProxyLimits};
 pub use error::SETUP_HINT;
 pub use kernel::{KERNEL_API_URL, KernelProviderConfig, KernelSessionProvider};
 pub use local::{Isolation, LocalBrowserSessionProvider, LocalProviderConfig};

@@ -6,16 +6,19 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use abr_core::{
-    AcquireMode, AcquireRequest, Lease, LiveView, ProviderCapabilities, ProviderError,
+    AcquireMode, AcquireRequest, EgressPolicy, Lease, ProviderCapabilities, ProviderError,
     SessionProvider,
 };
 use async_trait::async_trait;
 use playwright_rs::LaunchOptions;
-use playwright_rs::protocol::{Browser, BrowserContext, BrowserContextOptions, Viewport};
+use playwright_rs::protocol::{
+    AcceptDownloads, Browser, BrowserContext, BrowserContextOptions, ProxySettings, Viewport,
+};
 use tokio::sync::Mutex;
 
-use crate::chromium::{BASE_ARGS, ChromiumBinary, display_available};
+use crate::chromium::{ChromiumBinary, base_args, display_available};
 use crate::driver::playwright;
+use crate::egress::{EgressProxy, LazyProxy};
 use crate::error::from_playwright;
 use crate::session::BrowserSession;
 
@@ -44,7 +47,7 @@ pub struct LocalProviderConfig {
     pub headful_interactive: Option<bool>,
     /// Viewport of every page.
     pub viewport: (u32, u32),
-    /// Flags added to [`BASE_ARGS`].
+    /// Flags added to [`base_args`](crate::base_args).
     pub extra_args: Vec<String>,
     /// Deadline for launching a browser.
     pub launch_timeout: Duration,
@@ -55,6 +58,12 @@ pub struct LocalProviderConfig {
     /// is claimed in a few ms and refilled in the background. 0 turns it off. Only used with
     /// [`Isolation::SharedBrowser`]; a warm context has never held any state.
     pub prewarm: usize,
+    /// Where the browsers may connect. `Some`: every browser context (warm pool, jobs,
+    /// interactive capture, a browser per job) goes through an in-process
+    /// [`EgressProxy`] enforcing it. Default: public addresses only. `None` turns the egress
+    /// guard off: only for a browser whose network is isolated by other means (and for
+    /// measuring the guard). Downloads are denied and service workers blocked either way.
+    pub egress: Option<EgressPolicy>,
 }
 
 impl Default for LocalProviderConfig {
@@ -69,6 +78,7 @@ impl Default for LocalProviderConfig {
             launch_timeout: Duration::from_secs(30),
             navigation_timeout: Duration::from_secs(30),
             prewarm: 2,
+            egress: Some(EgressPolicy::new()),
         }
     }
 }
@@ -81,12 +91,18 @@ enum Pool {
 
 /// Local Chromium: a warm shared browser (relaunched transparently if it died) and a fresh
 /// browser context per job, or a browser per job ([`Isolation::BrowserPerJob`]).
+///
+/// Every context is routed through the provider's [`EgressProxy`] (started on the first
+/// acquire, closed by [`LocalBrowserSessionProvider::shutdown`]) unless
+/// [`LocalProviderConfig::egress`] is `None`; every context denies downloads and blocks
+/// service workers.
 pub struct LocalBrowserSessionProvider {
     config: LocalProviderConfig,
     browsers: Mutex<HashMap<Pool, Browser>>,
     launches: AtomicUsize,
     warm: Arc<std::sync::Mutex<Vec<BrowserContext>>>,
     refills: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    proxy: LazyProxy,
 }
 
 impl std::fmt::Debug for LocalBrowserSessionProvider {
@@ -107,14 +123,54 @@ impl LocalBrowserSessionProvider {
             launches: AtomicUsize::new(0),
             warm: Arc::default(),
             refills: std::sync::Mutex::default(),
+            proxy: LazyProxy::default(),
         }
     }
 
-    fn context_options(&self) -> BrowserContextOptions {
+    /// Options of every context: the viewport, the egress proxy (if the guard is on), no
+    /// downloads, no service workers (they would outlive the page's requests).
+    fn context_options(&self, proxy: Option<ProxySettings>) -> BrowserContextOptions {
         let (width, height) = self.config.viewport;
-        BrowserContextOptions::builder()
+        let options = BrowserContextOptions::builder()
             .viewport(Viewport { width, height })
-            .build()
+            .accept_downloads(AcceptDownloads::Deny)
+            .service_workers("block".to_owned());
+        match proxy {
+            Some(proxy) => options.proxy(proxy).build(),
+            None => options.build(),
+        }
+    }
+
+    /// The egress proxy's setting for new contexts (`None` when the guard is off), starting
+    /// the proxy on first use. Warm contexts made for an earlier proxy (whose runtime died)
+    /// are dropped when it is restarted.
+    async fn proxy_settings(&self) -> Result<Option<ProxySettings>, ProviderError> {
+        let Some(policy) = &self.config.egress else {
+            return Ok(None);
+        };
+        let (proxy, restarted) = self.proxy.get(policy).await?;
+        if restarted {
+            let stale: Vec<_> = self
+                .warm
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .drain(..)
+                .collect();
+            let deadline = self.config.launch_timeout;
+            for context in stale {
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(deadline, context.close()).await;
+                });
+            }
+        }
+        Ok(Some(proxy.proxy_settings()))
+    }
+
+    /// The egress proxy the contexts go through, once the first acquire started it (`None`
+    /// when the guard is off or after [`LocalBrowserSessionProvider::shutdown`]). For its
+    /// counters.
+    pub async fn egress_proxy(&self) -> Option<Arc<EgressProxy>> {
+        self.proxy.current().await
     }
 
     /// A never-used warm context, if one is ready. Warm contexts live only in the shared job
@@ -126,7 +182,7 @@ impl LocalBrowserSessionProvider {
     }
 
     /// Tops the warm pool up to `prewarm` in the background.
-    fn refill(&self, browser: &Browser) {
+    fn refill(&self, browser: &Browser, proxy: Option<&ProxySettings>) {
         let target = self.config.prewarm;
         let have = self
             .warm
@@ -140,7 +196,7 @@ impl LocalBrowserSessionProvider {
             let (browser, warm, options) = (
                 browser.clone(),
                 Arc::clone(&self.warm),
-                self.context_options(),
+                self.context_options(proxy.cloned()),
             );
             // Bounded: a browser that dies mid-refill may never answer.
             let deadline = self.config.launch_timeout;
@@ -199,9 +255,9 @@ impl LocalBrowserSessionProvider {
                 .config
                 .headful_interactive
                 .unwrap_or_else(display_available);
-        let args = BASE_ARGS
-            .iter()
-            .map(|a| (*a).to_owned())
+        let args = base_args()
+            .into_iter()
+            .map(str::to_owned)
             .chain(self.config.extra_args.iter().cloned())
             .collect();
         let timeout_ms = self.config.launch_timeout.as_secs_f64() * 1000.0;
@@ -255,7 +311,8 @@ impl LocalBrowserSessionProvider {
         all.saturating_sub(warm)
     }
 
-    /// Closes the warm browsers (they are relaunched on the next acquire).
+    /// Closes the warm browsers and the egress proxy (both are started again on the next
+    /// acquire).
     pub async fn shutdown(&self) {
         self.settle().await;
         let warm: Vec<_> = self
@@ -277,6 +334,7 @@ impl LocalBrowserSessionProvider {
                 Err(_) => tracing::warn!("closing a browser at shutdown timed out"),
             }
         }
+        self.proxy.close().await;
     }
 }
 
@@ -306,6 +364,8 @@ impl SessionProvider for LocalBrowserSessionProvider {
             AcquireMode::Unattended => Pool::Jobs,
         };
         let per_job = self.config.isolation == Isolation::BrowserPerJob;
+        // Before any context exists: every context this acquire makes goes through it.
+        let proxy = self.proxy_settings().await?;
         let browser = if per_job {
             self.launch(pool).await?
         } else {
@@ -314,13 +374,13 @@ impl SessionProvider for LocalBrowserSessionProvider {
         let warm = !per_job && pool == Pool::Jobs && self.config.prewarm > 0;
         let claimed = if warm { self.claim_warm() } else { None };
         if warm {
-            self.refill(&browser);
+            self.refill(&browser, proxy.as_ref());
         }
         let opened = async {
             let context = match claimed {
                 Some(context) => context,
                 None => browser
-                    .new_context_with_options(self.context_options())
+                    .new_context_with_options(self.context_options(proxy))
                     .await
                     .map_err(|e| from_playwright("creating a browser context", e))?,
             };
@@ -363,6 +423,6 @@ impl SessionProvider for LocalBrowserSessionProvider {
                 }
             })
         });
-        Ok(lease.with_live_view(LiveView::Runner))
+        Ok(lease)
     }
 }

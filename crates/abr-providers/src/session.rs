@@ -1,5 +1,6 @@
 //! [`BrowserSession`]: the browser context every provider hands to strategies.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::{ProviderError, SessionContext};
@@ -18,6 +19,8 @@ pub struct BrowserSession {
     page: Page,
     /// Seeded localStorage, for origins the job never loads (see `export_state`).
     seeded: Vec<OriginState>,
+    /// Live-view state shared by every clone (the input CDP session, page-gone signal).
+    live: Arc<crate::live::LiveState>,
 }
 
 impl std::fmt::Debug for BrowserSession {
@@ -85,6 +88,7 @@ impl BrowserSession {
             context,
             page,
             seeded,
+            live: Arc::default(),
         })
     }
 
@@ -96,6 +100,11 @@ impl BrowserSession {
     /// The session's first page.
     pub fn page(&self) -> &Page {
         &self.page
+    }
+
+    /// The live-view state shared by every clone of this session.
+    pub(crate) fn live_state(&self) -> &Arc<crate::live::LiveState> {
+        &self.live
     }
 }
 

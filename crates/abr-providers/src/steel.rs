@@ -22,14 +22,21 @@
 //!
 //! State goes in through Playwright ([`BrowserSession::open`]), never through Steel's
 //! `sessionContext`, so it behaves the same on every provider.
+//!
+//! Egress: Steel's browser runs in Steel's network and the job uses its default context, where
+//! no proxy can be set. With [`SteelProviderConfig::egress`] set (the default), the context
+//! gets the URL gate (Playwright routing checks each request against the policy, resolving
+//! names in the runner) and downloads denied over CDP. That gate is weaker than the local
+//! providers' egress proxy: the browser resolves names in its own network, and Playwright does
+//! not route redirects, WebSockets or service-worker requests.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use abr_core::{
-    AcquireRequest, Lease, LiveView, ProviderCapabilities, ProviderError, ProviderErrorKind,
-    SerializedProvider, SessionProvider,
+    AcquireRequest, EgressPolicy, Lease, ProviderCapabilities, ProviderError, ProviderErrorKind,
+    ProviderViewer, SerializedProvider, SessionProvider,
 };
 use abr_protocol::SecretValue;
 use async_trait::async_trait;
@@ -39,6 +46,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::egress::{deny_default_downloads, install_url_gate};
 use crate::error::from_playwright;
 use crate::remote::{self, EndSession, Rest, Teardown};
 use crate::session::BrowserSession;
@@ -95,6 +103,9 @@ pub struct SteelProviderConfig {
     /// localStorage over between sessions, providers.md §2.9). Default: true for OSS, false
     /// for Cloud.
     pub clear_leftover_storage: bool,
+    /// Where the job's browser may go, checked by the URL gate (see the module docs; weaker
+    /// than the local egress proxy). Default: public addresses only. `None` turns it off.
+    pub egress: Option<EgressPolicy>,
 }
 
 impl SteelProviderConfig {
@@ -111,6 +122,7 @@ impl SteelProviderConfig {
             headless: None,
             session_timeout: None,
             clear_leftover_storage: true,
+            egress: Some(EgressPolicy::new()),
         }
     }
 
@@ -138,6 +150,7 @@ impl std::fmt::Debug for SteelProviderConfig {
             .field("headless", &self.headless)
             .field("session_timeout", &self.session_timeout)
             .field("clear_leftover_storage", &self.clear_leftover_storage)
+            .field("egress", &self.egress)
             .finish()
     }
 }
@@ -145,7 +158,7 @@ impl std::fmt::Debug for SteelProviderConfig {
 /// Leases Steel sessions: one remote session, and one Playwright connection to it, per lease.
 ///
 /// Capabilities: interactive, with Steel's own viewer (`debugUrl`) as
-/// [`LiveView::Remote`]. On OSS, `isolated_contexts` is **false** and `max_concurrent` is 1:
+/// a [`ProviderViewer`]. On OSS, `isolated_contexts` is **false** and `max_concurrent` is 1:
 /// there is one browser and the job gets its default context (cleaned on acquire, see the
 /// module docs); use [`SteelSessionProvider::oss_serialized`]. On Cloud each session is its
 /// own browser.
@@ -386,6 +399,13 @@ impl SteelSessionProvider {
             clear_origins(&context, &leftover).await
         })
         .await?;
+        if let Some(policy) = &self.config.egress {
+            remote::bounded(NAME, "installing the egress gate", step, async {
+                deny_default_downloads(&browser).await?;
+                install_url_gate(&context, policy).await
+            })
+            .await?;
+        }
         let open = BrowserSession::open(
             context,
             request.state.as_ref(),
@@ -678,12 +698,15 @@ impl SessionProvider for SteelSessionProvider {
             .flatten()
             .map(|mut url| {
                 rewrite_host(&mut url, rest.base(), false);
-                LiveView::Remote {
+                ProviderViewer {
                     url: SecretValue::new(String::from(url)),
+                    // The debug page and its screencast socket; never the REST API or the
+                    // CDP endpoint at the origin's root.
+                    paths: vec!["/v1/sessions/debug".into(), "/v1/sessions/cast".into()],
                 }
             });
         Ok(match live_view {
-            Some(view) => lease.with_live_view(view),
+            Some(viewer) => lease.with_provider_viewer(viewer),
             None => lease,
         })
     }

@@ -48,9 +48,10 @@ async fn cdp_attach_conformance_over_http_endpoint() {
         .await
         .unwrap();
     let site = Arc::new(TestSite::start().await.unwrap());
-    let provider = Arc::new(CdpSessionProvider::new(CdpProviderConfig::new(
-        chromium.http_url(),
-    )));
+    let provider = Arc::new(CdpSessionProvider::new(CdpProviderConfig {
+        egress: Some(site.egress()),
+        ..CdpProviderConfig::new(chromium.http_url())
+    }));
     let probe = ChromiumContexts(chromium.browser_ws_url());
     conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
@@ -70,7 +71,10 @@ async fn cdp_attach_by_ws_url_and_a_crash_is_typed() {
         .await
         .unwrap();
     let site = TestSite::start().await.unwrap();
-    let provider = CdpSessionProvider::new(CdpProviderConfig::new(chromium.browser_ws_url()));
+    let provider = CdpSessionProvider::new(CdpProviderConfig {
+        egress: Some(site.egress()),
+        ..CdpProviderConfig::new(chromium.browser_ws_url())
+    });
     conformance::sees_exactly_the_injected_state(&provider, &site).await;
     // The attached browser dies: the job fails typed and the next acquire is a typed error
     // too (nobody relaunches a browser the provider does not own).

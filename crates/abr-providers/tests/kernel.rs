@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abr_core::{
-    AcquireMode, AcquireRequest, Lease, LiveView, ProviderErrorKind, SessionContext,
+    AcquireMode, AcquireRequest, EgressPolicy, Lease, ProviderErrorKind, SessionContext,
     SessionProvider,
 };
 use abr_doubles::{KernelDouble, KernelOptions};
@@ -30,18 +30,20 @@ async fn kernel(opts: KernelOptions) -> KernelDouble {
         .expect("start the Kernel double")
 }
 
-fn config(double: &KernelDouble) -> KernelProviderConfig {
+/// Test deadlines; the browser may reach what `egress` allows (the test site on loopback).
+fn config(double: &KernelDouble, egress: EgressPolicy) -> KernelProviderConfig {
     KernelProviderConfig {
         base_url: double.base_url(),
         rest_timeout: Duration::from_secs(20),
         connect_timeout: Duration::from_secs(10),
         navigation_timeout: Duration::from_secs(10),
+        egress: Some(egress),
         ..KernelProviderConfig::new(double.api_key())
     }
 }
 
-fn provider(double: &KernelDouble) -> KernelSessionProvider {
-    KernelSessionProvider::new(config(double))
+fn provider(double: &KernelDouble, egress: EgressPolicy) -> KernelSessionProvider {
+    KernelSessionProvider::new(config(double, egress))
 }
 
 fn request(mode: AcquireMode, state: Option<abr_protocol::AgentSessionState>) -> AcquireRequest {
@@ -112,7 +114,7 @@ async fn kernel_conformance() {
     let started = Instant::now();
     let double = kernel(KernelOptions::default()).await;
     let site = Arc::new(TestSite::start().await.unwrap());
-    let provider = Arc::new(provider(&double));
+    let provider = Arc::new(provider(&double, site.egress()));
     let caps = provider.capabilities();
     assert!(caps.interactive && caps.remote_live_view && caps.isolated_contexts);
     assert_eq!(caps.max_concurrent, None);
@@ -146,7 +148,7 @@ async fn kernel_conformance() {
 async fn kernel_cycles_leak_nothing() {
     let double = kernel(KernelOptions::default()).await;
     let site = TestSite::start().await.unwrap();
-    let provider = provider(&double);
+    let provider = provider(&double, site.egress());
     let started = Instant::now();
     conformance::cycles_leak_nothing(&provider, &site, 50, &KernelLeaks(&double)).await;
     eprintln!("kernel: 50 cycles {:?}", started.elapsed());
@@ -168,7 +170,7 @@ async fn kernel_dead_endpoint_is_unavailable() {
 #[tokio::test]
 async fn kernel_create_errors_are_typed() {
     let double = kernel(KernelOptions::default()).await;
-    let provider = provider(&double);
+    let provider = provider(&double, EgressPolicy::new());
 
     double.fail_next_create(429);
     let e = provider
@@ -193,7 +195,7 @@ async fn kernel_create_errors_are_typed() {
 
     let wrong = KernelSessionProvider::new(KernelProviderConfig {
         api_key: "sk_wrong".to_owned().into(),
-        ..config(&double)
+        ..config(&double, EgressPolicy::new())
     });
     let e = wrong
         .acquire(request(AcquireMode::Unattended, None))
@@ -215,7 +217,7 @@ async fn kernel_concurrency_limit_is_busy_with_retry_after() {
         ..KernelOptions::default()
     })
     .await;
-    let provider = provider(&double);
+    let provider = provider(&double, EgressPolicy::new());
     let first = acquire(&provider, request(AcquireMode::Unattended, None)).await;
     let e = provider
         .acquire(request(AcquireMode::Unattended, None))
@@ -232,7 +234,7 @@ async fn kernel_concurrency_limit_is_busy_with_retry_after() {
 async fn kernel_interactive_leases_have_a_live_view_and_unattended_ones_do_not() {
     let double = kernel(KernelOptions::default()).await;
     let site = TestSite::start().await.unwrap();
-    let provider = provider(&double);
+    let provider = provider(&double, site.egress());
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()
@@ -246,10 +248,10 @@ async fn kernel_interactive_leases_have_a_live_view_and_unattended_ones_do_not()
         ),
     )
     .await;
-    let Some(LiveView::Remote { url }) = lease.live_view() else {
-        panic!("expected Kernel's live view, got {:?}", lease.live_view())
+    let Some(viewer) = lease.provider_viewer() else {
+        panic!("expected Kernel's viewer, got none")
     };
-    let url = url.expose().to_owned();
+    let url = viewer.url.expose().to_owned();
     let page = http.get(&url).send().await.unwrap();
     assert_eq!(page.status(), 200);
     assert!(
@@ -274,7 +276,7 @@ async fn kernel_interactive_leases_have_a_live_view_and_unattended_ones_do_not()
 
     let lease = acquire(&provider, request(AcquireMode::Unattended, None)).await;
     assert!(
-        lease.live_view().is_none(),
+        lease.provider_viewer().is_none(),
         "a headless browser has no live view"
     );
     release(lease).await;
@@ -291,7 +293,7 @@ async fn kernel_interactive_leases_have_a_live_view_and_unattended_ones_do_not()
 async fn kernel_expiry_mid_job_is_a_typed_retryable_error() {
     let double = kernel(KernelOptions::default()).await;
     let site = TestSite::start().await.unwrap();
-    let provider = provider(&double);
+    let provider = provider(&double, site.egress());
     let lease = acquire(
         &provider,
         request(
@@ -362,9 +364,14 @@ async fn kernel_expiry_mid_job_is_a_typed_retryable_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kernel_a_failure_after_create_still_deletes_the_browser() {
     let double = kernel(KernelOptions::default()).await;
-    let provider = provider(&double);
+    // The start page is allowed and unreachable: the navigation itself fails.
+    let closed = closed_port();
+    let provider = provider(
+        &double,
+        EgressPolicy::new().allow_addr(([127, 0, 0, 1], closed).into()),
+    );
     let mut req = request(AcquireMode::Unattended, None);
-    req.start_url = Some(format!("http://127.0.0.1:{}/", closed_port()));
+    req.start_url = Some(format!("http://127.0.0.1:{closed}/"));
     let e = tokio::time::timeout(STEP, provider.acquire(req))
         .await
         .expect("hung")
@@ -390,13 +397,15 @@ async fn kernel_a_failure_after_create_still_deletes_the_browser() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kernel_dropped_and_cancelled_leases_are_deleted() {
     let double = kernel(KernelOptions::default()).await;
-    let provider = provider(&double);
+    // A start page that never answers (allowed, so the browser does wait for it).
+    let hang = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hang_addr = hang.local_addr().unwrap();
+    let provider = provider(&double, EgressPolicy::new().allow_addr(hang_addr));
     drop(acquire(&provider, request(AcquireMode::Unattended, None)).await);
     wait_until(Duration::from_secs(15), || double.released() == 1).await;
 
     // An acquire cancelled after the browser was created (stuck on its start page).
-    let hang = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = hang.local_addr().unwrap().port();
+    let port = hang_addr.port();
     let holder = tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((socket, _)) = hang.accept().await {

@@ -24,14 +24,18 @@ impl LeakProbe for OpenContexts<'_> {
     }
 }
 
-fn shared() -> LocalBrowserSessionProvider {
-    LocalBrowserSessionProvider::new(LocalProviderConfig::default())
+/// The default provider, its egress guard letting it reach exactly `site`.
+fn shared(site: &TestSite) -> LocalBrowserSessionProvider {
+    LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: Some(site.egress()),
+        ..LocalProviderConfig::default()
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_shared_browser_conformance() {
     let site = Arc::new(TestSite::start().await.unwrap());
-    let provider = Arc::new(shared());
+    let provider = Arc::new(shared(&site));
     conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
     conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;
@@ -53,6 +57,7 @@ async fn local_browser_per_job_conformance() {
     let site = TestSite::start().await.unwrap();
     let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
         isolation: Isolation::BrowserPerJob,
+        egress: Some(site.egress()),
         ..LocalProviderConfig::default()
     });
     conformance::sees_exactly_the_injected_state(&provider, &site).await;

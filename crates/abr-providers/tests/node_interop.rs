@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use abr_core::{AcquireMode, AcquireRequest, SessionContext, SessionProvider};
 use abr_protocol::AgentSessionState;
 use abr_providers::conformance::{Seen, TestSite, state_for, visit};
-use abr_providers::{BASE_ARGS, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig};
+use abr_providers::{ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args};
 use serde_json::json;
 
 fn node(mode: &str, config: &serde_json::Value) -> String {
@@ -38,7 +38,7 @@ fn base_config(site: &TestSite) -> serde_json::Value {
     json!({
         "driverPackage": root,
         "executablePath": ChromiumBinary::HeadlessShell.path(),
-        "args": BASE_ARGS,
+        "args": base_args(),
         "urls": [format!("{}/page", site.origin_a()), format!("{}/page", site.origin_b())],
         "setUrl": format!("{}/set?name=node_cookie&value=nc1", site.origin_a()),
     })
@@ -47,7 +47,10 @@ fn base_config(site: &TestSite) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abr_exports_load_in_node_playwright_and_node_states_load_in_abr() {
     let site = TestSite::start().await.unwrap();
-    let provider = LocalBrowserSessionProvider::new(LocalProviderConfig::default());
+    let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: Some(site.egress()),
+        ..LocalProviderConfig::default()
+    });
     let request = |state: Option<AgentSessionState>| AcquireRequest {
         mode: AcquireMode::Unattended,
         platform: "interop".into(),

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abr_core::{
-    AcquireMode, AcquireRequest, Lease, LiveView, ProviderErrorKind, SerializedProvider,
+    AcquireMode, AcquireRequest, EgressPolicy, Lease, ProviderErrorKind, SerializedProvider,
     SessionContext, SessionProvider,
 };
 use abr_doubles::{SteelDouble, SteelOptions};
@@ -32,17 +32,25 @@ async fn steel(opts: SteelOptions) -> SteelDouble {
         .expect("start the Steel double")
 }
 
-fn config(base_url: &str) -> SteelProviderConfig {
+/// Test deadlines; the browser may reach what `egress` allows (the test site on loopback).
+fn config(base_url: &str, egress: EgressPolicy) -> SteelProviderConfig {
     SteelProviderConfig {
         rest_timeout: Duration::from_secs(20),
         connect_timeout: Duration::from_secs(10),
         navigation_timeout: Duration::from_secs(10),
+        egress: Some(egress),
         ..SteelProviderConfig::oss(base_url)
     }
 }
 
-fn serialized(double: &SteelDouble) -> SerializedProvider<SteelSessionProvider> {
-    SteelSessionProvider::oss_serialized(config(&double.base_url()), Duration::from_secs(60))
+fn serialized(
+    double: &SteelDouble,
+    egress: EgressPolicy,
+) -> SerializedProvider<SteelSessionProvider> {
+    SteelSessionProvider::oss_serialized(
+        config(&double.base_url(), egress),
+        Duration::from_secs(60),
+    )
 }
 
 fn request(mode: AcquireMode, state: Option<abr_protocol::AgentSessionState>) -> AcquireRequest {
@@ -122,7 +130,7 @@ async fn steel_oss_conformance() {
     let started = Instant::now();
     let double = steel(SteelOptions::default()).await;
     let site = Arc::new(TestSite::start().await.unwrap());
-    let provider = Arc::new(serialized(&double));
+    let provider = Arc::new(serialized(&double, site.egress()));
     let caps = provider.capabilities();
     assert!(caps.interactive && caps.remote_live_view);
     assert!(
@@ -153,7 +161,7 @@ async fn steel_oss_conformance() {
 async fn steel_oss_cycles_leak_nothing() {
     let double = steel(SteelOptions::default()).await;
     let site = TestSite::start().await.unwrap();
-    let provider = serialized(&double);
+    let provider = serialized(&double, site.egress());
     let started = Instant::now();
     conformance::cycles_leak_nothing(&provider, &site, 50, &SteelLeaks(&double)).await;
     eprintln!("steel: 50 cycles {:?}", started.elapsed());
@@ -164,7 +172,10 @@ async fn steel_oss_cycles_leak_nothing() {
 #[tokio::test]
 async fn steel_dead_endpoint_is_unavailable() {
     let base = format!("http://127.0.0.1:{}", closed_port());
-    let provider = SteelSessionProvider::oss_serialized(config(&base), Duration::from_secs(5));
+    let provider = SteelSessionProvider::oss_serialized(
+        config(&base, EgressPolicy::new()),
+        Duration::from_secs(5),
+    );
     let e = conformance::dead_endpoint_is_a_typed_error(&provider, Duration::from_secs(5)).await;
     assert_eq!(e.kind(), ProviderErrorKind::Unavailable, "{e}");
     assert!(e.is_retryable());
@@ -176,7 +187,7 @@ async fn steel_dead_endpoint_is_unavailable() {
 
 #[tokio::test]
 async fn steel_a_malformed_base_url_is_misconfigured() {
-    let provider = SteelSessionProvider::new(config("127.0.0.1:3000"));
+    let provider = SteelSessionProvider::new(config("127.0.0.1:3000", EgressPolicy::new()));
     let e = provider
         .acquire(request(AcquireMode::Unattended, None))
         .await
@@ -187,7 +198,7 @@ async fn steel_a_malformed_base_url_is_misconfigured() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steel_create_errors_are_typed() {
     let double = steel(SteelOptions::default()).await;
-    let provider = serialized(&double);
+    let provider = serialized(&double, EgressPolicy::new());
     // Warm up: only the provider's first create is retried.
     release(acquire(&provider, request(AcquireMode::Unattended, None)).await).await;
 
@@ -232,7 +243,7 @@ async fn steel_the_first_create_is_retried_briefly() {
     let double = steel(SteelOptions::default()).await;
     // A server still starting its browser (profile lock) fails the first create.
     double.fail_next_create(500);
-    let provider = serialized(&double);
+    let provider = serialized(&double, EgressPolicy::new());
     release(acquire(&provider, request(AcquireMode::Unattended, None)).await).await;
     assert_eq!(
         posts(&double, "/v1/sessions"),
@@ -246,7 +257,7 @@ async fn steel_the_first_create_is_retried_briefly() {
     for _ in 0..5 {
         double.fail_next_create(500);
     }
-    let provider = serialized(&double);
+    let provider = serialized(&double, EgressPolicy::new());
     let started = Instant::now();
     let e = provider
         .acquire(request(AcquireMode::Unattended, None))
@@ -271,7 +282,7 @@ async fn steel_rewrites_0000_urls_and_serves_the_live_view() {
     })
     .await;
     let site = TestSite::start().await.unwrap();
-    let provider = serialized(&double);
+    let provider = serialized(&double, site.egress());
     let lease = acquire(
         &provider,
         request(
@@ -293,10 +304,10 @@ async fn steel_rewrites_0000_urls_and_serves_the_live_view() {
         "attached through the double's rewritten ws URL"
     );
 
-    let Some(LiveView::Remote { url }) = lease.live_view() else {
-        panic!("expected a remote live view, got {:?}", lease.live_view())
+    let Some(viewer) = lease.provider_viewer() else {
+        panic!("expected Steel's viewer, got none")
     };
-    let url = url.expose().to_owned();
+    let url = viewer.url.expose().to_owned();
     assert!(!url.contains("0.0.0.0"), "{url}");
     assert!(url.starts_with(&double.base_url()), "{url}");
     let http = reqwest::Client::builder()
@@ -321,7 +332,7 @@ async fn steel_rewrites_0000_urls_and_serves_the_live_view() {
 async fn steel_expiry_mid_job_is_a_typed_retryable_error() {
     let double = steel(SteelOptions::default()).await;
     let site = TestSite::start().await.unwrap();
-    let provider = serialized(&double);
+    let provider = serialized(&double, site.egress());
     let lease = acquire(
         &provider,
         request(
@@ -387,9 +398,14 @@ async fn steel_expiry_mid_job_is_a_typed_retryable_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steel_a_failure_after_create_still_releases() {
     let double = steel(SteelOptions::default()).await;
-    let provider = serialized(&double);
+    // The start page is allowed and unreachable: the navigation itself fails.
+    let closed = closed_port();
+    let provider = serialized(
+        &double,
+        EgressPolicy::new().allow_addr(([127, 0, 0, 1], closed).into()),
+    );
     let mut req = request(AcquireMode::Unattended, None);
-    req.start_url = Some(format!("http://127.0.0.1:{}/", closed_port()));
+    req.start_url = Some(format!("http://127.0.0.1:{closed}/"));
     let e = tokio::time::timeout(STEP, provider.acquire(req))
         .await
         .expect("hung")
@@ -409,7 +425,10 @@ async fn steel_a_failure_after_create_still_releases() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steel_dropped_and_cancelled_leases_are_released() {
     let double = steel(SteelOptions::default()).await;
-    let provider = serialized(&double);
+    // A start page that never answers (allowed, so the browser does wait for it).
+    let hang = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hang_addr = hang.local_addr().unwrap();
+    let provider = serialized(&double, EgressPolicy::new().allow_addr(hang_addr));
     drop(acquire(&provider, request(AcquireMode::Unattended, None)).await);
     // The next acquire queues behind the background release (the permit is held until then).
     let lease = acquire(&provider, request(AcquireMode::Unattended, None)).await;
@@ -421,8 +440,7 @@ async fn steel_dropped_and_cancelled_leases_are_released() {
     release(lease).await;
 
     // An acquire cancelled after the session was created (stuck on its start page).
-    let hang = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = hang.local_addr().unwrap().port();
+    let port = hang_addr.port();
     let holder = tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((socket, _)) = hang.accept().await {
@@ -451,7 +469,7 @@ async fn steel_cleans_state_an_earlier_session_left_behind() {
     // released it (OSS would also carry localStorage over a release, providers.md §2.9).
     leave_state_behind(&double, &site).await;
 
-    let provider = serialized(&double);
+    let provider = serialized(&double, site.egress());
     let lease = acquire(
         &provider,
         request(
@@ -496,7 +514,7 @@ async fn steel_cleans_state_an_earlier_session_left_behind() {
     let provider = SteelSessionProvider::oss_serialized(
         SteelProviderConfig {
             clear_leftover_storage: false,
-            ..config(&double.base_url())
+            ..config(&double.base_url(), site.egress())
         },
         Duration::from_secs(30),
     );

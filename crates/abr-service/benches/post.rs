@@ -29,7 +29,7 @@ use abr_demo::{DemoSite, DemoStrategy};
 use abr_protocol::{
     AgentSessionState, Cookie, LocalStorageItem, OriginState, PostContent, PostRequest,
 };
-use abr_providers::{BASE_ARGS, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig};
+use abr_providers::{ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args};
 use abr_service::config::RunnerConfig;
 use abr_service::runner::RunnerBuilder;
 use abr_service::server::RunningServer;
@@ -107,9 +107,10 @@ async fn main() {
     let session = signed_in(&site).await;
 
     // 2. Embedded AgentPoster.
-    let provider = Arc::new(LocalBrowserSessionProvider::new(
-        LocalProviderConfig::default(),
-    ));
+    let provider = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: Some(abr_core::EgressPolicy::new().allow_addr(site.local_addr())),
+        ..LocalProviderConfig::default()
+    }));
     let mut registry = StrategyRegistry::new();
     registry
         .register(Arc::new(DemoStrategy::new(&site.base_url()).unwrap()))
@@ -134,6 +135,7 @@ async fn main() {
         ..RunnerConfig::default()
     };
     config.demo_site_url = None;
+    config.egress = config.egress.allow_addr(site.local_addr());
     let runner = RunnerBuilder::new(config)
         .strategy(Arc::new(DemoStrategy::new(&site.base_url()).unwrap()))
         .unwrap()
@@ -159,7 +161,7 @@ async fn main() {
         "base": site.base_url(),
         "iterations": n,
         "executablePath": ChromiumBinary::HeadlessShell.path(),
-        "args": BASE_ARGS,
+        "args": base_args(),
         "storageState": serde_json::to_value(&session).unwrap(),
     });
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/node-post.mjs");

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use abr_core::{AllowedPrivate, EgressPolicy};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use url::Url;
@@ -91,6 +92,10 @@ pub struct Limits {
     pub capture_ttl: Duration,
     /// Captures open at once.
     pub max_open_captures: usize,
+    /// A connection that has not sent a whole request head within this is closed.
+    pub header_read_timeout: Duration,
+    /// HTTP connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -102,6 +107,33 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(240),
             capture_ttl: Duration::from_secs(15 * 60),
             max_open_captures: 4,
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 256,
+        }
+    }
+}
+
+/// How the live view may be used and embedded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveSettings {
+    /// Origins of apps that embed the live view in a frame or open its socket themselves
+    /// (`ABR_LIVE_EMBED_ORIGINS`, comma-separated `scheme://host[:port]`). The runner's own
+    /// public origin is always allowed.
+    pub embed_origins: Vec<String>,
+    /// Proxy the provider's own viewer instead of serving the runner's view, for providers
+    /// that have one (`ABR_LIVE_PROXY_PROVIDER_VIEWER=true`; default off). Only the viewer's
+    /// own paths are reachable through the proxy.
+    pub proxy_provider_viewer: bool,
+    /// Sockets one live token may hold open at once (`ABR_LIVE_MAX_SOCKETS`, default 2).
+    pub max_sockets_per_token: usize,
+}
+
+impl Default for LiveSettings {
+    fn default() -> Self {
+        Self {
+            embed_origins: Vec::new(),
+            proxy_provider_viewer: false,
+            max_sockets_per_token: 2,
         }
     }
 }
@@ -142,6 +174,11 @@ pub struct RunnerConfig {
     pub demo_site_url: Option<Url>,
     /// Limits.
     pub limits: Limits,
+    /// Where the browsers the runner drives may connect: public addresses, plus the exact
+    /// private `host:port` pairs of `ABR_EGRESS_ALLOW_PRIVATE` (comma-separated).
+    pub egress: EgressPolicy,
+    /// The live view.
+    pub live: LiveSettings,
 }
 
 impl std::fmt::Debug for RunnerConfig {
@@ -160,6 +197,15 @@ impl std::fmt::Debug for RunnerConfig {
                 &self.demo_site_url.as_ref().map(Url::as_str),
             )
             .field("limits", &self.limits)
+            .field(
+                "egress_allow_private",
+                &self
+                    .egress
+                    .allowed()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+            )
+            .field("live", &self.live)
             .finish_non_exhaustive()
     }
 }
@@ -182,8 +228,28 @@ impl Default for RunnerConfig {
             kernel_api_key: None,
             demo_site_url: parse_url("ABR_DEMO_SITE_URL", "http://127.0.0.1:8788").ok(),
             limits: Limits::default(),
+            egress: EgressPolicy::new(),
+            live: LiveSettings::default(),
         }
     }
+}
+
+/// Parses one `scheme://host[:port]` origin (no path, query or credentials), normalised.
+fn parse_origin(key: &str, value: &str) -> Result<String, ConfigError> {
+    let url = Url::parse(value.trim()).map_err(|e| invalid(key, format!("not an origin: {e}")))?;
+    let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host().is_none()
+        || !bare
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(invalid(
+            key,
+            "each entry must be an origin like https://app.example.com",
+        ));
+    }
+    Ok(url.origin().ascii_serialization())
 }
 
 fn parse_url(key: &str, value: &str) -> Result<Url, ConfigError> {
@@ -215,6 +281,12 @@ struct FileConfig {
     request_timeout_secs: Option<u64>,
     capture_ttl_secs: Option<u64>,
     max_open_captures: Option<usize>,
+    header_read_timeout_secs: Option<u64>,
+    max_connections: Option<usize>,
+    egress_allow_private: Option<String>,
+    live_embed_origins: Option<String>,
+    live_proxy_provider_viewer: Option<bool>,
+    live_max_sockets: Option<usize>,
 }
 
 impl FileConfig {
@@ -257,6 +329,24 @@ impl FileConfig {
         put(
             "max_open_captures",
             self.max_open_captures.map(|v| v.to_string()),
+        );
+        put(
+            "header_read_timeout_secs",
+            self.header_read_timeout_secs.map(|v| v.to_string()),
+        );
+        put(
+            "max_connections",
+            self.max_connections.map(|v| v.to_string()),
+        );
+        put("egress_allow_private", self.egress_allow_private);
+        put("live_embed_origins", self.live_embed_origins);
+        put(
+            "live_proxy_provider_viewer",
+            self.live_proxy_provider_viewer.map(|v| v.to_string()),
+        );
+        put(
+            "live_max_sockets",
+            self.live_max_sockets.map(|v| v.to_string()),
         );
         env
     }
@@ -423,6 +513,41 @@ impl RunnerConfig {
         if let Some(n) = positive("ABR_MAX_OPEN_CAPTURES")? {
             l.max_open_captures = n;
         }
+        if let Some(n) = positive("ABR_HEADER_READ_TIMEOUT_SECS")? {
+            l.header_read_timeout = Duration::from_secs(n as u64);
+        }
+        if let Some(n) = positive("ABR_MAX_CONNECTIONS")? {
+            l.max_connections = n;
+        }
+        if let Some(list) = get("ABR_EGRESS_ALLOW_PRIVATE") {
+            for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+                let pair: AllowedPrivate = entry
+                    .parse()
+                    .map_err(|e: String| invalid("ABR_EGRESS_ALLOW_PRIVATE", e))?;
+                config.egress = config.egress.allow_private(pair);
+            }
+        }
+        if let Some(list) = get("ABR_LIVE_EMBED_ORIGINS") {
+            config.live.embed_origins = list
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(|e| parse_origin("ABR_LIVE_EMBED_ORIGINS", e))
+                .collect::<Result<_, _>>()?;
+        }
+        config.live.proxy_provider_viewer = match get("ABR_LIVE_PROXY_PROVIDER_VIEWER") {
+            None | Some("false" | "0" | "off") => false,
+            Some("true" | "1" | "on") => true,
+            Some(_) => {
+                return Err(invalid(
+                    "ABR_LIVE_PROXY_PROVIDER_VIEWER",
+                    "use true or false",
+                ));
+            }
+        };
+        if let Some(n) = positive("ABR_LIVE_MAX_SOCKETS")? {
+            config.live.max_sockets_per_token = n;
+        }
         Ok(config)
     }
 
@@ -432,6 +557,23 @@ impl RunnerConfig {
             Some(url) => url.as_str().trim_end_matches('/').to_owned(),
             None => format!("http://{}", self.bind),
         }
+    }
+
+    /// The runner's public origin (`scheme://host[:port]`): what a browser showing the live
+    /// view sends as `Origin`.
+    pub fn public_origin(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.origin().ascii_serialization(),
+            None => format!("http://{}", self.bind),
+        }
+    }
+
+    /// The origins allowed to open live-view sockets: the runner's own, and the embedding
+    /// apps'.
+    pub fn live_origins(&self) -> Vec<String> {
+        let mut origins = vec![self.public_origin()];
+        origins.extend(self.live.embed_origins.iter().cloned());
+        origins
     }
 }
 
@@ -495,6 +637,43 @@ mod tests {
             let err = RunnerConfig::load(&e, None, false).unwrap_err().to_string();
             assert!(err.starts_with(k), "{err}");
             assert!(!err.contains("short"), "a bad token is not echoed: {err}");
+        }
+    }
+
+    #[test]
+    fn egress_pairs_and_embed_origins_are_strict() {
+        let c = RunnerConfig::load(
+            &env(&[
+                ("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa"),
+                (
+                    "ABR_EGRESS_ALLOW_PRIVATE",
+                    "127.0.0.1:8788, intranet.corp:443",
+                ),
+                ("ABR_LIVE_EMBED_ORIGINS", "https://App.Example.com"),
+                ("ABR_PUBLIC_URL", "https://runner.example.com/base/"),
+                ("ABR_LIVE_PROXY_PROVIDER_VIEWER", "true"),
+            ]),
+            None,
+            false,
+        )
+        .unwrap();
+        let allowed: Vec<String> = c.egress.allowed().map(ToString::to_string).collect();
+        assert_eq!(allowed, ["127.0.0.1:8788", "intranet.corp:443"]);
+        assert_eq!(
+            c.live_origins(),
+            ["https://runner.example.com", "https://app.example.com"]
+        );
+        assert!(c.live.proxy_provider_viewer);
+        for (k, v) in [
+            ("ABR_EGRESS_ALLOW_PRIVATE", "127.0.0.1"),
+            ("ABR_EGRESS_ALLOW_PRIVATE", "*.corp:80"),
+            ("ABR_LIVE_EMBED_ORIGINS", "https://app.example.com/path"),
+            ("ABR_LIVE_EMBED_ORIGINS", "*"),
+            ("ABR_LIVE_PROXY_PROVIDER_VIEWER", "maybe"),
+        ] {
+            let e = env(&[("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa"), (k, v)]);
+            let err = RunnerConfig::load(&e, None, false).unwrap_err().to_string();
+            assert!(err.starts_with(k), "{err}");
         }
     }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abr_core::{CoreError, ErrorKind, ProviderErrorKind};
+use abr_core::{CoreError, ErrorKind, LiveSurface, ProviderErrorKind, SessionContext};
 use abr_protocol::{
     AgentPostResult, CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
     CaptureStartResponse, CaptureStatus, ErrorBody, ErrorEnvelope, Health, PlatformsResponse,
@@ -22,17 +22,28 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::cli::error::JsonDetail;
+use crate::live::LiveState;
 use crate::runner::{Overloaded, Runner};
 
 /// Shared state of the HTTP handlers.
-#[derive(Clone)]
-pub struct AppState {
+pub struct AppState<C: SessionContext> {
     /// The runner.
-    pub runner: Arc<Runner>,
+    pub runner: Arc<Runner<C>>,
     tokens: Arc<TokenSet>,
+    pub(crate) live: Arc<LiveState>,
 }
 
-impl std::fmt::Debug for AppState {
+impl<C: SessionContext> Clone for AppState<C> {
+    fn clone(&self) -> Self {
+        Self {
+            runner: Arc::clone(&self.runner),
+            tokens: Arc::clone(&self.tokens),
+            live: Arc::clone(&self.live),
+        }
+    }
+}
+
+impl<C: SessionContext> std::fmt::Debug for AppState<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
             .field("tokens", &self.tokens.digests.len())
@@ -213,7 +224,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     }
 }
 
-async fn require_bearer(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn require_bearer<C: SessionContext>(
+    State(state): State<AppState<C>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let mut values = request.headers().get_all(header::AUTHORIZATION).iter();
     let presented = match (values.next(), values.next()) {
         (Some(value), None) => value
@@ -257,7 +272,11 @@ async fn access_log(request: Request, next: Next) -> Response {
 }
 
 /// Bounds every request by the configured deadline.
-async fn deadline(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn deadline<C: SessionContext>(
+    State(state): State<AppState<C>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let limit = state.runner.config.limits.request_timeout;
     let is_post = request.uri().path() == "/v1/post";
     match tokio::time::timeout(limit, next.run(request)).await {
@@ -292,43 +311,43 @@ async fn health() -> Json<Health> {
     })
 }
 
-async fn platforms(State(state): State<AppState>) -> Json<PlatformsResponse> {
+async fn platforms<C: SessionContext>(State(state): State<AppState<C>>) -> Json<PlatformsResponse> {
     Json(PlatformsResponse {
         platforms: state.runner.poster.strategies().platforms(),
     })
 }
 
-async fn capture_start(
-    State(state): State<AppState>,
+async fn capture_start<C: SessionContext>(
+    State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureStartRequest>,
 ) -> Result<Json<CaptureStartResponse>, ApiError> {
     let _slot = state.runner.jobs.enter().await?;
     Ok(Json(state.runner.captures.start(request).await?))
 }
 
-async fn capture_finish(
-    State(state): State<AppState>,
+async fn capture_finish<C: SessionContext>(
+    State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureFinishResponse>, ApiError> {
     Ok(Json(state.runner.captures.finish(&request).await?))
 }
 
-async fn capture_cancel(
-    State(state): State<AppState>,
+async fn capture_cancel<C: SessionContext>(
+    State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureCancelResponse>, ApiError> {
     Ok(Json(state.runner.captures.cancel(&request).await?))
 }
 
-async fn capture_status(
-    State(state): State<AppState>,
+async fn capture_status<C: SessionContext>(
+    State(state): State<AppState<C>>,
     Path(capture_id): Path<String>,
 ) -> Result<Json<CaptureStatus>, ApiError> {
     Ok(Json(state.runner.captures.status(&capture_id)?))
 }
 
-async fn post_job(
-    State(state): State<AppState>,
+async fn post_job<C: SessionContext>(
+    State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<PostRequest>,
 ) -> Result<Json<AgentPostResult>, ApiError> {
     let slot = state.runner.jobs.enter().await?;
@@ -350,8 +369,8 @@ async fn post_job(
     }
 }
 
-async fn probe(
-    State(state): State<AppState>,
+async fn probe<C: SessionContext>(
+    State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<ProbeRequest>,
 ) -> Result<Json<ProbeResponse>, ApiError> {
     let slot = state.runner.jobs.enter().await?;
@@ -371,7 +390,7 @@ async fn probe(
 }
 
 /// The router of the runner: the API, and the live view.
-pub fn app(runner: Arc<Runner>) -> Router {
+pub fn app<C: SessionContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
     let config = &runner.config;
     let tokens = Arc::new(TokenSet {
         digests: config
@@ -382,27 +401,32 @@ pub fn app(runner: Arc<Runner>) -> Router {
         open: config.insecure_dev && config.api_tokens.is_empty(),
     });
     let body_limit = config.limits.body_limit_bytes;
-    let state = AppState { runner, tokens };
+    let live = Arc::new(LiveState::new(config));
+    let state = AppState {
+        runner,
+        tokens,
+        live,
+    };
     let protected = Router::new()
-        .route("/v1/platforms", get(platforms))
-        .route("/v1/capture/start", post(capture_start))
-        .route("/v1/capture/finish", post(capture_finish))
-        .route("/v1/capture/cancel", post(capture_cancel))
-        .route("/v1/capture/{capture_id}", get(capture_status))
-        .route("/v1/post", post(post_job))
-        .route("/v1/probe", post(probe))
+        .route("/v1/platforms", get(platforms::<C>))
+        .route("/v1/capture/start", post(capture_start::<C>))
+        .route("/v1/capture/finish", post(capture_finish::<C>))
+        .route("/v1/capture/cancel", post(capture_cancel::<C>))
+        .route("/v1/capture/{capture_id}", get(capture_status::<C>))
+        .route("/v1/post", post(post_job::<C>))
+        .route("/v1/probe", post(probe::<C>))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
-            require_bearer,
+            require_bearer::<C>,
         ));
     Router::new()
         .route("/v1/health", get(health))
         .merge(protected)
-        .merge(crate::live::routes())
+        .merge(crate::live::routes::<C>())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(middleware::from_fn_with_state(state.clone(), deadline))
+        .layer(middleware::from_fn_with_state(state.clone(), deadline::<C>))
         .layer(middleware::from_fn(access_log))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
             ApiError::new(

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use abr_core::{
     AgentPoster, AuditError, AuditEvent, AuditSink, Auditor, CaptureConfig, CoreError,
-    DynSessionProvider, PosterConfig, SessionCaptureManager, StepTimeouts, StrategyRegistry,
-    WebPostStrategy,
+    DynSessionProvider, PosterConfig, SessionCaptureManager, SessionContext, StepTimeouts,
+    StrategyRegistry, WebPostStrategy,
 };
 use abr_providers::{
     BrowserSession, CdpProviderConfig, CdpSessionProvider, ChromiumBinary, Isolation,
@@ -109,12 +109,14 @@ impl AuditSink for TracingAuditSink {
 /// Something to do at shutdown (close warm browsers, disconnect).
 type ShutdownHook = Box<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
-/// The runner: posting, probing and capture on the configured providers.
-pub struct Runner {
+/// The runner: posting, probing and capture on the configured providers. Generic over the
+/// browser context so that the HTTP layer can be tested on the core's fakes; in production
+/// it is [`BrowserSession`].
+pub struct Runner<C: SessionContext = BrowserSession> {
     /// Posting and probing.
-    pub poster: AgentPoster<BrowserSession>,
+    pub poster: AgentPoster<C>,
     /// Interactive capture.
-    pub captures: Arc<SessionCaptureManager<BrowserSession>>,
+    pub captures: Arc<SessionCaptureManager<C>>,
     /// Admission control for jobs.
     pub jobs: JobGate,
     /// The configuration it was built from.
@@ -123,7 +125,7 @@ pub struct Runner {
     reaper: tokio::task::JoinHandle<()>,
 }
 
-impl std::fmt::Debug for Runner {
+impl<C: SessionContext> std::fmt::Debug for Runner<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runner")
             .field("poster", &self.poster)
@@ -133,17 +135,22 @@ impl std::fmt::Debug for Runner {
     }
 }
 
+/// Makes the provider for a [`ProviderChoice`], registering what it must do at shutdown.
+type ProviderFactory<C> =
+    Box<dyn FnMut(ProviderChoice, &mut Vec<ShutdownHook>) -> DynSessionProvider<C> + Send>;
+
 /// Builds a [`Runner`]: register the caller's strategies, optionally override providers.
-pub struct RunnerBuilder {
+pub struct RunnerBuilder<C: SessionContext = BrowserSession> {
     config: RunnerConfig,
-    strategies: StrategyRegistry<BrowserSession>,
-    job_provider: Option<DynSessionProvider<BrowserSession>>,
-    capture_provider: Option<DynSessionProvider<BrowserSession>>,
+    strategies: StrategyRegistry<C>,
+    job_provider: Option<DynSessionProvider<C>>,
+    capture_provider: Option<DynSessionProvider<C>>,
+    factory: Option<ProviderFactory<C>>,
     audit: Option<Arc<dyn AuditSink>>,
     poster_config: PosterConfig,
 }
 
-impl std::fmt::Debug for RunnerBuilder {
+impl<C: SessionContext> std::fmt::Debug for RunnerBuilder<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunnerBuilder")
             .field("strategies", &self.strategies)
@@ -151,9 +158,33 @@ impl std::fmt::Debug for RunnerBuilder {
     }
 }
 
-impl RunnerBuilder {
-    /// A builder for `config`.
+impl RunnerBuilder<BrowserSession> {
+    /// A builder for `config`, with the providers it names (local Chromium, CDP, Steel,
+    /// Kernel) unless overridden.
     pub fn new(config: RunnerConfig) -> Self {
+        let factory = configured_providers(config.clone());
+        let mut builder = Self::bare(config);
+        builder.factory = Some(factory);
+        builder
+    }
+}
+
+impl<C: SessionContext> RunnerBuilder<C> {
+    /// A builder for `config` running jobs on `jobs` and captures on `captures` (the same
+    /// provider may serve both), whatever `config` names: for embedders with their own
+    /// providers, and for tests on the core's fakes.
+    pub fn with_providers(
+        config: RunnerConfig,
+        jobs: DynSessionProvider<C>,
+        captures: DynSessionProvider<C>,
+    ) -> Self {
+        let mut builder = Self::bare(config);
+        builder.job_provider = Some(jobs);
+        builder.capture_provider = Some(captures);
+        builder
+    }
+
+    fn bare(config: RunnerConfig) -> Self {
         let request = config.limits.request_timeout;
         // The steps of one post must finish well inside the request deadline, so that a
         // post never ends in a 504 of unknown outcome.
@@ -171,6 +202,7 @@ impl RunnerBuilder {
             strategies: StrategyRegistry::new(),
             job_provider: None,
             capture_provider: None,
+            factory: None,
             audit: None,
             poster_config: PosterConfig {
                 pacing: None,
@@ -183,21 +215,21 @@ impl RunnerBuilder {
     ///
     /// # Errors
     /// A duplicate or empty platform id.
-    pub fn strategy(mut self, strategy: DynStrategy) -> Result<Self, CoreError> {
+    pub fn strategy(mut self, strategy: Arc<dyn WebPostStrategy<C>>) -> Result<Self, CoreError> {
         self.strategies.register(strategy)?;
         Ok(self)
     }
 
     /// Runs jobs on `provider` instead of the configured one.
     #[must_use]
-    pub fn job_provider(mut self, provider: DynSessionProvider<BrowserSession>) -> Self {
+    pub fn job_provider(mut self, provider: DynSessionProvider<C>) -> Self {
         self.job_provider = Some(provider);
         self
     }
 
     /// Runs captures on `provider` instead of the configured one.
     #[must_use]
-    pub fn capture_provider(mut self, provider: DynSessionProvider<BrowserSession>) -> Self {
+    pub fn capture_provider(mut self, provider: DynSessionProvider<C>) -> Self {
         self.capture_provider = Some(provider);
         self
     }
@@ -220,53 +252,22 @@ impl RunnerBuilder {
     /// called inside a tokio runtime.
     ///
     /// # Errors
-    /// None today; kept fallible for providers that validate eagerly.
-    pub fn build(self) -> Result<Runner, CoreError> {
+    /// [`CoreError::InvalidInput`] when a role has no provider (a builder from
+    /// [`RunnerBuilder::with_providers`] always has both).
+    pub fn build(self) -> Result<Runner<C>, CoreError> {
         let config = self.config;
         let mut hooks: Vec<ShutdownHook> = Vec::new();
-        let mut local: Option<Arc<LocalBrowserSessionProvider>> = None;
-        let mut make = |choice: ProviderChoice,
-                        hooks: &mut Vec<ShutdownHook>|
-         -> DynSessionProvider<BrowserSession> {
-            match choice {
-                ProviderChoice::Local => {
-                    let provider = local.get_or_insert_with(|| {
-                        let p = Arc::new(LocalBrowserSessionProvider::new(local_config(&config)));
-                        let for_hook = Arc::clone(&p);
-                        hooks.push(Box::new(move || {
-                            let p = Arc::clone(&for_hook);
-                            Box::pin(async move { p.shutdown().await })
-                        }));
-                        p
-                    });
-                    Arc::clone(provider) as DynSessionProvider<BrowserSession>
-                }
-                ProviderChoice::Cdp => {
-                    let endpoint = config
-                        .cdp_url
-                        .as_ref()
-                        .map(|u| u.expose_secret().to_owned())
-                        .unwrap_or_default();
-                    let p = Arc::new(CdpSessionProvider::new(CdpProviderConfig::new(endpoint)));
-                    let for_hook = Arc::clone(&p);
-                    hooks.push(Box::new(move || {
-                        let p = Arc::clone(&for_hook);
-                        Box::pin(async move { p.shutdown().await })
-                    }));
-                    p
-                }
-                ProviderChoice::Steel => crate::remote::steel(&config),
-                ProviderChoice::Kernel => crate::remote::kernel(&config),
-            }
+        let mut factory = self.factory;
+        let mut provider = |given: Option<DynSessionProvider<C>>,
+                            choice: ProviderChoice,
+                            hooks: &mut Vec<ShutdownHook>| {
+            given
+                .or_else(|| factory.as_mut().map(|make| make(choice, hooks)))
+                .ok_or_else(|| CoreError::InvalidInput("the runner has no provider".into()))
         };
-        let jobs_provider = match self.job_provider {
-            Some(p) => p,
-            None => make(config.job_provider, &mut hooks),
-        };
-        let capture_provider = match self.capture_provider {
-            Some(p) => p,
-            None => make(config.capture_provider, &mut hooks),
-        };
+        let jobs_provider = provider(self.job_provider, config.job_provider, &mut hooks)?;
+        let capture_provider =
+            provider(self.capture_provider, config.capture_provider, &mut hooks)?;
         let strategies = Arc::new(self.strategies);
         let sink = self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink));
         let auditor = Auditor::new(sink, Duration::from_secs(5));
@@ -281,6 +282,7 @@ impl RunnerBuilder {
                     ttl: config.limits.capture_ttl,
                     max_open: config.limits.max_open_captures,
                     live_view_base: format!("{}/live/", config.public_base()),
+                    max_live_sockets: config.live.max_sockets_per_token,
                     ..CaptureConfig::default()
                 },
             )
@@ -301,6 +303,44 @@ impl RunnerBuilder {
     }
 }
 
+/// The providers `config` names. Local Chromium is one provider shared by both roles (one
+/// warm browser per kind, one egress proxy).
+fn configured_providers(config: RunnerConfig) -> ProviderFactory<BrowserSession> {
+    let mut local: Option<Arc<LocalBrowserSessionProvider>> = None;
+    Box::new(move |choice, hooks| match choice {
+        ProviderChoice::Local => {
+            let provider = local.get_or_insert_with(|| {
+                let p = Arc::new(LocalBrowserSessionProvider::new(local_config(&config)));
+                let for_hook = Arc::clone(&p);
+                hooks.push(Box::new(move || {
+                    let p = Arc::clone(&for_hook);
+                    Box::pin(async move { p.shutdown().await })
+                }));
+                p
+            });
+            Arc::clone(provider) as DynSessionProvider<BrowserSession>
+        }
+        ProviderChoice::Cdp => {
+            let endpoint = config
+                .cdp_url
+                .as_ref()
+                .map(|u| u.expose_secret().to_owned())
+                .unwrap_or_default();
+            let mut cdp = CdpProviderConfig::new(endpoint);
+            cdp.egress = Some(config.egress.clone());
+            let p = Arc::new(CdpSessionProvider::new(cdp));
+            let for_hook = Arc::clone(&p);
+            hooks.push(Box::new(move || {
+                let p = Arc::clone(&for_hook);
+                Box::pin(async move { p.shutdown().await })
+            }));
+            p
+        }
+        ProviderChoice::Steel => crate::remote::steel(&config),
+        ProviderChoice::Kernel => crate::remote::kernel(&config),
+    })
+}
+
 fn local_config(config: &RunnerConfig) -> LocalProviderConfig {
     LocalProviderConfig {
         job_binary: if config.local_full_chromium_jobs {
@@ -313,11 +353,12 @@ fn local_config(config: &RunnerConfig) -> LocalProviderConfig {
         } else {
             Isolation::SharedBrowser
         },
+        egress: Some(config.egress.clone()),
         ..LocalProviderConfig::default()
     }
 }
 
-impl Runner {
+impl<C: SessionContext> Runner<C> {
     /// Graceful shutdown, after the HTTP server stopped accepting: refuses new jobs,
     /// releases every open capture, and closes the browsers the runner launched.
     pub async fn shutdown(&self) {

@@ -1,39 +1,52 @@
 //! Running the HTTP runner: bind, serve, shut down gracefully.
+//!
+//! The accept loop is ours (on hyper's HTTP/1 connection, with upgrades for the live view)
+//! rather than `axum::serve`, for what a server exposed to untrusted clients needs: a
+//! connection that has not sent a whole request head within the header-read timeout is
+//! closed (idle keep-alive connections too), and at most `max_connections` are served at
+//! once (more wait in the listen backlog instead of holding memory and tasks).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
+use abr_core::{LiveSurface, SessionContext};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::config::Limits;
 use crate::runner::Runner;
 
 /// A runner serving HTTP in the background.
-#[derive(Debug)]
-pub struct RunningServer {
+pub struct RunningServer<C: SessionContext = abr_providers::BrowserSession> {
     addr: SocketAddr,
-    runner: Arc<Runner>,
+    runner: Arc<Runner<C>>,
     stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<std::io::Result<()>>,
+    task: JoinHandle<()>,
 }
 
-impl RunningServer {
+impl<C: SessionContext> std::fmt::Debug for RunningServer<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: SessionContext + LiveSurface> RunningServer<C> {
     /// Serves `runner` on `listener` until [`RunningServer::shutdown`].
     ///
     /// # Errors
     /// When the listener has no local address.
-    pub fn start(runner: Arc<Runner>, listener: TcpListener) -> std::io::Result<Self> {
+    pub fn start(runner: Arc<Runner<C>>, listener: TcpListener) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let app = crate::http::app(Arc::clone(&runner));
+        let limits = runner.config.limits.clone();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await
-        });
+        let task = tokio::spawn(serve(listener, app, limits, stopped));
         Ok(Self {
             addr,
             runner,
@@ -46,10 +59,12 @@ impl RunningServer {
     ///
     /// # Errors
     /// When the address cannot be bound.
-    pub async fn bind(runner: Arc<Runner>, addr: SocketAddr) -> std::io::Result<Self> {
+    pub async fn bind(runner: Arc<Runner<C>>, addr: SocketAddr) -> std::io::Result<Self> {
         Self::start(runner, TcpListener::bind(addr).await?)
     }
+}
 
+impl<C: SessionContext> RunningServer<C> {
     /// Where it listens.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
@@ -61,7 +76,7 @@ impl RunningServer {
     }
 
     /// The runner behind it.
-    pub fn runner(&self) -> &Arc<Runner> {
+    pub fn runner(&self) -> &Arc<Runner<C>> {
         &self.runner
     }
 
@@ -71,10 +86,8 @@ impl RunningServer {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        match (&mut self.task).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "the server stopped with an error"),
-            Err(e) => tracing::warn!(error = %e, "the server task failed"),
+        if let Err(e) = (&mut self.task).await {
+            tracing::warn!(error = %e, "the server task failed");
         }
         self.runner.shutdown().await;
     }
@@ -85,6 +98,73 @@ impl RunningServer {
         tracing::info!("shutting down: finishing in-flight requests");
         self.shutdown().await;
     }
+}
+
+/// Accepts connections until `stop`, then lets the open ones finish their requests.
+async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    limits: Limits,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let max = limits.max_connections.clamp(1, 65_535);
+    let slots = Arc::new(Semaphore::new(max));
+    let (closing, closing_rx) = watch::channel(false);
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    loop {
+        let permit = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            permit = Arc::clone(&slots).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let stream = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, say: back off rather than spin.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let connection = http
+            .serve_connection(TokioIo::new(stream), service)
+            .with_upgrades();
+        let mut closing = closing_rx.clone();
+        tokio::spawn(async move {
+            let mut connection = std::pin::pin!(connection);
+            let finished = tokio::select! {
+                result = connection.as_mut() => Some(result),
+                _ = closing.wait_for(|closing| *closing) => None,
+            };
+            let result = match finished {
+                Some(result) => result,
+                None => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    closing.send_replace(true);
+    // Every connection gives its slot back when it is done.
+    let all = u32::try_from(max).unwrap_or(u32::MAX);
+    let _ = slots.acquire_many(all).await;
 }
 
 async fn wait_for_signal() {

@@ -1,7 +1,7 @@
 //! Every refusal of the HTTP API, with its status and its JSON error envelope
 //! `{"error": {"code", "message", "retryable"}}`: authentication, unknown things, unreadable
 //! or ill-typed bodies, over-broad scopes, body limit, capture binding, capture not signed in
-//! yet, and a full runner. Raw cases go through reqwest, the rest through abr-client.
+//! yet, and a full runner. In-process (`oneshot`) on the core's fakes: no browser.
 
 #![allow(
     clippy::unwrap_used,
@@ -12,72 +12,32 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::time::Duration;
+use abr_core::testing::{Script, StrategyScript};
+use axum::body::Body;
+use axum::http::{Method, Request, header};
+use common::fake::*;
+use common::random_suffix;
+use serde_json::json;
 
-use abr_core::DynSessionProvider;
-use abr_demo::FaultMode;
-use abr_protocol::{CaptureRef, SessionScopeSpec, VerificationMethod};
-use abr_providers::{BrowserSession, LocalBrowserSessionProvider, LocalProviderConfig};
-use common::*;
-use reqwest::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
-
-/// Bound of each test.
-const TEST_LIMIT: Duration = Duration::from_secs(240);
-
-fn over_broad_scope() -> Option<SessionScopeSpec> {
-    Some(SessionScopeSpec {
-        cookie_domains: vec!["com".into()],
-        origins: vec![],
-    })
+fn post_body(platform: &str) -> serde_json::Value {
+    json!({ "platform": platform, "session": {"cookies": [], "origins": []},
+            "content": {"text": "hello"}, "workspaceId": "ws", "accountId": "acct" })
 }
 
-fn assert_unauthorized(e: &RawError, case: &str) {
-    assert_eq!(e.status, 401, "{case}: {}", e.body);
-    assert_eq!(e.code, "unauthorized", "{case}");
-    assert!(!e.retryable, "{case}");
+fn assert_unauthorized(reply: &Reply, case: &str) {
+    assert_eq!(reply.error(), (401, "unauthorized".into(), false), "{case}");
     assert_eq!(
-        e.headers
-            .get(WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok()),
+        reply.header("www-authenticate"),
         Some("Bearer"),
         "{case}: a 401 names the scheme"
     );
 }
 
-/// Authentication, unknown things, unreadable and ill-typed bodies, over-broad scopes (with no
-/// browser started for any of them), then a capture: binding mismatch, not signed in yet,
-/// cancel.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refusals_carry_their_status_and_the_error_envelope() {
-    tokio::time::timeout(TEST_LIMIT, refusals())
-        .await
-        .expect("the test took too long");
-}
-
-async fn refusals() {
-    // One local provider for jobs and captures, to count the browsers it launches.
-    let provider = Arc::new(LocalBrowserSessionProvider::new(
-        LocalProviderConfig::default(),
-    ));
-    let stack = {
-        let jobs = Arc::clone(&provider) as DynSessionProvider<BrowserSession>;
-        let captures = Arc::clone(&provider) as DynSessionProvider<BrowserSession>;
-        stack_with(
-            |_| {},
-            move |b| b.job_provider(jobs).capture_provider(captures),
-        )
-        .await
-    };
-    let client = &stack.client;
-    let base = stack.server.base_url();
-    let http = raw_http();
-    let platforms = format!("{base}/v1/platforms");
-    let bearer = format!("Bearer {TOKEN}");
-
-    // --- 401: no, wrong, malformed or ambiguous credentials.
-    let e = raw_error(http.get(&platforms).send().await.unwrap()).await;
-    assert_unauthorized(&e, "no Authorization");
+#[tokio::test]
+async fn credentials_are_checked_before_anything_else() {
+    let s = fake_stack();
+    let app = &s.app;
+    assert_unauthorized(&get(app, "/v1/platforms").await, "no Authorization");
     for (case, value) in [
         (
             "wrong token",
@@ -85,506 +45,344 @@ async fn refusals() {
         ),
         (
             "Basic scheme with the right token",
-            format!("Basic {TOKEN}"),
+            format!("Basic {FAKE_TOKEN}"),
         ),
         (
             "Token scheme with the right token",
-            format!("Token {TOKEN}"),
+            format!("Token {FAKE_TOKEN}"),
         ),
-        ("no scheme", TOKEN.to_owned()),
+        ("no scheme", FAKE_TOKEN.to_owned()),
         ("empty bearer", "Bearer ".to_owned()),
+        (
+            "a prefix of the token",
+            format!("Bearer {}", &FAKE_TOKEN[..20]),
+        ),
     ] {
-        let response = http
-            .get(&platforms)
-            .header(AUTHORIZATION, value)
-            .send()
-            .await
+        let request = Request::builder()
+            .uri("/v1/platforms")
+            .header(header::AUTHORIZATION, value)
+            .body(Body::empty())
             .unwrap();
-        assert_unauthorized(&raw_error(response).await, case);
+        assert_unauthorized(&call(app, request).await, case);
     }
-    let response = http
-        .get(&platforms)
-        .header(AUTHORIZATION, &bearer)
-        .header(AUTHORIZATION, &bearer)
-        .send()
-        .await
+    let twice = Request::builder()
+        .uri("/v1/platforms")
+        .header(header::AUTHORIZATION, format!("Bearer {FAKE_TOKEN}"))
+        .header(header::AUTHORIZATION, format!("Bearer {FAKE_TOKEN}"))
+        .body(Body::empty())
         .unwrap();
-    assert_unauthorized(&raw_error(response).await, "two Authorization headers");
+    assert_unauthorized(&call(app, twice).await, "two Authorization headers");
     // Authentication comes before the body is read: a bad body without a token is a 401.
-    let response = http
-        .post(format!("{base}/v1/post"))
-        .header(CONTENT_TYPE, "application/json")
-        .body("{not json")
-        .send()
-        .await
+    let bad = Request::builder()
+        .method(Method::POST)
+        .uri("/v1/post")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from("{not json"))
         .unwrap();
-    assert_unauthorized(&raw_error(response).await, "post without a token");
-    let response = http
-        .get(format!("{base}/v1/capture/some-capture-id"))
-        .send()
-        .await
-        .unwrap();
-    assert_unauthorized(&raw_error(response).await, "capture status without a token");
-    // The controls: the scheme is case-insensitive, and the client's calls are accepted.
-    let response = http
-        .get(&platforms)
-        .header(AUTHORIZATION, format!("bearer {TOKEN}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let listed = client.platforms().await.unwrap();
-    assert!(listed.platforms.iter().any(|p| p.id == "demo"));
-
-    // --- Health needs no token.
-    let response = http.get(format!("{base}/v1/health")).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    let health: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(health["status"], "ok");
-
-    // --- 404: unknown platform, capture id, route.
-    let session = demo_session("not-a-real-session-token");
-    for e in [
-        client
-            .post(&post_request("nope", session.clone(), "hello"))
-            .await
-            .unwrap_err(),
-        client
-            .probe(&probe_request("nope", session.clone()))
-            .await
-            .unwrap_err(),
-        client
-            .capture_start(&abr_protocol::CaptureStartRequest {
-                platform: "nope".into(),
-                ..start_request()
-            })
-            .await
-            .unwrap_err(),
+    assert_unauthorized(&call(app, bad).await, "post without a token");
+    assert_unauthorized(
+        &get(app, "/v1/capture/some-capture-id").await,
+        "capture status without a token",
+    );
+    // The controls: the scheme is case-insensitive, and both rotated tokens are accepted.
+    for value in [
+        format!("bearer {FAKE_TOKEN}"),
+        format!("Bearer {FAKE_TOKEN_NEXT}"),
     ] {
+        let request = Request::builder()
+            .uri("/v1/platforms")
+            .header(header::AUTHORIZATION, value)
+            .body(Body::empty())
+            .unwrap();
+        let reply = call(app, request).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(reply.json()["platforms"][0]["id"], FAKE_PLATFORM);
+    }
+    // Health needs no token.
+    let health = get(app, "/v1/health").await;
+    assert_eq!(health.status, 200);
+    assert_eq!(health.json()["status"], "ok");
+    assert_eq!(
+        s.provider.acquired(),
+        0,
+        "no refused request acquired a browser"
+    );
+}
+
+#[tokio::test]
+async fn unknown_things_are_404_and_other_methods_405() {
+    let s = fake_stack();
+    let app = &s.app;
+    for path in ["/v1/post", "/v1/probe"] {
+        let reply = post_json(app, path, &post_body("nope")).await;
         assert_eq!(
-            api_error(&e),
+            reply.error(),
             (404, "unknown_platform".into(), false),
-            "{e}"
+            "{path}"
         );
     }
-    for e in [
-        client.capture_status("no-such-capture").await.unwrap_err(),
-        client
-            .capture_finish(&bound("no-such-capture"))
-            .await
-            .unwrap_err(),
-        client
-            .capture_cancel(&bound("no-such-capture"))
-            .await
-            .unwrap_err(),
-    ] {
+    let reply = post_json(
+        app,
+        "/v1/capture/start",
+        &json!({"workspaceId": "ws", "accountId": "acct", "platform": "nope"}),
+    )
+    .await;
+    assert_eq!(reply.error(), (404, "unknown_platform".into(), false));
+    let missing = json!({"captureId": "no-such-capture", "workspaceId": "ws", "accountId": "acct"});
+    for path in ["/v1/capture/finish", "/v1/capture/cancel"] {
+        let reply = post_json(app, path, &missing).await;
         assert_eq!(
-            api_error(&e),
+            reply.error(),
             (404, "capture_not_found".into(), false),
-            "{e}"
+            "{path}"
         );
     }
+    let reply = get_authed(app, "/v1/capture/no-such-capture").await;
+    assert_eq!(reply.error(), (404, "capture_not_found".into(), false));
     for (path, authed) in [
         ("/v1/nope", true),
         ("/v1/nope", false),
         ("/nope", false),
         ("/v1/capture/a/b", true),
     ] {
-        let mut request = http.get(format!("{base}{path}"));
-        if authed {
-            request = request.header(AUTHORIZATION, &bearer);
-        }
-        let e = raw_error(request.send().await.unwrap()).await;
-        assert_eq!(
-            (e.status, e.code.as_str(), e.retryable),
-            (404, "not_found", false),
-            "{path}: {}",
-            e.body
-        );
+        let reply = if authed {
+            get_authed(app, path).await
+        } else {
+            get(app, path).await
+        };
+        assert_eq!(reply.error(), (404, "not_found".into(), false), "{path}");
     }
-
-    // --- 405: a known route with another method is an envelope too.
-    for (path, authed, expected_allow) in [
-        ("/v1/post", true, "POST"),
-        ("/v1/post", false, "POST"),
-        ("/v1/health", false, "GET"),
-    ] {
-        let mut request = http.delete(format!("{base}{path}"));
-        if authed {
-            request = request.header(AUTHORIZATION, &bearer);
-        }
-        let e = raw_error(request.send().await.unwrap()).await;
+    for (path, expected_allow) in [("/v1/post", "POST"), ("/v1/health", "GET")] {
+        let reply = call(
+            app,
+            authed(Method::DELETE, path).body(Body::empty()).unwrap(),
+        )
+        .await;
         assert_eq!(
-            (e.status, e.code.as_str(), e.retryable),
-            (405, "method_not_allowed", false),
-            "{path}: {}",
-            e.body
+            reply.error(),
+            (405, "method_not_allowed".into(), false),
+            "{path}"
         );
-        let allow = e.headers.get(ALLOW).and_then(|v| v.to_str().ok());
         assert!(
-            allow.is_some_and(|a| a.contains(expected_allow)),
-            "{path}: Allow: {allow:?}"
+            reply
+                .header("allow")
+                .is_some_and(|a| a.contains(expected_allow)),
+            "{path}: {:?}",
+            reply.header("allow")
         );
     }
+    assert_eq!(s.provider.acquired(), 0);
+}
 
-    // --- 400 / 415: the body is not JSON, or not declared as JSON.
-    let post_url = format!("{base}/v1/post");
-    let valid_body = serde_json::to_string(&post_request("nope", session.clone(), "x")).unwrap();
+#[tokio::test]
+async fn unreadable_and_ill_typed_bodies_are_400_415_and_422_without_echo() {
+    let s = fake_stack();
+    let app = &s.app;
+    let valid = post_body("nope").to_string();
     for (case, body) in [
-        ("truncated", r#"{"platform": "demo","#.to_owned()),
+        ("truncated", r#"{"platform": "fake","#.to_owned()),
         ("empty", String::new()),
-        ("trailing garbage", format!("{valid_body} x")),
+        ("trailing garbage", format!("{valid} x")),
         ("a single quote", "'".to_owned()),
     ] {
-        let response = http
-            .post(&post_url)
-            .header(AUTHORIZATION, &bearer)
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        let e = raw_error(response).await;
-        assert_eq!(
-            (e.status, e.code.as_str(), e.retryable),
-            (400, "invalid_json", false),
-            "{case}: {}",
-            e.body
-        );
+        let reply = call(
+            app,
+            authed(Method::POST, "/v1/post")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(reply.error(), (400, "invalid_json".into(), false), "{case}");
     }
     for content_type in [
         None,
         Some("text/plain"),
         Some("application/x-www-form-urlencoded"),
     ] {
-        let mut request = http
-            .post(&post_url)
-            .header(AUTHORIZATION, &bearer)
-            .body(valid_body.clone());
-        if let Some(content_type) = content_type {
-            request = request.header(CONTENT_TYPE, content_type);
+        let mut request = authed(Method::POST, "/v1/post");
+        if let Some(ct) = content_type {
+            request = request.header(header::CONTENT_TYPE, ct);
         }
-        let e = raw_error(request.send().await.unwrap()).await;
+        let reply = call(app, request.body(Body::from(valid.clone())).unwrap()).await;
         assert_eq!(
-            (e.status, e.code.as_str(), e.retryable),
-            (415, "unsupported_media_type", false),
-            "{content_type:?}: {}",
-            e.body
+            reply.error(),
+            (415, "unsupported_media_type".into(), false),
+            "{content_type:?}"
         );
     }
     // The control: JSON with a charset parameter is read (and the platform is unknown).
-    let response = http
-        .post(&post_url)
-        .header(AUTHORIZATION, &bearer)
-        .header(CONTENT_TYPE, "Application/JSON; charset=utf-8")
-        .body(valid_body.clone())
-        .send()
-        .await
-        .unwrap();
-    let e = raw_error(response).await;
-    assert_eq!((e.status, e.code.as_str()), (404, "unknown_platform"));
+    let reply = call(
+        app,
+        authed(Method::POST, "/v1/post")
+            .header(header::CONTENT_TYPE, "Application/JSON; charset=utf-8")
+            .body(Body::from(valid))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(reply.error().1, "unknown_platform");
 
-    // --- 422: well-formed JSON of the wrong shape; the message never echoes the value.
     let canary = format!("CANARY-422-{}", random_suffix());
     let cookie = |field: &str| {
-        let mut c = serde_json::json!({
-            "name": "sid", "value": "v", "domain": "127.0.0.1", "path": "/",
+        let mut c = json!({
+            "name": "sid", "value": "v", "domain": "fake.example", "path": "/",
             "expires": -1, "httpOnly": true, "secure": false, "sameSite": "Lax"
         });
         c[field] = serde_json::Value::String(canary.clone());
-        serde_json::json!({"cookies": [c], "origins": []})
+        json!({"cookies": [c], "origins": []})
     };
-    let ill_typed = [
+    for (case, body) in [
         (
             "session is a string",
-            serde_json::json!({"platform": "demo", "session": canary, "content": {"text": "x"}}),
+            json!({"platform": "fake", "session": canary, "content": {"text": "x"}}),
         ),
         (
             "content is a string",
-            serde_json::json!({"platform": "demo", "session": {}, "content": canary}),
+            json!({"platform": "fake", "session": {}, "content": canary}),
         ),
         (
             "cookie expires is a string",
-            serde_json::json!({"platform": "demo", "session": cookie("expires"), "content": {"text": "x"}}),
+            json!({"platform": "fake", "session": cookie("expires"), "content": {"text": "x"}}),
         ),
         (
             "unknown sameSite",
-            serde_json::json!({"platform": "demo", "session": cookie("sameSite"), "content": {"text": "x"}}),
+            json!({"platform": "fake", "session": cookie("sameSite"), "content": {"text": "x"}}),
         ),
         (
             "scope domains are a string",
-            serde_json::json!({"platform": "demo", "session": {}, "content": {"text": "x"},
-                               "scope": {"cookieDomains": canary}}),
+            json!({"platform": "fake", "session": {}, "content": {"text": "x"}, "scope": {"cookieDomains": canary}}),
         ),
-    ];
-    for (case, body) in ill_typed {
-        let response = http
-            .post(&post_url)
-            .header(AUTHORIZATION, &bearer)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let e = raw_error(response).await;
+    ] {
+        let reply = post_json(app, "/v1/post", &body).await;
         assert_eq!(
-            (e.status, e.code.as_str(), e.retryable),
-            (422, "invalid_request", false),
-            "{case}: {}",
-            e.body
+            reply.error(),
+            (422, "invalid_request".into(), false),
+            "{case}"
         );
         assert!(
-            !e.body.contains(&canary) && !e.body.contains("CANARY"),
+            !reply.body.contains("CANARY"),
             "{case}: the error echoes the value: {}",
-            e.body
+            reply.body
         );
     }
-    let response = http
-        .post(&post_url)
-        .header(AUTHORIZATION, &bearer)
-        .json(&serde_json::json!({"platform": "demo"}))
-        .send()
-        .await
-        .unwrap();
-    let e = raw_error(response).await;
-    assert_eq!((e.status, e.code.as_str()), (422, "invalid_request"));
-    assert!(
-        e.message.contains("session"),
-        "names the missing field: {}",
-        e.message
-    );
+    let reply = post_json(app, "/v1/post", &json!({"platform": "fake"})).await;
+    assert_eq!(reply.error().1, "invalid_request");
+    assert!(reply.message().contains("session"), "{}", reply.message());
 
-    // --- 422: an over-broad request scope, refused before any browser starts.
-    let mut post = post_request("demo", session.clone(), "never posted");
-    post.scope = over_broad_scope();
-    let mut probe = probe_request("demo", session.clone());
-    probe.scope = over_broad_scope();
-    let mut start = start_request();
-    start.scope = over_broad_scope();
-    for e in [
-        client.post(&post).await.unwrap_err(),
-        client.probe(&probe).await.unwrap_err(),
-        client.capture_start(&start).await.unwrap_err(),
+    // An over-broad request scope is refused before any browser is acquired.
+    let broad = json!({"cookieDomains": ["com"], "origins": []});
+    let mut post = post_body(FAKE_PLATFORM);
+    post["scope"] = broad.clone();
+    let mut start = fake_start("ws", "acct");
+    start["scope"] = broad;
+    for (path, body) in [
+        ("/v1/post", &post),
+        ("/v1/probe", &post),
+        ("/v1/capture/start", &start),
     ] {
-        assert_eq!(api_error(&e), (422, "invalid_scope".into(), false), "{e}");
+        let reply = post_json(app, path, body).await;
+        assert_eq!(
+            reply.error(),
+            (422, "invalid_scope".into(), false),
+            "{path}"
+        );
     }
     assert_eq!(
-        provider.launches(),
+        s.provider.acquired(),
         0,
         "no refused request may start a browser"
     );
-    assert_eq!(stack.server.runner().captures.open_count(), 0);
-    assert!(stack.site.posts().is_empty());
+    assert!(s.strategy.posted().is_empty());
+}
 
-    // --- A capture: 403 for the wrong binding, 409 until signed in, cancel with the right one.
-    let capture = client.capture_start(&start_request()).await.unwrap();
-    assert_eq!(provider.launches(), 1, "the capture started a browser");
-    let id = capture.capture_id.clone();
+#[tokio::test]
+async fn a_capture_is_bound_to_its_tenant_and_gone_once_cancelled() {
+    let s = fake_stack();
+    let app = &s.app;
+    let (id, live) = fake_capture(app).await;
+    assert_eq!(s.provider.acquired(), 1);
     for wrong in [
-        CaptureRef {
-            account_id: "acct-other".into(),
-            ..bound(&id)
-        },
-        CaptureRef {
-            workspace_id: "ws-other".into(),
-            ..bound(&id)
-        },
+        json!({"captureId": id, "workspaceId": "ws", "accountId": "acct-other"}),
+        json!({"captureId": id, "workspaceId": "ws-other", "accountId": "acct"}),
     ] {
-        let e = client.capture_finish(&wrong).await.unwrap_err();
-        assert_eq!(
-            api_error(&e),
-            (403, "binding_mismatch".into(), false),
-            "{e}"
-        );
-        let e = client.capture_cancel(&wrong).await.unwrap_err();
-        assert_eq!(
-            api_error(&e),
-            (403, "binding_mismatch".into(), false),
-            "{e}"
-        );
+        for path in ["/v1/capture/finish", "/v1/capture/cancel"] {
+            let reply = post_json(app, path, &wrong).await;
+            assert_eq!(
+                reply.error(),
+                (403, "binding_mismatch".into(), false),
+                "{path}"
+            );
+        }
     }
     // A refused finish or cancel leaves the capture open.
-    assert_eq!(client.capture_status(&id).await.unwrap().platform, "demo");
-    let live = http.get(&capture.live_view_url).send().await.unwrap();
-    assert_eq!(live.status(), 200, "the live view is served while open");
+    assert_eq!(
+        get_authed(app, &format!("/v1/capture/{id}")).await.status,
+        200
+    );
+    assert_eq!(get(app, &format!("/live/{live}")).await.status, 200);
+    let right = json!({"captureId": id, "workspaceId": "ws", "accountId": "acct"});
+    let reply = post_json(app, "/v1/capture/finish", &right).await;
+    assert_eq!(reply.error(), (409, "not_authenticated".into(), true));
 
-    let e = client.capture_finish(&bound(&id)).await.unwrap_err();
-    assert_eq!(
-        api_error(&e),
-        (409, "not_authenticated".into(), true),
-        "{e}"
-    );
-    assert!(e.is_retryable());
-    assert_eq!(client.capture_status(&id).await.unwrap().platform, "demo");
-
-    let cancelled = client.capture_cancel(&bound(&id)).await.unwrap();
-    assert!(cancelled.cancelled);
-    assert_eq!(stack.server.runner().captures.open_count(), 0);
-    let e = client.capture_status(&id).await.unwrap_err();
-    assert_eq!(
-        api_error(&e),
-        (404, "capture_not_found".into(), false),
-        "{e}"
-    );
-    let e = client.capture_finish(&bound(&id)).await.unwrap_err();
-    assert_eq!(
-        api_error(&e),
-        (404, "capture_not_found".into(), false),
-        "{e}"
-    );
-    let e = raw_error(http.get(&capture.live_view_url).send().await.unwrap()).await;
-    assert_eq!(
-        (e.status, e.code.as_str()),
-        (404, "live_view_not_found"),
-        "{}",
-        e.body
-    );
-
-    stack.server.shutdown().await;
-    provider.shutdown().await;
-    stack.site.shutdown().await;
+    let reply = post_json(app, "/v1/capture/cancel", &right).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json()["cancelled"], true);
+    assert_eq!(s.provider.released(), 1, "cancel released the browser");
+    let reply = get_authed(app, &format!("/v1/capture/{id}")).await;
+    assert_eq!(reply.error(), (404, "capture_not_found".into(), false));
+    let reply = post_json(app, "/v1/capture/finish", &right).await;
+    assert_eq!(reply.error(), (404, "capture_not_found".into(), false));
+    let reply = get(app, &format!("/live/{live}")).await;
+    assert_eq!(reply.error(), (404, "live_view_not_found".into(), false));
 }
 
-/// A body over `body_limit_bytes` is a 413 envelope; a body under it is read.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn an_oversized_body_is_a_413_envelope() {
-    tokio::time::timeout(TEST_LIMIT, async {
-        let stack = stack_with(|c| c.limits.body_limit_bytes = 1024, |b| b).await;
-        let session = demo_session("not-a-real-session-token");
-        let big = post_request("demo", session.clone(), &"x".repeat(4096));
-
-        let e = stack.client.post(&big).await.unwrap_err();
-        assert_eq!(
-            api_error(&e),
-            (413, "payload_too_large".into(), false),
-            "{e}"
-        );
-        let response = raw_http()
-            .post(format!("{}/v1/post", stack.server.base_url()))
-            .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
-            .json(&big)
-            .send()
-            .await
-            .unwrap();
-        let e = raw_error(response).await;
-        assert_eq!(
-            (e.status, e.code.as_str(), e.retryable),
-            (413, "payload_too_large", false),
-            "{}",
-            e.body
-        );
-        // Under the limit the body is read (and the platform is unknown: no browser).
-        let e = stack
-            .client
-            .post(&post_request("nope", session, "small"))
-            .await
-            .unwrap_err();
-        assert_eq!(
-            api_error(&e),
-            (404, "unknown_platform".into(), false),
-            "{e}"
-        );
-        assert!(stack.site.posts().is_empty());
-
-        stack.server.shutdown().await;
-        stack.site.shutdown().await;
-    })
-    .await
-    .expect("the test took too long");
+    let s = fake_stack_with(abr_core::testing::FakeProvider::new(), |c| {
+        c.limits.body_limit_bytes = 1024;
+    });
+    let mut big = post_body(FAKE_PLATFORM);
+    big["content"]["text"] = json!("x".repeat(4096));
+    let reply = post_json(&s.app, "/v1/post", &big).await;
+    assert_eq!(reply.error(), (413, "payload_too_large".into(), false));
+    // Under the limit the body is read (and the platform is unknown: no browser).
+    let reply = post_json(&s.app, "/v1/post", &post_body("nope")).await;
+    assert_eq!(reply.error().1, "unknown_platform");
+    assert_eq!(s.provider.acquired(), 0);
 }
 
-/// With one job slot and no queue, a request while a post runs is a 503 with Retry-After;
-/// the running post is not disturbed, and the slot is free again afterwards.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// With one job slot and no queue, a request while a post runs is a 503 with Retry-After.
+#[tokio::test]
 async fn a_full_runner_answers_503_with_retry_after() {
-    tokio::time::timeout(TEST_LIMIT, async {
-        let stack = stack_with(
-            |c| {
-                c.limits.max_concurrent_jobs = 1;
-                c.limits.max_queued_jobs = 0;
-            },
-            |b| b,
-        )
-        .await;
-        let session = signed_in_session(&stack.site, "carol").await;
-        stack.site.set_fault(FaultMode::SlowToast);
-        let text = format!("the slow post {}", random_suffix());
-        let first = {
-            let client = stack.client.clone();
-            let request = post_request("demo", session.clone(), &text);
-            tokio::spawn(async move { client.post(&request).await })
-        };
-        // Saved by the site: the post is in its job slot, waiting for the toast (3 s).
-        wait_for("the first post to be saved", WAIT, || {
-            stack.site.posts().iter().any(|p| p.text == text)
-        })
-        .await;
-
-        let e = stack
-            .client
-            .post(&post_request("demo", session.clone(), "refused"))
-            .await
-            .unwrap_err();
-        assert_eq!(api_error(&e), (503, "overloaded".into(), true), "{e}");
-        assert!(
-            e.retry_after()
-                .is_some_and(|after| after >= Duration::from_secs(1)),
-            "{e:?}"
-        );
-        assert!(e.is_retryable());
-        let e = stack
-            .client
-            .capture_start(&start_request())
-            .await
-            .unwrap_err();
-        assert_eq!(api_error(&e), (503, "overloaded".into(), true), "{e}");
-        let response = raw_http()
-            .post(format!("{}/v1/probe", stack.server.base_url()))
-            .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
-            .json(&probe_request("demo", session.clone()))
-            .send()
-            .await
-            .unwrap();
-        let e = raw_error(response).await;
-        assert_eq!(
-            (e.status, e.code.as_str(), e.retryable),
-            (503, "overloaded", true),
-            "{}",
-            e.body
-        );
-        let retry_after: u64 = e
-            .headers
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
+    let s = fake_stack_with(abr_core::testing::FakeProvider::new(), |c| {
+        c.limits.max_concurrent_jobs = 1;
+        c.limits.max_queued_jobs = 0;
+    });
+    s.strategy
+        .edit(|script: &mut StrategyScript| script.post = Script::Hang);
+    let app = s.app.clone();
+    let running =
+        tokio::spawn(async move { post_json(&app, "/v1/post", &post_body(FAKE_PLATFORM)).await });
+    for _ in 0..200 {
+        if s.provider.acquired() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(s.provider.acquired(), 1, "the first post holds the slot");
+    for (path, body) in [
+        ("/v1/post", post_body(FAKE_PLATFORM)),
+        ("/v1/probe", post_body(FAKE_PLATFORM)),
+        ("/v1/capture/start", fake_start("ws", "acct")),
+    ] {
+        let reply = post_json(&s.app, path, &body).await;
+        assert_eq!(reply.error(), (503, "overloaded".into(), true), "{path}");
+        let after: u64 = reply
+            .header("retry-after")
             .and_then(|v| v.trim().parse().ok())
             .expect("Retry-After in whole seconds");
-        assert!(retry_after >= 1, "Retry-After: {retry_after}");
-
-        let result = tokio::time::timeout(WAIT, first)
-            .await
-            .expect("the first post never finished")
-            .unwrap()
-            .unwrap();
-        assert!(result.ok, "{result:?}");
-        assert_eq!(
-            result.verification.as_ref().map(|v| v.method),
-            Some(VerificationMethod::Toast),
-            "{result:?}"
-        );
-        assert_eq!(stack.site.posts().len(), 1, "the refused post never ran");
-        assert_eq!(stack.server.runner().captures.open_count(), 0);
-
-        // The slot is free again.
-        let session = result.refreshed_session.unwrap_or(session);
-        let probe = stack
-            .client
-            .probe(&probe_request("demo", session))
-            .await
-            .unwrap();
-        assert!(probe.authenticated, "{probe:?}");
-
-        stack.server.shutdown().await;
-        stack.site.shutdown().await;
-    })
-    .await
-    .expect("the test took too long");
+        assert!(after >= 1, "{path}: Retry-After {after}");
+    }
+    assert_eq!(s.provider.acquired(), 1, "the refused requests never ran");
+    running.abort();
 }

@@ -8,14 +8,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abr_client::{AgentRunnerClient, ClientError};
+use abr_client::{AgentRunnerClient, ClientError, LiveViewChannel};
 use abr_core::{AcquireMode, AcquireRequest, SessionProvider};
 use abr_demo::site::DemoSite;
 use abr_protocol::{CaptureRef, CaptureStartRequest, MediaAttachment, PostContent, PostRequest};
 use abr_providers::{LocalBrowserSessionProvider, LocalProviderConfig};
-use futures::{SinkExt, StreamExt};
 use secrecy::SecretString;
-use tokio_tungstenite::tungstenite::Message;
 
 use crate::cli::CliError;
 use crate::config::RunnerConfig;
@@ -79,6 +77,8 @@ impl DemoArgs {
             url::Url::parse(&site.base_url())
                 .map_err(|e| CliError::Run(format!("demo site URL: {e}")))?,
         );
+        // The demo site is on loopback: the one private address the browsers may reach.
+        config.egress = config.egress.allow_addr(site.local_addr());
         let listener = tokio::net::TcpListener::bind(self.bind)
             .await
             .map_err(|e| CliError::Run(format!("cannot listen on {}: {e}", self.bind)))?;
@@ -216,45 +216,25 @@ impl DemoArgs {
     }
 }
 
-/// Plays the user: connects to the live view's input channel, waits for the first frame,
-/// types the username, Tab, the password, Enter.
+/// Plays the user: opens the live view's socket, waits for the first picture, types the
+/// username, Tab, the password, Enter.
 async fn sign_in_through_live_view(live_view_url: &str) -> Result<(), CliError> {
-    let ws_url = format!("{}/ws", live_view_url.replacen("http", "ws", 1));
-    let (mut socket, _) = tokio_tungstenite::connect_async(ws_url.as_str())
+    let failed = |e: abr_client::ClientError| CliError::Run(format!("the live view: {e}"));
+    let mut live = LiveViewChannel::connect(live_view_url, Duration::from_secs(10))
         .await
-        .map_err(|e| CliError::Run(format!("cannot open the live view: {e}")))?;
-    let first_frame = async {
-        while let Some(Ok(message)) = socket.next().await {
-            if let Message::Text(text) = message
-                && text.contains("\"frame\"")
-            {
-                return true;
-            }
-        }
-        false
-    };
-    match tokio::time::timeout(Duration::from_secs(30), first_frame).await {
-        Ok(true) => {}
-        _ => {
-            return Err(CliError::Run(
-                "the live view showed no picture within 30 s".into(),
-            ));
-        }
-    }
-    let inputs = [
-        serde_json::json!({ "type": "text", "text": "demo-user" }),
-        serde_json::json!({ "type": "key", "key": "Tab" }),
-        serde_json::json!({ "type": "text", "text": "demo-password" }),
-        serde_json::json!({ "type": "key", "key": "Enter" }),
-    ];
-    for input in inputs {
-        socket
-            .send(Message::Text(input.to_string().into()))
-            .await
-            .map_err(|e| CliError::Run(format!("the live view closed: {e}")))?;
-        tokio::time::sleep(Duration::from_millis(150)).await;
-    }
-    let _ = socket.close(None).await;
+        .map_err(failed)?;
+    live.wait_for_picture(Duration::from_secs(30))
+        .await
+        .map_err(failed)?;
+    live.type_text("demo-user").await.map_err(failed)?;
+    live.press("Tab").await.map_err(failed)?;
+    live.type_text(abr_demo::site::DEMO_PASSWORD)
+        .await
+        .map_err(failed)?;
+    live.press("Enter").await.map_err(failed)?;
+    // Let the runner take the inputs off the socket before it closes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    live.close().await;
     Ok(())
 }
 

@@ -26,6 +26,8 @@ use abr_service::runner::RunnerBuilder;
 use abr_service::server::RunningServer;
 use secrecy::SecretString;
 
+pub mod fake;
+
 pub const TOKEN: &str = "test-token-0123456789abcdef";
 pub const WORKSPACE: &str = "ws-e2e";
 pub const ACCOUNT: &str = "acct-e2e";
@@ -43,6 +45,7 @@ pub fn config(site: &DemoSite) -> RunnerConfig {
         ..RunnerConfig::default()
     };
     config.demo_site_url = Some(url::Url::parse(&site.base_url()).unwrap());
+    config.egress = config.egress.allow_addr(site.local_addr());
     config
 }
 
