@@ -377,11 +377,11 @@ async fn forward(request: Request<Incoming>, shared: &Shared) -> Response<ProxyB
     {
         parts.headers.insert(header::HOST, value);
     }
-    let (mut sender, connection) =
-        match hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await {
-            Ok(pair) => pair,
-            Err(_) => return page(StatusCode::BAD_GATEWAY, UNREACHABLE_PAGE),
-        };
+    let Ok((mut sender, connection)) =
+        hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await
+    else {
+        return page(StatusCode::BAD_GATEWAY, UNREACHABLE_PAGE);
+    };
     // Drives the upstream connection until the response body is through (or the proxy
     // closes).
     let mut closed = shared.closed.clone();
@@ -552,11 +552,14 @@ const GATE_TTL: Duration = Duration::from_secs(60);
 /// The URL gate: verdicts kept at most (the cache is emptied beyond).
 const GATE_CACHE: usize = 1024;
 
+/// The URL gate's verdict on a `(name, port)`, and when it was reached.
+type Verdicts = HashMap<(String, u16), (Result<(), EgressDenied>, Instant)>;
+
 /// The URL gate's checks (see the module docs for what it cannot see).
 struct UrlGate {
     policy: EgressPolicy,
     resolve_timeout: Duration,
-    verdicts: Mutex<HashMap<(String, u16), (Result<(), EgressDenied>, Instant)>>,
+    verdicts: Mutex<Verdicts>,
 }
 
 impl UrlGate {

@@ -34,8 +34,9 @@ use crate::error::from_playwright;
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bound on waiting for earlier inputs of the same session.
 const INPUT_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often an idle feed checks that its page is still there.
-const LIVENESS_INTERVAL: Duration = Duration::from_millis(500);
+/// How often an idle feed checks that its page is still there. Closes and crashes are seen
+/// at once through events; this catches a browser or driver that went away silently.
+const LIVENESS_INTERVAL: Duration = Duration::from_secs(1);
 /// Bound on one liveness probe: a busy browser is not a gone one.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Screencast JPEG quality.
@@ -113,10 +114,10 @@ struct InputSession {
 impl InputState {
     /// The input session, created (or recreated once detached) on demand.
     async fn session(&mut self, browser: &BrowserSession) -> Result<CDPSession, ProviderError> {
-        if let Some(session) = &self.session {
-            if !session.detached.load(Ordering::SeqCst) {
-                return Ok(session.cdp.clone());
-            }
+        if let Some(session) = &self.session
+            && !session.detached.load(Ordering::SeqCst)
+        {
+            return Ok(session.cdp.clone());
         }
         self.session = None;
         let cdp = bounded(
@@ -145,6 +146,24 @@ impl InputState {
         if let Some(old) = self.session.take() {
             detach_in_background(old.cdp);
         }
+    }
+}
+
+impl BrowserSession {
+    /// Whether the page is gone: closed, or crashed.
+    fn page_gone(&self) -> bool {
+        self.page().is_closed() || *self.live_state().gone.borrow()
+    }
+
+    /// Watches the page for close and crash (once), then fails if it is gone already.
+    async fn ensure_page(&self, operation: &str) -> Result<(), ProviderError> {
+        if !self.page().is_closed() {
+            self.live_state().hook(self.page()).await;
+        }
+        if self.page_gone() {
+            return Err(gone_error(operation));
+        }
+        Ok(())
     }
 }
 
@@ -193,7 +212,11 @@ async fn send_within(
     }
 }
 
-async fn send(cdp: &CDPSession, method: &'static str, params: Value) -> Result<Value, ProviderError> {
+async fn send(
+    cdp: &CDPSession,
+    method: &'static str,
+    params: Value,
+) -> Result<Value, ProviderError> {
     send_within(cdp, method, params, CALL_TIMEOUT).await
 }
 
@@ -237,18 +260,15 @@ impl Drop for DetachGuard {
 impl LiveSurface for BrowserSession {
     async fn watch(&self) -> Result<Box<dyn LiveFeed>, ProviderError> {
         const OPERATION: &str = "live view: starting a screencast";
+        self.ensure_page(OPERATION).await?;
         let page = self.page();
-        if page.is_closed() {
-            return Err(gone_error(OPERATION));
-        }
+        let live = self.live_state();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Err(ProviderError::new(
                 ProviderErrorKind::Misconfigured,
                 format!("{OPERATION}: needs a tokio runtime"),
             ));
         };
-        let live = self.live_state();
-        live.hook(page).await;
         let gone = live.gone.subscribe();
         let cdp = bounded(OPERATION, self.context().new_cdp_session(page)).await?;
         let guard = DetachGuard(Some(cdp.clone()));
@@ -300,10 +320,7 @@ impl LiveSurface for BrowserSession {
 
     async fn input(&self, input: LiveInput) -> Result<(), ProviderError> {
         const OPERATION: &str = "live view: input";
-        let page = self.page();
-        if page.is_closed() {
-            return Err(gone_error(OPERATION));
-        }
+        self.ensure_page(OPERATION).await?;
         let live = self.live_state();
         let Ok(mut state) = tokio::time::timeout(INPUT_QUEUE_TIMEOUT, live.input.lock()).await
         else {
@@ -314,7 +331,11 @@ impl LiveSurface for BrowserSession {
         };
         let mut retried = false;
         loop {
-            let cdp = state.session(self).await?;
+            let cdp = match state.session(self).await {
+                Ok(cdp) => cdp,
+                Err(_) if self.page_gone() => return Err(gone_error(OPERATION)),
+                Err(e) => return Err(e),
+            };
             let buttons = state.buttons;
             match apply(&cdp, &input, buttons).await {
                 Ok(buttons) => {
@@ -328,11 +349,11 @@ impl LiveSurface for BrowserSession {
                     }
                     // A session that detached under us (not the page): once more on a new one,
                     // if nothing of this input reached the page yet.
-                    if crashed && !failure.applied && !retried && !page.is_closed() {
+                    if crashed && !failure.applied && !retried && !self.page_gone() {
                         retried = true;
                         continue;
                     }
-                    if page.is_closed() {
+                    if self.page_gone() {
                         return Err(gone_error(OPERATION));
                     }
                     return Err(failure.error);
@@ -343,17 +364,24 @@ impl LiveSurface for BrowserSession {
 
     async fn location(&self) -> Result<PageLocation, ProviderError> {
         const OPERATION: &str = "live view: reading the page's location";
+        self.ensure_page(OPERATION).await?;
         let page = self.page();
-        if page.is_closed() {
-            return Err(gone_error(OPERATION));
-        }
-        let title = bounded(OPERATION, page.title()).await?;
+        let title = bounded(OPERATION, page.title()).await.map_err(|e| {
+            if self.page_gone() {
+                gone_error(OPERATION)
+            } else {
+                e
+            }
+        })?;
         Ok(PageLocation {
             url: page.url(),
             title,
         })
     }
 }
+
+/// One CDP command: method and parameters.
+type Call = (&'static str, Value);
 
 /// An input that failed, and whether part of it already reached the page.
 struct Failure {
@@ -389,10 +417,7 @@ async fn apply(cdp: &CDPSession, input: &LiveInput, buttons: u32) -> Result<u32,
 }
 
 /// The history entry `step` away from the current one, as a call; `None` at either end.
-async fn history_step(
-    cdp: &CDPSession,
-    step: i64,
-) -> Result<Option<(&'static str, Value)>, ProviderError> {
+async fn history_step(cdp: &CDPSession, step: i64) -> Result<Option<Call>, ProviderError> {
     let history = send(cdp, "Page.getNavigationHistory", json!({})).await?;
     let current = history
         .get("currentIndex")
@@ -415,7 +440,7 @@ async fn history_step(
 
 /// The CDP calls one input (other than Back and Forward) turns into, and the pointer buttons
 /// held once they ran.
-fn plan(input: &LiveInput, buttons: u32) -> Result<(Vec<(&'static str, Value)>, u32), ProviderError> {
+fn plan(input: &LiveInput, buttons: u32) -> Result<(Vec<Call>, u32), ProviderError> {
     let rejected = |why: &str| {
         ProviderError::new(
             ProviderErrorKind::Rejected,
@@ -491,10 +516,7 @@ fn plan(input: &LiveInput, buttons: u32) -> Result<(Vec<(&'static str, Value)>, 
             if text.is_empty() {
                 (Vec::new(), buttons)
             } else {
-                (
-                    vec![("Input.insertText", json!({ "text": text }))],
-                    buttons,
-                )
+                (vec![("Input.insertText", json!({ "text": text }))], buttons)
             }
         }
         LiveInput::Navigate { url } => {
@@ -641,7 +663,8 @@ struct RawFrame {
     data: String,
     width: Option<u32>,
     height: Option<u32>,
-    timestamp: f64,
+    /// When the browser captured it, if it said.
+    timestamp: Option<f64>,
 }
 
 /// What a feed's CDP event handlers and its consumer share.
@@ -673,12 +696,8 @@ impl FeedShared {
                 .pointer(&format!("/metadata/{name}"))
                 .and_then(Value::as_f64)
                 .filter(|v| v.is_finite() && *v >= 1.0 && *v <= f64::from(u16::MAX))
-                .map(|v| {
-                    // In range by the filter above.
-                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                    let pixels = v.round() as u32;
-                    pixels
-                })
+                // In range by the filter above.
+                .map(|v| v.round() as u32)
         };
         let frame = RawFrame {
             data: params
@@ -690,8 +709,7 @@ impl FeedShared {
             height: size("deviceHeight"),
             timestamp: params
                 .pointer("/metadata/timestamp")
-                .and_then(Value::as_f64)
-                .unwrap_or(f64::MAX),
+                .and_then(Value::as_f64),
         };
         {
             let mut slot = self.lock();
@@ -699,10 +717,10 @@ impl FeedShared {
                 slot.unacked.push(id.clone());
             }
             // Events are handled on separate tasks: keep the newest if two cross.
-            let newer = slot
-                .latest
-                .as_ref()
-                .is_none_or(|held| frame.timestamp >= held.timestamp);
+            let newer = match (frame.timestamp, slot.latest.as_ref().map(|f| f.timestamp)) {
+                (Some(new), Some(Some(held))) => new >= held,
+                _ => true,
+            };
             if newer {
                 slot.latest = Some(frame);
             }
@@ -739,7 +757,8 @@ async fn feed_worker(
                 if shared.lock().detached {
                     continue;
                 }
-                if let Err(e) = send(&cdp, "Page.screencastFrameAck", json!({ "sessionId": id })).await
+                if let Err(e) =
+                    send(&cdp, "Page.screencastFrameAck", json!({ "sessionId": id })).await
                 {
                     tracing::debug!(error = %e, "acknowledging a screencast frame failed");
                 }
@@ -750,7 +769,6 @@ async fn feed_worker(
             }
         }
     }
-    if done.is_none() { std::future::pending::<()>().await; }
     if !shared.lock().detached {
         let _ = send(&cdp, "Page.stopScreencast", json!({})).await;
         let _ = tokio::time::timeout(CALL_TIMEOUT, cdp.detach()).await;
@@ -880,8 +898,8 @@ impl LiveFeed for CdpFeed {
     async fn close(self: Box<Self>) {
         let (reply, done) = oneshot::channel();
         if self.commands.send(FeedCommand::Close(reply)).is_ok() {
-            // Stop and detach are each bounded by CALL_TIMEOUT in the worker.
-            let _ = tokio::time::timeout(CALL_TIMEOUT * 3, done).await;
+            // The worker's calls are bounded too; past this it finishes in the background.
+            let _ = tokio::time::timeout(CALL_TIMEOUT, done).await;
         }
     }
 }
@@ -967,11 +985,12 @@ mod tests {
         let digit = key_events(LiveKey::Shortcut('7'), CTRL);
         assert_eq!(digit[0]["code"], "Digit7");
         assert!(digit[0].get("commands").is_none());
-        let alt = Modifiers {
-            alt: true,
-            ..CTRL
-        };
-        assert!(key_events(LiveKey::Shortcut('a'), alt)[0].get("commands").is_none());
+        let alt = Modifiers { alt: true, ..CTRL };
+        assert!(
+            key_events(LiveKey::Shortcut('a'), alt)[0]
+                .get("commands")
+                .is_none()
+        );
     }
 
     #[test]
@@ -1005,7 +1024,10 @@ mod tests {
             delta_x: 0.0,
             delta_y: 1.0,
         };
-        assert_eq!(plan(&nan, 0).unwrap_err().kind(), ProviderErrorKind::Rejected);
+        assert_eq!(
+            plan(&nan, 0).unwrap_err().kind(),
+            ProviderErrorKind::Rejected
+        );
     }
 
     #[test]
@@ -1013,7 +1035,10 @@ mod tests {
         let long = LiveInput::Text {
             text: "x".repeat(MAX_LIVE_TEXT + 1),
         };
-        assert_eq!(plan(&long, 0).unwrap_err().kind(), ProviderErrorKind::Rejected);
+        assert_eq!(
+            plan(&long, 0).unwrap_err().kind(),
+            ProviderErrorKind::Rejected
+        );
         let empty = LiveInput::Text {
             text: String::new(),
         };
@@ -1021,7 +1046,10 @@ mod tests {
         let file = LiveInput::Navigate {
             url: url::Url::parse("file:///etc/passwd").unwrap(),
         };
-        assert_eq!(plan(&file, 0).unwrap_err().kind(), ProviderErrorKind::Rejected);
+        assert_eq!(
+            plan(&file, 0).unwrap_err().kind(),
+            ProviderErrorKind::Rejected
+        );
     }
 
     #[test]
@@ -1033,7 +1061,7 @@ mod tests {
         let slot = shared.lock();
         assert_eq!(slot.unacked.len(), 2);
         let latest = slot.latest.as_ref().unwrap();
-        assert!((latest.timestamp - 2.0).abs() < f64::EPSILON);
+        assert_eq!(latest.timestamp, Some(2.0));
         assert_eq!((latest.width, latest.height), (Some(1280), Some(800)));
     }
 }

@@ -205,13 +205,24 @@ impl Visit {
 
 async fn visit(session: &BrowserSession, url: &str) -> Visit {
     let page = session.page();
-    let goto = tokio::time::timeout(
-        STEP,
-        page.goto(url, GotoOptions::new().timeout(Duration::from_secs(15))),
-    )
-    .await
-    .expect("goto hung");
-    let (status, error) = match goto {
+    let goto = || async {
+        tokio::time::timeout(
+            STEP,
+            page.goto(url, GotoOptions::new().timeout(Duration::from_secs(15))),
+        )
+        .await
+        .expect("goto hung")
+    };
+    let mut result = goto().await;
+    // The error page of an earlier refused navigation can commit late and interrupt this
+    // one: go again once it has.
+    if let Err(e) = &result
+        && e.to_string().contains("interrupted by another navigation")
+    {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        result = goto().await;
+    }
+    let (status, error) = match result {
         Ok(response) => (response.map(|r| r.status()), None),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -435,7 +446,10 @@ async fn subresources_of_an_allowed_page_reach_nothing_on_loopback() {
         .await
         .unwrap();
     settle().await;
-    assert_eq!(outcomes[1], "read", "the fetch read the secret: {outcomes:?}");
+    assert_eq!(
+        outcomes[1], "read",
+        "the fetch read the secret: {outcomes:?}"
+    );
     assert!(
         victim.hits() >= 3,
         "img, fetch and ws each reach an unguarded victim: {} hits, {outcomes:?}",
@@ -485,13 +499,17 @@ async fn a_download_from_an_allowed_site_is_refused() {
     let guarded = local(Some(site.egress()));
     let lease = acquire(&guarded, AcquireMode::Unattended).await;
     let context = lease.context().context().clone();
-    let downloads = Arc::new(AtomicUsize::new(0));
+    // Chromium announces a denied download too (Playwright's `download` event), then
+    // cancels it: record how each one ended.
+    let downloads: Arc<std::sync::Mutex<Vec<(Option<String>, Option<PathBuf>)>>> = Arc::default();
     let seen = Arc::clone(&downloads);
     context
-        .on_download(move |_| {
+        .on_download(move |download| {
             let seen = Arc::clone(&seen);
             async move {
-                seen.fetch_add(1, Ordering::SeqCst);
+                let failure = download.failure().await.ok().flatten();
+                let path = download.path().await.ok().flatten();
+                seen.lock().unwrap().push((failure, path));
                 Ok(())
             }
         })
@@ -510,10 +528,22 @@ async fn a_download_from_an_allowed_site_is_refused() {
         )
         .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(
-        downloads.load(Ordering::SeqCst),
-        0,
-        "a download started: {attempt:?}"
+    assert!(
+        attempt.error.is_some() && !attempt.body.contains("BBBB"),
+        "{attempt:?}"
+    );
+    // Both attempts were seen, and both refused by the context (Playwright's reason for a
+    // context created with `acceptDownloads: deny`), without a file.
+    let downloads = downloads.lock().unwrap().clone();
+    assert_eq!(downloads.len(), 2, "{downloads:?}");
+    assert!(
+        downloads.iter().all(|(failure, path)| {
+            failure
+                .as_deref()
+                .is_some_and(|f| f.contains("acceptDownloads"))
+                && path.is_none()
+        }),
+        "a download was not refused: {downloads:?}"
     );
     let new: Vec<_> = download_files().difference(&before).cloned().collect();
     assert!(new.is_empty(), "files appeared: {new:?}");
@@ -645,4 +675,73 @@ async fn a_remote_default_context_is_held_by_the_url_gate() {
     );
     assert!(victim.hits() >= 1);
     release(lease).await;
+}
+
+/// Run in the allowed page: ICE gathering against a STUN server at `stun` (UDP), waited for.
+const WEBRTC: &str = r#"async (stun) => {
+  const pc = new RTCPeerConnection({ iceServers: [{ urls: 'stun:' + stun }] });
+  pc.createDataChannel('x');
+  await pc.setLocalDescription(await pc.createOffer());
+  await new Promise((resolve) => {
+    if (pc.iceGatheringState === 'complete') return resolve();
+    pc.onicegatheringstatechange = () => pc.iceGatheringState === 'complete' && resolve();
+    setTimeout(resolve, 4000);
+  });
+  pc.close();
+  return true;
+}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webrtc_does_not_send_udp_around_the_proxy() {
+    let site = Site::start().await;
+    let udp = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let stun = udp.local_addr().unwrap();
+    let packets = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&packets);
+    let reader = Arc::clone(&udp);
+    let task = tokio::spawn(async move {
+        let mut buf = [0u8; 2048];
+        while reader.recv_from(&mut buf).await.is_ok() {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let guarded = local(Some(site.egress()));
+    let lease = acquire(&guarded, AcquireMode::Unattended).await;
+    visit(lease.context(), &site.url("/page")).await;
+    let _: bool = lease
+        .context()
+        .page()
+        .evaluate(WEBRTC, Some(&stun.to_string()))
+        .await
+        .unwrap();
+    settle().await;
+    assert_eq!(packets.load(Ordering::SeqCst), 0, "WebRTC sent UDP");
+    release(lease).await;
+    guarded.shutdown().await;
+
+    // Control: a Chromium without ABR's WebRTC policy flag (the doubles' own launch flags)
+    // sends its STUN requests straight to the UDP port.
+    let chromium = LocalChromium::launch(&ChromiumOptions::default())
+        .await
+        .unwrap();
+    let open = CdpSessionProvider::new(CdpProviderConfig {
+        egress: None,
+        ..CdpProviderConfig::new(chromium.http_url())
+    });
+    let lease = acquire(&open, AcquireMode::Unattended).await;
+    visit(lease.context(), &site.url("/page")).await;
+    let _: bool = lease
+        .context()
+        .page()
+        .evaluate(WEBRTC, Some(&stun.to_string()))
+        .await
+        .unwrap();
+    settle().await;
+    assert!(
+        packets.load(Ordering::SeqCst) >= 1,
+        "the control sent no STUN request: the check above proves nothing"
+    );
+    release(lease).await;
+    open.shutdown().await;
+    task.abort();
 }

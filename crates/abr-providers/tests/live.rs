@@ -152,10 +152,10 @@ async fn until(session: &BrowserSession, expression: &str) {
 async fn until_title(session: &BrowserSession, title: &str) -> String {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        if let Ok(location) = session.location().await {
-            if location.title == title {
-                return location.url;
-            }
+        if let Ok(location) = session.location().await
+            && location.title == title
+        {
+            return location.url;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -283,7 +283,7 @@ async fn frames_flow_at_the_viewers_pace_and_feeds_stop() {
         assert_eq!(&frame.jpeg[..2], &[0xFF, 0xD8]);
     }
 
-    // A slow viewer: the browser waits for it, and what it gets next is fresh and whole.
+    // A slow viewer: what it gets after a pause is a whole picture.
     tokio::time::sleep(Duration::from_millis(700)).await;
     let frame = next(&mut feed).await;
     assert_eq!(&frame.jpeg[..2], &[0xFF, 0xD8]);
@@ -481,6 +481,36 @@ async fn navigation_moves_through_history_and_location_follows() {
     }
     let start = bounded("location", session.location()).await.unwrap();
     assert_ne!(start.title, "Two", "Back went back");
+
+    // The page crashes: feeds end within 2 s, and the surface says the page is gone.
+    let mut feed = bounded("watch", session.watch()).await.unwrap();
+    next(&mut feed).await;
+    let crasher = bounded(
+        "a CDP session",
+        session.context().new_cdp_session(session.page()),
+    )
+    .await
+    .unwrap();
+    // A crashed renderer never answers `Page.crash`: do not wait for it.
+    let crash = tokio::spawn(async move {
+        let _ = tokio::time::timeout(WAIT, crasher.send("Page.crash", None)).await;
+    });
+    let ended = tokio::time::timeout(Duration::from_secs(2), async {
+        while feed.next_frame().await.is_some() {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the feed did not end within 2 s of the crash"
+    );
+    crash.abort();
+    bounded("close", feed.close()).await;
+    let gone = bounded("an input", session.input(LiveInput::Reload))
+        .await
+        .unwrap_err();
+    assert_eq!(gone.kind(), ProviderErrorKind::Crashed, "{gone}");
+    let gone = bounded("location", session.location()).await.unwrap_err();
+    assert_eq!(gone.kind(), ProviderErrorKind::Crashed, "{gone}");
 
     let _ = bounded("release", lease.release()).await;
     bounded("shutdown", provider.shutdown()).await;

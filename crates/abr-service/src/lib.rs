@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod http;
 mod live;
+pub mod logging;
 mod remote;
 pub mod runner;
 pub mod server;

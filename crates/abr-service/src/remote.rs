@@ -25,12 +25,14 @@ pub(crate) fn steel(config: &RunnerConfig) -> DynSessionProvider<BrowserSession>
             if let Some(base) = base {
                 steel.base_url = base;
             }
+            steel.egress = Some(config.egress.clone());
             debug_assert_eq!(steel.flavor, SteelFlavor::Cloud);
             Arc::new(SteelSessionProvider::new(steel))
         }
         None => {
-            let steel =
+            let mut steel =
                 SteelProviderConfig::oss(base.unwrap_or_else(|| "http://127.0.0.1:3000".into()));
+            steel.egress = Some(config.egress.clone());
             Arc::new(SteelSessionProvider::oss_serialized(
                 steel,
                 config.limits.request_timeout / 2,
@@ -51,5 +53,6 @@ pub(crate) fn kernel(config: &RunnerConfig) -> DynSessionProvider<BrowserSession
         kernel.base_url = url.as_str().trim_end_matches('/').to_owned();
     }
     kernel.rest_timeout = kernel.rest_timeout.min(Duration::from_secs(60));
+    kernel.egress = Some(config.egress.clone());
     Arc::new(KernelSessionProvider::new(kernel))
 }

@@ -24,7 +24,6 @@ use abr_protocol::{Cookie, LocalStorageItem, OriginState};
 use common::*;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use secrecy::SecretString;
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
 /// Bound of the test.
@@ -64,15 +63,15 @@ impl<'a> MakeWriter<'a> for LogBuffer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_reaches_a_log_line_or_an_audit_event() {
-    // Before anything logs: every target at trace (the `log` crate's records too), except the
-    // Playwright driver's own protocol dump, which is third-party and off by default.
+    // Before anything logs: the runner's own logging setup at trace for every target (the
+    // `log` crate's records too). Its caps on third-party crates that dump what they carry
+    // (playwright-rs, tungstenite) are part of what is tested.
     let logs = LogBuffer::default();
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::new("trace,playwright_rs=warn"))
-        .with_writer(logs.clone())
-        .with_ansi(false)
-        .try_init()
-        .expect("the only global subscriber of this binary");
+    tracing_subscriber::util::SubscriberInitExt::try_init(abr_service::logging::subscriber(
+        "trace",
+        logs.clone(),
+    ))
+    .expect("the only global subscriber of this binary");
     tracing::info!(target: "abr::canary_test", "subscriber installed");
 
     tokio::time::timeout(TEST_LIMIT, flow(&logs))
@@ -217,6 +216,31 @@ async fn flow(logs: &LogBuffer) {
         client.capture_status(&capture_id).await.unwrap().platform,
         "demo"
     );
+    // What a person types into the live view, and addresses they try, are secrets too.
+    let typed = format!("CANARY-typed-{}", random_suffix());
+    let tried = format!("CANARY-url-{}", random_suffix());
+    let mut live_channel = abr_client::LiveViewChannel::connect(&capture.live_view_url, WAIT)
+        .await
+        .unwrap();
+    live_channel.wait_for_picture(WAIT).await.unwrap();
+    live_channel.type_text(&typed).await.unwrap();
+    live_channel
+        .send(&abr_protocol::LiveViewInput::Navigate {
+            url: format!("https://elsewhere.example/?t={tried}"),
+        })
+        .await
+        .unwrap();
+    let refused = loop {
+        match live_channel.next().await.unwrap() {
+            Some(abr_client::LiveMessage::Event(abr_protocol::LiveViewEvent::Refused {
+                reason,
+            })) => break reason,
+            Some(_) => {}
+            None => panic!("the live view closed"),
+        }
+    };
+    assert_eq!(refused, "outside_sites");
+    live_channel.close().await;
     let e = client
         .capture_finish(&bound(&capture_id))
         .await
@@ -259,6 +283,8 @@ async fn flow(logs: &LogBuffer) {
         ("ill-typed field value", field_value.as_str()),
         ("capture id", capture_id.as_str()),
         ("live token", live.as_str()),
+        ("text typed into the live view", typed.as_str()),
+        ("address tried in the live view", tried.as_str()),
     ];
 
     let events = sink.events();

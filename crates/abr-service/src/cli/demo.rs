@@ -44,13 +44,7 @@ const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 impl DemoArgs {
     pub(crate) fn run(self) -> Result<(), CliError> {
         if std::env::var_os("RUST_LOG").is_none() {
-            let filter = tracing_subscriber::EnvFilter::new(
-                "warn,playwright_rs=error,playwright_rs::server=off",
-            );
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(filter)
-                .with_writer(std::io::stderr)
-                .try_init();
+            crate::logging::init("warn,playwright_rs=error");
         } else {
             super::serve::init_logging();
         }

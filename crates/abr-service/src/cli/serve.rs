@@ -42,16 +42,10 @@ pub(crate) struct ServeArgs {
     insecure_dev: bool,
 }
 
-/// Logs to stderr; `RUST_LOG` filters. playwright-rs logs navigation URLs at info, which may
-/// carry tokens, so it is held at warn unless asked for.
+/// Logs to stderr; `RUST_LOG` filters (third-party targets that dump secrets stay capped,
+/// see [`crate::logging`]).
 pub(crate) fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("info,playwright_rs=warn,playwright_rs::server=off")
-    });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    crate::logging::init("info");
 }
 
 impl ServeArgs {

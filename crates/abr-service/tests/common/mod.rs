@@ -111,8 +111,18 @@ impl UserBrowser {
 /// A second headless browser plays the user on the live-view page: waits for the picture,
 /// focuses it and signs in with the keyboard.
 pub async fn sign_in_as_a_user(live_view_url: &str, username: &str) -> UserBrowser {
+    // The user's own browser may reach the runner (on loopback) and nothing else private.
+    let runner = url::Url::parse(live_view_url).unwrap();
+    let runner_addr: SocketAddr = format!(
+        "{}:{}",
+        runner.host_str().unwrap(),
+        runner.port_or_known_default().unwrap()
+    )
+    .parse()
+    .unwrap();
     let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
         prewarm: 0,
+        egress: Some(abr_core::EgressPolicy::new().allow_addr(runner_addr)),
         ..LocalProviderConfig::default()
     });
     let lease = provider

@@ -1,0 +1,115 @@
+//! Logging: `RUST_LOG` filters, but no setting can make the runner log a secret through a
+//! third-party crate that dumps what it carries.
+//!
+//! - `tungstenite` (the live view's sockets) logs every WebSocket frame's payload at trace:
+//!   what a person types into the live view, their password included. Held at info.
+//! - `playwright_rs` logs navigation URLs (which may carry tokens) at info and the driver's
+//!   protocol (cookie values) at debug. Held at warn; its `server` target (the driver's own
+//!   output) is off.
+//!
+//! The caps are a filter of their own, applied after `RUST_LOG`, so a more specific
+//! directive (`RUST_LOG=tungstenite::protocol=trace`) cannot lift them.
+
+use tracing::{Level, Metadata, Subscriber};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
+
+/// Whether an event may be written at all, whatever `RUST_LOG` says.
+pub fn allowed(meta: &Metadata<'_>) -> bool {
+    let target = meta.target();
+    let under = |prefix: &str| {
+        target == prefix
+            || target
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with("::"))
+    };
+    if under("tungstenite") || under("tokio_tungstenite") {
+        *meta.level() <= Level::INFO
+    } else if under("playwright_rs::server") {
+        false
+    } else if under("playwright_rs") {
+        *meta.level() <= Level::WARN
+    } else {
+        true
+    }
+}
+
+/// A subscriber writing plain text (no colours) to `writer`, filtered by `spec` (`RUST_LOG`
+/// syntax) and then by [`allowed`].
+pub fn subscriber<W>(spec: &str, writer: W) -> impl Subscriber + Send + Sync + 'static
+where
+    W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("info"));
+    let caps = tracing_subscriber::filter::filter_fn(allowed);
+    tracing_subscriber::registry().with(
+        tracing_subscriber::fmt::layer()
+            .with_writer(writer)
+            .with_ansi(false)
+            .with_filter(filter)
+            .with_filter(caps),
+    )
+}
+
+/// Logs to stderr with `RUST_LOG`, or `default` when it is not set.
+pub fn init(default: &str) {
+    let spec = std::env::var("RUST_LOG").unwrap_or_else(|_| default.to_owned());
+    let _ = subscriber(&spec, std::io::stderr).try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Buffer {
+        type Writer = Self;
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
+    #[test]
+    fn no_log_setting_lifts_the_caps() {
+        let buffer = Buffer::default();
+        let spec = "trace,tungstenite::protocol=trace,playwright_rs::protocol=trace";
+        tracing::subscriber::with_default(subscriber(spec, buffer.clone()), || {
+            tracing::trace!(target: "tungstenite::protocol", "payload SECRET-typed");
+            tracing::debug!(target: "playwright_rs::protocol", "cookie SECRET-cookie");
+            tracing::info!(target: "playwright_rs::protocol", "goto SECRET-url");
+            tracing::warn!(target: "playwright_rs::server", "driver SECRET-driver");
+            tracing::trace!(target: "abr::http", "ours at trace");
+            tracing::info!(target: "tungstenite::protocol", "closing");
+            tracing::warn!(target: "playwright_rs", "a driver warning");
+        });
+        let text = String::from_utf8_lossy(
+            &buffer
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+        .into_owned();
+        assert!(!text.contains("SECRET"), "{text}");
+        for kept in ["ours at trace", "closing", "a driver warning"] {
+            assert!(text.contains(kept), "{kept} missing: {text}");
+        }
+    }
+}
