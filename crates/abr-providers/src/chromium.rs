@@ -17,9 +17,10 @@ const COMMON_ARGS: [&str; 7] = [
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 ];
 
-/// The flags every ABR-launched Chromium gets: [`COMMON_ARGS`], plus `--no-sandbox` only when
-/// this process runs as root (Chromium refuses to start its sandbox as root; as any other
-/// user the sandbox stays on).
+/// The flags every ABR-launched Chromium gets: no GPU, no /dev/shm, no background
+/// networking, WebRTC limited to proxied UDP (`--force-webrtc-ip-handling-policy=
+/// disable_non_proxied_udp`), plus `--no-sandbox` only when this process runs as root
+/// (Chromium refuses to start its sandbox as root; as any other user the sandbox stays on).
 pub fn base_args() -> Vec<&'static str> {
     args_for_uid(effective_uid())
 }

@@ -493,6 +493,9 @@ fn download_files() -> BTreeSet<PathBuf> {
     out
 }
 
+/// How a download ended: Playwright's failure, and its file if it has one.
+type DownloadEnd = (Option<String>, Option<PathBuf>);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_download_from_an_allowed_site_is_refused() {
     let site = Site::start().await;
@@ -501,7 +504,7 @@ async fn a_download_from_an_allowed_site_is_refused() {
     let context = lease.context().context().clone();
     // Chromium announces a denied download too (Playwright's `download` event), then
     // cancels it: record how each one ended.
-    let downloads: Arc<std::sync::Mutex<Vec<(Option<String>, Option<PathBuf>)>>> = Arc::default();
+    let downloads: Arc<std::sync::Mutex<Vec<DownloadEnd>>> = Arc::default();
     let seen = Arc::clone(&downloads);
     context
         .on_download(move |download| {
