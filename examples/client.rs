@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use abr_client::protocol::{
     AgentPostResult, AgentSessionState, CaptureRef, CaptureStartRequest, FailureStage,
-    MediaAttachment, PostContent, PostOutcome, PostRequest,
+    MediaAttachment, PostContent, PostOutcome, PostRequest, codes,
 };
 use abr_client::{AgentRunnerClient, LiveViewChannel};
 use abr_demo::{DemoSite, DemoStrategy};
@@ -244,7 +244,7 @@ async fn capture(client: &AgentRunnerClient) -> Result<AgentSessionState, BoxErr
         match client.capture_finish(&binding).await {
             Ok(finished) => break finished,
             // 409 not_authenticated: the user has not finished signing in yet.
-            Err(e) if e.code() == Some("not_authenticated") && Instant::now() < deadline => {
+            Err(e) if e.is(codes::NOT_AUTHENTICATED) && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
             Err(e) => {

@@ -164,6 +164,13 @@ impl ClientError {
         }
     }
 
+    /// Whether this is an [`Api`](Self::Api) error with `code` (from
+    /// [`abr_protocol::codes`], the table the runner answers from), e.g.
+    /// `e.is(codes::NOT_AUTHENTICATED)`.
+    pub fn is(&self, code: abr_protocol::codes::ErrorCode) -> bool {
+        self.code() == Some(code.code)
+    }
+
     /// The error message of an [`Api`](Self::Api) error.
     pub fn api_message(&self) -> Option<&str> {
         match self {

@@ -242,13 +242,9 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             state: None,
             start_url: Some(strategy.start_url().to_owned()),
         };
-        let lease = match guarded(self.config.acquire_timeout, self.provider.acquire(acquire)).await
-        {
-            Step::Done(lease) => lease,
-            Step::Error(e) => return Err(e.into()),
-            Step::TimedOut => return Err(CoreError::Timeout("acquiring the capture browser")),
-            Step::Panicked => return Err(CoreError::Internal("the provider panicked")),
-        };
+        let lease = guarded(self.config.acquire_timeout, self.provider.acquire(acquire))
+            .await
+            .provider(crate::poster::ACQUIRING)?;
         let (Ok(id), Ok(live_token)) = (new_token(), new_token()) else {
             // The lease is released by its Drop.
             return Err(CoreError::Internal("the OS random source failed"));
@@ -353,16 +349,11 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             Step::Error(e) if e.kind == StrategyErrorKind::NeedsReauth => {
                 return Err(CoreError::NotAuthenticated);
             }
-            Step::Error(e) => return Err(CoreError::Strategy(e)),
-            Step::TimedOut => return Err(CoreError::Timeout("the sign-in check")),
-            Step::Panicked => return Err(CoreError::StrategyPanicked("is_authenticated")),
+            step => step.strategy(crate::poster::SIGN_IN_CHECK).map(|_| ())?,
         }
-        let exported = match guarded(t, lease.context().export_state()).await {
-            Step::Done(state) => state,
-            Step::Error(e) => return Err(e.into()),
-            Step::TimedOut => return Err(CoreError::Timeout("exporting the session")),
-            Step::Panicked => return Err(CoreError::Internal("the provider panicked")),
-        };
+        let exported = guarded(t, lease.context().export_state())
+            .await
+            .provider("exporting the session")?;
         let scopes = Scopes::new(strategy.policy(), capture.extra_scope.as_ref());
         let (session, scope_report) =
             scopes.apply_out(&exported, &capture.platform, self.clock.now());

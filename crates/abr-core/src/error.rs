@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use abr_protocol::ErrorBody;
+use abr_protocol::codes::{self, ErrorCode};
 
 use crate::ScopeError;
 
@@ -39,7 +40,7 @@ pub enum ErrorKind {
 /// Providers construct it with [`ProviderError::new`]; the message must not contain cookie
 /// values, tokens or URLs that carry credentials.
 #[derive(Debug, thiserror::Error)]
-#[error("{kind:?}: {message}")]
+#[error("{message}")]
 pub struct ProviderError {
     kind: ProviderErrorKind,
     message: String,
@@ -123,15 +124,20 @@ impl ProviderError {
 
     /// Stable machine-readable code.
     pub fn code(&self) -> &'static str {
+        self.error_code().code
+    }
+
+    /// The entry of [`abr_protocol::codes`] this error is answered with.
+    pub fn error_code(&self) -> ErrorCode {
         match self.kind {
-            ProviderErrorKind::Unavailable => "provider_unavailable",
-            ProviderErrorKind::Busy => "provider_busy",
-            ProviderErrorKind::Timeout => "provider_timeout",
-            ProviderErrorKind::Crashed => "browser_crashed",
-            ProviderErrorKind::Misconfigured => "provider_misconfigured",
-            ProviderErrorKind::Rejected => "provider_rejected",
-            ProviderErrorKind::Unsupported => "provider_unsupported",
-            ProviderErrorKind::Other => "provider_error",
+            ProviderErrorKind::Unavailable => codes::PROVIDER_UNAVAILABLE,
+            ProviderErrorKind::Busy => codes::PROVIDER_BUSY,
+            ProviderErrorKind::Timeout => codes::PROVIDER_TIMEOUT,
+            ProviderErrorKind::Crashed => codes::BROWSER_CRASHED,
+            ProviderErrorKind::Misconfigured => codes::PROVIDER_MISCONFIGURED,
+            ProviderErrorKind::Rejected => codes::PROVIDER_REJECTED,
+            ProviderErrorKind::Unsupported => codes::PROVIDER_UNSUPPORTED,
+            ProviderErrorKind::Other => codes::PROVIDER_ERROR,
         }
     }
 }
@@ -202,8 +208,11 @@ pub enum CoreError {
     #[error("{0} timed out")]
     Timeout(&'static str),
     /// A strategy panicked; only this request failed.
-    #[error("strategy panicked during {0}")]
+    #[error("the strategy panicked during {0}")]
     StrategyPanicked(&'static str),
+    /// The provider panicked; only this request failed.
+    #[error("the provider panicked {0}")]
+    ProviderPanicked(&'static str),
     /// The session store failed.
     #[error("session store failed: {0}")]
     Store(String),
@@ -237,7 +246,9 @@ impl CoreError {
             Self::Strategy(e) if e.kind == StrategyErrorKind::NeedsReauth => ErrorKind::Conflict,
             Self::Strategy(_) | Self::Store(_) => ErrorKind::Unavailable,
             Self::Timeout(_) => ErrorKind::Timeout,
-            Self::StrategyPanicked(_) | Self::Internal(_) => ErrorKind::Internal,
+            Self::StrategyPanicked(_) | Self::ProviderPanicked(_) | Self::Internal(_) => {
+                ErrorKind::Internal
+            }
         }
     }
 
@@ -255,28 +266,37 @@ impl CoreError {
         }
     }
 
-    /// Stable machine-readable code for the wire.
+    /// Stable machine-readable code for the wire, from [`abr_protocol::codes`].
     pub fn code(&self) -> &'static str {
+        self.error_code().code
+    }
+
+    /// The entry of [`abr_protocol::codes`] this error is answered with.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            Self::InvalidScope(_) => "invalid_scope",
-            Self::InvalidInput(_) => "invalid_request",
-            Self::UnknownPlatform(_) => "unknown_platform",
-            Self::DuplicatePlatform(_) => "duplicate_platform",
-            Self::ExecutionDenied { .. } => "execution_denied",
-            Self::CaptureNotFound => "capture_not_found",
-            Self::BindingMismatch => "binding_mismatch",
-            Self::NotAuthenticated => "not_authenticated",
-            Self::CaptureLimit(_) => "capture_limit",
-            Self::LiveViewNotFound => "live_view_not_found",
-            Self::LiveViewLimit(_) => "live_view_limit",
-            Self::SessionNotFound => "session_not_found",
-            Self::Unsupported { .. } => "unsupported",
-            Self::Provider(e) => e.code(),
-            Self::Strategy(_) => "strategy_failed",
-            Self::Timeout(_) => "timeout",
-            Self::StrategyPanicked(_) => "strategy_panicked",
-            Self::Store(_) => "store_failed",
-            Self::Internal(_) => "internal",
+            Self::InvalidScope(_) => codes::INVALID_SCOPE,
+            Self::InvalidInput(_) => codes::INVALID_REQUEST,
+            Self::UnknownPlatform(_) => codes::UNKNOWN_PLATFORM,
+            Self::DuplicatePlatform(_) => codes::DUPLICATE_PLATFORM,
+            Self::ExecutionDenied { .. } => codes::EXECUTION_DENIED,
+            Self::CaptureNotFound => codes::CAPTURE_NOT_FOUND,
+            Self::BindingMismatch => codes::BINDING_MISMATCH,
+            Self::NotAuthenticated => codes::NOT_AUTHENTICATED,
+            Self::CaptureLimit(_) => codes::CAPTURE_LIMIT,
+            Self::LiveViewNotFound => codes::LIVE_VIEW_NOT_FOUND,
+            Self::LiveViewLimit(_) => codes::LIVE_VIEW_LIMIT,
+            Self::SessionNotFound => codes::SESSION_NOT_FOUND,
+            Self::Unsupported { .. } => codes::UNSUPPORTED,
+            Self::Provider(e) => e.error_code(),
+            Self::Strategy(e) if e.kind == StrategyErrorKind::NeedsReauth => {
+                codes::NOT_AUTHENTICATED
+            }
+            Self::Strategy(_) => codes::STRATEGY_FAILED,
+            Self::Timeout(_) => codes::TIMEOUT,
+            Self::StrategyPanicked(_) => codes::STRATEGY_PANICKED,
+            Self::ProviderPanicked(_) => codes::PROVIDER_PANICKED,
+            Self::Store(_) => codes::STORE_FAILED,
+            Self::Internal(_) => codes::INTERNAL,
         }
     }
 

@@ -176,18 +176,20 @@ impl Outcome {
     }
 }
 
-fn timeout_body(step: &str) -> ErrorBody {
-    ErrorBody::new(
-        "timeout",
-        format!("{step} did not finish before its deadline"),
-    )
+/// What the provider's acquire step is called in errors.
+pub(crate) const ACQUIRING: &str = "acquiring the browser";
+/// What the strategy's sign-in check is called in errors.
+pub(crate) const SIGN_IN_CHECK: &str = "the sign-in check";
+
+/// A strategy step that timed out, as a post outcome's error: the same code and message as
+/// the [`CoreError::Timeout`] a probe or capture answers for the same failure.
+fn timeout_body(step: &'static str) -> ErrorBody {
+    CoreError::Timeout(step).to_body()
 }
 
-fn panic_body(step: &str) -> ErrorBody {
-    ErrorBody::new(
-        "strategy_panicked",
-        format!("the strategy panicked during {step}"),
-    )
+/// A strategy step that panicked, as a post outcome's error (see [`timeout_body`]).
+fn panic_body(step: &'static str) -> ErrorBody {
+    CoreError::StrategyPanicked(step).to_body()
 }
 
 fn ms(since: Instant) -> u64 {
@@ -389,18 +391,12 @@ impl<C: SessionContext> AgentPoster<C> {
             state: Some(state),
             start_url: None,
         };
-        let lease = match guarded(t.acquire, self.provider.acquire(acquire)).await {
-            Step::Done(lease) => lease,
-            Step::Error(e) => return Err(e.into()),
-            Step::TimedOut => return Err(CoreError::Timeout("acquiring the browser")),
-            Step::Panicked => return Err(CoreError::StrategyPanicked("acquire")),
-        };
+        let lease = guarded(t.acquire, self.provider.acquire(acquire))
+            .await
+            .provider(ACQUIRING)?;
         let checked = match guarded(t.precheck, strategy.is_authenticated(lease.context())).await {
-            Step::Done(authenticated) => Ok(authenticated),
             Step::Error(e) if e.kind == StrategyErrorKind::NeedsReauth => Ok(false),
-            Step::Error(e) => Err(CoreError::Strategy(e)),
-            Step::TimedOut => Err(CoreError::Timeout("the sign-in check")),
-            Step::Panicked => Err(CoreError::StrategyPanicked("is_authenticated")),
+            step => step.strategy(SIGN_IN_CHECK),
         };
         let refreshed = match checked {
             Ok(true) => self.export(lease.context(), &platform, scopes).await,
@@ -449,22 +445,8 @@ impl<C: SessionContext> AgentPoster<C> {
         };
         let step = guarded(self.config.timeouts.acquire, self.provider.acquire(request)).await;
         timing.acquire_ms = ms(t0);
-        let precheck = FailureStage::Precheck;
-        match step {
-            Step::Done(lease) => Ok(lease),
-            Step::Error(e) => Err(Outcome::failed(
-                precheck,
-                ErrorBody::new(e.code(), e.to_string()),
-            )),
-            Step::TimedOut => Err(Outcome::failed(
-                precheck,
-                timeout_body("acquiring the browser"),
-            )),
-            Step::Panicked => Err(Outcome::failed(
-                precheck,
-                ErrorBody::new("provider_panicked", "the provider panicked while acquiring"),
-            )),
-        }
+        step.provider(ACQUIRING)
+            .map_err(|e| Outcome::failed(FailureStage::Precheck, e.to_body()))
     }
 
     /// The strategy part of a job: every result, error, timeout and panic maps to one row.
@@ -492,8 +474,8 @@ impl<C: SessionContext> AgentPoster<C> {
                 return Outcome::NeedsReauth(stage, e.to_body());
             }
             Step::Error(e) => return Outcome::failed(stage, e.to_body()),
-            Step::TimedOut => return Outcome::failed(stage, timeout_body("the sign-in check")),
-            Step::Panicked => return Outcome::failed(stage, panic_body("the sign-in check")),
+            Step::TimedOut => return Outcome::failed(stage, timeout_body(SIGN_IN_CHECK)),
+            Step::Panicked => return Outcome::failed(stage, panic_body(SIGN_IN_CHECK)),
         }
 
         let progress = PostProgress::default();

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 
+use crate::{CoreError, ProviderError, StrategyError};
+
 /// How a guarded step ended.
 #[derive(Debug)]
 pub(crate) enum Step<T, E> {
@@ -17,6 +19,34 @@ pub(crate) enum Step<T, E> {
     TimedOut,
     /// Panicked; the panic was contained.
     Panicked,
+}
+
+impl<T> Step<T, ProviderError> {
+    /// The one mapping of a provider step's end to a result: its error as is, a timeout as
+    /// [`CoreError::Timeout`], a panic as [`CoreError::ProviderPanicked`], whichever
+    /// operation (post, probe, capture) ran it.
+    pub(crate) fn provider(self, what: &'static str) -> Result<T, CoreError> {
+        match self {
+            Self::Done(v) => Ok(v),
+            Self::Error(e) => Err(e.into()),
+            Self::TimedOut => Err(CoreError::Timeout(what)),
+            Self::Panicked => Err(CoreError::ProviderPanicked(what)),
+        }
+    }
+}
+
+impl<T> Step<T, StrategyError> {
+    /// The one mapping of a strategy step's end to a result (outside a post's outcome
+    /// rules): its error as [`CoreError::Strategy`], a timeout as [`CoreError::Timeout`], a
+    /// panic as [`CoreError::StrategyPanicked`].
+    pub(crate) fn strategy(self, what: &'static str) -> Result<T, CoreError> {
+        match self {
+            Self::Done(v) => Ok(v),
+            Self::Error(e) => Err(CoreError::Strategy(e)),
+            Self::TimedOut => Err(CoreError::Timeout(what)),
+            Self::Panicked => Err(CoreError::StrategyPanicked(what)),
+        }
+    }
 }
 
 /// Runs `fut` with a deadline, turning a panic into [`Step::Panicked`].

@@ -239,6 +239,7 @@ pub struct FakeProvider {
     injected: Mutex<Vec<Option<AgentSessionState>>>,
     fail_next: Mutex<Option<ProviderErrorKind>>,
     hang_acquire: AtomicBool,
+    panic_acquire: AtomicBool,
     signed_in_on_acquire: AtomicBool,
     fail_exports: AtomicBool,
     max_open_seen: AtomicUsize,
@@ -271,6 +272,7 @@ impl FakeProvider {
             injected: Mutex::default(),
             fail_next: Mutex::default(),
             hang_acquire: AtomicBool::new(false),
+            panic_acquire: AtomicBool::new(false),
             signed_in_on_acquire: AtomicBool::new(true),
             fail_exports: AtomicBool::new(false),
             max_open_seen: AtomicUsize::new(0),
@@ -322,6 +324,11 @@ impl FakeProvider {
     /// The next acquire fails with `kind`.
     pub fn fail_next_acquire(&self, kind: ProviderErrorKind) {
         *lock(&self.fail_next) = Some(kind);
+    }
+
+    /// Acquires panic (a provider bug the core must contain).
+    pub fn panic_acquires(&self, panic: bool) {
+        self.panic_acquire.store(panic, Ordering::SeqCst);
     }
 
     /// Acquires hang forever (until their caller gives up).
@@ -383,6 +390,12 @@ impl SessionProvider for FakeProvider {
     }
 
     async fn acquire(&self, request: AcquireRequest) -> Result<Lease<FakeContext>, ProviderError> {
+        if self.panic_acquire.load(Ordering::SeqCst) {
+            #[allow(clippy::panic, reason = "the fake exists to test panic containment")]
+            {
+                panic!("fake provider panic");
+            }
+        }
         if self.hang_acquire.load(Ordering::SeqCst) {
             futures::future::pending::<()>().await;
         }

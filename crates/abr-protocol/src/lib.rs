@@ -9,12 +9,14 @@
 //! - [`PostRequest`] / [`AgentPostResult`]: the three-outcome post result.
 //! - capture ([`CaptureStartRequest`], [`CaptureRef`], ...), probe, platforms, health and the
 //!   single [`ErrorEnvelope`];
+//! - every error code the runner answers with ([`codes`]);
 //! - the live view's socket messages ([`LiveViewInput`], [`LiveViewEvent`]).
 //!
 //! Secrets (cookie and localStorage values) are [`SecretValue`]s: they serialize, but never
 //! print.
 
 mod capture;
+pub mod codes;
 mod error;
 mod live;
 mod policy;

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abr_core::{CoreError, ErrorKind, LiveSurface, ProviderErrorKind, SessionContext};
+use abr_core::{CoreError, LiveSurface, ProviderErrorKind, SessionContext};
+use abr_protocol::codes::{self, ErrorCode};
 use abr_protocol::{
     AgentPostResult, CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
     CaptureStartResponse, CaptureStatus, ErrorBody, ErrorEnvelope, Health, PlatformsResponse,
@@ -80,13 +81,19 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// An error with `status`, `code` and `message`.
-    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+    /// An error with `code` (its status and retryability from [`abr_protocol::codes`]) and
+    /// `message`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
-            status,
-            body: ErrorBody::new(code, message),
+            status: StatusCode::from_u16(code.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body: code.body(message),
             retry_after: None,
         }
+    }
+
+    /// The error's code.
+    pub fn code(&self) -> &str {
+        &self.body.code
     }
 
     fn retry_after(mut self, after: Duration) -> Self {
@@ -96,41 +103,22 @@ impl ApiError {
     }
 
     fn unauthorized() -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "a valid bearer token is required",
-        )
+        Self::new(codes::UNAUTHORIZED, "a valid bearer token is required")
     }
 }
 
 impl From<Overloaded> for ApiError {
     fn from(o: Overloaded) -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded",
-            "the runner is at capacity; retry later",
-        )
-        .retry_after(o.retry_after)
+        Self::new(codes::OVERLOADED, "the runner is at capacity; retry later")
+            .retry_after(o.retry_after)
     }
 }
 
 impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> Self {
-        let status = match e.kind() {
-            ErrorKind::InvalidInput => StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorKind::NotFound => StatusCode::NOT_FOUND,
-            ErrorKind::Forbidden | ErrorKind::Denied => StatusCode::FORBIDDEN,
-            ErrorKind::Conflict => StatusCode::CONFLICT,
-            ErrorKind::LimitExceeded => match &e {
-                CoreError::Provider(_) => StatusCode::SERVICE_UNAVAILABLE,
-                _ => StatusCode::TOO_MANY_REQUESTS,
-            },
-            ErrorKind::Unavailable => StatusCode::BAD_GATEWAY,
-            ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
-            ErrorKind::Unsupported => StatusCode::NOT_IMPLEMENTED,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
+        // One table: the code decides the status.
+        let status = StatusCode::from_u16(e.error_code().status)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let retry_after = match &e {
             CoreError::Provider(p) if p.kind() == ProviderErrorKind::Busy => {
                 Some(p.retry_after().unwrap_or(Duration::from_secs(2)))
@@ -186,37 +174,26 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
             .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
         if !is_json {
             return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                codes::UNSUPPORTED_MEDIA_TYPE,
                 "the body must be JSON (Content-Type: application/json)",
             ));
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    "the request body is too large",
-                )
+                ApiError::new(codes::PAYLOAD_TOO_LARGE, "the request body is too large")
             } else {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_body",
-                    "the request body could not be read",
-                )
+                ApiError::new(codes::INVALID_BODY, "the request body could not be read")
             }
         })?;
         serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
             let detail = JsonDetail::new(&e);
             match e.classify() {
                 serde_json::error::Category::Data => ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_request",
+                    codes::INVALID_REQUEST,
                     format!("the request does not match the API: {detail}"),
                 ),
                 _ => ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_json",
+                    codes::INVALID_JSON,
                     format!("the body is not valid JSON: {detail}"),
                 ),
             }
@@ -281,25 +258,22 @@ async fn deadline<C: SessionContext>(
     let is_post = request.uri().path() == "/v1/post";
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
-        Err(_) if is_post => ApiError::new(
-            StatusCode::GATEWAY_TIMEOUT,
-            "timeout_outcome_unknown",
+        Err(_) if is_post => ApiError::new(codes::TIMEOUT_OUTCOME_UNKNOWN,
             "the post did not finish before the request deadline; it may have been published: do not retry automatically",
         )
         .into_response(),
-        Err(_) => ApiError::new(StatusCode::GATEWAY_TIMEOUT, "timeout", "the request did not finish before its deadline")
+        Err(_) => ApiError::new(codes::TIMEOUT, "the request did not finish before its deadline")
             .into_response(),
     }
 }
 
 async fn not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+    ApiError::new(codes::NOT_FOUND, "no such endpoint")
 }
 
 async fn method_not_allowed() -> ApiError {
     ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        codes::METHOD_NOT_ALLOWED,
         "this endpoint does not accept this method",
     )
 }
@@ -362,8 +336,7 @@ async fn post_job<C: SessionContext>(
     match job.await {
         Ok(result) => Ok(Json(result?)),
         Err(_) => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "job_panicked",
+            codes::JOB_PANICKED,
             "the job failed unexpectedly; it may have been published: do not retry automatically",
         )),
     }
@@ -382,8 +355,7 @@ async fn probe<C: SessionContext>(
     match job.await {
         Ok(result) => Ok(Json(result?)),
         Err(_) => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "job_panicked",
+            codes::JOB_PANICKED,
             "the probe failed unexpectedly",
         )),
     }
@@ -429,12 +401,7 @@ pub fn app<C: SessionContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), deadline::<C>))
         .layer(middleware::from_fn(access_log))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "internal error",
-            )
-            .into_response()
+            ApiError::new(codes::INTERNAL, "internal error").into_response()
         }))
         .layer(
             tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer::new([

@@ -251,7 +251,7 @@ async fn wait_for_sign_in(
                 }
                 return Ok(done);
             }
-            Err(e) if e.code() == Some("not_authenticated") => {}
+            Err(e) if e.is(abr_protocol::codes::NOT_AUTHENTICATED) => {}
             Err(e) => return Err(CliError::Run(format!("finishing the capture: {e}"))),
         }
         if started.elapsed() > deadline {

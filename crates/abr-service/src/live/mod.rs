@@ -20,11 +20,13 @@ use abr_core::{LiveAttachment, LiveSurface, SessionContext, new_token};
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{FromRequestParts, Path, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
 use crate::config::RunnerConfig;
+use abr_protocol::codes;
+
 use crate::http::{ApiError, AppState};
 
 /// What the live view needs besides the runner: who may open sockets and frame the page,
@@ -74,20 +76,13 @@ pub(crate) fn routes<C: SessionContext + LiveSurface>() -> Router<AppState<C>> {
 
 fn gone() -> ApiError {
     ApiError::new(
-        StatusCode::NOT_FOUND,
-        "live_view_not_found",
+        codes::LIVE_VIEW_NOT_FOUND,
         "no open capture has this live view",
     )
 }
 
 fn nonce() -> Result<String, ApiError> {
-    new_token().map_err(|_| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "internal error",
-        )
-    })
+    new_token().map_err(|_| ApiError::new(codes::INTERNAL, "internal error"))
 }
 
 /// Refuses a socket whose `Origin` is not the runner's or an embedding app's (a page on
@@ -107,8 +102,7 @@ fn check_origin(state: &LiveState, headers: &HeaderMap) -> Result<(), ApiError> 
         Ok(())
     } else {
         Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "origin_not_allowed",
+            codes::ORIGIN_NOT_ALLOWED,
             "the live view only accepts sockets from the runner's own pages and the embedding \
              apps configured in ABR_LIVE_EMBED_ORIGINS",
         ))
@@ -160,8 +154,7 @@ async fn upgrade_of(request: Request) -> Result<WebSocketUpgrade, ApiError> {
         .await
         .map_err(|_| {
             ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "websocket_required",
+                codes::WEBSOCKET_REQUIRED,
                 "this endpoint only accepts a WebSocket handshake",
             )
         })?;
@@ -199,8 +192,7 @@ async fn proxied<C: SessionContext + LiveSurface>(
         let upgrade = upgrade_of(request).await?;
         let server = proxy::connect(upstream).await.ok_or_else(|| {
             ApiError::new(
-                StatusCode::BAD_GATEWAY,
-                "live_view_unavailable",
+                codes::LIVE_VIEW_UNAVAILABLE,
                 "the provider's viewer did not answer",
             )
         })?;

@@ -21,6 +21,8 @@ use tokio_tungstenite::tungstenite::Message as Upstream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::wire::MAX_MESSAGE;
+use abr_protocol::codes;
+
 use crate::http::ApiError;
 
 /// Largest proxied response body.
@@ -106,8 +108,7 @@ pub(crate) fn upstream_url(
 
 fn unavailable(message: &str) -> ApiError {
     ApiError::new(
-        StatusCode::BAD_GATEWAY,
-        "live_view_unavailable",
+        codes::LIVE_VIEW_UNAVAILABLE,
         format!("the provider's viewer {message}"),
     )
 }

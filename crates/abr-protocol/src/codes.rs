@@ -1,0 +1,199 @@
+//! Every error code the runner answers with, in one table: the server builds its error
+//! envelopes from it, `abr-client` matches on it, and the README's error table is checked
+//! against it.
+
+/// Whether retrying the same request may succeed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Retry {
+    /// It may: the condition is temporary (the envelope says `retryable: true`).
+    Yes,
+    /// It will not: change the request, the configuration or the state first.
+    No,
+    /// The envelope's `retryable` says, case by case.
+    Depends,
+}
+
+/// One error code: its wire name, the HTTP status it comes with, and what it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ErrorCode {
+    /// The stable snake_case name in `{"error": {"code": …}}`.
+    pub code: &'static str,
+    /// The HTTP status it is answered with.
+    pub status: u16,
+    /// Whether a retry may succeed.
+    pub retry: Retry,
+    /// What it means, for the README's table.
+    pub meaning: &'static str,
+}
+
+impl ErrorCode {
+    /// An envelope body with this code, `message`, and `retryable` from [`Retry`]
+    /// ([`Retry::Depends`] answers `false`; set it with [`ErrorBody::retryable`]).
+    ///
+    /// [`ErrorBody::retryable`]: crate::ErrorBody::retryable
+    pub fn body(&self, message: impl Into<String>) -> crate::ErrorBody {
+        crate::ErrorBody::new(self.code, message).retryable(self.retry == Retry::Yes)
+    }
+}
+
+impl PartialEq<ErrorCode> for &str {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        *self == other.code
+    }
+}
+
+impl PartialEq<ErrorCode> for str {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        self == other.code
+    }
+}
+
+macro_rules! codes {
+    ($($(#[$doc:meta])* $name:ident = $code:literal, $status:literal, $retry:ident, $meaning:literal;)*) => {
+        $(
+            $(#[$doc])*
+            pub const $name: ErrorCode = ErrorCode {
+                code: $code,
+                status: $status,
+                retry: Retry::$retry,
+                meaning: $meaning,
+            };
+        )*
+        /// Every code, by status.
+        pub const ALL: &[ErrorCode] = &[$($name),*];
+    };
+}
+
+codes! {
+    /// The body is not JSON.
+    INVALID_JSON = "invalid_json", 400, No, "the body is not JSON";
+    /// The body could not be read.
+    INVALID_BODY = "invalid_body", 400, No, "the body could not be read";
+    /// A live-view socket endpoint got a request that is not a WebSocket handshake.
+    WEBSOCKET_REQUIRED = "websocket_required", 400, No, "a live-view socket endpoint got no WebSocket handshake";
+    /// No or a wrong bearer token (with `WWW-Authenticate: Bearer`).
+    UNAUTHORIZED = "unauthorized", 401, No, "no valid bearer token (`WWW-Authenticate: Bearer`)";
+    /// The capture is bound to another workspace or account.
+    BINDING_MISMATCH = "binding_mismatch", 403, No, "the capture is bound to another workspace or account";
+    /// The platform's policy forbids this execution mode.
+    EXECUTION_DENIED = "execution_denied", 403, No, "the platform's policy forbids this (unattended, or interactive capture)";
+    /// A live-view socket from an origin that is neither the runner's nor an embedding app's.
+    ORIGIN_NOT_ALLOWED = "origin_not_allowed", 403, No, "a live-view socket from another site (see `ABR_LIVE_EMBED_ORIGINS`)";
+    /// No such endpoint.
+    NOT_FOUND = "not_found", 404, No, "no such endpoint";
+    /// No platform with this id.
+    UNKNOWN_PLATFORM = "unknown_platform", 404, No, "no platform with this id";
+    /// No open capture with this id (never existed, finished, cancelled or expired).
+    CAPTURE_NOT_FOUND = "capture_not_found", 404, No, "no open capture with this id";
+    /// No open capture with this live token.
+    LIVE_VIEW_NOT_FOUND = "live_view_not_found", 404, No, "no open capture with this live token";
+    /// No stored session for this account and platform.
+    SESSION_NOT_FOUND = "session_not_found", 404, No, "no stored session for this account and platform";
+    /// The endpoint does not take this method (with `Allow`).
+    METHOD_NOT_ALLOWED = "method_not_allowed", 405, No, "the endpoint does not take this method (`Allow` lists those it does)";
+    /// The user has not signed in yet; the capture stays open.
+    NOT_AUTHENTICATED = "not_authenticated", 409, Yes, "the capture's browser is not signed in yet: poll again";
+    /// The body is over the limit.
+    PAYLOAD_TOO_LARGE = "payload_too_large", 413, No, "the body is over `ABR_BODY_LIMIT_BYTES`";
+    /// The body is not declared as JSON.
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type", 415, No, "the body is not declared as `application/json`";
+    /// Well-formed JSON of the wrong shape; the message never echoes values.
+    INVALID_REQUEST = "invalid_request", 422, No, "JSON of the wrong shape, or a field out of bounds (the message never echoes values)";
+    /// An invalid or over-broad session scope.
+    INVALID_SCOPE = "invalid_scope", 422, No, "an invalid or over-broad session scope, refused before any browser starts";
+    /// A platform id registered twice.
+    DUPLICATE_PLATFORM = "duplicate_platform", 422, No, "a platform id registered twice";
+    /// Too many captures are open.
+    CAPTURE_LIMIT = "capture_limit", 429, Yes, "too many captures are open (`Retry-After`)";
+    /// The live token holds its maximum of sockets.
+    LIVE_VIEW_LIMIT = "live_view_limit", 429, Yes, "the live token already holds `ABR_LIVE_MAX_SOCKETS` sockets";
+    /// An internal failure; details are logged, not returned.
+    INTERNAL = "internal", 500, No, "an internal failure (details are logged, not returned)";
+    /// The job's task failed unexpectedly; a post may have been published.
+    JOB_PANICKED = "job_panicked", 500, No, "the job failed unexpectedly; a post may have been published: do not retry";
+    /// A strategy panicked outside of a post (probe, capture check).
+    STRATEGY_PANICKED = "strategy_panicked", 500, No, "the platform's strategy failed unexpectedly";
+    /// The provider panicked while acquiring or releasing a browser.
+    PROVIDER_PANICKED = "provider_panicked", 500, No, "the browser provider failed unexpectedly";
+    /// The configured provider cannot do this (interactive capture on a headless backend).
+    UNSUPPORTED = "unsupported", 501, No, "the configured provider cannot do this";
+    /// The provider refused as unsupported.
+    PROVIDER_UNSUPPORTED = "provider_unsupported", 501, No, "the provider does not support this";
+    /// The browser or remote service cannot be reached.
+    PROVIDER_UNAVAILABLE = "provider_unavailable", 502, Yes, "the browser or remote service cannot be reached";
+    /// The provider is configured wrongly or something it needs is missing.
+    PROVIDER_MISCONFIGURED = "provider_misconfigured", 502, No, "the provider is configured wrongly or something it needs is not installed";
+    /// The provider rejected the request.
+    PROVIDER_REJECTED = "provider_rejected", 502, No, "the provider rejected the request";
+    /// Any other provider failure.
+    PROVIDER_ERROR = "provider_error", 502, No, "another provider failure";
+    /// The browser died or the remote session expired mid-job.
+    BROWSER_CRASHED = "browser_crashed", 502, Yes, "the browser died or the remote session ended mid-job";
+    /// A strategy step failed outside of a post.
+    STRATEGY_FAILED = "strategy_failed", 502, Depends, "a strategy step failed outside of a post (probe, capture check)";
+    /// The session store failed.
+    STORE_FAILED = "store_failed", 502, Yes, "the session store failed";
+    /// The proxied provider viewer did not answer, answered too much, or redirected.
+    LIVE_VIEW_UNAVAILABLE = "live_view_unavailable", 502, No, "the proxied provider viewer failed (no answer, too large, a redirect)";
+    /// The provider is at capacity (with `Retry-After`).
+    PROVIDER_BUSY = "provider_busy", 503, Yes, "the provider is at capacity (`Retry-After`)";
+    /// The runner is at capacity: every job slot busy and the queue full (with `Retry-After`).
+    OVERLOADED = "overloaded", 503, Yes, "every job slot is busy and the queue is full (`Retry-After`)";
+    /// The job waited for a slot past its queue deadline: nothing ran.
+    QUEUE_TIMEOUT = "queue_timeout", 503, Yes, "the job waited for a slot past its queue deadline: nothing ran (`Retry-After`)";
+    /// A step did not finish in time (nothing that may have published had started).
+    TIMEOUT = "timeout", 504, Yes, "a step did not finish in time; nothing that may have acted had started";
+    /// The provider did not answer in time.
+    PROVIDER_TIMEOUT = "provider_timeout", 504, Yes, "the provider did not answer in time";
+    /// A post that had started did not finish before the request deadline: it may have been
+    /// published.
+    TIMEOUT_OUTCOME_UNKNOWN = "timeout_outcome_unknown", 504, No, "a started post passed the request deadline: it may have been published, do not retry";
+}
+
+/// The code named `code`, if the runner has one.
+pub fn lookup(code: &str) -> Option<&'static ErrorCode> {
+    ALL.iter().find(|c| c.code == code)
+}
+
+/// The README's error table: one row per status, its codes, and what each means.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| status | code | retry | meaning |\n|---|---|---|---|\n");
+    for c in ALL {
+        let retry = match c.retry {
+            Retry::Yes => "yes",
+            Retry::No => "no",
+            Retry::Depends => "see `retryable`",
+        };
+        out.push_str(&format!(
+            "| {} | `{}` | {} | {} |\n",
+            c.status, c.code, retry, c.meaning
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_snake_case_and_sorted_by_status() {
+        let mut seen = std::collections::BTreeSet::new();
+        for c in ALL {
+            assert!(seen.insert(c.code), "{} twice", c.code);
+            assert!(
+                c.code
+                    .chars()
+                    .all(|ch| ch.is_ascii_lowercase() || ch == '_'),
+                "{}",
+                c.code
+            );
+            assert!((400..600).contains(&c.status), "{}", c.code);
+        }
+        assert!(ALL.windows(2).all(|w| w[0].status <= w[1].status));
+        assert_eq!(lookup("not_authenticated"), Some(&NOT_AUTHENTICATED));
+        assert!("overloaded" == OVERLOADED);
+        assert!(NOT_AUTHENTICATED.body("x").retryable);
+        assert!(!BINDING_MISMATCH.body("x").retryable);
+    }
+}
