@@ -41,6 +41,16 @@ pub struct CaptureConfig {
     pub max_live_sockets: usize,
 }
 
+impl CaptureConfig {
+    /// The deadlines of `budget` with the other settings of `self`.
+    #[must_use]
+    pub fn with_budget(mut self, budget: &crate::DeadlineBudget) -> Self {
+        self.acquire_timeout = budget.capture_acquire;
+        self.step_timeout = budget.capture_step;
+        self
+    }
+}
+
 impl Default for CaptureConfig {
     fn default() -> Self {
         Self {

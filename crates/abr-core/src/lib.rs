@@ -18,6 +18,7 @@
 //! [`EgressPolicy`] (where a driven browser may connect).
 
 mod audit;
+mod budget;
 mod capture;
 mod clock;
 pub mod egress;
@@ -38,6 +39,7 @@ pub mod testing;
 pub use audit::{
     AuditAction, AuditError, AuditEvent, AuditOutcome, AuditSink, Auditor, MemoryAuditSink,
 };
+pub use budget::{BudgetError, DeadlineBudget};
 pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
 pub use clock::{Clock, OsRandom, RandomSource, SystemClock, new_token};
 pub use egress::{AllowedPrivate, EgressDenied, EgressPolicy};
@@ -58,5 +60,6 @@ pub use scope::{ScopeError, SessionScope};
 pub use serialized::SerializedProvider;
 pub use store::{InMemorySessionStore, SessionKey, SessionStore};
 pub use strategy::{
-    PostProgress, StrategyPolicy, StrategyRegistry, SubmitReceipt, VerifyOutcome, WebPostStrategy,
+    PlatformPacing, PostProgress, StrategyPolicy, StrategyRegistry, SubmitReceipt, VerifyOutcome,
+    WebPostStrategy,
 };

@@ -15,8 +15,8 @@ use crate::scope_io::{self, Scopes};
 use crate::step::{Step, guarded};
 use crate::{
     AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, OsRandom,
-    PostProgress, RandomSource, SessionContext, SessionKey, SessionStore, StrategyErrorKind,
-    StrategyRegistry, SystemClock, VerifyOutcome, WebPostStrategy,
+    PlatformPacing, PostProgress, RandomSource, SessionContext, SessionKey, SessionStore,
+    StrategyErrorKind, StrategyRegistry, SystemClock, VerifyOutcome, WebPostStrategy,
 };
 
 /// A randomized delay before acting, to keep an account's activity human-scale.
@@ -79,10 +79,21 @@ impl Default for StepTimeouts {
 /// Configuration of an [`AgentPoster`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PosterConfig {
-    /// Randomized delay before acting; `None`: act at once.
+    /// Randomized delay before acting, for platforms that use the runner's
+    /// ([`PlatformPacing::Runner`]); `None`: act at once.
     pub pacing: Option<Pacing>,
     /// Step deadlines.
     pub timeouts: StepTimeouts,
+}
+
+impl PosterConfig {
+    /// Pacing in `pacing` and the step deadlines of `budget`.
+    pub fn from_budget(budget: &crate::DeadlineBudget, pacing: Option<Pacing>) -> Self {
+        Self {
+            pacing,
+            timeouts: budget.steps,
+        }
+    }
 }
 
 /// Posts with a stored session and proves the outcome.
@@ -291,7 +302,12 @@ impl<C: SessionContext> AgentPoster<C> {
         let (state, report_in) = scopes.apply(&session);
         let mut timing = Timing::default();
 
-        if let Some(pacing) = self.config.pacing {
+        let pacing = match strategy.pacing() {
+            PlatformPacing::Runner => self.config.pacing,
+            PlatformPacing::Off => None,
+            PlatformPacing::Range(range) => Some(range),
+        };
+        if let Some(pacing) = pacing {
             let delay = pacing.pick(self.random.as_ref());
             self.clock.sleep(delay).await;
             timing.pacing_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);

@@ -134,6 +134,12 @@ pub trait WebPostStrategy<C>: Send + Sync + 'static {
     /// Where capture starts (the sign-in page) and posting begins.
     fn start_url(&self) -> &str;
 
+    /// How this platform's posts are paced: the runner's setting (the default), none (a
+    /// local test site), or a range of its own.
+    fn pacing(&self) -> PlatformPacing {
+        PlatformPacing::Runner
+    }
+
     /// Whether the context is signed in.
     async fn is_authenticated(&self, context: &C) -> Result<bool, StrategyError>;
 
@@ -151,6 +157,18 @@ pub trait WebPostStrategy<C>: Send + Sync + 'static {
         context: &C,
         receipt: &SubmitReceipt,
     ) -> Result<VerifyOutcome, StrategyError>;
+}
+
+/// A platform's pacing (the seed's `pacing: true`: a small randomized delay before acting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlatformPacing {
+    /// The runner's configured range.
+    #[default]
+    Runner,
+    /// No delay (a local test site).
+    Off,
+    /// This range, whatever the runner's.
+    Range(crate::Pacing),
 }
 
 /// Registered strategies by platform id.
@@ -192,6 +210,19 @@ impl<C: 'static> StrategyRegistry<C> {
         self.strategies
             .get(platform)
             .ok_or_else(|| CoreError::UnknownPlatform(platform.into()))
+    }
+
+    /// The longest pacing delay a registered platform asks for itself
+    /// ([`PlatformPacing::Range`]); zero if none does.
+    pub fn longest_pacing(&self) -> std::time::Duration {
+        self.strategies
+            .values()
+            .filter_map(|s| match s.pacing() {
+                PlatformPacing::Range(range) => Some(range.max),
+                _ => None,
+            })
+            .max()
+            .unwrap_or_default()
     }
 
     /// Every platform, sorted by id.

@@ -1,5 +1,7 @@
 //! Integration tests of `SerializedProvider`: one lease at a time, queueing with a deadline,
-//! and the permit handed on only after the previous lease was released.
+//! the permit handed on only after the previous lease was released, and the policy between
+//! jobs and captures: a capture beyond the one session is refused at once, a job is refused
+//! at once while a capture holds the session, and neither ever replaces the other.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +13,16 @@ use abr_core::{
 };
 
 fn request() -> AcquireRequest {
+    request_for(AcquireMode::Unattended)
+}
+
+fn capture() -> AcquireRequest {
+    request_for(AcquireMode::Interactive)
+}
+
+fn request_for(mode: AcquireMode) -> AcquireRequest {
     AcquireRequest {
-        mode: AcquireMode::Unattended,
+        mode,
         platform: "demo".into(),
         state: None,
         start_url: None,
@@ -176,4 +186,135 @@ fn capabilities_say_one_at_a_time() {
     let caps = SerializedProvider::new(wide, Duration::from_secs(1)).capabilities();
     assert_eq!(caps.max_concurrent, Some(1));
     assert!(!caps.interactive && caps.remote_live_view);
+}
+
+/// Asserts `err` is an immediate `Busy` refusal with `retry_after`.
+fn assert_refused(err: &abr_core::ProviderError, retry_after: Duration) {
+    assert_eq!(err.kind(), ProviderErrorKind::Busy, "{err}");
+    assert!(err.is_retryable());
+    assert_eq!(err.retry_after(), Some(retry_after), "{err}");
+    assert!(err.message().starts_with("fake holds one session"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_capture_is_refused_at_once_while_a_job_holds_the_session() {
+    let p = serialized(Duration::from_secs(3600));
+    let job = p.acquire(request()).await.unwrap();
+
+    let started = tokio::time::Instant::now();
+    let err = p.acquire(capture()).await.unwrap_err();
+    assert_eq!(started.elapsed(), Duration::ZERO, "refused without waiting");
+    assert_refused(&err, Duration::from_secs(2));
+    assert_eq!(p.inner().acquired(), 1, "the inner provider is not asked");
+
+    job.release().await.unwrap();
+    let cap = p.acquire(capture()).await.unwrap();
+    assert_eq!(p.inner().max_open_seen(), 1);
+    cap.release().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_capture_is_refused_at_once_and_the_first_keeps_its_session() {
+    let p = serialized(Duration::from_secs(3600));
+    let first = p.acquire(capture()).await.unwrap();
+
+    let started = tokio::time::Instant::now();
+    let err = p.acquire(capture()).await.unwrap_err();
+    assert_eq!(started.elapsed(), Duration::ZERO, "refused without waiting");
+    assert_refused(&err, Duration::from_secs(15));
+    assert!(err.message().contains("a capture is using it"), "{err}");
+    assert_eq!(p.inner().acquired(), 1);
+    assert_eq!(p.inner().released(), 0, "the open capture was not touched");
+
+    first.release().await.unwrap();
+    assert_eq!(p.inner().max_open_seen(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_is_refused_at_once_while_a_capture_holds_the_session() {
+    let p = serialized(Duration::from_secs(3600));
+    let cap = p.acquire(capture()).await.unwrap();
+
+    let started = tokio::time::Instant::now();
+    let err = p.acquire(request()).await.unwrap_err();
+    assert_eq!(started.elapsed(), Duration::ZERO, "refused without waiting");
+    assert_refused(&err, Duration::from_secs(15));
+    assert_eq!(
+        p.inner().acquired(),
+        1,
+        "the capture's session was not replaced"
+    );
+    assert_eq!(p.inner().open_leases(), 1);
+
+    // Once the capture is done, jobs run (and queue behind each other) again.
+    cap.release().await.unwrap();
+    let job = p.acquire(request()).await.unwrap();
+    let waiter = {
+        let p = Arc::clone(&p);
+        tokio::spawn(async move { p.acquire(request()).await })
+    };
+    yield_many(50).await;
+    assert!(!waiter.is_finished(), "a job queues behind a job");
+    job.release().await.unwrap();
+    waiter.await.unwrap().unwrap().release().await.unwrap();
+    assert_eq!(p.inner().max_open_seen(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_capture_does_not_overtake_jobs_already_waiting() {
+    let p = serialized(Duration::from_secs(3600));
+    let job = p.acquire(request()).await.unwrap();
+    let waiter = {
+        let p = Arc::clone(&p);
+        tokio::spawn(async move { p.acquire(request()).await })
+    };
+    yield_many(50).await;
+
+    job.release().await.unwrap();
+    // The permit went to the waiting job: a capture arriving now finds the session taken.
+    let err = p.acquire(capture()).await.unwrap_err();
+    assert_eq!(err.kind(), ProviderErrorKind::Busy, "{err}");
+    let queued = waiter.await.unwrap().unwrap();
+    queued.release().await.unwrap();
+    assert_eq!(p.inner().acquired(), 2);
+    assert_eq!(p.inner().max_open_seen(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_waits_of_captures_and_of_jobs_behind_captures_are_configurable() {
+    let p = Arc::new(
+        SerializedProvider::new(FakeProvider::new(), Duration::from_secs(60))
+            .with_capture_wait(Duration::from_secs(10))
+            .with_job_wait_behind_capture(Duration::from_secs(5)),
+    );
+    // A capture waits for a job.
+    let job = p.acquire(request()).await.unwrap();
+    let cap = {
+        let p = Arc::clone(&p);
+        tokio::spawn(async move { p.acquire(capture()).await })
+    };
+    yield_many(50).await;
+    assert!(!cap.is_finished(), "the capture waits for the job");
+    job.release().await.unwrap();
+    let cap = cap.await.unwrap().unwrap();
+
+    // A job waits behind the capture, up to its own bound.
+    let started = tokio::time::Instant::now();
+    let err = p.acquire(request()).await.unwrap_err();
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+    assert_eq!(err.kind(), ProviderErrorKind::Busy);
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(15)), "{err}");
+    cap.release().await.unwrap();
+    assert_eq!(p.inner().max_open_seen(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_capture_acquire_frees_the_session_for_jobs() {
+    let p = serialized(Duration::from_secs(1));
+    p.inner().fail_next_acquire(ProviderErrorKind::Unavailable);
+    let err = p.acquire(capture()).await.unwrap_err();
+    assert_eq!(err.kind(), ProviderErrorKind::Unavailable);
+    // A stale capture mark would refuse this job at once.
+    let job = p.acquire(request()).await.unwrap();
+    job.release().await.unwrap();
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use abr_core::{
-    PostProgress, ScopeError, StrategyError, StrategyPolicy, SubmitReceipt, VerifyOutcome,
+    PlatformPacing, PostProgress, ScopeError, StrategyError, StrategyPolicy, SubmitReceipt, VerifyOutcome,
     WebPostStrategy,
 };
 use abr_protocol::{
@@ -377,6 +377,11 @@ impl WebPostStrategy<BrowserSession> for DemoStrategy {
 
     fn start_url(&self) -> &str {
         &self.start_url
+    }
+
+    /// A local test site: no human-scale delay before acting.
+    fn pacing(&self) -> PlatformPacing {
+        PlatformPacing::Off
     }
 
     /// Asks the site with the context's cookies, through Playwright's request API (which

@@ -8,6 +8,7 @@
 )]
 
 use abr_demo::{DemoSite, FaultMode};
+use cookie::{Cookie, SameSite};
 use reqwest::header::{CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
 use reqwest::{Client, Response, StatusCode};
 use serde_json::{Value, json};
@@ -47,9 +48,9 @@ impl Site {
     async fn login(&self, user: &str) -> String {
         let r = self.login_response(user, "demo-password").await;
         assert_eq!(r.status(), StatusCode::SEE_OTHER);
-        let cookie = r.headers()[SET_COOKIE].to_str().unwrap();
-        let (pair, _) = cookie.split_once(';').unwrap();
-        pair.strip_prefix("demo_session=").unwrap().to_owned()
+        let cookie = Cookie::parse(r.headers()[SET_COOKIE].to_str().unwrap()).unwrap();
+        assert_eq!(cookie.name(), "demo_session");
+        cookie.value().to_owned()
     }
 
     async fn get(&self, path: &str, token: Option<&str>) -> Response {
@@ -133,18 +134,18 @@ async fn the_right_password_sets_a_host_only_http_only_session_cookie() {
     assert_eq!(r.headers()[LOCATION], "/compose");
     let cookies: Vec<_> = r.headers().get_all(SET_COOKIE).iter().collect();
     assert_eq!(cookies.len(), 1);
-    let cookie = cookies[0].to_str().unwrap();
-    let attributes: Vec<&str> = cookie.split(';').map(str::trim).collect();
-    let token = attributes[0].strip_prefix("demo_session=").unwrap();
+    let cookie = Cookie::parse(cookies[0].to_str().unwrap()).unwrap();
+    assert_eq!(cookie.name(), "demo_session", "{cookie}");
+    let token = cookie.value();
     assert_eq!(token.len(), 64, "256-bit token, hex: {cookie}");
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
-    assert!(attributes.contains(&"HttpOnly"), "{cookie}");
-    assert!(attributes.contains(&"SameSite=Lax"), "{cookie}");
-    assert!(attributes.contains(&"Path=/"), "{cookie}");
-    assert!(
-        !cookie.to_ascii_lowercase().contains("domain"),
-        "host-only: {cookie}"
-    );
+    assert_eq!(cookie.http_only(), Some(true), "{cookie}");
+    assert_eq!(cookie.same_site(), Some(SameSite::Lax), "{cookie}");
+    assert_eq!(cookie.path(), Some("/"), "{cookie}");
+    assert_eq!(cookie.domain(), None, "host-only: {cookie}");
+    assert_eq!(cookie.secure(), None, "plain http: {cookie}");
+    assert_eq!(cookie.max_age(), None, "a session cookie: {cookie}");
+    assert_eq!(cookie.expires(), None, "a session cookie: {cookie}");
 
     let other = s.login("alice").await;
     assert_ne!(other, token, "every sign-in gets its own token");
@@ -210,12 +211,15 @@ async fn signed_out_pages_redirect_to_login_and_logout_ends_the_session() {
     );
     let out = s.get("/logout", Some(&token)).await;
     assert_eq!(out.status(), StatusCode::SEE_OTHER);
-    assert!(
-        out.headers()[SET_COOKIE]
-            .to_str()
-            .unwrap()
-            .contains("Max-Age=0")
+    let removal = Cookie::parse(out.headers()[SET_COOKIE].to_str().unwrap()).unwrap();
+    assert_eq!(removal.name(), "demo_session", "{removal}");
+    assert_eq!(removal.value(), "", "{removal}");
+    assert_eq!(
+        removal.max_age(),
+        Some(cookie::time::Duration::ZERO),
+        "{removal}"
     );
+    assert_eq!(removal.path(), Some("/"), "{removal}");
     let after = s.get("/compose", Some(&token)).await;
     assert_eq!(after.status(), StatusCode::SEE_OTHER, "the token is dead");
 }

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use abr_core::{AllowedPrivate, EgressPolicy};
+use abr_core::{AllowedPrivate, DeadlineBudget, EgressPolicy, Pacing};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use url::Url;
@@ -170,7 +170,8 @@ pub struct RunnerConfig {
     /// Kernel API key (`ABR_KERNEL_API_KEY`).
     pub kernel_api_key: Option<SecretString>,
     /// Base URL of the demo site; the `demo` platform is registered when set
-    /// (`ABR_DEMO_SITE_URL`, default http://127.0.0.1:8788; `off` disables it).
+    /// (`ABR_DEMO_SITE_URL`; unset by default, so a production runner has no `demo`
+    /// platform; `off` also leaves it unset). Needs the crate's `demo` feature.
     pub demo_site_url: Option<Url>,
     /// Limits.
     pub limits: Limits,
@@ -179,6 +180,10 @@ pub struct RunnerConfig {
     pub egress: EgressPolicy,
     /// The live view.
     pub live: LiveSettings,
+    /// The randomized delay before a post acts, for platforms that take the runner's
+    /// (`ABR_PACING_MS=min-max`, default `1000-3000`; `off`). A platform may opt out (the
+    /// demo does) or set its own.
+    pub pacing: Option<Pacing>,
 }
 
 impl std::fmt::Debug for RunnerConfig {
@@ -226,12 +231,40 @@ impl Default for RunnerConfig {
             steel_api_key: None,
             kernel_url: None,
             kernel_api_key: None,
-            demo_site_url: parse_url("ABR_DEMO_SITE_URL", "http://127.0.0.1:8788").ok(),
+            demo_site_url: None,
             limits: Limits::default(),
             egress: EgressPolicy::new(),
             live: LiveSettings::default(),
+            pacing: Some(DEFAULT_PACING),
         }
     }
+}
+
+/// The pacing of platforms that take the runner's, unless `ABR_PACING_MS` says otherwise.
+pub const DEFAULT_PACING: Pacing = Pacing {
+    min: Duration::from_millis(1000),
+    max: Duration::from_millis(3000),
+};
+
+/// Parses `min-max` milliseconds (or one value), or `off`.
+fn parse_pacing(key: &str, value: &str) -> Result<Option<Pacing>, ConfigError> {
+    if matches!(value, "off" | "0") {
+        return Ok(None);
+    }
+    let ms = |v: &str| {
+        v.trim()
+            .parse::<u64>()
+            .map(Duration::from_millis)
+            .map_err(|_| invalid(key, "use min-max in milliseconds (e.g. 1000-3000), or off"))
+    };
+    let (min, max) = match value.split_once('-') {
+        Some((min, max)) => (ms(min)?, ms(max)?),
+        None => (ms(value)?, ms(value)?),
+    };
+    if min > max {
+        return Err(invalid(key, "the minimum is above the maximum"));
+    }
+    Ok(Some(Pacing { min, max }))
 }
 
 /// Parses one `scheme://host[:port]` origin (no path, query or credentials), normalised.
@@ -287,6 +320,7 @@ struct FileConfig {
     live_embed_origins: Option<String>,
     live_proxy_provider_viewer: Option<bool>,
     live_max_sockets: Option<usize>,
+    pacing_ms: Option<String>,
 }
 
 impl FileConfig {
@@ -348,6 +382,7 @@ impl FileConfig {
             "live_max_sockets",
             self.live_max_sockets.map(|v| v.to_string()),
         );
+        put("pacing_ms", self.pacing_ms);
         env
     }
 }
@@ -475,9 +510,14 @@ impl RunnerConfig {
         }
         config.kernel_api_key = secret("ABR_KERNEL_API_KEY");
         config.demo_site_url = match get("ABR_DEMO_SITE_URL") {
-            Some("off") => None,
+            None | Some("off") => None,
+            Some(_) if !cfg!(feature = "demo") => {
+                return Err(invalid(
+                    "ABR_DEMO_SITE_URL",
+                    "this abr was built without the `demo` feature",
+                ));
+            }
             Some(v) => Some(parse_url("ABR_DEMO_SITE_URL", v)?),
-            None => config.demo_site_url,
         };
         for choice in [config.job_provider, config.capture_provider] {
             match choice {
@@ -548,6 +588,10 @@ impl RunnerConfig {
         if let Some(n) = positive("ABR_LIVE_MAX_SOCKETS")? {
             config.live.max_sockets_per_token = n;
         }
+        if let Some(v) = get("ABR_PACING_MS") {
+            config.pacing = parse_pacing("ABR_PACING_MS", v)?;
+        }
+        config.budget(Duration::ZERO)?;
         Ok(config)
     }
 
@@ -557,6 +601,21 @@ impl RunnerConfig {
             Some(url) => url.as_str().trim_end_matches('/').to_owned(),
             None => format!("http://{}", self.bind),
         }
+    }
+
+    /// The deadlines of a request: every share of `ABR_REQUEST_TIMEOUT_SECS`, with pacing
+    /// up to the longer of the runner's and `platform_pacing_max` (the longest a registered
+    /// platform asks for).
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming `ABR_REQUEST_TIMEOUT_SECS` when they do not fit.
+    pub fn budget(&self, platform_pacing_max: Duration) -> Result<DeadlineBudget, ConfigError> {
+        let runner = self.pacing.map_or(Duration::ZERO, |p| p.max);
+        DeadlineBudget::from_request_timeout(
+            self.limits.request_timeout,
+            runner.max(platform_pacing_max),
+        )
+        .map_err(|e| invalid("ABR_REQUEST_TIMEOUT_SECS", e.to_string()))
     }
 
     /// The runner's public origin (`scheme://host[:port]`): what a browser showing the live
@@ -675,6 +734,34 @@ mod tests {
             let err = RunnerConfig::load(&e, None, false).unwrap_err().to_string();
             assert!(err.starts_with(k), "{err}");
         }
+    }
+
+    #[test]
+    fn pacing_and_the_request_deadline_must_fit_together() {
+        let base = [("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa")];
+        let load = |extra: &[(&str, &str)]| {
+            let mut e = env(&base);
+            e.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+            RunnerConfig::load(&e, None, false)
+        };
+        let c = load(&[]).unwrap();
+        assert_eq!(c.pacing, Some(DEFAULT_PACING), "on by default");
+        assert_eq!(load(&[("ABR_PACING_MS", "off")]).unwrap().pacing, None);
+        let p = load(&[("ABR_PACING_MS", "200-900")]).unwrap().pacing.unwrap();
+        assert_eq!((p.min, p.max), (Duration::from_millis(200), Duration::from_millis(900)));
+        for (k, v) in [
+            ("ABR_PACING_MS", "900-200"),
+            ("ABR_PACING_MS", "soon"),
+            ("ABR_REQUEST_TIMEOUT_SECS", "1"),
+        ] {
+            let err = load(&[(k, v)]).unwrap_err().to_string();
+            assert!(err.starts_with(k), "{err}");
+        }
+        // Pacing of up to 70 s cannot fit in a 240 s request with its steps.
+        let err = load(&[("ABR_PACING_MS", "5000-70000")]).unwrap_err().to_string();
+        assert!(err.starts_with("ABR_REQUEST_TIMEOUT_SECS"), "{err}");
+        let budget = c.budget(Duration::ZERO).unwrap();
+        assert!(budget.queue_wait + budget.post_span() <= c.limits.request_timeout);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use subtle::ConstantTimeEq;
 
 use crate::cli::error::JsonDetail;
 use crate::live::LiveState;
-use crate::runner::{Overloaded, Runner};
+use crate::runner::{NotAdmitted, Runner};
 
 /// Shared state of the HTTP handlers.
 pub struct AppState<C: SessionContext> {
@@ -107,10 +107,19 @@ impl ApiError {
     }
 }
 
-impl From<Overloaded> for ApiError {
-    fn from(o: Overloaded) -> Self {
-        Self::new(codes::OVERLOADED, "the runner is at capacity; retry later")
-            .retry_after(o.retry_after)
+impl From<NotAdmitted> for ApiError {
+    fn from(refused: NotAdmitted) -> Self {
+        match refused {
+            NotAdmitted::Overloaded { retry_after } => {
+                Self::new(codes::OVERLOADED, "the runner is at capacity; retry later")
+                    .retry_after(retry_after)
+            }
+            NotAdmitted::QueueTimeout { retry_after } => Self::new(
+                codes::QUEUE_TIMEOUT,
+                "no job slot came free within the queue deadline; nothing ran: retry later",
+            )
+            .retry_after(retry_after),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use abr_core::{
     AgentPoster, AuditError, AuditEvent, AuditSink, Auditor, CaptureConfig, CoreError,
-    DynSessionProvider, PosterConfig, SessionCaptureManager, SessionContext, StepTimeouts,
+    DeadlineBudget, DynSessionProvider, PosterConfig, SessionCaptureManager, SessionContext,
     StrategyRegistry, WebPostStrategy,
 };
 use abr_providers::{
@@ -23,20 +23,30 @@ use crate::config::{ProviderChoice, RunnerConfig};
 /// A strategy runnable by the runner's providers.
 pub type DynStrategy = Arc<dyn WebPostStrategy<BrowserSession>>;
 
-/// The runner is at capacity: retry after the given time.
+/// Why a job was not admitted. Either way nothing ran: retrying is safe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Overloaded {
-    /// Suggested wait.
-    pub retry_after: Duration,
+pub enum NotAdmitted {
+    /// Every slot is busy and the queue is full (or the runner is shutting down).
+    Overloaded {
+        /// Suggested wait.
+        retry_after: Duration,
+    },
+    /// The job waited in the queue for its whole queue deadline.
+    QueueTimeout {
+        /// Suggested wait.
+        retry_after: Duration,
+    },
 }
 
-/// Bounded job concurrency with a bounded queue: beyond both, callers are refused at once
-/// instead of piling up in memory.
+/// Bounded job concurrency with a bounded queue and a bounded wait in it: beyond them,
+/// callers are refused instead of piling up in memory or spending their request deadline
+/// waiting.
 #[derive(Debug)]
 pub struct JobGate {
     permits: Arc<Semaphore>,
     queued: AtomicUsize,
     max_queued: usize,
+    max_wait: Duration,
 }
 
 struct QueueSlot<'a>(&'a AtomicUsize);
@@ -48,37 +58,43 @@ impl Drop for QueueSlot<'_> {
 }
 
 impl JobGate {
-    /// `max_concurrent` jobs at once, `max_queued` more waiting.
-    pub fn new(max_concurrent: usize, max_queued: usize) -> Self {
+    /// `max_concurrent` jobs at once, `max_queued` more waiting, each at most `max_wait`.
+    pub fn new(max_concurrent: usize, max_queued: usize, max_wait: Duration) -> Self {
         Self {
             permits: Arc::new(Semaphore::new(max_concurrent)),
             queued: AtomicUsize::new(0),
             max_queued,
+            max_wait,
         }
     }
 
     /// A slot to run one job, waiting in the queue if needed.
     ///
     /// # Errors
-    /// [`Overloaded`] when all slots are busy and the queue is full.
-    pub async fn enter(&self) -> Result<OwnedSemaphorePermit, Overloaded> {
+    /// [`NotAdmitted::Overloaded`] when all slots are busy and the queue is full,
+    /// [`NotAdmitted::QueueTimeout`] when no slot came free within the queue deadline.
+    pub async fn enter(&self) -> Result<OwnedSemaphorePermit, NotAdmitted> {
         if let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() {
             return Ok(permit);
         }
         if self.queued.fetch_add(1, Ordering::SeqCst) >= self.max_queued {
             self.queued.fetch_sub(1, Ordering::SeqCst);
-            return Err(Overloaded {
+            return Err(NotAdmitted::Overloaded {
                 retry_after: Duration::from_secs(2),
             });
         }
         // Leaves the queue also when the waiting request is cancelled.
         let _slot = QueueSlot(&self.queued);
-        Arc::clone(&self.permits)
-            .acquire_owned()
-            .await
-            .map_err(|_| Overloaded {
+        let wait = Arc::clone(&self.permits).acquire_owned();
+        match tokio::time::timeout(self.max_wait, wait).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_closed)) => Err(NotAdmitted::Overloaded {
                 retry_after: Duration::from_secs(5),
-            })
+            }),
+            Err(_) => Err(NotAdmitted::QueueTimeout {
+                retry_after: Duration::from_secs(5),
+            }),
+        }
     }
 
     /// Jobs waiting now.
@@ -121,6 +137,8 @@ pub struct Runner<C: SessionContext = BrowserSession> {
     pub jobs: JobGate,
     /// The configuration it was built from.
     pub config: RunnerConfig,
+    /// Every deadline of a request, derived from the request timeout.
+    pub budget: DeadlineBudget,
     shutdown_hooks: Vec<ShutdownHook>,
     reaper: tokio::task::JoinHandle<()>,
 }
@@ -147,7 +165,7 @@ pub struct RunnerBuilder<C: SessionContext = BrowserSession> {
     capture_provider: Option<DynSessionProvider<C>>,
     factory: Option<ProviderFactory<C>>,
     audit: Option<Arc<dyn AuditSink>>,
-    poster_config: PosterConfig,
+    poster_config: Option<PosterConfig>,
 }
 
 impl<C: SessionContext> std::fmt::Debug for RunnerBuilder<C> {
@@ -185,18 +203,6 @@ impl<C: SessionContext> RunnerBuilder<C> {
     }
 
     fn bare(config: RunnerConfig) -> Self {
-        let request = config.limits.request_timeout;
-        // The steps of one post must finish well inside the request deadline, so that a
-        // post never ends in a 504 of unknown outcome.
-        let step = |share: u32| request / 8 * share;
-        let timeouts = StepTimeouts {
-            acquire: step(1).min(Duration::from_secs(30)),
-            precheck: step(1).min(Duration::from_secs(30)),
-            post: step(3).min(Duration::from_secs(90)),
-            verify: step(1).min(Duration::from_secs(30)),
-            export: step(1).min(Duration::from_secs(10)),
-            release: step(1).min(Duration::from_secs(10)),
-        };
         Self {
             config,
             strategies: StrategyRegistry::new(),
@@ -204,10 +210,7 @@ impl<C: SessionContext> RunnerBuilder<C> {
             capture_provider: None,
             factory: None,
             audit: None,
-            poster_config: PosterConfig {
-                pacing: None,
-                timeouts,
-            },
+            poster_config: None,
         }
     }
 
@@ -241,10 +244,11 @@ impl<C: SessionContext> RunnerBuilder<C> {
         self
     }
 
-    /// Pacing and step deadlines of posts.
+    /// Pacing and step deadlines of posts, instead of those derived from the request
+    /// timeout; [`build`](Self::build) checks that they fit in it.
     #[must_use]
     pub fn poster_config(mut self, config: PosterConfig) -> Self {
-        self.poster_config = config;
+        self.poster_config = Some(config);
         self
     }
 
@@ -253,9 +257,26 @@ impl<C: SessionContext> RunnerBuilder<C> {
     ///
     /// # Errors
     /// [`CoreError::InvalidInput`] when a role has no provider (a builder from
-    /// [`RunnerBuilder::with_providers`] always has both).
+    /// [`RunnerBuilder::with_providers`] always has both), or when the deadlines do not fit
+    /// in the request timeout (a platform's pacing, or step deadlines set with
+    /// [`poster_config`](Self::poster_config)).
     pub fn build(self) -> Result<Runner<C>, CoreError> {
         let config = self.config;
+        let invalid = |e: String| CoreError::InvalidInput(e);
+        let mut budget = config
+            .budget(self.strategies.longest_pacing())
+            .map_err(|e| invalid(e.to_string()))?;
+        let poster_config = match self.poster_config {
+            Some(given) => {
+                budget.steps = given.timeouts;
+                budget.pacing_max = budget
+                    .pacing_max
+                    .max(given.pacing.map_or(Duration::ZERO, |p| p.max));
+                budget.check().map_err(|e| invalid(e.to_string()))?;
+                given
+            }
+            None => PosterConfig::from_budget(&budget, config.pacing),
+        };
         let mut hooks: Vec<ShutdownHook> = Vec::new();
         let mut factory = self.factory;
         let mut provider = |given: Option<DynSessionProvider<C>>,
@@ -273,7 +294,7 @@ impl<C: SessionContext> RunnerBuilder<C> {
         let auditor = Auditor::new(sink, Duration::from_secs(5));
         let poster = AgentPoster::new(jobs_provider, Arc::clone(&strategies))
             .with_audit(auditor.clone())
-            .with_config(self.poster_config);
+            .with_config(poster_config);
         let captures = Arc::new(
             SessionCaptureManager::new(
                 capture_provider,
@@ -284,7 +305,8 @@ impl<C: SessionContext> RunnerBuilder<C> {
                     live_view_base: format!("{}/live/", config.public_base()),
                     max_live_sockets: config.live.max_sockets_per_token,
                     ..CaptureConfig::default()
-                },
+                }
+                .with_budget(&budget),
             )
             .with_audit(auditor),
         );
@@ -295,8 +317,10 @@ impl<C: SessionContext> RunnerBuilder<C> {
             jobs: JobGate::new(
                 config.limits.max_concurrent_jobs,
                 config.limits.max_queued_jobs,
+                budget.queue_wait,
             ),
             config,
+            budget,
             shutdown_hooks: hooks,
             reaper,
         })
@@ -380,7 +404,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_gate_queues_up_to_its_bound_then_refuses() {
-        let gate = Arc::new(JobGate::new(1, 1));
+        let gate = Arc::new(JobGate::new(1, 1, Duration::from_secs(60)));
         let running = gate.enter().await.unwrap();
         let waiting = {
             let gate = Arc::clone(&gate);
@@ -394,15 +418,31 @@ mod tests {
         }
         assert_eq!(gate.queued(), 1);
         let refused = gate.enter().await.unwrap_err();
-        assert!(refused.retry_after > Duration::ZERO);
+        assert!(
+            matches!(refused, NotAdmitted::Overloaded { retry_after } if retry_after > Duration::ZERO)
+        );
         drop(running);
         waiting.await.unwrap().unwrap();
         assert_eq!(gate.queued(), 0);
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_waiter_is_refused_once_its_queue_deadline_passed() {
+        let gate = Arc::new(JobGate::new(1, 4, Duration::from_secs(3)));
+        let _running = gate.enter().await.unwrap();
+        let started = tokio::time::Instant::now();
+        let refused = gate.enter().await.unwrap_err();
+        assert!(
+            matches!(refused, NotAdmitted::QueueTimeout { .. }),
+            "{refused:?}"
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        assert_eq!(gate.queued(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_cancelled_waiter_leaves_the_queue() {
-        let gate = Arc::new(JobGate::new(1, 1));
+        let gate = Arc::new(JobGate::new(1, 1, Duration::from_secs(60)));
         let _running = gate.enter().await.unwrap();
         let waiting = {
             let gate = Arc::clone(&gate);

@@ -386,3 +386,72 @@ async fn a_full_runner_answers_503_with_retry_after() {
     assert_eq!(s.provider.acquired(), 1, "the refused requests never ran");
     running.abort();
 }
+
+/// A post that waited in the queue past its queue deadline never ran: a retryable 503
+/// `queue_timeout`, not the "outcome unknown" of a post that started.
+#[tokio::test]
+async fn a_post_that_never_left_the_queue_is_retryable() {
+    let s = fake_stack_with(abr_core::testing::FakeProvider::new(), |c| {
+        c.limits.max_concurrent_jobs = 1;
+        c.limits.max_queued_jobs = 4;
+        c.limits.request_timeout = std::time::Duration::from_secs(4);
+    });
+    let queue_wait = s.runner.budget.queue_wait;
+    assert!(
+        queue_wait < std::time::Duration::from_secs(1),
+        "{queue_wait:?}"
+    );
+    s.strategy
+        .edit(|script: &mut StrategyScript| script.post = Script::Hang);
+    let app = s.app.clone();
+    let running =
+        tokio::spawn(async move { post_json(&app, "/v1/post", &post_body(FAKE_PLATFORM)).await });
+    for _ in 0..200 {
+        if s.provider.acquired() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let started = std::time::Instant::now();
+    let reply = post_json(&s.app, "/v1/post", &post_body(FAKE_PLATFORM)).await;
+    assert_eq!(
+        reply.error(),
+        (503, "queue_timeout".into(), true),
+        "{}",
+        reply.body
+    );
+    assert!(reply.header("retry-after").is_some());
+    assert!(
+        started.elapsed() >= queue_wait,
+        "refused before its queue deadline"
+    );
+    assert_eq!(
+        s.provider.acquired(),
+        1,
+        "the queued post never acquired a browser"
+    );
+    // The post that started and hung past its steps is uncertain, not a timeout of
+    // unknown outcome at the HTTP level: its steps fit inside the request deadline.
+    let first = running.await.unwrap();
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.json()["uncertain"], true, "{}", first.body);
+}
+
+#[test]
+fn deadlines_that_do_not_fit_the_request_are_refused_when_the_runner_is_built() {
+    use abr_core::{PosterConfig, StepTimeouts};
+    let mut config = fake_config();
+    config.limits.request_timeout = std::time::Duration::from_secs(60);
+    let provider: abr_core::DynSessionProvider<abr_core::testing::FakeContext> =
+        std::sync::Arc::new(abr_core::testing::FakeProvider::new());
+    let built =
+        abr_service::runner::RunnerBuilder::with_providers(config, provider.clone(), provider)
+            .poster_config(PosterConfig {
+                pacing: None,
+                timeouts: StepTimeouts::default(),
+            })
+            .build();
+    let e = built.unwrap_err();
+    assert_eq!(e.code(), "invalid_request");
+    assert!(e.to_string().contains("request deadline"), "{e}");
+}

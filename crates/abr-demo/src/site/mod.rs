@@ -38,6 +38,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Json};
+use cookie::{Cookie, SameSite};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -301,15 +302,30 @@ fn random_hex(n: usize) -> Option<String> {
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The `demo_session` value among the request's `Cookie` headers.
 fn session_token(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE)
-        .map(|(_, value)| value.to_owned())
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == SESSION_COOKIE)
+        .map(|c| c.value().to_owned())
+}
+
+/// The session cookie as the site sets it: host-only (no `Domain`), `Path=/`, `HttpOnly`,
+/// `SameSite=Lax`.
+fn session_cookie(value: String) -> cookie::CookieBuilder<'static> {
+    Cookie::build((SESSION_COOKIE, value))
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+}
+
+/// `cookie` as a `Set-Cookie` header value.
+fn set_cookie(cookie: cookie::CookieBuilder<'_>) -> Option<HeaderValue> {
+    HeaderValue::from_str(&cookie.build().to_string()).ok()
 }
 
 /// The signed-in session: `(token, username)`.
@@ -319,16 +335,13 @@ fn session(state: &Shared, headers: &HeaderMap) -> Option<(String, String)> {
     Some((token, user))
 }
 
-fn clear_cookie() -> HeaderValue {
-    HeaderValue::from_static("demo_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0")
-}
-
+/// To the sign-in page, removing the session cookie (empty, `Max-Age=0`, expired).
 fn to_login_clearing_cookie() -> Response {
-    (
-        [(header::SET_COOKIE, clear_cookie())],
-        Redirect::to("/login"),
-    )
-        .into_response()
+    let mut response = Redirect::to("/login").into_response();
+    if let Some(removal) = set_cookie(session_cookie(String::new()).removal()) {
+        response.headers_mut().insert(header::SET_COOKIE, removal);
+    }
+    response
 }
 
 fn normalize_newlines(text: &str) -> String {
@@ -393,10 +406,9 @@ async fn login(State(state): State<Shared>, Form(form): Form<LoginForm>) -> Resp
     lock(&state)
         .sessions
         .insert(token.clone(), username.to_owned());
-    let cookie = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax");
-    match HeaderValue::from_str(&cookie) {
-        Ok(cookie) => ([(header::SET_COOKIE, cookie)], Redirect::to("/compose")).into_response(),
-        Err(_) => page(
+    match set_cookie(session_cookie(token)) {
+        Some(cookie) => ([(header::SET_COOKIE, cookie)], Redirect::to("/compose")).into_response(),
+        None => page(
             StatusCode::INTERNAL_SERVER_ERROR,
             html::error_banner(None, "Could not start a session. Try again."),
         ),
@@ -707,6 +719,26 @@ mod tests {
             HeaderValue::from_static("xdemo_session=tok"),
         );
         assert_eq!(session_token(&headers), None);
+    }
+
+    #[test]
+    fn the_session_cookie_is_host_only_http_only_lax_and_removable() {
+        let set = set_cookie(session_cookie("tok".to_owned())).unwrap();
+        let cookie = Cookie::parse(set.to_str().unwrap()).unwrap();
+        assert_eq!((cookie.name(), cookie.value()), (SESSION_COOKIE, "tok"));
+        assert_eq!(cookie.http_only(), Some(true));
+        assert_eq!(cookie.same_site(), Some(SameSite::Lax));
+        assert_eq!(cookie.path(), Some("/"));
+        assert_eq!(cookie.domain(), None);
+
+        let response = to_login_clearing_cookie();
+        let removal = response.headers().get(header::SET_COOKIE).unwrap();
+        let removal = Cookie::parse(removal.to_str().unwrap()).unwrap();
+        assert_eq!((removal.name(), removal.value()), (SESSION_COOKIE, ""));
+        assert_eq!(removal.max_age(), Some(cookie::time::Duration::ZERO));
+        assert_eq!(removal.path(), Some("/"));
+        // A removal matches the cookie it removes only with the same path and no domain.
+        assert_eq!(removal.domain(), None);
     }
 
     #[test]

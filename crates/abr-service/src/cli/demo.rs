@@ -82,7 +82,7 @@ impl DemoArgs {
         config.public_url = Some(
             url::Url::parse(&format!("http://{addr}")).map_err(|e| CliError::Run(e.to_string()))?,
         );
-        let runner = super::serve::default_builder(config)?
+        let runner = super::runner_builder(config)?
             .build()
             .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
         let server = RunningServer::start(Arc::new(runner), listener)

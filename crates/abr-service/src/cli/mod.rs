@@ -3,7 +3,11 @@
 //! [`Cli`] is the clap parser; each top-level subcommand is one variant of [`Command`] and
 //! lives in its own module. Runners return `Result<(), CliError>`; [`main`] turns an error
 //! into exactly one `abr: error: ...` line on stderr and the error's exit code.
+//!
+//! `abr demo` exists only with the crate's `demo` feature (on by default, for the `abr`
+//! binary); [`runner_builder`] is what `abr serve` runs, for embedders and tests.
 
+#[cfg(feature = "demo")]
 mod demo;
 pub(crate) mod error;
 mod serve;
@@ -15,6 +19,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub(crate) use error::CliError;
+pub use serve::runner_builder;
 
 /// Exit codes, also listed in `abr --help`.
 const EXIT_CODES_HELP: &str = "\
@@ -42,6 +47,7 @@ pub(crate) enum Command {
     Serve(serve::ServeArgs),
     /// Run the whole round trip on this machine: demo site, runner, capture through the live
     /// view, post with an image, proof, ground truth and a screenshot.
+    #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
 }
 
@@ -51,6 +57,7 @@ impl Cli {
         match self.command {
             Command::Session(command) => command.run(),
             Command::Serve(args) => args.run(),
+            #[cfg(feature = "demo")]
             Command::Demo(args) => args.run(),
         }
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::cli::CliError;
-use crate::config::RunnerConfig;
+use crate::config::{ConfigError, RunnerConfig};
 use crate::runner::RunnerBuilder;
 use crate::server::RunningServer;
 
@@ -24,8 +24,8 @@ lowercased; the environment wins):
   ABR_STEEL_API_KEY       Steel Cloud API key
   ABR_KERNEL_URL          Kernel API base (default Kernel's)
   ABR_KERNEL_API_KEY      Kernel API key (required for the kernel provider)
-  ABR_DEMO_SITE_URL       demo site for the built-in `demo` platform (default
-                          http://127.0.0.1:8788; `off` to disable)
+  ABR_DEMO_SITE_URL       demo site for the built-in `demo` platform (default unset: no
+                          demo platform; needs an abr built with the `demo` feature)
   ABR_MAX_CONCURRENT_JOBS (2)  ABR_MAX_QUEUED_JOBS (16)  ABR_BODY_LIMIT_BYTES (10485760)
   ABR_REQUEST_TIMEOUT_SECS (240)  ABR_CAPTURE_TTL_SECS (900)  ABR_MAX_OPEN_CAPTURES (4)
   RUST_LOG                log filter (default info)";
@@ -62,7 +62,7 @@ impl ServeArgs {
             .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
         runtime.block_on(async move {
             let bind = config.bind;
-            let runner = default_builder(config)?
+            let runner = runner_builder(config)?
                 .build()
                 .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
             let server = RunningServer::bind(Arc::new(runner), bind)
@@ -75,16 +75,45 @@ impl ServeArgs {
     }
 }
 
-/// The runner with the built-in platforms registered.
-pub(crate) fn default_builder(config: RunnerConfig) -> Result<RunnerBuilder, CliError> {
+/// The environment variable that asks for the built-in `demo` platform.
+const DEMO_SITE_URL: &str = "ABR_DEMO_SITE_URL";
+
+/// The runner `abr serve` runs for `config`: the providers it names, plus the built-in
+/// platforms it asks for, which is `demo` only when [`RunnerConfig::demo_site_url`] is set
+/// (`ABR_DEMO_SITE_URL`; needs the crate's `demo` feature). A plain configuration registers
+/// no platform: add your own with [`RunnerBuilder::strategy`].
+///
+/// # Errors
+/// [`ConfigError::Invalid`] naming `ABR_DEMO_SITE_URL` when the demo site URL is set but
+/// the `demo` strategy refuses it, or this crate was built without the `demo` feature.
+pub fn runner_builder(config: RunnerConfig) -> Result<RunnerBuilder, ConfigError> {
     let demo = config.demo_site_url.clone();
-    let mut builder = RunnerBuilder::new(config);
-    if let Some(url) = demo {
-        let demo = abr_demo::DemoStrategy::new(url.as_str().trim_end_matches('/'))
-            .map_err(|e| CliError::Run(format!("the demo platform: {e}")))?;
-        builder = builder
-            .strategy(Arc::new(demo))
-            .map_err(|e| CliError::Run(e.to_string()))?;
+    let builder = RunnerBuilder::new(config);
+    match demo {
+        None => Ok(builder),
+        Some(url) => with_demo(builder, &url),
     }
-    Ok(builder)
+}
+
+/// Registers the `demo` platform for the demo site at `url`.
+#[cfg(feature = "demo")]
+fn with_demo(builder: RunnerBuilder, url: &url::Url) -> Result<RunnerBuilder, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid {
+        key: DEMO_SITE_URL.to_owned(),
+        reason,
+    };
+    let demo = abr_demo::DemoStrategy::new(url.as_str().trim_end_matches('/'))
+        .map_err(|e| invalid(e.to_string()))?;
+    builder
+        .strategy(Arc::new(demo))
+        .map_err(|e| invalid(e.to_string()))
+}
+
+/// Without the `demo` feature there is no `demo` platform to register.
+#[cfg(not(feature = "demo"))]
+fn with_demo(_: RunnerBuilder, _: &url::Url) -> Result<RunnerBuilder, ConfigError> {
+    Err(ConfigError::Invalid {
+        key: DEMO_SITE_URL.to_owned(),
+        reason: "this abr was built without the `demo` feature".to_owned(),
+    })
 }

@@ -50,6 +50,8 @@ pub fn fake_config() -> RunnerConfig {
             SecretString::from(FAKE_TOKEN.to_owned()),
             SecretString::from(FAKE_TOKEN_NEXT.to_owned()),
         ],
+        // The scripted platform takes the runner's pacing: none, so tests run at once.
+        pacing: None,
         ..RunnerConfig::default()
     }
 }

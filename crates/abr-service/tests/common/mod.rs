@@ -197,10 +197,10 @@ pub async fn demo_login(site: &DemoSite, username: &str) -> String {
         .get_all(reqwest::header::SET_COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find_map(|v| v.strip_prefix("demo_session="))
-        .and_then(|rest| rest.split(';').next())
-        .filter(|token| !token.is_empty())
+        .filter_map(|v| cookie::Cookie::parse(v).ok())
+        .find(|c| c.name() == abr_demo::site::SESSION_COOKIE && !c.value().is_empty())
         .expect("the sign-in set no demo_session cookie")
+        .value()
         .to_owned()
 }
 
