@@ -275,15 +275,13 @@ impl AgentRunnerClient {
         .await
     }
 
-    /// `GET /v1/capture/{captureId}`. The id is sent as one percent-encoded path segment
-    /// (`/` becomes `%2F`); an empty id, `.` or `..` is refused without sending anything.
-    pub async fn capture_status(&self, capture_id: &str) -> Result<CaptureStatus, ClientError> {
-        if matches!(capture_id, "" | "." | "..") {
-            return Err(ClientError::argument(
-                "a capture id must not be empty, `.` or `..`",
-            ));
-        }
-        let request = self.authed(Method::GET, &["v1", "capture", capture_id]);
+    /// `POST /v1/capture/status`: the capture's state, for the workspace and account it is
+    /// bound to. The capture id travels in the body, never in a path (it is a credential).
+    /// A read: safe to retry.
+    pub async fn capture_status(&self, capture: &CaptureRef) -> Result<CaptureStatus, ClientError> {
+        let request = self
+            .authed(Method::POST, &["v1", "capture", "status"])
+            .json(capture);
         self.send(Operation::CaptureStatus, request).await
     }
 

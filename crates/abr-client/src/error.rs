@@ -18,7 +18,7 @@ pub enum Operation {
     CaptureFinish,
     /// `POST /v1/capture/cancel`.
     CaptureCancel,
-    /// `GET /v1/capture/{captureId}`.
+    /// `POST /v1/capture/status`.
     CaptureStatus,
     /// `POST /v1/post`.
     Post,

@@ -209,16 +209,8 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         &self,
         request: CaptureStartRequest,
     ) -> Result<CaptureStartResponse, CoreError> {
-        for (field, value) in [
-            ("workspaceId", &request.workspace_id),
-            ("accountId", &request.account_id),
-        ] {
-            if value.is_empty() || value.len() > 256 {
-                return Err(CoreError::InvalidInput(format!(
-                    "{field} must be 1 to 256 characters"
-                )));
-            }
-        }
+        crate::tenant::check("workspaceId", Some(&request.workspace_id))?;
+        crate::tenant::check("accountId", Some(&request.account_id))?;
         let extra_scope = scope_io::request_scope(request.scope.as_ref())?;
         self.sweep_expired().await;
         let strategy = Arc::clone(self.strategies.get(&request.platform)?);
@@ -404,12 +396,13 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         Ok(CaptureCancelResponse { cancelled: true })
     }
 
-    /// Status of an open capture. The capture id is the credential.
+    /// Status of an open capture, for the workspace and account it is bound to (the capture
+    /// id alone is not enough, as for finish and cancel).
     ///
     /// # Errors
-    /// [`CoreError::CaptureNotFound`].
-    pub fn status(&self, capture_id: &str) -> Result<CaptureStatus, CoreError> {
-        let capture = self.find(capture_id)?;
+    /// [`CoreError::CaptureNotFound`] or [`CoreError::BindingMismatch`].
+    pub fn status(&self, r: &CaptureRef) -> Result<CaptureStatus, CoreError> {
+        let capture = self.find_bound(r)?;
         Ok(CaptureStatus {
             platform: capture.platform.clone(),
             state: CaptureState::Open,

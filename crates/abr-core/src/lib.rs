@@ -33,6 +33,7 @@ mod serialized;
 mod step;
 mod store;
 mod strategy;
+mod tenant;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 

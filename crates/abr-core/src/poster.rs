@@ -260,6 +260,9 @@ impl<C: SessionContext> AgentPoster<C> {
         workspace_id: Option<&str>,
         account_id: Option<&str>,
     ) -> Result<Arc<dyn WebPostStrategy<C>>, CoreError> {
+        // Bounded before anything records them (an audit line carries them).
+        crate::tenant::check("workspaceId", workspace_id)?;
+        crate::tenant::check("accountId", account_id)?;
         let strategy = Arc::clone(self.strategies.get(platform)?);
         if !strategy.policy().allow_unattended {
             self.audit.emit(

@@ -55,23 +55,63 @@ fn clone_inner(inner: &PwError) -> PwError {
     }
 }
 
-/// Removes query strings from URLs in a message: CDP and live-view URLs carry tokens there
-/// (`?jwt=`, `?apiKey=`).
+/// Path segments after which providers put a credential (`/browser/live/<token>`,
+/// `/devtools/browser/<id>`, `/sessions/<id>`, ...): the segment that follows is redacted.
+const CREDENTIAL_SEGMENTS: [&str; 7] = [
+    "live", "browser", "browsers", "sessions", "session", "token", "cdp",
+];
+
+/// Removes what carries credentials from URLs in a message: query strings (`?jwt=`,
+/// `?apiKey=`), user names and passwords (`wss://user:key@host`), and the path segment after
+/// a segment providers put tokens or session ids behind (`/browser/live/<token>`).
 pub(crate) fn redact_urls(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     for (i, word) in message.split(' ').enumerate() {
         if i > 0 {
             out.push(' ');
         }
-        match word.find("://").and_then(|_| word.find('?')) {
-            Some(q) => {
-                out.push_str(&word[..q]);
-                out.push_str("?<redacted>");
-            }
+        match word.find("://") {
+            Some(scheme_end) => out.push_str(&redact_url(word, scheme_end + 3)),
             None => out.push_str(word),
         }
     }
     out
+}
+
+/// `word` with a URL whose authority starts at `authority`, redacted.
+fn redact_url(word: &str, authority: usize) -> String {
+    let (head, rest) = word.split_at(authority);
+    let (rest, query) = match rest.find(['?', '#']) {
+        Some(q) => (&rest[..q], Some("?<redacted>")),
+        None => (rest, None),
+    };
+    let (authority_part, path) = match rest.find('/') {
+        Some(p) => rest.split_at(p),
+        None => (rest, ""),
+    };
+    let host = match authority_part.rfind('@') {
+        Some(at) => format!("<redacted>@{}", &authority_part[at + 1..]),
+        None => authority_part.to_owned(),
+    };
+    let mut redact_next = false;
+    let path: Vec<String> = path
+        .split('/')
+        .map(|segment| {
+            if CREDENTIAL_SEGMENTS.contains(&segment.to_ascii_lowercase().as_str()) {
+                redact_next = true;
+                segment.to_owned()
+            } else if std::mem::take(&mut redact_next) && !segment.is_empty() {
+                "<redacted>".to_owned()
+            } else {
+                segment.to_owned()
+            }
+        })
+        .collect();
+    format!(
+        "{head}{host}{}{}",
+        path.join("/"),
+        query.unwrap_or_default()
+    )
 }
 
 /// An HTTP transport error talking to a remote provider, without its URL.
@@ -94,8 +134,37 @@ mod tests {
 
     #[test]
     fn urls_lose_their_query_strings() {
-        let m = redact_urls("connect ws://h:1/browser/cdp?jwt=secret failed");
-        assert_eq!(m, "connect ws://h:1/browser/cdp?<redacted> failed");
+        let m = redact_urls("connect ws://h:1/cdp?jwt=secret failed");
+        assert_eq!(m, "connect ws://h:1/cdp?<redacted> failed");
+    }
+
+    #[test]
+    fn urls_lose_userinfo_and_credential_path_segments() {
+        for (given, expected) in [
+            (
+                "attach wss://user:s3cret@connect.example/x failed",
+                "attach wss://<redacted>@connect.example/x failed",
+            ),
+            (
+                "viewer https://api.onkernel.com/browser/live/T0KEN-abc?readOnly=1 gone",
+                "viewer https://api.onkernel.com/browser/live/<redacted>?<redacted> gone",
+            ),
+            (
+                "ws://127.0.0.1:9222/devtools/browser/8f1e-uuid closed",
+                "ws://127.0.0.1:9222/devtools/browser/<redacted> closed",
+            ),
+            (
+                "POST http://steel:3000/v1/sessions/5c1d/release: HTTP 500",
+                "POST http://steel:3000/v1/sessions/<redacted>/release: HTTP 500",
+            ),
+            ("no url here", "no url here"),
+        ] {
+            let got = redact_urls(given);
+            assert_eq!(got, expected);
+            for secret in ["s3cret", "T0KEN", "8f1e", "5c1d", "readOnly"] {
+                assert!(!got.contains(secret), "{got}");
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::{ProviderError, SessionContext};
-use abr_protocol::{AgentSessionState, OriginState};
+use abr_protocol::{AgentSessionState, Cookie, OriginState};
 use async_trait::async_trait;
 use playwright_rs::protocol::{BrowserContext, GotoOptions, Page};
 
@@ -19,6 +19,9 @@ pub struct BrowserSession {
     page: Page,
     /// Seeded localStorage, for origins the job never loads (see `export_state`).
     seeded: Vec<OriginState>,
+    /// Partitioned (CHIPS) cookies of the seed: they cannot be injected (see
+    /// [`state::to_playwright_cookies`]), so they are carried to the export unchanged.
+    carried: Vec<Cookie>,
     /// Live-view state shared by every clone (the input CDP session, page-gone signal).
     live: Arc<crate::live::LiveState>,
 }
@@ -44,9 +47,10 @@ impl BrowserSession {
         if let Some(seed) = seed {
             let (cookies, skipped) = state::to_playwright_cookies(seed);
             if skipped > 0 {
-                tracing::warn!(
+                tracing::debug!(
                     skipped,
-                    "partitioned cookies cannot be injected and were left out"
+                    "partitioned cookies cannot be injected; they are carried to the export \
+                     unchanged"
                 );
             }
             let script = state::seed_script(seed);
@@ -84,10 +88,20 @@ impl BrowserSession {
                 .map_err(|e| from_playwright("opening the start page", e))?;
         }
         let seeded = seed.map(|s| s.origins.clone()).unwrap_or_default();
+        let carried = seed
+            .map(|s| {
+                s.cookies
+                    .iter()
+                    .filter(|c| c.partition_key.is_some())
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(Self {
             context,
             page,
             seeded,
+            carried,
             live: Arc::default(),
         })
     }
@@ -112,7 +126,9 @@ impl BrowserSession {
 impl SessionContext for BrowserSession {
     /// The browser's cookies and localStorage. localStorage seeded by init script exists in
     /// the browser only once a page of its origin loaded, so seeded origins the job never
-    /// visited are carried over unchanged rather than lost.
+    /// visited are carried over unchanged rather than lost; so are partitioned cookies, which
+    /// could not be injected (the browser's own partitioned cookies of the same name, domain,
+    /// path and partition win).
     async fn export_state(&self) -> Result<AgentSessionState, ProviderError> {
         let pw = self
             .context
@@ -127,6 +143,17 @@ impl SessionContext for BrowserSession {
                 .any(|o| same_origin(&o.origin, &origin.origin))
             {
                 exported.origins.push(origin.clone());
+            }
+        }
+        for cookie in &self.carried {
+            let replaced = exported.cookies.iter().any(|c| {
+                c.name == cookie.name
+                    && c.domain == cookie.domain
+                    && c.path == cookie.path
+                    && c.partition_key == cookie.partition_key
+            });
+            if !replaced {
+                exported.cookies.push(cookie.clone());
             }
         }
         Ok(exported)

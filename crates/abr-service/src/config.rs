@@ -474,6 +474,13 @@ impl RunnerConfig {
         if config.api_tokens.is_empty() && !insecure_dev {
             return Err(ConfigError::NoToken);
         }
+        if insecure_dev && !config.bind.ip().is_loopback() {
+            return Err(invalid(
+                "ABR_BIND",
+                "--insecure-dev accepts requests without a token: it only binds a loopback \
+                 address (127.0.0.1 or ::1)",
+            ));
+        }
         if let Some(v) = get("ABR_JOB_PROVIDER") {
             config.job_provider = v.parse().map_err(|e| invalid("ABR_JOB_PROVIDER", e))?;
         }
@@ -741,14 +748,24 @@ mod tests {
         let base = [("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa")];
         let load = |extra: &[(&str, &str)]| {
             let mut e = env(&base);
-            e.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+            e.extend(
+                extra
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+            );
             RunnerConfig::load(&e, None, false)
         };
         let c = load(&[]).unwrap();
         assert_eq!(c.pacing, Some(DEFAULT_PACING), "on by default");
         assert_eq!(load(&[("ABR_PACING_MS", "off")]).unwrap().pacing, None);
-        let p = load(&[("ABR_PACING_MS", "200-900")]).unwrap().pacing.unwrap();
-        assert_eq!((p.min, p.max), (Duration::from_millis(200), Duration::from_millis(900)));
+        let p = load(&[("ABR_PACING_MS", "200-900")])
+            .unwrap()
+            .pacing
+            .unwrap();
+        assert_eq!(
+            (p.min, p.max),
+            (Duration::from_millis(200), Duration::from_millis(900))
+        );
         for (k, v) in [
             ("ABR_PACING_MS", "900-200"),
             ("ABR_PACING_MS", "soon"),
@@ -758,10 +775,38 @@ mod tests {
             assert!(err.starts_with(k), "{err}");
         }
         // Pacing of up to 70 s cannot fit in a 240 s request with its steps.
-        let err = load(&[("ABR_PACING_MS", "5000-70000")]).unwrap_err().to_string();
+        let err = load(&[("ABR_PACING_MS", "5000-70000")])
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("ABR_REQUEST_TIMEOUT_SECS"), "{err}");
         let budget = c.budget(Duration::ZERO).unwrap();
         assert!(budget.queue_wait + budget.post_span() <= c.limits.request_timeout);
+    }
+
+    #[test]
+    fn insecure_dev_refuses_a_non_loopback_bind() {
+        for bind in ["0.0.0.0:8787", "192.168.1.5:8787", "[::]:8787"] {
+            let err = RunnerConfig::load(&env(&[("ABR_BIND", bind)]), None, true)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("ABR_BIND") && err.contains("loopback"),
+                "{err}"
+            );
+        }
+        for bind in ["127.0.0.1:0", "[::1]:8787"] {
+            assert!(RunnerConfig::load(&env(&[("ABR_BIND", bind)]), None, true).is_ok());
+        }
+        // With a token, any address may be bound.
+        let c = RunnerConfig::load(
+            &env(&[
+                ("ABR_BIND", "0.0.0.0:8787"),
+                ("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa"),
+            ]),
+            None,
+            false,
+        );
+        assert!(c.is_ok());
     }
 
     #[test]

@@ -322,11 +322,46 @@ async fn capture_cancel<C: SessionContext>(
     Ok(Json(state.runner.captures.cancel(&request).await?))
 }
 
+/// The tenant a capture status is asked for, in the query of `GET /v1/capture/{id}`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TenantQuery {
+    workspace_id: Option<String>,
+    account_id: Option<String>,
+}
+
+/// `GET /v1/capture/{id}?workspaceId=…&accountId=…`: bound like finish and cancel.
 async fn capture_status<C: SessionContext>(
     State(state): State<AppState<C>>,
     Path(capture_id): Path<String>,
+    query: Result<axum::extract::Query<TenantQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<CaptureStatus>, ApiError> {
-    Ok(Json(state.runner.captures.status(&capture_id)?))
+    let tenant = query.ok().map(|q| q.0);
+    let (Some(workspace_id), Some(account_id)) = tenant
+        .map(|t| (t.workspace_id, t.account_id))
+        .unwrap_or_default()
+    else {
+        return Err(ApiError::new(
+            codes::INVALID_REQUEST,
+            "the capture's workspaceId and accountId are required (query parameters, or POST \
+             /v1/capture/status with a JSON body)",
+        ));
+    };
+    let r = CaptureRef {
+        capture_id,
+        workspace_id,
+        account_id,
+    };
+    Ok(Json(state.runner.captures.status(&r)?))
+}
+
+/// `POST /v1/capture/status`: the same, with the capture id in the body rather than the
+/// path (a capture id is a credential; paths end up in proxies' logs).
+async fn capture_status_body<C: SessionContext>(
+    State(state): State<AppState<C>>,
+    ApiJson(request): ApiJson<CaptureRef>,
+) -> Result<Json<CaptureStatus>, ApiError> {
+    Ok(Json(state.runner.captures.status(&request)?))
 }
 
 async fn post_job<C: SessionContext>(
@@ -393,6 +428,7 @@ pub fn app<C: SessionContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
         .route("/v1/capture/start", post(capture_start::<C>))
         .route("/v1/capture/finish", post(capture_finish::<C>))
         .route("/v1/capture/cancel", post(capture_cancel::<C>))
+        .route("/v1/capture/status", post(capture_status_body::<C>))
         .route("/v1/capture/{capture_id}", get(capture_status::<C>))
         .route("/v1/post", post(post_job::<C>))
         .route("/v1/probe", post(probe::<C>))

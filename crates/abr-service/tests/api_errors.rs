@@ -137,7 +137,13 @@ async fn unknown_things_are_404_and_other_methods_405() {
             "{path}"
         );
     }
-    let reply = get_authed(app, "/v1/capture/no-such-capture").await;
+    let reply = get_authed(
+        app,
+        "/v1/capture/no-such-capture?workspaceId=ws&accountId=acct",
+    )
+    .await;
+    assert_eq!(reply.error(), (404, "capture_not_found".into(), false));
+    let reply = post_json(app, "/v1/capture/status", &missing).await;
     assert_eq!(reply.error(), (404, "capture_not_found".into(), false));
     for (path, authed) in [
         ("/v1/nope", true),
@@ -305,7 +311,11 @@ async fn a_capture_is_bound_to_its_tenant_and_gone_once_cancelled() {
         json!({"captureId": id, "workspaceId": "ws", "accountId": "acct-other"}),
         json!({"captureId": id, "workspaceId": "ws-other", "accountId": "acct"}),
     ] {
-        for path in ["/v1/capture/finish", "/v1/capture/cancel"] {
+        for path in [
+            "/v1/capture/finish",
+            "/v1/capture/cancel",
+            "/v1/capture/status",
+        ] {
             let reply = post_json(app, path, &wrong).await;
             assert_eq!(
                 reply.error(),
@@ -313,14 +323,35 @@ async fn a_capture_is_bound_to_its_tenant_and_gone_once_cancelled() {
                 "{path}"
             );
         }
+        let query = format!(
+            "/v1/capture/{id}?workspaceId={}&accountId={}",
+            wrong["workspaceId"].as_str().unwrap(),
+            wrong["accountId"].as_str().unwrap()
+        );
+        let reply = get_authed(app, &query).await;
+        assert_eq!(
+            reply.error(),
+            (403, "binding_mismatch".into(), false),
+            "GET"
+        );
     }
+    // The capture id alone does not tell the status either.
+    let reply = get_authed(app, &format!("/v1/capture/{id}")).await;
+    assert_eq!(reply.error(), (422, "invalid_request".into(), false));
     // A refused finish or cancel leaves the capture open.
+    let status = get_authed(
+        app,
+        &format!("/v1/capture/{id}?workspaceId=ws&accountId=acct"),
+    )
+    .await;
+    assert_eq!(status.status, 200, "{}", status.body);
+    assert_eq!(status.json()["state"], "open");
+    let right = json!({"captureId": id, "workspaceId": "ws", "accountId": "acct"});
     assert_eq!(
-        get_authed(app, &format!("/v1/capture/{id}")).await.status,
+        post_json(app, "/v1/capture/status", &right).await.status,
         200
     );
     assert_eq!(get(app, &format!("/live/{live}")).await.status, 200);
-    let right = json!({"captureId": id, "workspaceId": "ws", "accountId": "acct"});
     let reply = post_json(app, "/v1/capture/finish", &right).await;
     assert_eq!(reply.error(), (409, "not_authenticated".into(), true));
 
@@ -328,7 +359,7 @@ async fn a_capture_is_bound_to_its_tenant_and_gone_once_cancelled() {
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert_eq!(reply.json()["cancelled"], true);
     assert_eq!(s.provider.released(), 1, "cancel released the browser");
-    let reply = get_authed(app, &format!("/v1/capture/{id}")).await;
+    let reply = post_json(app, "/v1/capture/status", &right).await;
     assert_eq!(reply.error(), (404, "capture_not_found".into(), false));
     let reply = post_json(app, "/v1/capture/finish", &right).await;
     assert_eq!(reply.error(), (404, "capture_not_found".into(), false));
@@ -454,4 +485,31 @@ fn deadlines_that_do_not_fit_the_request_are_refused_when_the_runner_is_built() 
     let e = built.unwrap_err();
     assert_eq!(e.code(), "invalid_request");
     assert!(e.to_string().contains("request deadline"), "{e}");
+}
+
+/// Tenant ids are bounded on every operation, before anything records them: a 2 MiB
+/// workspaceId is a 422, never a 2 MiB audit line.
+#[tokio::test]
+async fn tenant_ids_are_bounded_on_post_probe_and_capture() {
+    let s = fake_stack();
+    let huge = "w".repeat(2 * 1024 * 1024);
+    for path in ["/v1/post", "/v1/probe"] {
+        for field in ["workspaceId", "accountId"] {
+            let mut body = post_body(FAKE_PLATFORM);
+            body[field] = json!(huge);
+            let reply = post_json(&s.app, path, &body).await;
+            assert_eq!(
+                reply.error(),
+                (422, "invalid_request".into(), false),
+                "{path} {field}"
+            );
+            assert!(reply.message().contains(field), "{}", reply.message());
+            assert!(reply.body.len() < 1024, "the error echoes the value");
+        }
+    }
+    let mut start = fake_start("ws", "acct");
+    start["workspaceId"] = json!(huge);
+    let reply = post_json(&s.app, "/v1/capture/start", &start).await;
+    assert_eq!(reply.error(), (422, "invalid_request".into(), false));
+    assert_eq!(s.provider.acquired(), 0);
 }

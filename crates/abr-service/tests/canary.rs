@@ -213,7 +213,11 @@ async fn flow(logs: &LogBuffer) {
         200
     );
     assert_eq!(
-        client.capture_status(&capture_id).await.unwrap().platform,
+        client
+            .capture_status(&bound(&capture_id))
+            .await
+            .unwrap()
+            .platform,
         "demo"
     );
     // What a person types into the live view, and addresses they try, are secrets too.
@@ -253,7 +257,10 @@ async fn flow(logs: &LogBuffer) {
             .unwrap()
             .cancelled
     );
-    let e = client.capture_status(&capture_id).await.unwrap_err();
+    let e = client
+        .capture_status(&bound(&capture_id))
+        .await
+        .unwrap_err();
     assert_eq!(e.status(), Some(404), "{e}");
 
     stack.server.shutdown().await;

@@ -32,7 +32,10 @@ async fn capture_through_the_live_view_then_post_in_every_fault_mode() {
         !capture.live_view_url.contains(&capture.capture_id),
         "the live URL must not carry the capture id"
     );
-    let status = client.capture_status(&capture.capture_id).await.unwrap();
+    let status = client
+        .capture_status(&bound(&capture.capture_id))
+        .await
+        .unwrap();
     assert_eq!(status.platform, "demo");
 
     let user = sign_in_as_a_user(&capture.live_view_url, "alice").await;
@@ -63,7 +66,7 @@ async fn capture_through_the_live_view_then_post_in_every_fault_mode() {
     // The capture is gone: its id and live view no longer resolve.
     assert_eq!(
         client
-            .capture_status(&capture.capture_id)
+            .capture_status(&bound(&capture.capture_id))
             .await
             .unwrap_err()
             .status(),
