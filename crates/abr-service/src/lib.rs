@@ -8,11 +8,15 @@
 //! - [`http::app`]: the axum router; [`server::RunningServer`]: serve it.
 //! - [`cli`]: `abr session filter`, `abr serve`, `abr demo`.
 
+mod api_error;
+mod auth;
 pub mod cli;
 pub mod config;
 pub mod http;
+mod json_detail;
 mod live;
 pub mod logging;
 mod remote;
 pub mod runner;
 pub mod server;
+mod state;

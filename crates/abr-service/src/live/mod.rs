@@ -27,7 +27,8 @@ use axum::routing::get;
 use crate::config::RunnerConfig;
 use abr_protocol::codes;
 
-use crate::http::{ApiError, AppState};
+use crate::api_error::ApiError;
+use crate::state::AppState;
 
 /// What the live view needs besides the runner: who may open sockets and frame the page,
 /// and the opt-in provider-viewer proxy.

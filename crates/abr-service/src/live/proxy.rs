@@ -23,7 +23,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use super::wire::MAX_MESSAGE;
 use abr_protocol::codes;
 
-use crate::http::ApiError;
+use crate::api_error::ApiError;
 
 /// Largest proxied response body.
 pub(crate) const MAX_BODY: usize = 8 * 1024 * 1024;

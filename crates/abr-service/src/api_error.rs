@@ -1,0 +1,156 @@
+//! [`ApiError`]: every refusal of the API as the one JSON envelope, its status and
+//! retryability from [`abr_protocol::codes`]; [`ApiJson`]: a JSON body whose rejections are
+//! envelopes too.
+
+use std::time::Duration;
+
+use abr_core::{CoreError, ProviderErrorKind};
+use abr_protocol::codes::{self, ErrorCode};
+use abr_protocol::{ErrorBody, ErrorEnvelope};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+
+use crate::json_detail::JsonDetail;
+use crate::runner::NotAdmitted;
+
+/// An error answered as the JSON envelope with a status code.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    body: ErrorBody,
+    retry_after: Option<Duration>,
+}
+
+impl ApiError {
+    /// An error with `code` (its status and retryability from [`abr_protocol::codes`]) and
+    /// `message`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::from_u16(code.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body: code.body(message),
+            retry_after: None,
+        }
+    }
+
+    /// The error's code.
+    pub fn code(&self) -> &str {
+        &self.body.code
+    }
+
+    fn retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = Some(after);
+        self.body.retryable = true;
+        self
+    }
+
+    pub(crate) fn unauthorized() -> Self {
+        Self::new(codes::UNAUTHORIZED, "a valid bearer token is required")
+    }
+}
+
+impl From<NotAdmitted> for ApiError {
+    fn from(refused: NotAdmitted) -> Self {
+        match refused {
+            NotAdmitted::Overloaded { retry_after } => {
+                Self::new(codes::OVERLOADED, "the runner is at capacity; retry later")
+                    .retry_after(retry_after)
+            }
+            NotAdmitted::QueueTimeout { retry_after } => Self::new(
+                codes::QUEUE_TIMEOUT,
+                "no job slot came free within the queue deadline; nothing ran: retry later",
+            )
+            .retry_after(retry_after),
+        }
+    }
+}
+
+impl From<CoreError> for ApiError {
+    fn from(e: CoreError) -> Self {
+        // One table: the code decides the status.
+        let status = StatusCode::from_u16(e.error_code().status)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let retry_after = match &e {
+            CoreError::Provider(p) if p.kind() == ProviderErrorKind::Busy => {
+                Some(p.retry_after().unwrap_or(Duration::from_secs(2)))
+            }
+            CoreError::CaptureLimit(_) => Some(Duration::from_secs(10)),
+            _ => None,
+        };
+        let mut body = e.to_body();
+        if status == StatusCode::INTERNAL_SERVER_ERROR {
+            tracing::error!(code = body.code, "internal error: {e}");
+            body.message = "internal error".into();
+        }
+        Self {
+            status,
+            body,
+            retry_after,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(ErrorEnvelope { error: self.body })).into_response();
+        if let Some(after) = self.retry_after {
+            let secs = after.as_secs().max(1);
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// A JSON body whose every rejection is a JSON envelope, and whose error messages never echo
+/// input values (serde quotes them).
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
+        if !is_json {
+            return Err(ApiError::new(
+                codes::UNSUPPORTED_MEDIA_TYPE,
+                "the body must be JSON (Content-Type: application/json)",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(codes::PAYLOAD_TOO_LARGE, "the request body is too large")
+            } else {
+                ApiError::new(codes::INVALID_BODY, "the request body could not be read")
+            }
+        })?;
+        serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
+            let detail = JsonDetail::new(&e);
+            match e.classify() {
+                serde_json::error::Category::Data => ApiError::new(
+                    codes::INVALID_REQUEST,
+                    format!("the request does not match the API: {detail}"),
+                ),
+                _ => ApiError::new(
+                    codes::INVALID_JSON,
+                    format!("the body is not valid JSON: {detail}"),
+                ),
+            }
+        })
+    }
+}

@@ -1,0 +1,35 @@
+//! The state every handler shares: the runner, the accepted tokens, the live view's.
+
+use std::sync::Arc;
+
+use abr_core::SessionContext;
+
+use crate::auth::TokenSet;
+use crate::live::LiveState;
+use crate::runner::Runner;
+
+/// Shared state of the HTTP handlers.
+pub struct AppState<C: SessionContext> {
+    /// The runner.
+    pub runner: Arc<Runner<C>>,
+    pub(crate) tokens: Arc<TokenSet>,
+    pub(crate) live: Arc<LiveState>,
+}
+
+impl<C: SessionContext> Clone for AppState<C> {
+    fn clone(&self) -> Self {
+        Self {
+            runner: Arc::clone(&self.runner),
+            tokens: Arc::clone(&self.tokens),
+            live: Arc::clone(&self.live),
+        }
+    }
+}
+
+impl<C: SessionContext> std::fmt::Debug for AppState<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("tokens", &self.tokens.len())
+            .finish_non_exhaustive()
+    }
+}
