@@ -6,7 +6,7 @@
 //! - [`SessionProvider`]: turns a stored session into an isolated browser context
 //!   ([`Lease`]) and takes it away again. The context type is an associated type, so
 //!   strategies get the full browser API of the real providers while the core is tested
-//!   with in-memory fakes ([`testing`], feature `testing`).
+//!   with in-memory fakes (the `testing` module, behind the feature of that name).
 //! - [`WebPostStrategy`]: acts on one platform and proves the outcome.
 //! - [`SessionStore`]: keeps sessions between jobs ([`InMemorySessionStore`]).
 //! - [`AuditSink`]: receives redacted events, best effort ([`Auditor`]).

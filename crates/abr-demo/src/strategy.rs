@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use abr_core::{
-    PlatformPacing, PostProgress, ScopeError, StrategyError, StrategyPolicy, SubmitReceipt, VerifyOutcome,
-    WebPostStrategy,
+    PlatformPacing, PostProgress, ScopeError, StrategyError, StrategyPolicy, SubmitReceipt,
+    VerifyOutcome, WebPostStrategy,
 };
 use abr_protocol::{
     FailureStage, MediaAttachment, PlatformPolicy, PostContent, SessionScopeSpec, Verification,
@@ -14,6 +14,7 @@ use abr_protocol::{
 use abr_providers::BrowserSession;
 use async_trait::async_trait;
 use base64::Engine as _;
+use playwright_rs::Error as PwError;
 use playwright_rs::protocol::{
     ClickOptions, FilePayload, GotoOptions, Page, WaitForFunctionOptions, WaitForOptions,
     WaitForState,
@@ -23,6 +24,10 @@ use url::Url;
 
 /// Platform id of the strategy.
 pub const PLATFORM: &str = "demo";
+
+/// Error code of a step that ended because the page (or its context or browser) was
+/// closed, whatever the step was waiting for.
+pub const PAGE_CLOSED: &str = "page_closed";
 
 const TEXT: &str = "#post-text";
 const MEDIA: &str = "#media";
@@ -184,7 +189,11 @@ impl DemoStrategy {
         )
         .await
         .map(|_| ())
-        .map_err(|e| StrategyError::failed("navigation_failed", format!("loading /{path}: {e}")))
+        .map_err(|e| {
+            step_error(page, &e, &format!("loading /{path}"), |why| {
+                StrategyError::failed("navigation_failed", format!("loading /{path}: {why}"))
+            })
+        })
     }
 
     /// Whether the page is the site's sign-in page.
@@ -237,28 +246,36 @@ impl DemoStrategy {
             .set_input_files_payload_multiple(&payloads, None)
             .await
             .map_err(|e| {
-                StrategyError::failed(
-                    "media_input_failed",
-                    format!("choosing the media files: {e}"),
-                )
+                step_error(page, &e, "choosing the media files", |why| {
+                    StrategyError::failed(
+                        "media_input_failed",
+                        format!("choosing the media files: {why}"),
+                    )
+                })
             })?;
         page.locator(MEDIA_SETTLED)
             .wait_for(wait_attached(self.timeouts.media))
             .await
-            .map_err(|_| {
-                StrategyError::failed(
-                    "media_upload_timeout",
-                    format!(
-                        "the media upload did not finish within {} s",
-                        self.timeouts.media.as_secs()
+            .map_err(|e| {
+                step_error(page, &e, "waiting for the media upload", |why| match why {
+                    PageFailure::TimedOut => StrategyError::failed(
+                        "media_upload_timeout",
+                        format!(
+                            "the media upload did not finish within {} s",
+                            self.timeouts.media.as_secs()
+                        ),
                     ),
-                )
+                    other => StrategyError::failed(
+                        "media_status_unreadable",
+                        format!("waiting for the media upload: {other}"),
+                    ),
+                })
             })?;
-        let rejected = page
-            .locator(MEDIA_ERROR)
-            .count()
-            .await
-            .map_err(|e| StrategyError::failed("media_status_unreadable", e.to_string()))?;
+        let rejected = page.locator(MEDIA_ERROR).count().await.map_err(|e| {
+            step_error(page, &e, "reading the media status", |why| {
+                StrategyError::failed("media_status_unreadable", why.to_string())
+            })
+        })?;
         if rejected > 0 {
             return Err(StrategyError::not_posted(
                 "media_rejected",
@@ -275,13 +292,13 @@ impl DemoStrategy {
             GotoOptions::new().timeout(self.timeouts.navigation),
         )
         .await
-        .map_err(|e| format!("could not load /feed: {e}"))?;
+        .map_err(|e| format!("could not load /feed: {}", PageFailure::of(page, &e)))?;
         if self.on_login(page) {
             return Err("could not read back /feed: the session is signed out".into());
         }
         page.evaluate::<(), Vec<FeedPost>>(READ_FEED, None)
             .await
-            .map_err(|e| format!("could not read /feed: {e}"))
+            .map_err(|e| format!("could not read /feed: {}", PageFailure::of(page, &e)))
     }
 }
 
@@ -290,6 +307,92 @@ fn wait_attached(timeout: Duration) -> WaitForOptions {
         .state(WaitForState::Attached)
         .timeout(timeout.as_secs_f64() * 1000.0)
         .build()
+}
+
+/// How a step on the page ended without what it waited for. The strategy's errors keep the
+/// real cause: a page that was closed after 2 s is reported as closed, not as a step that
+/// ran out of its 15 s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PageFailure {
+    /// The page, its context or its browser was closed.
+    Closed,
+    /// The step's deadline passed.
+    TimedOut,
+    /// Anything else: the first line of the browser library's error (the driver appends a
+    /// JavaScript stack).
+    Other(String),
+}
+
+impl PageFailure {
+    /// Classifies `error`, returned by a step on `page`.
+    fn of(page: &Page, error: &PwError) -> Self {
+        if page.is_closed() {
+            return Self::Closed;
+        }
+        Self::classify(error)
+    }
+
+    /// Classifies `error` by what it says.
+    fn classify(error: &PwError) -> Self {
+        match error {
+            PwError::TargetClosed { .. } | PwError::ChannelClosed | PwError::ObjectNotFound(_) => {
+                Self::Closed
+            }
+            PwError::ProtocolError(m) | PwError::ServerError(m) if reports_closed(m) => {
+                Self::Closed
+            }
+            PwError::Timeout(_) | PwError::NavigationTimeout { .. } => Self::TimedOut,
+            PwError::Context(_, inner) => Self::classify(inner),
+            other => Self::Other(
+                other
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for PageFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Closed => f.write_str("the page was closed"),
+            Self::TimedOut => f.write_str("timed out"),
+            Self::Other(message) => f.write_str(message),
+        }
+    }
+}
+
+/// The driver's words for a page, context or browser that is gone (Playwright's
+/// `TargetClosedError`, which playwright-rs passes on as a protocol error).
+fn reports_closed(message: &str) -> bool {
+    message.contains("TargetClosedError")
+        || message.contains("has been closed")
+        || message.contains("Browser closed")
+        || message.contains("browser has disconnected")
+}
+
+/// The error of a step (`doing`, e.g. `waiting for the page after clicking #submit`) that
+/// failed with `error`: [`PAGE_CLOSED`] when the page is gone, whatever the step was;
+/// otherwise what `otherwise` makes of the failure.
+fn step_error(
+    page: &Page,
+    error: &PwError,
+    doing: &str,
+    otherwise: impl FnOnce(PageFailure) -> StrategyError,
+) -> StrategyError {
+    match PageFailure::of(page, error) {
+        PageFailure::Closed => page_closed(doing),
+        other => otherwise(other),
+    }
+}
+
+/// [`PAGE_CLOSED`], while `doing`.
+fn page_closed(doing: &str) -> StrategyError {
+    StrategyError::failed(PAGE_CLOSED, format!("the page was closed while {doing}"))
 }
 
 /// The id in a `/p/{id}` permalink.
@@ -444,8 +547,16 @@ impl WebPostStrategy<BrowserSession> for DemoStrategy {
         page.locator(TEXT)
             .wait_for(wait_attached(t.action))
             .await
-            .map_err(|_| {
-                StrategyError::failed("composer_not_found", "no #post-text on /compose")
+            .map_err(|e| {
+                step_error(page, &e, "waiting for the composer", |why| match why {
+                    PageFailure::TimedOut => {
+                        StrategyError::failed("composer_not_found", "no #post-text on /compose")
+                    }
+                    other => StrategyError::failed(
+                        "composer_not_found",
+                        format!("looking for #post-text on /compose: {other}"),
+                    ),
+                })
             })?;
         let text = normalize(&compose_text(content));
         let before: Vec<String> = match page
@@ -463,17 +574,26 @@ impl WebPostStrategy<BrowserSession> for DemoStrategy {
                 ));
             }
             Err(e) => {
-                return Err(StrategyError::failed(
-                    "feed_unreadable",
-                    format!("could not read /feed before submitting: {e}"),
+                return Err(step_error(
+                    page,
+                    &e,
+                    "reading /feed before submitting",
+                    |why| {
+                        StrategyError::failed(
+                            "feed_unreadable",
+                            format!("could not read /feed before submitting: {why}"),
+                        )
+                    },
                 ));
             }
         };
-        // The error may echo the call, never its argument: keep it out anyway.
-        page.locator(TEXT)
-            .fill(&text, None)
-            .await
-            .map_err(|_| StrategyError::failed("compose_failed", "could not fill #post-text"))?;
+        // The error may echo the call, never its argument: keep it out anyway (only whether
+        // the page was closed is taken from it).
+        page.locator(TEXT).fill(&text, None).await.map_err(|e| {
+            step_error(page, &e, "filling #post-text", |_| {
+                StrategyError::failed("compose_failed", "could not fill #post-text")
+            })
+        })?;
 
         if !content.media.is_empty() {
             progress.enter(FailureStage::Media);
@@ -484,28 +604,43 @@ impl WebPostStrategy<BrowserSession> for DemoStrategy {
         page.evaluate::<(), ()>(MARK_SUBMIT, None)
             .await
             .map_err(|e| {
-                StrategyError::failed(
-                    "submit_prepare_failed",
-                    format!("marking the composer: {e}"),
-                )
+                step_error(page, &e, "marking the composer", |why| {
+                    StrategyError::failed(
+                        "submit_prepare_failed",
+                        format!("marking the composer: {why}"),
+                    )
+                })
             })?;
         progress.enter(FailureStage::Submit);
         let click = ClickOptions::builder()
             .timeout(t.action.as_secs_f64() * 1000.0)
             .build();
         page.locator(SUBMIT).click(click).await.map_err(|e| {
-            StrategyError::failed("submit_failed", format!("clicking #submit: {e}"))
+            step_error(page, &e, "clicking #submit", |why| {
+                StrategyError::failed("submit_failed", format!("clicking #submit: {why}"))
+            })
         })?;
         let landed = WaitForFunctionOptions::default()
             .polling_interval(100.0)
             .timeout(t.navigation.as_secs_f64() * 1000.0);
-        page.wait_for_function(LANDED, landed).await.map_err(|_| {
-            StrategyError::failed(
-                "submit_no_response",
-                format!(
-                    "no page loaded within {} s of clicking #submit",
-                    t.navigation.as_secs()
-                ),
+        page.wait_for_function(LANDED, landed).await.map_err(|e| {
+            step_error(
+                page,
+                &e,
+                "waiting for the page after clicking #submit",
+                |why| match why {
+                    PageFailure::TimedOut => StrategyError::failed(
+                        "submit_no_response",
+                        format!(
+                            "no page loaded within {} s of clicking #submit",
+                            t.navigation.as_secs()
+                        ),
+                    ),
+                    other => StrategyError::failed(
+                        "submit_no_response",
+                        format!("waiting for the page after clicking #submit: {other}"),
+                    ),
+                },
             )
         })?;
         if self.on_login(page) {
@@ -714,6 +849,52 @@ mod tests {
             );
             assert!(!text.contains("hello"), "{text}");
         }
+    }
+
+    #[test]
+    fn a_closed_target_is_a_closed_page_and_a_timeout_is_a_timeout() {
+        let closed = [
+            PwError::TargetClosed {
+                target_type: "Page".into(),
+                context: String::new(),
+            },
+            PwError::ChannelClosed,
+            PwError::ProtocolError(
+                "Target page, context or browser has been closed\n    at x.js:1".into(),
+            ),
+            PwError::ProtocolError("TargetClosedError: the page is gone".into()),
+            PwError::ProtocolError("x".into()).context("waiting"),
+        ];
+        for e in &closed[..4] {
+            assert_eq!(PageFailure::classify(e), PageFailure::Closed, "{e}");
+        }
+        assert_eq!(
+            PageFailure::classify(&PwError::ChannelClosed.context("waiting")),
+            PageFailure::Closed
+        );
+        assert_eq!(
+            PageFailure::classify(&PwError::Timeout("Timeout 15000ms exceeded.".into())),
+            PageFailure::TimedOut
+        );
+        // Anything else keeps its first line, without the driver's stack.
+        let other = PageFailure::classify(&PwError::ProtocolError(
+            "Execution context was destroyed\n    at x.js:1".into(),
+        ));
+        assert_eq!(
+            other.to_string(),
+            "Protocol error: Execution context was destroyed"
+        );
+        assert!(matches!(
+            PageFailure::classify(&closed[4]),
+            PageFailure::Other(_)
+        ));
+        let e = page_closed("waiting for the page after clicking #submit");
+        assert_eq!(e.code, PAGE_CLOSED);
+        assert_eq!(e.kind, abr_core::StrategyErrorKind::Failed);
+        assert_eq!(
+            e.message,
+            "the page was closed while waiting for the page after clicking #submit"
+        );
     }
 
     #[test]

@@ -326,7 +326,7 @@ async fn flow(logs: &LogBuffer) {
         "abr::http",
         "\"/v1/post\"",
         "\"/v1/probe\"",
-        "\"/v1/capture/{capture_id}\"",
+        "\"/v1/capture/status\"",
         "\"/live/{token}\"",
         "status=401",
         "status=422",

@@ -1,6 +1,6 @@
 //! The command line of `abr`: argument parsing, dispatch and error reporting.
 //!
-//! [`Cli`] is the clap parser; each top-level subcommand is one variant of [`Command`] and
+//! `Cli` is the clap parser; each top-level subcommand is one variant of `Command` and
 //! lives in its own module. Runners return `Result<(), CliError>`; [`main`] turns an error
 //! into exactly one `abr: error: ...` line on stderr and the error's exit code.
 //!
@@ -66,7 +66,7 @@ impl Cli {
 /// Parses the command line, runs it and reports the outcome.
 ///
 /// Usage errors are clap's (message on stderr, exit code 2; `--help`/`--version` exit 0).
-/// A [`CliError`] is printed as one `abr: error: <message>` line on stderr.
+/// A command's error is printed as one `abr: error: <message>` line on stderr.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.run() {

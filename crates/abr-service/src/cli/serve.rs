@@ -117,3 +117,77 @@ fn with_demo(_: RunnerBuilder, _: &url::Url) -> Result<RunnerBuilder, ConfigErro
         reason: "this abr was built without the `demo` feature".to_owned(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode, header};
+    use tower::ServiceExt as _;
+
+    use super::*;
+
+    const TOKEN: &str = "serve-test-token-0123456789";
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        [("ABR_API_TOKEN", TOKEN)]
+            .iter()
+            .chain(pairs)
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    /// The platform ids a runner built by [`runner_builder`] for `env` serves on
+    /// `GET /v1/platforms`. No browser starts: providers launch on first use.
+    async fn platforms(env: &HashMap<String, String>) -> Vec<String> {
+        let config = RunnerConfig::load(env, None, false).unwrap();
+        let runner = Arc::new(runner_builder(config).unwrap().build().unwrap());
+        let response = crate::http::app(Arc::clone(&runner))
+            .oneshot(
+                Request::get("/v1/platforms")
+                    .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        runner.shutdown().await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let body: abr_protocol::PlatformsResponse = serde_json::from_slice(&body).unwrap();
+        body.platforms.into_iter().map(|p| p.id).collect()
+    }
+
+    #[tokio::test]
+    async fn a_plain_configuration_registers_no_demo_platform() {
+        let config = RunnerConfig::load(&env(&[]), None, false).unwrap();
+        assert_eq!(config.demo_site_url, None);
+        assert_eq!(RunnerConfig::default().demo_site_url, None);
+        assert_eq!(platforms(&env(&[])).await, Vec::<String>::new());
+        let off = env(&[("ABR_DEMO_SITE_URL", "off")]);
+        assert_eq!(platforms(&off).await, Vec::<String>::new());
+    }
+
+    #[cfg(feature = "demo")]
+    #[tokio::test]
+    async fn the_demo_platform_is_registered_when_its_site_is_named() {
+        let demo = env(&[("ABR_DEMO_SITE_URL", "http://127.0.0.1:8788")]);
+        assert_eq!(platforms(&demo).await, ["demo"]);
+    }
+
+    #[cfg(not(feature = "demo"))]
+    #[tokio::test]
+    async fn without_the_demo_feature_asking_for_the_demo_platform_is_refused() {
+        let demo = env(&[("ABR_DEMO_SITE_URL", "http://127.0.0.1:8788")]);
+        let err = RunnerConfig::load(&demo, None, false).unwrap_err();
+        assert!(err.to_string().starts_with("ABR_DEMO_SITE_URL: "), "{err}");
+        let config = RunnerConfig {
+            demo_site_url: Some(url::Url::parse("http://127.0.0.1:8788").unwrap()),
+            ..RunnerConfig::default()
+        };
+        let err = runner_builder(config).unwrap_err();
+        assert!(err.to_string().contains("`demo` feature"), "{err}");
+        assert_eq!(platforms(&env(&[])).await, Vec::<String>::new());
+    }
+}
