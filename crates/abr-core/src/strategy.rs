@@ -85,12 +85,36 @@ impl PostProgress {
 }
 
 /// What a strategy saw right after submitting, handed to [`WebPostStrategy::verify`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct SubmitReceipt {
     /// A confirmation already observed at submit time (e.g. a toast with a permalink).
     pub observed: Option<Verification>,
-    /// Anything the strategy wants to remember for verification (e.g. the post's id).
-    pub note: Option<String>,
+    /// Anything the strategy wants to remember for verification (e.g. the post's id, the
+    /// text as submitted), as a value of its own type.
+    pub note: Option<ReceiptNote>,
+}
+
+/// A strategy's own value carried from `post` to `verify`, as it is: no serialization, and
+/// never printed (it may hold what was posted).
+#[derive(Clone)]
+pub struct ReceiptNote(Arc<dyn std::any::Any + Send + Sync>);
+
+impl ReceiptNote {
+    /// Carries `value`.
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl std::fmt::Debug for ReceiptNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReceiptNote(<not printed>)")
+    }
 }
 
 /// What verification established.

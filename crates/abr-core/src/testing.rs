@@ -519,6 +519,7 @@ pub struct ScriptedStrategy {
     policy: StrategyPolicy,
     script: Mutex<StrategyScript>,
     posted: Mutex<Vec<String>>,
+    verified_notes: Mutex<Vec<Option<String>>>,
 }
 
 impl ScriptedStrategy {
@@ -533,7 +534,13 @@ impl ScriptedStrategy {
             policy: StrategyPolicy::from_spec(policy).expect("valid test policy"),
             script: Mutex::new(StrategyScript::default()),
             posted: Mutex::default(),
+            verified_notes: Mutex::default(),
         }
+    }
+
+    /// The note (a `String`, if one) of every receipt `verify` was handed, in order.
+    pub fn verified_notes(&self) -> Vec<Option<String>> {
+        lock(&self.verified_notes).clone()
     }
 
     /// Replaces the script.
@@ -602,8 +609,14 @@ impl WebPostStrategy<FakeContext> for ScriptedStrategy {
     async fn verify(
         &self,
         _context: &FakeContext,
-        _receipt: &SubmitReceipt,
+        receipt: &SubmitReceipt,
     ) -> Result<VerifyOutcome, StrategyError> {
+        let note = receipt
+            .note
+            .as_ref()
+            .and_then(|n| n.get::<String>())
+            .cloned();
+        lock(&self.verified_notes).push(note);
         self.script().verify.play().await
     }
 }

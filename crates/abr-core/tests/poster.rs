@@ -15,8 +15,8 @@ use abr_core::testing::{
 };
 use abr_core::{
     AgentPoster, AuditAction, AuditError, AuditEvent, AuditOutcome, AuditSink, Auditor, CoreError,
-    InMemorySessionStore, MemoryAuditSink, Pacing, PosterConfig, ProviderErrorKind, SessionKey,
-    SessionStore, StrategyError, StrategyRegistry, SubmitReceipt, VerifyOutcome,
+    InMemorySessionStore, MemoryAuditSink, Pacing, PosterConfig, ProviderErrorKind, ReceiptNote,
+    SessionKey, SessionStore, StrategyError, StrategyRegistry, SubmitReceipt, VerifyOutcome,
 };
 use abr_protocol::{
     AgentPostResult, AgentSessionState, Cookie, FailureStage, LocalStorageItem, OriginState,
@@ -354,12 +354,17 @@ async fn a_receipt_is_handed_to_verify() {
     let script = StrategyScript {
         post: Script::Return(SubmitReceipt {
             observed: None,
-            note: Some("id-7".into()),
+            note: Some(ReceiptNote::new("id-7".to_owned())),
         }),
         ..Default::default()
     };
-    let (r, _) = run(script).await;
+    let (r, h) = run(script).await;
     assert!(r.ok);
+    assert_eq!(
+        h.strategy.verified_notes(),
+        [Some("id-7".to_owned())],
+        "verify got post's own value"
+    );
 }
 
 #[tokio::test]

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use abr_core::{
-    PlatformPacing, PostProgress, ScopeError, StrategyError, StrategyPolicy, SubmitReceipt,
-    VerifyOutcome, WebPostStrategy,
+    PlatformPacing, PostProgress, ReceiptNote, ScopeError, StrategyError, StrategyPolicy,
+    SubmitReceipt, VerifyOutcome, WebPostStrategy,
 };
 use abr_protocol::{
     FailureStage, MediaAttachment, PlatformPolicy, PostContent, SessionScopeSpec, Verification,
@@ -19,7 +19,7 @@ use playwright_rs::protocol::{
     ClickOptions, FilePayload, GotoOptions, Page, WaitForFunctionOptions, WaitForOptions,
     WaitForState,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use url::Url;
 
 /// Platform id of the strategy.
@@ -112,7 +112,7 @@ pub struct DemoStrategy {
 }
 
 /// What `post` hands `verify` in [`SubmitReceipt::note`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Note {
     /// The text as submitted (line breaks `\n`), for read-back.
     text: String,
@@ -650,15 +650,13 @@ impl WebPostStrategy<BrowserSession> for DemoStrategy {
         }
         let observed = self.toast_now(page).await;
         let banner = page.locator(ERROR_BANNER).count().await.unwrap_or(0) > 0;
-        let note = serde_json::to_string(&Note {
-            text,
-            before,
-            banner,
-        })
-        .map_err(|e| StrategyError::failed("receipt_failed", e.to_string()))?;
         Ok(SubmitReceipt {
             observed,
-            note: Some(note),
+            note: Some(ReceiptNote::new(Note {
+                text,
+                before,
+                banner,
+            })),
         })
     }
 
@@ -670,11 +668,7 @@ impl WebPostStrategy<BrowserSession> for DemoStrategy {
         if let Some(observed) = &receipt.observed {
             return Ok(VerifyOutcome::Confirmed(observed.clone()));
         }
-        let Some(note) = receipt
-            .note
-            .as_deref()
-            .and_then(|n| serde_json::from_str::<Note>(n).ok())
-        else {
+        let Some(note) = receipt.note.as_ref().and_then(ReceiptNote::get::<Note>) else {
             return Ok(VerifyOutcome::Unconfirmed {
                 detail: "the receipt carries nothing to verify".into(),
             });
@@ -694,7 +688,7 @@ impl WebPostStrategy<BrowserSession> for DemoStrategy {
             }
         }
         let posts = self.read_back(page).await;
-        Ok(judge_readback(&note, posts, |id| {
+        Ok(judge_readback(note, posts, |id| {
             self.readback_verification(id)
         }))
     }
