@@ -345,6 +345,13 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             return Err(CoreError::CaptureNotFound);
         };
         let t = self.config.step_timeout;
+        if tokio::time::timeout(t, lease.context().is_lost())
+            .await
+            .unwrap_or(false)
+        {
+            // Not "not signed in yet" (retryable, forever): it can never finish.
+            return Err(CoreError::CaptureBrowserLost);
+        }
         match guarded(t, strategy.is_authenticated(lease.context())).await {
             Step::Done(true) => {}
             Step::Done(false) => return Err(CoreError::NotAuthenticated),
@@ -401,11 +408,18 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     ///
     /// # Errors
     /// [`CoreError::CaptureNotFound`] or [`CoreError::BindingMismatch`].
-    pub fn status(&self, r: &CaptureRef) -> Result<CaptureStatus, CoreError> {
+    pub async fn status(&self, r: &CaptureRef) -> Result<CaptureStatus, CoreError> {
         let capture = self.find_bound(r)?;
+        let lost = tokio::time::timeout(self.config.step_timeout, capture.context.is_lost())
+            .await
+            .unwrap_or(false);
         Ok(CaptureStatus {
             platform: capture.platform.clone(),
-            state: CaptureState::Open,
+            state: if lost {
+                CaptureState::BrowserLost
+            } else {
+                CaptureState::Open
+            },
             expires_at: capture.expires_at,
         })
     }

@@ -187,6 +187,9 @@ pub enum CoreError {
     /// The live token already holds its maximum of open sockets.
     #[error("this live view is already open in {0} place(s); close one first")]
     LiveViewLimit(usize),
+    /// The capture's browser is gone (closed, crashed, replaced): it can never finish.
+    #[error("the capture's browser was lost; cancel it and start a new capture")]
+    CaptureBrowserLost,
     /// No stored session under this key.
     #[error("no stored session for this account and platform")]
     SessionNotFound,
@@ -234,7 +237,7 @@ impl CoreError {
             | Self::LiveViewNotFound => ErrorKind::NotFound,
             Self::BindingMismatch => ErrorKind::Forbidden,
             Self::ExecutionDenied { .. } => ErrorKind::Denied,
-            Self::NotAuthenticated => ErrorKind::Conflict,
+            Self::NotAuthenticated | Self::CaptureBrowserLost => ErrorKind::Conflict,
             Self::CaptureLimit(_) | Self::LiveViewLimit(_) => ErrorKind::LimitExceeded,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Provider(e) => match e.kind() {
@@ -282,6 +285,7 @@ impl CoreError {
             Self::CaptureNotFound => codes::CAPTURE_NOT_FOUND,
             Self::BindingMismatch => codes::BINDING_MISMATCH,
             Self::NotAuthenticated => codes::NOT_AUTHENTICATED,
+            Self::CaptureBrowserLost => codes::CAPTURE_BROWSER_LOST,
             Self::CaptureLimit(_) => codes::CAPTURE_LIMIT,
             Self::LiveViewNotFound => codes::LIVE_VIEW_NOT_FOUND,
             Self::LiveViewLimit(_) => codes::LIVE_VIEW_LIMIT,

@@ -61,6 +61,6 @@ pub use scope::{ScopeError, SessionScope};
 pub use serialized::SerializedProvider;
 pub use store::{InMemorySessionStore, SessionKey, SessionStore};
 pub use strategy::{
-    PlatformPacing, PostProgress, ReceiptNote, StrategyPolicy, StrategyRegistry, SubmitReceipt, VerifyOutcome,
-    WebPostStrategy,
+    PlatformPacing, PostProgress, ReceiptNote, StrategyPolicy, StrategyRegistry, SubmitReceipt,
+    VerifyOutcome, WebPostStrategy,
 };

@@ -79,6 +79,14 @@ impl std::fmt::Debug for ProviderViewer {
 pub trait SessionContext: Send + Sync + 'static {
     /// The context's current cookies and localStorage, as Playwright's `storageState()`.
     async fn export_state(&self) -> Result<AgentSessionState, ProviderError>;
+
+    /// Whether the browser behind this context is gone for good: its page closed or
+    /// crashed, the browser disconnected, or a remote session was replaced or ended. A
+    /// capture whose browser was lost can never finish. Must answer quickly without
+    /// changing anything. Default: never lost.
+    async fn is_lost(&self) -> bool {
+        false
+    }
 }
 
 /// Releases a leased context: closes it, deletes the remote session. Must be idempotent

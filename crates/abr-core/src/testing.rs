@@ -39,6 +39,8 @@ pub struct FakeContext {
     pub signed_in: AtomicBool,
     /// Whether `export_state` fails.
     pub fail_export: AtomicBool,
+    /// Whether the "browser" is gone for good ([`SessionContext::is_lost`]).
+    pub lost: AtomicBool,
     /// Its live surface: frames shown, inputs received.
     pub live: Arc<FakeLive>,
     /// The state it adopts when signed in through the live view, if set.
@@ -224,6 +226,10 @@ impl SessionContext for FakeContext {
             ));
         }
         Ok(self.state())
+    }
+
+    async fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
     }
 }
 
@@ -413,6 +419,7 @@ impl SessionProvider for FakeProvider {
             ),
             state: Mutex::new(request.state.unwrap_or_default()),
             fail_export: AtomicBool::new(self.fail_exports.load(Ordering::SeqCst)),
+            lost: AtomicBool::new(false),
             live: Arc::default(),
             sign_in_state: Arc::clone(&self.sign_in_state),
         };

@@ -186,7 +186,7 @@ async fn start_issues_distinct_credentials_and_expiry() {
     assert_eq!(f.provider.acquired(), 2);
     assert_eq!(f.provider.open_leases(), 2);
 
-    let status = f.manager.status(&bound(&a.capture_id)).unwrap();
+    let status = f.manager.status(&bound(&a.capture_id)).await.unwrap();
     assert_eq!(status.platform, PLATFORM);
     assert_eq!(status.expires_at, now + TTL);
     let target = f.manager.live_target(&token_a).unwrap();
@@ -230,7 +230,7 @@ async fn wrong_binding_is_refused_and_leaves_the_capture_open() {
         0,
         "a refused cancel must not release the browser"
     );
-    assert!(f.manager.status(&bound(&started.capture_id)).is_ok());
+    assert!(f.manager.status(&bound(&started.capture_id)).await.is_ok());
     assert!(f.manager.live_target(&token).is_some());
 
     let done = f.manager.finish(&bound(&started.capture_id)).await.unwrap();
@@ -253,7 +253,7 @@ async fn finish_requires_sign_in_then_exports_only_the_scope() {
         "the user may still be signing in"
     );
     assert_eq!(f.provider.released(), 0);
-    assert!(f.manager.status(&bound(&started.capture_id)).is_ok());
+    assert!(f.manager.status(&bound(&started.capture_id)).await.is_ok());
 
     sign_in(&f, &token).await;
     let done = f.manager.finish(&r).await.unwrap();
@@ -313,7 +313,7 @@ async fn the_live_token_is_not_a_management_credential() {
         Err(CoreError::CaptureNotFound)
     ));
     assert!(matches!(
-        f.manager.status(&bound(&token)),
+        f.manager.status(&bound(&token)).await,
         Err(CoreError::CaptureNotFound)
     ));
     assert!(f.manager.live_target(&started.capture_id).is_none());
@@ -357,7 +357,7 @@ async fn cancel_releases_the_browser() {
         Err(CoreError::CaptureNotFound)
     ));
     assert!(matches!(
-        f.manager.status(&bound(&started.capture_id)),
+        f.manager.status(&bound(&started.capture_id)).await,
         Err(CoreError::CaptureNotFound)
     ));
     assert_eq!(f.provider.released(), 1, "released exactly once");
@@ -371,7 +371,7 @@ async fn a_capture_is_open_until_its_ttl() {
     f.clock.advance(TTL - Duration::from_secs(1));
     assert_eq!(f.manager.sweep_expired().await, 0);
     assert!(f.manager.live_target(&live_token(&started)).is_some());
-    assert!(f.manager.status(&bound(&started.capture_id)).is_ok());
+    assert!(f.manager.status(&bound(&started.capture_id)).await.is_ok());
     assert_eq!(f.provider.released(), 0);
 }
 
@@ -385,7 +385,7 @@ async fn an_expired_capture_is_gone_and_its_browser_released() {
 
     assert!(f.manager.live_target(&token).is_none());
     assert!(matches!(
-        f.manager.status(&bound(&started.capture_id)),
+        f.manager.status(&bound(&started.capture_id)).await,
         Err(CoreError::CaptureNotFound)
     ));
     let err = f
@@ -560,7 +560,7 @@ async fn a_hanging_sign_in_check_times_out_and_leaves_the_capture_open() {
     assert_eq!(err.kind(), ErrorKind::Timeout);
     assert_eq!(f.manager.open_count(), 1);
     assert_eq!(f.provider.released(), 0);
-    assert!(f.manager.status(&bound(&started.capture_id)).is_ok());
+    assert!(f.manager.status(&bound(&started.capture_id)).await.is_ok());
 
     // The timed-out check released the capture's lock: the next finish goes through.
     f.strategy.edit(|s| s.precheck = Script::Return(None));

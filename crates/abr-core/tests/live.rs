@@ -244,3 +244,35 @@ async fn frames_reach_every_feed_and_a_closed_page_ends_them() {
     feed.close().await;
     assert_eq!(page.live.feeds_open(), 0);
 }
+
+/// A capture whose browser is gone says so, and finishing it is a non-retryable error, not
+/// the retryable "not signed in yet" that a client would poll forever.
+#[tokio::test]
+async fn a_capture_whose_browser_was_lost_reports_it() {
+    use std::sync::atomic::Ordering;
+    let f = fixture(2);
+    let (started, _) = start(&f).await;
+    let r = bound(&started.capture_id);
+    assert_eq!(
+        f.manager.status(&r).await.unwrap().state,
+        abr_protocol::CaptureState::Open
+    );
+    let e = f.manager.finish(&r).await.unwrap_err();
+    assert!(matches!(e, CoreError::NotAuthenticated), "{e:?}");
+    f.provider
+        .context(1)
+        .unwrap()
+        .lost
+        .store(true, Ordering::SeqCst);
+    assert_eq!(
+        f.manager.status(&r).await.unwrap().state,
+        abr_protocol::CaptureState::BrowserLost
+    );
+    let e = f.manager.finish(&r).await.unwrap_err();
+    assert!(matches!(e, CoreError::CaptureBrowserLost), "{e:?}");
+    assert_eq!(e.code(), "capture_browser_lost");
+    assert!(!e.is_retryable());
+    // It stays cancellable, which releases the browser.
+    f.manager.cancel(&r).await.unwrap();
+    assert_eq!(f.provider.released(), 1);
+}

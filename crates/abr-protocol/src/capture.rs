@@ -88,9 +88,12 @@ pub struct CaptureCancelResponse {
 pub enum CaptureState {
     /// Waiting for the user to sign in.
     Open,
+    /// The capture's browser is gone (closed, crashed, or its remote session was replaced
+    /// or ended): it can never finish. Cancel it and start a new one.
+    BrowserLost,
 }
 
-/// `GET /v1/capture/{captureId}`.
+/// `POST /v1/capture/status` (or `GET /v1/capture/{captureId}?workspaceId=…&accountId=…`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CaptureStatus {

@@ -93,6 +93,8 @@ codes! {
     METHOD_NOT_ALLOWED = "method_not_allowed", 405, No, "the endpoint does not take this method (`Allow` lists those it does)";
     /// The user has not signed in yet; the capture stays open.
     NOT_AUTHENTICATED = "not_authenticated", 409, Yes, "the capture's browser is not signed in yet: poll again";
+    /// The capture's browser is gone: it can never finish.
+    CAPTURE_BROWSER_LOST = "capture_browser_lost", 410, No, "the capture's browser was lost (closed, crashed, or its remote session replaced): cancel it and start a new one";
     /// The body is over the limit.
     PAYLOAD_TOO_LARGE = "payload_too_large", 413, No, "the body is over `ABR_BODY_LIMIT_BYTES`";
     /// The body is not declared as JSON.

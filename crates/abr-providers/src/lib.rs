@@ -38,5 +38,5 @@ pub use egress::{EgressProxy, ProxyLimits};
 pub use error::SETUP_HINT;
 pub use kernel::{KERNEL_API_URL, KernelProviderConfig, KernelSessionProvider};
 pub use local::{Isolation, LocalBrowserSessionProvider, LocalProviderConfig};
-pub use session::BrowserSession;
+pub use session::{BrowserSession, LostCheck};
 pub use steel::{STEEL_CLOUD_URL, SteelFlavor, SteelProviderConfig, SteelSessionProvider};

@@ -151,7 +151,7 @@ impl InputState {
 
 impl BrowserSession {
     /// Whether the page is gone: closed, or crashed.
-    fn page_gone(&self) -> bool {
+    pub(crate) fn page_gone(&self) -> bool {
         self.page().is_closed() || *self.live_state().gone.borrow()
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use abr_core::{ProviderError, SessionContext};
 use abr_protocol::{AgentSessionState, Cookie, OriginState};
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use playwright_rs::protocol::{BrowserContext, GotoOptions, Page};
 
 use crate::error::from_playwright;
@@ -24,7 +25,14 @@ pub struct BrowserSession {
     carried: Vec<Cookie>,
     /// Live-view state shared by every clone (the input CDP session, page-gone signal).
     live: Arc<crate::live::LiveState>,
+    /// The provider's own check that the browser is still this session's (a remote
+    /// session replaced or ended), beyond the page and the connection.
+    lost_check: Option<LostCheck>,
 }
+
+/// A provider's check that a session's browser is gone for good; see
+/// [`BrowserSession::with_lost_check`].
+pub type LostCheck = Arc<dyn Fn() -> BoxFuture<'static, bool> + Send + Sync>;
 
 impl std::fmt::Debug for BrowserSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -103,7 +111,17 @@ impl BrowserSession {
             seeded,
             carried,
             live: Arc::default(),
+            lost_check: None,
         })
+    }
+
+    /// Adds the provider's own check that the browser is gone for good (e.g. a remote
+    /// session that was replaced or ended), used by [`SessionContext::is_lost`] besides the
+    /// page and the connection.
+    #[must_use]
+    pub fn with_lost_check(mut self, check: LostCheck) -> Self {
+        self.lost_check = Some(check);
+        self
     }
 
     /// The Playwright browser context.
@@ -157,6 +175,22 @@ impl SessionContext for BrowserSession {
             }
         }
         Ok(exported)
+    }
+
+    /// Gone for good when the page closed or crashed, the browser disconnected, or the
+    /// provider's own check says so.
+    async fn is_lost(&self) -> bool {
+        let disconnected = self
+            .context
+            .browser()
+            .is_some_and(|browser| !browser.is_connected());
+        if self.page_gone() || disconnected || self.context.is_closed() {
+            return true;
+        }
+        match &self.lost_check {
+            Some(check) => check().await,
+            None => false,
+        }
     }
 }
 

@@ -139,7 +139,7 @@ async fn capture_status<C: SessionContext>(
         workspace_id,
         account_id,
     };
-    Ok(Json(state.runner.captures.status(&r)?))
+    Ok(Json(state.runner.captures.status(&r).await?))
 }
 
 /// `POST /v1/capture/status`: the same, with the capture id in the body rather than the
@@ -148,7 +148,7 @@ async fn capture_status_body<C: SessionContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureStatus>, ApiError> {
-    Ok(Json(state.runner.captures.status(&request)?))
+    Ok(Json(state.runner.captures.status(&request).await?))
 }
 
 async fn post_job<C: SessionContext>(

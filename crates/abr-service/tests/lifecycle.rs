@@ -101,7 +101,13 @@ async fn graceful_shutdown() {
     // The capture was released with the runner.
     assert_eq!(runner.captures.open_count(), 0);
     assert!(runner.captures.live_target(&token).is_none());
-    assert!(runner.captures.status(&bound(&capture.capture_id)).is_err());
+    assert!(
+        runner
+            .captures
+            .status(&bound(&capture.capture_id))
+            .await
+            .is_err()
+    );
     // Nothing answers any more: not the live view, not the API.
     let live = raw_http().get(&capture.live_view_url).send().await;
     assert!(
