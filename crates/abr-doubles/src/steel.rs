@@ -2,13 +2,23 @@
 //!
 //! Surface:
 //! * `GET /v1/health`
-//! * `POST /v1/sessions` (single slot: a create while live replaces the active session)
+//! * `POST /v1/sessions` (single slot, strict like the real server: a create while a session is
+//!   live silently replaces it, reusing the running browser with its cookies, tabs and
+//!   connected CDP sockets; recorded in [`SteelDouble::replaced`]. A create or release that
+//!   arrives while another is in flight, which crashed the real server, is counted in
+//!   [`SteelDouble::overlapping_lifecycle_calls`])
 //! * `GET /v1/sessions`, `GET /v1/sessions/{id}` (synthetic `released` record for other ids)
 //! * `GET /v1/sessions/{id}/context` (cookies + localStorage of the current browser)
 //! * `POST /v1/sessions/{id}/release`, `POST /v1/sessions/release` (kill + relaunch Chromium)
 //! * `GET /v1/sessions/{id}/live-details`, `GET /v1/devtools/inspector.html` (302)
-//! * `GET /v1/sessions/debug` (HTML viewer while live) and WS `/v1/sessions/cast` (tab
-//!   discovery mode only: one `tabList` message; page/screencast mode is not implemented)
+//! * `GET /v1/sessions/debug` (HTML viewer while live) whose script, like the real one, opens an
+//!   **absolute** `ws://HOST:PORT/v1/sessions/cast` built from the server's own address (so
+//!   `0.0.0.0` with [`SteelOptions::advertise_host_0000`]), and WS `/v1/sessions/cast`
+//!   (providers.md §2.6): tab discovery (`?tabInfo=true`, or no page): `tabList` on connect and
+//!   on every change, `tabClosed`; page mode (`?pageId=` / `?pageIndex=`): the session's device
+//!   metrics, a JPEG screencast of that tab from the real Chromium (`{pageId, url, title,
+//!   favicon, data}`, every frame acknowledged), `mouseEvent` / `keyEvent` / `navigation`
+//!   input, `targetClosed` when the tab dies
 //! * WebSocket upgrade on any other path: raw CDP proxy to the current Chromium.
 //! * Control endpoints under `/__mock/…` (not recorded): `POST fail-next-create {status}`,
 //!   `POST expire {id?}`, `POST drop-sockets`, `GET calls`, `GET state`.
@@ -24,7 +34,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware;
 use axum::response::{IntoResponse as _, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
@@ -109,6 +119,8 @@ struct Data {
     created: u64,
     released: u64,
     expired: u64,
+    /// Creates and releases that arrived while another create or release was in flight.
+    overlaps: u64,
 }
 
 #[derive(Debug)]
@@ -119,6 +131,8 @@ struct Shared {
     sockets: SocketRegistry,
     /// Serializes lifecycle operations (create, release, expire, context export).
     op: tokio::sync::Mutex<()>,
+    /// Creates and releases in flight (received, not yet answered).
+    lifecycle_in_flight: std::sync::atomic::AtomicUsize,
     data: Mutex<Data>,
 }
 
@@ -134,13 +148,12 @@ impl SteelDouble {
     /// Binds `127.0.0.1:<opts.port>`, launches the idle session's Chromium and starts serving.
     pub async fn start(opts: SteelOptions) -> Result<Self, DoubleError> {
         let listener = Server::bind(opts.port).await?;
-        let port = listener
-            .local_addr()
-            .map_err(|source| DoubleError::Bind {
-                port: opts.port,
-                source,
-            })?
-            .port();
+        let bound = listener.local_addr();
+        let port = bound.map_err(|source| DoubleError::Bind {
+            port: opts.port,
+            source,
+        })?;
+        let port = port.port();
         let browser = ManagedBrowser::launch(&opts.chromium).await?;
         let idle = Session::new(uuid_v4(), Status::Idle, browser.user_agent.clone());
         let recorder = Recorder::default();
@@ -150,6 +163,7 @@ impl SteelDouble {
             recorder: recorder.clone(),
             sockets: SocketRegistry::new(),
             op: tokio::sync::Mutex::new(()),
+            lifecycle_in_flight: std::sync::atomic::AtomicUsize::new(0),
             data: Mutex::new(Data {
                 active: idle,
                 browser: Some(browser),
@@ -159,6 +173,7 @@ impl SteelDouble {
                 created: 0,
                 released: 0,
                 expired: 0,
+                overlaps: 0,
             }),
         });
         let router = router(Arc::clone(&shared), recorder);
@@ -223,6 +238,21 @@ impl SteelDouble {
     /// Sessions ended through [`SteelDouble::expire_session`].
     pub fn expired(&self) -> u64 {
         lock(&self.shared.data).expired
+    }
+
+    /// Creates and releases (`POST /v1/sessions`, `POST /v1/sessions[/{id}]/release`) that
+    /// arrived while another create or release was still in flight. The real server crashed
+    /// on such races (an unhandled `TargetCloseError`); a client that serializes its use of
+    /// the server never causes one.
+    pub fn overlapping_lifecycle_calls(&self) -> u64 {
+        lock(&self.shared.data).overlaps
+    }
+
+    /// `ws://127.0.0.1:<port>/v1/sessions/cast`: the viewer's screencast socket (add
+    /// `?pageId=<target>` or `?pageIndex=<n>` for a tab's frames, nothing or `?tabInfo=true`
+    /// for the tab list).
+    pub fn cast_url(&self) -> String {
+        format!("ws://127.0.0.1:{}/v1/sessions/cast", self.server.port())
     }
 
     /// Ids of live sessions that a later create silently replaced (never released).
@@ -394,6 +424,7 @@ impl Shared {
             "released": d.released,
             "expired": d.expired,
             "replaced": d.replaced,
+            "overlappingLifecycleCalls": d.overlaps,
             "openSockets": self.sockets.open_count(),
             "chromiumPid": d.browser.as_ref().map(|b| b.chromium.pid()),
         })
@@ -596,11 +627,7 @@ fn router(shared: Arc<Shared>, recorder: Recorder) -> Router {
         .route("/v1/sessions/{id}/release", post(release_by_id))
         .route("/v1/sessions/{id}/live-details", get(live_details))
         .route("/v1/devtools/inspector.html", get(inspector))
-        .route("/__mock/fail-next-create", post(mock_fail_next_create))
-        .route("/__mock/expire", post(mock_expire))
-        .route("/__mock/drop-sockets", post(mock_drop_sockets))
-        .route("/__mock/calls", get(mock_calls))
-        .route("/__mock/state", get(mock_state))
+        .route("/__mock/{op}", any(control))
         .fallback(fallback)
         .method_not_allowed_fallback(not_found_any)
         .with_state(shared)
@@ -621,7 +648,34 @@ async fn health(State(s): St) -> Response {
     }
 }
 
+/// One create or release in flight; counts an overlap when another one already is.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn enter(s: &'a Shared) -> Self {
+        let before = s
+            .lifecycle_in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if before > 0 {
+            tracing::warn!(
+                "steel double: a create or release raced another (the real server may crash)"
+            );
+            lock(&s.data).overlaps += 1;
+        }
+        Self(s)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0
+            .lifecycle_in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 async fn create(State(s): St, body: Bytes) -> Response {
+    let _in_flight = InFlight::enter(&s);
     let _op = s.op.lock().await;
     let fault = lock(&s.data).faults.pop_front();
     if let Some(status) = fault {
@@ -718,6 +772,7 @@ async fn release_by_id(State(s): St, Path(_id): Path<String>) -> Response {
 }
 
 async fn do_release(s: &Shared) -> Response {
+    let _in_flight = InFlight::enter(s);
     let _op = s.op.lock().await;
     let ended = s.end_and_reset("session released", false).await;
     let mut body = Map::new();
@@ -871,6 +926,13 @@ async fn debug_page(State(s): St) -> Response {
         );
     }
     let id = html_escape(&id);
+    // Like steel-browser's `live-session-streamer.ejs`: the socket address is absolute, built
+    // from the server's own HOST:PORT, never from the page's location.
+    let urls = s.urls();
+    let cast = html_escape(&format!(
+        "ws://{}:{}/v1/sessions/cast",
+        urls.host, urls.port
+    ));
     html_response(
         200,
         format!(
@@ -879,9 +941,20 @@ async fn debug_page(State(s): St) -> Response {
 <head><meta charset="utf-8"><title>Steel session viewer (abr-doubles)</title></head>
 <body data-session-id="{id}">
 <main id="session-viewer" data-session-id="{id}">Session {id}</main>
+<img id="screen" alt="">
 <script>
-  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-  new WebSocket(scheme + location.host + "/v1/sessions/cast");
+  const baseWsUrl = "{cast}";
+  let page = null;
+  const tabs = new WebSocket(baseWsUrl + "?tabInfo=true");
+  tabs.onmessage = (event) => {{
+    const message = JSON.parse(event.data);
+    if (message.type !== "tabList" || !message.firstTabId || page) return;
+    page = new WebSocket(baseWsUrl + "?pageId=" + encodeURIComponent(message.firstTabId));
+    page.onmessage = (frame) => {{
+      const payload = JSON.parse(frame.data);
+      if (payload.data) document.getElementById("screen").src = "data:image/jpeg;base64," + payload.data;
+    }};
+  }};
 </script>
 </body>
 </html>
@@ -890,48 +963,336 @@ async fn debug_page(State(s): St) -> Response {
     )
 }
 
-async fn cast(State(s): St, ws: WebSocketUpgrade) -> Response {
-    let (cdp, tag) = {
+/// Query of the cast socket (providers.md §2.6).
+#[derive(Debug, Default, Deserialize)]
+struct CastQuery {
+    #[serde(rename = "pageId")]
+    page_id: Option<String>,
+    #[serde(rename = "pageIndex")]
+    page_index: Option<usize>,
+    #[serde(rename = "tabInfo")]
+    tab_info: Option<String>,
+}
+
+/// How often tab discovery looks for opened and closed tabs.
+const TAB_POLL: std::time::Duration = std::time::Duration::from_millis(300);
+
+async fn cast(State(s): St, Query(q): Query<CastQuery>, ws: WebSocketUpgrade) -> Response {
+    let (cdp, upstream, tag, dimensions) = {
         let d = lock(&s.data);
         (
             d.browser.as_ref().map(|b| b.cdp.clone()),
+            d.browser.as_ref().map(|b| b.chromium.browser_ws_url()),
             d.active.id.clone(),
+            d.active.dimensions.clone(),
         )
     };
-    let mut ticket = s.sockets.register(&tag);
-    ws.on_upgrade(move |mut socket: WebSocket| async move {
-        let tabs = match &cdp {
-            Some(c) => page_infos(c).await,
-            None => Vec::new(),
-        };
+    let ticket = s.sockets.register(&tag);
+    let discovery =
+        q.tab_info.as_deref() == Some("true") || (q.page_id.is_none() && q.page_index.is_none());
+    ws.on_upgrade(move |socket: WebSocket| async move {
+        if discovery {
+            tab_discovery(socket, cdp, ticket).await;
+        } else if let Some(upstream) = upstream {
+            screencast(socket, &upstream, &q, &dimensions, ticket).await;
+        }
+    })
+}
+
+async fn send_json(socket: &mut WebSocket, message: &Value) -> bool {
+    socket
+        .send(AxMessage::Text(message.to_string().into()))
+        .await
+        .is_ok()
+}
+
+/// What a cast socket's viewer did.
+enum FromViewer {
+    /// Sent a text message.
+    Text(String),
+    /// Left, or the session ended (the socket was closed as the registry said).
+    Gone,
+    /// Anything else (pings, binary frames).
+    Other,
+}
+
+/// The next thing a cast socket's viewer does, or the session ending first.
+async fn from_viewer(socket: &mut WebSocket, ticket: &mut proxy::SocketTicket) -> FromViewer {
+    tokio::select! {
+        mode = ticket.killed() => {
+            if let CloseMode::Graceful { code, reason } = mode {
+                let frame = axum::extract::ws::CloseFrame { code, reason: reason.into() };
+                let _ = socket.send(AxMessage::Close(Some(frame))).await;
+            }
+            FromViewer::Gone
+        }
+        m = socket.recv() => match m {
+            Some(Ok(AxMessage::Text(text))) => FromViewer::Text(text.as_str().to_owned()),
+            Some(Ok(AxMessage::Close(_)) | Err(_)) | None => FromViewer::Gone,
+            Some(Ok(_)) => FromViewer::Other,
+        },
+    }
+}
+
+/// Tab discovery: `tabList` now and whenever tabs open or close (with `tabClosed` for each
+/// closed one), until the client leaves or the session ends.
+async fn tab_discovery(
+    mut socket: WebSocket,
+    cdp: Option<crate::CdpClient>,
+    mut ticket: proxy::SocketTicket,
+) {
+    let list = |tabs: &[Value]| {
         let first = tabs
             .first()
             .and_then(|t| t.get("id").cloned())
             .unwrap_or(Value::Null);
-        let msg = json!({ "type": "tabList", "tabs": tabs, "firstTabId": first });
-        if socket
-            .send(AxMessage::Text(msg.to_string().into()))
-            .await
-            .is_err()
-        {
-            return;
+        json!({ "type": "tabList", "tabs": tabs, "firstTabId": first })
+    };
+    let ids = |tabs: &[Value]| -> Vec<Value> {
+        tabs.iter().filter_map(|t| t.get("id").cloned()).collect()
+    };
+    let tabs_now = || async {
+        match &cdp {
+            Some(c) => page_infos(c).await,
+            None => Vec::new(),
         }
-        loop {
-            tokio::select! {
-                mode = ticket.killed() => {
-                    if let CloseMode::Graceful { code, reason } = mode {
-                        let frame = axum::extract::ws::CloseFrame { code, reason: reason.into() };
-                        let _ = socket.send(AxMessage::Close(Some(frame))).await;
-                    }
-                    break;
+    };
+    let mut shown = tabs_now().await;
+    if !send_json(&mut socket, &list(&shown)).await {
+        return;
+    }
+    let mut poll = tokio::time::interval(TAB_POLL);
+    loop {
+        tokio::select! {
+            heard = from_viewer(&mut socket, &mut ticket) => match heard {
+                FromViewer::Gone => break,
+                FromViewer::Text(_) | FromViewer::Other => {}
+            },
+            _ = poll.tick() => {
+                let now = tabs_now().await;
+                let (before, after) = (ids(&shown), ids(&now));
+                if before == after {
+                    continue;
                 }
-                m = socket.recv() => match m {
-                    Some(Ok(AxMessage::Close(_)) | Err(_)) | None => break,
-                    Some(Ok(_)) => {}
-                },
+                for gone in before.iter().filter(|id| !after.contains(id)) {
+                    if !send_json(&mut socket, &json!({ "type": "tabClosed", "pageId": gone })).await {
+                        return;
+                    }
+                }
+                if !send_json(&mut socket, &list(&now)).await {
+                    return;
+                }
+                shown = now;
             }
         }
-    })
+    }
+}
+
+/// Page mode: the tab's frames from a screencast on its own CDP connection, input back to the
+/// tab, `targetClosed` when it dies. An unknown tab closes the socket at once (as the real
+/// server does).
+async fn screencast(
+    mut socket: WebSocket,
+    upstream: &str,
+    query: &CastQuery,
+    dimensions: &Value,
+    mut ticket: proxy::SocketTicket,
+) {
+    let Ok(cdp) = crate::CdpClient::connect(upstream).await else {
+        let _ = socket.send(AxMessage::Close(None)).await;
+        return;
+    };
+    let targets = cdp.page_targets().await.unwrap_or_default();
+    let target = match (&query.page_id, query.page_index) {
+        (Some(id), _) => targets.iter().find(|(t, _)| t == id),
+        (None, Some(index)) => targets.get(index),
+        (None, None) => None,
+    }
+    .map(|(id, _)| id.clone());
+    let started = match target {
+        Some(target) => start_screencast(&cdp, &target, dimensions)
+            .await
+            .map(|session| (target, session)),
+        None => None,
+    };
+    let Some((target, session)) = started else {
+        let _ = socket.send(AxMessage::Close(None)).await;
+        cdp.close().await;
+        return;
+    };
+    let mut events = cdp.subscribe();
+    loop {
+        tokio::select! {
+            heard = from_viewer(&mut socket, &mut ticket) => match heard {
+                FromViewer::Text(text) => cast_input(&cdp, &session, &text).await,
+                FromViewer::Gone => break,
+                FromViewer::Other => {}
+            },
+            event = events.recv() => {
+                let Ok(event) = event else {
+                    if cdp.is_closed() { break } else { continue }
+                };
+                match cast_event(&cdp, &target, &session, &event).await {
+                    CastEvent::Frame(frame) => {
+                        if !send_json(&mut socket, &frame).await {
+                            break;
+                        }
+                    }
+                    CastEvent::TargetClosed => {
+                        let _ = send_json(&mut socket, &json!({ "type": "targetClosed", "pageId": target })).await;
+                        let _ = socket.send(AxMessage::Close(None)).await;
+                        break;
+                    }
+                    CastEvent::Other => {}
+                }
+            }
+        }
+    }
+    let _ = cdp
+        .call_in(Some(&session), "Page.stopScreencast", json!({}))
+        .await;
+    cdp.close().await;
+}
+
+/// Attaches to `target`, applies the session's dimensions and starts a JPEG screencast (as
+/// steel-browser does); returns the CDP session id.
+async fn start_screencast(
+    cdp: &crate::CdpClient,
+    target: &str,
+    dimensions: &Value,
+) -> Option<String> {
+    let size = |k: &str| dimensions.get(k).and_then(Value::as_u64);
+    let (width, height) = (
+        size("width").unwrap_or(1920),
+        size("height").unwrap_or(1080),
+    );
+    cdp.call("Target.setDiscoverTargets", json!({ "discover": true }))
+        .await
+        .ok()?;
+    let session = cdp.attach(target).await.ok()?;
+    let metrics = json!({
+        "width": width, "height": height, "screenWidth": width, "screenHeight": height,
+        "deviceScaleFactor": 1, "mobile": false,
+    });
+    cdp.call_in(
+        Some(&session),
+        "Emulation.setDeviceMetricsOverride",
+        metrics,
+    )
+    .await
+    .ok()?;
+    let start = json!({ "format": "jpeg", "quality": 75, "maxWidth": width, "maxHeight": height });
+    cdp.call_in(Some(&session), "Page.startScreencast", start)
+        .await
+        .ok()?;
+    Some(session)
+}
+
+enum CastEvent {
+    /// A frame message for the client.
+    Frame(Value),
+    /// The tab is gone.
+    TargetClosed,
+    /// Nothing for the client.
+    Other,
+}
+
+async fn cast_event(
+    cdp: &crate::CdpClient,
+    target: &str,
+    session: &str,
+    event: &Value,
+) -> CastEvent {
+    let method = event
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let params = event.get("params").cloned().unwrap_or(Value::Null);
+    let param = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or_default();
+    let in_session = event.get("sessionId").and_then(Value::as_str) == Some(session);
+    match method {
+        "Page.screencastFrame" if in_session => {
+            let ack =
+                json!({ "sessionId": params.get("sessionId").cloned().unwrap_or(Value::Null) });
+            let _ = cdp
+                .call_in(Some(session), "Page.screencastFrameAck", ack)
+                .await;
+            let info = cdp
+                .call("Target.getTargetInfo", json!({ "targetId": target }))
+                .await
+                .unwrap_or(Value::Null);
+            let info = |k: &str| info["targetInfo"].get(k).cloned().unwrap_or(Value::Null);
+            CastEvent::Frame(json!({
+                "pageId": target,
+                "url": info("url"),
+                "title": info("title"),
+                "favicon": Value::Null,
+                "data": param("data"),
+            }))
+        }
+        "Target.targetDestroyed" if param("targetId") == target => CastEvent::TargetClosed,
+        "Target.detachedFromTarget" if param("sessionId") == session => CastEvent::TargetClosed,
+        _ => CastEvent::Other,
+    }
+}
+
+/// A viewer's `mouseEvent`, `keyEvent` or `navigation` message, applied to the tab.
+async fn cast_input(cdp: &crate::CdpClient, session: &str, text: &str) {
+    let Ok(message) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
+    let event = message.get("event").cloned().unwrap_or(Value::Null);
+    let field = |k: &str| event.get(k).cloned().unwrap_or(Value::Null);
+    let (method, params) = match message.get("type").and_then(Value::as_str) {
+        Some("mouseEvent") => {
+            let none = event.get("button").and_then(Value::as_str) == Some("none");
+            (
+                "Input.dispatchMouseEvent",
+                json!({
+                    "type": field("type"), "x": field("x"), "y": field("y"),
+                    "button": field("button"), "buttons": u8::from(!none),
+                    "clickCount": event.get("clickCount").cloned().unwrap_or(json!(1)),
+                    "modifiers": event.get("modifiers").cloned().unwrap_or(json!(0)),
+                    "deltaX": field("deltaX"), "deltaY": field("deltaY"),
+                }),
+            )
+        }
+        Some("keyEvent") => (
+            "Input.dispatchKeyEvent",
+            json!({
+                "type": field("type"), "text": field("text"), "code": field("code"),
+                "key": field("key"), "windowsVirtualKeyCode": field("keyCode"),
+                "nativeVirtualKeyCode": field("keyCode"),
+                "modifiers": event.get("modifiers").cloned().unwrap_or(json!(0)),
+            }),
+        ),
+        Some("navigation") => match (
+            event.get("url").and_then(Value::as_str),
+            event.get("action").and_then(Value::as_str),
+        ) {
+            (Some(url), _) => ("Page.navigate", json!({ "url": url })),
+            (None, Some("refresh")) => ("Page.reload", json!({})),
+            (None, Some("back")) => (
+                "Runtime.evaluate",
+                json!({ "expression": "history.back()" }),
+            ),
+            (None, Some("forward")) => (
+                "Runtime.evaluate",
+                json!({ "expression": "history.forward()" }),
+            ),
+            _ => return,
+        },
+        _ => return,
+    };
+    let params = match params {
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
+        }
+        other => other,
+    };
+    if let Err(e) = cdp.call_in(Some(session), method, params).await {
+        tracing::debug!(error = %e, "steel double: a viewer input failed");
+    }
 }
 
 async fn fallback(
@@ -978,40 +1339,43 @@ async fn proxy_upgrade(s: &Shared, ws: WebSocketUpgrade) -> Response {
     })
 }
 
-#[derive(Debug, Deserialize, Default)]
-struct FailBody {
-    status: Option<u16>,
-}
-
-async fn mock_fail_next_create(State(s): St, body: Bytes) -> Response {
-    let parsed: FailBody = serde_json::from_slice(&body).unwrap_or_default();
-    let status = parsed.status.unwrap_or(500);
-    lock(&s.data).faults.push_back(status);
-    json_response(200, &json!({ "queued": status }))
-}
-
-#[derive(Debug, Deserialize, Default)]
-struct ExpireBody {
-    id: Option<String>,
-}
-
-async fn mock_expire(State(s): St, body: Bytes) -> Response {
-    let parsed: ExpireBody = serde_json::from_slice(&body).unwrap_or_default();
-    let expired = s.expire(parsed.id.as_deref()).await;
-    json_response(200, &json!({ "expired": expired }))
-}
-
-async fn mock_drop_sockets(State(s): St) -> Response {
-    let n = s.sockets.close_all(&CloseMode::Abrupt);
-    json_response(200, &json!({ "dropped": n }))
-}
-
-async fn mock_calls(State(s): St) -> Response {
-    json_response(200, &json!(s.recorder.snapshot()))
-}
-
-async fn mock_state(State(s): St) -> Response {
-    json_response(200, &s.state_json())
+/// The control plane, `/__mock/{op}` (never recorded, never a Steel path): `POST
+/// fail-next-create {status}`, `POST expire {id?}`, `POST drop-sockets`, `GET calls`, `GET
+/// state`; anything else is a Fastify-shaped 404.
+async fn control(
+    State(s): St,
+    Path(op): Path<String>,
+    method: Method,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let field = |k: &str| {
+        serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v.get(k).cloned())
+    };
+    match (method.as_str(), op.as_str()) {
+        ("POST", "fail-next-create") => {
+            let status = field("status")
+                .and_then(|v| v.as_u64())
+                .and_then(|v| u16::try_from(v).ok())
+                .unwrap_or(500);
+            lock(&s.data).faults.push_back(status);
+            json_response(200, &json!({ "queued": status }))
+        }
+        ("POST", "expire") => {
+            let id = field("id").and_then(|v| v.as_str().map(str::to_owned));
+            let expired = s.expire(id.as_deref()).await;
+            json_response(200, &json!({ "expired": expired }))
+        }
+        ("POST", "drop-sockets") => {
+            let dropped = s.sockets.close_all(&CloseMode::Abrupt);
+            json_response(200, &json!({ "dropped": dropped }))
+        }
+        ("GET", "calls") => json_response(200, &json!(s.recorder.snapshot())),
+        ("GET", "state") => json_response(200, &s.state_json()),
+        _ => fastify_404(&method, &uri),
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use abr_doubles::{CdpClient, SteelDouble, SteelOptions};
 use common::{
     bounded, cookies, ends_soon, has_cookie, http, open_page, page_server, process_gone, raw_ws,
 };
-use futures::StreamExt as _;
+use futures::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -379,4 +379,204 @@ async fn single_slot_advertised_hosts_faults_and_errors() {
         .map(|c| c.status)
         .collect();
     assert_eq!(statuses, vec![400, 500, 503, 200, 200]);
+}
+
+/// The next JSON text message of `ws`, skipping pings.
+async fn next_json(ws: &mut common::RawWs, what: &str) -> Value {
+    loop {
+        let msg = bounded(what, ws.next())
+            .await
+            .unwrap_or_else(|| panic!("{what}: socket ended"))
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        if let Ok(text) = msg.to_text()
+            && !text.is_empty()
+        {
+            return serde_json::from_str(text).unwrap();
+        }
+    }
+}
+
+/// The next JSON message of `ws` that satisfies `pred`.
+async fn next_json_where(
+    ws: &mut common::RawWs,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    loop {
+        let msg = next_json(ws, what).await;
+        if pred(&msg) {
+            return msg;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_page_opens_an_absolute_cast_address() {
+    for advertise_host_0000 in [false, true] {
+        let d = SteelDouble::start(SteelOptions {
+            advertise_host_0000,
+            ..SteelOptions::default()
+        })
+        .await
+        .unwrap();
+        let base = d.base_url();
+        assert_eq!(
+            http("POST", &format!("{base}/v1/sessions"), &[], Some(json!({})))
+                .await
+                .status,
+            200
+        );
+        let page = http("GET", &format!("{base}/v1/sessions/debug"), &[], None).await;
+        let host = if advertise_host_0000 {
+            "0.0.0.0"
+        } else {
+            "127.0.0.1"
+        };
+        let absolute = format!("\"ws://{host}:{}/v1/sessions/cast\"", d.port());
+        assert!(
+            page.text.contains(&absolute),
+            "the page's socket address is absolute, from the server's own HOST:PORT: {}",
+            page.text
+        );
+        assert!(!page.text.contains("location.host"), "{}", page.text);
+        d.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cast_socket_lists_tabs_streams_frames_and_takes_input() {
+    let d = SteelDouble::start(SteelOptions::default()).await.unwrap();
+    let base = d.base_url();
+    let (origin, _server) = page_server().await;
+    let created = http(
+        "POST",
+        &format!("{base}/v1/sessions"),
+        &[],
+        Some(json!({"dimensions": {"width": 800, "height": 600}})),
+    )
+    .await;
+    assert_eq!(created.status, 200);
+    let cdp = CdpClient::connect(&d.ws_url()).await.unwrap();
+    open_page(&cdp, &format!("{origin}/first")).await;
+
+    // Tab discovery: the list now, and again when a tab opens and closes.
+    let mut tabs = raw_ws(&format!("{}?tabInfo=true", d.cast_url())).await;
+    let list = next_json(&mut tabs, "tabList").await;
+    assert_eq!(list["type"], "tabList");
+    let first = list["firstTabId"].as_str().unwrap().to_owned();
+    assert!(
+        list["tabs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == json!(first) && t["url"] == format!("{origin}/first"))
+    );
+    let opened = cdp
+        .call("Target.createTarget", json!({"url": "about:blank"}))
+        .await
+        .unwrap();
+    let second = opened["targetId"].as_str().unwrap().to_owned();
+    next_json_where(&mut tabs, "tabList with the new tab", |m| {
+        m["type"] == "tabList" && m["tabs"].as_array().is_some_and(|t| t.len() == 2)
+    })
+    .await;
+    cdp.call("Target.closeTarget", json!({"targetId": second}))
+        .await
+        .unwrap();
+    let closed = next_json_where(&mut tabs, "tabClosed", |m| m["type"] == "tabClosed").await;
+    assert_eq!(closed["pageId"], json!(second));
+
+    // Page mode: JPEG frames of that tab, with its URL and title.
+    let mut frames = raw_ws(&format!("{}?pageId={first}", d.cast_url())).await;
+    let frame = next_json_where(&mut frames, "a frame", |m| m.get("data").is_some()).await;
+    assert_eq!(frame["pageId"], json!(first));
+    assert_eq!(frame["url"], format!("{origin}/first"));
+    assert_eq!(frame["title"], "abr page");
+    assert!(
+        frame["data"].as_str().unwrap().starts_with("/9j/"),
+        "a base64 JPEG"
+    );
+    // Input goes back to the tab: a navigation shows up in the next frames.
+    frames
+        .send(tokio_tungstenite::tungstenite::Message::text(
+            json!({"type": "navigation", "pageId": first, "event": {"url": format!("{origin}/second")}})
+                .to_string(),
+        ))
+        .await
+        .unwrap();
+    next_json_where(&mut frames, "a frame after navigating", |m| {
+        m["url"] == format!("{origin}/second")
+    })
+    .await;
+    // Also by index.
+    let mut by_index = raw_ws(&format!("{}?pageIndex=0", d.cast_url())).await;
+    next_json_where(&mut by_index, "a frame by index", |m| {
+        m.get("data").is_some()
+    })
+    .await;
+    drop(by_index);
+
+    // An unknown tab: the socket closes at once.
+    let mut unknown = raw_ws(&format!("{}?pageId=NOPE", d.cast_url())).await;
+    assert!(ends_soon(&mut unknown).await);
+
+    // Release ends every cast socket.
+    assert_eq!(
+        http("POST", &format!("{base}/v1/sessions/release"), &[], None)
+            .await
+            .status,
+        200
+    );
+    assert!(
+        ends_soon(&mut tabs).await,
+        "tab discovery outlived the session"
+    );
+    assert!(
+        ends_soon(&mut frames).await,
+        "the screencast outlived the session"
+    );
+    assert_eq!(d.open_sockets(), 0);
+    drop(cdp);
+    d.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_racing_a_release_is_counted_as_the_real_server_would_crash() {
+    let d = SteelDouble::start(SteelOptions::default()).await.unwrap();
+    let sessions = format!("{}/v1/sessions", d.base_url());
+    // Sequential use never overlaps.
+    for _ in 0..2 {
+        assert_eq!(
+            http("POST", &sessions, &[], Some(json!({}))).await.status,
+            200
+        );
+        assert_eq!(
+            http("POST", &format!("{sessions}/release"), &[], None)
+                .await
+                .status,
+            200
+        );
+    }
+    assert_eq!(d.overlapping_lifecycle_calls(), 0);
+    assert!(d.replaced().is_empty());
+
+    // A create sent while a release (which relaunches Chromium) is still running.
+    assert_eq!(
+        http("POST", &sessions, &[], Some(json!({}))).await.status,
+        200
+    );
+    let release_url = format!("{sessions}/release");
+    let release = http("POST", &release_url, &[], None);
+    let create = async {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        http("POST", &sessions, &[], Some(json!({}))).await
+    };
+    let (released, created) = tokio::join!(release, create);
+    assert_eq!((released.status, created.status), (200, 200));
+    assert_eq!(d.overlapping_lifecycle_calls(), 1);
+    let state = http("GET", &format!("{}/__mock/state", d.base_url()), &[], None)
+        .await
+        .json();
+    assert_eq!(state["overlappingLifecycleCalls"], 1);
+    d.shutdown().await;
 }

@@ -16,18 +16,17 @@ use abr_core::{
     SessionProvider,
 };
 use async_trait::async_trait;
-use playwright_rs::ConnectOverCdpOptions;
 use playwright_rs::protocol::{
     AcceptDownloads, Browser, BrowserContext, BrowserContextOptions, Viewport,
 };
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::{Mutex, Semaphore};
 
-use crate::driver::playwright;
 use crate::egress::{
     EgressProxy, LazyProxy, deny_default_downloads, install_url_gate, remove_url_gate,
 };
 use crate::error::from_playwright;
+use crate::remote::connect_cdp;
 use crate::session::BrowserSession;
 
 /// Settings of the CDP provider.
@@ -122,26 +121,12 @@ impl CdpSessionProvider {
         if let Some(browser) = slot.as_ref().filter(|b| b.is_connected()) {
             return Ok(browser.clone());
         }
-        let pw = playwright().await?;
-        let options = ConnectOverCdpOptions::new()
-            .timeout(self.config.connect_timeout.as_secs_f64() * 1000.0);
-        let connect = pw
-            .chromium()
-            .connect_over_cdp(self.config.endpoint.expose_secret(), options);
-        let browser = tokio::time::timeout(self.config.connect_timeout, connect)
-            .await
-            .map_err(|_| {
-                ProviderError::new(ProviderErrorKind::Timeout, "attaching over CDP timed out")
-            })?
-            .map_err(|e| {
-                let e = from_playwright("attaching over CDP", e);
-                // A refused connection is "unavailable", whatever the driver called it.
-                if e.kind() == ProviderErrorKind::Other {
-                    ProviderError::new(ProviderErrorKind::Unavailable, e.message().to_owned())
-                } else {
-                    e
-                }
-            })?;
+        let browser = connect_cdp(
+            "cdp",
+            self.config.endpoint.expose_secret(),
+            self.config.connect_timeout,
+        )
+        .await?;
         *slot = Some(browser.clone());
         Ok(browser)
     }

@@ -5,6 +5,13 @@
 //! Each check is a plain `async fn` that panics with a message when the provider breaks the
 //! contract. What differs between providers is passed in explicitly ([`LeakProbe`], crash
 //! recovery) rather than guessed.
+//!
+//! Remote providers (a [`RemoteSessionProvider`](crate::RemoteSessionProvider) over any
+//! [`RemoteBackend`](crate::RemoteBackend))
+//! also run the remote-lifecycle checks against a double of their service
+//! ([`RemoteService`]): a failure after create still ends the session, dropped and cancelled
+//! leases are ended, and expiry mid-job is a typed retryable error and makes the session
+//! [lost](SessionContext::is_lost).
 
 #![allow(
     clippy::panic,
@@ -146,10 +153,15 @@ pub fn state_for(site: &TestSite, tag: &str) -> AgentSessionState {
 }
 
 fn unattended(state: AgentSessionState) -> AcquireRequest {
+    request(AcquireMode::Unattended, Some(state))
+}
+
+/// A request for `mode` with `state`, no start page.
+pub fn request(mode: AcquireMode, state: Option<AgentSessionState>) -> AcquireRequest {
     AcquireRequest {
-        mode: AcquireMode::Unattended,
+        mode,
         platform: "conformance".into(),
-        state: Some(state),
+        state,
         start_url: None,
     }
 }
@@ -205,8 +217,51 @@ pub async fn visit(session: &BrowserSession, url: &str) -> Seen {
     .unwrap_or_else(|e| panic!("reading what {url} saw: {e}"))
 }
 
-async fn release(lease: Lease<BrowserSession>) {
+/// Releases `lease`, which must succeed within the suite's step bound.
+pub async fn release(lease: Lease<BrowserSession>) {
     bounded("release", lease.release()).await.expect("release");
+}
+
+/// Acquires `request` from `provider`, which must succeed within the suite's step bound.
+pub async fn acquire_with<P: SessionProvider<Context = BrowserSession>>(
+    provider: &P,
+    request: AcquireRequest,
+) -> Lease<BrowserSession> {
+    bounded("acquire", provider.acquire(request))
+        .await
+        .unwrap_or_else(|e| panic!("acquire failed: {e}"))
+}
+
+/// A port on 127.0.0.1 nothing listens on.
+pub fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A server on 127.0.0.1 that accepts connections and never answers (a start page to get
+/// stuck on), until the returned task is aborted.
+pub async fn silent_server() -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (addr, task)
+}
+
+/// Waits until `done`, failing the check after `deadline`.
+pub async fn wait_until(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
+    let started = tokio::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < deadline,
+            "{what}: not within {deadline:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 fn map(pairs: &[(&str, String)]) -> BTreeMap<String, String> {
@@ -220,9 +275,7 @@ async fn acquire<P: SessionProvider<Context = BrowserSession>>(
     provider: &P,
     state: AgentSessionState,
 ) -> Lease<BrowserSession> {
-    bounded("acquire", provider.acquire(unattended(state)))
-        .await
-        .unwrap_or_else(|e| panic!("acquire failed: {e}"))
+    acquire_with(provider, unattended(state)).await
 }
 
 /// A context acquired from a state holds exactly that state, visible to the page's first
@@ -469,4 +522,168 @@ pub async fn dead_endpoint_is_a_typed_error<P: SessionProvider<Context = Browser
         Ok(_) => panic!("acquire against a dead endpoint succeeded"),
         Err(e) => e,
     }
+}
+
+/// What the remote-lifecycle checks see of a remote service (its test double).
+#[async_trait::async_trait]
+pub trait RemoteService: Send + Sync {
+    /// Sessions created so far.
+    fn created(&self) -> u64;
+    /// Sessions the client ended so far (released, deleted).
+    fn ended(&self) -> u64;
+    /// Sessions the service ended by itself so far (expired).
+    fn expired(&self) -> u64;
+    /// Sessions live now.
+    fn live(&self) -> usize;
+    /// Proxied CDP sockets open now.
+    fn open_sockets(&self) -> usize;
+    /// Ends the most recent live session as the service would (expiry); whether one was live.
+    async fn expire_latest(&self) -> bool;
+}
+
+/// A remote service leaks live sessions and open sockets.
+#[async_trait::async_trait]
+impl<T: RemoteService + ?Sized> LeakProbe for T {
+    async fn open(&self) -> usize {
+        self.live() + self.open_sockets()
+    }
+}
+
+/// Every session the service created was ended, by the client or by the service, and none is
+/// live.
+pub fn assert_all_ended(service: &dyn RemoteService) {
+    assert_eq!(service.live(), 0, "a remote session is still live");
+    assert_eq!(service.open_sockets(), 0, "proxied CDP sockets left open");
+    assert_eq!(
+        service.created(),
+        service.ended() + service.expired(),
+        "created {} sessions, ended {}, expired {}",
+        service.created(),
+        service.ended(),
+        service.expired()
+    );
+}
+
+/// An acquire that fails after the service created its session (the start page is allowed
+/// but unreachable) still ends that session, and the provider works afterwards. `make`
+/// builds the provider with an egress policy.
+pub async fn a_failure_after_create_still_ends_the_session<P, F>(
+    make: F,
+    service: &dyn RemoteService,
+) where
+    P: SessionProvider<Context = BrowserSession>,
+    F: Fn(EgressPolicy) -> P,
+{
+    let closed = closed_port();
+    let provider = make(EgressPolicy::new().allow_addr(([127, 0, 0, 1], closed).into()));
+    let (created, ended) = (service.created(), service.ended());
+    let mut req = request(AcquireMode::Unattended, None);
+    req.start_url = Some(format!("http://127.0.0.1:{closed}/"));
+    let Err(error) = bounded("acquire", provider.acquire(req)).await else {
+        panic!("an acquire with an unreachable start page succeeded")
+    };
+    assert!(error.message().contains("start page"), "{error}");
+    assert_eq!(
+        (service.created(), service.ended()),
+        (created + 1, ended + 1),
+        "the session created for the failed acquire was ended"
+    );
+    assert_all_ended(service);
+    // The provider moved on (a serialized one gave its permit back).
+    release(acquire_with(&provider, request(AcquireMode::Unattended, None)).await).await;
+    assert_all_ended(service);
+}
+
+/// A lease dropped without release, and an acquire cancelled after the service created its
+/// session (stuck on a start page that never answers), are ended in the background.
+pub async fn dropped_and_cancelled_leases_are_ended<P, F>(make: F, service: &dyn RemoteService)
+where
+    P: SessionProvider<Context = BrowserSession>,
+    F: Fn(EgressPolicy) -> P,
+{
+    // A start page that never answers (allowed, so the browser does wait for it).
+    let (hang_addr, holder) = silent_server().await;
+    let provider = make(EgressPolicy::new().allow_addr(hang_addr));
+    let ended = service.ended();
+    drop(acquire_with(&provider, request(AcquireMode::Unattended, None)).await);
+    wait_until("the dropped lease ended", STEP, || {
+        service.ended() == ended + 1
+    })
+    .await;
+
+    let created = service.created();
+    let mut req = request(AcquireMode::Unattended, None);
+    req.start_url = Some(format!("http://{hang_addr}/"));
+    let cancelled = tokio::time::timeout(Duration::from_secs(3), provider.acquire(req)).await;
+    assert!(
+        cancelled.is_err(),
+        "the acquire should still be waiting for the start page"
+    );
+    assert_eq!(service.created(), created + 1, "the session was created");
+    wait_until("the cancelled acquire's session ended", STEP, || {
+        service.live() == 0 && service.ended() == ended + 2
+    })
+    .await;
+    holder.abort();
+    assert_all_ended(service);
+}
+
+/// The service ends a session mid-job: the job's next browser call fails with a typed,
+/// retryable error (no token in it), the session is [lost](SessionContext::is_lost), its
+/// release completes, and the next acquire works. Returns the error for backend-specific
+/// checks.
+pub async fn expiry_mid_job_is_a_typed_retryable_error<
+    P: SessionProvider<Context = BrowserSession>,
+>(
+    provider: &P,
+    site: &TestSite,
+    service: &dyn RemoteService,
+) -> ProviderError {
+    let lease = acquire(provider, state_for(site, "e")).await;
+    visit(lease.context(), &format!("{}/page", site.origin_a())).await;
+    assert!(
+        !bounded("the lost check", lease.context().is_lost()).await,
+        "a live session is not lost"
+    );
+    assert!(
+        bounded("expiring", service.expire_latest()).await,
+        "no session was live"
+    );
+
+    let error = bounded("a call on the expired session", async {
+        // The disconnect may take a moment to be noticed: retry a few calls.
+        loop {
+            if let Err(e) = lease.context().export_state().await {
+                return e;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(error.is_retryable(), "{error}");
+    assert!(
+        matches!(
+            error.kind(),
+            abr_core::ProviderErrorKind::Crashed | abr_core::ProviderErrorKind::Unavailable
+        ),
+        "{error}"
+    );
+    for token in ["jwt=", "apiKey="] {
+        assert!(
+            !error.message().contains(token),
+            "a token in the error: {error}"
+        );
+    }
+    assert!(
+        bounded("the lost check", lease.context().is_lost()).await,
+        "an expired session is lost"
+    );
+
+    release(lease).await;
+    let next = acquire(provider, state_for(site, "n")).await;
+    let seen = visit(next.context(), &format!("{}/page", site.origin_a())).await;
+    assert_eq!(seen.cookies(), map(&[("sid", "a-n".into())]));
+    release(next).await;
+    assert_all_ended(service);
+    error
 }

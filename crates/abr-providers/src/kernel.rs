@@ -1,4 +1,5 @@
-//! [`KernelSessionProvider`]: a Kernel (kernel.sh) cloud browser per lease.
+//! [`KernelSessionProvider`]: a Kernel (kernel.sh) cloud browser per lease, as a
+//! [`RemoteBackend`] ([`KernelBackend`]) of the shared remote lifecycle.
 //!
 //! Wire notes (shared/reference/providers.md §4, §7): `POST /browsers` with
 //! `Authorization: Bearer <key>` creates a browser whose `cdp_ws_url`
@@ -10,8 +11,8 @@
 //! Each lease is its own browser, so its default context (`contexts()[0]`, which Kernel's
 //! profiles and live view follow) is already isolated; the provider falls back to a new
 //! context only if the browser exposes none. Interactive leases are headful and get Kernel's
-//! live view (`browser_live_view_url`) as [`LiveView::Remote`]; unattended ones are headless
-//! (no live view, the cheaper image).
+//! live view (`browser_live_view_url`) as a [`ProviderViewer`](abr_core::ProviderViewer);
+//! unattended ones are headless (no live view, the cheaper image).
 //!
 //! Egress: Kernel's browser runs in Kernel's network, in its default context, where no proxy
 //! can be set. With [`KernelProviderConfig::egress`] set (the default), the context gets the
@@ -20,32 +21,27 @@
 //! egress proxy: the browser resolves names in its own network, and Playwright does not route
 //! redirects, WebSockets or service-worker requests.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use abr_core::{
-    AcquireMode, AcquireRequest, EgressPolicy, Lease, ProviderCapabilities, ProviderError,
-    ProviderErrorKind, ProviderViewer, SessionProvider,
-};
-use abr_protocol::SecretValue;
+use abr_core::{AcquireMode, AcquireRequest, EgressPolicy, ProviderCapabilities, ProviderError};
 use async_trait::async_trait;
-use playwright_rs::protocol::{Browser, BrowserContext};
+use futures::future::BoxFuture;
+use reqwest::header::AUTHORIZATION;
 use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::egress::{deny_default_downloads, install_url_gate};
-use crate::error::from_playwright;
-use crate::remote::{self, EndSession, Rest, Teardown};
-use crate::session::BrowserSession;
+use crate::remote::{
+    self, RemoteBackend, RemoteSession, RemoteSessionProvider, RemoteSettings, Rest, Service,
+};
 
 const NAME: &str = "kernel";
 /// Kernel's API.
 pub const KERNEL_API_URL: &str = "https://api.onkernel.com";
 
-/// Settings of the Kernel provider.
-#[derive(Clone)]
+/// Settings of the Kernel provider. `Debug` shows the API key as `[REDACTED]`.
+#[derive(Debug, Clone)]
 pub struct KernelProviderConfig {
     /// REST base ([`KERNEL_API_URL`], or `KERNEL_BASE_URL`).
     pub base_url: String,
@@ -87,34 +83,29 @@ impl KernelProviderConfig {
     }
 }
 
-impl std::fmt::Debug for KernelProviderConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KernelProviderConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &"<redacted>")
-            .field("timeout_seconds", &self.timeout_seconds)
-            .field("viewport", &self.viewport)
-            .field("max_concurrent", &self.max_concurrent)
-            .field("rest_timeout", &self.rest_timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("navigation_timeout", &self.navigation_timeout)
-            .field("egress", &self.egress)
-            .finish()
-    }
-}
-
 /// Leases Kernel browsers: one remote browser, and one Playwright connection to it, per lease.
-pub struct KernelSessionProvider {
-    config: KernelProviderConfig,
-    rest: Result<Rest, String>,
+pub type KernelSessionProvider = RemoteSessionProvider<KernelBackend>;
+
+impl RemoteSessionProvider<KernelBackend> {
+    /// A provider with `config`. Nothing is contacted until the first acquire; a malformed
+    /// base URL makes every acquire fail with [`Misconfigured`](abr_core::ProviderErrorKind::Misconfigured).
+    pub fn new(config: KernelProviderConfig) -> Self {
+        Self::from_backend(KernelBackend::new(config))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &KernelProviderConfig {
+        &self.backend().config
+    }
 }
 
-impl std::fmt::Debug for KernelSessionProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KernelSessionProvider")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
+/// Kernel's side of the remote lifecycle: `POST /browsers` (headless for unattended jobs),
+/// the browser's `cdp_ws_url` verbatim, `DELETE /browsers/{id}`, the live view of headful
+/// browsers.
+#[derive(Debug)]
+pub struct KernelBackend {
+    config: KernelProviderConfig,
+    service: Service,
 }
 
 /// The part of Kernel's browser object the provider uses.
@@ -126,28 +117,17 @@ struct KernelBrowser {
     browser_live_view_url: Option<String>,
 }
 
-impl KernelSessionProvider {
-    /// A provider with `config`. Nothing is contacted until the first acquire; a malformed
-    /// base URL makes every acquire fail with [`ProviderErrorKind::Misconfigured`].
+impl KernelBackend {
+    /// A backend with `config`; a malformed base URL or key makes every acquire fail with
+    /// [`Misconfigured`](abr_core::ProviderErrorKind::Misconfigured).
     pub fn new(config: KernelProviderConfig) -> Self {
-        let rest = Rest::new(
-            NAME,
-            &config.base_url,
-            config.rest_timeout,
-            config.connect_timeout,
-        );
-        Self { config, rest }
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &KernelProviderConfig {
-        &self.config
-    }
-
-    fn rest(&self) -> Result<&Rest, ProviderError> {
-        self.rest
-            .as_ref()
-            .map_err(|m| ProviderError::new(ProviderErrorKind::Misconfigured, m.clone()))
+        let c = &config;
+        let settings =
+            RemoteSettings::new(c.connect_timeout, c.navigation_timeout, c.egress.clone());
+        let bearer = format!("Bearer {}", c.api_key.expose_secret());
+        let auth = Some((AUTHORIZATION, SecretString::from(bearer)));
+        let service = Service::new(NAME, &c.base_url, c.rest_timeout, settings, auth);
+        Self { config, service }
     }
 
     fn create_body(&self, mode: AcquireMode) -> Value {
@@ -162,103 +142,11 @@ impl KernelSessionProvider {
         }
         Value::Object(body)
     }
-
-    async fn create(&self, rest: &Rest, mode: AcquireMode) -> Result<KernelBrowser, ProviderError> {
-        let request = rest
-            .request(Method::POST, &["browsers"])
-            .bearer_auth(self.config.api_key.expose_secret())
-            .json(&self.create_body(mode));
-        let answer = rest.send(request, "creating a browser").await?;
-        if !answer.status.is_success() {
-            return Err(rest.status_error("creating a browser", &answer));
-        }
-        answer.json(NAME, "creating a browser")
-    }
-
-    fn end_session(&self, rest: &Rest, id: &str) -> EndSession {
-        let rest = rest.clone();
-        let id = id.to_owned();
-        let key = self.config.api_key.clone();
-        Box::new(move || {
-            Box::pin(async move {
-                remote::with_one_retry(Duration::from_millis(200), || delete(&rest, &id, &key))
-                    .await
-            })
-        })
-    }
-
-    async fn open(
-        &self,
-        created: &KernelBrowser,
-        request: &AcquireRequest,
-        teardown: &mut Teardown,
-    ) -> Result<BrowserSession, ProviderError> {
-        let step = self.config.connect_timeout;
-        let browser = remote::connect_cdp(NAME, &created.cdp_ws_url, step).await?;
-        teardown.set_browser(browser.clone());
-        let context = remote::bounded(NAME, "opening a context", step, async {
-            let context = context_of(&browser).await?;
-            // Use the browser's own first tab (the one the live view shows) once Playwright
-            // has caught up with it, rather than opening a second one.
-            let pages = remote::default_context_pages(NAME, &browser).await?;
-            remote::settle_pages(&context, pages.len(), step).await;
-            if let Some(policy) = &self.config.egress {
-                deny_default_downloads(&browser).await?;
-                install_url_gate(&context, policy).await?;
-            }
-            Ok(context)
-        })
-        .await?;
-        let open = BrowserSession::open(
-            context,
-            request.state.as_ref(),
-            request.start_url.as_deref(),
-            self.config.navigation_timeout,
-        );
-        remote::bounded(
-            NAME,
-            "opening the session",
-            step + self.config.navigation_timeout,
-            open,
-        )
-        .await
-    }
-}
-
-/// `DELETE /browsers/{id}`; a browser already gone (404) is fine.
-async fn delete(rest: &Rest, id: &str, key: &SecretString) -> Result<(), ProviderError> {
-    let request = rest
-        .request(Method::DELETE, &["browsers", id])
-        .bearer_auth(key.expose_secret())
-        .header(reqwest::header::ACCEPT, "*/*");
-    let answer = rest.send(request, "deleting the browser").await?;
-    if answer.status.is_success() || answer.status == StatusCode::NOT_FOUND {
-        Ok(())
-    } else {
-        Err(rest.status_error("deleting the browser", &answer))
-    }
-}
-
-/// The browser's default context, or a new one if it has none.
-async fn context_of(browser: &Browser) -> Result<BrowserContext, ProviderError> {
-    match browser.contexts().into_iter().next() {
-        Some(context) => Ok(context),
-        None => browser
-            .new_context_with_options(
-                playwright_rs::protocol::BrowserContextOptions::builder()
-                    .accept_downloads(playwright_rs::protocol::AcceptDownloads::Deny)
-                    .build(),
-            )
-            .await
-            .map_err(|e| from_playwright("kernel: opening a context", e)),
-    }
 }
 
 #[async_trait]
-impl SessionProvider for KernelSessionProvider {
-    type Context = BrowserSession;
-
-    fn name(&self) -> &str {
+impl RemoteBackend for KernelBackend {
+    fn name(&self) -> &'static str {
         NAME
     }
 
@@ -272,46 +160,58 @@ impl SessionProvider for KernelSessionProvider {
         }
     }
 
-    async fn acquire(
-        &self,
-        request: AcquireRequest,
-    ) -> Result<Lease<BrowserSession>, ProviderError> {
-        let rest = self.rest()?;
-        let created = self.create(rest, request.mode).await?;
-        // From here on the browser is deleted whatever happens (also if this future is
-        // dropped).
-        let mut teardown = Teardown::new(
-            NAME,
-            self.end_session(rest, &created.session_id),
-            self.config.connect_timeout,
-        );
-        let session = match self.open(&created, &request, &mut teardown).await {
-            Ok(session) => session,
-            Err(e) => {
-                if let Err(release_error) = teardown.run().await {
-                    tracing::warn!(error = %release_error, "kernel: deleting after a failed acquire failed");
-                }
-                return Err(e);
-            }
-        };
-        let lease = Lease::new(session, move |_session: Arc<BrowserSession>| {
-            Box::pin(teardown.run())
-        });
-        Ok(
-            match created.browser_live_view_url.filter(|u| !u.is_empty()) {
-                Some(url) => {
-                    // Kernel's viewer is one page at its own path (`/browser/live/<token>`).
-                    let path = url::Url::parse(&url)
-                        .map(|u| u.path().to_owned())
-                        .unwrap_or_default();
-                    lease.with_provider_viewer(ProviderViewer {
-                        url: SecretValue::new(url),
-                        paths: vec![path],
-                    })
-                }
-                None => lease,
-            },
-        )
+    fn settings(&self) -> &RemoteSettings {
+        self.service.settings()
+    }
+
+    async fn create(&self, request: &AcquireRequest) -> Result<RemoteSession, ProviderError> {
+        let rest = self.service.rest()?;
+        let create = rest
+            .request(Method::POST, &["browsers"])
+            .json(&self.create_body(request.mode));
+        let answer = rest.send(create, "creating a browser").await?;
+        if !answer.status.is_success() {
+            return Err(rest.status_error("creating a browser", &answer));
+        }
+        let created: KernelBrowser = answer.json(NAME, "creating a browser")?;
+        Ok(RemoteSession {
+            id: created.session_id,
+            cdp_url: SecretString::from(created.cdp_ws_url),
+            viewer_url: created.browser_live_view_url.map(SecretString::from),
+        })
+    }
+
+    fn end(&self, session: &RemoteSession) -> BoxFuture<'static, Result<(), ProviderError>> {
+        let rest = self.service.rest().cloned();
+        let id = session.id.clone();
+        Box::pin(async move {
+            let rest = rest?;
+            remote::with_one_retry(Duration::from_millis(200), || delete(&rest, &id)).await
+        })
+    }
+
+    async fn is_live(&self, session: &RemoteSession) -> Result<bool, ProviderError> {
+        let rest = self.service.rest()?;
+        let request = rest.request(Method::GET, &["browsers", &session.id]);
+        let answer = rest.send(request, "checking the browser").await?;
+        match answer.status {
+            status if status.is_success() => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => Err(rest.status_error("checking the browser", &answer)),
+        }
+    }
+}
+
+/// `DELETE /browsers/{id}`; a browser already gone (404) is fine.
+async fn delete(rest: &Rest, id: &str) -> Result<(), ProviderError> {
+    let request = rest
+        .request(Method::DELETE, &["browsers", id])
+        .header(reqwest::header::ACCEPT, "*/*");
+    let answer = rest.send(request, "deleting the browser").await?;
+    if answer.status.is_success() || answer.status == StatusCode::NOT_FOUND {
+        Ok(())
+    } else {
+        Err(rest.status_error("deleting the browser", &answer))
     }
 }
 
@@ -324,7 +224,7 @@ mod tests {
         let mut config = KernelProviderConfig::new("sk");
         config.timeout_seconds = 120;
         config.viewport = Some((1280, 800));
-        let p = KernelSessionProvider::new(config);
+        let p = KernelBackend::new(config);
         assert_eq!(
             p.create_body(AcquireMode::Unattended),
             json!({"headless": true, "timeout_seconds": 120, "viewport": {"width": 1280, "height": 800}})
@@ -343,6 +243,11 @@ mod tests {
     #[test]
     fn the_config_debug_hides_the_key() {
         let text = format!("{:?}", KernelProviderConfig::new("sk_live_secret"));
+        assert!(!text.contains("sk_live_secret"), "{text}");
+        let text = format!(
+            "{:?}",
+            KernelSessionProvider::new(KernelProviderConfig::new("sk_live_secret"))
+        );
         assert!(!text.contains("sk_live_secret"), "{text}");
     }
 }

@@ -6,6 +6,8 @@
 //! - [`LocalBrowserSessionProvider`]: Chromium on this machine (Debian's headless shell for
 //!   jobs, full Chromium for capture), a warm shared browser with a fresh context per job;
 //! - [`CdpSessionProvider`]: attach to a running browser by CDP URL;
+//! - [`SteelSessionProvider`], [`KernelSessionProvider`]: remote browsers, one
+//!   [`RemoteSessionProvider`] lifecycle over each service's [`RemoteBackend`];
 //!
 //! Every browser the providers drive is held to an [`abr_core::EgressPolicy`] (default:
 //! public addresses only): local and CDP contexts go through an [`EgressProxy`], remote ones
@@ -36,7 +38,10 @@ pub use cdp::{CdpProviderConfig, CdpSessionProvider};
 pub use chromium::{ChromiumBinary, base_args, display_available, running_as_root};
 pub use egress::{EgressProxy, ProxyLimits};
 pub use error::SETUP_HINT;
-pub use kernel::{KERNEL_API_URL, KernelProviderConfig, KernelSessionProvider};
+pub use kernel::{KERNEL_API_URL, KernelBackend, KernelProviderConfig, KernelSessionProvider};
 pub use local::{Isolation, LocalBrowserSessionProvider, LocalProviderConfig};
+pub use remote::{Attached, RemoteBackend, RemoteSession, RemoteSessionProvider, RemoteSettings};
 pub use session::{BrowserSession, LostCheck};
-pub use steel::{STEEL_CLOUD_URL, SteelFlavor, SteelProviderConfig, SteelSessionProvider};
+pub use steel::{
+    STEEL_CLOUD_URL, SteelBackend, SteelFlavor, SteelProviderConfig, SteelSessionProvider,
+};

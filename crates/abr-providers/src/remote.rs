@@ -1,29 +1,428 @@
-//! Pieces shared by the remote-browser providers ([Steel](crate::SteelSessionProvider),
-//! [Kernel](crate::KernelSessionProvider)): REST calls with typed errors, attaching Playwright
-//! over CDP, and the [`Teardown`] that ends a remote session exactly once, whatever happened.
+//! The remote-browser lifecycle, once for every service ([Steel](crate::SteelBackend),
+//! [Kernel](crate::KernelBackend)): a [`RemoteBackend`] says how to create, attach to, show and
+//! end one remote session; [`RemoteSessionProvider`] runs the lifecycle over it.
+//!
+//! Acquire: create → a [`Teardown`] that ends the session whatever happens (error, drop,
+//! cancellation) → attach Playwright over CDP → the backend readies the browser's context →
+//! the egress URL gate → the session's state and start page → a [`Lease`] whose release
+//! disconnects and ends the session → the service's own viewer. Also here: REST calls with
+//! typed errors, and CDP attach (shared with the [CDP provider](crate::CdpSessionProvider)).
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use abr_core::{ProviderError, ProviderErrorKind};
+use abr_core::{
+    AcquireRequest, EgressPolicy, Lease, ProviderCapabilities, ProviderError, ProviderErrorKind,
+    ProviderViewer, SessionProvider,
+};
+use abr_protocol::SecretValue;
+use async_trait::async_trait;
 use futures::future::BoxFuture;
 use playwright_rs::ConnectOverCdpOptions;
-use playwright_rs::protocol::{Browser, BrowserContext};
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use playwright_rs::protocol::{AcceptDownloads, Browser, BrowserContext, BrowserContextOptions};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{RequestBuilder, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
 use crate::driver::playwright;
+use crate::egress::{deny_default_downloads, install_url_gate};
 use crate::error::{from_http, from_playwright, redact_urls};
+use crate::session::{BrowserSession, LostCheck};
 
 /// Longest server message kept in an error.
 const MAX_MESSAGE: usize = 300;
 
-/// A REST client on a provider's base URL.
+/// What the remote lifecycle needs of a backend's configuration.
 #[derive(Debug, Clone)]
+pub struct RemoteSettings {
+    /// Attaching over CDP, each browser call while readying the context, and disconnecting.
+    pub connect_timeout: Duration,
+    /// Opening the start page.
+    pub navigation_timeout: Duration,
+    /// Where the job's browser may go, checked by the URL gate (`None`: no gate).
+    pub egress: Option<EgressPolicy>,
+}
+
+impl RemoteSettings {
+    /// Settings with these deadlines and egress policy.
+    pub fn new(
+        connect_timeout: Duration,
+        navigation_timeout: Duration,
+        egress: Option<EgressPolicy>,
+    ) -> Self {
+        Self {
+            connect_timeout,
+            navigation_timeout,
+            egress,
+        }
+    }
+}
+
+/// A session a [`RemoteBackend`] created: what the lifecycle needs to attach to it, show it
+/// and end it. The URLs may carry credentials (`?jwt=`, a viewer token): they are secrets.
+#[derive(Clone)]
+pub struct RemoteSession {
+    /// The service's id of the session.
+    pub id: String,
+    /// The CDP URL the service advertised (see [`RemoteBackend::cdp_url`]).
+    pub cdp_url: SecretString,
+    /// The service's own viewer of the session, as advertised, if it has one.
+    pub viewer_url: Option<SecretString>,
+}
+
+impl std::fmt::Debug for RemoteSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSession")
+            .field("id", &self.id)
+            .field("viewer", &self.viewer_url.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One remote-browser service: how to create a session, attach to it, show it, and end it.
+/// [`RemoteSessionProvider`] runs the same lifecycle over every backend, so each backend only
+/// says what is its own.
+#[async_trait]
+pub trait RemoteBackend: Send + Sync + 'static {
+    /// A short name for logs and errors (`steel`, `kernel`).
+    fn name(&self) -> &'static str;
+
+    /// What the provider can do.
+    fn capabilities(&self) -> ProviderCapabilities;
+
+    /// Deadlines of attaching and opening, and the egress policy of the URL gate.
+    fn settings(&self) -> &RemoteSettings;
+
+    /// Creates a remote session for `request`. Anything that fails after this returned is
+    /// followed by [`RemoteBackend::end`].
+    async fn create(&self, request: &AcquireRequest) -> Result<RemoteSession, ProviderError>;
+
+    /// The CDP URL to attach to. Default: the advertised one, verbatim.
+    fn cdp_url(&self, session: &RemoteSession) -> Result<SecretString, ProviderError> {
+        Ok(session.cdp_url.clone())
+    }
+
+    /// Ends the session (delete, release). The future runs once, possibly after the lease
+    /// was dropped, so it owns what it needs. A session already gone is not an error.
+    fn end(&self, session: &RemoteSession) -> BoxFuture<'static, Result<(), ProviderError>>;
+
+    /// The service's own viewer of the session. Default: the advertised viewer URL, with its
+    /// own path as the only viewer path.
+    fn viewer(&self, session: &RemoteSession) -> Option<ProviderViewer> {
+        let url = session.viewer_url.as_ref()?.expose_secret().to_owned();
+        if url.is_empty() {
+            return None;
+        }
+        let path = url::Url::parse(&url)
+            .map(|u| u.path().to_owned())
+            .unwrap_or_default();
+        Some(ProviderViewer {
+            url: SecretValue::new(url),
+            paths: vec![path],
+        })
+    }
+
+    /// Readies the attached browser for the job and returns the context it runs in. Default:
+    /// the browser's default context (the one the service's profiles and viewer follow), or
+    /// a new one if it has none, once Playwright lists the browser's existing tabs (so the
+    /// job uses the tab the viewer shows instead of opening another).
+    async fn prepare(
+        &self,
+        session: &RemoteSession,
+        attached: &mut Attached<'_>,
+    ) -> Result<BrowserContext, ProviderError> {
+        let _ = session;
+        attached.settled_context().await
+    }
+
+    /// Whether `session` is still live on the service and still this session (not ended,
+    /// expired or replaced).
+    async fn is_live(&self, session: &RemoteSession) -> Result<bool, ProviderError>;
+
+    /// Whether the service holds one session at a time, a create replacing the live one
+    /// (self-hosted Steel). The provider then never creates while one of its sessions is
+    /// live or still being ended, also when an acquire was cancelled. Default: false.
+    fn single_session(&self) -> bool {
+        false
+    }
+}
+
+/// A remote browser Playwright is attached to, while a [`RemoteBackend`] readies it.
+pub struct Attached<'a> {
+    provider: &'static str,
+    endpoint: &'a SecretString,
+    browser: Browser,
+    teardown: &'a mut Teardown,
+    step: Duration,
+}
+
+impl std::fmt::Debug for Attached<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attached")
+            .field("provider", &self.provider)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Attached<'_> {
+    /// The attached browser.
+    pub fn browser(&self) -> &Browser {
+        &self.browser
+    }
+
+    /// The deadline of one browser call while readying the context.
+    pub fn step(&self) -> Duration {
+        self.step
+    }
+
+    /// Disconnects and attaches again: Playwright keeps listing pages closed behind its
+    /// back, a fresh connection sees only what is there.
+    ///
+    /// # Errors
+    /// The typed error of attaching.
+    pub async fn reattach(&mut self) -> Result<(), ProviderError> {
+        disconnect(self.provider, &self.browser, self.step).await;
+        self.browser = connect_cdp(self.provider, self.endpoint.expose_secret(), self.step).await?;
+        self.teardown.set_browser(self.browser.clone());
+        Ok(())
+    }
+
+    /// The default context, or a new one (downloads denied) when the browser has none, once
+    /// Playwright lists the browser's existing tabs.
+    async fn settled_context(&self) -> Result<BrowserContext, ProviderError> {
+        let provider = self.provider;
+        let browser = &self.browser;
+        bounded(provider, "opening a context", self.step, async {
+            let context = match browser.contexts().into_iter().next() {
+                Some(context) => context,
+                None => browser
+                    .new_context_with_options(
+                        BrowserContextOptions::builder()
+                            .accept_downloads(AcceptDownloads::Deny)
+                            .build(),
+                    )
+                    .await
+                    .map_err(|e| from_playwright(&format!("{provider}: opening a context"), e))?,
+            };
+            let pages = default_context_pages(provider, browser).await?;
+            settle_pages(&context, pages.len(), self.step).await;
+            Ok(context)
+        })
+        .await
+    }
+}
+
+/// How long the lost check waits for the service; no answer in time is "not lost".
+const LOST_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A [`SessionProvider`] of remote browsers: one remote session, and one Playwright
+/// connection to it, per lease, over any [`RemoteBackend`].
+///
+/// # Contract
+/// - Once the backend created a session, it is ended exactly once: when the acquire fails at
+///   any later step, when it is cancelled, and when its lease is released or dropped.
+/// - The job runs in the context [`RemoteBackend::prepare`] returns, behind the URL gate of
+///   [`RemoteSettings::egress`] (downloads denied).
+/// - A lease's session is [lost](abr_core::SessionContext::is_lost) also when the service
+///   says it is no longer live ([`RemoteBackend::is_live`]: ended, expired, replaced).
+pub struct RemoteSessionProvider<B> {
+    backend: Arc<B>,
+    /// For a [single-session](RemoteBackend::single_session) service: a create holds it
+    /// exclusively, each session shared until it was ended.
+    sessions: Arc<RwLock<()>>,
+}
+
+impl<B: std::fmt::Debug> std::fmt::Debug for RemoteSessionProvider<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSessionProvider")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: RemoteBackend> RemoteSessionProvider<B> {
+    /// A provider over `backend`.
+    pub fn from_backend(backend: B) -> Self {
+        Self {
+            backend: Arc::new(backend),
+            sessions: Arc::default(),
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The provider's part of a session's [lost](abr_core::SessionContext::is_lost) check:
+    /// the service says `session` is no longer live. A service that does not answer within
+    /// [`LOST_CHECK_TIMEOUT`] is no evidence: not lost.
+    fn lost_check(&self, session: &RemoteSession) -> LostCheck {
+        let backend = Arc::clone(&self.backend);
+        let session = Arc::new(session.clone());
+        Arc::new(move || {
+            let (backend, session) = (Arc::clone(&backend), Arc::clone(&session));
+            Box::pin(async move {
+                let live = tokio::time::timeout(LOST_CHECK_TIMEOUT, backend.is_live(&session));
+                matches!(live.await, Ok(Ok(false)))
+            })
+        })
+    }
+
+    /// Attaches to `session`, readies its context and opens the job's session in it.
+    async fn open(
+        &self,
+        session: &RemoteSession,
+        request: &AcquireRequest,
+        teardown: &mut Teardown,
+    ) -> Result<BrowserSession, ProviderError> {
+        let backend = &self.backend;
+        let name = backend.name();
+        let settings = backend.settings();
+        let (step, navigation) = (settings.connect_timeout, settings.navigation_timeout);
+        let endpoint = backend.cdp_url(session)?;
+        let browser = connect_cdp(name, endpoint.expose_secret(), step).await?;
+        teardown.set_browser(browser.clone());
+        let mut attached = Attached {
+            provider: name,
+            endpoint: &endpoint,
+            browser,
+            teardown,
+            step,
+        };
+        let context = backend.prepare(session, &mut attached).await?;
+        let browser = attached.browser;
+        if let Some(policy) = &settings.egress {
+            bounded(name, "installing the egress gate", step, async {
+                deny_default_downloads(&browser).await?;
+                install_url_gate(&context, policy).await
+            })
+            .await?;
+        }
+        let open = BrowserSession::open(
+            context,
+            request.state.as_ref(),
+            request.start_url.as_deref(),
+            navigation,
+        );
+        let opened = bounded(name, "opening the session", step + navigation, open).await?;
+        Ok(opened.with_lost_check(self.lost_check(session)))
+    }
+}
+
+#[async_trait]
+impl<B: RemoteBackend> SessionProvider for RemoteSessionProvider<B> {
+    type Context = BrowserSession;
+
+    fn name(&self) -> &str {
+        self.backend.name()
+    }
+
+    fn capabilities(&self) -> ProviderCapabilities {
+        self.backend.capabilities()
+    }
+
+    async fn acquire(
+        &self,
+        request: AcquireRequest,
+    ) -> Result<Lease<BrowserSession>, ProviderError> {
+        let backend = &self.backend;
+        let name = backend.name();
+        // On a single-session service, no create while one of ours is live or being ended:
+        // it would replace it (or race its end, which crashed the real Steel server).
+        let exclusive = if backend.single_session() {
+            Some(Arc::clone(&self.sessions).write_owned().await)
+        } else {
+            None
+        };
+        let session = backend.create(&request).await?;
+        // From here on the remote session is ended whatever happens (also if this future is
+        // dropped), and only then may the next one be created.
+        let mut teardown = Teardown::new(
+            name,
+            backend.end(&session),
+            backend.settings().connect_timeout,
+        );
+        teardown.hold(exclusive.map(OwnedRwLockWriteGuard::downgrade));
+        let opened = match self.open(&session, &request, &mut teardown).await {
+            Ok(opened) => opened,
+            Err(e) => {
+                if let Err(end_error) = teardown.run().await {
+                    tracing::warn!(provider = name, error = %end_error,
+                        "ending the remote session after a failed acquire failed");
+                }
+                return Err(e);
+            }
+        };
+        let lease = Lease::new(opened, move |_opened: Arc<BrowserSession>| {
+            Box::pin(teardown.run())
+        });
+        Ok(match backend.viewer(&session) {
+            Some(viewer) => lease.with_provider_viewer(viewer),
+            None => lease,
+        })
+    }
+}
+
+/// A backend's REST client (or the configuration error every acquire then reports) and its
+/// lifecycle settings.
+#[derive(Debug)]
+pub(crate) struct Service {
+    rest: Result<Rest, String>,
+    settings: RemoteSettings,
+}
+
+impl Service {
+    /// The client of `provider` at `base_url`, sending `auth` (header, value) on every
+    /// request; attaching and opening with `settings`.
+    pub(crate) fn new(
+        provider: &'static str,
+        base_url: &str,
+        rest_timeout: Duration,
+        settings: RemoteSettings,
+        auth: Option<(HeaderName, SecretString)>,
+    ) -> Self {
+        let rest = Rest::new(provider, base_url, rest_timeout, settings.connect_timeout).and_then(
+            |rest| match auth {
+                Some((name, value)) => rest.with_auth(name, value.expose_secret()),
+                None => Ok(rest),
+            },
+        );
+        Self { rest, settings }
+    }
+
+    /// The REST client, or a `Misconfigured` error.
+    pub(crate) fn rest(&self) -> Result<&Rest, ProviderError> {
+        self.rest
+            .as_ref()
+            .map_err(|m| ProviderError::new(ProviderErrorKind::Misconfigured, m.clone()))
+    }
+
+    /// The lifecycle settings.
+    pub(crate) fn settings(&self) -> &RemoteSettings {
+        &self.settings
+    }
+}
+
+/// A REST client on a provider's base URL, with the provider's credential on every request.
+#[derive(Clone)]
 pub(crate) struct Rest {
     client: reqwest::Client,
     base: url::Url,
     /// Provider name, for error messages.
     provider: &'static str,
+    /// Header carrying the credential, sent on every request.
+    auth: Option<(HeaderName, HeaderValue)>,
+}
+
+impl std::fmt::Debug for Rest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rest")
+            .field("provider", &self.provider)
+            .field("base", &self.base.as_str())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A REST answer: status, headers, body.
@@ -81,7 +480,18 @@ impl Rest {
             client,
             base,
             provider,
+            auth: None,
         })
+    }
+
+    /// Sends `value` as header `name` on every request (marked sensitive: never logged).
+    /// An invalid value (a key with a line break) is a configuration error.
+    pub(crate) fn with_auth(mut self, name: HeaderName, value: &str) -> Result<Self, String> {
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| format!("{}: the API key is not a valid header value", self.provider))?;
+        value.set_sensitive(true);
+        self.auth = Some((name, value));
+        Ok(self)
     }
 
     /// The base URL.
@@ -98,9 +508,13 @@ impl Rest {
         url
     }
 
-    /// A request builder for `method` on `segments`.
+    /// A request builder for `method` on `segments`, with the credential.
     pub(crate) fn request(&self, method: reqwest::Method, segments: &[&str]) -> RequestBuilder {
-        self.client.request(method, self.url(segments))
+        let request = self.client.request(method, self.url(segments));
+        match &self.auth {
+            Some((name, value)) => request.header(name.clone(), value.clone()),
+            None => request,
+        }
     }
 
     /// Sends `request` and reads the whole answer; transport failures are typed, without URLs.
@@ -349,9 +763,8 @@ pub(crate) async fn bounded<T>(
         })
 }
 
-/// Ends a remote session (DELETE it, release it). Runs once.
-pub(crate) type EndSession =
-    Box<dyn FnOnce() -> BoxFuture<'static, Result<(), ProviderError>> + Send + Sync>;
+/// Ends a remote session (DELETE it, release it). Runs once, when polled.
+type EndSession = BoxFuture<'static, Result<(), ProviderError>>;
 
 /// Everything to undo for one remote session: the Playwright connection (if made) and the
 /// remote session itself. [`Teardown::run`] disconnects, then ends the session; if the
@@ -361,17 +774,22 @@ pub(crate) type EndSession =
 pub(crate) struct Teardown {
     provider: &'static str,
     browser: Option<Browser>,
-    end: Option<EndSession>,
+    /// In a mutex only to be `Sync` (a lease's release closure must be): never contended.
+    end: Option<Mutex<EndSession>>,
     disconnect_timeout: Duration,
+    /// Let go of only once the session was ended (a single-session service's next create
+    /// waits for it).
+    session: Option<OwnedRwLockReadGuard<()>>,
 }
 
 impl std::fmt::Debug for Teardown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Teardown")
-            .field("provider", &self.provider)
-            .field("connected", &self.browser.is_some())
-            .field("pending", &self.end.is_some())
-            .finish()
+        write!(
+            f,
+            "Teardown({}, pending: {})",
+            self.provider,
+            self.end.is_some()
+        )
     }
 }
 
@@ -385,9 +803,21 @@ impl Teardown {
         Self {
             provider,
             browser: None,
-            end: Some(end),
+            end: Some(Mutex::new(end)),
             disconnect_timeout,
+            session: None,
         }
+    }
+
+    /// Keeps `session` until the remote session was ended.
+    pub(crate) fn hold(&mut self, session: Option<OwnedRwLockReadGuard<()>>) {
+        self.session = session;
+    }
+
+    fn take_end(&mut self) -> Option<EndSession> {
+        self.end
+            .take()
+            .map(|end| end.into_inner().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Disconnects `browser` too (instead of an earlier one, which the caller disconnected).
@@ -403,9 +833,10 @@ impl Teardown {
     pub(crate) async fn run(mut self) -> Result<(), ProviderError> {
         let provider = self.provider;
         let browser = self.browser.take();
-        let end = self.end.take();
+        let end = self.take_end();
         let timeout = self.disconnect_timeout;
-        tokio::spawn(finish(provider, browser, end, timeout))
+        let session = self.session.take();
+        tokio::spawn(finish(provider, browser, end, timeout, session))
             .await
             .unwrap_or_else(|e| {
                 Err(ProviderError::new(
@@ -416,19 +847,23 @@ impl Teardown {
     }
 }
 
+/// Disconnects, ends the session, then lets go of `session` (the next create may go).
 async fn finish(
     provider: &'static str,
     browser: Option<Browser>,
     end: Option<EndSession>,
     disconnect_timeout: Duration,
+    session: Option<OwnedRwLockReadGuard<()>>,
 ) -> Result<(), ProviderError> {
     if let Some(browser) = browser {
         disconnect(provider, &browser, disconnect_timeout).await;
     }
-    match end {
-        Some(end) => end().await,
+    let ended = match end {
+        Some(end) => end.await,
         None => Ok(()),
-    }
+    };
+    drop(session);
+    ended
 }
 
 /// Drops Playwright's connection to `browser` (bounded; a dead browser is fine). On a browser
@@ -452,8 +887,9 @@ impl Drop for Teardown {
         }
         let provider = self.provider;
         let browser = self.browser.take();
-        let end = self.end.take();
+        let end = self.take_end();
         let timeout = self.disconnect_timeout;
+        let session = self.session.take();
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 tracing::debug!(
@@ -461,7 +897,7 @@ impl Drop for Teardown {
                     "remote session abandoned; ending it in the background"
                 );
                 handle.spawn(async move {
-                    if let Err(e) = finish(provider, browser, end, timeout).await {
+                    if let Err(e) = finish(provider, browser, end, timeout, session).await {
                         tracing::warn!(provider, error = %e, "ending an abandoned remote session failed");
                     }
                 });

@@ -1,27 +1,38 @@
 //! [`SteelSessionProvider`]: sessions of a Steel browser server, self-hosted
-//! (`steel-dev/steel-browser`) or Steel Cloud (`api.steel.dev`).
+//! (`steel-dev/steel-browser`) or Steel Cloud (`api.steel.dev`), as a [`RemoteBackend`]
+//! ([`SteelBackend`]) of the shared remote lifecycle.
 //!
 //! Wire notes (shared/reference/providers.md §2, §3, §7): `POST /v1/sessions` creates a
 //! session whose `websocketUrl` Playwright attaches to over CDP; `POST
-//! /v1/sessions/{id}/release` ends it. The OSS server holds **one** session at a time, ignores
-//! the id in `/release` and `/context` (it acts on whatever session is current), advertises
-//! `0.0.0.0` in its URLs unless `DOMAIN` is set, and may carry cookies and localStorage over
-//! from an earlier session. Hence on OSS the provider:
+//! /v1/sessions/{id}/release` ends it. The OSS server holds **one** session at a time (a
+//! create while one is live silently replaces it, and racing creates and closes crash it),
+//! ignores the id in `/release` and `/context` (it acts on whatever session is current),
+//! advertises `0.0.0.0` in its URLs unless `DOMAIN` is set, and may carry cookies, tabs and
+//! localStorage over from an earlier session. Hence on OSS the provider:
 //!
 //! - rewrites an unusable advertised host (`0.0.0.0`, `::`, or loopback when the base URL is
 //!   not) to the configured base URL's, keeping path and query;
-//! - is meant to be used through [`SteelSessionProvider::oss_serialized`], which queues
-//!   acquires so that only one lease exists at a time;
+//! - is meant to be used through [`SteelSessionProvider::oss_serialized`], **one** instance
+//!   per server for every role (jobs and captures), so that only one lease exists at a time
+//!   and a capture is never replaced by a job (see [`SerializedProvider`] for who waits and
+//!   who is refused);
 //! - uses the browser's **default context** (`contexts()[0]`, as Steel's docs do; the live
 //!   viewer and Steel's own tooling only follow that context), and makes it clean before the
-//!   job sees it: cookies cleared, leftover tabs replaced by a fresh one, and the web storage
-//!   of every origin the server reports in `/v1/sessions/{id}/context` cleared through CDP;
+//!   job sees it: cookies cleared, leftover tabs replaced by a fresh one (tabs that vanish
+//!   meanwhile are fine), and the web storage of every origin the server reports in
+//!   `/v1/sessions/{id}/context` cleared through CDP;
 //! - before releasing, checks that the current session is still its own (`GET
 //!   /v1/sessions/{id}` says `live`): a release on OSS would otherwise end whatever session
-//!   is current, possibly someone else's after ours expired.
+//!   is current, possibly someone else's after ours expired. The same check makes a
+//!   replaced or ended session [lost](abr_core::SessionContext::is_lost), though its browser
+//!   and page are still there.
 //!
-//! State goes in through Playwright ([`BrowserSession::open`]), never through Steel's
-//! `sessionContext`, so it behaves the same on every provider.
+//! Steel's own viewer (`debugUrl`) opens its screencast socket at an **absolute**
+//! `ws://HOST:PORT/v1/sessions/cast` built from the server's settings: a proxy of the page
+//! does not confine where that socket goes.
+//!
+//! State goes in through Playwright ([`BrowserSession::open`](crate::BrowserSession::open)),
+//! never through Steel's `sessionContext`, so it behaves the same on every provider.
 //!
 //! Egress: Steel's browser runs in Steel's network and the job uses its default context, where
 //! no proxy can be set. With [`SteelProviderConfig::egress`] set (the default), the context
@@ -30,26 +41,28 @@
 //! providers' egress proxy: the browser resolves names in its own network, and Playwright does
 //! not route redirects, WebSockets or service-worker requests.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use abr_core::{
-    AcquireRequest, EgressPolicy, Lease, ProviderCapabilities, ProviderError, ProviderErrorKind,
-    ProviderViewer, SerializedProvider, SessionProvider,
+    AcquireRequest, EgressPolicy, ProviderCapabilities, ProviderError, ProviderErrorKind,
+    ProviderViewer, SerializedProvider,
 };
 use abr_protocol::SecretValue;
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use playwright_rs::protocol::{Browser, BrowserContext};
-use reqwest::Method;
+use reqwest::header::HeaderName;
+use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::egress::{deny_default_downloads, install_url_gate};
 use crate::error::from_playwright;
-use crate::remote::{self, EndSession, Rest, Teardown};
-use crate::session::BrowserSession;
+use crate::remote::{
+    self, Attached, RemoteBackend, RemoteSession, RemoteSessionProvider, RemoteSettings, Rest,
+    Service,
+};
 
 const NAME: &str = "steel";
 /// Steel Cloud's API.
@@ -75,8 +88,8 @@ pub enum SteelFlavor {
     Cloud,
 }
 
-/// Settings of the Steel provider.
-#[derive(Clone)]
+/// Settings of the Steel provider. `Debug` shows the API key as `[REDACTED]`.
+#[derive(Debug, Clone)]
 pub struct SteelProviderConfig {
     /// OSS or Cloud.
     pub flavor: SteelFlavor,
@@ -137,80 +150,27 @@ impl SteelProviderConfig {
     }
 }
 
-impl std::fmt::Debug for SteelProviderConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SteelProviderConfig")
-            .field("flavor", &self.flavor)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("rest_timeout", &self.rest_timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("navigation_timeout", &self.navigation_timeout)
-            .field("dimensions", &self.dimensions)
-            .field("headless", &self.headless)
-            .field("session_timeout", &self.session_timeout)
-            .field("clear_leftover_storage", &self.clear_leftover_storage)
-            .field("egress", &self.egress)
-            .finish()
-    }
-}
-
 /// Leases Steel sessions: one remote session, and one Playwright connection to it, per lease.
 ///
-/// Capabilities: interactive, with Steel's own viewer (`debugUrl`) as
-/// a [`ProviderViewer`]. On OSS, `isolated_contexts` is **false** and `max_concurrent` is 1:
-/// there is one browser and the job gets its default context (cleaned on acquire, see the
-/// module docs); use [`SteelSessionProvider::oss_serialized`]. On Cloud each session is its
+/// Capabilities: interactive, with Steel's own viewer (`debugUrl`) as a [`ProviderViewer`].
+/// On OSS, `isolated_contexts` is **false** and `max_concurrent` is 1: there is one browser
+/// and the job gets its default context (cleaned on acquire, see the module docs); use
+/// [`SteelSessionProvider::oss_serialized`], once per server. On Cloud each session is its
 /// own browser.
-pub struct SteelSessionProvider {
-    config: SteelProviderConfig,
-    rest: Result<Rest, String>,
-    /// A create succeeded once: later failures are not start-up hiccups.
-    warmed: AtomicBool,
-}
+pub type SteelSessionProvider = RemoteSessionProvider<SteelBackend>;
 
-impl std::fmt::Debug for SteelSessionProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SteelSessionProvider")
-            .field("config", &self.config)
-            .field("warmed", &self.warmed.load(Ordering::SeqCst))
-            .finish_non_exhaustive()
-    }
-}
-
-/// The part of `SessionDetails` the provider uses.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SessionDetails {
-    id: String,
-    #[serde(default)]
-    websocket_url: String,
-    #[serde(default)]
-    debug_url: String,
-    #[serde(default)]
-    status: Option<String>,
-}
-
-impl SteelSessionProvider {
+impl RemoteSessionProvider<SteelBackend> {
     /// A provider with `config`. Nothing is contacted until the first acquire; a malformed
     /// base URL makes every acquire fail with [`ProviderErrorKind::Misconfigured`].
     pub fn new(config: SteelProviderConfig) -> Self {
-        let rest = Rest::new(
-            NAME,
-            &config.base_url,
-            config.rest_timeout,
-            config.connect_timeout,
-        );
-        Self {
-            config,
-            rest,
-            warmed: AtomicBool::new(false),
-        }
+        Self::from_backend(SteelBackend::new(config))
     }
 
     /// A self-hosted Steel server as a [`SerializedProvider`]: the OSS server holds one
-    /// session at a time (a second create silently replaces the first), so acquires queue, up
-    /// to `queue_timeout`, and the next starts only after the previous lease was released.
+    /// session at a time (a second create silently replaces the first), so only one lease
+    /// exists at a time: jobs queue behind jobs up to `queue_timeout`, and the rest is
+    /// refused at once with `Busy` (see [`SerializedProvider`]). Build **one** per server and
+    /// share it between jobs and captures: two would replace each other's sessions.
     pub fn oss_serialized(
         config: SteelProviderConfig,
         queue_timeout: Duration,
@@ -220,19 +180,45 @@ impl SteelSessionProvider {
 
     /// The configuration.
     pub fn config(&self) -> &SteelProviderConfig {
-        &self.config
+        &self.backend().config
     }
+}
 
-    fn rest(&self) -> Result<&Rest, ProviderError> {
-        self.rest
-            .as_ref()
-            .map_err(|m| ProviderError::new(ProviderErrorKind::Misconfigured, m.clone()))
+/// Steel's side of the remote lifecycle: `POST /v1/sessions`, the session's `websocketUrl`
+/// (host rewritten, Cloud's key added), cleaning the shared default context, `POST
+/// /v1/sessions/{id}/release` (OSS: only while the session is still ours), the debug page.
+pub struct SteelBackend {
+    config: SteelProviderConfig,
+    service: Service,
+    /// A create succeeded once: later failures are not start-up hiccups.
+    warmed: AtomicBool,
+}
+
+impl std::fmt::Debug for SteelBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SteelBackend")
+            .field("config", &self.config)
+            .field("warmed", &self.warmed.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
     }
+}
 
-    fn with_key(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match &self.config.api_key {
-            Some(key) => request.header(API_KEY_HEADER, key.expose_secret()),
-            None => request,
+impl SteelBackend {
+    /// A backend with `config`; a malformed base URL or key makes every acquire fail with
+    /// [`ProviderErrorKind::Misconfigured`].
+    pub fn new(config: SteelProviderConfig) -> Self {
+        let c = &config;
+        let settings =
+            RemoteSettings::new(c.connect_timeout, c.navigation_timeout, c.egress.clone());
+        let auth = c
+            .api_key
+            .clone()
+            .map(|key| (HeaderName::from_static(API_KEY_HEADER), key));
+        let service = Service::new(NAME, &c.base_url, c.rest_timeout, settings, auth);
+        Self {
+            config,
+            service,
+            warmed: AtomicBool::new(false),
         }
     }
 
@@ -257,7 +243,7 @@ impl SteelSessionProvider {
     }
 
     /// `POST /v1/sessions`; the provider's very first create is retried on a 5xx.
-    async fn create(&self, rest: &Rest) -> Result<SessionDetails, ProviderError> {
+    async fn create_session(&self, rest: &Rest) -> Result<SessionDetails, ProviderError> {
         let body = self.create_body();
         let retries = if self.warmed.load(Ordering::SeqCst) {
             0
@@ -267,9 +253,7 @@ impl SteelSessionProvider {
         let mut pause = FIRST_CREATE_PAUSE;
         let mut attempt = 0;
         loop {
-            let request = self
-                .with_key(rest.request(Method::POST, &["v1", "sessions"]))
-                .json(&body);
+            let request = rest.request(Method::POST, &["v1", "sessions"]).json(&body);
             let answer = rest.send(request, "creating a session").await?;
             if answer.status.is_success() {
                 let details: SessionDetails = answer.json(NAME, "creating a session")?;
@@ -287,24 +271,8 @@ impl SteelSessionProvider {
         }
     }
 
-    /// How the lease ends the remote session.
-    fn end_session(&self, rest: &Rest, id: &str) -> EndSession {
-        let rest = rest.clone();
-        let id = id.to_owned();
-        let key = self.config.api_key.clone();
-        let verify = self.config.flavor == SteelFlavor::Oss;
-        Box::new(move || {
-            Box::pin(async move {
-                remote::with_one_retry(Duration::from_millis(200), || {
-                    release(&rest, &id, key.as_ref(), verify)
-                })
-                .await
-            })
-        })
-    }
-
     /// The CDP URL to attach to: host rewritten if unusable, the key added for Cloud.
-    fn cdp_url(&self, rest: &Rest, advertised: &str) -> Result<String, ProviderError> {
+    fn attach_url(&self, rest: &Rest, advertised: &str) -> Result<String, ProviderError> {
         if advertised.is_empty() {
             return Err(ProviderError::new(
                 ProviderErrorKind::Rejected,
@@ -328,24 +296,95 @@ impl SteelSessionProvider {
         Ok(url.into())
     }
 
-    /// Makes the default context clean and opens the job's session in it.
-    async fn open(
+    /// Origins the server reports holding web storage (`GET /v1/sessions/{id}/context`).
+    async fn leftover_origins(&self, rest: &Rest, id: &str) -> Result<Vec<String>, ProviderError> {
+        let request = rest.request(Method::GET, &["v1", "sessions", id, "context"]);
+        let answer = rest.send(request, "reading the session's storage").await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            tracing::warn!(
+                "steel: the server has no /context endpoint; leftover storage not checked"
+            );
+            return Ok(Vec::new());
+        }
+        if !answer.status.is_success() {
+            return Err(rest.status_error("reading the session's storage", &answer));
+        }
+        let dump: Value = answer.json(NAME, "reading the session's storage")?;
+        Ok(storage_origins(&dump))
+    }
+}
+
+#[async_trait]
+impl RemoteBackend for SteelBackend {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn capabilities(&self) -> ProviderCapabilities {
+        let oss = self.config.flavor == SteelFlavor::Oss;
+        ProviderCapabilities {
+            interactive: true,
+            remote_live_view: true,
+            // OSS: one browser, and jobs use its default context.
+            isolated_contexts: !oss,
+            max_concurrent: oss.then_some(1),
+        }
+    }
+
+    fn settings(&self) -> &RemoteSettings {
+        self.service.settings()
+    }
+
+    async fn create(&self, _request: &AcquireRequest) -> Result<RemoteSession, ProviderError> {
+        let details = self.create_session(self.service.rest()?).await?;
+        Ok(RemoteSession {
+            id: details.id,
+            cdp_url: SecretString::from(details.websocket_url),
+            viewer_url: (!details.debug_url.is_empty())
+                .then(|| SecretString::from(details.debug_url)),
+        })
+    }
+
+    fn cdp_url(&self, session: &RemoteSession) -> Result<SecretString, ProviderError> {
+        self.attach_url(self.service.rest()?, session.cdp_url.expose_secret())
+            .map(SecretString::from)
+    }
+
+    fn end(&self, session: &RemoteSession) -> BoxFuture<'static, Result<(), ProviderError>> {
+        let rest = self.service.rest().cloned();
+        let id = session.id.clone();
+        let verify = self.config.flavor == SteelFlavor::Oss;
+        Box::pin(async move {
+            let rest = rest?;
+            remote::with_one_retry(Duration::from_millis(200), || release(&rest, &id, verify)).await
+        })
+    }
+
+    fn viewer(&self, session: &RemoteSession) -> Option<ProviderViewer> {
+        let base = self.service.rest().ok()?.base();
+        let mut url = url::Url::parse(session.viewer_url.as_ref()?.expose_secret()).ok()?;
+        rewrite_host(&mut url, base, false);
+        Some(ProviderViewer {
+            url: SecretValue::new(String::from(url)),
+            // The debug page and its screencast socket; never the REST API or the CDP
+            // endpoint at the origin's root.
+            paths: vec!["/v1/sessions/debug".into(), "/v1/sessions/cast".into()],
+        })
+    }
+
+    /// Makes the default context clean: what an earlier session may have left (storage the
+    /// server knows of, read while its tabs are still open, since a live page's storage is
+    /// part of the dump; tabs; cookies) is removed.
+    async fn prepare(
         &self,
-        rest: &Rest,
-        details: &SessionDetails,
-        request: &AcquireRequest,
-        teardown: &mut Teardown,
-    ) -> Result<BrowserSession, ProviderError> {
-        let endpoint = self.cdp_url(rest, &details.websocket_url)?;
-        let step = self.config.connect_timeout;
-        let mut browser = remote::connect_cdp(NAME, &endpoint, step).await?;
-        teardown.set_browser(browser.clone());
-        let mut context = default_context(&browser)?;
-        // What an earlier session may have left: storage the server knows of (read while its
-        // tabs are still open: a live page's storage is part of the dump) and tabs.
+        session: &RemoteSession,
+        attached: &mut Attached<'_>,
+    ) -> Result<BrowserContext, ProviderError> {
+        let rest = self.service.rest()?;
+        let step = attached.step();
         let leftover = async {
             if self.config.clear_leftover_storage {
-                self.leftover_origins(rest, &details.id).await
+                self.leftover_origins(rest, &session.id).await
             } else {
                 Ok(Vec::new())
             }
@@ -354,7 +393,7 @@ impl SteelSessionProvider {
             NAME,
             "listing tabs",
             step,
-            remote::default_context_pages(NAME, &browser),
+            remote::default_context_pages(NAME, attached.browser()),
         );
         let (leftover, pages) = tokio::join!(leftover, tabs);
         let (leftover, mut pages) = (leftover?, pages?);
@@ -367,23 +406,21 @@ impl SteelSessionProvider {
                 NAME,
                 "replacing leftover tabs",
                 step,
-                replace_tabs(&browser, &pages),
+                replace_tabs(attached.browser(), &pages),
             )
             .await?;
             // Playwright keeps closed pages listed (and the session takes the first one):
             // attach again to see only the fresh tab.
-            remote::disconnect(NAME, &browser, step).await;
-            browser = remote::connect_cdp(NAME, &endpoint, step).await?;
-            teardown.set_browser(browser.clone());
-            context = default_context(&browser)?;
+            attached.reattach().await?;
             pages = remote::bounded(
                 NAME,
                 "listing tabs",
                 step,
-                remote::default_context_pages(NAME, &browser),
+                remote::default_context_pages(NAME, attached.browser()),
             )
             .await?;
         }
+        let context = default_context(attached.browser())?;
         remote::bounded(NAME, "cleaning the default context", step, async {
             let clear_cookies = async {
                 context
@@ -399,87 +436,69 @@ impl SteelSessionProvider {
             clear_origins(&context, &leftover).await
         })
         .await?;
-        if let Some(policy) = &self.config.egress {
-            remote::bounded(NAME, "installing the egress gate", step, async {
-                deny_default_downloads(&browser).await?;
-                install_url_gate(&context, policy).await
-            })
-            .await?;
-        }
-        let open = BrowserSession::open(
-            context,
-            request.state.as_ref(),
-            request.start_url.as_deref(),
-            self.config.navigation_timeout,
-        );
-        remote::bounded(
-            NAME,
-            "opening the session",
-            step + self.config.navigation_timeout,
-            open,
-        )
-        .await
+        Ok(context)
     }
 
-    /// Origins the server reports holding web storage (`GET /v1/sessions/{id}/context`).
-    async fn leftover_origins(&self, rest: &Rest, id: &str) -> Result<Vec<String>, ProviderError> {
-        let request = self.with_key(rest.request(Method::GET, &["v1", "sessions", id, "context"]));
-        let answer = rest.send(request, "reading the session's storage").await?;
-        if answer.status == reqwest::StatusCode::NOT_FOUND {
-            tracing::warn!(
-                "steel: the server has no /context endpoint; leftover storage not checked"
-            );
-            return Ok(Vec::new());
-        }
-        if !answer.status.is_success() {
-            return Err(rest.status_error("reading the session's storage", &answer));
-        }
-        let dump: Value = answer.json(NAME, "reading the session's storage")?;
-        Ok(storage_origins(&dump))
+    async fn is_live(&self, session: &RemoteSession) -> Result<bool, ProviderError> {
+        let status = session_status(self.service.rest()?, &session.id).await?;
+        // Without a status there is no evidence the session ended.
+        Ok(status.as_deref().is_none_or(|s| s == "live"))
     }
+
+    fn single_session(&self) -> bool {
+        self.config.flavor == SteelFlavor::Oss
+    }
+}
+
+/// The part of `SessionDetails` the provider uses.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionDetails {
+    id: String,
+    #[serde(default)]
+    websocket_url: String,
+    #[serde(default)]
+    debug_url: String,
+    #[serde(default)]
+    status: Option<String>,
+}
+
+/// The status the server reports for session `id` (`live`, `released`, ...): OSS answers
+/// every id, with a synthetic `released` record for one that is not current; Cloud answers
+/// 404 for an unknown one. `None`: the answer said nothing about `id`'s status.
+async fn session_status(rest: &Rest, id: &str) -> Result<Option<String>, ProviderError> {
+    let request = rest.request(Method::GET, &["v1", "sessions", id]);
+    let answer = rest.send(request, "checking the session").await?;
+    if answer.status == StatusCode::NOT_FOUND {
+        return Ok(Some("released".to_owned()));
+    }
+    if !answer.status.is_success() {
+        return Err(rest.status_error("checking the session", &answer));
+    }
+    let details: Option<SessionDetails> = serde_json::from_slice(&answer.body).ok();
+    Ok(details.filter(|d| d.id == id).and_then(|d| d.status))
 }
 
 /// `POST /v1/sessions/{id}/release`. With `verify` (OSS), first asks whether `id` is still
 /// the live session, and leaves the server alone when it is not: OSS would release whatever
 /// session is current.
-async fn release(
-    rest: &Rest,
-    id: &str,
-    key: Option<&SecretString>,
-    verify: bool,
-) -> Result<(), ProviderError> {
-    let keyed = |r: reqwest::RequestBuilder| match key {
-        Some(key) => r.header(API_KEY_HEADER, key.expose_secret()),
-        None => r,
-    };
+async fn release(rest: &Rest, id: &str, verify: bool) -> Result<(), ProviderError> {
     if verify {
-        let answer = rest
-            .send(
-                keyed(rest.request(Method::GET, &["v1", "sessions", id])),
-                "checking the session",
-            )
-            .await;
-        match answer {
-            Ok(answer) if answer.status.is_success() => {
-                let details: Option<SessionDetails> = serde_json::from_slice(&answer.body).ok();
-                if let Some(details) = details
-                    && details.id == id
-                    && details.status.as_deref().is_some_and(|s| s != "live")
-                {
-                    tracing::debug!(
-                        status = details.status.as_deref().unwrap_or_default(),
-                        "steel: the session already ended; not releasing the current one"
-                    );
-                    return Ok(());
-                }
+        match session_status(rest, id).await {
+            Ok(Some(status)) if status != "live" => {
+                tracing::debug!(
+                    status,
+                    "steel: the session already ended; not releasing the current one"
+                );
+                return Ok(());
             }
-            // Unknown: release anyway, never leave ours running.
+            // Live or unknown: release, never leave ours running.
             Ok(_) | Err(_) => {}
         }
     }
-    let request = keyed(rest.request(Method::POST, &["v1", "sessions", id, "release"]));
+    let request = rest.request(Method::POST, &["v1", "sessions", id, "release"]);
     let answer = rest.send(request, "releasing the session").await?;
-    if answer.status.is_success() || answer.status == reqwest::StatusCode::NOT_FOUND {
+    if answer.status.is_success() || answer.status == StatusCode::NOT_FOUND {
         Ok(())
     } else {
         Err(rest.status_error("releasing the session", &answer))
@@ -508,7 +527,8 @@ fn is_fresh(pages: &[remote::PageTarget]) -> bool {
 
 /// Replaces the default context's tabs by one fresh tab: an earlier session's tabs keep its
 /// sessionStorage, including the seed marker of [`crate::state::seed_script`], which would
-/// stop the job's localStorage from being seeded.
+/// stop the job's localStorage from being seeded. A tab that closes by itself meanwhile (the
+/// server or a page closed it) is fine: it is gone either way.
 async fn replace_tabs(
     browser: &Browser,
     stale: &[remote::PageTarget],
@@ -521,9 +541,16 @@ async fn replace_tabs(
         .await
         .map_err(|e| from_playwright("steel: opening a tab", e))?;
     for page in stale {
-        cdp.send("Target.closeTarget", Some(json!({ "targetId": page.id })))
+        match cdp
+            .send("Target.closeTarget", Some(json!({ "targetId": page.id })))
             .await
-            .map_err(|e| from_playwright("steel: closing a leftover tab", e))?;
+        {
+            Ok(_) => {}
+            Err(e) if is_gone(&e.to_string()) => {
+                tracing::debug!("steel: a leftover tab was already gone");
+            }
+            Err(e) => return Err(from_playwright("steel: closing a leftover tab", e)),
+        }
     }
     let _ = cdp.detach().await;
     // `closeTarget` answers before the tab is gone; attaching again before that would list it.
@@ -534,6 +561,11 @@ async fn replace_tabs(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Chromium's answer to closing a tab that no longer exists.
+fn is_gone(message: &str) -> bool {
+    message.contains("No target found") || message.contains("No target with given id")
 }
 
 /// Clears the web storage of `origins` (`Storage.clearDataForOrigin`, through a page's CDP
@@ -649,69 +681,6 @@ fn is_loopback(url: &url::Url) -> bool {
     }
 }
 
-#[async_trait]
-impl SessionProvider for SteelSessionProvider {
-    type Context = BrowserSession;
-
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn capabilities(&self) -> ProviderCapabilities {
-        let oss = self.config.flavor == SteelFlavor::Oss;
-        ProviderCapabilities {
-            interactive: true,
-            remote_live_view: true,
-            // OSS: one browser, and jobs use its default context.
-            isolated_contexts: !oss,
-            max_concurrent: oss.then_some(1),
-        }
-    }
-
-    async fn acquire(
-        &self,
-        request: AcquireRequest,
-    ) -> Result<Lease<BrowserSession>, ProviderError> {
-        let rest = self.rest()?;
-        let details = self.create(rest).await?;
-        // From here on the remote session is ended whatever happens (also if this future is
-        // dropped).
-        let mut teardown = Teardown::new(
-            NAME,
-            self.end_session(rest, &details.id),
-            self.config.connect_timeout,
-        );
-        let session = match self.open(rest, &details, &request, &mut teardown).await {
-            Ok(session) => session,
-            Err(e) => {
-                if let Err(release_error) = teardown.run().await {
-                    tracing::warn!(error = %release_error, "steel: releasing after a failed acquire failed");
-                }
-                return Err(e);
-            }
-        };
-        let lease = Lease::new(session, move |_session: Arc<BrowserSession>| {
-            Box::pin(teardown.run())
-        });
-        let live_view = (!details.debug_url.is_empty())
-            .then(|| url::Url::parse(&details.debug_url).ok())
-            .flatten()
-            .map(|mut url| {
-                rewrite_host(&mut url, rest.base(), false);
-                ProviderViewer {
-                    url: SecretValue::new(String::from(url)),
-                    // The debug page and its screencast socket; never the REST API or the
-                    // CDP endpoint at the origin's root.
-                    paths: vec!["/v1/sessions/debug".into(), "/v1/sessions/cast".into()],
-                }
-            });
-        Ok(match live_view {
-            Some(viewer) => lease.with_provider_viewer(viewer),
-            None => lease,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -753,10 +722,10 @@ mod tests {
     fn cloud_urls_get_the_key_as_a_query_parameter_and_oss_urls_do_not() {
         let mut config = SteelProviderConfig::cloud("ste-key&x");
         config.base_url = "https://api.steel.dev".into();
-        let p = SteelSessionProvider::new(config);
-        let rest = p.rest().unwrap().clone();
+        let p = SteelBackend::new(config);
+        let rest = p.service.rest().unwrap().clone();
         let cdp = p
-            .cdp_url(&rest, "wss://connect.steel.dev?sessionId=abc")
+            .attach_url(&rest, "wss://connect.steel.dev?sessionId=abc")
             .unwrap();
         assert_eq!(
             cdp,
@@ -764,14 +733,14 @@ mod tests {
         );
         let mut oss = SteelProviderConfig::oss("http://127.0.0.1:3000");
         oss.api_key = Some(SecretString::from("k"));
-        let p = SteelSessionProvider::new(oss);
-        let rest = p.rest().unwrap().clone();
+        let p = SteelBackend::new(oss);
+        let rest = p.service.rest().unwrap().clone();
         assert_eq!(
-            p.cdp_url(&rest, "ws://0.0.0.0:3000/").unwrap(),
+            p.attach_url(&rest, "ws://0.0.0.0:3000/").unwrap(),
             "ws://127.0.0.1:3000/"
         );
         assert_eq!(
-            p.cdp_url(&rest, "").unwrap_err().kind(),
+            p.attach_url(&rest, "").unwrap_err().kind(),
             ProviderErrorKind::Rejected
         );
     }
@@ -799,15 +768,44 @@ mod tests {
     fn the_config_debug_hides_the_key() {
         let text = format!("{:?}", SteelProviderConfig::cloud("ste-secret"));
         assert!(!text.contains("ste-secret"), "{text}");
-        assert!(text.contains("<redacted>"));
+        assert!(text.contains("REDACTED"), "{text}");
+        let text = format!(
+            "{:?}",
+            SteelSessionProvider::new(SteelProviderConfig::cloud("ste-secret"))
+        );
+        assert!(!text.contains("ste-secret"), "{text}");
     }
 
     #[test]
     fn a_bad_base_url_is_a_configuration_error() {
-        let p = SteelSessionProvider::new(SteelProviderConfig::oss("localhost:3000"));
+        let p = SteelBackend::new(SteelProviderConfig::oss("localhost:3000"));
         assert_eq!(
-            p.rest().unwrap_err().kind(),
+            p.service.rest().unwrap_err().kind(),
             ProviderErrorKind::Misconfigured
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replacing_tabs_tolerates_a_tab_that_vanished_meanwhile() {
+        let chromium = abr_doubles::LocalChromium::launch(&abr_doubles::ChromiumOptions::default())
+            .await
+            .unwrap();
+        let step = Duration::from_secs(10);
+        let browser = remote::connect_cdp(NAME, &chromium.browser_ws_url(), step)
+            .await
+            .unwrap();
+        let mut stale = remote::default_context_pages(NAME, &browser).await.unwrap();
+        // Listed as a leftover, then closed by someone else before the provider got to it:
+        // closing it answers "No target found for targetId".
+        stale.push(remote::PageTarget {
+            id: "0123456789ABCDEF0123456789ABCDEF".into(),
+            url: "http://gone.test/".into(),
+        });
+        replace_tabs(&browser, &stale).await.unwrap();
+        let left = remote::default_context_pages(NAME, &browser).await.unwrap();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(left[0].url, "about:blank");
+        remote::disconnect(NAME, &browser, step).await;
+        drop(chromium);
     }
 }

@@ -14,15 +14,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abr_core::{
-    AcquireMode, AcquireRequest, EgressPolicy, Lease, ProviderErrorKind, SessionContext,
-    SessionProvider,
-};
+use abr_core::{AcquireMode, EgressPolicy, ProviderErrorKind, SessionProvider};
 use abr_doubles::{KernelDouble, KernelOptions};
-use abr_providers::conformance::{self, LeakProbe, TestSite};
-use abr_providers::{BrowserSession, KernelProviderConfig, KernelSessionProvider};
-
-const STEP: Duration = Duration::from_secs(60);
+use abr_providers::conformance::{
+    self, RemoteService, TestSite, acquire_with as acquire, closed_port, release, request,
+};
+use abr_providers::{KernelProviderConfig, KernelSessionProvider};
 
 async fn kernel(opts: KernelOptions) -> KernelDouble {
     KernelDouble::start(opts)
@@ -46,45 +43,37 @@ fn provider(double: &KernelDouble, egress: EgressPolicy) -> KernelSessionProvide
     KernelSessionProvider::new(config(double, egress))
 }
 
-fn request(mode: AcquireMode, state: Option<abr_protocol::AgentSessionState>) -> AcquireRequest {
-    AcquireRequest {
-        mode,
-        platform: "test".into(),
-        state,
-        start_url: None,
+/// The double as the conformance suite sees a remote service.
+struct Service<'a>(&'a KernelDouble);
+
+#[async_trait::async_trait]
+impl RemoteService for Service<'_> {
+    fn created(&self) -> u64 {
+        self.0.created()
     }
-}
-
-async fn acquire(provider: &KernelSessionProvider, req: AcquireRequest) -> Lease<BrowserSession> {
-    tokio::time::timeout(STEP, provider.acquire(req))
-        .await
-        .expect("acquire hung")
-        .unwrap_or_else(|e| panic!("acquire failed: {e}"))
-}
-
-async fn release(lease: Lease<BrowserSession>) {
-    tokio::time::timeout(STEP, lease.release())
-        .await
-        .expect("release hung")
-        .expect("release");
+    fn ended(&self) -> u64 {
+        self.0.released()
+    }
+    fn expired(&self) -> u64 {
+        self.0.expired()
+    }
+    fn live(&self) -> usize {
+        self.0.live_sessions()
+    }
+    fn open_sockets(&self) -> usize {
+        self.0.open_sockets()
+    }
+    async fn expire_latest(&self) -> bool {
+        match self.0.unreleased().pop() {
+            Some(id) => self.0.expire_session(&id).await,
+            None => false,
+        }
+    }
 }
 
 /// Every browser the double created was deleted (or expired), and no proxied socket is open.
 fn assert_clean(double: &KernelDouble) {
-    assert_eq!(
-        double.assert_all_released(),
-        Ok(()),
-        "a Kernel browser is still live"
-    );
-    assert_eq!(
-        double.created(),
-        double.released() + double.expired(),
-        "created {} browsers, deleted {}, expired {}",
-        double.created(),
-        double.released(),
-        double.expired()
-    );
-    assert_eq!(double.open_sockets(), 0, "proxied CDP sockets left open");
+    conformance::assert_all_ended(&Service(double));
 }
 
 fn creates(double: &KernelDouble) -> Vec<abr_doubles::RecordedCall> {
@@ -93,20 +82,6 @@ fn creates(double: &KernelDouble) -> Vec<abr_doubles::RecordedCall> {
         .into_iter()
         .filter(|c| c.method == "POST" && c.path == "/browsers")
         .collect()
-}
-
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
-struct KernelLeaks<'a>(&'a KernelDouble);
-
-#[async_trait::async_trait]
-impl LeakProbe for KernelLeaks<'_> {
-    async fn open(&self) -> usize {
-        self.0.live_sessions() + self.0.open_sockets()
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,7 +125,7 @@ async fn kernel_cycles_leak_nothing() {
     let site = TestSite::start().await.unwrap();
     let provider = provider(&double, site.egress());
     let started = Instant::now();
-    conformance::cycles_leak_nothing(&provider, &site, 50, &KernelLeaks(&double)).await;
+    conformance::cycles_leak_nothing(&provider, &site, 50, &Service(&double)).await;
     eprintln!("kernel: 50 cycles {:?}", started.elapsed());
     assert_eq!(double.created(), 50);
     assert_clean(&double);
@@ -290,98 +265,11 @@ async fn kernel_interactive_leases_have_a_live_view_and_unattended_ones_do_not()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kernel_expiry_mid_job_is_a_typed_retryable_error() {
+async fn kernel_remote_lifecycle() {
     let double = kernel(KernelOptions::default()).await;
-    let site = TestSite::start().await.unwrap();
-    let provider = provider(&double, site.egress());
-    let lease = acquire(
-        &provider,
-        request(
-            AcquireMode::Unattended,
-            Some(conformance::state_for(&site, "e")),
-        ),
-    )
-    .await;
-    conformance::visit(lease.context(), &format!("{}/page", site.origin_a())).await;
-    let id = double.unreleased().pop().unwrap();
-    assert!(double.expire_session(&id).await);
-
-    let e = tokio::time::timeout(Duration::from_secs(20), async {
-        // The socket close may take a moment to be noticed.
-        loop {
-            if let Err(e) = lease.context().export_state().await {
-                return e;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("a call on an expired browser hung or kept succeeding");
-    assert!(e.is_retryable(), "{e}");
-    assert!(
-        matches!(
-            e.kind(),
-            ProviderErrorKind::Crashed | ProviderErrorKind::Unavailable
-        ),
-        "{e}"
-    );
-    assert!(
-        !e.message().contains("jwt="),
-        "the CDP URL's token is not in errors: {e}"
-    );
-
-    // Release completes: DELETE of a browser already gone (404) is fine.
-    tokio::time::timeout(Duration::from_secs(20), lease.release())
-        .await
-        .expect("release hung")
-        .expect("release");
-    let deletes: Vec<_> = double
-        .calls()
-        .into_iter()
-        .filter(|c| c.method == "DELETE")
-        .collect();
-    assert_eq!(deletes.len(), 1);
-    assert_eq!(deletes[0].status, 404);
-
-    let next = acquire(
-        &provider,
-        request(
-            AcquireMode::Unattended,
-            Some(conformance::state_for(&site, "n")),
-        ),
-    )
-    .await;
-    let seen = conformance::visit(next.context(), &format!("{}/page", site.origin_a())).await;
-    assert_eq!(seen.cookies().get("sid").map(String::as_str), Some("a-n"));
-    release(next).await;
-    assert_eq!(
-        (double.created(), double.released(), double.expired()),
-        (2, 1, 1)
-    );
-    assert_clean(&double);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kernel_a_failure_after_create_still_deletes_the_browser() {
-    let double = kernel(KernelOptions::default()).await;
-    // The start page is allowed and unreachable: the navigation itself fails.
-    let closed = closed_port();
-    let provider = provider(
-        &double,
-        EgressPolicy::new().allow_addr(([127, 0, 0, 1], closed).into()),
-    );
-    let mut req = request(AcquireMode::Unattended, None);
-    req.start_url = Some(format!("http://127.0.0.1:{closed}/"));
-    let e = tokio::time::timeout(STEP, provider.acquire(req))
-        .await
-        .expect("hung")
-        .unwrap_err();
-    assert!(e.message().contains("start page"), "{e}");
-    assert_eq!(
-        (double.created(), double.released()),
-        (1, 1),
-        "the browser was deleted"
-    );
+    let service = Service(&double);
+    let make = |egress| provider(&double, egress);
+    conformance::a_failure_after_create_still_ends_the_session(make, &service).await;
     assert!(
         creates(&double)[0]
             .body
@@ -391,47 +279,26 @@ async fn kernel_a_failure_after_create_still_deletes_the_browser() {
             .is_none(),
         "the provider navigates itself"
     );
+    conformance::dropped_and_cancelled_leases_are_ended(make, &service).await;
     assert_clean(&double);
-}
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kernel_dropped_and_cancelled_leases_are_deleted() {
-    let double = kernel(KernelOptions::default()).await;
-    // A start page that never answers (allowed, so the browser does wait for it).
-    let hang = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let hang_addr = hang.local_addr().unwrap();
-    let provider = provider(&double, EgressPolicy::new().allow_addr(hang_addr));
-    drop(acquire(&provider, request(AcquireMode::Unattended, None)).await);
-    wait_until(Duration::from_secs(15), || double.released() == 1).await;
-
-    // An acquire cancelled after the browser was created (stuck on its start page).
-    let port = hang_addr.port();
-    let holder = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = hang.accept().await {
-            held.push(socket);
-        }
-    });
-    let mut req = request(AcquireMode::Unattended, None);
-    req.start_url = Some(format!("http://127.0.0.1:{port}/"));
-    let cancelled = tokio::time::timeout(Duration::from_secs(3), provider.acquire(req)).await;
-    assert!(
-        cancelled.is_err(),
-        "the acquire should still be waiting for the start page"
+    let site = TestSite::start().await.unwrap();
+    let provider = provider(&double, site.egress());
+    let deletes = |d: &KernelDouble| -> Vec<u16> {
+        d.calls()
+            .into_iter()
+            .filter(|c| c.method == "DELETE")
+            .map(|c| c.status)
+            .collect()
+    };
+    conformance::expiry_mid_job_is_a_typed_retryable_error(&provider, &site, &service).await;
+    // (The last two: a call is recorded once its answer was sent, so an earlier phase's last
+    // DELETE may show up late.)
+    let all = deletes(&double);
+    assert_eq!(
+        all[all.len().saturating_sub(2)..],
+        [404, 204],
+        "the expired browser's DELETE found it gone (fine), the next one's deleted it"
     );
-    assert_eq!(double.created(), 2);
-    wait_until(Duration::from_secs(15), || double.released() == 2).await;
-    holder.abort();
     assert_clean(&double);
-}
-
-async fn wait_until(deadline: Duration, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < deadline,
-            "condition not met within {deadline:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

@@ -16,21 +16,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abr_core::{
-    AcquireMode, AcquireRequest, EgressPolicy, Lease, ProviderErrorKind, SerializedProvider,
-    SessionContext, SessionProvider,
+    AcquireMode, EgressPolicy, ProviderErrorKind, SerializedProvider, SessionContext,
+    SessionProvider,
 };
 use abr_doubles::{SteelDouble, SteelOptions};
-use abr_providers::conformance::{self, LeakProbe, TestSite};
-use abr_providers::{BrowserSession, SteelFlavor, SteelProviderConfig, SteelSessionProvider};
+use abr_providers::conformance::{
+    self, RemoteService, TestSite, acquire_with as acquire, closed_port, release, request,
+};
+use abr_providers::{SteelFlavor, SteelProviderConfig, SteelSessionProvider};
 use playwright_rs::protocol::GotoOptions;
-
-const STEP: Duration = Duration::from_secs(60);
-
-async fn steel(opts: SteelOptions) -> SteelDouble {
-    SteelDouble::start(opts)
-        .await
-        .expect("start the Steel double")
-}
 
 /// Test deadlines; the browser may reach what `egress` allows (the test site on loopback).
 fn config(base_url: &str, egress: EgressPolicy) -> SteelProviderConfig {
@@ -43,6 +37,12 @@ fn config(base_url: &str, egress: EgressPolicy) -> SteelProviderConfig {
     }
 }
 
+async fn steel(opts: SteelOptions) -> SteelDouble {
+    SteelDouble::start(opts)
+        .await
+        .expect("start the Steel double")
+}
+
 fn serialized(
     double: &SteelDouble,
     egress: EgressPolicy,
@@ -53,54 +53,58 @@ fn serialized(
     )
 }
 
-fn request(mode: AcquireMode, state: Option<abr_protocol::AgentSessionState>) -> AcquireRequest {
-    AcquireRequest {
-        mode,
-        platform: "test".into(),
-        state,
-        start_url: None,
+/// The double as the conformance suite sees a remote service.
+struct Service<'a>(&'a SteelDouble, std::sync::Mutex<Vec<String>>);
+
+impl<'a> Service<'a> {
+    fn of(double: &'a SteelDouble) -> Self {
+        Self(double, std::sync::Mutex::default())
+    }
+
+    /// Ids of the sessions [`RemoteService::expire_latest`] expired.
+    fn expired_ids(&self) -> Vec<String> {
+        self.1.lock().unwrap().clone()
     }
 }
 
-async fn acquire<P: SessionProvider<Context = BrowserSession>>(
-    provider: &P,
-    req: AcquireRequest,
-) -> Lease<BrowserSession> {
-    tokio::time::timeout(STEP, provider.acquire(req))
-        .await
-        .expect("acquire hung")
-        .unwrap_or_else(|e| panic!("acquire failed: {e}"))
+#[async_trait::async_trait]
+impl RemoteService for Service<'_> {
+    fn created(&self) -> u64 {
+        self.0.created()
+    }
+    fn ended(&self) -> u64 {
+        self.0.released()
+    }
+    fn expired(&self) -> u64 {
+        self.0.expired()
+    }
+    fn live(&self) -> usize {
+        self.0.live_sessions()
+    }
+    fn open_sockets(&self) -> usize {
+        self.0.open_sockets()
+    }
+    async fn expire_latest(&self) -> bool {
+        let id = self.0.active_session_id();
+        self.1.lock().unwrap().push(id.clone());
+        self.0.expire_session(&id).await
+    }
 }
 
-async fn release(lease: Lease<BrowserSession>) {
-    tokio::time::timeout(STEP, lease.release())
-        .await
-        .expect("release hung")
-        .expect("release");
-}
-
-/// Every session the double created was released (or expired), none is live, no proxied
-/// socket is open.
+/// Every session the double created was released (or expired), none is live, none was
+/// replaced, no create or release raced another, no proxied socket is open.
 fn assert_clean(double: &SteelDouble) {
-    assert_eq!(
-        double.assert_all_released(),
-        Ok(()),
-        "a Steel session is still live"
-    );
-    assert_eq!(
-        double.created(),
-        double.released() + double.expired(),
-        "created {} sessions, released {}, expired {}",
-        double.created(),
-        double.released(),
-        double.expired()
-    );
+    conformance::assert_all_ended(&Service::of(double));
     assert!(
         double.replaced().is_empty(),
         "a create replaced a live session: {:?}",
         double.replaced()
     );
-    assert_eq!(double.open_sockets(), 0, "proxied CDP sockets left open");
+    assert_eq!(
+        double.overlapping_lifecycle_calls(),
+        0,
+        "a create or release raced another"
+    );
 }
 
 fn posts(double: &SteelDouble, path: &str) -> usize {
@@ -109,20 +113,6 @@ fn posts(double: &SteelDouble, path: &str) -> usize {
         .iter()
         .filter(|c| c.method == "POST" && c.path == path)
         .count()
-}
-
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
-struct SteelLeaks<'a>(&'a SteelDouble);
-
-#[async_trait::async_trait]
-impl LeakProbe for SteelLeaks<'_> {
-    async fn open(&self) -> usize {
-        self.0.live_sessions() + self.0.open_sockets()
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,7 +153,7 @@ async fn steel_oss_cycles_leak_nothing() {
     let site = TestSite::start().await.unwrap();
     let provider = serialized(&double, site.egress());
     let started = Instant::now();
-    conformance::cycles_leak_nothing(&provider, &site, 50, &SteelLeaks(&double)).await;
+    conformance::cycles_leak_nothing(&provider, &site, 50, &Service::of(&double)).await;
     eprintln!("steel: 50 cycles {:?}", started.elapsed());
     assert_eq!(double.created(), 50);
     assert_clean(&double);
@@ -316,11 +306,14 @@ async fn steel_rewrites_0000_urls_and_serves_the_live_view() {
         .unwrap();
     let page = http.get(&url).send().await.unwrap();
     assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(page.contains(&double.active_session_id()));
+    // What a user's browser does with it: the page's screencast socket is Steel's own
+    // absolute address (here the unusable 0.0.0.0 the server advertises), not a path a
+    // proxy of the page could confine or rewrite.
     assert!(
-        page.text()
-            .await
-            .unwrap()
-            .contains(&double.active_session_id())
+        page.contains(&format!("ws://0.0.0.0:{}/v1/sessions/cast", double.port())),
+        "{page}"
     );
     // (After release the double answers 404; the real OSS viewer would show the next idle
     // browser, so that is not asserted here.)
@@ -329,135 +322,31 @@ async fn steel_rewrites_0000_urls_and_serves_the_live_view() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn steel_expiry_mid_job_is_a_typed_retryable_error() {
+async fn steel_remote_lifecycle() {
     let double = steel(SteelOptions::default()).await;
+    let service = Service::of(&double);
+    let base = double.base_url();
+    let make = |egress| {
+        SteelSessionProvider::oss_serialized(config(&base, egress), Duration::from_secs(60))
+    };
+    conformance::a_failure_after_create_still_ends_the_session(make, &service).await;
+    conformance::dropped_and_cancelled_leases_are_ended(make, &service).await;
+    assert_clean(&double);
+
     let site = TestSite::start().await.unwrap();
     let provider = serialized(&double, site.egress());
-    let lease = acquire(
-        &provider,
-        request(
-            AcquireMode::Unattended,
-            Some(conformance::state_for(&site, "e")),
-        ),
-    )
-    .await;
-    conformance::visit(lease.context(), &format!("{}/page", site.origin_a())).await;
-    assert!(double.expire_session(&double.active_session_id()).await);
-
-    let e = tokio::time::timeout(Duration::from_secs(20), async {
-        // The disconnect may take a moment to be noticed: retry a few calls.
-        loop {
-            if let Err(e) = lease.context().export_state().await {
-                return e;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("a call on an expired session hung or kept succeeding");
-    assert!(e.is_retryable(), "{e}");
-    assert!(
-        matches!(
-            e.kind(),
-            ProviderErrorKind::Crashed | ProviderErrorKind::Unavailable
-        ),
-        "{e}"
-    );
-
-    tokio::time::timeout(Duration::from_secs(20), lease.release())
-        .await
-        .expect("release hung")
-        .expect("release");
-    assert_eq!(double.released(), 0);
+    conformance::expiry_mid_job_is_a_typed_retryable_error(&provider, &site, &service).await;
+    let expired_ids = service.expired_ids();
+    let [expired] = &expired_ids[..] else {
+        panic!("one session expired")
+    };
     assert!(
         !double
             .calls()
             .iter()
-            .any(|c| c.method == "POST" && c.path.ends_with("/release")),
-        "the session had ended: no release that would end whatever session is current"
+            .any(|c| c.method == "POST" && c.path.ends_with(&format!("/{expired}/release"))),
+        "the expired session had ended: a release would have ended whatever session is current"
     );
-    // The next job works.
-    let next = acquire(
-        &provider,
-        request(
-            AcquireMode::Unattended,
-            Some(conformance::state_for(&site, "n")),
-        ),
-    )
-    .await;
-    let seen = conformance::visit(next.context(), &format!("{}/page", site.origin_a())).await;
-    assert_eq!(seen.cookies().get("sid").map(String::as_str), Some("a-n"));
-    release(next).await;
-    assert_eq!(
-        (double.created(), double.released(), double.expired()),
-        (2, 1, 1)
-    );
-    assert_clean(&double);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn steel_a_failure_after_create_still_releases() {
-    let double = steel(SteelOptions::default()).await;
-    // The start page is allowed and unreachable: the navigation itself fails.
-    let closed = closed_port();
-    let provider = serialized(
-        &double,
-        EgressPolicy::new().allow_addr(([127, 0, 0, 1], closed).into()),
-    );
-    let mut req = request(AcquireMode::Unattended, None);
-    req.start_url = Some(format!("http://127.0.0.1:{closed}/"));
-    let e = tokio::time::timeout(STEP, provider.acquire(req))
-        .await
-        .expect("hung")
-        .unwrap_err();
-    assert!(e.message().contains("start page"), "{e}");
-    assert_eq!(
-        (double.created(), double.released()),
-        (1, 1),
-        "the session was released"
-    );
-    assert_clean(&double);
-    // The queue moved on.
-    release(acquire(&provider, request(AcquireMode::Unattended, None)).await).await;
-    assert_clean(&double);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn steel_dropped_and_cancelled_leases_are_released() {
-    let double = steel(SteelOptions::default()).await;
-    // A start page that never answers (allowed, so the browser does wait for it).
-    let hang = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let hang_addr = hang.local_addr().unwrap();
-    let provider = serialized(&double, EgressPolicy::new().allow_addr(hang_addr));
-    drop(acquire(&provider, request(AcquireMode::Unattended, None)).await);
-    // The next acquire queues behind the background release (the permit is held until then).
-    let lease = acquire(&provider, request(AcquireMode::Unattended, None)).await;
-    assert_eq!(
-        double.released(),
-        1,
-        "the dropped lease was released before the next job"
-    );
-    release(lease).await;
-
-    // An acquire cancelled after the session was created (stuck on its start page).
-    let port = hang_addr.port();
-    let holder = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = hang.accept().await {
-            held.push(socket);
-        }
-    });
-    let mut req = request(AcquireMode::Unattended, None);
-    req.start_url = Some(format!("http://127.0.0.1:{port}/"));
-    let created = double.created();
-    let cancelled = tokio::time::timeout(Duration::from_secs(3), provider.acquire(req)).await;
-    assert!(
-        cancelled.is_err(),
-        "the acquire should still be waiting for the start page"
-    );
-    assert_eq!(double.created(), created + 1);
-    wait_until(Duration::from_secs(15), || double.live_sessions() == 0).await;
-    holder.abort();
     assert_clean(&double);
 }
 
@@ -613,13 +502,204 @@ async fn leave_state_behind(double: &SteelDouble, site: &TestSite) {
     browser.close().await.unwrap();
 }
 
-async fn wait_until(deadline: Duration, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < deadline,
-            "condition not met within {deadline:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// `POST /v1/sessions` from another client; the new session's id.
+async fn foreign_create(double: &SteelDouble) -> String {
+    let created = reqwest::Client::new()
+        .post(format!("{}/v1/sessions", double.base_url()))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+    let body: serde_json::Value = created.json().await.unwrap();
+    body["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steel_a_replaced_session_is_lost_and_not_released() {
+    let double = steel(SteelOptions::default()).await;
+    let provider = serialized(&double, EgressPolicy::new());
+    let lease = acquire(&provider, request(AcquireMode::Interactive, None)).await;
+    assert!(
+        !lease.context().is_lost().await,
+        "a live session is not lost"
+    );
+    // Another client creates a session: the server silently replaces ours (and keeps the
+    // browser, so Playwright stays connected and the page is still open).
+    let foreign = foreign_create(&double).await;
+    assert_eq!(double.replaced().len(), 1);
+    assert!(
+        lease.context().is_lost().await,
+        "a replaced session is lost, though its browser is still there"
+    );
+
+    release(lease).await;
+    assert_eq!(
+        double.released(),
+        0,
+        "ours had ended: a release would have ended the other client's session"
+    );
+    assert_eq!(double.unreleased(), vec![foreign]);
+    let released = reqwest::Client::new()
+        .post(format!("{}/v1/sessions/release", double.base_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(released.status(), 200);
+    assert_eq!(double.open_sockets(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steel_one_provider_never_replaces_its_own_session() {
+    let double = steel(SteelOptions::default()).await;
+    // Even without the serializing wrapper, the provider never creates while one of its
+    // sessions is live: the second acquire waits for the first release.
+    let provider = Arc::new(SteelSessionProvider::new(config(
+        &double.base_url(),
+        EgressPolicy::new(),
+    )));
+    let first = acquire(provider.as_ref(), request(AcquireMode::Unattended, None)).await;
+    let second = {
+        let provider = Arc::clone(&provider);
+        tokio::spawn(async move {
+            acquire(provider.as_ref(), request(AcquireMode::Unattended, None)).await
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !second.is_finished(),
+        "a second create would have replaced the first session"
+    );
+    assert_eq!(double.created(), 1);
+    release(first).await;
+    release(second.await.unwrap()).await;
+    assert_clean(&double);
+
+    // An acquire cancelled after its create (stuck on a start page that never answers): its
+    // session is released in the background, and the next create waits for that instead of
+    // racing it (which crashed the real server) or replacing it.
+    let (hang_addr, holder) = conformance::silent_server().await;
+    let provider = serialized(&double, EgressPolicy::new().allow_addr(hang_addr));
+    let mut req = request(AcquireMode::Unattended, None);
+    req.start_url = Some(format!("http://{hang_addr}/"));
+    let cancelled = tokio::time::timeout(Duration::from_secs(3), provider.acquire(req)).await;
+    assert!(cancelled.is_err(), "the acquire should still be waiting");
+    release(acquire(&provider, request(AcquireMode::Unattended, None)).await).await;
+    holder.abort();
+    assert_eq!(double.created(), 4);
+    assert_clean(&double);
+}
+
+/// A small deterministic generator for the race's offsets (the seed is printed).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
     }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Ran,
+    Refused,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steel_jobs_and_captures_racing_on_one_provider() {
+    let double = steel(SteelOptions::default()).await;
+    let site = Arc::new(TestSite::start().await.unwrap());
+    let provider = Arc::new(serialized(&double, site.egress()));
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(7, |d| d.as_nanos() as u64);
+    eprintln!("race seed {seed}");
+    let mut rng = Lcg(seed);
+    // A capture first, then a job and a second capture while it holds the session (both
+    // refused at once), then jobs and captures at random offsets.
+    let mut plan = vec![
+        (AcquireMode::Interactive, 0),
+        (AcquireMode::Unattended, 400),
+        (AcquireMode::Interactive, 600),
+    ];
+    for _ in 0..5 {
+        let mode = if rng.below(3) == 0 {
+            AcquireMode::Interactive
+        } else {
+            AcquireMode::Unattended
+        };
+        plan.push((mode, 2_500 + rng.below(3_000)));
+    }
+    let tasks = plan.into_iter().enumerate().map(|(i, (mode, offset))| {
+        let provider = Arc::clone(&provider);
+        let site = Arc::clone(&site);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(offset)).await;
+            let tag = format!("r{i}");
+            let mut req = request(mode, Some(conformance::state_for(&site, &tag)));
+            req.platform = tag.clone();
+            let started = Instant::now();
+            let lease = match provider.acquire(req).await {
+                Ok(lease) => lease,
+                Err(e) => {
+                    assert_eq!(e.kind(), ProviderErrorKind::Busy, "{i}: {e}");
+                    assert!(e.retry_after().is_some(), "{i}: {e}");
+                    assert!(
+                        started.elapsed() < Duration::from_secs(1),
+                        "{i} ({mode:?}) was refused only after {:?}",
+                        started.elapsed()
+                    );
+                    return (i, mode, Outcome::Refused);
+                }
+            };
+            let page = format!("{}/page", site.origin_a());
+            let mine = Some(format!("a-{tag}"));
+            let seen = conformance::visit(lease.context(), &page).await;
+            assert_eq!(seen.cookies().get("sid"), mine.as_ref(), "{i} ({mode:?})");
+            // A capture is held while a person signs in; a job only briefly.
+            let hold = match mode {
+                AcquireMode::Interactive => 1_500,
+                AcquireMode::Unattended => 200,
+            };
+            tokio::time::sleep(Duration::from_millis(hold)).await;
+            // Still this lease's browser: nothing replaced or destroyed it meanwhile.
+            let seen = conformance::visit(lease.context(), &page).await;
+            assert_eq!(
+                seen.cookies().get("sid"),
+                mine.as_ref(),
+                "{i} ({mode:?}): another acquire took over its browser"
+            );
+            assert!(!lease.context().is_lost().await, "{i} ({mode:?}) was lost");
+            release(lease).await;
+            (i, mode, Outcome::Ran)
+        })
+    });
+    let outcomes: Vec<_> = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .map(|t| t.expect("a racer panicked"))
+        .collect();
+    eprintln!("race outcomes {outcomes:?}");
+    assert_eq!(outcomes[0], (0, AcquireMode::Interactive, Outcome::Ran));
+    assert_eq!(
+        outcomes[1],
+        (1, AcquireMode::Unattended, Outcome::Refused),
+        "a job is refused at once while a capture holds the session"
+    );
+    assert_eq!(
+        outcomes[2],
+        (2, AcquireMode::Interactive, Outcome::Refused),
+        "a second capture is refused at once"
+    );
+    let ran = outcomes.iter().filter(|o| o.2 == Outcome::Ran).count();
+    assert_eq!(
+        double.created(),
+        ran as u64,
+        "one session per lease that ran"
+    );
+    assert_clean(&double);
 }

@@ -327,11 +327,14 @@ impl<C: SessionContext> RunnerBuilder<C> {
     }
 }
 
-/// The providers `config` names. Local Chromium is one provider shared by both roles (one
-/// warm browser per kind, one egress proxy).
+/// The providers `config` names: **one instance per backend**, shared by both roles when jobs
+/// and captures name the same one. Local Chromium: one warm browser per kind, one egress
+/// proxy. Self-hosted Steel: one gate in front of its one session, so that a job never
+/// replaces an open capture's session (two instances would each think the server free).
+/// CDP: one connection and one default-context gate.
 fn configured_providers(config: RunnerConfig) -> ProviderFactory<BrowserSession> {
     let mut local: Option<Arc<LocalBrowserSessionProvider>> = None;
-    Box::new(move |choice, hooks| match choice {
+    let mut make = move |choice, hooks: &mut Vec<ShutdownHook>| match choice {
         ProviderChoice::Local => {
             let provider = local.get_or_insert_with(|| {
                 let p = Arc::new(LocalBrowserSessionProvider::new(local_config(&config)));
@@ -362,6 +365,15 @@ fn configured_providers(config: RunnerConfig) -> ProviderFactory<BrowserSession>
         }
         ProviderChoice::Steel => crate::remote::steel(&config),
         ProviderChoice::Kernel => crate::remote::kernel(&config),
+    };
+    let mut built: Vec<(ProviderChoice, DynSessionProvider<BrowserSession>)> = Vec::new();
+    Box::new(move |choice, hooks| {
+        if let Some((_, provider)) = built.iter().find(|(built, _)| *built == choice) {
+            return Arc::clone(provider);
+        }
+        let provider = make(choice, hooks);
+        built.push((choice, Arc::clone(&provider)));
+        provider
     })
 }
 
