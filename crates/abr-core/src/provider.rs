@@ -16,13 +16,6 @@ use crate::ProviderError;
 pub struct ProviderCapabilities {
     /// Can open a browser a person can use (headful, or with a viewer): capture needs it.
     pub interactive: bool,
-    /// Has a viewer of its own ([`ProviderViewer`]), which the runner may proxy when the
-    /// operator opts in. The runner's own view works on every provider.
-    pub remote_live_view: bool,
-    /// Gives each lease its own browser context (cookie jar and storage).
-    pub isolated_contexts: bool,
-    /// At most this many leases at once, if limited.
-    pub max_concurrent: Option<usize>,
 }
 
 /// Why a context is acquired.
@@ -201,7 +194,7 @@ impl<C: Send + Sync + 'static> std::fmt::Debug for Lease<C> {
 ///
 /// # Contract
 /// - `acquire` returns a context that shares no cookies or storage with any other lease
-///   (unless [`ProviderCapabilities::isolated_contexts`] is false), holding exactly the
+///   (a single-session backend clears what an earlier lease left), holding exactly the
 ///   state given (already scoped by the core), with localStorage present before the first
 ///   page script runs.
 /// - It fails with a typed [`ProviderError`] within its own deadline; it never panics on a

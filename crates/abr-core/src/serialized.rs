@@ -162,10 +162,7 @@ impl<P: SessionProvider> SessionProvider for SerializedProvider<P> {
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities {
-            max_concurrent: Some(1),
-            ..self.inner.capabilities()
-        }
+        self.inner.capabilities()
     }
 
     async fn acquire(

@@ -264,12 +264,7 @@ impl FakeProvider {
     /// contexts acquired with a state start signed in.
     pub fn new() -> Self {
         Self {
-            capabilities: ProviderCapabilities {
-                interactive: true,
-                remote_live_view: false,
-                isolated_contexts: true,
-                max_concurrent: None,
-            },
+            capabilities: ProviderCapabilities { interactive: true },
             viewer: None,
             next_id: AtomicU64::new(1),
             acquired: AtomicUsize::new(0),
@@ -316,7 +311,6 @@ impl FakeProvider {
     #[must_use]
     pub fn with_provider_viewer(mut self, viewer: ProviderViewer) -> Self {
         self.viewer = Some(viewer);
-        self.capabilities.remote_live_view = true;
         self
     }
 

@@ -486,12 +486,8 @@ async fn a_policy_without_interactive_capture_is_denied_before_acquiring() {
 
 #[tokio::test]
 async fn a_provider_that_cannot_be_interactive_is_unsupported() {
-    let provider = FakeProvider::new().with_capabilities(ProviderCapabilities {
-        interactive: false,
-        remote_live_view: false,
-        isolated_contexts: true,
-        max_concurrent: None,
-    });
+    let provider =
+        FakeProvider::new().with_capabilities(ProviderCapabilities { interactive: false });
     let f = fixture_with(provider, &scoped_policy(), config());
 
     let err = f.manager.start(start_request()).await.unwrap_err();

@@ -167,25 +167,14 @@ async fn a_cancelled_acquire_does_not_hold_the_permit() {
 }
 
 #[test]
-fn capabilities_say_one_at_a_time() {
+fn capabilities_and_name_are_forwarded() {
     let p = SerializedProvider::new(FakeProvider::new(), Duration::from_secs(1));
-    let caps = p.capabilities();
-    assert_eq!(caps.max_concurrent, Some(1));
-    assert!(
-        caps.interactive && caps.isolated_contexts,
-        "other capabilities are forwarded"
-    );
+    assert!(p.capabilities().interactive);
     assert_eq!(p.name(), "fake");
-
-    let wide = FakeProvider::new().with_capabilities(ProviderCapabilities {
-        interactive: false,
-        remote_live_view: true,
-        isolated_contexts: true,
-        max_concurrent: Some(8),
-    });
-    let caps = SerializedProvider::new(wide, Duration::from_secs(1)).capabilities();
-    assert_eq!(caps.max_concurrent, Some(1));
-    assert!(!caps.interactive && caps.remote_live_view);
+    let headless =
+        FakeProvider::new().with_capabilities(ProviderCapabilities { interactive: false });
+    let caps = SerializedProvider::new(headless, Duration::from_secs(1)).capabilities();
+    assert!(!caps.interactive);
 }
 
 /// Asserts `err` is an immediate `Busy` refusal with `retry_after`.

@@ -1,4 +1,4 @@
-//! Double of Kernel's browsers API (`api.onkernel.com`), providers.md §4, §8.4.
+//! Double of Kernel's browsers API (`api.onkernel.com`), after its API reference and SDK.
 //!
 //! Surface (all REST routes require `Authorization: Bearer <api_key>`):
 //! * `POST /browsers`, `GET /browsers`, `GET /browsers/{id_or_name}`,

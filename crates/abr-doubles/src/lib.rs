@@ -9,7 +9,7 @@
 //! real local Chromium ([`LocalChromium`]). Each handle exposes fault knobs
 //! (`fail_next_create`, `expire_session`, `drop_sockets`) and records
 //! ([`calls`](SteelDouble::calls), counters, leak checks); the same controls are served over
-//! HTTP under the reserved `/__mock/…` prefix. See `shared/reference/providers.md` §8.
+//! HTTP under the reserved `/__mock/…` prefix, which neither real service has.
 //!
 //! The crate depends on no other ABR crate so providers can use it as a dev-dependency.
 //!

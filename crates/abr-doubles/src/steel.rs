@@ -1,4 +1,5 @@
-//! Double of the self-hosted Steel OSS server (`steel-dev/steel-browser`), providers.md §2, §8.3.
+//! Double of the self-hosted Steel OSS server (`steel-dev/steel-browser`), after its source
+//! and what the real server v0.5.2 did when tried on loopback.
 //!
 //! Surface:
 //! * `GET /v1/health`
@@ -14,7 +15,7 @@
 //! * `GET /v1/sessions/debug` (HTML viewer while live) whose script, like the real one, opens an
 //!   **absolute** `ws://HOST:PORT/v1/sessions/cast` built from the server's own address (so
 //!   `0.0.0.0` with [`SteelOptions::advertise_host_0000`]), and WS `/v1/sessions/cast`
-//!   (providers.md §2.6): tab discovery (`?tabInfo=true`, or no page): `tabList` on connect and
+//!   (steel-browser's debug-page protocol): tab discovery (`?tabInfo=true`, or no page): `tabList` on connect and
 //!   on every change, `tabClosed`; page mode (`?pageId=` / `?pageIndex=`): the session's device
 //!   metrics, a JPEG screencast of that tab from the real Chromium (`{pageId, url, title,
 //!   favicon, data}`, every frame acknowledged), `mouseEvent` / `keyEvent` / `navigation`
@@ -963,7 +964,7 @@ async fn debug_page(State(s): St) -> Response {
     )
 }
 
-/// Query of the cast socket (providers.md §2.6).
+/// Query of the cast socket.
 #[derive(Debug, Default, Deserialize)]
 struct CastQuery {
     #[serde(rename = "pageId")]

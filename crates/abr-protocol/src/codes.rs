@@ -107,6 +107,9 @@ codes! {
     DUPLICATE_PLATFORM = "duplicate_platform", 422, No, "a platform id registered twice";
     /// Too many captures are open.
     CAPTURE_LIMIT = "capture_limit", 429, Yes, "too many captures are open (`Retry-After`)";
+    /// The provider is at capacity: a single-session backend busy with a capture, say (with
+    /// `Retry-After`).
+    PROVIDER_BUSY = "provider_busy", 429, Yes, "the browser provider is at capacity, e.g. a single-session backend holding a capture (`Retry-After`)";
     /// The live token holds its maximum of sockets.
     LIVE_VIEW_LIMIT = "live_view_limit", 429, Yes, "the live token already holds `ABR_LIVE_MAX_SOCKETS` sockets";
     /// An internal failure; details are logged, not returned.
@@ -137,8 +140,6 @@ codes! {
     STORE_FAILED = "store_failed", 502, Yes, "the session store failed";
     /// The proxied provider viewer did not answer, answered too much, or redirected.
     LIVE_VIEW_UNAVAILABLE = "live_view_unavailable", 502, No, "the proxied provider viewer failed (no answer, too large, a redirect)";
-    /// The provider is at capacity (with `Retry-After`).
-    PROVIDER_BUSY = "provider_busy", 503, Yes, "the provider is at capacity (`Retry-After`)";
     /// The runner is at capacity: every job slot busy and the queue full (with `Retry-After`).
     OVERLOADED = "overloaded", 503, Yes, "every job slot is busy and the queue is full (`Retry-After`)";
     /// The job waited for a slot past its queue deadline: nothing ran.

@@ -151,13 +151,7 @@ impl SessionProvider for CdpSessionProvider {
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        let shared = self.default_context_only.load(Ordering::SeqCst);
-        ProviderCapabilities {
-            interactive: true,
-            remote_live_view: false,
-            isolated_contexts: !shared,
-            max_concurrent: shared.then_some(1),
-        }
+        ProviderCapabilities { interactive: true }
     }
 
     async fn acquire(

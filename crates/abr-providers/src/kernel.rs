@@ -1,7 +1,7 @@
 //! [`KernelSessionProvider`]: a Kernel (kernel.sh) cloud browser per lease, as a
 //! [`RemoteBackend`] ([`KernelBackend`]) of the shared remote lifecycle.
 //!
-//! Wire notes (shared/reference/providers.md §4, §7): `POST /browsers` with
+//! Wire notes (Kernel's API reference and SDK): `POST /browsers` with
 //! `Authorization: Bearer <key>` creates a browser whose `cdp_ws_url`
 //! (`wss://…/browser/cdp?jwt=…`, a credential: never logged, only used verbatim) Playwright
 //! attaches to; `DELETE /browsers/{session_id}` ends it (`browser.close()` would only
@@ -52,9 +52,6 @@ pub struct KernelProviderConfig {
     pub timeout_seconds: u32,
     /// `viewport` of created browsers (Kernel's default 1920×1080).
     pub viewport: Option<(u32, u32)>,
-    /// At most this many leases at once (your plan's concurrency), reported in the
-    /// capabilities; Kernel itself answers 429 beyond it.
-    pub max_concurrent: Option<usize>,
     /// Deadline of each REST call.
     pub rest_timeout: Duration,
     /// Deadline for attaching over CDP (and for disconnecting).
@@ -74,7 +71,6 @@ impl KernelProviderConfig {
             api_key: SecretString::from(api_key.into()),
             timeout_seconds: 60,
             viewport: None,
-            max_concurrent: None,
             rest_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(20),
             navigation_timeout: Duration::from_secs(30),
@@ -151,13 +147,7 @@ impl RemoteBackend for KernelBackend {
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities {
-            interactive: true,
-            remote_live_view: true,
-            // A browser per lease.
-            isolated_contexts: true,
-            max_concurrent: self.config.max_concurrent,
-        }
+        ProviderCapabilities { interactive: true }
     }
 
     fn settings(&self) -> &RemoteSettings {

@@ -347,12 +347,7 @@ impl SessionProvider for LocalBrowserSessionProvider {
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities {
-            interactive: true,
-            remote_live_view: false,
-            isolated_contexts: true,
-            max_concurrent: None,
-        }
+        ProviderCapabilities { interactive: true }
     }
 
     async fn acquire(

@@ -2,7 +2,8 @@
 //! (`steel-dev/steel-browser`) or Steel Cloud (`api.steel.dev`), as a [`RemoteBackend`]
 //! ([`SteelBackend`]) of the shared remote lifecycle.
 //!
-//! Wire notes (shared/reference/providers.md §2, §3, §7): `POST /v1/sessions` creates a
+//! Wire notes (steel-browser's source, Steel's API reference, and trials of the real
+//! self-hosted server v0.5.2): `POST /v1/sessions` creates a
 //! session whose `websocketUrl` Playwright attaches to over CDP; `POST
 //! /v1/sessions/{id}/release` ends it. The OSS server holds **one** session at a time (a
 //! create while one is live silently replaces it, and racing creates and closes crash it),
@@ -70,7 +71,7 @@ pub const STEEL_CLOUD_URL: &str = "https://api.steel.dev";
 /// Header carrying the API key.
 const API_KEY_HEADER: &str = "steel-api-key";
 /// Extra attempts for the provider's first create (the server may still be starting its
-/// browser and hit a profile lock, providers.md §2.9).
+/// browser and hit a Chromium profile lock, seen on the real self-hosted server).
 const FIRST_CREATE_RETRIES: u32 = 2;
 /// Pause before the first such retry (doubled for the next).
 const FIRST_CREATE_PAUSE: Duration = Duration::from_millis(300);
@@ -113,7 +114,8 @@ pub struct SteelProviderConfig {
     /// Cloud only: the session `timeout` (Cloud default 5 min). Not sent to OSS.
     pub session_timeout: Option<Duration>,
     /// Clear the web storage of origins the server reports as holding data (OSS carries
-    /// localStorage over between sessions, providers.md §2.9). Default: true for OSS, false
+    /// localStorage over between sessions, even after a proper release). Default: true for
+    /// OSS, false
     /// for Cloud.
     pub clear_leftover_storage: bool,
     /// Where the job's browser may go, checked by the URL gate (see the module docs; weaker
@@ -152,11 +154,10 @@ impl SteelProviderConfig {
 
 /// Leases Steel sessions: one remote session, and one Playwright connection to it, per lease.
 ///
-/// Capabilities: interactive, with Steel's own viewer (`debugUrl`) as a [`ProviderViewer`].
-/// On OSS, `isolated_contexts` is **false** and `max_concurrent` is 1: there is one browser
-/// and the job gets its default context (cleaned on acquire, see the module docs); use
-/// [`SteelSessionProvider::oss_serialized`], once per server. On Cloud each session is its
-/// own browser.
+/// Interactive. On OSS there is one browser and a lease gets its default context (cleaned on
+/// acquire, see the module docs): use [`SteelSessionProvider::oss_serialized`], once per
+/// server. On Cloud each session is its own browser, with Steel's own viewer (`debugUrl`)
+/// as a [`ProviderViewer`].
 pub type SteelSessionProvider = RemoteSessionProvider<SteelBackend>;
 
 impl RemoteSessionProvider<SteelBackend> {
@@ -321,14 +322,7 @@ impl RemoteBackend for SteelBackend {
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        let oss = self.config.flavor == SteelFlavor::Oss;
-        ProviderCapabilities {
-            interactive: true,
-            remote_live_view: true,
-            // OSS: one browser, and jobs use its default context.
-            isolated_contexts: !oss,
-            max_concurrent: oss.then_some(1),
-        }
+        ProviderCapabilities { interactive: true }
     }
 
     fn settings(&self) -> &RemoteSettings {
@@ -600,8 +594,8 @@ async fn clear_origins(context: &BrowserContext, origins: &[String]) -> Result<(
 }
 
 /// The origins keyed in a `/context` dump's `localStorage`, `sessionStorage` and
-/// `indexedDB`. Keys are origins or, for pages read live, bare hostnames (providers.md
-/// §2.7): a hostname stands for its `http` and `https` origins.
+/// `indexedDB`. Keys are origins or, for pages read live, bare hostnames (as steel-browser
+/// dumps them): a hostname stands for its `http` and `https` origins.
 fn storage_origins(dump: &Value) -> Vec<String> {
     let mut origins = Vec::new();
     for store in ["localStorage", "sessionStorage", "indexedDB"] {

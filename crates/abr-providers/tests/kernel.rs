@@ -90,9 +90,7 @@ async fn kernel_conformance() {
     let double = kernel(KernelOptions::default()).await;
     let site = Arc::new(TestSite::start().await.unwrap());
     let provider = Arc::new(provider(&double, site.egress()));
-    let caps = provider.capabilities();
-    assert!(caps.interactive && caps.remote_live_view && caps.isolated_contexts);
-    assert_eq!(caps.max_concurrent, None);
+    assert!(provider.capabilities().interactive);
     assert_eq!(provider.name(), "kernel");
 
     conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;

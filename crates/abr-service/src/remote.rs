@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use abr_core::DynSessionProvider;
+use abr_core::{DeadlineBudget, DynSessionProvider};
 use abr_providers::{
     BrowserSession, KernelProviderConfig, KernelSessionProvider, SteelFlavor, SteelProviderConfig,
     SteelSessionProvider,
@@ -16,10 +16,14 @@ use secrecy::ExposeSecret;
 use crate::config::RunnerConfig;
 
 /// Steel: Steel Cloud when an API key is set, else self-hosted (serialized: it holds one
-/// session at a time; a job waits for jobs ahead of it up to [`provider_queue`], and is
-/// refused at once with `provider_busy` while a capture holds the session; a capture is
-/// refused at once while anything holds it).
-pub(crate) fn steel(config: &RunnerConfig) -> DynSessionProvider<BrowserSession> {
+/// session at a time; a job waits for jobs ahead of it up to the budget's provider queue,
+/// shorter than the acquire step so that `provider_busy` reaches the caller, and is refused
+/// at once with `provider_busy` while a capture holds the session; a capture is refused at
+/// once while anything holds it).
+pub(crate) fn steel(
+    config: &RunnerConfig,
+    budget: &DeadlineBudget,
+) -> DynSessionProvider<BrowserSession> {
     let base = config
         .steel_url
         .as_ref()
@@ -40,18 +44,10 @@ pub(crate) fn steel(config: &RunnerConfig) -> DynSessionProvider<BrowserSession>
             steel.egress = Some(config.egress.clone());
             Arc::new(SteelSessionProvider::oss_serialized(
                 steel,
-                provider_queue(config),
+                budget.provider_queue,
             ))
         }
     }
-}
-
-/// How long a job waits in a single-session provider's queue: shorter than the poster's
-/// acquire step (an eighth of the request deadline, at most 30 s), so that `provider_busy`
-/// reaches the caller rather than a timeout (the share `DeadlineBudget::provider_queue`
-/// gives).
-fn provider_queue(config: &RunnerConfig) -> Duration {
-    (config.limits.request_timeout / 8).min(Duration::from_secs(30)) * 3 / 4
 }
 
 /// Kernel (a browser per lease).

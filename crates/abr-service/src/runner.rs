@@ -153,9 +153,12 @@ impl<C: SessionContext> std::fmt::Debug for Runner<C> {
     }
 }
 
-/// Makes the provider for a [`ProviderChoice`], registering what it must do at shutdown.
-type ProviderFactory<C> =
-    Box<dyn FnMut(ProviderChoice, &mut Vec<ShutdownHook>) -> DynSessionProvider<C> + Send>;
+/// Makes the provider for a [`ProviderChoice`] within the request's deadline budget,
+/// registering what it must do at shutdown.
+type ProviderFactory<C> = Box<
+    dyn FnMut(ProviderChoice, &DeadlineBudget, &mut Vec<ShutdownHook>) -> DynSessionProvider<C>
+        + Send,
+>;
 
 /// Builds a [`Runner`]: register the caller's strategies, optionally override providers.
 pub struct RunnerBuilder<C: SessionContext = BrowserSession> {
@@ -283,7 +286,7 @@ impl<C: SessionContext> RunnerBuilder<C> {
                             choice: ProviderChoice,
                             hooks: &mut Vec<ShutdownHook>| {
             given
-                .or_else(|| factory.as_mut().map(|make| make(choice, hooks)))
+                .or_else(|| factory.as_mut().map(|make| make(choice, &budget, hooks)))
                 .ok_or_else(|| CoreError::InvalidInput("the runner has no provider".into()))
         };
         let jobs_provider = provider(self.job_provider, config.job_provider, &mut hooks)?;
@@ -333,19 +336,15 @@ impl<C: SessionContext> RunnerBuilder<C> {
 /// replaces an open capture's session (two instances would each think the server free).
 /// CDP: one connection and one default-context gate.
 fn configured_providers(config: RunnerConfig) -> ProviderFactory<BrowserSession> {
-    let mut local: Option<Arc<LocalBrowserSessionProvider>> = None;
-    let mut make = move |choice, hooks: &mut Vec<ShutdownHook>| match choice {
+    let make = move |choice, budget: &DeadlineBudget, hooks: &mut Vec<ShutdownHook>| match choice {
         ProviderChoice::Local => {
-            let provider = local.get_or_insert_with(|| {
-                let p = Arc::new(LocalBrowserSessionProvider::new(local_config(&config)));
-                let for_hook = Arc::clone(&p);
-                hooks.push(Box::new(move || {
-                    let p = Arc::clone(&for_hook);
-                    Box::pin(async move { p.shutdown().await })
-                }));
-                p
-            });
-            Arc::clone(provider) as DynSessionProvider<BrowserSession>
+            let p = Arc::new(LocalBrowserSessionProvider::new(local_config(&config)));
+            let for_hook = Arc::clone(&p);
+            hooks.push(Box::new(move || {
+                let p = Arc::clone(&for_hook);
+                Box::pin(async move { p.shutdown().await })
+            }));
+            p as DynSessionProvider<BrowserSession>
         }
         ProviderChoice::Cdp => {
             let endpoint = config
@@ -363,15 +362,15 @@ fn configured_providers(config: RunnerConfig) -> ProviderFactory<BrowserSession>
             }));
             p
         }
-        ProviderChoice::Steel => crate::remote::steel(&config),
+        ProviderChoice::Steel => crate::remote::steel(&config, budget),
         ProviderChoice::Kernel => crate::remote::kernel(&config),
     };
     let mut built: Vec<(ProviderChoice, DynSessionProvider<BrowserSession>)> = Vec::new();
-    Box::new(move |choice, hooks| {
+    Box::new(move |choice, budget, hooks| {
         if let Some((_, provider)) = built.iter().find(|(built, _)| *built == choice) {
             return Arc::clone(provider);
         }
-        let provider = make(choice, hooks);
+        let provider = make(choice, budget, hooks);
         built.push((choice, Arc::clone(&provider)));
         provider
     })
