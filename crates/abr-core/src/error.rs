@@ -45,8 +45,6 @@ pub struct ProviderError {
     kind: ProviderErrorKind,
     message: String,
     retry_after: Option<Duration>,
-    #[source]
-    source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 /// What kind of provider failure happened.
@@ -78,15 +76,7 @@ impl ProviderError {
             kind,
             message: message.into(),
             retry_after: None,
-            source: None,
         }
-    }
-
-    /// Attaches the underlying error.
-    #[must_use]
-    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(Box::new(source));
-        self
     }
 
     /// Says when to retry (from a `Retry-After` header, say).

@@ -276,3 +276,22 @@ async fn a_capture_whose_browser_was_lost_reports_it() {
     f.manager.cancel(&r).await.unwrap();
     assert_eq!(f.provider.released(), 1);
 }
+
+/// An input the browser fails to perform is a typed provider error, not a refusal, and the
+/// attachment stays usable.
+#[tokio::test]
+async fn a_failed_input_is_a_provider_error_and_the_attachment_survives() {
+    let f = fixture(2);
+    let (_, token) = start(&f).await;
+    let live = f.manager.attach_live(&token).unwrap();
+    let page = f.provider.context(1).unwrap();
+    page.live.fail_inputs(true);
+    let typed = LiveInput::Text { text: "a".into() };
+    match live.input(typed.clone()).await {
+        Err(LiveInputError::Provider(e)) => assert!(e.is_retryable(), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    page.live.fail_inputs(false);
+    live.input(typed).await.unwrap();
+    assert_eq!(page.live.inputs().len(), 1);
+}

@@ -177,11 +177,6 @@ impl SocketRegistry {
             .filter(|e| e.tag == tag)
             .count()
     }
-
-    /// Number of sockets ever registered.
-    pub fn total_registered(&self) -> u64 {
-        lock(&self.inner).total
-    }
 }
 
 /// Membership of one socket in a [`SocketRegistry`]; carries the force-close signal.

@@ -290,14 +290,6 @@ impl SteelDouble {
             .map(|b| b.chromium.pid())
     }
 
-    /// Chromium's own browser WebSocket URL (bypassing the proxy).
-    pub fn chromium_ws_url(&self) -> Option<String> {
-        lock(&self.shared.data)
-            .browser
-            .as_ref()
-            .map(|b| b.chromium.browser_ws_url())
-    }
-
     /// Number of proxied sockets currently open.
     pub fn open_sockets(&self) -> usize {
         self.shared.sockets.open_count()

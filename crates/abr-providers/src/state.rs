@@ -10,9 +10,7 @@
 //! the first load. A page opened later with `context.new_page()` seeds again.
 
 use abr_protocol::{AgentSessionState, Cookie, LocalStorageItem, OriginState, SameSite};
-use playwright_rs::protocol::{
-    Cookie as PwCookie, LocalStorageItem as PwItem, Origin as PwOrigin, StorageState,
-};
+use playwright_rs::protocol::{Cookie as PwCookie, StorageState};
 use serde_json::Map;
 
 /// `sessionStorage` key the seed script sets once it seeded an origin in a tab.
@@ -89,23 +87,6 @@ pub fn from_playwright(state: StorageState) -> AgentSessionState {
         metadata: None,
         extra: Map::new(),
     }
-}
-
-/// A Playwright storage state holding `state`'s localStorage (for contexts where the
-/// storageState path is required, e.g. Playwright's own comparison benchmark).
-pub fn to_playwright_origins(state: &AgentSessionState) -> Vec<PwOrigin> {
-    state
-        .origins
-        .iter()
-        .map(|o| {
-            let items = o
-                .local_storage
-                .iter()
-                .map(|i| PwItem::new(i.name.clone(), i.value.expose().to_owned()))
-                .collect();
-            PwOrigin::new(o.origin.clone(), items)
-        })
-        .collect()
 }
 
 /// The init script that writes `state`'s localStorage into matching origins before page
