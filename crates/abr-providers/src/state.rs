@@ -126,6 +126,7 @@ pub fn seed_script(state: &AgentSessionState) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use playwright_rs::protocol::{LocalStorageItem as PwItem, Origin as PwOrigin};
 
     fn state() -> AgentSessionState {
         let mut partitioned = Cookie::new("p", "v", "example.com");
