@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use abr_core::{AcquireMode, AcquireRequest, EgressPolicy, ProviderCapabilities, ProviderError};
+use abr_core::{AcquireMode, AcquireRequest, EgressPolicy, ProviderError};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use reqwest::header::AUTHORIZATION;
@@ -144,10 +144,6 @@ impl KernelBackend {
 impl RemoteBackend for KernelBackend {
     fn name(&self) -> &'static str {
         NAME
-    }
-
-    fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities { interactive: true }
     }
 
     fn settings(&self) -> &RemoteSettings {

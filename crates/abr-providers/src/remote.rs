@@ -88,8 +88,11 @@ pub trait RemoteBackend: Send + Sync + 'static {
     /// A short name for logs and errors (`steel`, `kernel`).
     fn name(&self) -> &'static str;
 
-    /// What the provider can do.
-    fn capabilities(&self) -> ProviderCapabilities;
+    /// What the provider can do. Default: interactive (a remote browser can be shown
+    /// through the runner's own live view).
+    fn capabilities(&self) -> ProviderCapabilities {
+        ProviderCapabilities { interactive: true }
+    }
 
     /// Deadlines of attaching and opening, and the egress policy of the URL gate.
     fn settings(&self) -> &RemoteSettings;

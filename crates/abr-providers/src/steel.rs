@@ -46,8 +46,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use abr_core::{
-    AcquireRequest, EgressPolicy, ProviderCapabilities, ProviderError, ProviderErrorKind,
-    ProviderViewer, SerializedProvider,
+    AcquireRequest, EgressPolicy, ProviderError, ProviderErrorKind, ProviderViewer,
+    SerializedProvider,
 };
 use abr_protocol::SecretValue;
 use async_trait::async_trait;
@@ -319,10 +319,6 @@ impl SteelBackend {
 impl RemoteBackend for SteelBackend {
     fn name(&self) -> &'static str {
         NAME
-    }
-
-    fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities { interactive: true }
     }
 
     fn settings(&self) -> &RemoteSettings {
