@@ -197,7 +197,7 @@ impl DemoArgs {
                 } else {
                     format!("{}{permalink}", site.base_url())
                 };
-                screenshot(&url, session, &self.screenshot).await?;
+                screenshot(&url, session, site.local_addr(), &self.screenshot).await?;
                 println!("screenshot    {}", self.screenshot.display());
             }
             _ => println!("screenshot    none (the post was not confirmed)"),
@@ -274,13 +274,16 @@ async fn wait_for_sign_in(
 }
 
 /// Opens the permalink with the refreshed session in a fresh local context and screenshots it.
+/// The browser may reach the demo site at `site` (on loopback) and nothing else private.
 async fn screenshot(
     url: &str,
     session: &abr_protocol::AgentSessionState,
+    site: std::net::SocketAddr,
     path: &PathBuf,
 ) -> Result<(), CliError> {
     let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
         prewarm: 0,
+        egress: Some(abr_core::EgressPolicy::new().allow_addr(site)),
         ..LocalProviderConfig::default()
     });
     let lease = provider
@@ -292,6 +295,16 @@ async fn screenshot(
         })
         .await
         .map_err(|e| CliError::Run(format!("opening the post: {e}")))?;
+    // The demo site's pages are titled "… · ABR demo": anything else (an error page, the
+    // egress guard's "Blocked") is not the post.
+    let title = lease.context().page().title().await.unwrap_or_default();
+    if !title.ends_with("ABR demo") {
+        let _ = lease.release().await;
+        provider.shutdown().await;
+        return Err(CliError::Run(format!(
+            "the permalink did not show the demo site's post page (title {title:?})"
+        )));
+    }
     let png = lease
         .context()
         .page()
