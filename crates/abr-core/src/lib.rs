@@ -33,6 +33,7 @@ mod serialized;
 mod step;
 mod store;
 mod strategy;
+pub mod task;
 mod tenant;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -23,6 +23,7 @@ mod policy;
 mod post;
 mod secret;
 mod session;
+mod task;
 
 pub use capture::{
     CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
@@ -39,5 +40,10 @@ pub use secret::SecretValue;
 pub use session::{
     AgentSessionState, Cookie, LocalStorageItem, OriginState, SESSION_FORMAT_VERSION, SameSite,
     SessionMetadata,
+};
+pub use task::{
+    Approval, ApproveRequest, DomCheck, Extraction, PlanStep, RejectRequest, Risk, Selector,
+    SelectorSpec, StepAction, StepPlan, StepResult, TaskRecord, TaskRequest, TaskState,
+    TaskVerification,
 };
 pub use time::OffsetDateTime;

@@ -1,0 +1,485 @@
+//! Browser tasks: an approved step plan run in an isolated browser, with a truthful outcome.
+//!
+//! The plan's shape follows the browser-action proposals orchestrators already produce
+//! (`steps` of `navigate`, `click`, `type`, `select`, `wait`, `extract`, `screenshot`, each
+//! with a human-readable `description`; a `verification`; `risk`, `reasoning`,
+//! `confidence`), in camelCase, with the snake_case spellings of those proposals accepted too
+//! (`timeout_ms`, `tenant_id`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::{AgentSessionState, ErrorBody, SecretValue, SessionScopeSpec};
+
+/// How an element is found: exactly one of a CSS selector, a visible text, or an ARIA role
+/// (with an optional accessible name). A bare string is a CSS selector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Selector {
+    /// A CSS selector, written as a bare string (`"#submit"`).
+    Css(String),
+    /// One of the explicit forms.
+    Explicit(SelectorSpec),
+}
+
+/// The explicit forms of a [`Selector`]; exactly one of `css`, `text`, `role` is set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SelectorSpec {
+    /// A CSS selector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub css: Option<String>,
+    /// Visible text (substring, case-insensitive), as Playwright's `getByText`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// ARIA role (`button`, `link`, `textbox`, ...), as Playwright's `getByRole`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// With `role`: the accessible name (substring, case-insensitive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// What an `extract` step reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Extraction {
+    /// The element's text.
+    Text {
+        /// The element.
+        selector: Selector,
+    },
+    /// One attribute of the element.
+    Attribute {
+        /// The element.
+        selector: Selector,
+        /// The attribute's name.
+        attribute: String,
+    },
+    /// An HTML table as rows of cells (the header row, when there is one, names the cells).
+    Table {
+        /// The `<table>`.
+        selector: Selector,
+    },
+    /// For each element matching `selector`, the named fields read by relative selectors.
+    List {
+        /// Each item.
+        selector: Selector,
+        /// Field name → CSS selector relative to the item (its text is the value).
+        fields: BTreeMap<String, String>,
+    },
+}
+
+/// A DOM check, for `assert` steps and `domCheck` verification: an element exists, and/or a
+/// text is on the page (or in the element).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DomCheck {
+    /// An element that must exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<Selector>,
+    /// A text that must be shown (in the element when `selector` is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// One action of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum StepAction {
+    /// Open a URL (http or https; defaults to the plan's target URL).
+    Navigate {
+        /// Where; `{{input}}` placeholders are filled from the task's inputs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+    },
+    /// Click an element.
+    Click {
+        /// The element.
+        selector: Selector,
+    },
+    /// Type into a field (its previous value replaced).
+    Type {
+        /// The field.
+        selector: Selector,
+        /// The text; `{{input}}` placeholders are filled from the task's inputs.
+        value: String,
+        /// Press Enter afterwards.
+        #[serde(default)]
+        submit: bool,
+    },
+    /// Choose an option of a `<select>` (by value or label).
+    Select {
+        /// The `<select>`.
+        selector: Selector,
+        /// The option's value or label; may be templated.
+        value: String,
+    },
+    /// Wait for an element, a URL or a text.
+    Wait {
+        /// An element (the seed's form: `selector` directly on the step).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selector: Option<Selector>,
+        /// A substring of the URL.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        /// A text on the page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// Read data from the page into the result under `name`.
+    Extract {
+        /// Key in the task's extracted data.
+        name: String,
+        /// What to read.
+        #[serde(flatten)]
+        what: Extraction,
+    },
+    /// Take a screenshot (kept with the task record, referenced by name).
+    Screenshot {
+        /// Its name (default: `step-<index>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// Check the DOM; a failed check fails the task at this step.
+    Assert {
+        /// The check.
+        #[serde(flatten)]
+        check: DomCheck,
+    },
+}
+
+/// One step: an action, a description for the person approving it, an optional deadline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanStep {
+    /// The action.
+    #[serde(flatten)]
+    pub action: StepAction,
+    /// What the step does, in words, for the approver.
+    pub description: String,
+    /// Deadline of this step in milliseconds (default: the runner's step deadline).
+    #[serde(default, alias = "timeout_ms", skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// How a task proves its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "method",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum TaskVerification {
+    /// A DOM check after the last step.
+    DomCheck {
+        /// The check.
+        #[serde(flatten)]
+        check: DomCheck,
+    },
+    /// A screenshot after the last step that must show `text` (checked against the page's
+    /// visible text when the screenshot is taken).
+    Screenshot {
+        /// The text it must show.
+        text: String,
+    },
+    /// ABR posts the outcome to this URL of the orchestrator's; the orchestrator proves it.
+    ApiCallback {
+        /// An https URL (http only to allowed private addresses).
+        url: String,
+    },
+}
+
+/// How risky the plan's author says it is (stored and used by the approval rule; not trusted
+/// for anything else).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    /// Reads, or reversible changes.
+    #[default]
+    Low,
+    /// Changes that are hard to undo.
+    Medium,
+    /// Payments, deletions, messages to others.
+    High,
+}
+
+/// A step plan, as proposed by a planner and shown to the approver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepPlan {
+    /// The page the task starts on.
+    pub target_url: String,
+    /// The steps, in order.
+    pub steps: Vec<PlanStep>,
+    /// How the outcome is proven.
+    pub verification: TaskVerification,
+    /// Declared risk.
+    #[serde(default)]
+    pub risk: Risk,
+    /// Why the planner proposes this (stored, not interpreted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// The planner's confidence (stored, not interpreted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+}
+
+/// `POST /v1/tasks`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRequest {
+    /// The plan.
+    pub plan: StepPlan,
+    /// Values for `{{name}}` placeholders in the steps (may be secrets: never logged,
+    /// never stored in audit).
+    #[serde(default)]
+    pub inputs: BTreeMap<String, SecretValue>,
+    /// A session to run with (scoped by `scope` or the platform's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<AgentSessionState>,
+    /// A session stored on the runner, instead of `session`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The scope of the session (required with a session, unless `platform` gives one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<SessionScopeSpec>,
+    /// A platform whose policy and scope apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// The tenant (or the `x-tenant-id` header).
+    #[serde(default, alias = "tenant_id", skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
+    /// The orchestrator's proposal id (or the `x-proposal-id` header).
+    #[serde(
+        default,
+        alias = "proposal_id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub proposal_id: Option<String>,
+}
+
+impl std::fmt::Debug for TaskRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskRequest")
+            .field("steps", &self.plan.steps.len())
+            .field("inputs", &self.inputs.keys().collect::<Vec<_>>())
+            .field("session", &self.session.is_some())
+            .field("session_id", &self.session_id.is_some())
+            .field("platform", &self.platform)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    /// Stored; waits for `approve` or `reject`.
+    PendingApproval,
+    /// Approved (or approval not required); waiting for a slot.
+    Queued,
+    /// Running.
+    Running,
+    /// The verification proved the outcome.
+    Succeeded,
+    /// A committing step ran but nothing proved the result: it may have happened. Never
+    /// retried automatically.
+    Uncertain,
+    /// Nothing committing ran: safe to retry.
+    Failed,
+    /// The session was signed out.
+    NeedsReauth,
+    /// Rejected by the approver.
+    Rejected,
+}
+
+impl TaskState {
+    /// Whether the task ended.
+    pub fn is_final(self) -> bool {
+        !matches!(self, Self::PendingApproval | Self::Queued | Self::Running)
+    }
+}
+
+/// What happened at one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepResult {
+    /// The step's index.
+    pub index: usize,
+    /// Its type (`click`, ...).
+    pub action: String,
+    /// Whether it was done.
+    pub ok: bool,
+    /// Whether the runtime counted it as possibly committing (a click, an Enter).
+    pub committing: bool,
+    /// How long it took.
+    pub ms: u64,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+/// A task's approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    /// Who approved (or `auto:<rule>` when the operator's rule did not require it).
+    pub approved_by: String,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub approved_at: OffsetDateTime,
+}
+
+/// The record of a task: `POST /v1/tasks`, `GET /v1/tasks/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    /// The task's id.
+    pub task_id: String,
+    /// Where it is.
+    pub state: TaskState,
+    /// SHA-256 of the plan as stored (hex): `approve` must name it.
+    pub plan_hash: String,
+    /// The steps in words, as the approver sees them.
+    pub steps: Vec<String>,
+    /// The declared risk.
+    pub risk: Risk,
+    /// The approval rule that applied (`all`, `committing_or_risky`, `off`).
+    pub approval_rule: String,
+    /// The approval, once given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+    /// The orchestrator's proposal id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<String>,
+    /// Per-step results, in order, for the steps that ran.
+    #[serde(default)]
+    pub step_results: Vec<StepResult>,
+    /// Data read by `extract` steps, by name.
+    #[serde(default)]
+    pub extracted: BTreeMap<String, Value>,
+    /// Names of the screenshots taken.
+    #[serde(default)]
+    pub screenshots: Vec<String>,
+    /// The step the task failed at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_step: Option<usize>,
+    /// Why it failed or is uncertain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+    /// When it was created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When it ended.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub finished_at: Option<OffsetDateTime>,
+}
+
+/// `POST /v1/tasks/{id}/approve`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApproveRequest {
+    /// Who approves (required, non-empty).
+    pub approved_by: String,
+    /// The plan hash the approver saw.
+    pub plan_hash: String,
+}
+
+/// `POST /v1/tasks/{id}/reject`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectRequest {
+    /// Who rejects.
+    pub rejected_by: String,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seeds_proposal_shape_parses() {
+        let plan: StepPlan = serde_json::from_str(
+            r##"{
+              "targetUrl": "https://internal-tool.company.com/admin/users",
+              "steps": [
+                {"type": "navigate", "description": "Navigate to user admin panel"},
+                {"type": "click", "selector": "#add-user-btn", "description": "Click 'Add User'"},
+                {"type": "type", "selector": "#email-input", "value": "{{email}}", "description": "Enter user email"},
+                {"type": "select", "selector": "#role-dropdown", "value": "admin", "description": "Select admin role"},
+                {"type": "click", "selector": {"role": "button", "name": "Submit"}, "description": "Submit form"},
+                {"type": "wait", "selector": ".success-message", "timeout_ms": 3000, "description": "Wait for success"},
+                {"type": "extract", "name": "users", "kind": "table", "selector": "#users", "description": "Read the users"},
+                {"type": "screenshot", "description": "Capture success state for audit"}
+              ],
+              "verification": {"method": "screenshot", "text": "User created successfully"},
+              "reasoning": "Internal tool has no API",
+              "confidence": 0.75,
+              "risk": "medium"
+            }"##,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plan.steps.len(), 8);
+        assert_eq!(plan.risk, Risk::Medium);
+        assert_eq!(plan.steps[5].timeout_ms, Some(3000));
+        assert!(matches!(
+            &plan.steps[4].action,
+            StepAction::Click { selector: Selector::Explicit(SelectorSpec { role: Some(r), .. }) } if r == "button"
+        ));
+        assert!(matches!(
+            &plan.steps[6].action,
+            StepAction::Extract {
+                what: Extraction::Table { .. },
+                ..
+            }
+        ));
+        let back = serde_json::to_value(&plan).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back["steps"][5]["timeoutMs"], 3000);
+        assert!(serde_json::from_str::<PlanStep>(r#"{"type":"eval","description":"x"}"#).is_err());
+    }
+
+    #[test]
+    fn inputs_never_print() {
+        let request = TaskRequest {
+            plan: StepPlan {
+                target_url: "https://x.example".into(),
+                steps: vec![],
+                verification: TaskVerification::DomCheck {
+                    check: DomCheck::default(),
+                },
+                risk: Risk::Low,
+                reasoning: None,
+                confidence: None,
+            },
+            inputs: BTreeMap::from([("password".to_owned(), SecretValue::new("hunter2"))]),
+            session: None,
+            session_id: None,
+            scope: None,
+            platform: None,
+            tenant_id: None,
+            proposal_id: None,
+        };
+        assert!(!format!("{request:?}").contains("hunter2"));
+    }
+}
