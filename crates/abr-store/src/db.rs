@@ -1,0 +1,98 @@
+//! The database: opening, migrations, and running blocking SQLite calls off the runtime.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rusqlite::Connection;
+
+use crate::{SessionKey, StoreError};
+
+/// The schema, one migration per entry; `PRAGMA user_version` records how many ran.
+const MIGRATIONS: &[&str] = &[
+    // 1: sessions, encrypted (or plaintext in --insecure-dev, marked).
+    "CREATE TABLE sessions (
+        workspace_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        encrypted INTEGER NOT NULL,
+        payload BLOB NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (workspace_id, account_id, platform)
+    ) STRICT;",
+];
+
+/// ABR's records in one SQLite file.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pub(crate) conn: Arc<Mutex<Connection>>,
+    pub(crate) key: Option<Arc<SessionKey>>,
+    pub(crate) plaintext_allowed: bool,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .field("encrypts_sessions", &self.key.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`, and brings its schema up to date.
+    /// Sessions are encrypted with `key`; without one they are refused, unless
+    /// `plaintext_allowed` (`--insecure-dev`).
+    ///
+    /// # Errors
+    /// [`StoreError::Database`] when the file cannot be opened or migrated.
+    pub fn open(
+        path: &Path,
+        key: Option<SessionKey>,
+        plaintext_allowed: bool,
+    ) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Database(e.to_string()))?;
+        }
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        migrate(&conn)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            key: key.map(Arc::new),
+            plaintext_allowed,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Runs `f` on the connection on tokio's blocking pool.
+    pub(crate) async fn with<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| StoreError::Database(format!("the store's worker failed: {e}")))?
+    }
+}
+
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let done: usize = conn
+        .pragma_query_value(None, "user_version", |row| row.get::<_, i64>(0))
+        .map(|v| usize::try_from(v).unwrap_or(0))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(done) {
+        conn.execute_batch(&format!(
+            "BEGIN; {sql} PRAGMA user_version = {}; COMMIT;",
+            i + 1
+        ))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! ABR's durable records on an embedded SQLite database.
+//!
+//! One file (under `ABR_DATA_DIR`) holds what must survive a restart or a `kill -9`:
+//! sessions (encrypted at rest, [`SessionKey`]), and the records of tasks, idempotency keys
+//! and per-tenant counters. It implements the core's store traits, so a shared database can
+//! replace it behind the same traits.
+//!
+//! Durability: write-ahead logging with `synchronous=FULL`: a write that returned is on disk.
+//! Every write is one transaction.
+
+mod crypto;
+mod db;
+mod sessions;
+
+pub use crypto::SessionKey;
+pub use db::SqliteStore;
+
+/// A store failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database could not be opened, read or written.
+    #[error("the store's database failed: {0}")]
+    Database(String),
+    /// `ABR_SESSION_KEY` is not 64 hex characters.
+    #[error("the session key must be 64 hex characters (32 bytes)")]
+    InvalidKey,
+    /// A session could not be encrypted or decrypted (wrong key, or a damaged row).
+    #[error("a stored session could not be encrypted or decrypted (wrong ABR_SESSION_KEY?)")]
+    Crypto,
+    /// Sessions cannot be stored without a key (outside `--insecure-dev`).
+    #[error("sessions are not stored without ABR_SESSION_KEY (they are credentials)")]
+    NoKey,
+    /// A record could not be encoded or decoded.
+    #[error("a stored record could not be read: {0}")]
+    Record(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Database(e.to_string())
+    }
+}
+
+impl From<StoreError> for abr_core::CoreError {
+    fn from(e: StoreError) -> Self {
+        abr_core::CoreError::Store(e.to_string())
+    }
+}

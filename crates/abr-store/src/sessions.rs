@@ -1,0 +1,106 @@
+//! [`SessionStore`] on SQLite: sessions encrypted at rest, bound to their row.
+
+use abr_core::{CoreError, SessionKey as Key, SessionStore};
+use abr_protocol::AgentSessionState;
+use async_trait::async_trait;
+use rusqlite::OptionalExtension as _;
+
+use crate::{SqliteStore, StoreError};
+
+fn aad(key: &Key) -> Vec<u8> {
+    // Length-prefixed, so that ("ab", "c") and ("a", "bc") differ.
+    let mut out = Vec::new();
+    for part in [&key.workspace_id, &key.account_id, &key.platform] {
+        out.extend_from_slice(&(part.len() as u64).to_be_bytes());
+        out.extend_from_slice(part.as_bytes());
+    }
+    out
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn load(&self, key: &Key) -> Result<Option<AgentSessionState>, CoreError> {
+        let k = key.clone();
+        let row = self
+            .with(move |conn| {
+                Ok(conn
+                    .query_row(
+                        "SELECT encrypted, payload FROM sessions
+                         WHERE workspace_id = ?1 AND account_id = ?2 AND platform = ?3",
+                        (&k.workspace_id, &k.account_id, &k.platform),
+                        |row| Ok((row.get::<_, bool>(0)?, row.get::<_, Vec<u8>>(1)?)),
+                    )
+                    .optional()?)
+            })
+            .await?;
+        let Some((encrypted, payload)) = row else {
+            return Ok(None);
+        };
+        let json = if encrypted {
+            let sealer = self.key.as_ref().ok_or(StoreError::NoKey)?;
+            sealer.open(&payload, &aad(key))?
+        } else if self.plaintext_allowed {
+            payload
+        } else {
+            return Err(StoreError::NoKey.into());
+        };
+        let state = serde_json::from_slice(&json)
+            .map_err(|e| StoreError::Record(format!("a session: {}", e.classify_name())))?;
+        Ok(Some(state))
+    }
+
+    async fn save(&self, key: &Key, state: AgentSessionState) -> Result<(), CoreError> {
+        let json = serde_json::to_vec(&state)
+            .map_err(|e| StoreError::Record(format!("a session: {}", e.classify_name())))?;
+        let (encrypted, payload) = match &self.key {
+            Some(sealer) => (true, sealer.seal(&json, &aad(key))?),
+            None if self.plaintext_allowed => (false, json),
+            None => return Err(StoreError::NoKey.into()),
+        };
+        let k = key.clone();
+        let now = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .map_err(|e| StoreError::Record(e.to_string()))?;
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT INTO sessions (workspace_id, account_id, platform, encrypted, payload, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (workspace_id, account_id, platform)
+                 DO UPDATE SET encrypted = ?4, payload = ?5, updated_at = ?6",
+                (&k.workspace_id, &k.account_id, &k.platform, encrypted, &payload, &now),
+            )?;
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn delete(&self, key: &Key) -> Result<bool, CoreError> {
+        let k = key.clone();
+        let removed = self
+            .with(move |conn| {
+                Ok(conn.execute(
+                    "DELETE FROM sessions WHERE workspace_id = ?1 AND account_id = ?2 AND platform = ?3",
+                    (&k.workspace_id, &k.account_id, &k.platform),
+                )?)
+            })
+            .await?;
+        Ok(removed > 0)
+    }
+}
+
+/// serde_json's error category, never its message (which may quote the data).
+trait ClassifyName {
+    fn classify_name(&self) -> &'static str;
+}
+
+impl ClassifyName for serde_json::Error {
+    fn classify_name(&self) -> &'static str {
+        match self.classify() {
+            serde_json::error::Category::Io => "io",
+            serde_json::error::Category::Syntax => "syntax",
+            serde_json::error::Category::Data => "data",
+            serde_json::error::Category::Eof => "eof",
+        }
+    }
+}
