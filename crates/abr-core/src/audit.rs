@@ -1,8 +1,9 @@
-//! Audit: redacted events about captures, probes, posts and denials.
+//! Audit: redacted events about captures, probes, posts, tasks and denials.
 //!
-//! Events carry platform and tenant ids, timestamps, outcomes and counts. By construction
-//! they have no field that could hold a cookie value, localStorage, a token, a screenshot or
-//! posted content.
+//! Events carry platform, tenant, task and proposal ids, timestamps, outcomes and counts,
+//! and for tasks the approver and the steps' types and descriptions. By construction they
+//! have no field that could hold a cookie value, localStorage, a token, a screenshot, posted
+//! content, a typed value, an input or extracted data.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -30,6 +31,34 @@ pub enum AuditAction {
     Post,
     /// A request was refused by a platform's execution policy.
     ExecutionDenied,
+    /// A task was created (its steps listed; approved at once when the rule let it through).
+    TaskCreated,
+    /// A task was approved.
+    TaskApproved,
+    /// A task was rejected.
+    TaskRejected,
+    /// A task ran (the steps performed, the outcome, the screenshots).
+    TaskRun,
+    /// An uncertain task was re-checked (read-only).
+    TaskRechecked,
+    /// An owner asserted an uncertain task did not happen.
+    TaskAsserted,
+    /// A task was retried (`retryTaskId` is the new attempt).
+    TaskRetried,
+    /// A task a stopped runner left unfinished was ended.
+    TaskRecovered,
+}
+
+/// One step of a task, as audited: its type and description, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditStep {
+    /// The step's index.
+    pub index: usize,
+    /// Its type (`click`, ...).
+    pub action: String,
+    /// Its description, as the approver saw it.
+    pub description: String,
 }
 
 /// How it ended.
@@ -85,6 +114,36 @@ pub struct AuditEvent {
     /// Duration of the operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The orchestrator's proposal id of the task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<String>,
+    /// Who approved the task (`auto:<rule>` when the approval rule did).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    /// Who else acted: the person rejecting, the owner asserting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// When the task started running.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    pub executed_at: Option<OffsetDateTime>,
+    /// The task's steps: planned (created) or performed (run), types and descriptions only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<AuditStep>>,
+    /// Names of the screenshots the task took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screenshots: Option<Vec<String>>,
+    /// The step a task failed at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_step: Option<usize>,
+    /// The new attempt of a retried task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_task_id: Option<String>,
 }
 
 impl AuditEvent {
@@ -108,6 +167,15 @@ impl AuditEvent {
             failure_stage: None,
             error_code: None,
             duration_ms: None,
+            task_id: None,
+            proposal_id: None,
+            approved_by: None,
+            actor: None,
+            executed_at: None,
+            steps: None,
+            screenshots: None,
+            failed_step: None,
+            retry_task_id: None,
         }
     }
 

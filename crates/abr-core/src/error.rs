@@ -7,6 +7,7 @@ use abr_protocol::ErrorBody;
 use abr_protocol::codes::{self, ErrorCode};
 
 use crate::ScopeError;
+use crate::task::{PlanError, TenantLimit};
 
 /// The broad category of an error: what a caller branches on (and what the HTTP layer maps
 /// to a status code).
@@ -212,6 +213,46 @@ pub enum CoreError {
     /// An internal failure (e.g. the OS random source); details are logged, not returned.
     #[error("internal error: {0}")]
     Internal(&'static str),
+    /// A step plan is invalid (the error names the step).
+    #[error("invalid plan: {0}")]
+    InvalidPlan(#[from] PlanError),
+    /// No task with this id for this tenant.
+    #[error("task not found")]
+    TaskNotFound,
+    /// The approval names another plan hash than the stored plan's.
+    #[error(
+        "the approval names another plan than the one stored: read the task again and approve \
+         what it shows"
+    )]
+    PlanHashMismatch,
+    /// `approve` or `reject` of a task that is not waiting for approval.
+    #[error("the task is not waiting for approval")]
+    TaskNotPending,
+    /// `run` of a task that is not approved and waiting to run.
+    #[error("the task is not approved and waiting to run")]
+    TaskNotQueued,
+    /// `recheck` or `assert-not-posted` of a task whose outcome is not uncertain.
+    #[error("the task's outcome is not uncertain")]
+    TaskNotUncertain,
+    /// `retry` of a task that may not be retried.
+    #[error("the task cannot be retried: {0}")]
+    TaskNotRetryable(&'static str),
+    /// The owner already asserted on this task.
+    #[error("the owner already asserted on this task")]
+    AlreadyAsserted,
+    /// An idempotency key reused with a different body.
+    #[error("the idempotency key was used with a different body")]
+    IdempotencyKeyReused,
+    /// A per-tenant limit is reached.
+    #[error("{limit} limit reached (at most {max})")]
+    TenantLimit {
+        /// Which limit.
+        limit: TenantLimit,
+        /// Its value.
+        max: u32,
+        /// When to come back, if that helps (`Retry-After`).
+        retry_after: Option<Duration>,
+    },
 }
 
 impl CoreError {
@@ -242,6 +283,16 @@ impl CoreError {
             Self::StrategyPanicked(_) | Self::ProviderPanicked(_) | Self::Internal(_) => {
                 ErrorKind::Internal
             }
+            Self::InvalidPlan(_) => ErrorKind::InvalidInput,
+            Self::TaskNotFound => ErrorKind::NotFound,
+            Self::PlanHashMismatch
+            | Self::TaskNotPending
+            | Self::TaskNotQueued
+            | Self::TaskNotUncertain
+            | Self::TaskNotRetryable(_)
+            | Self::AlreadyAsserted
+            | Self::IdempotencyKeyReused => ErrorKind::Conflict,
+            Self::TenantLimit { .. } => ErrorKind::LimitExceeded,
         }
     }
 
@@ -254,6 +305,7 @@ impl CoreError {
             | Self::LiveViewLimit(_)
             | Self::Timeout(_)
             | Self::Store(_) => true,
+            Self::TenantLimit { limit, .. } => limit.is_retryable(),
             Self::Strategy(e) => e.kind == StrategyErrorKind::Failed,
             _ => false,
         }
@@ -291,6 +343,26 @@ impl CoreError {
             Self::ProviderPanicked(_) => codes::PROVIDER_PANICKED,
             Self::Store(_) => codes::STORE_FAILED,
             Self::Internal(_) => codes::INTERNAL,
+            Self::InvalidPlan(_) => codes::INVALID_PLAN,
+            Self::TaskNotFound => codes::TASK_NOT_FOUND,
+            Self::PlanHashMismatch => codes::PLAN_HASH_MISMATCH,
+            Self::TaskNotPending => codes::TASK_NOT_PENDING,
+            Self::TaskNotQueued => codes::TASK_NOT_QUEUED,
+            Self::TaskNotUncertain => codes::TASK_NOT_UNCERTAIN,
+            Self::TaskNotRetryable(_) => codes::TASK_NOT_RETRYABLE,
+            Self::AlreadyAsserted => codes::ALREADY_ASSERTED,
+            Self::IdempotencyKeyReused => codes::IDEMPOTENCY_KEY_REUSED,
+            Self::TenantLimit { limit, .. } => limit.error_code(),
+        }
+    }
+
+    /// When to retry (`Retry-After`), where the error says: a busy provider, a per-tenant
+    /// limit (for the daily limit, the seconds to the next UTC day).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Provider(e) => e.retry_after(),
+            Self::TenantLimit { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 

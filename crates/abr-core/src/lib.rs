@@ -21,6 +21,7 @@ mod audit;
 mod budget;
 mod capture;
 mod clock;
+pub mod declared;
 pub mod egress;
 mod error;
 mod live;

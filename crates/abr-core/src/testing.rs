@@ -3,16 +3,23 @@
 //!
 //! [`FakeProvider`] hands out [`FakeContext`]s that hold a session state like a browser
 //! would, records every acquire and release, and has fault knobs. [`ScriptedStrategy`]
-//! plays each step from a script: return, fail, hang or panic.
+//! plays each step from a script: return, fail, hang or panic. A [`FakePage`], shared by a
+//! provider's contexts, plays the browser of step plans ([`StepRunner`]): elements present
+//! or missing, the page's text, per-action faults, a signed-out switch, extraction results,
+//! and a record of every action run.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use abr_protocol::{
-    AgentSessionState, FailureStage, PlatformPolicy, PostContent, SecretValue, Verification,
+    AgentSessionState, FailureStage, PlatformPolicy, PostContent, SecretValue, Selector,
+    Verification,
 };
 use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::task::{BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner};
 
 use crate::{
     AcquireMode, AcquireRequest, Lease, LiveFeed, LiveFrame, LiveInput, LiveSurface, PageLocation,
@@ -45,6 +52,8 @@ pub struct FakeContext {
     pub live: Arc<FakeLive>,
     /// The state it adopts when signed in through the live view, if set.
     pub sign_in_state: Arc<Mutex<Option<AgentSessionState>>>,
+    /// The page step plans run on (shared by every context of one provider).
+    pub page: Arc<FakePage>,
 }
 
 /// The live surface of a [`FakeContext`]: the test shows frames, the fake records every
@@ -251,6 +260,7 @@ pub struct FakeProvider {
     max_open_seen: AtomicUsize,
     contexts: Mutex<Vec<Arc<FakeContext>>>,
     sign_in_state: Arc<Mutex<Option<AgentSessionState>>>,
+    page: Arc<FakePage>,
 }
 
 impl Default for FakeProvider {
@@ -279,7 +289,13 @@ impl FakeProvider {
             max_open_seen: AtomicUsize::new(0),
             contexts: Mutex::default(),
             sign_in_state: Arc::default(),
+            page: Arc::default(),
         }
+    }
+
+    /// The page every context of this provider runs step plans on.
+    pub fn page(&self) -> Arc<FakePage> {
+        Arc::clone(&self.page)
     }
 
     /// The context of lease `id` (1, 2, ...), also after its release.
@@ -416,6 +432,7 @@ impl SessionProvider for FakeProvider {
             lost: AtomicBool::new(false),
             live: Arc::default(),
             sign_in_state: Arc::clone(&self.sign_in_state),
+            page: Arc::clone(&self.page),
         };
         self.acquired.fetch_add(1, Ordering::SeqCst);
         let open_now = {
@@ -668,5 +685,312 @@ pub struct FixedRandom(pub u64);
 impl crate::RandomSource for FixedRandom {
     fn next_u64(&self) -> u64 {
         self.0
+    }
+}
+
+/// What a [`FakePage`] does instead of an action, once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FakeFault {
+    /// Fails with this kind.
+    Fail(StepFailureKind),
+    /// Never finishes.
+    Hang,
+    /// Panics.
+    Panic,
+}
+
+/// The key a [`FakePage`] knows an element by: a CSS selector as written, `text=<text>`,
+/// `role=<role>` or `role=<role>[name=<name>]`.
+pub fn selector_key(selector: &Selector) -> String {
+    match selector {
+        Selector::Css(css) => css.clone(),
+        Selector::Explicit(spec) => match (&spec.css, &spec.text, &spec.role, &spec.name) {
+            (Some(css), ..) => css.clone(),
+            (_, Some(text), ..) => format!("text={text}"),
+            (_, _, Some(role), Some(name)) => format!("role={role}[name={name}]"),
+            (_, _, Some(role), None) => format!("role={role}"),
+            _ => String::new(),
+        },
+    }
+}
+
+/// The key a fault of a [`FakePage`] is attached to: the element's key for actions on an
+/// element (the table's or list's for `extract`), the URL for `navigate`, `url:<part>` and
+/// `text:<text>` for those waits and checks, `screenshot`.
+pub fn action_key(action: &BrowserAction) -> String {
+    match action {
+        BrowserAction::Navigate { url } => url.as_str().to_owned(),
+        BrowserAction::Click { selector }
+        | BrowserAction::Type { selector, .. }
+        | BrowserAction::Select { selector, .. }
+        | BrowserAction::Upload { selector, .. } => selector_key(selector),
+        BrowserAction::Wait {
+            selector,
+            url,
+            text,
+        } => match (selector, url, text) {
+            (Some(selector), _, _) => selector_key(selector),
+            (_, Some(url), _) => format!("url:{url}"),
+            (_, _, Some(text)) => format!("text:{text}"),
+            _ => String::new(),
+        },
+        BrowserAction::Extract { what } => selector_key(extraction_selector(what)),
+        BrowserAction::Screenshot => "screenshot".to_owned(),
+        BrowserAction::Assert { check } => match (&check.selector, &check.text) {
+            (Some(selector), _) => selector_key(selector),
+            (None, Some(text)) => format!("text:{text}"),
+            (None, None) => String::new(),
+        },
+    }
+}
+
+fn extraction_selector(what: &abr_protocol::Extraction) -> &Selector {
+    use abr_protocol::Extraction as E;
+    match what {
+        E::Text { selector }
+        | E::Attribute { selector, .. }
+        | E::Table { selector }
+        | E::List { selector, .. } => selector,
+    }
+}
+
+#[derive(Debug, Default)]
+struct PageState {
+    url: String,
+    text: String,
+    missing: BTreeSet<String>,
+    text_after: BTreeMap<String, String>,
+    extracts: BTreeMap<String, Value>,
+    faults_at_call: BTreeMap<usize, FakeFault>,
+    faults_on: BTreeMap<String, FakeFault>,
+    signed_out: bool,
+    actions: Vec<BrowserAction>,
+    calls: usize,
+}
+
+/// A scriptable page for step plans: every element is present unless [`FakePage::remove`]d,
+/// the page shows a text ([`FakePage::set_text`], or [`FakePage::text_after`] a click or an
+/// Enter), `extract` returns what [`FakePage::extract_result`] says (else a string), a
+/// screenshot is a few fake PNG bytes, and faults play once, by call number or by target.
+/// Every action run is recorded, also those that failed, hung or panicked.
+#[derive(Debug, Default)]
+pub struct FakePage {
+    state: Mutex<PageState>,
+}
+
+impl FakePage {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PageState> {
+        lock(&self.state)
+    }
+
+    /// The element `key` ([`selector_key`]) is absent: actions on it fail `NotFound`,
+    /// checks of it answer false.
+    pub fn remove(&self, key: &str) {
+        self.lock().missing.insert(key.to_owned());
+    }
+
+    /// The element `key` is present again.
+    pub fn restore(&self, key: &str) {
+        self.lock().missing.remove(key);
+    }
+
+    /// The page's visible text.
+    pub fn set_text(&self, text: &str) {
+        text.clone_into(&mut self.lock().text);
+    }
+
+    /// The page's visible text now.
+    pub fn text(&self) -> String {
+        self.lock().text.clone()
+    }
+
+    /// After a click on `key` (or Enter in it), the page shows `text`.
+    pub fn text_after(&self, key: &str, text: &str) {
+        self.lock()
+            .text_after
+            .insert(key.to_owned(), text.to_owned());
+    }
+
+    /// What an `extract` of the element `key` returns.
+    pub fn extract_result(&self, key: &str, value: Value) {
+        self.lock().extracts.insert(key.to_owned(), value);
+    }
+
+    /// The `n`th call to `run` (0-based, counting every context of the provider) plays
+    /// `fault` instead.
+    pub fn fault_at_call(&self, n: usize, fault: FakeFault) {
+        self.lock().faults_at_call.insert(n, fault);
+    }
+
+    /// The next action on `key` ([`action_key`]) plays `fault` instead.
+    pub fn fault_on(&self, key: &str, fault: FakeFault) {
+        self.lock().faults_on.insert(key.to_owned(), fault);
+    }
+
+    /// Whether the site has signed the browser out: every action and `page_text` fail
+    /// `SignedOut`.
+    pub fn sign_out(&self, signed_out: bool) {
+        self.lock().signed_out = signed_out;
+    }
+
+    /// Every action run so far, in order.
+    pub fn actions(&self) -> Vec<BrowserAction> {
+        self.lock().actions.clone()
+    }
+
+    /// How many actions of `kind` (`click`, ...) ran.
+    pub fn count(&self, kind: &str) -> usize {
+        self.lock()
+            .actions
+            .iter()
+            .filter(|a| a.kind() == kind)
+            .count()
+    }
+
+    /// How many clicks (and Enters) on `key` ran.
+    pub fn clicks_on(&self, key: &str) -> usize {
+        self.lock()
+            .actions
+            .iter()
+            .filter(|a| match a {
+                BrowserAction::Click { selector } => selector_key(selector) == key,
+                BrowserAction::Type {
+                    selector,
+                    submit: true,
+                    ..
+                } => selector_key(selector) == key,
+                _ => false,
+            })
+            .count()
+    }
+
+    /// The URL of the last `navigate`.
+    pub fn url(&self) -> String {
+        self.lock().url.clone()
+    }
+
+    /// Records `action` and plays it (or its fault) on the state; `Err(fault)` for a hang
+    /// or a panic, played outside the lock.
+    fn play(&self, action: &BrowserAction) -> Result<Result<StepOutput, StepFailure>, FakeFault> {
+        let mut page = self.lock();
+        let call = page.calls;
+        page.calls += 1;
+        page.actions.push(action.clone());
+        let key = action_key(action);
+        let fault = page
+            .faults_at_call
+            .remove(&call)
+            .or_else(|| page.faults_on.remove(&key));
+        match fault {
+            Some(FakeFault::Fail(kind)) => {
+                return Ok(Err(StepFailure::new(kind, "fake step failure")));
+            }
+            Some(other) => return Err(other),
+            None => {}
+        }
+        if page.signed_out {
+            return Ok(Err(StepFailure::new(
+                StepFailureKind::SignedOut,
+                "the fake site shows its sign-in page",
+            )));
+        }
+        let present =
+            |page: &PageState, selector: &Selector| !page.missing.contains(&selector_key(selector));
+        let not_found = || {
+            Ok(Err(StepFailure::new(
+                StepFailureKind::NotFound,
+                "the fake element is not on the page",
+            )))
+        };
+        let output = match action {
+            BrowserAction::Navigate { url } => {
+                page.url = url.as_str().to_owned();
+                StepOutput::Done
+            }
+            BrowserAction::Click { selector }
+            | BrowserAction::Type {
+                selector,
+                submit: true,
+                ..
+            } => {
+                if !present(&page, selector) {
+                    return not_found();
+                }
+                if let Some(text) = page.text_after.get(&selector_key(selector)).cloned() {
+                    page.text = text;
+                }
+                StepOutput::Done
+            }
+            BrowserAction::Type { selector, .. }
+            | BrowserAction::Select { selector, .. }
+            | BrowserAction::Upload { selector, .. } => {
+                if !present(&page, selector) {
+                    return not_found();
+                }
+                StepOutput::Done
+            }
+            BrowserAction::Wait {
+                selector,
+                url,
+                text,
+            } => {
+                let ok = selector.as_ref().is_none_or(|s| present(&page, s))
+                    && url.as_ref().is_none_or(|u| page.url.contains(u.as_str()))
+                    && text.as_ref().is_none_or(|t| page.text.contains(t.as_str()));
+                if !ok {
+                    return not_found();
+                }
+                StepOutput::Done
+            }
+            BrowserAction::Extract { what } => {
+                let selector = extraction_selector(what);
+                if !present(&page, selector) {
+                    return not_found();
+                }
+                let key = selector_key(selector);
+                StepOutput::Extracted(
+                    page.extracts
+                        .get(&key)
+                        .cloned()
+                        .unwrap_or_else(|| Value::String(format!("text of {key}"))),
+                )
+            }
+            BrowserAction::Screenshot => StepOutput::Screenshot(b"\x89PNG fake".to_vec()),
+            BrowserAction::Assert { check } => StepOutput::Checked(
+                check.selector.as_ref().is_none_or(|s| present(&page, s))
+                    && check
+                        .text
+                        .as_ref()
+                        .is_none_or(|t| page.text.contains(t.as_str())),
+            ),
+        };
+        Ok(Ok(output))
+    }
+}
+
+#[async_trait]
+impl StepRunner for FakeContext {
+    async fn run(
+        &self,
+        action: &BrowserAction,
+        _timeout: std::time::Duration,
+    ) -> Result<StepOutput, StepFailure> {
+        match self.page.play(action) {
+            Ok(result) => result,
+            Err(FakeFault::Hang) => futures::future::pending().await,
+            #[allow(clippy::panic, reason = "the fake exists to test panic containment")]
+            Err(_) => panic!("fake page panic"),
+        }
+    }
+
+    async fn page_text(&self, _timeout: std::time::Duration) -> Result<String, StepFailure> {
+        let page = self.page.lock();
+        if page.signed_out {
+            return Err(StepFailure::new(
+                StepFailureKind::SignedOut,
+                "the fake site shows its sign-in page",
+            ));
+        }
+        Ok(page.text.clone())
     }
 }

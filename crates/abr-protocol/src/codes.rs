@@ -89,10 +89,26 @@ codes! {
     LIVE_VIEW_NOT_FOUND = "live_view_not_found", 404, No, "no open capture with this live token";
     /// No stored session for this account and platform.
     SESSION_NOT_FOUND = "session_not_found", 404, No, "no stored session for this account and platform";
+    /// No task with this id for this tenant (another tenant's task is not found either).
+    TASK_NOT_FOUND = "task_not_found", 404, No, "no task with this id for this tenant (another tenant's id is not found either)";
     /// The endpoint does not take this method (with `Allow`).
     METHOD_NOT_ALLOWED = "method_not_allowed", 405, No, "the endpoint does not take this method (`Allow` lists those it does)";
     /// The user has not signed in yet; the capture stays open.
     NOT_AUTHENTICATED = "not_authenticated", 409, Yes, "the capture's browser is not signed in yet: poll again";
+    /// `approve` named a plan hash other than the stored plan's.
+    PLAN_HASH_MISMATCH = "plan_hash_mismatch", 409, No, "the approval names another plan than the one stored: read the task again and approve what it shows";
+    /// `approve` or `reject` of a task that is not waiting for approval.
+    TASK_NOT_PENDING = "task_not_pending", 409, No, "the task is not waiting for approval (approved, rejected, or never needed it)";
+    /// `run` of a task that is not approved and waiting, or already running or ended.
+    TASK_NOT_QUEUED = "task_not_queued", 409, No, "the task is not approved and waiting to run (an approved plan runs at most once)";
+    /// `recheck` or `assert-not-posted` of a task whose outcome is not uncertain.
+    TASK_NOT_UNCERTAIN = "task_not_uncertain", 409, No, "the task's outcome is not uncertain: nothing to re-check or assert";
+    /// `retry` of a task that may not be retried.
+    TASK_NOT_RETRYABLE = "task_not_retryable", 409, No, "only a failed task, or an uncertain one with an unspent owner assertion, can be retried, once";
+    /// The owner already asserted on this task.
+    ALREADY_ASSERTED = "already_asserted", 409, No, "the owner already asserted on this task (one assertion, one new attempt)";
+    /// An `Idempotency-Key` reused with a different body.
+    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused", 409, No, "the `Idempotency-Key` was used with a different body";
     /// The capture's browser is gone: it can never finish.
     CAPTURE_BROWSER_LOST = "capture_browser_lost", 410, No, "the capture's browser was lost (closed, crashed, or its remote session replaced): cancel it and start a new one";
     /// The body is over the limit.
@@ -105,6 +121,8 @@ codes! {
     INVALID_SCOPE = "invalid_scope", 422, No, "an invalid or over-broad session scope, refused before any browser starts";
     /// A platform id registered twice.
     DUPLICATE_PLATFORM = "duplicate_platform", 422, No, "a platform id registered twice";
+    /// An invalid step plan; the message names the step index (`steps[2]`).
+    INVALID_PLAN = "invalid_plan", 422, No, "an invalid step plan, refused before any browser starts; the message names the step (`steps[2]`)";
     /// Too many captures are open.
     CAPTURE_LIMIT = "capture_limit", 429, Yes, "too many captures are open (`Retry-After`)";
     /// The provider is at capacity: a single-session backend busy with a capture, say (with
@@ -112,6 +130,13 @@ codes! {
     PROVIDER_BUSY = "provider_busy", 429, Yes, "the browser provider is at capacity, e.g. a single-session backend holding a capture (`Retry-After`)";
     /// The live token holds its maximum of sockets.
     LIVE_VIEW_LIMIT = "live_view_limit", 429, Yes, "the live token already holds `ABR_LIVE_MAX_SOCKETS` sockets";
+    /// The tenant holds its maximum of concurrent browser sessions (with `Retry-After`).
+    TENANT_CONCURRENCY_LIMIT = "tenant_concurrency_limit", 429, Yes, "the tenant holds its maximum of concurrent browser sessions (`Retry-After`)";
+    /// The tenant used its executions of the UTC day (with `Retry-After`: seconds to the next
+    /// UTC day).
+    TENANT_DAILY_LIMIT = "tenant_daily_limit", 429, Yes, "the tenant used its executions of the UTC day (`Retry-After`: seconds to the next UTC day)";
+    /// One failed execution was retried its maximum number of times.
+    TENANT_RETRY_LIMIT = "tenant_retry_limit", 429, No, "this execution was retried its maximum number of times";
     /// An internal failure; details are logged, not returned.
     INTERNAL = "internal", 500, No, "an internal failure (details are logged, not returned)";
     /// The job's task failed unexpectedly; a post may have been published.

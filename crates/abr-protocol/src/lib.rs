@@ -10,7 +10,8 @@
 //! - capture ([`CaptureStartRequest`], [`CaptureRef`], ...), probe, platforms, health and the
 //!   single [`ErrorEnvelope`];
 //! - every error code the runner answers with ([`codes`]);
-//! - the live view's socket messages ([`LiveViewInput`], [`LiveViewEvent`]).
+//! - the live view's socket messages ([`LiveViewInput`], [`LiveViewEvent`]);
+//! - a platform declared as data ([`PlatformFile`], TOML or JSON).
 //!
 //! Secrets (cookie and localStorage values) are [`SecretValue`]s: they serialize, but never
 //! print.
@@ -19,6 +20,7 @@ mod capture;
 pub mod codes;
 mod error;
 mod live;
+pub mod platform_file;
 mod policy;
 mod post;
 mod secret;
@@ -31,6 +33,7 @@ pub use capture::{
 };
 pub use error::{DropReason, ErrorBody, ErrorEnvelope, Health, ScopeReport};
 pub use live::{LiveModifiers, LivePointerAction, LivePointerButton, LiveViewEvent, LiveViewInput};
+pub use platform_file::PlatformFile;
 pub use policy::{PlatformInfo, PlatformPolicy, PlatformsResponse, SessionScopeSpec};
 pub use post::{
     AgentPostResult, FailureStage, MediaAttachment, PostContent, PostOutcome, PostRequest, Timing,
@@ -42,8 +45,8 @@ pub use session::{
     SessionMetadata,
 };
 pub use task::{
-    Approval, ApproveRequest, DomCheck, Extraction, PlanStep, RejectRequest, Risk, Selector,
-    SelectorSpec, StepAction, StepPlan, StepResult, TaskRecord, TaskRequest, TaskState,
-    TaskVerification,
+    Approval, ApproveRequest, AssertNotPostedRequest, DomCheck, Extraction, OwnerAssertion,
+    PlanStep, RecheckAnswer, RecheckResult, RejectRequest, Risk, Selector, SelectorSpec,
+    StepAction, StepPlan, StepResult, TaskRecord, TaskRequest, TaskState, TaskVerification,
 };
 pub use time::OffsetDateTime;

@@ -391,6 +391,74 @@ pub struct TaskRecord {
         skip_serializing_if = "Option::is_none"
     )]
     pub finished_at: Option<OffsetDateTime>,
+    /// When it started running.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub started_at: Option<OffsetDateTime>,
+    /// The task this one retries (the first attempt of the chain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
+    /// The owner's assertion that an uncertain task did not happen, once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertion: Option<OwnerAssertion>,
+}
+
+/// `POST .../assert-not-posted`: the owner states that an uncertain action did not happen.
+/// It allows exactly one new attempt and is recorded as an assertion, never as proof.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssertNotPostedRequest {
+    /// Who asserts (required, non-empty).
+    pub asserted_by: String,
+    /// Why they know (free text, stored with the record, never audited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// An owner's assertion, as recorded on an uncertain task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerAssertion {
+    /// Who asserted.
+    pub asserted_by: String,
+    /// Their note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub asserted_at: OffsetDateTime,
+    /// The attempt it allowed, once spent (it allows exactly one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent_by: Option<String>,
+}
+
+/// What a read-only re-check of an uncertain outcome found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecheckAnswer {
+    /// The verification proved the outcome now.
+    Confirmed,
+    /// The verification ran and did not find the evidence (not proof that nothing
+    /// happened: the outcome stays uncertain).
+    NotFound,
+    /// The runner cannot tell on its own (the orchestrator proves it, `api_callback`).
+    Ambiguous,
+    /// The check could not run (browser, session or page unavailable).
+    Unavailable,
+}
+
+/// `POST .../recheck`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecheckResult {
+    /// The answer.
+    pub answer: RecheckAnswer,
+    /// Why it is `unavailable` or `not_found`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
 }
 
 /// `POST /v1/tasks/{id}/approve`.

@@ -2,7 +2,33 @@
 //!
 //! - [`StepRunner`]: the browser mechanics of a step, implemented by the providers' contexts
 //!   (and by the fakes).
+//! - [`validate`] → [`ValidPlan`]: plan validation (422 `invalid_plan` naming the step),
+//!   templating from the task's inputs ([`ValidPlan::fill`]), the plan hash an approver
+//!   approves ([`plan_hash`]) and the steps in words ([`describe_steps`]).
+//! - [`is_committing`]: the one function that decides which actions may commit.
+//! - [`ApprovalRule`]: which tasks wait for a person's approval.
+//! - [`TaskRunner`]: create, approve, reject, run, re-check, assert, retry, recover.
+//! - [`TaskStore`] ([`InMemoryTaskStore`]): records, idempotency keys, per-tenant counters
+//!   ([`TenantLimits`]), screenshots; [`TaskSessions`]: sessions stored by id.
 
+mod approval;
+pub mod codes;
+mod commit;
+mod engine;
+mod limits;
+mod plan;
 mod runner;
+mod store;
 
-pub use runner::{BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner};
+pub use approval::{ApprovalRule, UnknownApprovalRule};
+pub use commit::is_committing;
+pub use engine::{Created, TaskConfig, TaskEnd, TaskRunner};
+pub use limits::{TenantLimit, TenantLimits, until_next_utc_day, utc_day};
+pub use plan::{
+    FilledStep, PlanError, PlanLimits, PlanLocation, PlanProblem, UrlProblem,
+    VERIFICATION_SCREENSHOT, ValidPlan, describe_steps, plan_hash, request_hash, validate,
+};
+pub use runner::{BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner, UploadFile};
+pub use store::{
+    Counter, IdempotencyKey, InMemoryTaskStore, Inserted, StoredTask, TaskSessions, TaskStore,
+};

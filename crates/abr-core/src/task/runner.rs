@@ -58,6 +58,34 @@ pub enum BrowserAction {
         /// The check.
         check: DomCheck,
     },
+    /// Set the files of an `<input type=file>` (declared platforms attach a post's media
+    /// this way; step plans cannot upload).
+    Upload {
+        /// The file input.
+        selector: Selector,
+        /// The files, in order.
+        files: Vec<UploadFile>,
+    },
+}
+
+/// A file to upload.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UploadFile {
+    /// File name.
+    pub name: String,
+    /// MIME type.
+    pub mime_type: String,
+    /// Contents.
+    pub bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for UploadFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UploadFile")
+            .field("mime_type", &self.mime_type)
+            .field("bytes", &self.bytes.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl BrowserAction {
@@ -72,6 +100,7 @@ impl BrowserAction {
             Self::Extract { .. } => "extract",
             Self::Screenshot => "screenshot",
             Self::Assert { .. } => "assert",
+            Self::Upload { .. } => "upload",
         }
     }
 }

@@ -1,0 +1,33 @@
+//! The codes of the errors a task record carries (`error.code`, `stepResults[].error.code`,
+//! a re-check's `error.code`): outcomes inside a 200 answer, not HTTP errors (those are the
+//! table in [`abr_protocol::codes`]; a record may also carry one of those, e.g. a provider
+//! failure's `provider_unavailable`, or `invalid_plan`).
+
+/// The element, URL or text did not appear within the step's deadline.
+pub const ELEMENT_NOT_FOUND: &str = "element_not_found";
+/// The page did not load.
+pub const NAVIGATION_FAILED: &str = "navigation_failed";
+/// The page or browser is gone.
+pub const BROWSER_CRASHED: &str = "browser_crashed";
+/// The site sent the browser to a sign-in page.
+pub const NEEDS_REAUTH: &str = "needs_reauth";
+/// The browser refused the step (an element not editable, an option missing).
+pub const STEP_REJECTED: &str = "step_rejected";
+/// The step did not finish within its deadline.
+pub const STEP_TIMEOUT: &str = "step_timeout";
+/// The browser failed unexpectedly during the step (a panic, contained).
+pub const STEP_PANICKED: &str = "step_panicked";
+/// An `assert` step's DOM check did not hold.
+pub const ASSERTION_FAILED: &str = "assertion_failed";
+/// The verification ran and did not prove the outcome.
+pub const VERIFICATION_FAILED: &str = "verification_failed";
+/// `api_callback` verification after a committing step: the orchestrator proves it.
+pub const VERIFIED_BY_CALLBACK: &str = "verified_by_callback";
+/// An `extract` result over the task's cap: kept in part (on the step's result).
+pub const EXTRACT_TRUNCATED: &str = "extract_truncated";
+/// The runner stopped (a restart, a kill) while the task was queued or running.
+pub const RUNNER_STOPPED: &str = "runner_stopped";
+/// The approver rejected the task.
+pub const REJECTED: &str = "rejected";
+/// The stored plan is not the approved one, or has no approval: nothing ran.
+pub const PLAN_NOT_APPROVED: &str = "plan_not_approved";

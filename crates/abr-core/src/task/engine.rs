@@ -1,0 +1,1665 @@
+//! [`TaskRunner`]: create → approve → run → prove, every change saved as it happens, every
+//! return, error, timeout and panic of a step mapped to exactly one outcome row.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_protocol::{
+    AgentSessionState, Approval, ApproveRequest, AssertNotPostedRequest, ErrorBody, OwnerAssertion,
+    RecheckAnswer, RecheckResult, RejectRequest, SecretValue, StepResult, TaskRecord, TaskRequest,
+    TaskState, TaskVerification,
+};
+use serde_json::Value;
+use tokio::time::Instant;
+use url::Url;
+
+use super::codes;
+use super::limits::{TenantLimit, TenantLimits, until_next_utc_day, utc_day};
+use super::plan::{
+    FilledStep, PlanLimits, VERIFICATION_SCREENSHOT, ValidPlan, plan_hash, request_hash, validate,
+};
+use super::store::{Counter, IdempotencyKey, Inserted, StoredTask, TaskSessions, TaskStore};
+use super::{
+    ApprovalRule, BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner,
+    is_committing,
+};
+use crate::audit::{AuditAction, AuditEvent, AuditOutcome, AuditStep, Auditor};
+use crate::poster::ACQUIRING;
+use crate::scope_io::{self, Scopes};
+use crate::step::{Step, guarded};
+use crate::{
+    AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, SessionContext,
+    SessionScope, StrategyPolicy, StrategyRegistry, SystemClock, new_token,
+};
+
+/// How long a tenant at its concurrency limit is asked to wait (`Retry-After`).
+const SESSION_RETRY_AFTER: Duration = Duration::from_secs(10);
+/// Longest free text (a rejection reason, an assertion's note), in bytes.
+const MAX_NOTE: usize = 4096;
+/// The platform name of tasks that name none (labels, audit).
+const NO_PLATFORM: &str = "task";
+
+/// Settings of a [`TaskRunner`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskConfig {
+    /// Plan limits: steps, longest step deadline.
+    pub plan: PlanLimits,
+    /// Deadline of a step without `timeoutMs`, and of the first navigation.
+    pub default_step_timeout: Duration,
+    /// Added to a step's deadline before the runner gives up on a browser that does not
+    /// return (the [`StepRunner`] contract: it returns within the deadline plus a margin).
+    pub step_grace: Duration,
+    /// Acquiring the browser.
+    pub acquire_timeout: Duration,
+    /// The verification (a DOM check, a screenshot, the page's text).
+    pub verify_timeout: Duration,
+    /// Exporting the refreshed session.
+    pub export_timeout: Duration,
+    /// Releasing the browser.
+    pub release_timeout: Duration,
+    /// Most JSON bytes of extracted data kept per task (default 256 KiB); beyond, results
+    /// are cut and the step's result says so (`extract_truncated`).
+    pub extract_cap_bytes: usize,
+    /// Which tasks wait for a person's approval.
+    pub approval: ApprovalRule,
+    /// Per-tenant limits.
+    pub limits: TenantLimits,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self {
+            plan: PlanLimits::default(),
+            default_step_timeout: Duration::from_secs(30),
+            step_grace: Duration::from_secs(2),
+            acquire_timeout: Duration::from_secs(30),
+            verify_timeout: Duration::from_secs(30),
+            export_timeout: Duration::from_secs(10),
+            release_timeout: Duration::from_secs(10),
+            extract_cap_bytes: 256 * 1024,
+            approval: ApprovalRule::All,
+            limits: TenantLimits::default(),
+        }
+    }
+}
+
+impl TaskConfig {
+    /// The deadlines of `budget` with the other settings of `self`: a step may take up to
+    /// the post step's share (`timeoutMs` above it is refused), a step without `timeoutMs`
+    /// and the verification the verify step's, acquire, export and release theirs.
+    #[must_use]
+    pub fn with_budget(mut self, budget: &crate::DeadlineBudget) -> Self {
+        let s = budget.steps;
+        self.plan.max_step_timeout = s.post;
+        self.default_step_timeout = s.verify.min(s.post);
+        self.acquire_timeout = s.acquire;
+        self.verify_timeout = s.verify;
+        self.export_timeout = s.export;
+        self.release_timeout = s.release;
+        self
+    }
+}
+
+/// What `create` (or `retry`) answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Created {
+    /// The task's record.
+    pub record: TaskRecord,
+    /// Whether this is the task an earlier request with the same idempotency key created
+    /// (nothing new was stored or started).
+    pub replayed: bool,
+}
+
+impl Created {
+    /// Whether the caller should now [`TaskRunner::run`] it: a new task the approval rule
+    /// let through.
+    pub fn should_run(&self) -> bool {
+        !self.replayed && self.record.state == TaskState::Queued
+    }
+}
+
+/// A task that ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskEnd {
+    /// Its final record.
+    pub record: TaskRecord,
+    /// With `api_callback` verification: where the service posts `record` (ABR reports, the
+    /// orchestrator proves).
+    pub callback_url: Option<Url>,
+}
+
+/// The single outcome row a run ended in.
+#[derive(Debug)]
+enum Outcome {
+    Succeeded,
+    Failed {
+        step: Option<usize>,
+        error: ErrorBody,
+    },
+    Uncertain {
+        step: Option<usize>,
+        error: ErrorBody,
+    },
+    NeedsReauth {
+        step: Option<usize>,
+        error: ErrorBody,
+    },
+}
+
+/// Why a step (or the verification) did not do its job.
+#[derive(Debug)]
+struct Failure {
+    body: ErrorBody,
+    signed_out: bool,
+}
+
+impl Failure {
+    fn new(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            body: ErrorBody::new(code, message),
+            signed_out: false,
+        }
+    }
+
+    fn from_step(failure: StepFailure) -> Self {
+        let code = match failure.kind {
+            StepFailureKind::NotFound => codes::ELEMENT_NOT_FOUND,
+            StepFailureKind::Navigation => codes::NAVIGATION_FAILED,
+            StepFailureKind::Crashed => codes::BROWSER_CRASHED,
+            StepFailureKind::SignedOut => codes::NEEDS_REAUTH,
+            _ => codes::STEP_REJECTED,
+        };
+        Self {
+            body: ErrorBody::new(code, failure.message),
+            signed_out: failure.kind == StepFailureKind::SignedOut,
+        }
+    }
+
+    fn store(e: &CoreError) -> Self {
+        Self {
+            body: e.to_body(),
+            signed_out: false,
+        }
+    }
+}
+
+impl Outcome {
+    /// A step or verification that did not do its job: once a committing step has started,
+    /// the action may have happened (uncertain, never retried); before, nothing did
+    /// (failed and safe to retry, or needs re-auth when the site signed the browser out).
+    fn interrupted(committed: bool, step: Option<usize>, failure: Failure) -> Self {
+        if committed {
+            Self::Uncertain {
+                step,
+                error: failure.body.retryable(false),
+            }
+        } else if failure.signed_out {
+            Self::NeedsReauth {
+                step,
+                error: failure.body.retryable(false),
+            }
+        } else {
+            Self::Failed {
+                step,
+                error: failure.body.retryable(true),
+            }
+        }
+    }
+
+    /// A task that could not start; nothing ran.
+    fn not_started(error: ErrorBody) -> Self {
+        Self::Failed { step: None, error }
+    }
+
+    fn state(&self) -> TaskState {
+        match self {
+            Self::Succeeded => TaskState::Succeeded,
+            Self::Failed { .. } => TaskState::Failed,
+            Self::Uncertain { .. } => TaskState::Uncertain,
+            Self::NeedsReauth { .. } => TaskState::NeedsReauth,
+        }
+    }
+
+    fn apply(self, record: &mut TaskRecord) {
+        record.state = self.state();
+        match self {
+            Self::Succeeded => {
+                record.failed_step = None;
+                record.error = None;
+            }
+            Self::Failed { step, error }
+            | Self::Uncertain { step, error }
+            | Self::NeedsReauth { step, error } => {
+                record.failed_step = step;
+                record.error = Some(error);
+            }
+        }
+    }
+}
+
+fn audit_outcome(state: TaskState) -> AuditOutcome {
+    match state {
+        TaskState::Succeeded | TaskState::PendingApproval | TaskState::Queued => AuditOutcome::Ok,
+        TaskState::Running | TaskState::Uncertain => AuditOutcome::Uncertain,
+        TaskState::NeedsReauth => AuditOutcome::NeedsReauth,
+        TaskState::Failed => AuditOutcome::Failed,
+        TaskState::Rejected => AuditOutcome::Denied,
+    }
+}
+
+fn ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A person's name on an approval, a rejection or an assertion: trimmed, 1 to 256 bytes of
+/// printable text.
+fn person(field: &str, value: &str) -> Result<String, CoreError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(CoreError::InvalidInput(format!(
+            "{field} must not be empty"
+        )));
+    }
+    crate::tenant::check(field, Some(value))?;
+    Ok(value.to_owned())
+}
+
+fn note(field: &str, value: Option<&String>) -> Result<(), CoreError> {
+    match value {
+        Some(v) if v.len() > MAX_NOTE => Err(CoreError::InvalidInput(format!(
+            "{field} is at most {MAX_NOTE} bytes"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn callback_url(task: &StoredTask) -> Option<Url> {
+    match &task.request.plan.verification {
+        TaskVerification::ApiCallback { url } => Url::parse(url).ok(),
+        _ => None,
+    }
+}
+
+/// Whether `page` shows `text`, with runs of whitespace counting as one space.
+fn shows(page: &str, text: &str) -> bool {
+    let normalize = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    normalize(page).contains(&normalize(text))
+}
+
+/// The length of `value` as compact JSON.
+fn json_len(value: &Value) -> usize {
+    serde_json::to_vec(value)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX)
+}
+
+/// The escaped length of one character in a JSON string.
+fn escaped_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if u32::from(c) < 0x20 => 6,
+        c => c.len_utf8(),
+    }
+}
+
+/// `value` cut to at most about `budget` JSON bytes: leading items of an array, leading
+/// entries of an object, a prefix of a string; anything else that does not fit is `null`.
+fn truncate(value: Value, budget: usize) -> Value {
+    match value {
+        Value::Array(items) => {
+            let mut used = 2;
+            let mut kept = Vec::new();
+            for item in items {
+                let len = json_len(&item) + 1;
+                if used + len > budget {
+                    break;
+                }
+                used += len;
+                kept.push(item);
+            }
+            Value::Array(kept)
+        }
+        Value::Object(map) => {
+            let mut used = 2;
+            let mut kept = serde_json::Map::new();
+            for (key, item) in map {
+                let len = json_len(&item) + key.len() + 4;
+                if used + len > budget {
+                    break;
+                }
+                used += len;
+                kept.insert(key, item);
+            }
+            Value::Object(kept)
+        }
+        Value::String(s) => {
+            let mut used = 2;
+            let mut end = 0;
+            for (i, c) in s.char_indices() {
+                let len = escaped_len(c);
+                if used + len > budget {
+                    break;
+                }
+                used += len;
+                end = i + c.len_utf8();
+            }
+            if budget < 2 {
+                Value::Null
+            } else {
+                Value::String(s[..end].to_owned())
+            }
+        }
+        other if json_len(&other) <= budget => other,
+        _ => Value::Null,
+    }
+}
+
+/// Runs step plans: the task API of the core.
+///
+/// - [`create`](Self::create) validates the plan (422 naming the step), binds an
+///   idempotency key, and stores the task `pending_approval`, or `queued` when the
+///   [`ApprovalRule`] lets it through (`approvedBy: "auto:<rule>"`).
+/// - [`approve`](Self::approve) (the exact plan hash, a non-empty approver) moves it
+///   `pending_approval → queued` exactly once; [`reject`](Self::reject) ends it.
+/// - [`run`](Self::run) moves it `queued → running` exactly once and runs it: acquire
+///   (session scoped in and out as posts are), the target URL, the steps in order each under
+///   its deadline, then the verification; each change saved to the store as it happens.
+/// - [`recheck`](Self::recheck), [`assert_not_posted`](Self::assert_not_posted) and
+///   [`retry`](Self::retry) handle what ended uncertain or failed;
+///   [`recover_unfinished`](Self::recover_unfinished) ends what a restart interrupted.
+///
+/// Per-tenant limits: a task takes a browser session and counts as an execution of the
+/// UTC day when it is admitted to run (approved, or let through by the rule); the session
+/// is given back when the run ends. Every operation emits an [`AuditEvent`] with ids,
+/// step types and descriptions only: never a typed value, an input or extracted data.
+pub struct TaskRunner<C: SessionContext + StepRunner> {
+    provider: DynSessionProvider<C>,
+    store: Arc<dyn TaskStore>,
+    platforms: Option<Arc<StrategyRegistry<C>>>,
+    sessions: Option<Arc<dyn TaskSessions>>,
+    audit: Auditor,
+    clock: Arc<dyn Clock>,
+    config: TaskConfig,
+    body_key: Option<SecretValue>,
+}
+
+impl<C: SessionContext + StepRunner> std::fmt::Debug for TaskRunner<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskRunner")
+            .field("provider", &self.provider.name())
+            .field("platforms", &self.platforms)
+            .field("sessions", &self.sessions.is_some())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: SessionContext + StepRunner> TaskRunner<C> {
+    /// A runner acting through `provider`, keeping tasks in `store`; default settings, no
+    /// platforms, no stored sessions, no audit sink, system clock.
+    pub fn new(provider: DynSessionProvider<C>, store: Arc<dyn TaskStore>) -> Self {
+        Self {
+            provider,
+            store,
+            platforms: None,
+            sessions: None,
+            audit: Auditor::none(),
+            clock: Arc::new(SystemClock),
+            config: TaskConfig::default(),
+            body_key: None,
+        }
+    }
+
+    /// Sets the settings.
+    #[must_use]
+    pub fn with_config(mut self, config: TaskConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Platforms a task may name (`platform`): their policy (unattended execution) and
+    /// session scope apply.
+    #[must_use]
+    pub fn with_platforms(mut self, platforms: Arc<StrategyRegistry<C>>) -> Self {
+        self.platforms = Some(platforms);
+        self
+    }
+
+    /// Sessions stored on the runner (`sessionId`): loaded before a run, the refreshed
+    /// state written back after it.
+    #[must_use]
+    pub fn with_sessions(mut self, sessions: Arc<dyn TaskSessions>) -> Self {
+        self.sessions = Some(sessions);
+        self
+    }
+
+    /// Sends audit events through `audit`.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Auditor) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Uses `clock` for timestamps and the UTC day.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Keys the hash an idempotency key is bound to with a runner secret (see
+    /// [`request_hash`]).
+    #[must_use]
+    pub fn with_body_hash_key(mut self, key: SecretValue) -> Self {
+        self.body_key = Some(key);
+        self
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TaskConfig {
+        &self.config
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.store
+    }
+
+    // ---- create, read, approve, reject ------------------------------------------------
+
+    /// Creates a task of `tenant` from `request`.
+    ///
+    /// With `idempotency_key`: a repeated key with the same body answers the original task
+    /// (also while it runs; [`Created::replayed`]); with another body it is
+    /// [`CoreError::IdempotencyKeyReused`].
+    ///
+    /// # Errors
+    /// An invalid plan ([`CoreError::InvalidPlan`], naming the step), bad ids, a session
+    /// without a scope, an unknown platform or one that forbids unattended execution, an
+    /// unknown `sessionId`, a per-tenant limit (for a task the rule lets through at once), a
+    /// reused key, a store failure. Nothing is stored on an error.
+    pub async fn create(
+        &self,
+        tenant: &str,
+        request: TaskRequest,
+        idempotency_key: Option<&str>,
+    ) -> Result<Created, CoreError> {
+        crate::tenant::check("tenantId", Some(tenant))?;
+        crate::tenant::check("proposalId", request.proposal_id.as_deref())?;
+        crate::tenant::check("Idempotency-Key", idempotency_key)?;
+        let idempotency = idempotency_key.map(|key| IdempotencyKey {
+            key: key.to_owned(),
+            body_hash: request_hash(&request, self.body_key.as_ref()),
+        });
+        if let Some(idem) = &idempotency
+            && let Some((task_id, body_hash)) =
+                self.store.find_idempotency(tenant, &idem.key).await?
+        {
+            return self.replay(tenant, &task_id, &body_hash, idem).await;
+        }
+        let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
+        self.resolve_policy(&request)?;
+        self.check_session_exists(tenant, &request).await?;
+        let task = self.new_task(tenant, request, &valid, None)?;
+        let admitted = self.admit_if_queued(&task).await?;
+        match self.store.insert(&task, idempotency.as_ref()).await {
+            Ok(Inserted::New) => {}
+            Ok(Inserted::Existing { task_id, body_hash }) => {
+                self.refund(tenant, admitted).await;
+                let Some(idem) = &idempotency else {
+                    return Err(CoreError::Internal(
+                        "the store named a key it was not given",
+                    ));
+                };
+                return self.replay(tenant, &task_id, &body_hash, idem).await;
+            }
+            Err(e) => {
+                self.refund(tenant, admitted).await;
+                return Err(e);
+            }
+        }
+        self.audit_created(&task);
+        Ok(Created {
+            record: task.record,
+            replayed: false,
+        })
+    }
+
+    /// The task's record.
+    ///
+    /// # Errors
+    /// [`CoreError::TaskNotFound`] (also for another tenant's id), a store failure.
+    pub async fn get(&self, tenant: &str, task_id: &str) -> Result<TaskRecord, CoreError> {
+        Ok(self.load(tenant, task_id).await?.record)
+    }
+
+    /// Approves a pending task: `approved_by` must be non-empty and `plan_hash` the hash of
+    /// the stored plan. The task becomes `queued` exactly once (call [`Self::run`] next);
+    /// it takes a browser session of the tenant and counts as an execution of the day.
+    ///
+    /// # Errors
+    /// An empty approver, an unknown task, [`CoreError::PlanHashMismatch`],
+    /// [`CoreError::TaskNotPending`] (approved, rejected, or approved concurrently), a
+    /// per-tenant limit (the task stays pending: approve again later), a store failure.
+    pub async fn approve(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        request: &ApproveRequest,
+    ) -> Result<TaskRecord, CoreError> {
+        let by = person("approvedBy", &request.approved_by)?;
+        let mut task = self.load(tenant, task_id).await?;
+        if task.record.state != TaskState::PendingApproval {
+            return Err(CoreError::TaskNotPending);
+        }
+        if !request
+            .plan_hash
+            .trim()
+            .eq_ignore_ascii_case(&task.record.plan_hash)
+        {
+            return Err(CoreError::PlanHashMismatch);
+        }
+        let day = self.admit(tenant).await?;
+        task.record.state = TaskState::Queued;
+        task.record.approval = Some(Approval {
+            approved_by: by.clone(),
+            approved_at: self.clock.now(),
+        });
+        match self.save(&mut task).await {
+            Ok(true) => {}
+            Ok(false) => {
+                self.refund(tenant, Some(day)).await;
+                return Err(CoreError::TaskNotPending);
+            }
+            Err(e) => {
+                self.refund(tenant, Some(day)).await;
+                return Err(e);
+            }
+        }
+        let mut event = self.event(AuditAction::TaskApproved, AuditOutcome::Ok, &task);
+        event.approved_by = Some(by);
+        self.audit.emit(event);
+        Ok(task.record)
+    }
+
+    /// Rejects a pending task: it ends `rejected`, nothing runs.
+    ///
+    /// # Errors
+    /// An empty `rejected_by`, an over-long reason, an unknown task,
+    /// [`CoreError::TaskNotPending`], a store failure.
+    pub async fn reject(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        request: &RejectRequest,
+    ) -> Result<TaskRecord, CoreError> {
+        let by = person("rejectedBy", &request.rejected_by)?;
+        note("reason", request.reason.as_ref())?;
+        let mut task = self.load(tenant, task_id).await?;
+        if task.record.state != TaskState::PendingApproval {
+            return Err(CoreError::TaskNotPending);
+        }
+        task.record.state = TaskState::Rejected;
+        task.record.finished_at = Some(self.clock.now());
+        let message = match request.reason.as_deref().map(str::trim) {
+            Some(reason) if !reason.is_empty() => format!("rejected by {by}: {reason}"),
+            _ => format!("rejected by {by}"),
+        };
+        task.record.error = Some(ErrorBody::new(codes::REJECTED, message));
+        if !self.save(&mut task).await? {
+            return Err(CoreError::TaskNotPending);
+        }
+        let mut event = self.event(AuditAction::TaskRejected, AuditOutcome::Denied, &task);
+        event.actor = Some(by);
+        self.audit.emit(event);
+        Ok(task.record)
+    }
+
+    // ---- run ------------------------------------------------------------------------------
+
+    /// Runs a queued task, once: `queued → running` is a compare-and-swap, so of two calls
+    /// one runs and the other is [`CoreError::TaskNotQueued`]. Every step result is saved
+    /// as it happens; the lease and the tenant's session are always given back.
+    ///
+    /// Outcome rows: the verification proved it → `succeeded`; a step failed, timed out or
+    /// panicked before any committing step started → `failed` (retryable, `failedStep`);
+    /// from the first committing step on ([`is_committing`], the failing step included) →
+    /// `uncertain`; the site signed the browser out before any committing step →
+    /// `needs_reauth`; a verification that fails or cannot run → `uncertain` after a
+    /// committing step, else `failed`; `api_callback` verification → `uncertain` after a
+    /// committing step (the orchestrator proves it), else `succeeded`.
+    ///
+    /// # Errors
+    /// An unknown task, [`CoreError::TaskNotQueued`], or a store failure when the final
+    /// record could not be saved (the outcome is then in the store's last saved progress;
+    /// [`Self::recover_unfinished`] ends it after a restart).
+    pub async fn run(&self, tenant: &str, task_id: &str) -> Result<TaskEnd, CoreError> {
+        let mut task = self.load(tenant, task_id).await?;
+        if task.record.state != TaskState::Queued {
+            return Err(CoreError::TaskNotQueued);
+        }
+        task.record.state = TaskState::Running;
+        task.record.started_at = Some(self.clock.now());
+        if !self.save(&mut task).await? {
+            return Err(CoreError::TaskNotQueued);
+        }
+        let started = Instant::now();
+        let outcome = self.execute(&mut task).await;
+        outcome.apply(&mut task.record);
+        task.record.finished_at = Some(self.clock.now());
+        let saved = self.save(&mut task).await;
+        self.release_session(tenant).await;
+        self.audit_run(&task, ms(started));
+        match saved {
+            Ok(true) => Ok(TaskEnd {
+                callback_url: callback_url(&task),
+                record: task.record,
+            }),
+            Ok(false) => Err(CoreError::Store(
+                "the task record changed while the task ran".into(),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Everything between `running` and the outcome.
+    async fn execute(&self, task: &mut StoredTask) -> Outcome {
+        // The plan that runs is the plan that was approved, or nothing runs.
+        if task.record.approval.is_none() || plan_hash(&task.request.plan) != task.record.plan_hash
+        {
+            return Outcome::not_started(ErrorBody::new(
+                codes::PLAN_NOT_APPROVED,
+                "the stored plan is not the approved one: nothing ran",
+            ));
+        }
+        let valid = match validate(&task.request.plan, &task.request.inputs, &self.config.plan) {
+            Ok(valid) => valid,
+            Err(e) => {
+                return Outcome::Failed {
+                    step: e.step(),
+                    error: CoreError::InvalidPlan(e).to_body(),
+                };
+            }
+        };
+        let steps = match valid.fill(&task.request.inputs) {
+            Ok(steps) => steps,
+            Err(e) => {
+                return Outcome::Failed {
+                    step: e.step(),
+                    error: CoreError::InvalidPlan(e).to_body(),
+                };
+            }
+        };
+        let (policy, extra) = match self.resolve_policy(&task.request) {
+            Ok(scopes) => scopes,
+            Err(e) => return Outcome::not_started(e.to_body()),
+        };
+        let state = match self.session_state(&task.tenant_id, &task.request).await {
+            Ok(state) => state,
+            Err(e) => return Outcome::not_started(e.to_body()),
+        };
+        let unscoped = StrategyPolicy {
+            allow_interactive_capture: false,
+            allow_unattended: true,
+            scope: None,
+        };
+        let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
+        let platform = task
+            .request
+            .platform
+            .clone()
+            .unwrap_or_else(|| NO_PLATFORM.to_owned());
+        let request = AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: platform.clone(),
+            state: state.map(|s| scopes.apply(&s).0),
+            start_url: None,
+        };
+        let lease = match guarded(self.config.acquire_timeout, self.provider.acquire(request))
+            .await
+            .provider(ACQUIRING)
+        {
+            Ok(lease) => lease,
+            Err(e) => return Outcome::not_started(e.to_body().retryable(true)),
+        };
+        let outcome = self.drive(task, &valid, &steps, lease.context()).await;
+        if !matches!(outcome, Outcome::NeedsReauth { .. })
+            && let Some(session_id) = task.request.session_id.clone()
+        {
+            self.write_back(&task.tenant_id, &session_id, &lease, &platform, scopes)
+                .await;
+        }
+        self.release(lease).await;
+        outcome
+    }
+
+    /// The browser part of a run: the target URL, the steps, the verification.
+    async fn drive(
+        &self,
+        task: &mut StoredTask,
+        valid: &ValidPlan,
+        steps: &[FilledStep],
+        context: &C,
+    ) -> Outcome {
+        let target = BrowserAction::Navigate {
+            url: valid.target_url().clone(),
+        };
+        if let Err(failure) = self
+            .step(context, &target, self.config.default_step_timeout)
+            .await
+        {
+            return Outcome::interrupted(false, None, failure);
+        }
+        let mut committed = false;
+        let mut extracted_bytes = 0;
+        for (index, (filled, planned)) in steps.iter().zip(&valid.plan().steps).enumerate() {
+            let committing = is_committing(&filled.action);
+            if committing && !task.committing_started {
+                // Saved before the step starts: a restart after this point knows the task
+                // may have acted.
+                task.committing_started = true;
+                if let Err(failure) = self.save_progress(task).await {
+                    return Outcome::interrupted(committed, Some(index), failure);
+                }
+            }
+            committed |= committing;
+            let timeout = planned
+                .timeout_ms
+                .map_or(self.config.default_step_timeout, Duration::from_millis);
+            let started = Instant::now();
+            let done = self.step(context, &filled.action, timeout).await;
+            let mut result = StepResult {
+                index,
+                action: filled.action.kind().to_owned(),
+                ok: true,
+                committing,
+                ms: 0,
+                error: None,
+            };
+            let failure = match done {
+                Ok(output) => {
+                    self.keep(task, filled, output, &mut extracted_bytes, &mut result)
+                        .await
+                }
+                Err(failure) => Some(failure),
+            };
+            result.ms = ms(started);
+            if let Some(failure) = &failure {
+                result.ok = false;
+                result.error = Some(failure.body.clone());
+            }
+            task.record.step_results.push(result);
+            let saved = self.save_progress(task).await;
+            if let Some(failure) = failure {
+                return Outcome::interrupted(committed, Some(index), failure);
+            }
+            if let Err(failure) = saved {
+                return Outcome::interrupted(committed, Some(index), failure);
+            }
+        }
+        self.verify(task, valid, context, committed).await
+    }
+
+    /// Runs one browser action under its deadline (plus the grace), mapping every return,
+    /// error, timeout and panic.
+    async fn step(
+        &self,
+        context: &C,
+        action: &BrowserAction,
+        timeout: Duration,
+    ) -> Result<StepOutput, Failure> {
+        match guarded(
+            timeout + self.config.step_grace,
+            context.run(action, timeout),
+        )
+        .await
+        {
+            Step::Done(output) => Ok(output),
+            Step::Error(failure) => Err(Failure::from_step(failure)),
+            Step::TimedOut => Err(Failure::new(
+                codes::STEP_TIMEOUT,
+                format!(
+                    "the {} step did not finish within {} ms",
+                    action.kind(),
+                    timeout.as_millis()
+                ),
+            )),
+            Step::Panicked => Err(Failure::new(
+                codes::STEP_PANICKED,
+                format!(
+                    "the browser failed unexpectedly during the {} step",
+                    action.kind()
+                ),
+            )),
+        }
+    }
+
+    /// Keeps what a step produced (extracted data, a screenshot) and checks what it
+    /// answered (an `assert`).
+    async fn keep(
+        &self,
+        task: &mut StoredTask,
+        filled: &FilledStep,
+        output: StepOutput,
+        extracted_bytes: &mut usize,
+        result: &mut StepResult,
+    ) -> Option<Failure> {
+        match &filled.action {
+            BrowserAction::Extract { .. } => {
+                let name = filled.name.clone().unwrap_or_default();
+                let value = match output {
+                    StepOutput::Extracted(value) => value,
+                    _ => Value::Null,
+                };
+                let cap = self.config.extract_cap_bytes;
+                let overhead = name.len() + 4;
+                let size = json_len(&value).saturating_add(overhead);
+                // Two bytes for the braces of the extracted map.
+                let room = cap.saturating_sub(2).saturating_sub(*extracted_bytes);
+                let value = if size <= room {
+                    value
+                } else {
+                    let cut = truncate(value, room.saturating_sub(overhead));
+                    result.error = Some(ErrorBody::new(
+                        codes::EXTRACT_TRUNCATED,
+                        format!(
+                            "the extracted data is over the task's cap of {cap} bytes: \
+                             {} of {size} bytes kept",
+                            json_len(&cut) + overhead
+                        ),
+                    ));
+                    cut
+                };
+                *extracted_bytes += json_len(&value) + overhead;
+                task.record.extracted.insert(name, value);
+                None
+            }
+            BrowserAction::Screenshot => {
+                let name = filled.name.clone().unwrap_or_default();
+                self.keep_screenshot(task, &name, output).await.err()
+            }
+            BrowserAction::Assert { .. } => match output {
+                StepOutput::Checked(true) => None,
+                StepOutput::Checked(false) => Some(Failure::new(
+                    codes::ASSERTION_FAILED,
+                    "the step's DOM check did not hold",
+                )),
+                _ => Some(Failure::new(
+                    codes::STEP_REJECTED,
+                    "the browser did not answer the DOM check",
+                )),
+            },
+            _ => None,
+        }
+    }
+
+    async fn keep_screenshot(
+        &self,
+        task: &mut StoredTask,
+        name: &str,
+        output: StepOutput,
+    ) -> Result<(), Failure> {
+        let StepOutput::Screenshot(png) = output else {
+            return Err(Failure::new(
+                codes::STEP_REJECTED,
+                "the browser returned no screenshot",
+            ));
+        };
+        self.store
+            .put_screenshot(&task.tenant_id, &task.record.task_id, name, png)
+            .await
+            .map_err(|e| Failure::store(&e))?;
+        task.record.screenshots.push(name.to_owned());
+        Ok(())
+    }
+
+    /// The verification, after the last step.
+    async fn verify(
+        &self,
+        task: &mut StoredTask,
+        valid: &ValidPlan,
+        context: &C,
+        committed: bool,
+    ) -> Outcome {
+        let timeout = self.config.verify_timeout;
+        match &valid.plan().verification {
+            TaskVerification::DomCheck { check } => {
+                let action = BrowserAction::Assert {
+                    check: check.clone(),
+                };
+                match self.step(context, &action, timeout).await {
+                    Ok(StepOutput::Checked(true)) => Outcome::Succeeded,
+                    Ok(_) => Outcome::interrupted(
+                        committed,
+                        None,
+                        Failure::new(
+                            codes::VERIFICATION_FAILED,
+                            "the verification's DOM check did not hold",
+                        ),
+                    ),
+                    Err(failure) => Outcome::interrupted(committed, None, failure),
+                }
+            }
+            TaskVerification::Screenshot { text } => {
+                let shot = match self
+                    .step(context, &BrowserAction::Screenshot, timeout)
+                    .await
+                {
+                    Ok(output) => {
+                        self.keep_screenshot(task, VERIFICATION_SCREENSHOT, output)
+                            .await
+                    }
+                    Err(failure) => Err(failure),
+                };
+                if let Err(failure) = shot {
+                    return Outcome::interrupted(committed, None, failure);
+                }
+                match self.page_text(context).await {
+                    Ok(page) if shows(&page, text) => Outcome::Succeeded,
+                    Ok(_) => Outcome::interrupted(
+                        committed,
+                        None,
+                        Failure::new(
+                            codes::VERIFICATION_FAILED,
+                            "the page does not show the verification's text",
+                        ),
+                    ),
+                    Err(failure) => Outcome::interrupted(committed, None, failure),
+                }
+            }
+            TaskVerification::ApiCallback { .. } if committed => Outcome::Uncertain {
+                step: None,
+                error: ErrorBody::new(
+                    codes::VERIFIED_BY_CALLBACK,
+                    "a committing step ran and the runner cannot prove the outcome itself: \
+                     the orchestrator proves it from the record posted to its callback URL",
+                ),
+            },
+            // Every step ran and none could commit: there is nothing else to prove.
+            TaskVerification::ApiCallback { .. } => Outcome::Succeeded,
+        }
+    }
+
+    async fn page_text(&self, context: &C) -> Result<String, Failure> {
+        let timeout = self.config.verify_timeout;
+        match guarded(timeout + self.config.step_grace, context.page_text(timeout)).await {
+            Step::Done(text) => Ok(text),
+            Step::Error(failure) => Err(Failure::from_step(failure)),
+            Step::TimedOut => Err(Failure::new(
+                codes::STEP_TIMEOUT,
+                "reading the page's text did not finish in time",
+            )),
+            Step::Panicked => Err(Failure::new(
+                codes::STEP_PANICKED,
+                "the browser failed unexpectedly reading the page's text",
+            )),
+        }
+    }
+
+    /// Saves the running task; a lost compare-and-swap is a store failure (the runner is
+    /// the only writer of a running task).
+    async fn save_progress(&self, task: &mut StoredTask) -> Result<(), Failure> {
+        match self.save(task).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Failure::store(&CoreError::Store(
+                "the task record changed while the task ran".into(),
+            ))),
+            Err(e) => Err(Failure::store(&e)),
+        }
+    }
+
+    async fn write_back(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        lease: &Lease<C>,
+        platform: &str,
+        scopes: Scopes<'_>,
+    ) {
+        let Some(sessions) = &self.sessions else {
+            return;
+        };
+        match guarded(self.config.export_timeout, lease.context().export_state()).await {
+            Step::Done(state) => {
+                let (state, _) = scopes.apply_out(&state, platform, self.clock.now());
+                if let Err(e) = sessions.store_refreshed(tenant, session_id, state).await {
+                    tracing::warn!(error = %e, "could not store the refreshed session");
+                }
+            }
+            Step::Error(e) => tracing::warn!(error = %e, "could not export the refreshed session"),
+            Step::TimedOut | Step::Panicked => {
+                tracing::warn!("exporting the refreshed session timed out or panicked");
+            }
+        }
+    }
+
+    async fn release(&self, lease: Lease<C>) {
+        match tokio::time::timeout(self.config.release_timeout, lease.release()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "releasing the browser failed"),
+            Err(_) => tracing::warn!("releasing the browser timed out"),
+        }
+    }
+
+    // ---- uncertain and failed tasks -------------------------------------------------------
+
+    /// Re-checks an uncertain task: a fresh browser with the task's session opens the target
+    /// URL and runs only the verification (no step, nothing committing). The record is not
+    /// changed: a confirmation is the caller's evidence, the task stays `uncertain`.
+    ///
+    /// `confirmed`: the verification proved it; `not_found`: it ran and did not (which is
+    /// not proof that nothing happened); `ambiguous`: the runner cannot tell on its own
+    /// (`api_callback`); `unavailable`: the check could not run.
+    ///
+    /// # Errors
+    /// An unknown task, [`CoreError::TaskNotUncertain`], the tenant's concurrency limit, a
+    /// store failure.
+    pub async fn recheck(&self, tenant: &str, task_id: &str) -> Result<RecheckResult, CoreError> {
+        let task = self.load(tenant, task_id).await?;
+        if task.record.state != TaskState::Uncertain {
+            return Err(CoreError::TaskNotUncertain);
+        }
+        let result = if matches!(
+            task.request.plan.verification,
+            TaskVerification::ApiCallback { .. }
+        ) {
+            RecheckResult {
+                answer: RecheckAnswer::Ambiguous,
+                error: Some(ErrorBody::new(
+                    codes::VERIFIED_BY_CALLBACK,
+                    "the orchestrator proves this task's outcome (api_callback)",
+                )),
+            }
+        } else {
+            self.take_session(tenant).await?;
+            let result = self.recheck_in_browser(&task).await;
+            self.release_session(tenant).await;
+            result
+        };
+        let outcome = match result.answer {
+            RecheckAnswer::Confirmed => AuditOutcome::Ok,
+            RecheckAnswer::Ambiguous => AuditOutcome::Uncertain,
+            RecheckAnswer::NotFound | RecheckAnswer::Unavailable => AuditOutcome::Failed,
+        };
+        let mut event = self.event(AuditAction::TaskRechecked, outcome, &task);
+        event.error_code = result.error.as_ref().map(|e| e.code.clone());
+        self.audit.emit(event);
+        Ok(result)
+    }
+
+    async fn recheck_in_browser(&self, task: &StoredTask) -> RecheckResult {
+        let unavailable = |error: ErrorBody| RecheckResult {
+            answer: RecheckAnswer::Unavailable,
+            error: Some(error),
+        };
+        let valid = match validate(&task.request.plan, &task.request.inputs, &self.config.plan) {
+            Ok(valid) => valid,
+            Err(e) => return unavailable(CoreError::InvalidPlan(e).to_body()),
+        };
+        let (policy, extra) = match self.resolve_policy(&task.request) {
+            Ok(scopes) => scopes,
+            Err(e) => return unavailable(e.to_body()),
+        };
+        let state = match self.session_state(&task.tenant_id, &task.request).await {
+            Ok(state) => state,
+            Err(e) => return unavailable(e.to_body()),
+        };
+        let unscoped = StrategyPolicy {
+            allow_interactive_capture: false,
+            allow_unattended: true,
+            scope: None,
+        };
+        let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
+        let request = AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: task
+                .request
+                .platform
+                .clone()
+                .unwrap_or_else(|| NO_PLATFORM.to_owned()),
+            state: state.map(|s| scopes.apply(&s).0),
+            start_url: None,
+        };
+        let lease = match guarded(self.config.acquire_timeout, self.provider.acquire(request))
+            .await
+            .provider(ACQUIRING)
+        {
+            Ok(lease) => lease,
+            Err(e) => return unavailable(e.to_body().retryable(true)),
+        };
+        let context = lease.context();
+        let target = BrowserAction::Navigate {
+            url: valid.target_url().clone(),
+        };
+        let result = match self
+            .step(context, &target, self.config.default_step_timeout)
+            .await
+        {
+            Err(failure) => unavailable(failure.body),
+            Ok(_) => self.recheck_verification(&valid, context).await,
+        };
+        self.release(lease).await;
+        result
+    }
+
+    async fn recheck_verification(&self, valid: &ValidPlan, context: &C) -> RecheckResult {
+        let answer = |answer, error| RecheckResult { answer, error };
+        let not_found = |message: &str| {
+            answer(
+                RecheckAnswer::NotFound,
+                Some(ErrorBody::new(codes::VERIFICATION_FAILED, message)),
+            )
+        };
+        match &valid.plan().verification {
+            TaskVerification::DomCheck { check } => {
+                let action = BrowserAction::Assert {
+                    check: check.clone(),
+                };
+                match self
+                    .step(context, &action, self.config.verify_timeout)
+                    .await
+                {
+                    Ok(StepOutput::Checked(true)) => answer(RecheckAnswer::Confirmed, None),
+                    Ok(_) => not_found("the verification's DOM check did not hold"),
+                    Err(failure) => answer(RecheckAnswer::Unavailable, Some(failure.body)),
+                }
+            }
+            TaskVerification::Screenshot { text } => match self.page_text(context).await {
+                Ok(page) if shows(&page, text) => answer(RecheckAnswer::Confirmed, None),
+                Ok(_) => not_found("the page does not show the verification's text"),
+                Err(failure) => answer(RecheckAnswer::Unavailable, Some(failure.body)),
+            },
+            TaskVerification::ApiCallback { .. } => answer(RecheckAnswer::Ambiguous, None),
+        }
+    }
+
+    /// Records the owner's assertion that an uncertain task did not happen. It is recorded
+    /// as an assertion, never as proof (the task stays `uncertain`), and allows exactly one
+    /// new attempt ([`Self::retry`]).
+    ///
+    /// # Errors
+    /// An empty `asserted_by`, an over-long note, an unknown task,
+    /// [`CoreError::TaskNotUncertain`], [`CoreError::AlreadyAsserted`], a store failure.
+    pub async fn assert_not_posted(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        request: &AssertNotPostedRequest,
+    ) -> Result<TaskRecord, CoreError> {
+        let by = person("assertedBy", &request.asserted_by)?;
+        note("note", request.note.as_ref())?;
+        let mut task = self.load(tenant, task_id).await?;
+        if task.record.state != TaskState::Uncertain {
+            return Err(CoreError::TaskNotUncertain);
+        }
+        if task.record.assertion.is_some() {
+            return Err(CoreError::AlreadyAsserted);
+        }
+        task.record.assertion = Some(OwnerAssertion {
+            asserted_by: by.clone(),
+            note: request.note.clone(),
+            asserted_at: self.clock.now(),
+            spent_by: None,
+        });
+        if !self.save(&mut task).await? {
+            return Err(CoreError::AlreadyAsserted);
+        }
+        let mut event = self.event(AuditAction::TaskAsserted, AuditOutcome::Ok, &task);
+        event.actor = Some(by);
+        self.audit.emit(event);
+        Ok(task.record)
+    }
+
+    /// A new attempt of a task that ended `failed` or `needs_reauth` (nothing committing
+    /// ran), or `uncertain` with an unspent owner assertion (spending it): a new task with
+    /// the same request, `retryOf` the first attempt, waiting for approval as the rule says.
+    /// A task is retried at most once (retry the latest attempt next); a chain at most
+    /// [`TenantLimits::retries`] times.
+    ///
+    /// # Errors
+    /// An unknown task, [`CoreError::TaskNotRetryable`], the tenant's retry limit (or, for a
+    /// retry the rule lets through at once, its session and daily limits), a plan invalid
+    /// under the current limits, a store failure.
+    pub async fn retry(&self, tenant: &str, task_id: &str) -> Result<Created, CoreError> {
+        let mut original = self.load(tenant, task_id).await?;
+        if original.retried_by.is_some() {
+            return Err(CoreError::TaskNotRetryable(
+                "it was retried already: retry the latest attempt",
+            ));
+        }
+        match original.record.state {
+            TaskState::Failed | TaskState::NeedsReauth => {}
+            TaskState::Uncertain => match &original.record.assertion {
+                Some(assertion) if assertion.spent_by.is_none() => {}
+                _ => {
+                    return Err(CoreError::TaskNotRetryable(
+                        "an uncertain task may have happened: it is retried only once its \
+                         owner asserts it did not",
+                    ));
+                }
+            },
+            _ => {
+                return Err(CoreError::TaskNotRetryable(
+                    "only a task that ended failed or needs_reauth (or uncertain, with an \
+                     owner's assertion) is retried",
+                ));
+            }
+        }
+        let request = original.request.clone();
+        let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
+        let first = original
+            .record
+            .retry_of
+            .clone()
+            .unwrap_or_else(|| original.id().to_owned());
+        let task = self.new_task(tenant, request, &valid, Some(first.clone()))?;
+        let retries = Counter::Retries { task_id: first };
+        let max = self.config.limits.retries;
+        if !self.store.increment(tenant, &retries, max).await? {
+            return Err(CoreError::TenantLimit {
+                limit: TenantLimit::Retries,
+                max,
+                retry_after: None,
+            });
+        }
+        let admitted = match self.admit_if_queued(&task).await {
+            Ok(admitted) => admitted,
+            Err(e) => {
+                self.uncount(tenant, &retries).await;
+                return Err(e);
+            }
+        };
+        // Claims the original: retried once, its assertion spent.
+        original.retried_by = Some(task.id().to_owned());
+        if let Some(assertion) = &mut original.record.assertion {
+            assertion.spent_by = Some(task.id().to_owned());
+        }
+        let claimed = self.save(&mut original).await;
+        if !matches!(claimed, Ok(true)) {
+            self.uncount(tenant, &retries).await;
+            self.refund(tenant, admitted).await;
+            return Err(claimed.err().unwrap_or(CoreError::TaskNotRetryable(
+                "it was retried at the same time",
+            )));
+        }
+        if let Err(e) = self.store.insert(&task, None).await {
+            // The original stays claimed: a lost attempt, never a second one.
+            self.refund(tenant, admitted).await;
+            return Err(e);
+        }
+        let mut event = self.event(AuditAction::TaskRetried, AuditOutcome::Ok, &original);
+        event.retry_task_id = Some(task.id().to_owned());
+        self.audit.emit(event);
+        self.audit_created(&task);
+        Ok(Created {
+            record: task.record,
+            replayed: false,
+        })
+    }
+
+    /// Ends every task a stopped runner left `queued` or `running`, honestly: `uncertain`
+    /// if a committing step had started or completed, else `failed` (retryable); the error
+    /// (`runner_stopped`) says the runner stopped. Then every tenant's session counter is
+    /// zeroed (no browser outlives the process).
+    ///
+    /// Call it once at start-up, before serving: with a store shared by several live
+    /// runners it would end tasks another runner is running.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn recover_unfinished(&self) -> Result<Vec<TaskEnd>, CoreError> {
+        let mut ended = Vec::new();
+        for mut task in self.store.unfinished().await? {
+            let running = task.record.state == TaskState::Running;
+            let committed =
+                task.committing_started || task.record.step_results.iter().any(|r| r.committing);
+            let next = task.record.step_results.len();
+            let step = (running && next < task.request.plan.steps.len()).then_some(next);
+            let outcome = if committed {
+                Outcome::Uncertain {
+                    step,
+                    error: ErrorBody::new(
+                        codes::RUNNER_STOPPED,
+                        "the runner stopped while the task was running, after a committing \
+                         step had started: it may have happened",
+                    ),
+                }
+            } else if running {
+                Outcome::Failed {
+                    step,
+                    error: ErrorBody::new(
+                        codes::RUNNER_STOPPED,
+                        "the runner stopped while the task was running, before any committing \
+                         step: safe to retry",
+                    )
+                    .retryable(true),
+                }
+            } else {
+                Outcome::Failed {
+                    step: None,
+                    error: ErrorBody::new(
+                        codes::RUNNER_STOPPED,
+                        "the runner stopped before the task started: nothing ran, safe to retry",
+                    )
+                    .retryable(true),
+                }
+            };
+            outcome.apply(&mut task.record);
+            task.record.finished_at = Some(self.clock.now());
+            if !self.save(&mut task).await? {
+                continue;
+            }
+            let mut event = self.event(
+                AuditAction::TaskRecovered,
+                audit_outcome(task.record.state),
+                &task,
+            );
+            event.failed_step = task.record.failed_step;
+            event.error_code = task.record.error.as_ref().map(|e| e.code.clone());
+            self.audit.emit(event);
+            ended.push(TaskEnd {
+                callback_url: callback_url(&task),
+                record: task.record,
+            });
+        }
+        self.store.clear_sessions().await?;
+        Ok(ended)
+    }
+
+    // ---- helpers --------------------------------------------------------------------------
+
+    async fn load(&self, tenant: &str, task_id: &str) -> Result<StoredTask, CoreError> {
+        crate::tenant::check("tenantId", Some(tenant))?;
+        self.store
+            .get(tenant, task_id)
+            .await?
+            .ok_or(CoreError::TaskNotFound)
+    }
+
+    /// Compare-and-swap; on success the in-memory copy follows the stored version.
+    async fn save(&self, task: &mut StoredTask) -> Result<bool, CoreError> {
+        let saved = self.store.update(task).await?;
+        if saved {
+            task.version += 1;
+        }
+        Ok(saved)
+    }
+
+    async fn replay(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        body_hash: &str,
+        idempotency: &IdempotencyKey,
+    ) -> Result<Created, CoreError> {
+        if body_hash != idempotency.body_hash {
+            return Err(CoreError::IdempotencyKeyReused);
+        }
+        Ok(Created {
+            record: self.load(tenant, task_id).await?.record,
+            replayed: true,
+        })
+    }
+
+    fn new_task(
+        &self,
+        tenant: &str,
+        request: TaskRequest,
+        valid: &ValidPlan,
+        retry_of: Option<String>,
+    ) -> Result<StoredTask, CoreError> {
+        let token = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
+        let now = self.clock.now();
+        let rule = self.config.approval;
+        let auto = !rule.requires_approval(valid);
+        let record = TaskRecord {
+            task_id: format!("task_{}", token.get(..22).unwrap_or(&token)),
+            state: if auto {
+                TaskState::Queued
+            } else {
+                TaskState::PendingApproval
+            },
+            plan_hash: valid.hash().to_owned(),
+            steps: valid.describe().to_vec(),
+            risk: valid.plan().risk,
+            approval_rule: rule.as_str().to_owned(),
+            approval: auto.then(|| Approval {
+                approved_by: rule.auto_approver(),
+                approved_at: now,
+            }),
+            proposal_id: request.proposal_id.clone(),
+            step_results: Vec::new(),
+            extracted: BTreeMap::new(),
+            screenshots: Vec::new(),
+            failed_step: None,
+            error: None,
+            created_at: now,
+            finished_at: None,
+            started_at: None,
+            retry_of,
+            assertion: None,
+        };
+        Ok(StoredTask {
+            tenant_id: tenant.to_owned(),
+            request,
+            record,
+            version: 0,
+            committing_started: false,
+            retried_by: None,
+        })
+    }
+
+    /// The platform's policy and the request's own scope; refuses what cannot run.
+    fn resolve_policy(
+        &self,
+        request: &TaskRequest,
+    ) -> Result<(Option<StrategyPolicy>, Option<SessionScope>), CoreError> {
+        let extra = scope_io::request_scope(request.scope.as_ref())?;
+        let policy = match &request.platform {
+            None => None,
+            Some(platform) => {
+                let registry = self
+                    .platforms
+                    .as_ref()
+                    .ok_or_else(|| CoreError::UnknownPlatform(platform.clone()))?;
+                let strategy = registry.get(platform)?;
+                if !strategy.policy().allow_unattended {
+                    return Err(CoreError::ExecutionDenied {
+                        platform: platform.clone(),
+                        mode: "unattended execution",
+                    });
+                }
+                Some(strategy.policy().clone())
+            }
+        };
+        if request.session.is_some() && request.session_id.is_some() {
+            return Err(CoreError::InvalidInput(
+                "give `session` or `sessionId`, not both".into(),
+            ));
+        }
+        let has_session = request.session.is_some() || request.session_id.is_some();
+        let scoped = extra.is_some() || policy.as_ref().is_some_and(|p| p.scope.is_some());
+        if has_session && !scoped {
+            return Err(CoreError::InvalidInput(
+                "a task with a session needs a scope: `scope`, or a `platform` that declares one"
+                    .into(),
+            ));
+        }
+        Ok((policy, extra))
+    }
+
+    async fn check_session_exists(
+        &self,
+        tenant: &str,
+        request: &TaskRequest,
+    ) -> Result<(), CoreError> {
+        self.session_state(tenant, request).await.map(drop)
+    }
+
+    /// The session the task runs with (unscoped yet).
+    async fn session_state(
+        &self,
+        tenant: &str,
+        request: &TaskRequest,
+    ) -> Result<Option<AgentSessionState>, CoreError> {
+        if let Some(state) = &request.session {
+            return Ok(Some(state.clone()));
+        }
+        let Some(session_id) = &request.session_id else {
+            return Ok(None);
+        };
+        crate::tenant::check("sessionId", Some(session_id))?;
+        let Some(sessions) = &self.sessions else {
+            return Err(CoreError::InvalidInput(
+                "this runner keeps no sessions: send `session` instead of `sessionId`".into(),
+            ));
+        };
+        sessions
+            .load(tenant, session_id)
+            .await?
+            .map(Some)
+            .ok_or(CoreError::SessionNotFound)
+    }
+
+    /// Takes a browser session of the tenant and counts an execution of the UTC day.
+    async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
+        self.take_session(tenant).await?;
+        let now = self.clock.now();
+        let day = utc_day(now);
+        let max = self.config.limits.daily_executions;
+        let counted = self
+            .store
+            .increment(tenant, &Counter::Executions { day }, max)
+            .await;
+        match counted {
+            Ok(true) => Ok(day),
+            Ok(false) => {
+                self.release_session(tenant).await;
+                Err(CoreError::TenantLimit {
+                    limit: TenantLimit::DailyExecutions,
+                    max,
+                    retry_after: Some(until_next_utc_day(now)),
+                })
+            }
+            Err(e) => {
+                self.release_session(tenant).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn admit_if_queued(&self, task: &StoredTask) -> Result<Option<time::Date>, CoreError> {
+        if task.record.state == TaskState::Queued {
+            self.admit(&task.tenant_id).await.map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    async fn take_session(&self, tenant: &str) -> Result<(), CoreError> {
+        let max = self.config.limits.concurrent_sessions;
+        if self
+            .store
+            .increment(tenant, &Counter::Sessions, max)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(CoreError::TenantLimit {
+                limit: TenantLimit::ConcurrentSessions,
+                max,
+                retry_after: Some(SESSION_RETRY_AFTER),
+            })
+        }
+    }
+
+    async fn release_session(&self, tenant: &str) {
+        self.uncount(tenant, &Counter::Sessions).await;
+    }
+
+    /// Gives back what [`Self::admit`] took.
+    async fn refund(&self, tenant: &str, admitted: Option<time::Date>) {
+        if let Some(day) = admitted {
+            self.release_session(tenant).await;
+            self.uncount(tenant, &Counter::Executions { day }).await;
+        }
+    }
+
+    async fn uncount(&self, tenant: &str, counter: &Counter) {
+        if let Err(e) = self.store.decrement(tenant, counter).await {
+            tracing::warn!(error = %e, ?counter, "could not decrement a tenant counter");
+        }
+    }
+
+    fn event(&self, action: AuditAction, outcome: AuditOutcome, task: &StoredTask) -> AuditEvent {
+        let platform = task.request.platform.as_deref().unwrap_or(NO_PLATFORM);
+        let mut event = AuditEvent::new(self.clock.now(), action, outcome, platform)
+            .tenant(Some(&task.tenant_id), None);
+        event.task_id = Some(task.id().to_owned());
+        event.proposal_id = task.record.proposal_id.clone();
+        event
+    }
+
+    fn audit_created(&self, task: &StoredTask) {
+        let mut event = self.event(AuditAction::TaskCreated, AuditOutcome::Ok, task);
+        event.approved_by = task.record.approval.as_ref().map(|a| a.approved_by.clone());
+        event.steps = Some(
+            task.request
+                .plan
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(index, step)| AuditStep {
+                    index,
+                    action: step_kind(&step.action).to_owned(),
+                    description: step.description.clone(),
+                })
+                .collect(),
+        );
+        self.audit.emit(event);
+    }
+
+    fn audit_run(&self, task: &StoredTask, duration_ms: u64) {
+        let mut event = self.event(AuditAction::TaskRun, audit_outcome(task.record.state), task);
+        event.approved_by = task.record.approval.as_ref().map(|a| a.approved_by.clone());
+        event.executed_at = task.record.started_at;
+        event.steps = Some(
+            task.record
+                .step_results
+                .iter()
+                .map(|r| AuditStep {
+                    index: r.index,
+                    action: r.action.clone(),
+                    description: task
+                        .request
+                        .plan
+                        .steps
+                        .get(r.index)
+                        .map(|s| s.description.clone())
+                        .unwrap_or_default(),
+                })
+                .collect(),
+        );
+        event.screenshots = Some(task.record.screenshots.clone());
+        event.failed_step = task.record.failed_step;
+        event.error_code = task.record.error.as_ref().map(|e| e.code.clone());
+        event.duration_ms = Some(duration_ms);
+        self.audit.emit(event);
+    }
+}
+
+/// The wire name of a planned step's type.
+fn step_kind(action: &abr_protocol::StepAction) -> &'static str {
+    use abr_protocol::StepAction as A;
+    match action {
+        A::Navigate { .. } => "navigate",
+        A::Click { .. } => "click",
+        A::Type { .. } => "type",
+        A::Select { .. } => "select",
+        A::Wait { .. } => "wait",
+        A::Extract { .. } => "extract",
+        A::Screenshot { .. } => "screenshot",
+        A::Assert { .. } => "assert",
+    }
+}

@@ -1,0 +1,836 @@
+//! Step plans: validation ([`validate`]), templating ([`ValidPlan::fill`]), the plan hash an
+//! approver approves ([`plan_hash`]) and the steps in words ([`describe_steps`]).
+//!
+//! Validation happens when a task is created, before anything is stored and before any
+//! browser starts; every error names where it is (`steps[2]`, `verification`, the plan).
+//! Error messages never echo a URL, a value or an input: only names and indexes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use abr_protocol::{
+    DomCheck, Extraction, PlanStep, SecretValue, Selector, StepAction, StepPlan, TaskRequest,
+    TaskVerification,
+};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use url::Url;
+
+use super::{BrowserAction, is_committing};
+
+/// The limits of a plan (runner settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanLimits {
+    /// Most steps in one plan (default 50).
+    pub max_steps: usize,
+    /// Longest `timeoutMs` of one step: the job's step budget (default 90 s, the post step
+    /// of the [`DeadlineBudget`](crate::DeadlineBudget)).
+    pub max_step_timeout: Duration,
+}
+
+impl Default for PlanLimits {
+    fn default() -> Self {
+        Self {
+            max_steps: 50,
+            max_step_timeout: Duration::from_secs(90),
+        }
+    }
+}
+
+/// Longest input name a placeholder may use, in bytes.
+const MAX_INPUT_NAME: usize = 64;
+/// Longest screenshot name, in bytes.
+const MAX_SCREENSHOT_NAME: usize = 64;
+
+/// The name of the screenshot a `screenshot` verification takes (reserved: no step may use
+/// it).
+pub const VERIFICATION_SCREENSHOT: &str = "verification";
+
+/// What is wrong with a URL of a plan (never the URL itself: it may carry a token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UrlProblem {
+    /// Not a URL.
+    Invalid,
+    /// Not http or https (`javascript:`, `file:`, `data:`, ...).
+    NotHttp,
+    /// Has a user name or password in it.
+    Credentials,
+}
+
+impl std::fmt::Display for UrlProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Invalid => "is not a valid URL",
+            Self::NotHttp => "is not an http or https URL",
+            Self::Credentials => {
+                "carries credentials (user:password@): a session or an input gives them"
+            }
+        })
+    }
+}
+
+/// What is wrong with a plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanProblem {
+    /// No steps.
+    #[error("a plan has at least one step")]
+    NoSteps,
+    /// More steps than [`PlanLimits::max_steps`].
+    #[error("a plan has at most {max} steps")]
+    TooManySteps {
+        /// The limit.
+        max: usize,
+    },
+    /// The target URL is not usable.
+    #[error("the target URL {0}")]
+    TargetUrl(UrlProblem),
+    /// A `navigate` URL (after its placeholders are filled) is not usable.
+    #[error("the navigate URL {0}")]
+    NavigateUrl(UrlProblem),
+    /// The `api_callback` URL is not usable.
+    #[error("the callback URL {0}")]
+    CallbackUrl(UrlProblem),
+    /// A step without a description.
+    #[error("the description is empty: every step says what it does, for the approver")]
+    EmptyDescription,
+    /// A selector that is empty.
+    #[error("the selector is empty")]
+    EmptySelector,
+    /// A selector with no form or several (`css`, `text`, `role`).
+    #[error("a selector has exactly one of css, text or role; this one has {0}")]
+    SelectorForms(usize),
+    /// `name` without `role`.
+    #[error("a selector's name goes with a role")]
+    NameWithoutRole,
+    /// A `wait` without exactly one condition.
+    #[error("a wait has exactly one of selector, url or text; this one has {0}")]
+    WaitConditions(usize),
+    /// A DOM check with neither a selector nor a text.
+    #[error("a DOM check needs a selector or a text")]
+    EmptyCheck,
+    /// A required text field is empty.
+    #[error("{0} is empty")]
+    Empty(&'static str),
+    /// `timeoutMs: 0`.
+    #[error("timeoutMs must be at least 1")]
+    ZeroTimeout,
+    /// A step deadline above the job's step budget.
+    #[error("timeoutMs {ms} is above the job's step budget of {max_ms} ms")]
+    TimeoutAboveBudget {
+        /// The step's.
+        ms: u64,
+        /// The budget.
+        max_ms: u64,
+    },
+    /// A placeholder naming an input the task does not give.
+    #[error("the placeholder {{{{{0}}}}} names no input of the task")]
+    UnknownInput(String),
+    /// `{{` not followed by a name and `}}`.
+    #[error(
+        "{0} has a malformed placeholder: write {{{{name}}}} with a name of letters, digits, \
+         `_`, `-` or `.` (at most 64)"
+    )]
+    MalformedPlaceholder(&'static str),
+    /// Two `extract` steps write the same name.
+    #[error("an earlier step already extracts under this name")]
+    DuplicateExtractName,
+    /// A screenshot name that is not 1 to 64 of letters, digits, `_`, `-`, `.`.
+    #[error("a screenshot name is 1 to 64 letters, digits, `_`, `-` or `.`, not starting with `.`")]
+    ScreenshotName,
+    /// Two screenshots with one name (or a step using the reserved `verification`).
+    #[error("another screenshot already has this name")]
+    DuplicateScreenshotName,
+}
+
+/// Where a plan error is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PlanLocation {
+    /// The plan as a whole (its size, its target URL).
+    Plan,
+    /// The step at this index (0-based, as `steps[i]` in the JSON).
+    Step(usize),
+    /// The verification.
+    Verification,
+}
+
+/// An invalid plan: where, and what is wrong (422 `invalid_plan`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{problem}", prefix(*.location))]
+pub struct PlanError {
+    /// Where.
+    pub location: PlanLocation,
+    /// What.
+    pub problem: PlanProblem,
+}
+
+fn prefix(location: PlanLocation) -> String {
+    match location {
+        PlanLocation::Plan => String::new(),
+        PlanLocation::Step(i) => format!("steps[{i}]: "),
+        PlanLocation::Verification => "verification: ".to_owned(),
+    }
+}
+
+impl PlanError {
+    fn at(location: PlanLocation) -> impl FnOnce(PlanProblem) -> Self {
+        move |problem| Self { location, problem }
+    }
+
+    /// The index of the step the error is at, if it is at a step.
+    pub fn step(&self) -> Option<usize> {
+        match self.location {
+            PlanLocation::Step(i) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+/// One step with its placeholders filled: the browser action, and the name its result is
+/// kept under (the extract name, the screenshot name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilledStep {
+    /// What the browser does.
+    pub action: BrowserAction,
+    /// For `extract`: the key in the task's extracted data; for `screenshot`: its name.
+    pub name: Option<String>,
+}
+
+/// A plan that passed [`validate`]: with its target URL parsed, its hash and its steps in
+/// words. It holds no input values; [`ValidPlan::fill`] makes the browser actions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidPlan {
+    plan: StepPlan,
+    target: Url,
+    hash: String,
+    steps: Vec<String>,
+    committing: bool,
+}
+
+impl ValidPlan {
+    /// The plan.
+    pub fn plan(&self) -> &StepPlan {
+        &self.plan
+    }
+
+    /// The page the task starts on.
+    pub fn target_url(&self) -> &Url {
+        &self.target
+    }
+
+    /// [`plan_hash`] of the plan.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// [`describe_steps`] of the plan.
+    pub fn describe(&self) -> &[String] {
+        &self.steps
+    }
+
+    /// Whether a step may commit ([`is_committing`]).
+    pub fn has_committing_step(&self) -> bool {
+        self.committing
+    }
+
+    /// The browser actions, with `{{name}}` placeholders filled from `inputs`: in navigate
+    /// URLs (each value percent-encoded as a URL component, so an input can never change
+    /// the URL's scheme, host or structure), type and select values (as [`SecretValue`]s),
+    /// and extract names.
+    ///
+    /// # Errors
+    /// A placeholder naming an input not in `inputs`, a navigate URL that is no longer
+    /// http(s) or carries credentials, or two extract steps with one name.
+    pub fn fill(
+        &self,
+        inputs: &BTreeMap<String, SecretValue>,
+    ) -> Result<Vec<FilledStep>, PlanError> {
+        fill_steps(&self.plan, &self.target, inputs)
+    }
+}
+
+/// Validates `plan` for a task with `inputs`, within `limits`.
+///
+/// Refused: no steps or more than `limits.max_steps`; a target URL that is not http(s) or
+/// carries credentials; per step, an empty description, `timeoutMs` of 0 or above
+/// `limits.max_step_timeout`, an empty selector or one with zero or several forms, a
+/// `navigate` URL (relative URLs resolve against the target) that is not http(s) or carries
+/// credentials, a `wait` without exactly one condition, an empty DOM check, an empty
+/// extract name or attribute or field list, a bad or duplicate screenshot name, a
+/// placeholder that is malformed or names an input not given; a verification with an empty
+/// check or text, or an `api_callback` URL that is not http(s) or carries credentials.
+/// (Unknown step types are refused when the JSON is read.)
+///
+/// # Errors
+/// The first problem, with where it is.
+pub fn validate(
+    plan: &StepPlan,
+    inputs: &BTreeMap<String, SecretValue>,
+    limits: &PlanLimits,
+) -> Result<ValidPlan, PlanError> {
+    let whole = PlanError::at(PlanLocation::Plan);
+    if plan.steps.is_empty() {
+        return Err(whole(PlanProblem::NoSteps));
+    }
+    if plan.steps.len() > limits.max_steps {
+        return Err(PlanError {
+            location: PlanLocation::Step(limits.max_steps),
+            problem: PlanProblem::TooManySteps {
+                max: limits.max_steps,
+            },
+        });
+    }
+    let target = http_url(&plan.target_url, None)
+        .map_err(|p| PlanError::at(PlanLocation::Plan)(PlanProblem::TargetUrl(p)))?;
+    for (index, step) in plan.steps.iter().enumerate() {
+        check_step(step, limits).map_err(PlanError::at(PlanLocation::Step(index)))?;
+    }
+    check_verification(&plan.verification).map_err(PlanError::at(PlanLocation::Verification))?;
+    let filled = fill_steps(plan, &target, inputs)?;
+    let committing = filled.iter().any(|s| is_committing(&s.action));
+    Ok(ValidPlan {
+        plan: plan.clone(),
+        target,
+        hash: plan_hash(plan),
+        steps: describe_steps(plan),
+        committing,
+    })
+}
+
+fn fill_steps(
+    plan: &StepPlan,
+    target: &Url,
+    inputs: &BTreeMap<String, SecretValue>,
+) -> Result<Vec<FilledStep>, PlanError> {
+    let mut extract_names = BTreeSet::new();
+    let mut screenshot_names = BTreeSet::from([VERIFICATION_SCREENSHOT.to_owned()]);
+    let mut out = Vec::with_capacity(plan.steps.len());
+    for (index, step) in plan.steps.iter().enumerate() {
+        let at = PlanError::at(PlanLocation::Step(index));
+        let filled = fill_step(index, step, target, inputs).map_err(at)?;
+        if let Some(name) = &filled.name {
+            let fresh = match filled.action {
+                BrowserAction::Extract { .. } => extract_names.insert(name.clone()),
+                _ => screenshot_names.insert(name.clone()),
+            };
+            if !fresh {
+                let problem = match filled.action {
+                    BrowserAction::Extract { .. } => PlanProblem::DuplicateExtractName,
+                    _ => PlanProblem::DuplicateScreenshotName,
+                };
+                return Err(PlanError::at(PlanLocation::Step(index))(problem));
+            }
+        }
+        out.push(filled);
+    }
+    Ok(out)
+}
+
+fn fill_step(
+    index: usize,
+    step: &PlanStep,
+    target: &Url,
+    inputs: &BTreeMap<String, SecretValue>,
+) -> Result<FilledStep, PlanProblem> {
+    let action = |action| FilledStep { action, name: None };
+    Ok(match &step.action {
+        StepAction::Navigate { url: None } => action(BrowserAction::Navigate {
+            url: target.clone(),
+        }),
+        StepAction::Navigate {
+            url: Some(template),
+        } => {
+            let filled = fill(template, "the navigate URL", inputs, true)?;
+            let url = http_url(&filled, Some(target)).map_err(PlanProblem::NavigateUrl)?;
+            action(BrowserAction::Navigate { url })
+        }
+        StepAction::Click { selector } => action(BrowserAction::Click {
+            selector: selector.clone(),
+        }),
+        StepAction::Type {
+            selector,
+            value,
+            submit,
+        } => action(BrowserAction::Type {
+            selector: selector.clone(),
+            value: SecretValue::new(fill(value, "the value", inputs, false)?),
+            submit: *submit,
+        }),
+        StepAction::Select { selector, value } => action(BrowserAction::Select {
+            selector: selector.clone(),
+            value: SecretValue::new(fill(value, "the value", inputs, false)?),
+        }),
+        StepAction::Wait {
+            selector,
+            url,
+            text,
+        } => action(BrowserAction::Wait {
+            selector: selector.clone(),
+            url: url.clone(),
+            text: text.clone(),
+        }),
+        StepAction::Extract { name, what } => {
+            let name = fill(name, "the extract name", inputs, false)?;
+            if name.trim().is_empty() {
+                return Err(PlanProblem::Empty("the extract name"));
+            }
+            FilledStep {
+                action: BrowserAction::Extract { what: what.clone() },
+                name: Some(name),
+            }
+        }
+        StepAction::Screenshot { name } => FilledStep {
+            action: BrowserAction::Screenshot,
+            name: Some(name.clone().unwrap_or_else(|| format!("step-{index}"))),
+        },
+        StepAction::Assert { check } => action(BrowserAction::Assert {
+            check: check.clone(),
+        }),
+    })
+}
+
+fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
+    if step.description.trim().is_empty() {
+        return Err(PlanProblem::EmptyDescription);
+    }
+    match step.timeout_ms {
+        Some(0) => return Err(PlanProblem::ZeroTimeout),
+        Some(ms) => {
+            let max_ms = u64::try_from(limits.max_step_timeout.as_millis()).unwrap_or(u64::MAX);
+            if ms > max_ms {
+                return Err(PlanProblem::TimeoutAboveBudget { ms, max_ms });
+            }
+        }
+        None => {}
+    }
+    match &step.action {
+        StepAction::Navigate { url } => {
+            if let Some(url) = url {
+                non_empty(url, "the navigate URL")?;
+                placeholders(url, "the navigate URL")?;
+            }
+        }
+        StepAction::Click { selector } => check_selector(selector)?,
+        StepAction::Type {
+            selector, value, ..
+        }
+        | StepAction::Select { selector, value } => {
+            check_selector(selector)?;
+            placeholders(value, "the value")?;
+        }
+        StepAction::Wait {
+            selector,
+            url,
+            text,
+        } => {
+            let count = usize::from(selector.is_some())
+                + usize::from(url.is_some())
+                + usize::from(text.is_some());
+            if count != 1 {
+                return Err(PlanProblem::WaitConditions(count));
+            }
+            if let Some(selector) = selector {
+                check_selector(selector)?;
+            }
+            if let Some(url) = url {
+                non_empty(url, "the wait's url")?;
+            }
+            if let Some(text) = text {
+                non_empty(text, "the wait's text")?;
+            }
+        }
+        StepAction::Extract { name, what } => {
+            non_empty(name, "the extract name")?;
+            placeholders(name, "the extract name")?;
+            check_extraction(what)?;
+        }
+        StepAction::Screenshot { name } => {
+            if let Some(name) = name {
+                check_screenshot_name(name)?;
+            }
+        }
+        StepAction::Assert { check } => check_dom(check)?,
+    }
+    Ok(())
+}
+
+fn check_verification(verification: &TaskVerification) -> Result<(), PlanProblem> {
+    match verification {
+        TaskVerification::DomCheck { check } => check_dom(check),
+        TaskVerification::Screenshot { text } => non_empty(text, "the text to show"),
+        TaskVerification::ApiCallback { url } => http_url(url, None)
+            .map(drop)
+            .map_err(PlanProblem::CallbackUrl),
+    }
+}
+
+fn non_empty(value: &str, what: &'static str) -> Result<(), PlanProblem> {
+    if value.trim().is_empty() {
+        Err(PlanProblem::Empty(what))
+    } else {
+        Ok(())
+    }
+}
+
+fn check_selector(selector: &Selector) -> Result<(), PlanProblem> {
+    match selector {
+        Selector::Css(css) => {
+            non_empty(css, "the selector").map_err(|_| PlanProblem::EmptySelector)
+        }
+        Selector::Explicit(spec) => {
+            let forms = usize::from(spec.css.is_some())
+                + usize::from(spec.text.is_some())
+                + usize::from(spec.role.is_some());
+            if forms != 1 {
+                return Err(PlanProblem::SelectorForms(forms));
+            }
+            if spec.name.is_some() && spec.role.is_none() {
+                return Err(PlanProblem::NameWithoutRole);
+            }
+            let parts = [&spec.css, &spec.text, &spec.role, &spec.name];
+            if parts.into_iter().flatten().any(|p| p.trim().is_empty()) {
+                return Err(PlanProblem::EmptySelector);
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_dom(check: &DomCheck) -> Result<(), PlanProblem> {
+    if check.selector.is_none() && check.text.is_none() {
+        return Err(PlanProblem::EmptyCheck);
+    }
+    if let Some(selector) = &check.selector {
+        check_selector(selector)?;
+    }
+    if let Some(text) = &check.text {
+        non_empty(text, "the check's text")?;
+    }
+    Ok(())
+}
+
+fn check_extraction(what: &Extraction) -> Result<(), PlanProblem> {
+    match what {
+        Extraction::Text { selector } | Extraction::Table { selector } => check_selector(selector),
+        Extraction::Attribute {
+            selector,
+            attribute,
+        } => {
+            check_selector(selector)?;
+            non_empty(attribute, "the attribute")
+        }
+        Extraction::List { selector, fields } => {
+            check_selector(selector)?;
+            if fields.is_empty() {
+                return Err(PlanProblem::Empty("the list of fields"));
+            }
+            for (name, css) in fields {
+                non_empty(name, "a field name")?;
+                non_empty(css, "a field's selector")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_screenshot_name(name: &str) -> Result<(), PlanProblem> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_SCREENSHOT_NAME
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !ok {
+        return Err(PlanProblem::ScreenshotName);
+    }
+    if name == VERIFICATION_SCREENSHOT {
+        return Err(PlanProblem::DuplicateScreenshotName);
+    }
+    Ok(())
+}
+
+/// An http(s) URL without credentials; relative to `base` when given.
+fn http_url(value: &str, base: Option<&Url>) -> Result<Url, UrlProblem> {
+    let url = match (Url::parse(value.trim()), base) {
+        (Ok(url), _) => url,
+        (Err(url::ParseError::RelativeUrlWithoutBase), Some(base)) => {
+            base.join(value.trim()).map_err(|_| UrlProblem::Invalid)?
+        }
+        (Err(_), _) => return Err(UrlProblem::Invalid),
+    };
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(UrlProblem::NotHttp);
+    }
+    if url.host().is_none() {
+        return Err(UrlProblem::Invalid);
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(UrlProblem::Credentials);
+    }
+    Ok(url)
+}
+
+/// A piece of a templated string.
+enum Piece<'a> {
+    Text(&'a str),
+    Input(&'a str),
+}
+
+fn valid_input_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_INPUT_NAME
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Splits `template` at its placeholders. Every `{{` opens one: `{{ name }}` (spaces
+/// allowed around the name); anything else after `{{` is malformed.
+fn pieces(template: &str) -> Option<Vec<Piece<'_>>> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        if start > 0 {
+            out.push(Piece::Text(&rest[..start]));
+        }
+        let after = &rest[start + 2..];
+        let end = after.find("}}")?;
+        let name = after[..end].trim();
+        if !valid_input_name(name) {
+            return None;
+        }
+        out.push(Piece::Input(name));
+        rest = &after[end + 2..];
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
+    Some(out)
+}
+
+fn placeholders(template: &str, field: &'static str) -> Result<(), PlanProblem> {
+    pieces(template)
+        .map(drop)
+        .ok_or(PlanProblem::MalformedPlaceholder(field))
+}
+
+/// Fills `template` from `inputs`; with `encode`, each value is percent-encoded as a URL
+/// component (every byte but `A-Z a-z 0-9 - . _ ~`).
+fn fill(
+    template: &str,
+    field: &'static str,
+    inputs: &BTreeMap<String, SecretValue>,
+    encode: bool,
+) -> Result<String, PlanProblem> {
+    let pieces = pieces(template).ok_or(PlanProblem::MalformedPlaceholder(field))?;
+    let mut out = String::with_capacity(template.len());
+    for piece in pieces {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Input(name) => {
+                let value = inputs
+                    .get(name)
+                    .ok_or_else(|| PlanProblem::UnknownInput(name.to_owned()))?;
+                if encode {
+                    for byte in value.expose().bytes() {
+                        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~')
+                        {
+                            out.push(char::from(byte));
+                        } else {
+                            out.push_str(&format!("%{byte:02X}"));
+                        }
+                    }
+                } else {
+                    out.push_str(value.expose());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The SHA-256 (lowercase hex) of the plan's canonical JSON: object keys sorted, no
+/// whitespace, prefixed with a version tag. It covers every field of the plan (target URL,
+/// steps, verification, risk, reasoning, confidence) and nothing else: not the inputs, the
+/// session or the tenant. The same plan written with keys in another order, or with the
+/// snake_case spellings, has the same hash.
+pub fn plan_hash(plan: &StepPlan) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"abr-plan-v1\n");
+    hasher.update(canonical_json(plan));
+    hex(&hasher.finalize())
+}
+
+/// The hash an idempotency key is bound to: SHA-256 of the canonical JSON of the whole
+/// request (plan, inputs, session, scope, platform, ids), keyed with `key` when given (a
+/// runner secret, so that the stored hash cannot be used to confirm a guessed input
+/// offline).
+pub fn request_hash(request: &TaskRequest, key: Option<&SecretValue>) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"abr-task-request-v1\n");
+    if let Some(key) = key {
+        hasher.update(key.expose().as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.update(canonical_json(request));
+    hex(&hasher.finalize())
+}
+
+fn canonical_json(value: &impl serde::Serialize) -> Vec<u8> {
+    let value = serde_json::to_value(value).unwrap_or(Value::Null);
+    let mut out = Vec::new();
+    write_canonical(&value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_scalar(&Value::String(key.clone()), out);
+                out.push(b':');
+                write_canonical(item, out);
+            }
+            out.push(b'}');
+        }
+        scalar => write_scalar(scalar, out),
+    }
+}
+
+fn write_scalar(value: &Value, out: &mut Vec<u8>) {
+    // Writing a scalar into a Vec cannot fail.
+    if let Ok(bytes) = serde_json::to_vec(value) {
+        out.extend_from_slice(&bytes);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The steps in words, for the approver, numbered from 1: the type, the description, and
+/// what the step acts on (`3. Type: Enter the email (css '#email', value "{{email}}")`).
+/// Values are shown as the plan writes them: placeholders stay placeholders, inputs are
+/// never filled in.
+pub fn describe_steps(plan: &StepPlan) -> Vec<String> {
+    plan.steps
+        .iter()
+        .enumerate()
+        .map(|(index, step)| describe_step(index, step))
+        .collect()
+}
+
+fn describe_step(index: usize, step: &PlanStep) -> String {
+    let (kind, detail) = match &step.action {
+        StepAction::Navigate { url } => (
+            "Navigate",
+            match url {
+                Some(url) => format!("to {url:?}"),
+                None => "to the target URL".to_owned(),
+            },
+        ),
+        StepAction::Click { selector } => ("Click", describe_selector(selector)),
+        StepAction::Type {
+            selector,
+            value,
+            submit,
+        } => (
+            "Type",
+            format!(
+                "{}, value {value:?}{}",
+                describe_selector(selector),
+                if *submit { ", then Enter" } else { "" }
+            ),
+        ),
+        StepAction::Select { selector, value } => (
+            "Select",
+            format!("{}, option {value:?}", describe_selector(selector)),
+        ),
+        StepAction::Wait {
+            selector,
+            url,
+            text,
+        } => (
+            "Wait",
+            match (selector, url, text) {
+                (Some(selector), _, _) => format!("for {}", describe_selector(selector)),
+                (_, Some(url), _) => format!("for a URL containing {url:?}"),
+                (_, _, Some(text)) => format!("for the text {text:?}"),
+                _ => String::new(),
+            },
+        ),
+        StepAction::Extract { name, what } => (
+            "Extract",
+            format!("{} as {name:?}", describe_extraction(what)),
+        ),
+        StepAction::Screenshot { name } => (
+            "Screenshot",
+            format!(
+                "named {:?}",
+                name.clone().unwrap_or_else(|| format!("step-{index}"))
+            ),
+        ),
+        StepAction::Assert { check } => ("Assert", describe_check(check)),
+    };
+    format!(
+        "{}. {kind}: {} ({detail})",
+        index + 1,
+        step.description.trim()
+    )
+}
+
+fn describe_selector(selector: &Selector) -> String {
+    match selector {
+        Selector::Css(css) => format!("css {css:?}"),
+        Selector::Explicit(spec) => match (&spec.css, &spec.text, &spec.role, &spec.name) {
+            (Some(css), ..) => format!("css {css:?}"),
+            (_, Some(text), ..) => format!("text {text:?}"),
+            (_, _, Some(role), Some(name)) => format!("{role} {name:?}"),
+            (_, _, Some(role), None) => format!("a {role}"),
+            _ => "no element".to_owned(),
+        },
+    }
+}
+
+fn describe_extraction(what: &Extraction) -> String {
+    match what {
+        Extraction::Text { selector } => format!("the text of {}", describe_selector(selector)),
+        Extraction::Attribute {
+            selector,
+            attribute,
+        } => format!("attribute {attribute:?} of {}", describe_selector(selector)),
+        Extraction::Table { selector } => format!("the table {}", describe_selector(selector)),
+        Extraction::List { selector, fields } => format!(
+            "fields {} of each {}",
+            fields.keys().cloned().collect::<Vec<_>>().join(", "),
+            describe_selector(selector)
+        ),
+    }
+}
+
+fn describe_check(check: &DomCheck) -> String {
+    match (&check.selector, &check.text) {
+        (Some(selector), Some(text)) => {
+            format!("{} shows {text:?}", describe_selector(selector))
+        }
+        (Some(selector), None) => format!("{} exists", describe_selector(selector)),
+        (None, Some(text)) => format!("the page shows {text:?}"),
+        (None, None) => "nothing".to_owned(),
+    }
+}
