@@ -19,6 +19,41 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL,
         PRIMARY KEY (workspace_id, account_id, platform)
     ) STRICT;",
+    // 2: tasks (the request, which holds inputs and a session, encrypted like sessions),
+    // idempotency keys, per-tenant counters, screenshots.
+    "CREATE TABLE tasks (
+        tenant_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        record TEXT NOT NULL,
+        request_encrypted INTEGER NOT NULL,
+        request BLOB NOT NULL,
+        committing_started INTEGER NOT NULL,
+        retried_by TEXT,
+        PRIMARY KEY (tenant_id, task_id)
+    ) STRICT;
+    CREATE INDEX tasks_by_state ON tasks (state);
+    CREATE TABLE idempotency (
+        tenant_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, key)
+    ) STRICT;
+    CREATE TABLE counters (
+        tenant_id TEXT NOT NULL,
+        counter TEXT NOT NULL,
+        value INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, counter)
+    ) STRICT;
+    CREATE TABLE screenshots (
+        tenant_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        png BLOB NOT NULL,
+        PRIMARY KEY (tenant_id, task_id, name)
+    ) STRICT;",
 ];
 
 /// ABR's records in one SQLite file.

@@ -11,6 +11,7 @@
 mod crypto;
 mod db;
 mod sessions;
+mod tasks;
 
 pub use crypto::SessionKey;
 pub use db::SqliteStore;

@@ -1,0 +1,239 @@
+//! The SQLite task store keeps the store contract across a reopen: tenants are isolated, an
+//! idempotency key names one task, updates are compare-and-swap, counters never pass their
+//! limit even when raced, and a task's inputs and session are encrypted at rest.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use abr_core::task::{Counter, IdempotencyKey, Inserted, StoredTask, TaskSessions, TaskStore};
+use abr_protocol::{
+    AgentSessionState, Cookie, DomCheck, Risk, SecretValue, StepPlan, TaskRecord, TaskRequest,
+    TaskState, TaskVerification,
+};
+use abr_store::{SessionKey, SqliteStore};
+use time::OffsetDateTime;
+
+const INPUT_CANARY: &str = "canary-task-input-8c2e";
+const COOKIE_CANARY: &str = "canary-task-cookie-1b9a";
+
+fn task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
+    StoredTask {
+        tenant_id: tenant.into(),
+        request: TaskRequest {
+            plan: StepPlan {
+                target_url: "https://example.com/".into(),
+                steps: vec![],
+                verification: TaskVerification::DomCheck {
+                    check: DomCheck::default(),
+                },
+                risk: Risk::Low,
+                reasoning: None,
+                confidence: None,
+            },
+            inputs: BTreeMap::from([("password".to_owned(), SecretValue::new(INPUT_CANARY))]),
+            session: Some(AgentSessionState {
+                cookies: vec![Cookie::new("sid", COOKIE_CANARY, "example.com")],
+                ..AgentSessionState::default()
+            }),
+            session_id: None,
+            scope: None,
+            platform: None,
+            tenant_id: Some(tenant.into()),
+            proposal_id: None,
+        },
+        record: TaskRecord {
+            task_id: id.into(),
+            state,
+            plan_hash: "h".into(),
+            steps: vec![],
+            risk: Risk::Low,
+            approval_rule: "all".into(),
+            approval: None,
+            proposal_id: None,
+            step_results: vec![],
+            extracted: BTreeMap::new(),
+            screenshots: vec![],
+            failed_step: None,
+            error: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            started_at: None,
+            finished_at: None,
+            retry_of: None,
+            assertion: None,
+        },
+        version: 0,
+        committing_started: false,
+        retried_by: None,
+    }
+}
+
+fn key() -> SessionKey {
+    SessionKey::from_hex(&"5b".repeat(32)).unwrap()
+}
+
+#[tokio::test]
+async fn the_store_contract_holds_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abr.db");
+    {
+        let store = SqliteStore::open(&path, Some(key()), false).unwrap();
+        let idem = IdempotencyKey {
+            key: "k1".into(),
+            body_hash: "b1".into(),
+        };
+        let a = task("t1", "task-a", TaskState::PendingApproval);
+        assert_eq!(store.insert(&a, Some(&idem)).await.unwrap(), Inserted::New);
+        // The same key names the first task; nothing new is stored.
+        let b = task("t1", "task-b", TaskState::PendingApproval);
+        assert_eq!(
+            store.insert(&b, Some(&idem)).await.unwrap(),
+            Inserted::Existing {
+                task_id: "task-a".into(),
+                body_hash: "b1".into()
+            }
+        );
+        assert!(store.get("t1", "task-b").await.unwrap().is_none());
+        // Another tenant may use the same key, and cannot see t1's task.
+        let c = task("t2", "task-c", TaskState::PendingApproval);
+        assert_eq!(store.insert(&c, Some(&idem)).await.unwrap(), Inserted::New);
+        assert!(store.get("t2", "task-a").await.unwrap().is_none());
+        // Compare-and-swap.
+        let mut approved = store.get("t1", "task-a").await.unwrap().unwrap();
+        assert_eq!(approved.version, 0);
+        approved.record.state = TaskState::Running;
+        approved.committing_started = true;
+        assert!(store.update(&approved).await.unwrap());
+        assert!(
+            !store.update(&approved).await.unwrap(),
+            "a stale version wins nothing"
+        );
+        store
+            .put_screenshot("t1", "task-a", "done", vec![0x89, b'P', b'N', b'G'])
+            .await
+            .unwrap();
+    }
+    // Nothing secret in the clear on disk.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        for canary in [INPUT_CANARY, COOKIE_CANARY] {
+            assert!(
+                !bytes.windows(canary.len()).any(|w| w == canary.as_bytes()),
+                "{canary} on disk in the clear"
+            );
+        }
+    }
+    let store = SqliteStore::open(&path, Some(key()), false).unwrap();
+    let a = store.get("t1", "task-a").await.unwrap().unwrap();
+    assert_eq!(
+        (a.version, a.record.state, a.committing_started),
+        (1, TaskState::Running, true)
+    );
+    assert_eq!(
+        a.request.inputs["password"].expose(),
+        INPUT_CANARY,
+        "inputs read back to run after a restart"
+    );
+    let unfinished = store.unfinished().await.unwrap();
+    assert_eq!(unfinished.len(), 1);
+    assert_eq!(unfinished[0].id(), "task-a");
+    assert_eq!(
+        store.screenshot("t1", "task-a", "done").await.unwrap(),
+        Some(vec![0x89, b'P', b'N', b'G'])
+    );
+    assert_eq!(
+        store.screenshot("t2", "task-a", "done").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.find_idempotency("t1", "k1").await.unwrap(),
+        Some(("task-a".into(), "b1".into()))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_increments_never_pass_the_limit_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abr.db");
+    let day = Counter::Executions {
+        day: OffsetDateTime::UNIX_EPOCH.date(),
+    };
+    {
+        let store = Arc::new(SqliteStore::open(&path, Some(key()), false).unwrap());
+        let mut racers = Vec::new();
+        for _ in 0..40 {
+            let (store, day) = (Arc::clone(&store), day.clone());
+            racers.push(tokio::spawn(async move {
+                store.increment("t1", &day, 25).await.unwrap()
+            }));
+        }
+        let mut granted = 0;
+        for r in racers {
+            granted += u32::from(r.await.unwrap());
+        }
+        assert_eq!(granted, 25);
+        assert!(store.increment("t1", &Counter::Sessions, 2).await.unwrap());
+        store.decrement("t1", &Counter::Sessions).await.unwrap();
+        store.decrement("t1", &Counter::Sessions).await.unwrap();
+        assert_eq!(
+            store.count("t1", &Counter::Sessions).await.unwrap(),
+            0,
+            "not below zero"
+        );
+        assert!(store.increment("t1", &Counter::Sessions, 2).await.unwrap());
+    }
+    let store = SqliteStore::open(&path, Some(key()), false).unwrap();
+    assert_eq!(
+        store.count("t1", &day).await.unwrap(),
+        25,
+        "counters survive a restart"
+    );
+    assert_eq!(store.count("t2", &day).await.unwrap(), 0);
+    store.clear_sessions().await.unwrap();
+    assert_eq!(store.count("t1", &Counter::Sessions).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn without_a_key_a_task_holding_secrets_is_refused_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("abr.db"), None, false).unwrap();
+    let e = store
+        .insert(&task("t1", "task-a", TaskState::PendingApproval), None)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("ABR_SESSION_KEY"), "{e}");
+    assert!(
+        store.get("t1", "task-a").await.unwrap().is_none(),
+        "nothing half-stored"
+    );
+    // A task with no inputs and no session holds nothing secret.
+    let mut plain = task("t1", "task-b", TaskState::PendingApproval);
+    plain.request.inputs.clear();
+    plain.request.session = None;
+    assert_eq!(store.insert(&plain, None).await.unwrap(), Inserted::New);
+}
+
+#[tokio::test]
+async fn sessions_stored_by_id_belong_to_their_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("abr.db"), Some(key()), false).unwrap();
+    let state = AgentSessionState {
+        cookies: vec![Cookie::new("sid", COOKIE_CANARY, "example.com")],
+        ..AgentSessionState::default()
+    };
+    store
+        .store_refreshed("t1", "s1", state.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        TaskSessions::load(&store, "t1", "s1").await.unwrap(),
+        Some(state)
+    );
+    assert_eq!(TaskSessions::load(&store, "t2", "s1").await.unwrap(), None);
+}
