@@ -33,6 +33,7 @@ mod remote;
 mod session;
 pub mod state;
 mod steel;
+mod steps;
 
 pub use cdp::{CdpProviderConfig, CdpSessionProvider};
 pub use chromium::{ChromiumBinary, base_args, display_available, running_as_root};
