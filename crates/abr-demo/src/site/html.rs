@@ -1,6 +1,6 @@
 //! The site's pages. Every piece of user data goes through [`esc`].
 
-use super::Post;
+use super::{Post, USER_CREATED_MESSAGE, USER_ROLES, User};
 
 /// HTML-escapes `s` for text and double- or single-quoted attribute values.
 pub(crate) fn esc(s: &str) -> String {
@@ -20,14 +20,15 @@ pub(crate) fn esc(s: &str) -> String {
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}\
 nav a{margin-right:1rem}.error,.error-banner{color:#a00;background:#fee;padding:.5rem;border-radius:4px}\
-.toast-success{color:#060;background:#efe;padding:.5rem;border-radius:4px}\
+.toast-success,.success-message{color:#060;background:#efe;padding:.5rem;border-radius:4px}\
 .media-ok{color:#060}.media-error{color:#a00}.post-text{white-space:pre-wrap}\
-textarea{width:100%;min-height:6rem}li.post{margin-bottom:1rem}";
+textarea{width:100%;min-height:6rem}li.post{margin-bottom:1rem}\
+table#users{border-collapse:collapse;margin:1rem 0}#users th,#users td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}";
 
 fn layout(title: &str, user: Option<&str>, body: &str) -> String {
     let nav = match user {
         Some(user) => format!(
-            "<nav><a href=\"/compose\">Compose</a><a href=\"/feed\">My posts</a>\
+            "<nav><a href=\"/compose\">Compose</a><a href=\"/feed\">My posts</a><a href=\"/admin/users\">Users</a>\
              <span class=\"whoami\">Signed in as {}</span> <a href=\"/logout\">Sign out</a></nav>",
             esc(user)
         ),
@@ -47,8 +48,9 @@ pub(crate) fn index(user: Option<&str>) -> String {
         user,
         "<h1>ABR demo site</h1><p>A small social site for exercising the Agent Browser Runtime: \
          <a href=\"/login\">sign in</a> (any username, password <code>demo-password</code>), \
-         <a href=\"/compose\">compose</a>, <a href=\"/feed\">read your feed</a>. \
-         Ground truth: <a href=\"/api/posts\">/api/posts</a>.</p>",
+         <a href=\"/compose\">compose</a>, <a href=\"/feed\">read your feed</a>, \
+         <a href=\"/admin/users\">manage users</a>. \
+         Ground truth: <a href=\"/api/posts\">/api/posts</a>, <a href=\"/api/users\">/api/users</a>.</p>",
     )
 }
 
@@ -221,6 +223,89 @@ pub(crate) fn feed<'a>(user: &str, posts: impl Iterator<Item = &'a Post>) -> Str
     )
 }
 
+/// What the admin page says above the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AdminNotice<'a> {
+    /// `.success-message`, in the markup.
+    Created,
+    /// `.success-message`, added by script 3 s after load (the markup holds none).
+    CreatedSlowly,
+    /// `.error-banner` with this message.
+    Error(&'a str),
+}
+
+/// The users table and the "Add user" form. The form is hidden until `#add-user-btn` is
+/// clicked, unless `form` (the values just submitted, after an error) is given.
+pub(crate) fn admin_users(
+    user: &str,
+    users: &[User],
+    notice: Option<AdminNotice<'_>>,
+    form: Option<(&str, &str)>,
+) -> String {
+    let notice = match notice {
+        Some(AdminNotice::Created) => {
+            format!("<div class=\"success-message\" role=\"status\">{USER_CREATED_MESSAGE}</div>")
+        }
+        Some(AdminNotice::CreatedSlowly) => format!(
+            "<script>setTimeout(() => {{\
+               const m = document.createElement('div'); m.className = 'success-message'; m.setAttribute('role', 'status');\
+               m.textContent = '{USER_CREATED_MESSAGE}';\
+               document.getElementById('notices').append(m);\
+             }}, 3000);</script>"
+        ),
+        Some(AdminNotice::Error(message)) => format!(
+            "<div class=\"error-banner\" role=\"alert\">{}</div>",
+            esc(message)
+        ),
+        None => String::new(),
+    };
+    let rows: String = users
+        .iter()
+        .map(|u| {
+            format!(
+                "<tr><td class=\"email\">{}</td><td class=\"role\">{}</td></tr>",
+                esc(&u.email),
+                esc(&u.role)
+            )
+        })
+        .collect();
+    let (email, role, hidden) = match form {
+        Some((email, role)) => (email, role, ""),
+        None => ("", USER_ROLES[0], " hidden"),
+    };
+    let options: String = USER_ROLES
+        .iter()
+        .map(|r| {
+            let label = match *r {
+                "viewer" => "Viewer",
+                "editor" => "Editor",
+                _ => "Admin",
+            };
+            let selected = if *r == role { " selected" } else { "" };
+            format!("<option value=\"{r}\"{selected}>{label}</option>")
+        })
+        .collect();
+    layout(
+        "Users",
+        Some(user),
+        &format!(
+            "<h1>Users</h1><div id=\"notices\">{notice}</div>\
+             <table id=\"users\"><thead><tr><th>Email</th><th>Role</th></tr></thead><tbody>{rows}</tbody></table>\
+             <p><button id=\"add-user-btn\" type=\"button\" aria-controls=\"add-user\">Add user</button></p>\
+             <form id=\"add-user\" method=\"post\" action=\"/admin/users\" novalidate{hidden}>\
+             <p><label for=\"email-input\">Email</label> <input id=\"email-input\" name=\"email\" type=\"email\" autocomplete=\"off\" value=\"{email}\"></p>\
+             <p><label for=\"role-dropdown\">Role</label> <select id=\"role-dropdown\" name=\"role\">{options}</select></p>\
+             <p><button id=\"submit-user\" type=\"submit\">Submit</button></p></form>\
+             <script>(() => {{\
+               const button = document.getElementById('add-user-btn');\
+               const form = document.getElementById('add-user');\
+               button.addEventListener('click', () => {{ form.hidden = false; document.getElementById('email-input').focus(); }});\
+             }})();</script>",
+            email = esc(email),
+        ),
+    )
+}
+
 pub(crate) fn not_found(user: Option<&str>) -> String {
     layout(
         "Not found",
@@ -259,6 +344,41 @@ mod tests {
             assert!(!page.contains("<i>eve"), "{page}");
             assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         }
+    }
+
+    #[test]
+    fn the_users_table_escapes_and_the_form_opens_after_an_error() {
+        let users = [User {
+            email: "<b>x</b>@evil.example".into(),
+            role: "admin".into(),
+            created_by: "a".into(),
+            created_at: String::new(),
+        }];
+        let listed = admin_users("a", &users, None, None);
+        assert!(listed.contains("&lt;b&gt;x&lt;/b&gt;@evil.example"));
+        assert!(!listed.contains("<b>x</b>"));
+        assert!(
+            listed.contains("novalidate hidden>"),
+            "the form waits for Add user"
+        );
+        assert!(!listed.contains("class=\"success-message\""));
+
+        let refused = admin_users(
+            "a",
+            &[],
+            Some(AdminNotice::Error("Enter a valid email address.")),
+            Some(("not-an\"email", "editor")),
+        );
+        assert!(refused.contains("class=\"error-banner\""));
+        assert!(refused.contains("value=\"not-an&quot;email\""));
+        assert!(refused.contains("<option value=\"editor\" selected>"));
+        assert!(!refused.contains("novalidate hidden"));
+
+        let created = admin_users("a", &users, Some(AdminNotice::Created), None);
+        assert!(created.contains("class=\"success-message\""));
+        let slow = admin_users("a", &users, Some(AdminNotice::CreatedSlowly), None);
+        assert!(!slow.contains("class=\"success-message\""));
+        assert!(slow.contains("3000"));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The demo site: a small social site with a real sign-in (HttpOnly session cookie), a
-//! composer with immediate media upload, a feed, permalinks, a ground-truth API and one-shot
-//! fault injection.
+//! composer with immediate media upload, a feed, permalinks, a small admin area (a users
+//! table and an "Add user" form), a ground-truth API and one-shot fault injection.
 //!
 //! # HTTP contract
 //! - `GET /login`: form `#username`, `#password`, submit button; `POST /login`
@@ -18,7 +18,18 @@
 //! - `GET /p/{id}`: the post (author, text, media count). `GET /feed`: the signed-in
 //!   user's posts, newest first, each `<li class="post" data-id="{id}">` holding
 //!   `<p class="post-text">`. `GET /logout`: ends the session.
+//! - `GET /admin/users`: signed in, the users table (`<table id="users">`, header row
+//!   Email, Role; each row `<td class="email">`, `<td class="role">`), an `#add-user-btn`
+//!   button that shows the hidden form `#add-user` (`#email-input`, `#role-dropdown` with
+//!   `viewer`/`editor`/`admin` labelled Viewer/Editor/Admin, a "Submit" button); otherwise
+//!   303 to `/login`. After a user was added, the next load of the page (once) shows
+//!   `.success-message` "User created successfully".
+//! - `POST /admin/users` (urlencoded `email`, `role`): signed in, adds the user and answers
+//!   303 to `/admin/users`; an invalid email, an unknown role or an email already listed
+//!   (case-insensitive) is a 400 page with `.error-banner` and the form filled in, nothing
+//!   stored. Not signed in: 303 to `/login`, nothing stored.
 //! - `GET /api/posts`: every post `{id, author, text, mediaCount, createdAt}` (ground truth).
+//! - `GET /api/users`: every user `{email, role, createdBy, createdAt}` (ground truth).
 //! - `GET /__faults` / `POST /__faults` `{"mode": M}`: the one-shot fault of the next post
 //!   attempt (see [`FaultMode`]); an unknown mode is a 400 JSON error.
 
@@ -57,11 +68,19 @@ pub const MAX_TEXT_CHARS: usize = 5000;
 pub const MAX_MEDIA: usize = 10;
 /// Longest accepted username, in characters.
 pub const MAX_USERNAME_CHARS: usize = 64;
+/// Longest accepted email address of the admin form, in characters.
+pub const MAX_EMAIL_CHARS: usize = 254;
+/// The roles the admin form offers, as submitted (`<option value>`).
+pub const USER_ROLES: [&str; 3] = ["viewer", "editor", "admin"];
+/// What the admin page shows once after a user was added.
+pub const USER_CREATED_MESSAGE: &str = "User created successfully";
 
-/// Behaviour of the next post attempt. One-shot: consumed by that attempt, then back to
-/// [`FaultMode::None`]. `media_reject` is consumed by the next upload (or, for a post without
-/// media, by the next submit); every other mode by the next `POST /compose` of a signed-in
-/// user.
+/// Behaviour of the next post attempt (or the next "Add user" submit). One-shot: consumed by
+/// that attempt, then back to [`FaultMode::None`]. `media_reject` is consumed by the next
+/// upload (or, for a post without media, by the next submit of the composer; the admin form
+/// leaves it pending); every other mode by the next `POST /compose` or `POST /admin/users`
+/// of a signed-in user. On the admin form, "toast" means the `.success-message` and "saved"
+/// means the user is added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultMode {
@@ -148,6 +167,29 @@ pub struct Post {
     pub created_at: String,
 }
 
+/// A user added through the admin form, as `GET /api/users` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    /// The email address, as submitted (trimmed).
+    pub email: String,
+    /// One of [`USER_ROLES`].
+    pub role: String,
+    /// Username of the signed-in user who added it.
+    pub created_by: String,
+    /// Creation time, RFC 3339.
+    pub created_at: String,
+}
+
+/// What the admin page shows on its next load for a session (once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AdminFlash {
+    /// The success message, in the markup.
+    Created,
+    /// The success message, 3 s after the page loads (`slow_toast`).
+    CreatedSlowly,
+}
+
 #[derive(Debug)]
 struct Upload {
     owner: String,
@@ -159,6 +201,9 @@ struct SiteState {
     sessions: HashMap<String, String>,
     posts: Vec<Post>,
     uploads: HashMap<String, Upload>,
+    users: Vec<User>,
+    /// Session token → what the admin page shows on its next load.
+    flash: HashMap<String, AdminFlash>,
     fault: FaultMode,
 }
 
@@ -228,6 +273,11 @@ impl DemoSite {
         lock(&self.state).posts.clone()
     }
 
+    /// Every user added through the admin form, oldest first: the ground truth.
+    pub fn users(&self) -> Vec<User> {
+        lock(&self.state).users.clone()
+    }
+
     /// The pending fault mode.
     pub fn fault(&self) -> FaultMode {
         lock(&self.state).fault
@@ -271,6 +321,8 @@ fn router(state: Shared) -> Router {
         .route("/compose", get(compose_form).post(compose_submit))
         .route("/api/upload", post(upload))
         .route("/api/posts", get(api_posts))
+        .route("/admin/users", get(admin_users).post(admin_add_user))
+        .route("/api/users", get(api_users))
         .route("/p/{id}", get(permalink))
         .route("/feed", get(feed))
         .route("/__faults", get(get_fault).post(set_fault))
@@ -661,6 +713,142 @@ async fn feed(State(state): State<Shared>, headers: HeaderMap) -> Response {
     page(StatusCode::OK, html::feed(&user, mine.iter().rev()))
 }
 
+async fn admin_users(State(state): State<Shared>, headers: HeaderMap) -> Response {
+    let Some((token, user)) = session(&state, &headers) else {
+        return Redirect::to("/login").into_response();
+    };
+    let (users, flash) = {
+        let mut s = lock(&state);
+        (s.users.clone(), s.flash.remove(&token))
+    };
+    let notice = match flash {
+        Some(AdminFlash::Created) => Some(html::AdminNotice::Created),
+        Some(AdminFlash::CreatedSlowly) => Some(html::AdminNotice::CreatedSlowly),
+        None => None,
+    };
+    page(
+        StatusCode::OK,
+        html::admin_users(&user, &users, notice, None),
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct AddUserForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    role: String,
+}
+
+/// Why `email` is not accepted, if it is not: one `@` between a non-empty local part and a
+/// dotted domain, no spaces or control characters, at most [`MAX_EMAIL_CHARS`].
+fn email_problem(email: &str) -> Option<&'static str> {
+    if email.is_empty() {
+        return Some("Enter an email address.");
+    }
+    if email.chars().count() > MAX_EMAIL_CHARS {
+        return Some("That email address is too long.");
+    }
+    let valid = email.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty()
+            && !domain.contains('@')
+            && domain.contains('.')
+            && !domain.starts_with('.')
+            && !domain.ends_with('.')
+            && !domain.contains("..")
+    }) && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    (!valid).then_some("Enter a valid email address.")
+}
+
+async fn admin_add_user(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Form(form): Form<AddUserForm>,
+) -> Response {
+    let Some((token, user)) = session(&state, &headers) else {
+        return Redirect::to("/login").into_response();
+    };
+    // `media_reject` belongs to the composer: it stays pending.
+    let fault = {
+        let mut s = lock(&state);
+        if s.fault == FaultMode::MediaReject {
+            FaultMode::None
+        } else {
+            std::mem::take(&mut s.fault)
+        }
+    };
+    let email = form.email.trim();
+    let refuse = |status: StatusCode, message: &str| {
+        let users = lock(&state).users.clone();
+        page(
+            status,
+            html::admin_users(
+                &user,
+                &users,
+                Some(html::AdminNotice::Error(message)),
+                Some((email, form.role.as_str())),
+            ),
+        )
+    };
+    match fault {
+        FaultMode::ExpireSession => {
+            lock(&state).sessions.remove(&token);
+            return to_login_clearing_cookie();
+        }
+        FaultMode::FailBeforeSave => {
+            return refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Something went wrong. The user was not created.",
+            );
+        }
+        _ => {}
+    }
+    if let Some(problem) = email_problem(email) {
+        return refuse(StatusCode::BAD_REQUEST, problem);
+    }
+    if !USER_ROLES.contains(&form.role.as_str()) {
+        return refuse(StatusCode::BAD_REQUEST, "Choose a role.");
+    }
+    {
+        let mut s = lock(&state);
+        if s.users.iter().any(|u| u.email.eq_ignore_ascii_case(email)) {
+            drop(s);
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "A user with this email address already exists.",
+            );
+        }
+        s.users.push(User {
+            email: email.to_owned(),
+            role: form.role.clone(),
+            created_by: user.clone(),
+            created_at: now_rfc3339(),
+        });
+        match fault {
+            FaultMode::NoToast | FaultMode::FailAfterSave => {
+                s.flash.remove(&token);
+            }
+            FaultMode::SlowToast => {
+                s.flash.insert(token, AdminFlash::CreatedSlowly);
+            }
+            _ => {
+                s.flash.insert(token, AdminFlash::Created);
+            }
+        }
+    }
+    if fault == FaultMode::FailAfterSave {
+        return refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Something went wrong. Please try again later.",
+        );
+    }
+    Redirect::to("/admin/users").into_response()
+}
+
+async fn api_users(State(state): State<Shared>) -> Response {
+    Json(lock(&state).users.clone()).into_response()
+}
+
 #[derive(Debug, Deserialize)]
 struct FaultRequest {
     mode: String,
@@ -744,6 +932,25 @@ mod tests {
     #[test]
     fn line_breaks_are_normalised_like_a_form_submission() {
         assert_eq!(normalize_newlines("a\r\nb\rc\nd"), "a\nb\nc\nd");
+    }
+
+    #[test]
+    fn emails_need_one_at_and_a_dotted_domain() {
+        for good in [
+            "a@b.co",
+            "first.last+tag@mail.example.org",
+            "x@localhost.test",
+        ] {
+            assert_eq!(email_problem(good), None, "{good}");
+        }
+        for bad in [
+            "", "plain", "@b.co", "a@", "a@b", "a@@b.co", "a@b@c.co", "a@.b.co", "a@b.co.",
+            "a@b..co", "a b@c.co", "a@b.co\n",
+        ] {
+            assert!(email_problem(bad).is_some(), "{bad:?}");
+        }
+        let long = format!("{}@b.co", "a".repeat(MAX_EMAIL_CHARS));
+        assert!(email_problem(&long).is_some());
     }
 
     #[test]
