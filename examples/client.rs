@@ -306,6 +306,7 @@ async fn run_job(
     loop {
         attempt += 1;
         let request = PostRequest {
+            session_id: None,
             platform: PLATFORM.into(),
             session: vault.load()?,
             content: content.clone(),

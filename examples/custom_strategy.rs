@@ -380,6 +380,7 @@ async fn post(
 ) -> Result<AgentPostResult, BoxError> {
     Ok(poster
         .post(PostRequest {
+            session_id: None,
             platform: "my-demo".into(),
             session: session.clone(),
             content: PostContent::text(text),

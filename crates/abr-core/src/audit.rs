@@ -47,6 +47,14 @@ pub enum AuditAction {
     TaskRetried,
     /// A task a stopped runner left unfinished was ended.
     TaskRecovered,
+    /// A journaled post's idempotency key was repeated: the original answered, nothing ran.
+    PostReplayed,
+    /// An uncertain post was re-checked (read-only).
+    PostRechecked,
+    /// An owner asserted an uncertain post did not happen.
+    PostAsserted,
+    /// A post a stopped runner left running was ended.
+    PostRecovered,
 }
 
 /// One step of a task, as audited: its type and description, never a value.
@@ -144,6 +152,12 @@ pub struct AuditEvent {
     /// The new attempt of a retried task.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_task_id: Option<String>,
+    /// The journaled post.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_id: Option<String>,
+    /// The post a journaled post is a new attempt of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
 }
 
 impl AuditEvent {
@@ -176,6 +190,8 @@ impl AuditEvent {
             screenshots: None,
             failed_step: None,
             retry_task_id: None,
+            post_id: None,
+            retry_of: None,
         }
     }
 

@@ -380,6 +380,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         Ok(CaptureFinishResponse {
             session,
             scope_report,
+            stored_as: None,
         })
     }
 

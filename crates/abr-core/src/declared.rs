@@ -19,6 +19,11 @@
 //!   post with exactly the text posted than before the submit. Not posted only when the
 //!   site showed its error banner *and* the read-back misses the post. Anything else is
 //!   unconfirmed.
+//! - `recheck` (an uncertain post, later, in a fresh signed-in browser) only reads: it
+//!   opens the declared read-back page, through the same code as `verify`'s read-back, and
+//!   counts the posts whose text is exactly the post as composed: one is confirmed, none is
+//!   not found, more are ambiguous. No compose or submit step ever runs. Without a declared
+//!   read-back it is unavailable.
 //!
 //! Nothing here reads a file: the service reads the platforms directory and hands the
 //! contents to [`load_platform_files`].
@@ -43,8 +48,8 @@ use crate::task::{
     BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner, UploadFile,
 };
 use crate::{
-    CoreError, Pacing, PlatformPacing, PostProgress, ReceiptNote, SessionContext, StrategyError,
-    StrategyPolicy, SubmitReceipt, VerifyOutcome, WebPostStrategy,
+    CoreError, Pacing, PlatformPacing, PostProgress, ReceiptNote, RecheckOutcome, SessionContext,
+    StrategyError, StrategyPolicy, SubmitReceipt, VerifyOutcome, WebPostStrategy,
 };
 
 /// Longest deadline a file may give a step or a wait, in milliseconds.
@@ -1329,6 +1334,28 @@ impl DeclaredStrategy {
         }
     }
 
+    /// The link of `content` as the compose steps take it (`""` for none), or the refusal
+    /// when the platform's compose steps never write a link.
+    fn link_of<'a>(&self, content: &'a PostContent) -> Result<&'a str, StrategyError> {
+        let link = content.link.as_deref().map_or("", str::trim);
+        if !link.is_empty() && !self.compose.uses_link {
+            return Err(StrategyError::not_posted(
+                "link_unsupported",
+                "this platform's compose steps do not take a link",
+            ));
+        }
+        Ok(link)
+    }
+
+    /// The post as composed from `content` (`compose.post`), before normalizing.
+    fn render_post(&self, content: &PostContent, link: &str) -> String {
+        self.compose.post.render(&Filled {
+            text: &content.text,
+            link,
+            post: "",
+        })
+    }
+
     fn count(posts: &[String], post: &str) -> usize {
         posts.iter().filter(|p| normalize(p) == post).count()
     }
@@ -1646,13 +1673,7 @@ impl<C: SessionContext + StepRunner> WebPostStrategy<C> for DeclaredStrategy {
     ) -> Result<SubmitReceipt, StrategyError> {
         progress.enter(FailureStage::Compose);
         // Refusals that need no page: nothing has been done yet.
-        let link = content.link.as_deref().map_or("", str::trim);
-        if !link.is_empty() && !self.compose.uses_link {
-            return Err(StrategyError::not_posted(
-                "link_unsupported",
-                "this platform's compose steps do not take a link",
-            ));
-        }
+        let link = self.link_of(content)?;
         let files = if content.media.is_empty() {
             Vec::new()
         } else if self.media.is_none() {
@@ -1663,11 +1684,7 @@ impl<C: SessionContext + StepRunner> WebPostStrategy<C> for DeclaredStrategy {
         } else {
             decode_media(&content.media)?
         };
-        let post = self.compose.post.render(&Filled {
-            text: &content.text,
-            link,
-            post: "",
-        });
+        let post = self.render_post(content, link);
         let filled = Filled {
             text: &content.text,
             link,
@@ -1704,7 +1721,7 @@ impl<C: SessionContext + StepRunner> WebPostStrategy<C> for DeclaredStrategy {
             self.attach(context, media, files).await?;
         }
 
-        progress.enter(FailureStage::Submit);
+        progress.submit().await?;
         if let Err((i, f)) = self.run_steps(context, &self.submit, &filled).await {
             let what = step_name("submit.steps", &self.submit, i);
             return Err(self.step_error(context, &what, &f, "submit_failed").await);
@@ -1769,6 +1786,59 @@ impl<C: SessionContext + StepRunner> WebPostStrategy<C> for DeclaredStrategy {
             None => None,
         };
         Ok(self.judge(context, note, toast_seen).await)
+    }
+
+    /// Only reads: opens the declared read-back page (the same read-back `verify` runs)
+    /// and counts the posts whose text is exactly `content` as composed. One is
+    /// confirmed (method [`VerificationMethod::Recheck`]), none is not found, several are
+    /// ambiguous; a signed-out or unreadable page, or no declared read-back, is unavailable.
+    /// No compose, media or submit step runs.
+    async fn recheck(
+        &self,
+        context: &C,
+        content: &PostContent,
+    ) -> Result<RecheckOutcome, StrategyError>
+    where
+        C: Sync,
+    {
+        let Some(readback) = &self.verify.readback else {
+            return Ok(RecheckOutcome::Unavailable {
+                detail: "the platform declares no read-back".into(),
+            });
+        };
+        let Ok(link) = self.link_of(content) else {
+            return Ok(RecheckOutcome::Unavailable {
+                detail: "this platform's compose steps do not take a link, so a post with one \
+                         cannot be looked for"
+                    .into(),
+            });
+        };
+        let post = normalize(&self.render_post(content, link));
+        let page = readback.url.path();
+        match self.read_posts(context, readback).await {
+            Ok(posts) => Ok(match Self::count(&posts, &post) {
+                0 => RecheckOutcome::NotFound {
+                    detail: format!("no post with the text posted on {page}"),
+                },
+                1 => RecheckOutcome::Confirmed(Verification {
+                    method: VerificationMethod::Recheck,
+                    evidence: VerificationEvidence {
+                        permalink: None,
+                        post_id: None,
+                        detail: Some(format!(
+                            "a re-check found exactly one post with the text posted on {page}"
+                        )),
+                    },
+                }),
+                n => RecheckOutcome::Ambiguous {
+                    detail: format!("{n} posts with the text posted on {page}"),
+                },
+            }),
+            Err(ReadFailure::SignedOut) => Ok(RecheckOutcome::Unavailable {
+                detail: "the read-back page sent the session to its sign-in page".into(),
+            }),
+            Err(ReadFailure::Failed(why)) => Ok(RecheckOutcome::Unavailable { detail: why }),
+        }
     }
 }
 

@@ -219,6 +219,9 @@ pub enum CoreError {
     /// No task with this id for this tenant.
     #[error("task not found")]
     TaskNotFound,
+    /// No journaled post with this id for this tenant.
+    #[error("post not found")]
+    PostNotFound,
     /// The approval names another plan hash than the stored plan's.
     #[error(
         "the approval names another plan than the one stored: read the task again and approve \
@@ -231,14 +234,14 @@ pub enum CoreError {
     /// `run` of a task that is not approved and waiting to run.
     #[error("the task is not approved and waiting to run")]
     TaskNotQueued,
-    /// `recheck` or `assert-not-posted` of a task whose outcome is not uncertain.
-    #[error("the task's outcome is not uncertain")]
-    TaskNotUncertain,
+    /// `recheck` or `assert-not-posted` of a task or post whose outcome is not uncertain.
+    #[error("the outcome is not uncertain: nothing to re-check or assert")]
+    NotUncertain,
     /// `retry` of a task that may not be retried.
     #[error("the task cannot be retried: {0}")]
     TaskNotRetryable(&'static str),
-    /// The owner already asserted on this task.
-    #[error("the owner already asserted on this task")]
+    /// The owner already asserted on this task or post.
+    #[error("the owner already asserted on this task or post")]
     AlreadyAsserted,
     /// An idempotency key reused with a different body.
     #[error("the idempotency key was used with a different body")]
@@ -284,11 +287,11 @@ impl CoreError {
                 ErrorKind::Internal
             }
             Self::InvalidPlan(_) => ErrorKind::InvalidInput,
-            Self::TaskNotFound => ErrorKind::NotFound,
+            Self::TaskNotFound | Self::PostNotFound => ErrorKind::NotFound,
             Self::PlanHashMismatch
             | Self::TaskNotPending
             | Self::TaskNotQueued
-            | Self::TaskNotUncertain
+            | Self::NotUncertain
             | Self::TaskNotRetryable(_)
             | Self::AlreadyAsserted
             | Self::IdempotencyKeyReused => ErrorKind::Conflict,
@@ -345,10 +348,11 @@ impl CoreError {
             Self::Internal(_) => codes::INTERNAL,
             Self::InvalidPlan(_) => codes::INVALID_PLAN,
             Self::TaskNotFound => codes::TASK_NOT_FOUND,
+            Self::PostNotFound => codes::POST_NOT_FOUND,
             Self::PlanHashMismatch => codes::PLAN_HASH_MISMATCH,
             Self::TaskNotPending => codes::TASK_NOT_PENDING,
             Self::TaskNotQueued => codes::TASK_NOT_QUEUED,
-            Self::TaskNotUncertain => codes::TASK_NOT_UNCERTAIN,
+            Self::NotUncertain => codes::NOT_UNCERTAIN,
             Self::TaskNotRetryable(_) => codes::TASK_NOT_RETRYABLE,
             Self::AlreadyAsserted => codes::ALREADY_ASSERTED,
             Self::IdempotencyKeyReused => codes::IDEMPOTENCY_KEY_REUSED,

@@ -13,7 +13,8 @@
 //! - [`LiveSurface`]: what a person's live view needs from a context (frames out, input in).
 //!
 //! On top of them: [`SessionScope`] (what state may enter or leave), [`AgentPoster`] (the
-//! three-outcome posting pipeline), [`SessionCaptureManager`] (interactive capture with a
+//! three-outcome posting pipeline), [`PostJournal`] (every post recorded, at most once per
+//! idempotency key), [`SessionCaptureManager`] (interactive capture with a
 //! live view, [`LiveAttachment`]), [`SerializedProvider`] (one session at a time) and
 //! [`EgressPolicy`] (where a driven browser may connect).
 
@@ -26,6 +27,7 @@ pub mod egress;
 mod error;
 mod live;
 mod live_access;
+mod post_journal;
 mod poster;
 mod provider;
 pub mod scope;
@@ -33,6 +35,7 @@ mod scope_io;
 mod serialized;
 mod step;
 mod store;
+mod stored_sessions;
 mod strategy;
 pub mod task;
 mod tenant;
@@ -54,6 +57,9 @@ pub use live::{
     PointerAction, PointerButton,
 };
 pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal, LiveSites};
+pub use post_journal::{
+    InMemoryPostStore, PostJournal, PostReply, PostStore, Posted, StoredPost, post_request_hash,
+};
 pub use poster::{AgentPoster, Pacing, PosterConfig, StepTimeouts};
 pub use provider::{
     AcquireMode, AcquireRequest, DynSessionProvider, Lease, ProviderCapabilities, ProviderViewer,
@@ -61,8 +67,10 @@ pub use provider::{
 };
 pub use scope::{ScopeError, SessionScope};
 pub use serialized::SerializedProvider;
-pub use store::{InMemorySessionStore, SessionKey, SessionStore};
+pub use store::{InMemorySessionStore, STORED_SESSION_PLATFORM, SessionKey, SessionStore};
+pub use stored_sessions::StoredSessions;
 pub use strategy::{
-    PlatformPacing, PostProgress, ReceiptNote, StrategyPolicy, StrategyRegistry, SubmitReceipt,
-    VerifyOutcome, WebPostStrategy,
+    PlatformPacing, PostProgress, ReceiptNote, RecheckOutcome, StrategyPolicy, StrategyRegistry,
+    SubmitGate, SubmitReceipt, VerifyOutcome, WebPostStrategy,
 };
+pub use tenant::check as check_tenant_id;

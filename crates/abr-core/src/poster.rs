@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use abr_protocol::{
     AgentPostResult, AgentSessionState, ErrorBody, FailureStage, PostContent, PostRequest,
-    ProbeRequest, ProbeResponse, Timing, Verification,
+    ProbeRequest, ProbeResponse, RecheckAnswer, RecheckResult, Timing, Verification,
 };
 use tokio::time::Instant;
 
@@ -15,8 +15,9 @@ use crate::scope_io::{self, Scopes};
 use crate::step::{Step, guarded};
 use crate::{
     AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, OsRandom,
-    PlatformPacing, PostProgress, RandomSource, SessionContext, SessionKey, SessionStore,
-    StrategyErrorKind, StrategyRegistry, SystemClock, VerifyOutcome, WebPostStrategy,
+    PlatformPacing, PostProgress, RandomSource, RecheckOutcome, SessionContext, SessionKey,
+    SessionStore, StrategyErrorKind, StrategyRegistry, SubmitGate, SystemClock, VerifyOutcome,
+    WebPostStrategy,
 };
 
 /// A randomized delay before acting, to keep an account's activity human-scale.
@@ -162,6 +163,7 @@ impl Outcome {
             error: None,
             refreshed_session: refreshed,
             timing,
+            post_id: None,
         };
         match self {
             Self::Confirmed(v) => {
@@ -288,7 +290,37 @@ impl<C: SessionContext> AgentPoster<C> {
     /// Only for requests that cannot start: unknown platform, or a policy that forbids
     /// unattended execution. Everything after that, including provider failures, is an
     /// outcome in the returned [`AgentPostResult`].
+    /// A request naming a stored session (`sessionId`) is refused
+    /// ([`CoreError::InvalidInput`]): only a [`PostJournal`](crate::PostJournal) resolves it.
     pub async fn post(&self, request: PostRequest) -> Result<AgentPostResult, CoreError> {
+        if request.session_id.is_some() {
+            return Err(CoreError::InvalidInput(
+                "`sessionId` names a stored session: this runner takes `session` only".into(),
+            ));
+        }
+        self.post_gated(request, None, None).await
+    }
+
+    /// Refuses, before anything is recorded, what [`Self::post`] would refuse: an invalid
+    /// extra scope, bad tenant ids, an unknown platform, a policy against unattended runs.
+    pub(crate) fn check_request(&self, request: &PostRequest) -> Result<(), CoreError> {
+        scope_io::request_scope(request.scope.as_ref())?;
+        self.strategy_for(
+            &request.platform,
+            request.workspace_id.as_deref(),
+            request.account_id.as_deref(),
+        )
+        .map(drop)
+    }
+
+    /// [`Self::post`], with the submit stage passing through `gate` (the journal's record
+    /// of it); `request.session_id` is ignored (the journal resolved it into `session`).
+    pub(crate) async fn post_gated(
+        &self,
+        request: PostRequest,
+        gate: Option<Arc<dyn SubmitGate>>,
+        post_id: Option<&str>,
+    ) -> Result<AgentPostResult, CoreError> {
         let started = Instant::now();
         let PostRequest {
             platform,
@@ -297,6 +329,7 @@ impl<C: SessionContext> AgentPoster<C> {
             workspace_id,
             account_id,
             scope,
+            session_id: _,
         } = request;
         let extra = scope_io::request_scope(scope.as_ref())?;
         let strategy =
@@ -322,7 +355,13 @@ impl<C: SessionContext> AgentPoster<C> {
             Err(outcome) => (outcome, None),
             Ok(lease) => {
                 let outcome = self
-                    .run(strategy.as_ref(), lease.context(), &content, &mut timing)
+                    .run(
+                        strategy.as_ref(),
+                        lease.context(),
+                        &content,
+                        gate,
+                        &mut timing,
+                    )
                     .await;
                 let refreshed = if outcome.exports_session() {
                     self.export(lease.context(), &platform, scopes).await
@@ -346,6 +385,7 @@ impl<C: SessionContext> AgentPoster<C> {
         event.origin_count = Some(origin_count);
         event.dropped_count = Some(report_in.dropped_total());
         event.duration_ms = Some(timing.total_ms);
+        event.post_id = post_id.map(str::to_owned);
         if let Outcome::Uncertain(stage, e)
         | Outcome::NeedsReauth(stage, e)
         | Outcome::Failed(stage, e) = &outcome
@@ -376,12 +416,84 @@ impl<C: SessionContext> AgentPoster<C> {
                 workspace_id: Some(key.workspace_id.clone()),
                 account_id: Some(key.account_id.clone()),
                 scope: None,
+                session_id: None,
             })
             .await?;
         if let Some(refreshed) = &result.refreshed_session {
             store.save(key, refreshed.clone()).await?;
         }
         Ok(result)
+    }
+
+    /// A read-only re-check of `request` (its `session` resolved): a fresh browser with the
+    /// scoped session, then only [`WebPostStrategy::recheck`]; the verification it found,
+    /// when confirmed.
+    pub(crate) async fn recheck(
+        &self,
+        request: &PostRequest,
+    ) -> (RecheckResult, Option<Verification>) {
+        let answer = |answer, error| (RecheckResult { answer, error }, None);
+        let unavailable = |error: ErrorBody| answer(RecheckAnswer::Unavailable, Some(error));
+        let extra = match scope_io::request_scope(request.scope.as_ref()) {
+            Ok(extra) => extra,
+            Err(e) => return unavailable(e.to_body()),
+        };
+        let strategy = match self.strategy_for(
+            &request.platform,
+            request.workspace_id.as_deref(),
+            request.account_id.as_deref(),
+        ) {
+            Ok(strategy) => strategy,
+            Err(e) => return unavailable(e.to_body()),
+        };
+        let scopes = Scopes::new(strategy.policy(), extra.as_ref());
+        let (state, _report) = scopes.apply(&request.session);
+        let t = self.config.timeouts;
+        let acquire = AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: request.platform.clone(),
+            state: Some(state),
+            start_url: None,
+        };
+        let lease = match guarded(t.acquire, self.provider.acquire(acquire))
+            .await
+            .provider(ACQUIRING)
+        {
+            Ok(lease) => lease,
+            Err(e) => return unavailable(e.to_body().retryable(true)),
+        };
+        let step = guarded(
+            t.verify,
+            strategy.recheck(lease.context(), &request.content),
+        )
+        .await;
+        self.release(lease).await;
+        match step {
+            Step::Done(RecheckOutcome::Confirmed(v)) => (
+                RecheckResult {
+                    answer: RecheckAnswer::Confirmed,
+                    error: None,
+                },
+                Some(v),
+            ),
+            Step::Done(RecheckOutcome::NotFound { detail }) => answer(
+                RecheckAnswer::NotFound,
+                Some(ErrorBody::new(
+                    crate::task::codes::VERIFICATION_FAILED,
+                    detail,
+                )),
+            ),
+            Step::Done(RecheckOutcome::Ambiguous { detail }) => answer(
+                RecheckAnswer::Ambiguous,
+                Some(ErrorBody::new("unconfirmed", detail)),
+            ),
+            Step::Done(RecheckOutcome::Unavailable { detail }) => {
+                unavailable(ErrorBody::new("recheck_unavailable", detail))
+            }
+            Step::Error(e) => unavailable(e.to_body()),
+            Step::TimedOut => unavailable(timeout_body("the re-check")),
+            Step::Panicked => unavailable(panic_body("the re-check")),
+        }
     }
 
     /// Checks whether `request.session` is still signed in, and returns it refreshed.
@@ -474,6 +586,7 @@ impl<C: SessionContext> AgentPoster<C> {
         strategy: &dyn WebPostStrategy<C>,
         context: &C,
         content: &PostContent,
+        gate: Option<Arc<dyn SubmitGate>>,
         timing: &mut Timing,
     ) -> Outcome {
         let t = self.config.timeouts;
@@ -497,7 +610,7 @@ impl<C: SessionContext> AgentPoster<C> {
             Step::Panicked => return Outcome::failed(stage, panic_body(SIGN_IN_CHECK)),
         }
 
-        let progress = PostProgress::default();
+        let progress = PostProgress::gated(gate);
         progress.enter(FailureStage::Compose);
         let t0 = Instant::now();
         let posted = guarded(t.post, strategy.post(context, content, &progress)).await;

@@ -34,6 +34,18 @@ impl SessionKey {
     }
 }
 
+/// The platform part of the [`SessionKey`] of a session stored by id (`sessionId` in a
+/// task or post request): `SessionKey::new(tenant, session_id, STORED_SESSION_PLATFORM)`,
+/// see [`SessionKey::stored`]. Part of what a durable store keeps: never change it.
+pub const STORED_SESSION_PLATFORM: &str = "";
+
+impl SessionKey {
+    /// The key of the session `session_id` a tenant stored on the runner (`sessionId`).
+    pub fn stored(tenant: impl Into<String>, session_id: impl Into<String>) -> Self {
+        Self::new(tenant, session_id, STORED_SESSION_PLATFORM)
+    }
+}
+
 /// Stores sessions. Implementations should encrypt at rest: a session is a credential.
 #[async_trait]
 pub trait SessionStore: Send + Sync + 'static {

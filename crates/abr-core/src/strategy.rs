@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use abr_protocol::{FailureStage, PlatformInfo, PlatformPolicy, PostContent, Verification};
 use async_trait::async_trait;
@@ -44,12 +44,45 @@ impl StrategyPolicy {
 /// How far a post got. A strategy calls [`PostProgress::enter`] before each stage, so that
 /// when it fails, times out or panics the core knows whether anything may have been
 /// submitted. Stages only move forward.
-#[derive(Debug)]
-pub struct PostProgress(AtomicU8);
+///
+/// Before the action that may publish, a strategy awaits [`PostProgress::submit`]: it enters
+/// the submit stage and, when the post is journaled ([`PostJournal`](crate::PostJournal)),
+/// returns only once the journal durably recorded that the submit started, so that a
+/// runner killed during the click recovers the post as uncertain, never as safe to retry.
+pub struct PostProgress {
+    stage: AtomicU8,
+    gate: Option<Arc<dyn SubmitGate>>,
+    gate_passed: AtomicBool,
+}
+
+/// What a journal does when a post reaches its submit stage (see [`PostProgress::submit`]).
+#[async_trait]
+pub trait SubmitGate: Send + Sync + 'static {
+    /// Durably records that the submit is about to start. An error stops the post before
+    /// the submit: nothing is published.
+    async fn before_submit(&self) -> Result<(), CoreError>;
+
+    /// The strategy entered the submit stage with the synchronous [`PostProgress::enter`]
+    /// (not [`PostProgress::submit`]): record it as soon as possible, without waiting.
+    fn submit_entered(&self);
+}
 
 impl Default for PostProgress {
     fn default() -> Self {
-        Self(AtomicU8::new(stage_index(FailureStage::Precheck)))
+        Self {
+            stage: AtomicU8::new(stage_index(FailureStage::Precheck)),
+            gate: None,
+            gate_passed: AtomicBool::new(false),
+        }
+    }
+}
+
+impl std::fmt::Debug for PostProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostProgress")
+            .field("stage", &self.current())
+            .field("gated", &self.gate.is_some())
+            .finish()
     }
 }
 
@@ -74,13 +107,56 @@ fn stage_index(stage: FailureStage) -> u8 {
 impl PostProgress {
     /// Marks the start of `stage`. Call `enter(FailureStage::Submit)` *before* the action
     /// that may publish (the click), never after.
+    ///
+    /// Prefer [`PostProgress::submit`] for the submit stage: with a journal, this synchronous
+    /// call can only start recording it, not wait for it.
     pub fn enter(&self, stage: FailureStage) {
-        self.0.fetch_max(stage_index(stage), Ordering::SeqCst);
+        self.stage.fetch_max(stage_index(stage), Ordering::SeqCst);
+        if stage >= FailureStage::Submit
+            && let Some(gate) = &self.gate
+            && !self.gate_passed.swap(true, Ordering::SeqCst)
+        {
+            gate.submit_entered();
+        }
+    }
+
+    /// Enters the submit stage and waits until a journal recorded it (at once without one).
+    /// Call it right before the action that may publish, and stop when it fails.
+    ///
+    /// # Errors
+    /// A [`StrategyErrorKind::NotPosted`](crate::StrategyErrorKind::NotPosted) error when the
+    /// journal could not record the submit: nothing was submitted.
+    pub async fn submit(&self) -> Result<(), StrategyError> {
+        self.stage
+            .fetch_max(stage_index(FailureStage::Submit), Ordering::SeqCst);
+        if let Some(gate) = &self.gate
+            && !self.gate_passed.swap(true, Ordering::SeqCst)
+        {
+            gate.before_submit().await.map_err(|e| {
+                StrategyError::not_posted(
+                    "submit_not_recorded",
+                    format!(
+                        "the submit could not be recorded before it started ({}): nothing was \
+                         submitted",
+                        e.code()
+                    ),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Progress whose submit stage passes through `gate`.
+    pub(crate) fn gated(gate: Option<Arc<dyn SubmitGate>>) -> Self {
+        Self {
+            gate,
+            ..Self::default()
+        }
     }
 
     /// The stage reached so far.
     pub fn current(&self) -> FailureStage {
-        STAGES[usize::from(self.0.load(Ordering::SeqCst)).min(STAGES.len() - 1)]
+        STAGES[usize::from(self.stage.load(Ordering::SeqCst)).min(STAGES.len() - 1)]
     }
 }
 
@@ -115,6 +191,29 @@ impl std::fmt::Debug for ReceiptNote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ReceiptNote(<not printed>)")
     }
+}
+
+/// What a read-only re-check of an uncertain post found
+/// ([`WebPostStrategy::recheck`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecheckOutcome {
+    /// The post is there: proven now.
+    Confirmed(Verification),
+    /// The check ran and did not find it (not proof that nothing was posted).
+    NotFound {
+        /// What was (not) seen.
+        detail: String,
+    },
+    /// The check ran but cannot tell (e.g. several identical posts).
+    Ambiguous {
+        /// Why.
+        detail: String,
+    },
+    /// The check cannot run (the strategy has none, or the page is unavailable).
+    Unavailable {
+        /// Why.
+        detail: String,
+    },
 }
 
 /// What verification established.
@@ -181,6 +280,24 @@ pub trait WebPostStrategy<C>: Send + Sync + 'static {
         context: &C,
         receipt: &SubmitReceipt,
     ) -> Result<VerifyOutcome, StrategyError>;
+
+    /// Re-checks, read-only and in a fresh signed-in browser, whether `content` was posted
+    /// (an uncertain post, later). It never acts: no compose, no submit. The default answers
+    /// [`RecheckOutcome::Unavailable`]: the strategy cannot re-check without its submit's
+    /// receipt.
+    async fn recheck(
+        &self,
+        context: &C,
+        content: &PostContent,
+    ) -> Result<RecheckOutcome, StrategyError>
+    where
+        C: Sync,
+    {
+        let _ = (context, content);
+        Ok(RecheckOutcome::Unavailable {
+            detail: format!("the `{}` strategy cannot re-check a post", self.platform()),
+        })
+    }
 }
 
 /// A platform's pacing (the seed's `pacing: true`: a small randomized delay before acting).

@@ -6,8 +6,12 @@ use crate::CoreError;
 /// Longest tenant id, in bytes.
 pub(crate) const MAX_TENANT_ID: usize = 256;
 
-/// Checks one tenant id: when present, 1 to [`MAX_TENANT_ID`] bytes of printable text.
-pub(crate) fn check(field: &str, value: Option<&str>) -> Result<(), CoreError> {
+/// Checks one tenant id (`field` names it in the error): when present, 1 to 256 bytes of
+/// printable text.
+///
+/// # Errors
+/// [`CoreError::InvalidInput`] naming `field`.
+pub fn check(field: &str, value: Option<&str>) -> Result<(), CoreError> {
     match value {
         None => Ok(()),
         Some(v)

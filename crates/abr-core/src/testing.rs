@@ -24,8 +24,8 @@ use crate::task::{BrowserAction, StepFailure, StepFailureKind, StepOutput, StepR
 use crate::{
     AcquireMode, AcquireRequest, Lease, LiveFeed, LiveFrame, LiveInput, LiveSurface, PageLocation,
     PostProgress, ProviderCapabilities, ProviderError, ProviderErrorKind, ProviderViewer,
-    SessionContext, SessionProvider, StrategyError, StrategyPolicy, SubmitReceipt, VerifyOutcome,
-    WebPostStrategy,
+    RecheckOutcome, SessionContext, SessionProvider, StrategyError, StrategyPolicy, SubmitReceipt,
+    VerifyOutcome, WebPostStrategy,
 };
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -538,6 +538,10 @@ pub struct ScriptedStrategy {
     script: Mutex<StrategyScript>,
     posted: Mutex<Vec<String>>,
     verified_notes: Mutex<Vec<Option<String>>>,
+    recheck: Mutex<Script<RecheckOutcome>>,
+    rechecked: Mutex<Vec<String>>,
+    submits: AtomicUsize,
+    hold: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
 }
 
 impl ScriptedStrategy {
@@ -553,7 +557,36 @@ impl ScriptedStrategy {
             script: Mutex::new(StrategyScript::default()),
             posted: Mutex::default(),
             verified_notes: Mutex::default(),
+            recheck: Mutex::new(Script::Return(RecheckOutcome::Unavailable {
+                detail: "scripted: no re-check".into(),
+            })),
+            rechecked: Mutex::default(),
+            submits: AtomicUsize::new(0),
+            hold: Mutex::default(),
         }
+    }
+
+    /// What `recheck` plays (by default: unavailable).
+    pub fn set_recheck(&self, script: Script<RecheckOutcome>) {
+        *lock(&self.recheck) = script;
+    }
+
+    /// Texts `recheck` was asked about, in order.
+    pub fn rechecked(&self) -> Vec<String> {
+        lock(&self.rechecked).clone()
+    }
+
+    /// How many times `post` passed its submit stage (the click).
+    pub fn submits(&self) -> usize {
+        self.submits.load(Ordering::SeqCst)
+    }
+
+    /// From now on, `post` waits for a permit of the returned semaphore (none at first)
+    /// before it plays its script: a test holds posts in flight and lets them go.
+    pub fn hold_posts(&self) -> Arc<tokio::sync::Semaphore> {
+        let permits = Arc::new(tokio::sync::Semaphore::new(0));
+        *lock(&self.hold) = Some(Arc::clone(&permits));
+        permits
     }
 
     /// The note (a `String`, if one) of every receipt `verify` was handed, in order.
@@ -609,8 +642,19 @@ impl WebPostStrategy<FakeContext> for ScriptedStrategy {
         progress: &PostProgress,
     ) -> Result<SubmitReceipt, StrategyError> {
         let script = self.script();
+        let hold = lock(&self.hold).clone();
+        if let Some(hold) = hold
+            && let Ok(permit) = hold.acquire().await
+        {
+            permit.forget();
+        }
         for stage in &script.post_stages {
-            progress.enter(*stage);
+            if *stage == FailureStage::Submit {
+                progress.submit().await?;
+                self.submits.fetch_add(1, Ordering::SeqCst);
+            } else {
+                progress.enter(*stage);
+            }
         }
         let receipt = script.post.play().await?;
         lock(&self.posted).push(content.text.clone());
@@ -636,6 +680,16 @@ impl WebPostStrategy<FakeContext> for ScriptedStrategy {
             .cloned();
         lock(&self.verified_notes).push(note);
         self.script().verify.play().await
+    }
+
+    async fn recheck(
+        &self,
+        _context: &FakeContext,
+        content: &PostContent,
+    ) -> Result<RecheckOutcome, StrategyError> {
+        lock(&self.rechecked).push(content.text.clone());
+        let script = lock(&self.recheck).clone();
+        script.play().await
     }
 }
 

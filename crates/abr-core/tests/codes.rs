@@ -75,6 +75,7 @@ async fn codes_of(b: &Both, at_finish: bool) -> [String; 3] {
             workspace_id: Some("ws".into()),
             account_id: Some("acct".into()),
             scope: None,
+            session_id: None,
         })
         .await
         .unwrap();

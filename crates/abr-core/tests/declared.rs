@@ -24,8 +24,8 @@ use abr_core::declared::{
 use abr_core::task::{BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner};
 use abr_core::{
     AcquireRequest, AgentPoster, CoreError, Lease, PlatformPacing, PostProgress,
-    ProviderCapabilities, ProviderError, SessionContext, SessionProvider, StrategyRegistry,
-    VerifyOutcome, WebPostStrategy,
+    ProviderCapabilities, ProviderError, RecheckOutcome, SessionContext, SessionProvider,
+    StrategyRegistry, VerifyOutcome, WebPostStrategy,
 };
 use abr_protocol::{
     AgentPostResult, AgentSessionState, FailureStage, MediaAttachment, PlatformFile, PostContent,
@@ -463,6 +463,7 @@ fn request(text: &str, media: bool) -> PostRequest {
         workspace_id: None,
         account_id: None,
         scope: None,
+        session_id: None,
     }
 }
 
@@ -1092,4 +1093,165 @@ async fn a_declared_permalink_page_must_show_the_post() {
         VerifyOutcome::Confirmed(v) => assert_eq!(v.method, VerificationMethod::Readback),
         other => panic!("{other:?}"),
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Re-checking an uncertain post
+
+/// Runs `recheck` of `content` on a fresh page (blank, as a new browser starts), and
+/// returns its answer with every action it took. Fails the test if it acted: no click,
+/// typing, choice, upload, and no post added.
+async fn recheck_on_fresh_page(
+    site: &Arc<Mutex<Site>>,
+    strategy: &DeclaredStrategy,
+    content: &PostContent,
+) -> (RecheckOutcome, Vec<String>) {
+    let posts_before = {
+        let mut s = site.lock().unwrap();
+        s.page = Page::Blank;
+        s.log.clear();
+        s.posts.clone()
+    };
+    let page = FakePage::new(site);
+    let outcome = strategy.recheck(&page, content).await.unwrap();
+    let s = site.lock().unwrap();
+    let log: Vec<String> = s.log.iter().map(|(k, _)| k.clone()).collect();
+    for acting in ["click", "type", "select", "upload"] {
+        assert!(
+            !log.iter().any(|k| k.starts_with(acting)),
+            "a re-check acted ({acting}): {log:?}"
+        );
+    }
+    assert_eq!(s.posts, posts_before, "a re-check changed the site");
+    (outcome, log)
+}
+
+#[tokio::test]
+async fn recheck_confirms_a_post_on_the_read_back_page_without_acting() {
+    let site = Arc::new(Mutex::new(Site::new()));
+    let strategy = demo();
+    // Posted through the strategy (with a link: the post as composed is looked for).
+    let mut req = request("rechecked post", false);
+    req.content.link = Some(" https://x.test/a ".into());
+    let result = poster(&site, strategy.clone())
+        .post(req.clone())
+        .await
+        .unwrap();
+    assert_eq!(result.outcome(), PostOutcome::Confirmed, "{result:?}");
+    site.lock()
+        .unwrap()
+        .posts
+        .push(("other".into(), "another post".into()));
+
+    let (outcome, log) = recheck_on_fresh_page(&site, &strategy, &req.content).await;
+    match &outcome {
+        RecheckOutcome::Confirmed(v) => {
+            assert_eq!(v.method, VerificationMethod::Recheck);
+            assert!(v.evidence.detail.as_deref().unwrap().contains("/feed"));
+        }
+        other => panic!("expected confirmed, got {other:?}"),
+    }
+    // It only read the read-back page.
+    assert_eq!(log[0], "navigate /feed", "{log:?}");
+    assert!(
+        log.iter()
+            .all(|k| !k.starts_with("navigate") || k == "navigate /feed"),
+        "{log:?}"
+    );
+    // Never the content in the answer.
+    assert!(!format!("{outcome:?}").contains("rechecked post"));
+}
+
+#[tokio::test]
+async fn recheck_of_a_post_not_on_the_read_back_page_is_not_found() {
+    let site = Arc::new(Mutex::new(Site::new()));
+    let strategy = demo();
+    // An empty feed.
+    let (outcome, _) =
+        recheck_on_fresh_page(&site, &strategy, &PostContent::text("never posted")).await;
+    assert!(
+        matches!(outcome, RecheckOutcome::NotFound { .. }),
+        "{outcome:?}"
+    );
+    // Posts with a longer text, or the text without the link: not this post.
+    site.lock().unwrap().posts.extend([
+        ("a".into(), "never posted, really".into()),
+        ("b".into(), "never posted".into()),
+    ]);
+    let mut with_link = PostContent::text("never posted");
+    with_link.link = Some("https://x.test".into());
+    let (outcome, _) = recheck_on_fresh_page(&site, &strategy, &with_link).await;
+    match &outcome {
+        RecheckOutcome::NotFound { detail } => {
+            assert!(!detail.contains("never posted"), "{detail}");
+        }
+        other => panic!("expected not found, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn recheck_of_a_text_posted_twice_is_ambiguous() {
+    let site = Arc::new(Mutex::new(Site::new()));
+    site.lock()
+        .unwrap()
+        .posts
+        .extend([("a".into(), "twice".into()), ("b".into(), "twice".into())]);
+    let (outcome, _) = recheck_on_fresh_page(&site, &demo(), &PostContent::text("twice")).await;
+    assert!(
+        matches!(outcome, RecheckOutcome::Ambiguous { .. }),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn recheck_signed_out_or_without_read_back_is_unavailable() {
+    // Signed out: the read-back page sends the browser to /login.
+    let site = Arc::new(Mutex::new(Site::new()));
+    site.lock()
+        .unwrap()
+        .posts
+        .push(("a".into(), "signed out".into()));
+    site.lock().unwrap().signed_in = false;
+    let (outcome, _) =
+        recheck_on_fresh_page(&site, &demo(), &PostContent::text("signed out")).await;
+    match &outcome {
+        RecheckOutcome::Unavailable { detail } => {
+            assert!(detail.contains("sign-in"), "{detail}");
+        }
+        other => panic!("expected unavailable, got {other:?}"),
+    }
+
+    // No read-back declared: nothing to look at, and nothing is done.
+    let no_readback = demo_edited(|v| {
+        v["verify"].as_object_mut().unwrap().remove("readback");
+    })
+    .unwrap();
+    let site = Arc::new(Mutex::new(Site::new()));
+    site.lock()
+        .unwrap()
+        .posts
+        .push(("a".into(), "anything".into()));
+    let (outcome, log) =
+        recheck_on_fresh_page(&site, &no_readback, &PostContent::text("anything")).await;
+    assert_eq!(
+        outcome,
+        RecheckOutcome::Unavailable {
+            detail: "the platform declares no read-back".into()
+        }
+    );
+    assert!(log.is_empty(), "{log:?}");
+
+    // A link the compose steps never write: such a post cannot exist, so it is not looked for.
+    let no_link = demo_edited(|v| {
+        v["compose"]["post"] = json!("{{text}}");
+    })
+    .unwrap();
+    let mut content = PostContent::text("anything");
+    content.link = Some("https://x.test".into());
+    let (outcome, log) = recheck_on_fresh_page(&site, &no_link, &content).await;
+    assert!(
+        matches!(outcome, RecheckOutcome::Unavailable { .. }),
+        "{outcome:?}"
+    );
+    assert!(log.is_empty(), "{log:?}");
 }

@@ -62,6 +62,7 @@ fn request() -> PostRequest {
         workspace_id: Some("ws-1".into()),
         account_id: Some("acct-1".into()),
         scope: None,
+        session_id: None,
     }
 }
 

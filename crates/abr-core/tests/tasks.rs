@@ -1479,10 +1479,7 @@ async fn a_recheck_runs_only_the_verification_and_changes_nothing() {
     let h = self::h();
     let pending = h.create(form_plan()).await;
     let e = h.runner.recheck(T, &pending.task_id).await.unwrap_err();
-    assert_eq!(
-        (e.code(), e.error_code().status),
-        ("task_not_uncertain", 409)
-    );
+    assert_eq!((e.code(), e.error_code().status), ("not_uncertain", 409));
     let record = uncertain(
         &h,
         json!({"method": "api_callback", "url": "https://orchestrator.example/cb"}),
@@ -1574,7 +1571,7 @@ async fn an_assertion_allows_exactly_one_new_attempt() {
         .assert_not_posted(T, &new.task_id, &assertion("owner"))
         .await
         .unwrap_err();
-    assert_eq!(e.code(), "task_not_uncertain");
+    assert_eq!(e.code(), "not_uncertain");
 }
 
 // ---- per-tenant limits ----------------------------------------------------------------------

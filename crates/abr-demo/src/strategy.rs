@@ -1,11 +1,12 @@
 //! The `demo` strategy: posts to the [demo site](crate::site) through a real browser and
-//! proves the outcome (toast, else read-back from `/feed`).
+//! proves the outcome (toast, else read-back from `/feed`); re-checks an uncertain post by
+//! reading `/feed` only.
 
 use std::time::Duration;
 
 use abr_core::{
-    PlatformPacing, PostProgress, ReceiptNote, ScopeError, StrategyError, StrategyPolicy,
-    SubmitReceipt, VerifyOutcome, WebPostStrategy,
+    PlatformPacing, PostProgress, ReceiptNote, RecheckOutcome, ScopeError, StrategyError,
+    StrategyPolicy, SubmitReceipt, VerifyOutcome, WebPostStrategy,
 };
 use abr_protocol::{
     FailureStage, MediaAttachment, PlatformPolicy, PostContent, SessionScopeSpec, Verification,
@@ -41,9 +42,11 @@ const ERROR_BANNER: &str = ".error-banner";
 const MARK_SUBMIT: &str = "() => { window.__abrSubmitted = true; }";
 const LANDED: &str = "() => window.__abrSubmitted !== true && document.readyState === 'complete'";
 
-/// Reads the posts of a feed document: `[{id, text}]`.
+/// Reads the posts of a feed document: `[{id, text, link}]` (`link`: the item's permalink
+/// `href` as written, `''` without one).
 const READ_FEED: &str = "() => [...document.querySelectorAll('li.post')].map(li => ({ \
-    id: li.dataset.id || '', text: (li.querySelector('.post-text') || {}).textContent || '' }))";
+    id: li.dataset.id || '', text: (li.querySelector('.post-text') || {}).textContent || '', \
+    link: li.querySelector('a.permalink')?.getAttribute('href') || '' }))";
 
 /// Fetches `/feed` without navigating and reads its posts; `null` when signed out.
 const FETCH_FEED: &str = "async () => { \
@@ -103,6 +106,11 @@ pub enum DemoStrategyError {
 ///   an error banner was shown) → confirmed by toast; else the post read back from `/feed`
 ///   → confirmed by read-back; else not posted if an error banner was shown, unconfirmed
 ///   otherwise.
+/// - `recheck` (an uncertain post, later, in a fresh signed-in browser): only loads
+///   `/feed`, as `verify`'s read-back does, and looks for the text as `post` composes it:
+///   exactly one such post → confirmed (method `recheck`, the item's permalink); none → not
+///   found; several → ambiguous; signed out (sent to `/login`) or an unreadable feed →
+///   unavailable. It never composes, clicks or submits.
 #[derive(Debug, Clone)]
 pub struct DemoStrategy {
     base: Url,
@@ -126,6 +134,10 @@ struct Note {
 struct FeedPost {
     id: String,
     text: String,
+    /// The item's permalink `href` as written (`""` without one; [`FETCH_FEED`] does not
+    /// read it).
+    #[serde(default)]
+    link: String,
 }
 
 impl DemoStrategy {
@@ -232,6 +244,26 @@ impl DemoStrategy {
                 permalink: Some(self.url(&format!("p/{id}"))),
                 post_id: Some(id.to_owned()),
                 detail: Some("found in /feed".into()),
+            },
+        }
+    }
+
+    /// The evidence of a re-check that found `post` in `/feed`: its permalink when the
+    /// item links one, and its id.
+    fn recheck_verification(&self, post: &FeedPost) -> Verification {
+        let permalink = Some(post.link.trim())
+            .filter(|l| !l.is_empty())
+            .and_then(|l| self.base.join(l).ok())
+            .filter(|u| matches!(u.scheme(), "http" | "https"));
+        let post_id = Some(post.id.clone())
+            .filter(|id| !id.is_empty())
+            .or_else(|| permalink.as_ref().and_then(post_id_of));
+        Verification {
+            method: VerificationMethod::Recheck,
+            evidence: VerificationEvidence {
+                permalink: permalink.map(|u| u.to_string()),
+                post_id,
+                detail: Some("re-check: found once in /feed".into()),
             },
         }
     }
@@ -468,6 +500,29 @@ fn judge_readback(
     }
 }
 
+/// The verdict of a re-check: `text` (as composed, normalized) looked for in what `/feed`
+/// showed, or why it could not be read.
+fn judge_recheck(
+    text: &str,
+    posts: Result<Vec<FeedPost>, String>,
+    confirm: impl FnOnce(&FeedPost) -> Verification,
+) -> RecheckOutcome {
+    let posts = match posts {
+        Ok(posts) => posts,
+        Err(why) => return RecheckOutcome::Unavailable { detail: why },
+    };
+    let mut found = posts.iter().filter(|p| normalize(&p.text) == text);
+    match (found.next(), found.count()) {
+        (None, _) => RecheckOutcome::NotFound {
+            detail: "no post with the text posted in /feed".into(),
+        },
+        (Some(post), 0) => RecheckOutcome::Confirmed(confirm(post)),
+        (Some(_), more) => RecheckOutcome::Ambiguous {
+            detail: format!("{} posts with the text posted in /feed", more + 1),
+        },
+    }
+}
+
 #[async_trait]
 impl WebPostStrategy<BrowserSession> for DemoStrategy {
     fn platform(&self) -> &str {
@@ -611,7 +666,7 @@ impl WebPostStrategy<BrowserSession> for DemoStrategy {
                     )
                 })
             })?;
-        progress.enter(FailureStage::Submit);
+        progress.submit().await?;
         let click = ClickOptions::builder()
             .timeout(t.action.as_secs_f64() * 1000.0)
             .build();
@@ -692,6 +747,20 @@ impl WebPostStrategy<BrowserSession> for DemoStrategy {
             self.readback_verification(id)
         }))
     }
+
+    /// Loads `/feed` only (the read-back `verify` uses) and looks for `content` as `post`
+    /// composes it. Never composes, clicks or submits.
+    async fn recheck(
+        &self,
+        context: &BrowserSession,
+        content: &PostContent,
+    ) -> Result<RecheckOutcome, StrategyError> {
+        let text = normalize(&compose_text(content));
+        let posts = self.read_back(context.page()).await;
+        Ok(judge_recheck(&text, posts, |post| {
+            self.recheck_verification(post)
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -717,6 +786,7 @@ mod tests {
             .map(|(id, text)| FeedPost {
                 id: (*id).into(),
                 text: (*text).into(),
+                link: format!("/p/{id}"),
             })
             .collect())
     }
@@ -807,6 +877,56 @@ mod tests {
             matches!(prefix, VerifyOutcome::Unconfirmed { .. }),
             "{prefix:?}"
         );
+    }
+
+    #[test]
+    fn recheck_confirms_exactly_one_post_with_the_exact_text() {
+        let s = strategy();
+        let text = "hello\nhttps://x.test";
+        let judge = |posts| judge_recheck(text, posts, |p| s.recheck_verification(p));
+        match judge(feed(&[
+            ("a", "hello"),
+            ("b", "hello\r\nhttps://x.test"),
+            ("c", "hello\nhttps://x.test/more"),
+        ])) {
+            RecheckOutcome::Confirmed(v) => {
+                assert_eq!(v.method, VerificationMethod::Recheck);
+                assert_eq!(v.evidence.post_id.as_deref(), Some("b"));
+                assert_eq!(
+                    v.evidence.permalink.as_deref(),
+                    Some("http://127.0.0.1:8788/p/b")
+                );
+            }
+            other => panic!("expected confirmed, got {other:?}"),
+        }
+        assert!(matches!(
+            judge(feed(&[("a", "hello")])),
+            RecheckOutcome::NotFound { .. }
+        ));
+        assert!(matches!(judge(feed(&[])), RecheckOutcome::NotFound { .. }));
+        assert!(matches!(
+            judge(feed(&[("a", text), ("b", text)])),
+            RecheckOutcome::Ambiguous { .. }
+        ));
+        assert!(matches!(
+            judge(Err(
+                "could not read back /feed: the session is signed out".into()
+            )),
+            RecheckOutcome::Unavailable { .. }
+        ));
+        // An item without a permalink: confirmed, with its id only.
+        let unlinked = FeedPost {
+            id: "d".into(),
+            text: text.into(),
+            link: String::new(),
+        };
+        let v = s.recheck_verification(&unlinked);
+        assert_eq!(v.evidence.permalink, None);
+        assert_eq!(v.evidence.post_id.as_deref(), Some("d"));
+        // Never the text in an answer.
+        for posts in [feed(&[]), feed(&[("a", text), ("b", text)])] {
+            assert!(!format!("{:?}", judge(posts)).contains("hello"));
+        }
     }
 
     #[test]

@@ -99,6 +99,7 @@ impl Harness {
         let result = self
             .poster
             .post(PostRequest {
+                session_id: None,
                 platform: "demo".into(),
                 session: session.clone(),
                 content,

@@ -64,6 +64,29 @@ impl std::fmt::Debug for CaptureRef {
     }
 }
 
+/// `POST /v1/capture/finish`: the capture, and optionally a session id to keep the
+/// captured session under on the runner (`/v1/sessions/{id}`), for the capture's tenant
+/// (its `workspaceId`).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureFinishRequest {
+    /// The capture and its binding.
+    #[serde(flatten)]
+    pub capture: CaptureRef,
+    /// Keep the session on the runner under this id as well.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_as: Option<String>,
+}
+
+impl std::fmt::Debug for CaptureFinishRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureFinishRequest")
+            .field("capture", &self.capture)
+            .field("store_as", &self.store_as)
+            .finish()
+    }
+}
+
 /// Answer to a successful finish: the scoped session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -72,6 +95,9 @@ pub struct CaptureFinishResponse {
     pub session: AgentSessionState,
     /// What the scope filter dropped, by reason.
     pub scope_report: ScopeReport,
+    /// Where the runner keeps it, when the request said `storeAs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_as: Option<String>,
 }
 
 /// Answer to a successful cancel.

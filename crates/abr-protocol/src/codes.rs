@@ -91,6 +91,8 @@ codes! {
     SESSION_NOT_FOUND = "session_not_found", 404, No, "no stored session for this account and platform";
     /// No task with this id for this tenant (another tenant's task is not found either).
     TASK_NOT_FOUND = "task_not_found", 404, No, "no task with this id for this tenant (another tenant's id is not found either)";
+    /// No journaled post with this id for this tenant.
+    POST_NOT_FOUND = "post_not_found", 404, No, "no post with this id for this tenant (another tenant's id is not found either)";
     /// The endpoint does not take this method (with `Allow`).
     METHOD_NOT_ALLOWED = "method_not_allowed", 405, No, "the endpoint does not take this method (`Allow` lists those it does)";
     /// The user has not signed in yet; the capture stays open.
@@ -101,12 +103,12 @@ codes! {
     TASK_NOT_PENDING = "task_not_pending", 409, No, "the task is not waiting for approval (approved, rejected, or never needed it)";
     /// `run` of a task that is not approved and waiting, or already running or ended.
     TASK_NOT_QUEUED = "task_not_queued", 409, No, "the task is not approved and waiting to run (an approved plan runs at most once)";
-    /// `recheck` or `assert-not-posted` of a task whose outcome is not uncertain.
-    TASK_NOT_UNCERTAIN = "task_not_uncertain", 409, No, "the task's outcome is not uncertain: nothing to re-check or assert";
+    /// `recheck` or `assert-not-posted` of a task or post whose outcome is not uncertain.
+    NOT_UNCERTAIN = "not_uncertain", 409, No, "the task's or post's outcome is not uncertain: nothing to re-check or assert";
     /// `retry` of a task that may not be retried.
     TASK_NOT_RETRYABLE = "task_not_retryable", 409, No, "only a failed task, or an uncertain one with an unspent owner assertion, can be retried, once";
-    /// The owner already asserted on this task.
-    ALREADY_ASSERTED = "already_asserted", 409, No, "the owner already asserted on this task (one assertion, one new attempt)";
+    /// The owner already asserted on this task or post.
+    ALREADY_ASSERTED = "already_asserted", 409, No, "the owner already asserted on this task or post (one assertion, one new attempt)";
     /// An `Idempotency-Key` reused with a different body.
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused", 409, No, "the `Idempotency-Key` was used with a different body";
     /// The capture's browser is gone: it can never finish.

@@ -28,21 +28,22 @@ mod session;
 mod task;
 
 pub use capture::{
-    CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
-    CaptureStartResponse, CaptureState, CaptureStatus, ProbeRequest, ProbeResponse,
+    CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,
+    CaptureStartRequest, CaptureStartResponse, CaptureState, CaptureStatus, ProbeRequest,
+    ProbeResponse,
 };
 pub use error::{DropReason, ErrorBody, ErrorEnvelope, Health, ScopeReport};
 pub use live::{LiveModifiers, LivePointerAction, LivePointerButton, LiveViewEvent, LiveViewInput};
 pub use platform_file::PlatformFile;
 pub use policy::{PlatformInfo, PlatformPolicy, PlatformsResponse, SessionScopeSpec};
 pub use post::{
-    AgentPostResult, FailureStage, MediaAttachment, PostContent, PostOutcome, PostRequest, Timing,
-    Verification, VerificationEvidence, VerificationMethod,
+    AgentPostResult, FailureStage, MediaAttachment, PostContent, PostOutcome, PostRecord,
+    PostRequest, PostState, Timing, Verification, VerificationEvidence, VerificationMethod,
 };
 pub use secret::SecretValue;
 pub use session::{
     AgentSessionState, Cookie, LocalStorageItem, OriginState, SESSION_FORMAT_VERSION, SameSite,
-    SessionMetadata,
+    SessionMetadata, StoreSessionRequest, StoredSession, StoredSessionInfo,
 };
 pub use task::{
     Approval, ApproveRequest, AssertNotPostedRequest, DomCheck, Extraction, OwnerAssertion,

@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AgentSessionState, ErrorBody, SessionScopeSpec};
+use time::OffsetDateTime;
+
+use crate::{AgentSessionState, ErrorBody, OwnerAssertion, RecheckResult, SessionScopeSpec};
 
 /// What to publish.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -67,8 +69,15 @@ impl std::fmt::Debug for MediaAttachment {
 pub struct PostRequest {
     /// Platform (strategy id).
     pub platform: String,
-    /// The session to replay; it is scoped by the platform's policy before use.
+    /// The session to replay; it is scoped by the platform's policy before use. Omitted (or
+    /// empty) when `sessionId` names a session stored on the runner: exactly one of the two
+    /// is given.
+    #[serde(default)]
     pub session: AgentSessionState,
+    /// A session stored on the runner, instead of `session`; the refreshed (scoped) state is
+    /// written back to it after the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     /// What to post.
     pub content: PostContent,
     /// Tenant ids, recorded in audit events only.
@@ -116,6 +125,9 @@ pub enum VerificationMethod {
     Permalink,
     /// The post was read back from the account's own feed or an API.
     Readback,
+    /// Proven after the fact: a read-only re-check of an uncertain post found it (the
+    /// evidence is the re-check's).
+    Recheck,
 }
 
 /// Proof that the action happened.
@@ -202,6 +214,9 @@ pub struct AgentPostResult {
     /// Where the time went.
     #[serde(default)]
     pub timing: Timing,
+    /// The post's record (`GET /v1/posts/{postId}`), when the post was journaled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_id: Option<String>,
 }
 
 /// The outcome row of an [`AgentPostResult`], derived from its fields.
@@ -237,6 +252,75 @@ impl AgentPostResult {
     }
 }
 
+/// Where a journaled post is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PostState {
+    /// Recorded before the browser was acquired; the job has not ended (or the runner
+    /// stopped before it could record the end: recovery ends it).
+    Running,
+    /// Confirmed (by the job's verification, or later by a re-check).
+    Succeeded,
+    /// The submit may have happened but nothing confirmed it: never retried automatically.
+    Uncertain,
+    /// The session is no longer signed in.
+    NeedsReauth,
+    /// Failed with nothing posted: safe to post again (with a new idempotency key).
+    Failed,
+}
+
+impl PostState {
+    /// The state a job's result ends in.
+    pub fn of(result: &AgentPostResult) -> Self {
+        match result.outcome() {
+            PostOutcome::Confirmed => Self::Succeeded,
+            PostOutcome::Uncertain => Self::Uncertain,
+            PostOutcome::NeedsReauth => Self::NeedsReauth,
+            PostOutcome::Failed => Self::Failed,
+        }
+    }
+
+    /// Whether the post ended.
+    pub fn is_final(self) -> bool {
+        self != Self::Running
+    }
+}
+
+/// The record of a journaled post: `GET /v1/posts/{postId}`. It never carries the posted
+/// content or a session: `result` is the job's outcome without `refreshedSession`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PostRecord {
+    /// The post's id.
+    pub post_id: String,
+    /// Platform (strategy id).
+    pub platform: String,
+    /// Where it is.
+    pub state: PostState,
+    /// The outcome, once the job ended (never with `refreshedSession`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<AgentPostResult>,
+    /// When it was recorded.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When it ended.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub finished_at: Option<OffsetDateTime>,
+    /// The post this one is a new attempt of (after an owner's assertion).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
+    /// The owner's assertion that an uncertain post did not happen, once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertion: Option<OwnerAssertion>,
+    /// The latest read-only re-check of an uncertain post.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recheck: Option<RecheckResult>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +336,7 @@ mod tests {
             error: Some(ErrorBody::new("unconfirmed", "no toast")),
             refreshed_session: None,
             timing: Timing::default(),
+            post_id: None,
         };
         let v = serde_json::to_value(&r).unwrap();
         for key in [

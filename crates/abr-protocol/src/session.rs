@@ -385,3 +385,44 @@ mod tests {
         );
     }
 }
+
+/// `PUT /v1/sessions/{id}`: keep a session on the runner under an id of the tenant's, to
+/// run tasks and posts with `sessionId` instead of shipping the cookies each time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StoreSessionRequest {
+    /// The session (Playwright `storageState`, or ABR's document).
+    pub session: AgentSessionState,
+    /// The platform whose scope filters it before it is kept; at least one of `platform`
+    /// and `scope` is required (nothing is kept unscoped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// A scope of its own, applied after the platform's (it can only narrow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::SessionScopeSpec>,
+}
+
+/// What the runner keeps under a session id: counts only, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredSessionInfo {
+    /// The id.
+    pub session_id: String,
+    /// Cookies kept.
+    pub cookie_count: u32,
+    /// Origins with localStorage kept.
+    pub origin_count: u32,
+    /// What the scope dropped going in, by reason (absent on reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope_report: Option<crate::ScopeReport>,
+}
+
+/// `GET /v1/sessions/{id}`: the session as kept (restore).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredSession {
+    /// The id.
+    pub session_id: String,
+    /// The session: scoped going in, refreshed by every job that used it.
+    pub session: AgentSessionState,
+}

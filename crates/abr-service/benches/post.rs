@@ -85,6 +85,7 @@ async fn signed_in(site: &DemoSite) -> AgentSessionState {
 
 fn request(session: &AgentSessionState, i: usize, how: &str) -> PostRequest {
     PostRequest {
+        session_id: None,
         platform: "demo".into(),
         session: session.clone(),
         content: PostContent::text(format!("{how} bench post {i}")),

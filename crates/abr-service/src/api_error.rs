@@ -78,7 +78,7 @@ impl From<CoreError> for ApiError {
                 Some(p.retry_after().unwrap_or(Duration::from_secs(2)))
             }
             CoreError::CaptureLimit(_) => Some(Duration::from_secs(10)),
-            _ => None,
+            _ => e.retry_after(),
         };
         let mut body = e.to_body();
         if status == StatusCode::INTERNAL_SERVER_ERROR {

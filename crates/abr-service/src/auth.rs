@@ -1,7 +1,7 @@
 //! Bearer authentication: SHA-256 digests of the accepted tokens, compared in constant
 //! time; several tokens for rotation.
 
-use abr_core::SessionContext;
+use crate::runner::RunnerContext;
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -53,7 +53,7 @@ impl TokenSet {
 }
 
 /// Refuses a request without exactly one `Authorization: Bearer <accepted token>` header.
-pub(crate) async fn require_bearer<C: SessionContext>(
+pub(crate) async fn require_bearer<C: RunnerContext>(
     State(state): State<AppState<C>>,
     request: Request,
     next: Next,

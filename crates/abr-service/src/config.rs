@@ -3,11 +3,12 @@
 //! This is the only place in ABR that reads configuration from the environment, and it
 //! reads it from a map handed in (`std::env::vars()` in `main`), so it is testable.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use abr_core::task::{ApprovalRule, TenantLimits};
 use abr_core::{AllowedPrivate, DeadlineBudget, EgressPolicy, Pacing};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
@@ -184,6 +185,50 @@ pub struct RunnerConfig {
     /// (`ABR_PACING_MS=min-max`, default `1000-3000`; `off`). A platform may opt out (the
     /// demo does) or set its own.
     pub pacing: Option<Pacing>,
+    /// Tasks: approval rule and per-tenant limits.
+    pub tasks: TaskSettings,
+    /// Durable records: where, and the key that encrypts sessions at rest.
+    pub store: StoreSettings,
+    /// Platforms declared as data: every `*.toml` / `*.json` file of this directory
+    /// (`ABR_PLATFORMS_DIR`; unset: none).
+    pub platforms_dir: Option<PathBuf>,
+    /// Values the platform files' `{{name}}` placeholders are filled with
+    /// (`ABR_PLATFORM_VARS=name=value,...`, e.g. `base=https://app.example.com`).
+    pub platform_vars: BTreeMap<String, String>,
+}
+
+/// Tasks: who must approve, and how much one tenant may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TaskSettings {
+    /// Which tasks wait for a person's approval (`ABR_TASK_APPROVAL`: `all`, the default;
+    /// `committing_or_risky`; `off`). The effective rule is recorded on every task.
+    pub approval: ApprovalRule,
+    /// Per tenant: browser sessions at once (`ABR_TENANT_MAX_SESSIONS`, default 10),
+    /// executions per UTC day (`ABR_TENANT_MAX_EXECUTIONS_PER_DAY`, default 100), retries
+    /// of one failed execution (`ABR_TENANT_MAX_RETRIES`, default 5).
+    pub limits: TenantLimits,
+}
+
+/// Where durable records live.
+#[derive(Clone, Default)]
+pub struct StoreSettings {
+    /// The directory of the SQLite file `abr.db` (`ABR_DATA_DIR`; default the user's data
+    /// directory, `$XDG_DATA_HOME/abr` or `~/.local/share/abr`). `None`: records are kept in
+    /// memory only (embedders and tests that build a config by hand).
+    pub data_dir: Option<PathBuf>,
+    /// 32 bytes, hex (`ABR_SESSION_KEY`): encrypts stored sessions and task credentials
+    /// (XChaCha20-Poly1305). Without it nothing holding credentials is stored, except in
+    /// `--insecure-dev` (stored in plaintext, marked as such).
+    pub session_key: Option<SecretString>,
+}
+
+impl std::fmt::Debug for StoreSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreSettings")
+            .field("data_dir", &self.data_dir)
+            .field("session_key", &self.session_key.as_ref().map(|_| "<set>"))
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for RunnerConfig {
@@ -211,6 +256,9 @@ impl std::fmt::Debug for RunnerConfig {
                     .collect::<Vec<_>>(),
             )
             .field("live", &self.live)
+            .field("tasks", &self.tasks)
+            .field("store", &self.store)
+            .field("platforms_dir", &self.platforms_dir)
             .finish_non_exhaustive()
     }
 }
@@ -236,7 +284,26 @@ impl Default for RunnerConfig {
             egress: EgressPolicy::new(),
             live: LiveSettings::default(),
             pacing: Some(DEFAULT_PACING),
+            tasks: TaskSettings::default(),
+            store: StoreSettings::default(),
+            platforms_dir: None,
+            platform_vars: BTreeMap::new(),
         }
+    }
+}
+
+/// The user's data directory for ABR: `$XDG_DATA_HOME/abr`, else `$HOME/.local/share/abr`.
+fn default_data_dir(env: &HashMap<String, String>) -> Result<PathBuf, ConfigError> {
+    let get = |k: &str| env.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    if let Some(xdg) = get("XDG_DATA_HOME") {
+        return Ok(Path::new(xdg).join("abr"));
+    }
+    match get("HOME") {
+        Some(home) => Ok(Path::new(home).join(".local/share/abr")),
+        None => Err(invalid(
+            "ABR_DATA_DIR",
+            "no data directory: set ABR_DATA_DIR (HOME and XDG_DATA_HOME are unset)",
+        )),
     }
 }
 
@@ -321,6 +388,13 @@ struct FileConfig {
     live_proxy_provider_viewer: Option<bool>,
     live_max_sockets: Option<usize>,
     pacing_ms: Option<String>,
+    task_approval: Option<String>,
+    tenant_max_sessions: Option<u32>,
+    tenant_max_executions_per_day: Option<u32>,
+    tenant_max_retries: Option<u32>,
+    data_dir: Option<String>,
+    platforms_dir: Option<String>,
+    platform_vars: Option<String>,
 }
 
 impl FileConfig {
@@ -383,6 +457,17 @@ impl FileConfig {
             self.live_max_sockets.map(|v| v.to_string()),
         );
         put("pacing_ms", self.pacing_ms);
+        put("task_approval", self.task_approval);
+        let num = |v: Option<u32>| v.map(|v| v.to_string());
+        put("tenant_max_sessions", num(self.tenant_max_sessions));
+        put(
+            "tenant_max_executions_per_day",
+            num(self.tenant_max_executions_per_day),
+        );
+        put("tenant_max_retries", num(self.tenant_max_retries));
+        put("data_dir", self.data_dir);
+        put("platforms_dir", self.platforms_dir);
+        put("platform_vars", self.platform_vars);
         env
     }
 }
@@ -417,7 +502,11 @@ impl RunnerConfig {
                 .filter(|(k, _)| k.starts_with("ABR_"))
                 .map(|(k, v)| (k.clone(), v.clone())),
         );
-        Self::from_env(&merged, insecure_dev)
+        let mut config = Self::from_env(&merged, insecure_dev)?;
+        if config.store.data_dir.is_none() {
+            config.store.data_dir = Some(default_data_dir(env)?);
+        }
+        Ok(config)
     }
 
     fn from_env(env: &HashMap<String, String>, insecure_dev: bool) -> Result<Self, ConfigError> {
@@ -597,6 +686,48 @@ impl RunnerConfig {
         }
         if let Some(v) = get("ABR_PACING_MS") {
             config.pacing = parse_pacing("ABR_PACING_MS", v)?;
+        }
+        if let Some(v) = get("ABR_TASK_APPROVAL") {
+            config.tasks.approval = v
+                .parse()
+                .map_err(|_| invalid("ABR_TASK_APPROVAL", "use all, committing_or_risky or off"))?;
+        }
+        let limit = |k: &str| -> Result<Option<u32>, ConfigError> {
+            positive(k)?
+                .map(|n| u32::try_from(n).map_err(|_| invalid(k, "too large")))
+                .transpose()
+        };
+        let t = &mut config.tasks.limits;
+        if let Some(n) = limit("ABR_TENANT_MAX_SESSIONS")? {
+            t.concurrent_sessions = n;
+        }
+        if let Some(n) = limit("ABR_TENANT_MAX_EXECUTIONS_PER_DAY")? {
+            t.daily_executions = n;
+        }
+        if let Some(n) = limit("ABR_TENANT_MAX_RETRIES")? {
+            t.retries = n;
+        }
+        config.store.data_dir = get("ABR_DATA_DIR").map(PathBuf::from);
+        config.store.session_key = secret("ABR_SESSION_KEY");
+        if let Some(key) = &config.store.session_key {
+            let k = key.expose_secret();
+            if k.len() != 64 || !k.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(invalid(
+                    "ABR_SESSION_KEY",
+                    "must be 64 hex characters (32 bytes; e.g. `openssl rand -hex 32`)",
+                ));
+            }
+        }
+        config.platforms_dir = get("ABR_PLATFORMS_DIR").map(PathBuf::from);
+        if let Some(list) = get("ABR_PLATFORM_VARS") {
+            for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+                let Some((name, value)) = entry.split_once('=') else {
+                    return Err(invalid("ABR_PLATFORM_VARS", "use name=value,name=value"));
+                };
+                config
+                    .platform_vars
+                    .insert(name.trim().to_owned(), value.trim().to_owned());
+            }
         }
         config.budget(Duration::ZERO)?;
         Ok(config)

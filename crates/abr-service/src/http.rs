@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use abr_core::{LiveSurface, SessionContext};
+use crate::runner::RunnerContext;
+use abr_core::LiveSurface;
 use abr_protocol::codes::{self};
 use abr_protocol::{
-    AgentPostResult, CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
-    CaptureStartResponse, CaptureStatus, Health, PlatformsResponse, PostRequest, ProbeRequest,
-    ProbeResponse,
+    CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,
+    CaptureStartRequest, CaptureStartResponse, CaptureStatus, Health, PlatformsResponse,
+    ProbeRequest, ProbeResponse,
 };
 use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Request, State};
 use axum::http::header;
@@ -45,7 +46,7 @@ async fn access_log(request: Request, next: Next) -> Response {
 }
 
 /// Bounds every request by the configured deadline.
-async fn deadline<C: SessionContext>(
+async fn deadline<C: RunnerContext>(
     State(state): State<AppState<C>>,
     request: Request,
     next: Next,
@@ -81,13 +82,13 @@ async fn health() -> Json<Health> {
     })
 }
 
-async fn platforms<C: SessionContext>(State(state): State<AppState<C>>) -> Json<PlatformsResponse> {
+async fn platforms<C: RunnerContext>(State(state): State<AppState<C>>) -> Json<PlatformsResponse> {
     Json(PlatformsResponse {
         platforms: state.runner.poster.strategies().platforms(),
     })
 }
 
-async fn capture_start<C: SessionContext>(
+async fn capture_start<C: RunnerContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureStartRequest>,
 ) -> Result<Json<CaptureStartResponse>, ApiError> {
@@ -95,14 +96,39 @@ async fn capture_start<C: SessionContext>(
     Ok(Json(state.runner.captures.start(request).await?))
 }
 
-async fn capture_finish<C: SessionContext>(
+/// Finishes a capture; with `storeAs`, also keeps the session on the runner for the
+/// capture's tenant (its `workspaceId`). A capture that finished but could not be stored
+/// still answers its session (the browser is gone: the session would be lost otherwise),
+/// with `storedAs` absent; the failure is logged.
+async fn capture_finish<C: RunnerContext>(
     State(state): State<AppState<C>>,
-    ApiJson(request): ApiJson<CaptureRef>,
+    ApiJson(request): ApiJson<CaptureFinishRequest>,
 ) -> Result<Json<CaptureFinishResponse>, ApiError> {
-    Ok(Json(state.runner.captures.finish(&request).await?))
+    let CaptureFinishRequest { capture, store_as } = request;
+    if let Some(id) = &store_as
+        && (id.is_empty() || id.len() > 256 || id.chars().any(char::is_control))
+    {
+        return Err(ApiError::new(
+            codes::INVALID_REQUEST,
+            "storeAs must be 1 to 256 bytes of printable text",
+        ));
+    }
+    let mut response = state.runner.captures.finish(&capture).await?;
+    if let Some(id) = store_as {
+        match state
+            .runner
+            .sessions
+            .put_scoped(&capture.workspace_id, &id, response.session.clone())
+            .await
+        {
+            Ok(()) => response.stored_as = Some(id),
+            Err(e) => tracing::warn!(error = %e, "the captured session could not be stored"),
+        }
+    }
+    Ok(Json(response))
 }
 
-async fn capture_cancel<C: SessionContext>(
+async fn capture_cancel<C: RunnerContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureCancelResponse>, ApiError> {
@@ -118,7 +144,7 @@ struct TenantQuery {
 }
 
 /// `GET /v1/capture/{id}?workspaceId=…&accountId=…`: bound like finish and cancel.
-async fn capture_status<C: SessionContext>(
+async fn capture_status<C: RunnerContext>(
     State(state): State<AppState<C>>,
     Path(capture_id): Path<String>,
     query: Result<axum::extract::Query<TenantQuery>, axum::extract::rejection::QueryRejection>,
@@ -144,36 +170,14 @@ async fn capture_status<C: SessionContext>(
 
 /// `POST /v1/capture/status`: the same, with the capture id in the body rather than the
 /// path (a capture id is a credential; paths end up in proxies' logs).
-async fn capture_status_body<C: SessionContext>(
+async fn capture_status_body<C: RunnerContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureStatus>, ApiError> {
     Ok(Json(state.runner.captures.status(&request).await?))
 }
 
-async fn post_job<C: SessionContext>(
-    State(state): State<AppState<C>>,
-    ApiJson(request): ApiJson<PostRequest>,
-) -> Result<Json<AgentPostResult>, ApiError> {
-    let slot = state.runner.jobs.enter().await?;
-    // The job runs in its own task, holding its slot: a panic stays there (this request
-    // fails, the server goes on, the lease is released by its drop), and a client that
-    // disconnects mid-post does not cut a publish in half.
-    let runner = Arc::clone(&state.runner);
-    let job = tokio::spawn(async move {
-        let _slot = slot;
-        runner.poster.post(request).await
-    });
-    match job.await {
-        Ok(result) => Ok(Json(result?)),
-        Err(_) => Err(ApiError::new(
-            codes::JOB_PANICKED,
-            "the job failed unexpectedly; it may have been published: do not retry automatically",
-        )),
-    }
-}
-
-async fn probe<C: SessionContext>(
+async fn probe<C: RunnerContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<ProbeRequest>,
 ) -> Result<Json<ProbeResponse>, ApiError> {
@@ -193,7 +197,7 @@ async fn probe<C: SessionContext>(
 }
 
 /// The router of the runner: the API, and the live view.
-pub fn app<C: SessionContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
+pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
     let config = &runner.config;
     let tokens = Arc::new(TokenSet::new(config));
     let body_limit = config.limits.body_limit_bytes;
@@ -210,8 +214,10 @@ pub fn app<C: SessionContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
         .route("/v1/capture/cancel", post(capture_cancel::<C>))
         .route("/v1/capture/status", post(capture_status_body::<C>))
         .route("/v1/capture/{capture_id}", get(capture_status::<C>))
-        .route("/v1/post", post(post_job::<C>))
         .route("/v1/probe", post(probe::<C>))
+        .merge(crate::posts::routes::<C>())
+        .merge(crate::tasks::routes::<C>())
+        .merge(crate::sessions::routes::<C>())
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             require_bearer::<C>,

@@ -10,13 +10,17 @@
 
 mod api_error;
 mod auth;
+mod callback;
 pub mod cli;
 pub mod config;
 pub mod http;
 mod json_detail;
 mod live;
 pub mod logging;
+mod posts;
 mod remote;
 pub mod runner;
 pub mod server;
+mod sessions;
 mod state;
+mod tasks;

@@ -175,6 +175,7 @@ mod tests {
     ) -> Raced {
         tokio::time::sleep(Duration::from_millis(offset)).await;
         let request = PostRequest {
+            session_id: None,
             platform: "demo".into(),
             session,
             content: PostContent::text(text.clone()),

@@ -5,20 +5,37 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use abr_core::task::{StepRunner, TaskConfig, TaskRunner, TaskSessions, TaskStore};
 use abr_core::{
     AgentPoster, AuditError, AuditEvent, AuditSink, Auditor, CaptureConfig, CoreError,
-    DeadlineBudget, DynSessionProvider, PosterConfig, SessionCaptureManager, SessionContext,
-    StrategyRegistry, WebPostStrategy,
+    DeadlineBudget, DynSessionProvider, PostJournal, PostStore, PosterConfig,
+    SessionCaptureManager, SessionContext, SessionStore, StoredSessions, StrategyRegistry,
+    SystemClock, WebPostStrategy, new_token,
 };
+use abr_protocol::SecretValue;
 use abr_providers::{
     BrowserSession, CdpProviderConfig, CdpSessionProvider, ChromiumBinary, Isolation,
     LocalBrowserSessionProvider, LocalProviderConfig,
 };
+use abr_store::{SessionKey, SqliteStore};
 use async_trait::async_trait;
 use secrecy::ExposeSecret;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{ProviderChoice, RunnerConfig};
+
+/// What the runner drives: a browser context that posts, captures ([`SessionContext`]) and
+/// runs task steps ([`StepRunner`]). [`BrowserSession`] in production, the core's fakes in
+/// tests.
+pub trait RunnerContext: SessionContext + StepRunner {}
+
+impl<C: SessionContext + StepRunner> RunnerContext for C {}
+
+/// Where the runner keeps durable records: tasks, idempotency keys, per-tenant counters,
+/// and sessions stored by id. [`SqliteStore`] by default.
+pub trait RunnerStore: TaskStore + TaskSessions + SessionStore + PostStore {}
+
+impl<S: TaskStore + TaskSessions + SessionStore + PostStore> RunnerStore for S {}
 
 /// A strategy runnable by the runner's providers.
 pub type DynStrategy = Arc<dyn WebPostStrategy<BrowserSession>>;
@@ -97,6 +114,20 @@ impl JobGate {
         }
     }
 
+    /// A slot for a job that must run eventually (an approved task): waits as long as it
+    /// takes, outside the bounded queue (the tenants' limits bound how many wait).
+    ///
+    /// # Errors
+    /// [`NotAdmitted::Overloaded`] once the gate is closed (shutdown).
+    pub async fn wait(&self) -> Result<OwnedSemaphorePermit, NotAdmitted> {
+        Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_closed| NotAdmitted::Overloaded {
+                retry_after: Duration::from_secs(5),
+            })
+    }
+
     /// Jobs waiting now.
     pub fn queued(&self) -> usize {
         self.queued.load(Ordering::SeqCst)
@@ -128,9 +159,15 @@ type ShutdownHook = Box<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Se
 /// The runner: posting, probing and capture on the configured providers. Generic over the
 /// browser context so that the HTTP layer can be tested on the core's fakes; in production
 /// it is [`BrowserSession`].
-pub struct Runner<C: SessionContext = BrowserSession> {
+pub struct Runner<C: RunnerContext = BrowserSession> {
     /// Posting and probing.
-    pub poster: AgentPoster<C>,
+    pub poster: Arc<AgentPoster<C>>,
+    /// Posts with durable records and idempotency keys (`POST /v1/post`, `/v1/posts/{id}`).
+    pub posts: PostJournal<C>,
+    /// Browser tasks: approved step plans.
+    pub tasks: Arc<TaskRunner<C>>,
+    /// Sessions tenants stored by id (`/v1/sessions/{id}`, `sessionId`).
+    pub sessions: StoredSessions<C>,
     /// Interactive capture.
     pub captures: Arc<SessionCaptureManager<C>>,
     /// Admission control for jobs.
@@ -143,7 +180,7 @@ pub struct Runner<C: SessionContext = BrowserSession> {
     reaper: tokio::task::JoinHandle<()>,
 }
 
-impl<C: SessionContext> std::fmt::Debug for Runner<C> {
+impl<C: RunnerContext> std::fmt::Debug for Runner<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runner")
             .field("poster", &self.poster)
@@ -161,8 +198,9 @@ type ProviderFactory<C> = Box<
 >;
 
 /// Builds a [`Runner`]: register the caller's strategies, optionally override providers.
-pub struct RunnerBuilder<C: SessionContext = BrowserSession> {
+pub struct RunnerBuilder<C: RunnerContext = BrowserSession> {
     config: RunnerConfig,
+    store: Option<Arc<dyn RunnerStore>>,
     strategies: StrategyRegistry<C>,
     job_provider: Option<DynSessionProvider<C>>,
     capture_provider: Option<DynSessionProvider<C>>,
@@ -171,7 +209,7 @@ pub struct RunnerBuilder<C: SessionContext = BrowserSession> {
     poster_config: Option<PosterConfig>,
 }
 
-impl<C: SessionContext> std::fmt::Debug for RunnerBuilder<C> {
+impl<C: RunnerContext> std::fmt::Debug for RunnerBuilder<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunnerBuilder")
             .field("strategies", &self.strategies)
@@ -190,7 +228,7 @@ impl RunnerBuilder<BrowserSession> {
     }
 }
 
-impl<C: SessionContext> RunnerBuilder<C> {
+impl<C: RunnerContext> RunnerBuilder<C> {
     /// A builder for `config` running jobs on `jobs` and captures on `captures` (the same
     /// provider may serve both), whatever `config` names: for embedders with their own
     /// providers, and for tests on the core's fakes.
@@ -208,6 +246,7 @@ impl<C: SessionContext> RunnerBuilder<C> {
     fn bare(config: RunnerConfig) -> Self {
         Self {
             config,
+            store: None,
             strategies: StrategyRegistry::new(),
             job_provider: None,
             capture_provider: None,
@@ -237,6 +276,14 @@ impl<C: SessionContext> RunnerBuilder<C> {
     #[must_use]
     pub fn capture_provider(mut self, provider: DynSessionProvider<C>) -> Self {
         self.capture_provider = Some(provider);
+        self
+    }
+
+    /// Keeps durable records in `store` instead of the configured SQLite file (or, for a
+    /// configuration without a data directory, an in-memory database).
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn RunnerStore>) -> Self {
+        self.store = Some(store);
         self
     }
 
@@ -292,12 +339,45 @@ impl<C: SessionContext> RunnerBuilder<C> {
         let jobs_provider = provider(self.job_provider, config.job_provider, &mut hooks)?;
         let capture_provider =
             provider(self.capture_provider, config.capture_provider, &mut hooks)?;
+        let store = match self.store {
+            Some(store) => store,
+            None => open_store(&config)?,
+        };
         let strategies = Arc::new(self.strategies);
         let sink = self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink));
         let auditor = Auditor::new(sink, Duration::from_secs(5));
-        let poster = AgentPoster::new(jobs_provider, Arc::clone(&strategies))
-            .with_audit(auditor.clone())
-            .with_config(poster_config);
+        let poster = Arc::new(
+            AgentPoster::new(Arc::clone(&jobs_provider), Arc::clone(&strategies))
+                .with_audit(auditor.clone())
+                .with_config(poster_config),
+        );
+        let body_key = body_hash_key(&config)?;
+        let posts = PostJournal::new(
+            Arc::clone(&poster),
+            Arc::clone(&store) as Arc<dyn PostStore>,
+            body_key.clone(),
+        )
+        .with_sessions(Arc::clone(&store) as Arc<dyn SessionStore>)
+        .with_audit(auditor.clone());
+        let task_store: Arc<dyn TaskStore> = Arc::clone(&store) as Arc<dyn TaskStore>;
+        let task_sessions: Arc<dyn TaskSessions> = Arc::clone(&store) as Arc<dyn TaskSessions>;
+        let sessions = StoredSessions::new(
+            Arc::clone(&store) as Arc<dyn SessionStore>,
+            Arc::clone(&strategies),
+            Arc::new(SystemClock),
+        );
+        let tasks = Arc::new(
+            TaskRunner::new(jobs_provider, task_store)
+                .with_config(TaskConfig {
+                    approval: config.tasks.approval,
+                    limits: config.tasks.limits,
+                    ..TaskConfig::default().with_budget(&budget)
+                })
+                .with_platforms(Arc::clone(&strategies))
+                .with_sessions(task_sessions)
+                .with_body_hash_key(body_key)
+                .with_audit(auditor.clone()),
+        );
         let captures = Arc::new(
             SessionCaptureManager::new(
                 capture_provider,
@@ -316,6 +396,9 @@ impl<C: SessionContext> RunnerBuilder<C> {
         let reaper = captures.spawn_reaper(Duration::from_secs(5));
         Ok(Runner {
             poster,
+            posts,
+            tasks,
+            sessions,
             captures,
             jobs: JobGate::new(
                 config.limits.max_concurrent_jobs,
@@ -393,7 +476,72 @@ fn local_config(config: &RunnerConfig) -> LocalProviderConfig {
     }
 }
 
-impl<C: SessionContext> Runner<C> {
+/// The key that binds idempotency keys to request bodies (a keyed hash, so that a body
+/// hash reveals nothing about the secrets in the body). Derived from `ABR_SESSION_KEY`, so
+/// it survives restarts with the records; without that key, random per process (a replay
+/// after a restart then counts as another body: `409`).
+fn body_hash_key(config: &RunnerConfig) -> Result<SecretValue, CoreError> {
+    use sha2::{Digest, Sha256};
+    match &config.store.session_key {
+        Some(key) => {
+            let mut hash = Sha256::new();
+            hash.update(b"abr-idempotency-body-key-v1\n");
+            hash.update(key.expose_secret().as_bytes());
+            let digest = hash.finalize();
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            Ok(SecretValue::new(hex))
+        }
+        None => new_token()
+            .map(SecretValue::new)
+            .map_err(|_| CoreError::Internal("no randomness for the body-hash key")),
+    }
+}
+
+/// The store `config` names: the SQLite file `abr.db` in the data directory, or an
+/// in-memory database when there is none.
+fn open_store(config: &RunnerConfig) -> Result<Arc<dyn RunnerStore>, CoreError> {
+    let key = config
+        .store
+        .session_key
+        .as_ref()
+        .map(|k| SessionKey::from_hex(k.expose_secret()))
+        .transpose()
+        .map_err(|e| CoreError::InvalidInput(format!("ABR_SESSION_KEY: {e}")))?;
+    let store = match &config.store.data_dir {
+        Some(dir) => SqliteStore::open(&dir.join("abr.db"), key, config.insecure_dev),
+        None => SqliteStore::in_memory(key),
+    }
+    .map_err(CoreError::from)?;
+    Ok(Arc::new(store))
+}
+
+impl<C: RunnerContext> Runner<C> {
+    /// Ends, honestly, the posts and tasks a previous process left unfinished (call once at
+    /// start, before serving): `uncertain` if a submit or committing step had started, else
+    /// `failed` and safe to retry. Answers how many were ended.
+    ///
+    /// # Errors
+    /// The store could not be read or written.
+    pub async fn recover(&self) -> Result<usize, CoreError> {
+        let posts = self.posts.recover_unfinished().await?;
+        for record in &posts {
+            tracing::warn!(
+                post_id = %record.post_id,
+                state = ?record.state,
+                "a post was unfinished when the runner stopped"
+            );
+        }
+        let ended = self.tasks.recover_unfinished().await?;
+        for end in &ended {
+            tracing::warn!(
+                task_id = %end.record.task_id,
+                state = ?end.record.state,
+                "a task was unfinished when the runner stopped"
+            );
+        }
+        Ok(ended.len() + posts.len())
+    }
+
     /// Graceful shutdown, after the HTTP server stopped accepting: refuses new jobs,
     /// releases every open capture, and closes the browsers the runner launched.
     pub async fn shutdown(&self) {

@@ -10,7 +10,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abr_core::{LiveSurface, SessionContext};
+use crate::runner::RunnerContext;
+use abr_core::LiveSurface;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -21,14 +22,14 @@ use crate::config::Limits;
 use crate::runner::Runner;
 
 /// A runner serving HTTP in the background.
-pub struct RunningServer<C: SessionContext = abr_providers::BrowserSession> {
+pub struct RunningServer<C: RunnerContext = abr_providers::BrowserSession> {
     addr: SocketAddr,
     runner: Arc<Runner<C>>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
 
-impl<C: SessionContext> std::fmt::Debug for RunningServer<C> {
+impl<C: RunnerContext> std::fmt::Debug for RunningServer<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunningServer")
             .field("addr", &self.addr)
@@ -36,7 +37,7 @@ impl<C: SessionContext> std::fmt::Debug for RunningServer<C> {
     }
 }
 
-impl<C: SessionContext + LiveSurface> RunningServer<C> {
+impl<C: RunnerContext + LiveSurface> RunningServer<C> {
     /// Serves `runner` on `listener` until [`RunningServer::shutdown`].
     ///
     /// # Errors
@@ -64,7 +65,7 @@ impl<C: SessionContext + LiveSurface> RunningServer<C> {
     }
 }
 
-impl<C: SessionContext> RunningServer<C> {
+impl<C: RunnerContext> RunningServer<C> {
     /// Where it listens.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr

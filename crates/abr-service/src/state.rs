@@ -2,21 +2,21 @@
 
 use std::sync::Arc;
 
-use abr_core::SessionContext;
+use crate::runner::RunnerContext;
 
 use crate::auth::TokenSet;
 use crate::live::LiveState;
 use crate::runner::Runner;
 
 /// Shared state of the HTTP handlers.
-pub struct AppState<C: SessionContext> {
+pub struct AppState<C: RunnerContext> {
     /// The runner.
     pub runner: Arc<Runner<C>>,
     pub(crate) tokens: Arc<TokenSet>,
     pub(crate) live: Arc<LiveState>,
 }
 
-impl<C: SessionContext> Clone for AppState<C> {
+impl<C: RunnerContext> Clone for AppState<C> {
     fn clone(&self) -> Self {
         Self {
             runner: Arc::clone(&self.runner),
@@ -26,7 +26,7 @@ impl<C: SessionContext> Clone for AppState<C> {
     }
 }
 
-impl<C: SessionContext> std::fmt::Debug for AppState<C> {
+impl<C: RunnerContext> std::fmt::Debug for AppState<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
             .field("tokens", &self.tokens.len())

@@ -273,7 +273,7 @@ async fn unreadable_and_ill_typed_bodies_are_400_415_and_422_without_echo() {
     }
     let reply = post_json(app, "/v1/post", &json!({"platform": "fake"})).await;
     assert_eq!(reply.error().1, "invalid_request");
-    assert!(reply.message().contains("session"), "{}", reply.message());
+    assert!(reply.message().contains("content"), "{}", reply.message());
 
     // An over-broad request scope is refused before any browser is acquired.
     let broad = json!({"cookieDomains": ["com"], "origins": []});

@@ -79,6 +79,7 @@ async fn post(
     site.set_fault(mode);
     client
         .post(&PostRequest {
+            session_id: None,
             platform: platform.into(),
             session,
             content,

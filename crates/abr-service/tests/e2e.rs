@@ -112,6 +112,7 @@ async fn capture_through_the_live_view_then_post_in_every_fault_mode() {
         }];
         let result = client
             .post(&PostRequest {
+                session_id: None,
                 platform: "demo".into(),
                 session: current.clone(),
                 content,

@@ -17,3 +17,21 @@ fn the_readme_error_table_is_the_code_table() {
          markers:\n\n{expected}"
     );
 }
+
+/// The platform file shown under "Platforms as data" is a valid platform file.
+#[test]
+fn the_readme_platform_file_is_valid() {
+    let section = README
+        .split("## Platforms as data")
+        .nth(1)
+        .expect("the README has a Platforms as data section");
+    let toml = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the section shows a TOML platform file");
+    let vars =
+        std::collections::BTreeMap::from([("base".to_owned(), "http://127.0.0.1:8788".to_owned())]);
+    let parsed = abr_core::declared::DeclaredStrategy::parse_toml(toml, &vars);
+    assert!(parsed.is_ok(), "{:?}", parsed.err());
+}

@@ -54,6 +54,29 @@ const MIGRATIONS: &[&str] = &[
         png BLOB NOT NULL,
         PRIMARY KEY (tenant_id, task_id, name)
     ) STRICT;",
+    // 3: journaled posts (the request, which holds the content and a session or a session
+    // id, encrypted like sessions while it is kept), and their idempotency keys (a
+    // namespace apart from tasks').
+    "CREATE TABLE posts (
+        tenant_id TEXT NOT NULL,
+        post_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        record TEXT NOT NULL,
+        request_encrypted INTEGER NOT NULL,
+        request BLOB,
+        submit_started INTEGER NOT NULL,
+        retried_by TEXT,
+        PRIMARY KEY (tenant_id, post_id)
+    ) STRICT;
+    CREATE INDEX posts_by_state ON posts (state);
+    CREATE TABLE post_idempotency (
+        tenant_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        post_id TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, key)
+    ) STRICT;",
 ];
 
 /// ABR's records in one SQLite file.
@@ -91,7 +114,7 @@ impl SqliteStore {
         }
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrate(&conn)?;
@@ -101,6 +124,36 @@ impl SqliteStore {
             plaintext_allowed,
             path: path.to_owned(),
         })
+    }
+
+    /// A database in memory only (nothing at rest, so sessions may be kept without a key):
+    /// for embedders and tests that need no durability.
+    ///
+    /// # Errors
+    /// [`StoreError::Database`] when SQLite cannot set it up.
+    pub fn in_memory(key: Option<SessionKey>) -> Result<Self, StoreError> {
+        let conn = Connection::open_in_memory()?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrate(&conn)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            key: key.map(Arc::new),
+            plaintext_allowed: true,
+            path: PathBuf::from(":memory:"),
+        })
+    }
+
+    /// Runs `f` with every write of it, and every write before it, on disk when it returns
+    /// (`synchronous=FULL` for its transaction): for the writes that must survive a power
+    /// loss, not only a killed process (a committing step about to start, an ending).
+    pub(crate) fn synced<T>(
+        conn: &mut Connection,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        let result = f(conn);
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        result
     }
 
     /// Runs `f` on the connection on tokio's blocking pool.

@@ -5,11 +5,17 @@
 //! and per-tenant counters. It implements the core's store traits, so a shared database can
 //! replace it behind the same traits.
 //!
-//! Durability: write-ahead logging with `synchronous=FULL`: a write that returned is on disk.
-//! Every write is one transaction.
+//! Durability: write-ahead logging. Every write is one transaction, and a write that
+//! returned survives a killed process (`kill -9`). The writes that must also survive a power
+//! loss are synced to disk before they return (`synchronous=FULL` for them, `NORMAL`
+//! otherwise): the mark a task saves before a committing step starts and the one a post
+//! saves before its submit, and every ending. A power loss may lose progress written
+//! between them, never a mark: an interrupted task or post is still recovered `uncertain`
+//! when something committing may have run.
 
 mod crypto;
 mod db;
+mod posts;
 mod sessions;
 mod tasks;
 

@@ -9,9 +9,6 @@ use rusqlite::{OptionalExtension as _, TransactionBehavior};
 
 use crate::{SqliteStore, StoreError};
 
-/// The platform under which sessions stored by id (`sessionId`) are kept.
-const STORED_SESSION: &str = "";
-
 fn state_name(state: TaskState) -> Result<String, StoreError> {
     match serde_json::to_value(state) {
         Ok(serde_json::Value::String(s)) => Ok(s),
@@ -194,14 +191,32 @@ impl TaskStore for SqliteStore {
         let (tenant, id) = (task.tenant_id.clone(), task.id().to_owned());
         let version = i64::try_from(task.version).unwrap_or(i64::MAX);
         let (committing, retried_by) = (task.committing_started, task.retried_by.clone());
+        let ends = task.record.state.is_final();
         let changed = self
             .with(move |conn| {
-                Ok(conn.execute(
-                    "UPDATE tasks SET version = version + 1, state = ?4, record = ?5,
-                        request_encrypted = ?6, request = ?7, committing_started = ?8, retried_by = ?9
-                     WHERE tenant_id = ?1 AND task_id = ?2 AND version = ?3",
-                    (&tenant, &id, version, &state, &record, encrypted, &request, committing, &retried_by),
-                )?)
+                // The mark before a committing step, and an ending, are synced to disk; the
+                // progress between them survives a killed process (WAL), not a power loss.
+                let marks: bool = conn
+                    .query_row(
+                        "SELECT committing_started FROM tasks WHERE tenant_id = ?1 AND task_id = ?2",
+                        (&tenant, &id),
+                        |r| r.get(0),
+                    )
+                    .optional()?
+                    .is_some_and(|was: bool| committing && !was);
+                let write = |conn: &mut rusqlite::Connection| {
+                    Ok(conn.execute(
+                        "UPDATE tasks SET version = version + 1, state = ?4, record = ?5,
+                            request_encrypted = ?6, request = ?7, committing_started = ?8, retried_by = ?9
+                         WHERE tenant_id = ?1 AND task_id = ?2 AND version = ?3",
+                        (&tenant, &id, version, &state, &record, encrypted, &request, committing, &retried_by),
+                    )?)
+                };
+                if marks || ends {
+                    SqliteStore::synced(conn, write)
+                } else {
+                    write(conn)
+                }
             })
             .await?;
         Ok(changed == 1)
@@ -345,7 +360,7 @@ impl TaskSessions for SqliteStore {
         tenant: &str,
         session_id: &str,
     ) -> Result<Option<AgentSessionState>, CoreError> {
-        SessionStore::load(self, &Key::new(tenant, session_id, STORED_SESSION)).await
+        SessionStore::load(self, &Key::stored(tenant, session_id)).await
     }
 
     async fn store_refreshed(
@@ -354,6 +369,6 @@ impl TaskSessions for SqliteStore {
         session_id: &str,
         state: AgentSessionState,
     ) -> Result<(), CoreError> {
-        SessionStore::save(self, &Key::new(tenant, session_id, STORED_SESSION), state).await
+        SessionStore::save(self, &Key::stored(tenant, session_id), state).await
     }
 }

@@ -254,7 +254,7 @@ fn ms(since: Instant) -> u64 {
 
 /// A person's name on an approval, a rejection or an assertion: trimmed, 1 to 256 bytes of
 /// printable text.
-fn person(field: &str, value: &str) -> Result<String, CoreError> {
+pub(crate) fn person(field: &str, value: &str) -> Result<String, CoreError> {
     let value = value.trim();
     if value.is_empty() {
         return Err(CoreError::InvalidInput(format!(
@@ -265,7 +265,7 @@ fn person(field: &str, value: &str) -> Result<String, CoreError> {
     Ok(value.to_owned())
 }
 
-fn note(field: &str, value: Option<&String>) -> Result<(), CoreError> {
+pub(crate) fn note(field: &str, value: Option<&String>) -> Result<(), CoreError> {
     match value {
         Some(v) if v.len() > MAX_NOTE => Err(CoreError::InvalidInput(format!(
             "{field} is at most {MAX_NOTE} bytes"
@@ -1053,12 +1053,12 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
     /// (`api_callback`); `unavailable`: the check could not run.
     ///
     /// # Errors
-    /// An unknown task, [`CoreError::TaskNotUncertain`], the tenant's concurrency limit, a
+    /// An unknown task, [`CoreError::NotUncertain`], the tenant's concurrency limit, a
     /// store failure.
     pub async fn recheck(&self, tenant: &str, task_id: &str) -> Result<RecheckResult, CoreError> {
         let task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::Uncertain {
-            return Err(CoreError::TaskNotUncertain);
+            return Err(CoreError::NotUncertain);
         }
         let result = if matches!(
             task.request.plan.verification,
@@ -1180,7 +1180,7 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
     ///
     /// # Errors
     /// An empty `asserted_by`, an over-long note, an unknown task,
-    /// [`CoreError::TaskNotUncertain`], [`CoreError::AlreadyAsserted`], a store failure.
+    /// [`CoreError::NotUncertain`], [`CoreError::AlreadyAsserted`], a store failure.
     pub async fn assert_not_posted(
         &self,
         tenant: &str,
@@ -1191,7 +1191,7 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
         note("note", request.note.as_ref())?;
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::Uncertain {
-            return Err(CoreError::TaskNotUncertain);
+            return Err(CoreError::NotUncertain);
         }
         if task.record.assertion.is_some() {
             return Err(CoreError::AlreadyAsserted);

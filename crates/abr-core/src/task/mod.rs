@@ -23,7 +23,9 @@ mod store;
 pub use approval::{ApprovalRule, UnknownApprovalRule};
 pub use commit::is_committing;
 pub use engine::{Created, TaskConfig, TaskEnd, TaskRunner};
+pub(crate) use engine::{note, person};
 pub use limits::{TenantLimit, TenantLimits, until_next_utc_day, utc_day};
+pub(crate) use plan::keyed_hash;
 pub use plan::{
     FilledStep, PlanError, PlanLimits, PlanLocation, PlanProblem, UrlProblem,
     VERIFICATION_SCREENSHOT, ValidPlan, describe_steps, plan_hash, request_hash, validate,

@@ -666,13 +666,23 @@ pub fn plan_hash(plan: &StepPlan) -> String {
 /// runner secret, so that the stored hash cannot be used to confirm a guessed input
 /// offline).
 pub fn request_hash(request: &TaskRequest, key: Option<&SecretValue>) -> String {
+    keyed_hash(b"abr-task-request-v1\n", request, key)
+}
+
+/// SHA-256 (lowercase hex) of `tag`, then `key` when given, then the canonical JSON of
+/// `value`: the one body hash idempotency keys are bound to (tasks and posts).
+pub(crate) fn keyed_hash(
+    tag: &[u8],
+    value: &impl serde::Serialize,
+    key: Option<&SecretValue>,
+) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(b"abr-task-request-v1\n");
+    hasher.update(tag);
     if let Some(key) = key {
         hasher.update(key.expose().as_bytes());
         hasher.update(b"\n");
     }
-    hasher.update(canonical_json(request));
+    hasher.update(canonical_json(value));
     hex(&hasher.finalize())
 }
 

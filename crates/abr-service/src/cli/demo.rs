@@ -155,6 +155,7 @@ impl DemoArgs {
         let started = Instant::now();
         let result = client
             .post(&PostRequest {
+                session_id: None,
                 platform: "demo".into(),
                 session: finished.session.clone(),
                 content,

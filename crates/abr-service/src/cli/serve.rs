@@ -28,6 +28,15 @@ lowercased; the environment wins):
                           demo platform; needs an abr built with the `demo` feature)
   ABR_MAX_CONCURRENT_JOBS (2)  ABR_MAX_QUEUED_JOBS (16)  ABR_BODY_LIMIT_BYTES (10485760)
   ABR_REQUEST_TIMEOUT_SECS (240)  ABR_CAPTURE_TTL_SECS (900)  ABR_MAX_OPEN_CAPTURES (4)
+  ABR_DATA_DIR            durable records, abr.db (default $XDG_DATA_HOME/abr or
+                          ~/.local/share/abr)
+  ABR_SESSION_KEY         64 hex chars: encrypts stored sessions and task credentials;
+                          without it they are refused (plaintext only with --insecure-dev)
+  ABR_TASK_APPROVAL       all (default) | committing_or_risky | off
+  ABR_TENANT_MAX_SESSIONS (10)  ABR_TENANT_MAX_EXECUTIONS_PER_DAY (100)
+  ABR_TENANT_MAX_RETRIES (5)
+  ABR_PLATFORMS_DIR       directory of platform files (*.toml, *.json) to register
+  ABR_PLATFORM_VARS       name=value,... for their {{name}} placeholders
   RUST_LOG                log filter (default info)";
 
 /// `abr serve` arguments.
@@ -65,6 +74,13 @@ impl ServeArgs {
             let runner = runner_builder(config)?
                 .build()
                 .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
+            let ended = runner
+                .recover()
+                .await
+                .map_err(|e| CliError::Run(format!("cannot read the store: {e}")))?;
+            if ended > 0 {
+                tracing::warn!(ended, "ended the tasks the previous run left unfinished");
+            }
             let server = RunningServer::bind(Arc::new(runner), bind)
                 .await
                 .map_err(|e| CliError::Run(format!("cannot listen on {bind}: {e}")))?;
@@ -88,11 +104,60 @@ const DEMO_SITE_URL: &str = "ABR_DEMO_SITE_URL";
 /// the `demo` strategy refuses it, or this crate was built without the `demo` feature.
 pub fn runner_builder(config: RunnerConfig) -> Result<RunnerBuilder, ConfigError> {
     let demo = config.demo_site_url.clone();
-    let builder = RunnerBuilder::new(config);
+    let declared = match &config.platforms_dir {
+        Some(dir) => declared_platforms(dir, &config.platform_vars)?,
+        None => Vec::new(),
+    };
+    let mut builder = RunnerBuilder::new(config);
+    for strategy in declared {
+        let id = abr_core::WebPostStrategy::<abr_providers::BrowserSession>::platform(&strategy)
+            .to_owned();
+        builder = builder
+            .strategy(Arc::new(strategy))
+            .map_err(|e| ConfigError::Invalid {
+                key: PLATFORMS_DIR.to_owned(),
+                reason: format!("platform {id:?}: {e}"),
+            })?;
+    }
     match demo {
         None => Ok(builder),
         Some(url) => with_demo(builder, &url),
     }
+}
+
+/// The environment variable naming the platforms directory.
+const PLATFORMS_DIR: &str = "ABR_PLATFORMS_DIR";
+
+/// Reads the `*.toml` and `*.json` platform files of `dir` (not its subdirectories),
+/// filling their `{{name}}` placeholders from `vars`.
+fn declared_platforms(
+    dir: &std::path::Path,
+    vars: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<abr_core::declared::DeclaredStrategy>, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid {
+        key: PLATFORMS_DIR.to_owned(),
+        reason,
+    };
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| invalid(format!("cannot read {}: {e}", dir.display())))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| invalid(format!("cannot read {}: {e}", dir.display())))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if abr_core::declared::PlatformFormat::from_file_name(&name).is_none()
+            || !entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path())
+            .map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
+        files.push((name, text));
+    }
+    abr_core::declared::load_platform_files(
+        files.iter().map(|(n, t)| (n.as_str(), t.as_str())),
+        vars,
+    )
+    .map_err(|e| invalid(e.to_string()))
 }
 
 /// Registers the `demo` platform for the demo site at `url`.

@@ -16,7 +16,8 @@ mod proxy;
 mod socket;
 pub(crate) mod wire;
 
-use abr_core::{LiveAttachment, LiveSurface, SessionContext, new_token};
+use crate::runner::RunnerContext;
+use abr_core::{LiveAttachment, LiveSurface, new_token};
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{FromRequestParts, Path, Request, State};
@@ -66,7 +67,7 @@ impl LiveState {
     }
 }
 
-pub(crate) fn routes<C: SessionContext + LiveSurface>() -> Router<AppState<C>> {
+pub(crate) fn routes<C: RunnerContext + LiveSurface>() -> Router<AppState<C>> {
     Router::new()
         .route("/live/{token}", get(viewer::<C>))
         .route("/live/{token}/ws", get(screencast::<C>))
@@ -110,7 +111,7 @@ fn check_origin(state: &LiveState, headers: &HeaderMap) -> Result<(), ApiError> 
     }
 }
 
-async fn viewer<C: SessionContext + LiveSurface>(
+async fn viewer<C: RunnerContext + LiveSurface>(
     State(state): State<AppState<C>>,
     Path(token): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -138,7 +139,7 @@ async fn viewer<C: SessionContext + LiveSurface>(
 }
 
 /// The socket of the runner's own viewer.
-async fn screencast<C: SessionContext + LiveSurface>(
+async fn screencast<C: RunnerContext + LiveSurface>(
     State(state): State<AppState<C>>,
     Path(token): Path<String>,
     request: Request,
@@ -166,7 +167,7 @@ async fn upgrade_of(request: Request) -> Result<WebSocketUpgrade, ApiError> {
 
 /// The opt-in proxy of the provider's viewer: pages and assets over HTTP, its socket over a
 /// tracked WebSocket.
-async fn proxied<C: SessionContext + LiveSurface>(
+async fn proxied<C: RunnerContext + LiveSurface>(
     State(state): State<AppState<C>>,
     Path(params): Path<Vec<(String, String)>>,
     request: Request,

@@ -227,6 +227,7 @@ pub fn post_request(
     text: &str,
 ) -> abr_protocol::PostRequest {
     abr_protocol::PostRequest {
+        session_id: None,
         platform: platform.into(),
         session,
         content: abr_protocol::PostContent::text(text),

@@ -1,0 +1,77 @@
+//! `api_callback` verification: the runner posts a task's final record to the
+//! orchestrator's URL, which proves the outcome on its side.
+//!
+//! The URL is the plan's, so it is treated like any destination a plan names: it must pass
+//! the egress policy (no loopback, private or metadata address unless allowed by
+//! `ABR_EGRESS_ALLOW_PRIVATE`), the connection goes to the very address that was checked
+//! (no second DNS answer), and redirects are not followed.
+
+use std::time::Duration;
+
+use abr_core::EgressPolicy;
+use abr_protocol::TaskRecord;
+use url::Url;
+
+/// How long the orchestrator has to answer.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a callback was not delivered.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallbackError {
+    /// The egress policy refused the destination.
+    #[error("the callback URL is refused: {0}")]
+    Refused(String),
+    /// It could not be sent, or was not accepted.
+    #[error("the callback failed: {0}")]
+    Failed(String),
+}
+
+/// Posts `record` as JSON to `url`, once.
+pub(crate) async fn post_record(
+    egress: &EgressPolicy,
+    url: &Url,
+    record: &TaskRecord,
+) -> Result<(), CallbackError> {
+    egress
+        .check_url(url)
+        .map_err(|e| CallbackError::Refused(e.to_string()))?;
+    let host = url
+        .host_str()
+        .ok_or_else(|| CallbackError::Refused("no host".into()))?
+        .to_owned();
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| CallbackError::Refused("no port".into()))?;
+    let bare = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let addrs: Vec<_> = tokio::net::lookup_host((bare.as_str(), port))
+        .await
+        .map_err(|e| CallbackError::Failed(format!("resolving the host: {e}")))?
+        .collect();
+    let addr = egress
+        .check_resolved(&bare, &addrs)
+        .map_err(|e| CallbackError::Refused(e.to_string()))?;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .timeout(TIMEOUT)
+        .resolve(&bare, addr)
+        .build()
+        .map_err(|e| CallbackError::Failed(e.to_string()))?;
+    let response = client
+        .post(url.clone())
+        .json(record)
+        .send()
+        .await
+        .map_err(|e| CallbackError::Failed(e.without_url().to_string()))?;
+    if response.status().is_success() {
+        Ok(())
+    } else {
+        Err(CallbackError::Failed(format!(
+            "the orchestrator answered {}",
+            response.status()
+        )))
+    }
+}

@@ -1,0 +1,127 @@
+//! Posts over HTTP: `POST /v1/post` through the core's [`PostJournal`](abr_core::PostJournal)
+//! (a durable record per post, at most once per `Idempotency-Key`), and the record of a
+//! post: `GET /v1/posts/{id}`, a read-only `recheck` and the owner's `assert-not-posted`
+//! for an uncertain one.
+//!
+//! The tenant is `x-tenant-id`, else the body's `workspaceId`, else `default`; another
+//! tenant's post id is a 404.
+
+use std::sync::Arc;
+
+use abr_core::PostReply;
+use abr_protocol::codes;
+use abr_protocol::{AssertNotPostedRequest, PostRecord, PostRequest, RecheckResult};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::runner::RunnerContext;
+use crate::state::AppState;
+use crate::tasks::{TenantHeader, one_header};
+
+/// The routes (behind the bearer check).
+pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+    Router::new()
+        .route("/v1/post", post(post_job::<C>))
+        .route("/v1/posts/{id}", get(get_post::<C>))
+        .route("/v1/posts/{id}/recheck", post(recheck::<C>))
+        .route(
+            "/v1/posts/{id}/assert-not-posted",
+            post(assert_not_posted::<C>),
+        )
+}
+
+/// `POST /v1/post`: `200` with the outcome once the job ran (`postId` names its record); a
+/// repeated `Idempotency-Key` answers the original (`idempotent-replayed: true`), waiting
+/// for it when it is still running here; `202` with the record when it is running
+/// elsewhere.
+async fn post_job<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    headers: HeaderMap,
+    ApiJson(request): ApiJson<PostRequest>,
+) -> Result<Response, ApiError> {
+    // Bounded before anything records them, each named as the caller gave it.
+    abr_core::check_tenant_id("x-tenant-id", tenant.0.as_deref())?;
+    abr_core::check_tenant_id("workspaceId", request.workspace_id.as_deref())?;
+    abr_core::check_tenant_id("accountId", request.account_id.as_deref())?;
+    let tenant = tenant.resolve(request.workspace_id.as_deref())?;
+    let key = one_header(&headers, "idempotency-key")?;
+    let slot = state.runner.jobs.enter().await?;
+    // The job runs in its own task, holding its slot: a panic stays there (this request
+    // fails, the server goes on, the lease is released by its drop), and a client that
+    // disconnects mid-post does not cut a publish in half.
+    let runner = Arc::clone(&state.runner);
+    let job = tokio::spawn(async move {
+        let _slot = slot;
+        runner.posts.post(&tenant, key.as_deref(), request).await
+    });
+    let posted = match job.await {
+        Ok(posted) => posted?,
+        Err(_) => {
+            return Err(ApiError::new(
+                codes::JOB_PANICKED,
+                "the job failed unexpectedly; it may have been published: do not retry automatically",
+            ));
+        }
+    };
+    let mut response = match posted.reply {
+        PostReply::Result(result) => (StatusCode::OK, Json(*result)).into_response(),
+        PostReply::Record(record) => (StatusCode::ACCEPTED, Json(*record)).into_response(),
+    };
+    if posted.replayed {
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    Ok(response)
+}
+
+async fn get_post<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Json<PostRecord>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    Ok(Json(state.runner.posts.get(&tenant, &id).await?))
+}
+
+async fn recheck<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Json<RecheckResult>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let slot = state.runner.jobs.enter().await?;
+    let runner = Arc::clone(&state.runner);
+    let job = tokio::spawn(async move {
+        let _slot = slot;
+        runner.posts.recheck(&tenant, &id).await
+    });
+    match job.await {
+        Ok(result) => Ok(Json(result?)),
+        Err(_) => Err(ApiError::new(
+            codes::JOB_PANICKED,
+            "the re-check failed unexpectedly",
+        )),
+    }
+}
+
+async fn assert_not_posted<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<AssertNotPostedRequest>,
+) -> Result<Json<PostRecord>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    Ok(Json(
+        state
+            .runner
+            .posts
+            .assert_not_posted(&tenant, &id, &request)
+            .await?,
+    ))
+}

@@ -1,0 +1,56 @@
+//! Sessions kept on the runner (`/v1/sessions/{id}`): a tenant stores a captured or
+//! refreshed session under an id of its own and runs tasks and posts with `sessionId`; every
+//! job that uses it writes the refreshed (scoped) state back.
+
+use abr_protocol::{StoreSessionRequest, StoredSession, StoredSessionInfo};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::put;
+use axum::{Json, Router};
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::runner::RunnerContext;
+use crate::state::AppState;
+use crate::tasks::TenantHeader;
+
+/// The routes (behind the bearer check).
+pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+    Router::new().route(
+        "/v1/sessions/{id}",
+        put(store::<C>).get(restore::<C>).delete(forget::<C>),
+    )
+}
+
+/// `PUT /v1/sessions/{id}`: keeps the session, scoped; answers counts, never values.
+async fn store<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<StoreSessionRequest>,
+) -> Result<Json<StoredSessionInfo>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    Ok(Json(
+        state.runner.sessions.put(&tenant, &id, &request).await?,
+    ))
+}
+
+/// `GET /v1/sessions/{id}`: the session as kept, with every refresh since (restore).
+async fn restore<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Json<StoredSession>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    Ok(Json(state.runner.sessions.get(&tenant, &id).await?))
+}
+
+/// `DELETE /v1/sessions/{id}`: 204, or 404 when there was none.
+async fn forget<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    state.runner.sessions.delete(&tenant, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

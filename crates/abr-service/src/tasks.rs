@@ -1,0 +1,410 @@
+//! The task API (`/v1/tasks`): create → approve → run → prove, on the core's
+//! [`TaskRunner`](abr_core::task::TaskRunner).
+//!
+//! A task is visible to its tenant only (`x-tenant-id`, or the body's `tenantId` on
+//! create; `default` without either): another tenant's id is a 404, like an unknown one.
+//! An approved task runs in the background, holding a job slot; `GET /v1/tasks/{id}`
+//! (optionally a long poll with `?waitSecs=`) and `GET /v1/tasks/{id}/events` (server-sent
+//! events) follow it.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_core::task::TaskEnd;
+use abr_protocol::codes;
+use abr_protocol::{
+    ApproveRequest, AssertNotPostedRequest, PlanStep, RecheckResult, RejectRequest, TaskRecord,
+    TaskRequest,
+};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::Stream;
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::callback;
+use crate::json_detail::JsonDetail;
+use crate::runner::{Runner, RunnerContext};
+use crate::state::AppState;
+
+/// The tenant when a request names none.
+pub(crate) const DEFAULT_TENANT: &str = "default";
+/// Longest long poll (`waitSecs`).
+const MAX_WAIT: Duration = Duration::from_secs(60);
+/// How often a long poll or an event stream looks at the record.
+const POLL_EVERY: Duration = Duration::from_millis(200);
+
+/// The tenant of a request: the `x-tenant-id` header, if any.
+#[derive(Debug, Clone)]
+pub(crate) struct TenantHeader(pub(crate) Option<String>);
+
+impl TenantHeader {
+    /// The tenant: the header, else `body` (the request's own field), else `default`. A
+    /// header and a body field that disagree are refused.
+    pub(crate) fn resolve(self, body: Option<&str>) -> Result<String, ApiError> {
+        match (self.0, body) {
+            (Some(h), Some(b)) if h != b => Err(ApiError::new(
+                codes::INVALID_REQUEST,
+                "x-tenant-id and the body's tenantId disagree",
+            )),
+            (Some(h), _) => Ok(h),
+            (None, Some(b)) => Ok(b.to_owned()),
+            (None, None) => Ok(DEFAULT_TENANT.to_owned()),
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for TenantHeader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        one_header(&parts.headers, "x-tenant-id").map(Self)
+    }
+}
+
+/// The value of a header that may appear at most once, as UTF-8.
+pub(crate) fn one_header(headers: &HeaderMap, name: &str) -> Result<Option<String>, ApiError> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (None, _) => Ok(None),
+        (Some(v), None) => v
+            .to_str()
+            .map(|v| Some(v.trim().to_owned()))
+            .map_err(|_| ApiError::new(codes::INVALID_REQUEST, format!("{name} is not text"))),
+        (Some(_), Some(_)) => Err(ApiError::new(
+            codes::INVALID_REQUEST,
+            format!("{name} is given more than once"),
+        )),
+    }
+}
+
+/// The routes of the task API (behind the bearer check).
+pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+    Router::new()
+        .route("/v1/tasks", post(create::<C>))
+        .route("/v1/tasks/{id}", get(get_task::<C>))
+        .route("/v1/tasks/{id}/events", get(events::<C>))
+        .route("/v1/tasks/{id}/approve", post(approve::<C>))
+        .route("/v1/tasks/{id}/reject", post(reject::<C>))
+        .route("/v1/tasks/{id}/recheck", post(recheck::<C>))
+        .route(
+            "/v1/tasks/{id}/assert-not-posted",
+            post(assert_not_posted::<C>),
+        )
+        .route("/v1/tasks/{id}/retry", post(retry::<C>))
+        .route("/v1/tasks/{id}/screenshots/{name}", get(screenshot::<C>))
+}
+
+/// Runs a queued task in the background, holding a job slot (waiting for one as long as it
+/// takes: the tenant's limits already bound how many wait). The record tells how it went.
+pub(crate) fn spawn_run<C: RunnerContext>(runner: &Arc<Runner<C>>, tenant: String, id: String) {
+    let runner = Arc::clone(runner);
+    tokio::spawn(async move {
+        let Ok(_slot) = runner.jobs.wait().await else {
+            // Shutting down: the task stays queued, and the next start ends it honestly.
+            return;
+        };
+        match runner.tasks.run(&tenant, &id).await {
+            Ok(end) => report(&runner, end).await,
+            Err(e) => tracing::warn!(task_id = %id, error = %e, "a task could not run"),
+        }
+    });
+}
+
+/// After a run: posts the record to the orchestrator's callback, if the plan names one.
+async fn report<C: RunnerContext>(runner: &Runner<C>, end: TaskEnd) {
+    if let Some(url) = end.callback_url
+        && let Err(e) = callback::post_record(&runner.config.egress, &url, &end.record).await
+    {
+        tracing::warn!(task_id = %end.record.task_id, error = %e, "the task's callback failed");
+    }
+}
+
+/// `POST /v1/tasks`: 201 with the new task (`pending_approval`, or `queued` and running when
+/// the approval rule lets it through); 200 with the original for a repeated
+/// `Idempotency-Key`.
+async fn create<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<serde_json::Value>,
+) -> Result<Response, ApiError> {
+    let mut request = task_request(body)?;
+    let tenant = tenant.resolve(request.tenant_id.as_deref())?;
+    request.tenant_id = Some(tenant.clone());
+    match (one_header(&headers, "x-proposal-id")?, &request.proposal_id) {
+        (Some(h), Some(b)) if &h != b => {
+            return Err(ApiError::new(
+                codes::INVALID_REQUEST,
+                "x-proposal-id and the body's proposalId disagree",
+            ));
+        }
+        (Some(h), None) => request.proposal_id = Some(h),
+        _ => {}
+    }
+    let key = one_header(&headers, "idempotency-key")?;
+    let runner = &state.runner;
+    let created = runner
+        .tasks
+        .create(&tenant, request, key.as_deref())
+        .await?;
+    if created.should_run() {
+        spawn_run(runner, tenant, created.record.task_id.clone());
+    }
+    let status = if created.replayed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok(with_location(status, created.record, created.replayed))
+}
+
+/// Reads a task request; a step that does not parse (an unknown type, a missing selector)
+/// is a 422 `invalid_plan` naming its index, like every other invalid plan.
+fn task_request(body: serde_json::Value) -> Result<TaskRequest, ApiError> {
+    let steps = body
+        .get("plan")
+        .and_then(|p| p.get("steps"))
+        .and_then(serde_json::Value::as_array)
+        .map(|steps| {
+            steps.iter().enumerate().find_map(|(i, step)| {
+                serde_json::from_value::<PlanStep>(step.clone())
+                    .err()
+                    .map(|e| (i, e))
+            })
+        });
+    if let Some(Some((i, e))) = steps {
+        // Sanitised: the words name the field or variant, never a value of the body.
+        let reason = JsonDetail::new(&e).message;
+        return Err(ApiError::new(
+            codes::INVALID_PLAN,
+            format!("plan.steps[{i}]: {reason}"),
+        ));
+    }
+    serde_json::from_value(body).map_err(|e| {
+        ApiError::new(
+            codes::INVALID_REQUEST,
+            format!(
+                "the request does not match the API: {}",
+                JsonDetail::new(&e).message
+            ),
+        )
+    })
+}
+
+fn with_location(status: StatusCode, record: TaskRecord, replayed: bool) -> Response {
+    let location = format!("/v1/tasks/{}", record.task_id);
+    let mut response = (status, Json(record)).into_response();
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    if replayed {
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    response
+}
+
+/// `?waitSecs=N`: a long poll, answering once the task ended or N seconds passed.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WaitQuery {
+    wait_secs: Option<u64>,
+}
+
+async fn get_task<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+    query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<TaskRecord>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let wait = match query {
+        Ok(Query(q)) => q.wait_secs.map_or(Duration::ZERO, Duration::from_secs),
+        Err(_) => {
+            return Err(ApiError::new(
+                codes::INVALID_REQUEST,
+                "the only query parameter is waitSecs, a whole number of seconds",
+            ));
+        }
+    };
+    // Within the request deadline, whatever was asked.
+    let limit = state
+        .runner
+        .config
+        .limits
+        .request_timeout
+        .saturating_sub(Duration::from_secs(1));
+    let until = tokio::time::Instant::now() + wait.min(MAX_WAIT).min(limit);
+    loop {
+        let record = state.runner.tasks.get(&tenant, &id).await?;
+        if record.state.is_final() || tokio::time::Instant::now() >= until {
+            return Ok(Json(record));
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
+/// `GET /v1/tasks/{id}/events`: the record as a `task` event now and at every change, until
+/// it ends (the stream then closes).
+async fn events<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    // Unknown and foreign ids are refused before the stream starts.
+    let first = state.runner.tasks.get(&tenant, &id).await?;
+    let runner = Arc::clone(&state.runner);
+    let stream = futures::stream::unfold(
+        (Some(first), None::<String>, false),
+        move |(next, last, done)| {
+            let runner = Arc::clone(&runner);
+            let tenant = tenant.clone();
+            let id = id.clone();
+            async move {
+                if done {
+                    return None;
+                }
+                let mut record = next;
+                loop {
+                    let current = match record.take() {
+                        Some(r) => r,
+                        None => match runner.tasks.get(&tenant, &id).await {
+                            Ok(r) => r,
+                            Err(e) => {
+                                let event = Event::default()
+                                    .event("error")
+                                    .json_data(e.to_body())
+                                    .unwrap_or_default();
+                                return Some((Ok(event), (None, last, true)));
+                            }
+                        },
+                    };
+                    let json = serde_json::to_string(&current).unwrap_or_default();
+                    if last.as_deref() != Some(json.as_str()) {
+                        let ended = current.state.is_final();
+                        let event = Event::default().event("task").data(json.clone());
+                        return Some((Ok(event), (None, Some(json), ended)));
+                    }
+                    tokio::time::sleep(POLL_EVERY).await;
+                }
+            }
+        },
+    );
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+async fn approve<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<ApproveRequest>,
+) -> Result<Json<TaskRecord>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let record = state.runner.tasks.approve(&tenant, &id, &request).await?;
+    spawn_run(&state.runner, tenant, id);
+    Ok(Json(record))
+}
+
+async fn reject<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<RejectRequest>,
+) -> Result<Json<TaskRecord>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    Ok(Json(
+        state.runner.tasks.reject(&tenant, &id, &request).await?,
+    ))
+}
+
+async fn recheck<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Json<RecheckResult>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let slot = state.runner.jobs.enter().await?;
+    let runner = Arc::clone(&state.runner);
+    let job = tokio::spawn(async move {
+        let _slot = slot;
+        runner.tasks.recheck(&tenant, &id).await
+    });
+    match job.await {
+        Ok(result) => Ok(Json(result?)),
+        Err(_) => Err(ApiError::new(
+            codes::JOB_PANICKED,
+            "the re-check failed unexpectedly",
+        )),
+    }
+}
+
+async fn assert_not_posted<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<AssertNotPostedRequest>,
+) -> Result<Json<TaskRecord>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    Ok(Json(
+        state
+            .runner
+            .tasks
+            .assert_not_posted(&tenant, &id, &request)
+            .await?,
+    ))
+}
+
+async fn retry<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let created = state.runner.tasks.retry(&tenant, &id).await?;
+    if created.should_run() {
+        spawn_run(&state.runner, tenant, created.record.task_id.clone());
+    }
+    Ok(with_location(
+        StatusCode::CREATED,
+        created.record,
+        created.replayed,
+    ))
+}
+
+async fn screenshot<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    // The task must be the tenant's (404 otherwise), then the screenshot must exist.
+    state.runner.tasks.get(&tenant, &id).await?;
+    let png = state
+        .runner
+        .tasks
+        .store()
+        .screenshot(&tenant, &id, &name)
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(codes::NOT_FOUND, "the task has no screenshot by this name")
+        })?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("image/png")),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("private, no-store"),
+            ),
+        ],
+        png,
+    )
+        .into_response())
+}

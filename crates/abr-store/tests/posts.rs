@@ -1,0 +1,259 @@
+//! The SQLite post store keeps the PostStore contract across a reopen: tenants are
+//! isolated, an idempotency key names one post (apart from tasks' keys), updates are
+//! compare-and-swap, a post's content and session are encrypted at rest and dropped once
+//! it can no longer be re-checked, and a journal over it posts at most once per key across
+//! a "kill" (reopen).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use std::sync::Arc;
+
+use abr_core::task::{IdempotencyKey, Inserted, TaskStore};
+use abr_core::testing::{FakeProvider, ScriptedStrategy};
+use abr_core::{AgentPoster, PostJournal, PostReply, PostStore, StoredPost, StrategyRegistry};
+use abr_protocol::{
+    AgentSessionState, Cookie, PlatformPolicy, PostContent, PostRecord, PostRequest, PostState,
+    SecretValue, SessionScopeSpec,
+};
+use abr_store::{SessionKey, SqliteStore};
+use time::OffsetDateTime;
+
+const CONTENT_CANARY: &str = "canary-post-content-41f7";
+const COOKIE_CANARY: &str = "canary-post-cookie-9d03";
+
+fn key() -> SessionKey {
+    SessionKey::from_hex(&"6c".repeat(32)).unwrap()
+}
+
+fn request(text: &str) -> PostRequest {
+    PostRequest {
+        platform: "fake".into(),
+        session: AgentSessionState {
+            cookies: vec![Cookie::new("sid", COOKIE_CANARY, ".example.com")],
+            ..AgentSessionState::default()
+        },
+        session_id: None,
+        content: PostContent::text(text),
+        workspace_id: None,
+        account_id: None,
+        scope: None,
+    }
+}
+
+fn post(tenant: &str, id: &str) -> StoredPost {
+    StoredPost {
+        tenant_id: tenant.into(),
+        record: PostRecord {
+            post_id: id.into(),
+            platform: "fake".into(),
+            state: PostState::Running,
+            result: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            finished_at: None,
+            retry_of: None,
+            assertion: None,
+            recheck: None,
+        },
+        request: Some(request(CONTENT_CANARY)),
+        version: 0,
+        submit_started: false,
+        retried_by: None,
+    }
+}
+
+fn assert_not_on_disk(dir: &std::path::Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        for canary in [CONTENT_CANARY, COOKIE_CANARY] {
+            assert!(
+                !bytes.windows(canary.len()).any(|w| w == canary.as_bytes()),
+                "{canary} on disk in the clear"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_post_store_contract_holds_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abr.db");
+    let idem = IdempotencyKey {
+        key: "k1".into(),
+        body_hash: "b1".into(),
+    };
+    {
+        let store = SqliteStore::open(&path, Some(key()), false).unwrap();
+        let a = post("t1", "post-a");
+        assert_eq!(
+            PostStore::insert(&store, &a, Some(&idem)).await.unwrap(),
+            Inserted::New
+        );
+        let b = post("t1", "post-b");
+        assert_eq!(
+            PostStore::insert(&store, &b, Some(&idem)).await.unwrap(),
+            Inserted::Existing {
+                task_id: "post-a".into(),
+                body_hash: "b1".into()
+            }
+        );
+        assert!(
+            PostStore::get(&store, "t1", "post-b")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        // Another tenant may use the same key, and cannot see t1's post.
+        let c = post("t2", "post-c");
+        assert_eq!(
+            PostStore::insert(&store, &c, Some(&idem)).await.unwrap(),
+            Inserted::New
+        );
+        assert!(
+            PostStore::get(&store, "t2", "post-a")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        // Post keys are apart from task keys.
+        assert!(
+            TaskStore::find_idempotency(&store, "t1", "k1")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        // Compare-and-swap.
+        let mut started = PostStore::get(&store, "t1", "post-a")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(started, a);
+        started.submit_started = true;
+        assert!(PostStore::update(&store, &started).await.unwrap());
+        assert!(
+            !PostStore::update(&store, &started).await.unwrap(),
+            "a stale version wins nothing"
+        );
+        assert_eq!(PostStore::unfinished(&store).await.unwrap().len(), 2);
+        // "Killed" here: the store is dropped without any shutdown.
+    }
+    assert_not_on_disk(dir.path());
+    let store = SqliteStore::open(&path, Some(key()), false).unwrap();
+    let mut a = PostStore::get(&store, "t1", "post-a")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((a.version, a.submit_started), (1, true));
+    assert_eq!(a.request.as_ref().unwrap().content.text, CONTENT_CANARY);
+    assert_eq!(
+        PostStore::find_idempotency(&store, "t1", "k1")
+            .await
+            .unwrap(),
+        Some(("post-a".into(), "b1".into()))
+    );
+    // Ended and no longer re-checkable: the request is dropped.
+    a.record.state = PostState::Failed;
+    a.request = None;
+    assert!(PostStore::update(&store, &a).await.unwrap());
+    let a = PostStore::get(&store, "t1", "post-a")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(a.request.is_none());
+    assert_eq!(a.record.state, PostState::Failed);
+    assert_eq!(PostStore::unfinished(&store).await.unwrap().len(), 1);
+    // Another key does not open the request.
+    drop(store);
+    let wrong = SqliteStore::open(&path, Some(SessionKey::from_bytes([1; 32])), false).unwrap();
+    assert!(PostStore::get(&wrong, "t2", "post-c").await.is_err());
+}
+
+#[tokio::test]
+async fn without_a_key_a_post_with_its_request_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("abr.db"), None, false).unwrap();
+    let e = PostStore::insert(&store, &post("t1", "p"), None)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("ABR_SESSION_KEY"), "{e}");
+    assert!(PostStore::get(&store, "t1", "p").await.unwrap().is_none());
+    // A record without a request needs no key.
+    let mut bare = post("t1", "q");
+    bare.request = None;
+    PostStore::insert(&store, &bare, None).await.unwrap();
+    // In --insecure-dev it is kept in plaintext.
+    let dev = SqliteStore::open(&dir.path().join("dev.db"), None, true).unwrap();
+    PostStore::insert(&dev, &post("t1", "p"), None)
+        .await
+        .unwrap();
+    let p = PostStore::get(&dev, "t1", "p").await.unwrap().unwrap();
+    assert_eq!(p.request.unwrap().content.text, CONTENT_CANARY);
+}
+
+fn journal(
+    store: Arc<SqliteStore>,
+) -> (
+    PostJournal<abr_core::testing::FakeContext>,
+    Arc<ScriptedStrategy>,
+) {
+    let policy = PlatformPolicy {
+        session: Some(SessionScopeSpec {
+            cookie_domains: vec!["example.com".into()],
+            origins: vec![],
+        }),
+        ..PlatformPolicy::default()
+    };
+    let strategy = Arc::new(ScriptedStrategy::new("fake", &policy));
+    let mut registry = StrategyRegistry::new();
+    registry.register(strategy.clone()).unwrap();
+    let poster = Arc::new(AgentPoster::new(
+        Arc::new(FakeProvider::new()),
+        Arc::new(registry),
+    ));
+    (
+        PostJournal::new(poster, store, SecretValue::new("body-key")),
+        strategy,
+    )
+}
+
+#[tokio::test]
+async fn a_journal_on_sqlite_posts_once_per_key_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abr.db");
+    let first_id = {
+        let store = Arc::new(SqliteStore::open(&path, Some(key()), false).unwrap());
+        let (journal, strategy) = journal(store);
+        let posted = journal
+            .post("t1", Some("k"), request(CONTENT_CANARY))
+            .await
+            .unwrap();
+        assert_eq!(strategy.submits(), 1);
+        match posted.reply {
+            PostReply::Result(r) => {
+                assert!(r.ok);
+                r.post_id.unwrap()
+            }
+            PostReply::Record(r) => panic!("{r:?}"),
+        }
+    };
+    assert_not_on_disk(dir.path());
+    let store = Arc::new(SqliteStore::open(&path, Some(key()), false).unwrap());
+    let (journal, strategy) = journal(store);
+    assert!(journal.recover_unfinished().await.unwrap().is_empty());
+    let again = journal
+        .post("t1", Some("k"), request(CONTENT_CANARY))
+        .await
+        .unwrap();
+    assert!(again.replayed);
+    assert_eq!(strategy.submits(), 0, "nothing ran after the reopen");
+    match again.reply {
+        PostReply::Result(r) => assert_eq!(r.post_id.as_deref(), Some(first_id.as_str())),
+        PostReply::Record(r) => panic!("{r:?}"),
+    }
+    let record = journal.get("t1", &first_id).await.unwrap();
+    assert_eq!(record.state, PostState::Succeeded);
+}
