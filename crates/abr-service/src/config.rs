@@ -778,11 +778,86 @@ impl RunnerConfig {
 mod tests {
     use super::*;
 
+    /// `pairs`, with a `HOME` (the default data directory is under it).
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
+        [("HOME", "/home/abr-test")]
             .iter()
+            .chain(pairs)
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn the_data_directory_and_the_task_settings_are_read() {
+        let c = RunnerConfig::load(&env(&[]), None, true).unwrap();
+        assert_eq!(
+            c.store.data_dir.as_deref(),
+            Some(Path::new("/home/abr-test/.local/share/abr"))
+        );
+        assert!(c.store.session_key.is_none());
+        assert_eq!(c.tasks.approval, ApprovalRule::All);
+        assert_eq!(c.tasks.limits, TenantLimits::default());
+        let c = RunnerConfig::load(&env(&[("XDG_DATA_HOME", "/xdg")]), None, true).unwrap();
+        assert_eq!(c.store.data_dir.as_deref(), Some(Path::new("/xdg/abr")));
+        let key = "0f".repeat(32);
+        let c = RunnerConfig::load(
+            &env(&[
+                ("ABR_DATA_DIR", "/var/lib/abr"),
+                ("ABR_SESSION_KEY", &key),
+                ("ABR_TASK_APPROVAL", "committing_or_risky"),
+                ("ABR_TENANT_MAX_SESSIONS", "3"),
+                ("ABR_TENANT_MAX_EXECUTIONS_PER_DAY", "7"),
+                ("ABR_TENANT_MAX_RETRIES", "1"),
+                ("ABR_PLATFORMS_DIR", "/etc/abr/platforms"),
+                (
+                    "ABR_PLATFORM_VARS",
+                    "base=https://app.example.com, env = prod",
+                ),
+            ]),
+            None,
+            true,
+        )
+        .unwrap();
+        assert_eq!(c.store.data_dir.as_deref(), Some(Path::new("/var/lib/abr")));
+        assert!(c.store.session_key.is_some());
+        assert!(!format!("{c:?}").contains(&key), "the key never prints");
+        assert_eq!(c.tasks.approval, ApprovalRule::CommittingOrRisky);
+        assert_eq!(
+            c.tasks.limits,
+            TenantLimits {
+                concurrent_sessions: 3,
+                daily_executions: 7,
+                retries: 1
+            }
+        );
+        assert_eq!(
+            c.platforms_dir.as_deref(),
+            Some(Path::new("/etc/abr/platforms"))
+        );
+        assert_eq!(c.platform_vars["base"], "https://app.example.com");
+        assert_eq!(c.platform_vars["env"], "prod");
+        for (k, v, why) in [
+            ("ABR_SESSION_KEY", "abc", "64 hex"),
+            ("ABR_SESSION_KEY", &"zz".repeat(32), "64 hex"),
+            ("ABR_TASK_APPROVAL", "some", "committing_or_risky"),
+            ("ABR_TENANT_MAX_SESSIONS", "0", "at least 1"),
+            ("ABR_PLATFORM_VARS", "base", "name=value"),
+        ] {
+            let err = RunnerConfig::load(&env(&[(k, v)]), None, true)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(k) && err.contains(why), "{k}={v}: {err}");
+            assert!(
+                v.len() < 8 || !err.contains(v),
+                "the error echoes the value"
+            );
+        }
+        // Without HOME, XDG_DATA_HOME or ABR_DATA_DIR there is nowhere durable to write.
+        let bare: HashMap<String, String> = HashMap::new();
+        let err = RunnerConfig::load(&bare, None, true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ABR_DATA_DIR"), "{err}");
     }
 
     #[test]

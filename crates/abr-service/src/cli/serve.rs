@@ -194,7 +194,7 @@ mod tests {
     const TOKEN: &str = "serve-test-token-0123456789";
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        [("ABR_API_TOKEN", TOKEN)]
+        [("ABR_API_TOKEN", TOKEN), ("HOME", "/home/abr-test")]
             .iter()
             .chain(pairs)
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -204,7 +204,9 @@ mod tests {
     /// The platform ids a runner built by [`runner_builder`] for `env` serves on
     /// `GET /v1/platforms`. No browser starts: providers launch on first use.
     async fn platforms(env: &HashMap<String, String>) -> Vec<String> {
-        let config = RunnerConfig::load(env, None, false).unwrap();
+        let mut config = RunnerConfig::load(env, None, false).unwrap();
+        // Records in memory: these tests are about platforms.
+        config.store.data_dir = None;
         let runner = Arc::new(runner_builder(config).unwrap().build().unwrap());
         let response = crate::http::app(Arc::clone(&runner))
             .oneshot(
@@ -254,5 +256,29 @@ mod tests {
         let err = runner_builder(config).unwrap_err();
         assert!(err.to_string().contains("`demo` feature"), "{err}");
         assert_eq!(platforms(&env(&[])).await, Vec::<String>::new());
+    }
+
+    #[tokio::test]
+    async fn platform_files_are_registered_and_a_bad_one_stops_the_start() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../abr-demo/platforms");
+        let declared = env(&[
+            ("ABR_PLATFORMS_DIR", dir),
+            ("ABR_PLATFORM_VARS", "base=http://127.0.0.1:8788"),
+        ]);
+        assert_eq!(platforms(&declared).await, ["demo-declared"]);
+        // Without its variable the file is refused, naming the setting, the file and field.
+        let unfilled = env(&[("ABR_PLATFORMS_DIR", dir)]);
+        let config = RunnerConfig::load(&unfilled, None, false).unwrap();
+        let err = runner_builder(config).unwrap_err().to_string();
+        assert!(
+            err.starts_with("ABR_PLATFORMS_DIR: ")
+                && err.contains("demo.toml")
+                && err.contains("startUrl"),
+            "{err}"
+        );
+        let missing = env(&[("ABR_PLATFORMS_DIR", "/nonexistent/abr-platforms")]);
+        let config = RunnerConfig::load(&missing, None, false).unwrap();
+        let err = runner_builder(config).unwrap_err().to_string();
+        assert!(err.starts_with("ABR_PLATFORMS_DIR: cannot read"), "{err}");
     }
 }
