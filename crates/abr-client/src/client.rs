@@ -305,7 +305,7 @@ impl AgentRunnerClient {
     }
 
     /// `base` + `segments`, each percent-encoded as one path segment.
-    fn url(&self, segments: &[&str]) -> Url {
+    pub(crate) fn url(&self, segments: &[&str]) -> Url {
         let mut url = self.base.clone();
         // Cannot fail: `parse_base_url` refused cannot-be-a-base URLs.
         if let Ok(mut path) = url.path_segments_mut() {
@@ -315,14 +315,14 @@ impl AgentRunnerClient {
     }
 
     /// A request with the bearer token (reqwest marks the header sensitive).
-    fn authed(&self, method: Method, segments: &[&str]) -> RequestBuilder {
+    pub(crate) fn authed(&self, method: Method, segments: &[&str]) -> RequestBuilder {
         self.http
             .request(method, self.url(segments))
             .bearer_auth(self.token.expose_secret())
     }
 
     /// An authenticated `POST` of `body` as JSON.
-    async fn post_json<B: Serialize, T: DeserializeOwned>(
+    pub(crate) async fn post_json<B: Serialize, T: DeserializeOwned>(
         &self,
         operation: Operation,
         segments: &[&str],
@@ -342,11 +342,42 @@ impl AgentRunnerClient {
     }
 
     /// Sends `request` once and decodes a 2xx answer as `T`, anything else as an error.
-    async fn send<T: DeserializeOwned>(
+    pub(crate) async fn send<T: DeserializeOwned>(
         &self,
         operation: Operation,
         request: RequestBuilder,
     ) -> Result<T, ClientError> {
+        self.send_with_head(operation, request)
+            .await
+            .map(|(value, _)| value)
+    }
+
+    /// [`send`](Self::send), also answering the 2xx status and headers.
+    pub(crate) async fn send_with_head<T: DeserializeOwned>(
+        &self,
+        operation: Operation,
+        request: RequestBuilder,
+    ) -> Result<(T, Head), ClientError> {
+        let (body, head) = self.send_raw(operation, request).await?;
+        let value = serde_json::from_slice(&body).map_err(|e| ClientError::Decode {
+            operation,
+            status: head.status.as_u16(),
+            message: format!(
+                "not a {}: {}",
+                short_type_name::<T>(),
+                redact_json_error(&e)
+            ),
+        })?;
+        Ok((value, head))
+    }
+
+    /// Sends `request` once and reads a 2xx body (at most [`MAX_BODY`] bytes); anything else
+    /// is an error.
+    pub(crate) async fn send_raw(
+        &self,
+        operation: Operation,
+        request: RequestBuilder,
+    ) -> Result<(Vec<u8>, Head), ClientError> {
         let response = request
             .send()
             .await
@@ -355,6 +386,10 @@ impl AgentRunnerClient {
         if !status.is_success() {
             return Err(api_error(response).await);
         }
+        let head = Head {
+            status,
+            headers: response.headers().clone(),
+        };
         let (body, complete) = read_limited(response, MAX_BODY)
             .await
             .map_err(|e| ClientError::transport(operation, e))?;
@@ -365,16 +400,20 @@ impl AgentRunnerClient {
                 message: format!("the body is larger than {MAX_BODY} bytes"),
             });
         }
-        serde_json::from_slice(&body).map_err(|e| ClientError::Decode {
-            operation,
-            status: status.as_u16(),
-            message: format!(
-                "not a {}: {}",
-                short_type_name::<T>(),
-                redact_json_error(&e)
-            ),
-        })
+        Ok((body, head))
     }
+
+    /// The client's deadline of a whole call.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+/// The status and headers of a 2xx answer.
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
 }
 
 /// The last path segment of `T`'s name (`AgentPostResult`).

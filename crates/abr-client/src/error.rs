@@ -26,6 +26,28 @@ pub enum Operation {
     Probe,
     /// The live view's socket (`/live/{liveToken}/ws`).
     LiveView,
+    /// `POST /v1/tasks`.
+    CreateTask,
+    /// `GET /v1/tasks/{id}`, with or without a long poll.
+    GetTask,
+    /// `POST /v1/tasks/{id}/approve`.
+    ApproveTask,
+    /// `POST /v1/tasks/{id}/reject`.
+    RejectTask,
+    /// `POST /v1/tasks/{id}/recheck`.
+    RecheckTask,
+    /// `POST /v1/tasks/{id}/assert-not-posted`.
+    AssertTaskNotPosted,
+    /// `POST /v1/tasks/{id}/retry`.
+    RetryTask,
+    /// `GET /v1/tasks/{id}/screenshots/{name}`.
+    TaskScreenshot,
+    /// `PUT /v1/sessions/{id}`.
+    StoreSession,
+    /// `GET /v1/sessions/{id}`.
+    GetSession,
+    /// `DELETE /v1/sessions/{id}`.
+    DeleteSession,
 }
 
 impl Operation {
@@ -41,14 +63,40 @@ impl Operation {
             Self::Post => "post",
             Self::Probe => "probe",
             Self::LiveView => "live_view",
+            Self::CreateTask => "create_task",
+            Self::GetTask => "get_task",
+            Self::ApproveTask => "approve_task",
+            Self::RejectTask => "reject_task",
+            Self::RecheckTask => "recheck_task",
+            Self::AssertTaskNotPosted => "assert_task_not_posted",
+            Self::RetryTask => "retry_task",
+            Self::TaskScreenshot => "task_screenshot",
+            Self::StoreSession => "store_session",
+            Self::GetSession => "get_session",
+            Self::DeleteSession => "delete_session",
         }
     }
 
     /// Whether sending the same call twice can have no effect beyond sending it once: true
-    /// for the read-only `GET`s (health, platforms, capture status), false for every `POST`
-    /// (a second start opens a second capture, a second finish or post acts again).
+    /// for the reads (health, platforms, capture status, a task, its screenshot, a stored
+    /// session), a task's re-check (read-only: it runs no step), and storing or deleting a
+    /// session (the same state either way); false for the calls that act (a second capture
+    /// start opens a second capture, a second finish or post acts again; a task is created,
+    /// approved, rejected, asserted or retried once: resend one of those only after reading
+    /// the task, or, for a create, with the same `Idempotency-Key`).
     pub fn is_idempotent(self) -> bool {
-        matches!(self, Self::Health | Self::Platforms | Self::CaptureStatus)
+        matches!(
+            self,
+            Self::Health
+                | Self::Platforms
+                | Self::CaptureStatus
+                | Self::GetTask
+                | Self::RecheckTask
+                | Self::TaskScreenshot
+                | Self::StoreSession
+                | Self::GetSession
+                | Self::DeleteSession
+        )
     }
 }
 

@@ -4,6 +4,11 @@
 //! speaks the wire types of [`abr_protocol`] (re-exported as [`protocol`]). It depends on
 //! `abr-protocol` only among ABR crates: no browser library, no HTTP server, not `abr-core`.
 //! [`LiveViewChannel`] opens a live view's socket, for programs that play the user.
+//! Browser tasks (an approved step plan, run and proven) have their own calls:
+//! [`create_task`](AgentRunnerClient::create_task) with [`TaskOptions`], then
+//! [`approve_task`](AgentRunnerClient::approve_task) and
+//! [`wait_task`](AgentRunnerClient::wait_task); sessions kept on the runner are
+//! [`store_session`](AgentRunnerClient::store_session) and friends.
 //!
 //! ```no_run
 //! use abr_client::AgentRunnerClient;
@@ -42,6 +47,7 @@
 mod client;
 mod error;
 mod live;
+mod tasks;
 
 pub use abr_protocol as protocol;
 pub use client::{
@@ -50,3 +56,4 @@ pub use client::{
 pub use error::{ClientError, Operation, TransportKind};
 pub use live::{LiveMessage, LiveViewChannel};
 pub use secrecy::SecretString;
+pub use tasks::{MAX_TASK_WAIT, TaskOptions};
