@@ -21,6 +21,7 @@ use axum::{Json, Router};
 
 pub use crate::api_error::{ApiError, ApiJson};
 use crate::auth::{TokenSet, require_bearer};
+use crate::job::in_slot;
 use crate::live::LiveState;
 use crate::runner::Runner;
 pub use crate::state::AppState;
@@ -181,19 +182,13 @@ async fn probe<C: RunnerContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<ProbeRequest>,
 ) -> Result<Json<ProbeResponse>, ApiError> {
-    let slot = state.runner.jobs.enter().await?;
-    let runner = Arc::clone(&state.runner);
-    let job = tokio::spawn(async move {
-        let _slot = slot;
-        runner.poster.probe(request).await
-    });
-    match job.await {
-        Ok(result) => Ok(Json(result?)),
-        Err(_) => Err(ApiError::new(
-            codes::JOB_PANICKED,
-            "the probe failed unexpectedly",
-        )),
-    }
+    let response = in_slot(
+        &state.runner,
+        "the probe failed unexpectedly",
+        move |runner| async move { runner.poster.probe(request).await },
+    )
+    .await?;
+    Ok(Json(response))
 }
 
 /// The router of the runner: the API, and the live view.

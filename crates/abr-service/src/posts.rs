@@ -6,10 +6,7 @@
 //! The tenant is `x-tenant-id`, else the body's `workspaceId`, else `default`; another
 //! tenant's post id is a 404.
 
-use std::sync::Arc;
-
 use abr_core::PostReply;
-use abr_protocol::codes;
 use abr_protocol::{AssertNotPostedRequest, PostRecord, PostRequest, RecheckResult};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -18,6 +15,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson};
+use crate::job::in_slot;
 use crate::runner::RunnerContext;
 use crate::state::AppState;
 use crate::tasks::{TenantHeader, one_header};
@@ -50,24 +48,12 @@ async fn post_job<C: RunnerContext>(
     abr_core::check_tenant_id("accountId", request.account_id.as_deref())?;
     let tenant = tenant.resolve(request.workspace_id.as_deref())?;
     let key = one_header(&headers, "idempotency-key")?;
-    let slot = state.runner.jobs.enter().await?;
-    // The job runs in its own task, holding its slot: a panic stays there (this request
-    // fails, the server goes on, the lease is released by its drop), and a client that
-    // disconnects mid-post does not cut a publish in half.
-    let runner = Arc::clone(&state.runner);
-    let job = tokio::spawn(async move {
-        let _slot = slot;
-        runner.posts.post(&tenant, key.as_deref(), request).await
-    });
-    let posted = match job.await {
-        Ok(posted) => posted?,
-        Err(_) => {
-            return Err(ApiError::new(
-                codes::JOB_PANICKED,
-                "the job failed unexpectedly; it may have been published: do not retry automatically",
-            ));
-        }
-    };
+    let posted = in_slot(
+        &state.runner,
+        "the job failed unexpectedly; it may have been published: do not retry automatically",
+        move |runner| async move { runner.posts.post(&tenant, key.as_deref(), request).await },
+    )
+    .await?;
     let mut response = match posted.reply {
         PostReply::Result(result) => (StatusCode::OK, Json(*result)).into_response(),
         PostReply::Record(record) => (StatusCode::ACCEPTED, Json(*record)).into_response(),
@@ -95,19 +81,13 @@ async fn recheck<C: RunnerContext>(
     Path(id): Path<String>,
 ) -> Result<Json<RecheckResult>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let slot = state.runner.jobs.enter().await?;
-    let runner = Arc::clone(&state.runner);
-    let job = tokio::spawn(async move {
-        let _slot = slot;
-        runner.posts.recheck(&tenant, &id).await
-    });
-    match job.await {
-        Ok(result) => Ok(Json(result?)),
-        Err(_) => Err(ApiError::new(
-            codes::JOB_PANICKED,
-            "the re-check failed unexpectedly",
-        )),
-    }
+    let result = in_slot(
+        &state.runner,
+        "the re-check failed unexpectedly",
+        move |runner| async move { runner.posts.recheck(&tenant, &id).await },
+    )
+    .await?;
+    Ok(Json(result))
 }
 
 async fn assert_not_posted<C: RunnerContext>(

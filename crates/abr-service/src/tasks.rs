@@ -28,6 +28,7 @@ use futures::Stream;
 
 use crate::api_error::{ApiError, ApiJson};
 use crate::callback;
+use crate::job::in_slot;
 use crate::json_detail::JsonDetail;
 use crate::runner::{Runner, RunnerContext};
 use crate::state::AppState;
@@ -331,19 +332,13 @@ async fn recheck<C: RunnerContext>(
     Path(id): Path<String>,
 ) -> Result<Json<RecheckResult>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let slot = state.runner.jobs.enter().await?;
-    let runner = Arc::clone(&state.runner);
-    let job = tokio::spawn(async move {
-        let _slot = slot;
-        runner.tasks.recheck(&tenant, &id).await
-    });
-    match job.await {
-        Ok(result) => Ok(Json(result?)),
-        Err(_) => Err(ApiError::new(
-            codes::JOB_PANICKED,
-            "the re-check failed unexpectedly",
-        )),
-    }
+    let result = in_slot(
+        &state.runner,
+        "the re-check failed unexpectedly",
+        move |runner| async move { runner.tasks.recheck(&tenant, &id).await },
+    )
+    .await?;
+    Ok(Json(result))
 }
 
 async fn assert_not_posted<C: RunnerContext>(
