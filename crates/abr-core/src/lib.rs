@@ -30,6 +30,7 @@ mod live_access;
 mod post_journal;
 mod poster;
 mod provider;
+mod records;
 pub mod scope;
 mod scope_io;
 mod serialized;

@@ -32,15 +32,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use abr_protocol::{
     AgentPostResult, AgentSessionState, AssertNotPostedRequest, ErrorBody, FailureStage,
-    OwnerAssertion, PostRecord, PostRequest, PostState, RecheckAnswer, RecheckResult, SecretValue,
-    Timing, Verification, VerificationMethod,
+    PostRecord, PostRequest, PostState, RecheckAnswer, RecheckResult, SecretValue, Timing,
+    Verification, VerificationMethod,
 };
 use async_trait::async_trait;
 use futures::FutureExt as _;
 use tokio::sync::watch;
 
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
-use crate::task::{IdempotencyKey, Inserted, codes, keyed_hash, note, person};
+use crate::records::{InMemoryRecords, Record, TenantKey, tenant_key};
+use crate::task::{Assertion, IdempotencyKey, Inserted, codes, keyed_hash};
 use crate::{
     AgentPoster, Clock, CoreError, SessionContext, SessionKey, SessionStore, SubmitGate,
     SystemClock, new_token,
@@ -130,18 +131,28 @@ pub trait PostStore: Send + Sync + 'static {
     async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError>;
 }
 
-type PostKey = (String, String);
+impl Record for StoredPost {
+    fn tenant(&self) -> &str {
+        &self.tenant_id
+    }
 
-#[derive(Debug, Default)]
-struct Inner {
-    posts: HashMap<PostKey, StoredPost>,
-    idempotency: HashMap<PostKey, (String, String)>,
+    fn id(&self) -> &str {
+        StoredPost::id(self)
+    }
+
+    fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn version_mut(&mut self) -> &mut u64 {
+        &mut self.version
+    }
 }
 
 /// A process-local [`PostStore`] (tests, single-process embedders).
 #[derive(Debug, Default)]
 pub struct InMemoryPostStore {
-    inner: Mutex<Inner>,
+    inner: Mutex<InMemoryRecords<StoredPost>>,
 }
 
 impl InMemoryPostStore {
@@ -150,18 +161,14 @@ impl InMemoryPostStore {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn lock(&self) -> MutexGuard<'_, InMemoryRecords<StoredPost>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Every post of every tenant (for tests).
     pub fn all(&self) -> Vec<StoredPost> {
-        self.lock().posts.values().cloned().collect()
+        self.lock().all()
     }
-}
-
-fn key(tenant: &str, id: &str) -> PostKey {
-    (tenant.to_owned(), id.to_owned())
 }
 
 #[async_trait]
@@ -171,23 +178,7 @@ impl PostStore for InMemoryPostStore {
         post: &StoredPost,
         idempotency: Option<&IdempotencyKey>,
     ) -> Result<Inserted, CoreError> {
-        let mut inner = self.lock();
-        if let Some(idem) = idempotency {
-            let k = key(&post.tenant_id, &idem.key);
-            if let Some((task_id, body_hash)) = inner.idempotency.get(&k) {
-                return Ok(Inserted::Existing {
-                    task_id: task_id.clone(),
-                    body_hash: body_hash.clone(),
-                });
-            }
-            inner
-                .idempotency
-                .insert(k, (post.id().to_owned(), idem.body_hash.clone()));
-        }
-        inner
-            .posts
-            .insert(key(&post.tenant_id, post.id()), post.clone());
-        Ok(Inserted::New)
+        Ok(self.lock().insert(post, idempotency))
     }
 
     async fn find_idempotency(
@@ -195,37 +186,21 @@ impl PostStore for InMemoryPostStore {
         tenant: &str,
         idempotency_key: &str,
     ) -> Result<Option<(String, String)>, CoreError> {
-        Ok(self
-            .lock()
-            .idempotency
-            .get(&key(tenant, idempotency_key))
-            .cloned())
+        Ok(self.lock().find_idempotency(tenant, idempotency_key))
     }
 
     async fn get(&self, tenant: &str, post_id: &str) -> Result<Option<StoredPost>, CoreError> {
-        Ok(self.lock().posts.get(&key(tenant, post_id)).cloned())
+        Ok(self.lock().get(tenant, post_id))
     }
 
     async fn update(&self, post: &StoredPost) -> Result<bool, CoreError> {
-        let mut inner = self.lock();
-        match inner.posts.get_mut(&key(&post.tenant_id, post.id())) {
-            Some(stored) if stored.version == post.version => {
-                *stored = post.clone();
-                stored.version += 1;
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
+        Ok(self.lock().update(post))
     }
 
     async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {
         Ok(self
             .lock()
-            .posts
-            .values()
-            .filter(|p| p.record.state == PostState::Running)
-            .cloned()
-            .collect())
+            .unfinished(|p| p.record.state == PostState::Running))
     }
 }
 
@@ -257,11 +232,11 @@ pub struct Posted {
     pub replayed: bool,
 }
 
-type Live = Arc<Mutex<HashMap<PostKey, watch::Receiver<Option<AgentPostResult>>>>>;
+type Live = Arc<Mutex<HashMap<TenantKey, watch::Receiver<Option<AgentPostResult>>>>>;
 
 fn live_lock(
     live: &Live,
-) -> MutexGuard<'_, HashMap<PostKey, watch::Receiver<Option<AgentPostResult>>>> {
+) -> MutexGuard<'_, HashMap<TenantKey, watch::Receiver<Option<AgentPostResult>>>> {
     live.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -473,11 +448,11 @@ impl<C: SessionContext> PostJournal<C> {
         let session = self.session(tenant, &request).await?;
         let post = self.new_post(tenant, &request, None)?;
         let (sender, receiver) = watch::channel(None);
-        live_lock(&self.live).insert(key(tenant, post.id()), receiver);
+        live_lock(&self.live).insert(tenant_key(tenant, post.id()), receiver);
         match self.store.insert(&post, idempotency.as_ref()).await {
             Ok(Inserted::New) => {}
             Ok(Inserted::Existing { task_id, body_hash }) => {
-                live_lock(&self.live).remove(&key(tenant, post.id()));
+                live_lock(&self.live).remove(&tenant_key(tenant, post.id()));
                 let Some(idem) = &idempotency else {
                     return Err(CoreError::Internal(
                         "the store named a key it was not given",
@@ -488,7 +463,7 @@ impl<C: SessionContext> PostJournal<C> {
                     .await;
             }
             Err(e) => {
-                live_lock(&self.live).remove(&key(tenant, post.id()));
+                live_lock(&self.live).remove(&tenant_key(tenant, post.id()));
                 return Err(e);
             }
         }
@@ -606,26 +581,15 @@ impl<C: SessionContext> PostJournal<C> {
         post_id: &str,
         request: &AssertNotPostedRequest,
     ) -> Result<PostRecord, CoreError> {
-        let by = person("assertedBy", &request.asserted_by)?;
-        note("note", request.note.as_ref())?;
+        let assertion = Assertion::check(request)?;
         let mut post = self.load(tenant, post_id).await?;
-        if post.record.state != PostState::Uncertain {
-            return Err(CoreError::NotUncertain);
-        }
-        if post.record.assertion.is_some() {
-            return Err(CoreError::AlreadyAsserted);
-        }
-        post.record.assertion = Some(OwnerAssertion {
-            asserted_by: by.clone(),
-            note: request.note.clone(),
-            asserted_at: self.clock.now(),
-            spent_by: None,
-        });
+        let uncertain = post.record.state == PostState::Uncertain;
+        assertion.record(uncertain, &mut post.record.assertion, self.clock.now())?;
         if !self.save(&mut post).await? {
             return Err(CoreError::AlreadyAsserted);
         }
         let mut event = self.event(AuditAction::PostAsserted, AuditOutcome::Ok, &post);
-        event.actor = Some(by);
+        event.actor = Some(assertion.by);
         self.audit.emit(event);
         Ok(post.record)
     }
@@ -640,7 +604,7 @@ impl<C: SessionContext> PostJournal<C> {
     pub async fn recover_unfinished(&self) -> Result<Vec<PostRecord>, CoreError> {
         let mut ended = Vec::new();
         for mut post in self.store.unfinished().await? {
-            if live_lock(&self.live).contains_key(&key(&post.tenant_id, post.id())) {
+            if live_lock(&self.live).contains_key(&tenant_key(&post.tenant_id, post.id())) {
                 continue;
             }
             let error = if post.submit_started {
@@ -691,7 +655,7 @@ impl<C: SessionContext> PostJournal<C> {
         }
         let mut id = first_id.to_owned();
         for _ in 0..CAS_ATTEMPTS * 4 {
-            let live = live_lock(&self.live).get(&key(tenant, &id)).cloned();
+            let live = live_lock(&self.live).get(&tenant_key(tenant, &id)).cloned();
             if let Some(mut receiver) = live {
                 let result = receiver
                     .wait_for(Option::is_some)
@@ -777,14 +741,14 @@ impl<C: SessionContext> PostJournal<C> {
         let post = self.new_post(tenant, request, Some(first))?;
         let (sender, receiver) = watch::channel(None);
         // Live before the claim, so that a request following the claim waits for the job.
-        live_lock(&self.live).insert(key(tenant, post.id()), receiver);
+        live_lock(&self.live).insert(tenant_key(tenant, post.id()), receiver);
         original.retried_by = Some(post.id().to_owned());
         if let Some(assertion) = &mut original.record.assertion {
             assertion.spent_by = Some(post.id().to_owned());
         }
         let claimed = self.save(original).await;
         if !matches!(claimed, Ok(true)) {
-            live_lock(&self.live).remove(&key(tenant, post.id()));
+            live_lock(&self.live).remove(&tenant_key(tenant, post.id()));
             return match claimed {
                 Err(e) => Err(e),
                 _ => Ok(None),
@@ -792,7 +756,7 @@ impl<C: SessionContext> PostJournal<C> {
         }
         if let Err(e) = self.store.insert(&post, None).await {
             // The assertion stays spent: a lost attempt, never a second one.
-            live_lock(&self.live).remove(&key(tenant, post.id()));
+            live_lock(&self.live).remove(&tenant_key(tenant, post.id()));
             return Err(e);
         }
         let result = self.run(post, request.clone(), session, sender).await?;
@@ -875,7 +839,7 @@ impl<C: SessionContext> PostJournal<C> {
                 answer.refreshed_session = None;
             }
             sender.send_replace(Some(stored_result(&answer, &post_id)));
-            live_lock(&live).remove(&key(&tenant, &post_id));
+            live_lock(&live).remove(&tenant_key(&tenant, &post_id));
             match error {
                 Some(e) => Err(e),
                 None => Ok(answer),

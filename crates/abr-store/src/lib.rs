@@ -16,6 +16,7 @@
 mod crypto;
 mod db;
 mod posts;
+mod records;
 mod sessions;
 mod tasks;
 

@@ -5,16 +5,11 @@ use abr_protocol::AgentSessionState;
 use async_trait::async_trait;
 use rusqlite::OptionalExtension as _;
 
+use crate::records::row_aad;
 use crate::{SqliteStore, StoreError};
 
 fn aad(key: &Key) -> Vec<u8> {
-    // Length-prefixed, so that ("ab", "c") and ("a", "bc") differ.
-    let mut out = Vec::new();
-    for part in [&key.workspace_id, &key.account_id, &key.platform] {
-        out.extend_from_slice(&(part.len() as u64).to_be_bytes());
-        out.extend_from_slice(part.as_bytes());
-    }
-    out
+    row_aad(b"", &[&key.workspace_id, &key.account_id, &key.platform])
 }
 
 #[async_trait]
@@ -36,14 +31,7 @@ impl SessionStore for SqliteStore {
         let Some((encrypted, payload)) = row else {
             return Ok(None);
         };
-        let json = if encrypted {
-            let sealer = self.key.as_ref().ok_or(StoreError::NoKey)?;
-            sealer.open(&payload, &aad(key))?
-        } else if self.plaintext_allowed {
-            payload
-        } else {
-            return Err(StoreError::NoKey.into());
-        };
+        let json = self.open_payload(encrypted, payload, &aad(key), false)?;
         let state = serde_json::from_slice(&json)
             .map_err(|e| StoreError::Record(format!("a session: {}", e.classify_name())))?;
         Ok(Some(state))
@@ -52,11 +40,7 @@ impl SessionStore for SqliteStore {
     async fn save(&self, key: &Key, state: AgentSessionState) -> Result<(), CoreError> {
         let json = serde_json::to_vec(&state)
             .map_err(|e| StoreError::Record(format!("a session: {}", e.classify_name())))?;
-        let (encrypted, payload) = match &self.key {
-            Some(sealer) => (true, sealer.seal(&json, &aad(key))?),
-            None if self.plaintext_allowed => (false, json),
-            None => return Err(StoreError::NoKey.into()),
-        };
+        let (encrypted, payload) = self.seal_payload(json, &aad(key), true)?;
         let k = key.clone();
         let now = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)

@@ -265,12 +265,54 @@ pub(crate) fn person(field: &str, value: &str) -> Result<String, CoreError> {
     Ok(value.to_owned())
 }
 
-pub(crate) fn note(field: &str, value: Option<&String>) -> Result<(), CoreError> {
+fn note(field: &str, value: Option<&String>) -> Result<(), CoreError> {
     match value {
         Some(v) if v.len() > MAX_NOTE => Err(CoreError::InvalidInput(format!(
             "{field} is at most {MAX_NOTE} bytes"
         ))),
         _ => Ok(()),
+    }
+}
+
+/// An owner's assertion that an uncertain task or post did not happen, checked
+/// (`assertedBy` not empty, `note` not over-long) before the record is read.
+pub(crate) struct Assertion<'a> {
+    /// Who asserts.
+    pub(crate) by: String,
+    request: &'a AssertNotPostedRequest,
+}
+
+impl<'a> Assertion<'a> {
+    pub(crate) fn check(request: &'a AssertNotPostedRequest) -> Result<Self, CoreError> {
+        let by = person("assertedBy", &request.asserted_by)?;
+        note("note", request.note.as_ref())?;
+        Ok(Self { by, request })
+    }
+
+    /// Records it in `assertion`, the slot of a record that is `uncertain` (an assertion,
+    /// never proof: the record stays `uncertain`).
+    ///
+    /// # Errors
+    /// [`CoreError::NotUncertain`], [`CoreError::AlreadyAsserted`].
+    pub(crate) fn record(
+        &self,
+        uncertain: bool,
+        assertion: &mut Option<OwnerAssertion>,
+        now: time::OffsetDateTime,
+    ) -> Result<(), CoreError> {
+        if !uncertain {
+            return Err(CoreError::NotUncertain);
+        }
+        if assertion.is_some() {
+            return Err(CoreError::AlreadyAsserted);
+        }
+        *assertion = Some(OwnerAssertion {
+            asserted_by: self.by.clone(),
+            note: self.request.note.clone(),
+            asserted_at: now,
+            spent_by: None,
+        });
+        Ok(())
     }
 }
 
@@ -1187,26 +1229,15 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
         task_id: &str,
         request: &AssertNotPostedRequest,
     ) -> Result<TaskRecord, CoreError> {
-        let by = person("assertedBy", &request.asserted_by)?;
-        note("note", request.note.as_ref())?;
+        let assertion = Assertion::check(request)?;
         let mut task = self.load(tenant, task_id).await?;
-        if task.record.state != TaskState::Uncertain {
-            return Err(CoreError::NotUncertain);
-        }
-        if task.record.assertion.is_some() {
-            return Err(CoreError::AlreadyAsserted);
-        }
-        task.record.assertion = Some(OwnerAssertion {
-            asserted_by: by.clone(),
-            note: request.note.clone(),
-            asserted_at: self.clock.now(),
-            spent_by: None,
-        });
+        let uncertain = task.record.state == TaskState::Uncertain;
+        assertion.record(uncertain, &mut task.record.assertion, self.clock.now())?;
         if !self.save(&mut task).await? {
             return Err(CoreError::AlreadyAsserted);
         }
         let mut event = self.event(AuditAction::TaskAsserted, AuditOutcome::Ok, &task);
-        event.actor = Some(by);
+        event.actor = Some(assertion.by);
         self.audit.emit(event);
         Ok(task.record)
     }

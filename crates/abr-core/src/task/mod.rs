@@ -22,8 +22,8 @@ mod store;
 
 pub use approval::{ApprovalRule, UnknownApprovalRule};
 pub use commit::is_committing;
+pub(crate) use engine::Assertion;
 pub use engine::{Created, TaskConfig, TaskEnd, TaskRunner};
-pub(crate) use engine::{note, person};
 pub use limits::{TenantLimit, TenantLimits, until_next_utc_day, utc_day};
 pub(crate) use plan::keyed_hash;
 pub use plan::{

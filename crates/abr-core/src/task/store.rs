@@ -9,6 +9,7 @@ use abr_protocol::{AgentSessionState, TaskRecord, TaskRequest, TaskState};
 use async_trait::async_trait;
 
 use crate::CoreError;
+use crate::records::{InMemoryRecords, Record};
 
 /// A task as stored: its tenant, the request it was created from, its record, and what the
 /// runner needs to end it honestly after a restart.
@@ -189,12 +190,27 @@ pub trait TaskSessions: Send + Sync + 'static {
     ) -> Result<(), CoreError>;
 }
 
-type TaskKey = (String, String);
+impl Record for StoredTask {
+    fn tenant(&self) -> &str {
+        &self.tenant_id
+    }
+
+    fn id(&self) -> &str {
+        StoredTask::id(self)
+    }
+
+    fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn version_mut(&mut self) -> &mut u64 {
+        &mut self.version
+    }
+}
 
 #[derive(Debug, Default)]
 struct Inner {
-    tasks: HashMap<TaskKey, StoredTask>,
-    idempotency: HashMap<TaskKey, (String, String)>,
+    tasks: InMemoryRecords<StoredTask>,
     counters: HashMap<(String, Counter), u32>,
     screenshots: HashMap<(String, String, String), Vec<u8>>,
 }
@@ -218,12 +234,8 @@ impl InMemoryTaskStore {
 
     /// Every task of every tenant (for tests).
     pub fn all(&self) -> Vec<StoredTask> {
-        self.lock().tasks.values().cloned().collect()
+        self.lock().tasks.all()
     }
-}
-
-fn key(tenant: &str, id: &str) -> TaskKey {
-    (tenant.to_owned(), id.to_owned())
 }
 
 #[async_trait]
@@ -233,23 +245,7 @@ impl TaskStore for InMemoryTaskStore {
         task: &StoredTask,
         idempotency: Option<&IdempotencyKey>,
     ) -> Result<Inserted, CoreError> {
-        let mut inner = self.lock();
-        if let Some(idem) = idempotency {
-            let k = key(&task.tenant_id, &idem.key);
-            if let Some((task_id, body_hash)) = inner.idempotency.get(&k) {
-                return Ok(Inserted::Existing {
-                    task_id: task_id.clone(),
-                    body_hash: body_hash.clone(),
-                });
-            }
-            inner
-                .idempotency
-                .insert(k, (task.id().to_owned(), idem.body_hash.clone()));
-        }
-        inner
-            .tasks
-            .insert(key(&task.tenant_id, task.id()), task.clone());
-        Ok(Inserted::New)
+        Ok(self.lock().tasks.insert(task, idempotency))
     }
 
     async fn find_idempotency(
@@ -257,37 +253,22 @@ impl TaskStore for InMemoryTaskStore {
         tenant: &str,
         idempotency_key: &str,
     ) -> Result<Option<(String, String)>, CoreError> {
-        Ok(self
-            .lock()
-            .idempotency
-            .get(&key(tenant, idempotency_key))
-            .cloned())
+        Ok(self.lock().tasks.find_idempotency(tenant, idempotency_key))
     }
 
     async fn get(&self, tenant: &str, task_id: &str) -> Result<Option<StoredTask>, CoreError> {
-        Ok(self.lock().tasks.get(&key(tenant, task_id)).cloned())
+        Ok(self.lock().tasks.get(tenant, task_id))
     }
 
     async fn update(&self, task: &StoredTask) -> Result<bool, CoreError> {
-        let mut inner = self.lock();
-        match inner.tasks.get_mut(&key(&task.tenant_id, task.id())) {
-            Some(stored) if stored.version == task.version => {
-                *stored = task.clone();
-                stored.version += 1;
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
+        Ok(self.lock().tasks.update(task))
     }
 
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
         Ok(self
             .lock()
             .tasks
-            .values()
-            .filter(|t| matches!(t.record.state, TaskState::Queued | TaskState::Running))
-            .cloned()
-            .collect())
+            .unfinished(|t| matches!(t.record.state, TaskState::Queued | TaskState::Running)))
     }
 
     async fn increment(
