@@ -489,9 +489,14 @@ impl Serve {
             .append(true)
             .open(data_dir.join("abr.log"))
             .unwrap();
+        // A killed runner's browser leaves its profile and artifacts folders behind (nothing
+        // runs to remove them): they go to a temporary directory the test owns and removes.
+        let tmp = data_dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
         let child = std::os::unix::process::CommandExt::process_group(
             Command::new(env!("CARGO_BIN_EXE_abr"))
                 .arg("serve")
+                .env("TMPDIR", &tmp)
                 .env("ABR_API_TOKEN", BIN_TOKEN)
                 .env("ABR_BIND", bind.to_string())
                 .env("ABR_DATA_DIR", data_dir)
