@@ -101,7 +101,7 @@ impl std::fmt::Debug for StoredPost {
 ///   a namespace of its own, apart from tasks') in one atomic step: when the key is taken,
 ///   nothing is stored and the existing post is named ([`Inserted::Existing`]'s `task_id`
 ///   is the post's id).
-/// - [`update`](Self::update) is a compare-and-swap on [`StoredPost::version`], storing
+/// - [`update`](Self::update) is a compare-and-swap on [`StoredPost::version`](StoredPost#structfield.version), storing
 ///   `version + 1`.
 /// - Every write that returned is durable (for a durable store).
 /// - [`StoredPost::request`] holds content and credentials: a durable store encrypts it.

@@ -100,7 +100,7 @@ pub enum Counter {
 /// - [`insert`](Self::insert) stores the task and claims the idempotency key in one atomic
 ///   step: when the key is already taken for the tenant, nothing is stored and the existing
 ///   task is named.
-/// - [`update`](Self::update) is a compare-and-swap on [`StoredTask::version`]: it replaces
+/// - [`update`](Self::update) is a compare-and-swap on [`StoredTask::version`](StoredTask#structfield.version): it replaces
 ///   the stored task only if the stored version equals `task.version`, and stores it with
 ///   `version + 1`. This is what makes approval, running, retries and assertion spending
 ///   happen exactly once.
