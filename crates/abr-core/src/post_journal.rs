@@ -41,7 +41,7 @@ use tokio::sync::watch;
 
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
 use crate::records::{InMemoryRecords, Record, TenantKey, tenant_key};
-use crate::task::{Assertion, IdempotencyKey, Inserted, codes, keyed_hash};
+use crate::task::{Assertion, IdempotencyKey, Inserted, TenantAdmission, codes, keyed_hash};
 use crate::{
     AgentPoster, Clock, CoreError, SessionContext, SessionKey, SessionStore, SubmitGate,
     SystemClock, new_token,
@@ -250,6 +250,7 @@ pub struct PostJournal<C: SessionContext> {
     clock: Arc<dyn Clock>,
     body_key: SecretValue,
     live: Live,
+    admission: Option<TenantAdmission>,
 }
 
 impl<C: SessionContext> std::fmt::Debug for PostJournal<C> {
@@ -376,6 +377,30 @@ impl<C: SessionContext> PostJournal<C> {
             clock: Arc::new(SystemClock),
             body_key,
             live: Arc::default(),
+            admission: None,
+        }
+    }
+
+    /// Counts every post that runs (a new one, or the one new attempt an assertion allows)
+    /// against the tenant's limits, like a task: a browser session while it runs and an
+    /// execution of the UTC day. Replays count nothing. Beyond a limit, `post` answers
+    /// [`CoreError::TenantLimit`] and stores nothing.
+    #[must_use]
+    pub fn with_admission(mut self, admission: TenantAdmission) -> Self {
+        self.admission = Some(admission);
+        self
+    }
+
+    async fn admit(&self, tenant: &str) -> Result<Option<time::Date>, CoreError> {
+        match &self.admission {
+            Some(a) => a.admit(tenant).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn refund(&self, tenant: &str, admitted: Option<time::Date>) {
+        if let Some(a) = &self.admission {
+            a.refund(tenant, admitted).await;
         }
     }
 
@@ -447,12 +472,14 @@ impl<C: SessionContext> PostJournal<C> {
         }
         let session = self.session(tenant, &request).await?;
         let post = self.new_post(tenant, &request, None)?;
+        let admitted = self.admit(tenant).await?;
         let (sender, receiver) = watch::channel(None);
         live_lock(&self.live).insert(tenant_key(tenant, post.id()), receiver);
         match self.store.insert(&post, idempotency.as_ref()).await {
             Ok(Inserted::New) => {}
             Ok(Inserted::Existing { task_id, body_hash }) => {
                 live_lock(&self.live).remove(&tenant_key(tenant, post.id()));
+                self.refund(tenant, admitted).await;
                 let Some(idem) = &idempotency else {
                     return Err(CoreError::Internal(
                         "the store named a key it was not given",
@@ -464,10 +491,11 @@ impl<C: SessionContext> PostJournal<C> {
             }
             Err(e) => {
                 live_lock(&self.live).remove(&tenant_key(tenant, post.id()));
+                self.refund(tenant, admitted).await;
                 return Err(e);
             }
         }
-        let result = self.run(post, request, session, sender).await?;
+        let result = self.run(post, request, session, sender, admitted).await?;
         Ok(Posted {
             reply: PostReply::Result(Box::new(result)),
             replayed: false,
@@ -739,6 +767,7 @@ impl<C: SessionContext> PostJournal<C> {
             .clone()
             .unwrap_or_else(|| original.id().to_owned());
         let post = self.new_post(tenant, request, Some(first))?;
+        let admitted = self.admit(tenant).await?;
         let (sender, receiver) = watch::channel(None);
         // Live before the claim, so that a request following the claim waits for the job.
         live_lock(&self.live).insert(tenant_key(tenant, post.id()), receiver);
@@ -749,6 +778,7 @@ impl<C: SessionContext> PostJournal<C> {
         let claimed = self.save(original).await;
         if !matches!(claimed, Ok(true)) {
             live_lock(&self.live).remove(&tenant_key(tenant, post.id()));
+            self.refund(tenant, admitted).await;
             return match claimed {
                 Err(e) => Err(e),
                 _ => Ok(None),
@@ -757,9 +787,12 @@ impl<C: SessionContext> PostJournal<C> {
         if let Err(e) = self.store.insert(&post, None).await {
             // The assertion stays spent: a lost attempt, never a second one.
             live_lock(&self.live).remove(&tenant_key(tenant, post.id()));
+            self.refund(tenant, admitted).await;
             return Err(e);
         }
-        let result = self.run(post, request.clone(), session, sender).await?;
+        let result = self
+            .run(post, request.clone(), session, sender, admitted)
+            .await?;
         Ok(Some(Posted {
             reply: PostReply::Result(Box::new(result)),
             replayed: false,
@@ -775,7 +808,11 @@ impl<C: SessionContext> PostJournal<C> {
         request: PostRequest,
         session: Option<AgentSessionState>,
         sender: watch::Sender<Option<AgentPostResult>>,
+        admitted: Option<time::Date>,
     ) -> Result<AgentPostResult, CoreError> {
+        // The tenant's browser session is given back by the job itself, also when the
+        // caller goes away while it runs.
+        let admission = admitted.and(self.admission.clone());
         let tenant = post.tenant_id.clone();
         let post_id = post.id().to_owned();
         let session_id = request.session_id.clone();
@@ -840,6 +877,9 @@ impl<C: SessionContext> PostJournal<C> {
             }
             sender.send_replace(Some(stored_result(&answer, &post_id)));
             live_lock(&live).remove(&tenant_key(&tenant, &post_id));
+            if let Some(admission) = admission {
+                admission.release_session(&tenant).await;
+            }
             match error {
                 Some(e) => Err(e),
                 None => Ok(answer),

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use abr_core::task::{StepRunner, TaskConfig, TaskRunner, TaskSessions, TaskStore};
+use abr_core::task::{
+    StepRunner, TaskConfig, TaskRunner, TaskSessions, TaskStore, TenantAdmission,
+};
 use abr_core::{
     AgentPoster, AuditError, AuditEvent, AuditSink, Auditor, CaptureConfig, CoreError,
     DeadlineBudget, DynSessionProvider, PostJournal, PostStore, PosterConfig,
@@ -358,6 +360,11 @@ impl<C: RunnerContext> RunnerBuilder<C> {
             body_key.clone(),
         )
         .with_sessions(Arc::clone(&store) as Arc<dyn SessionStore>)
+        .with_admission(TenantAdmission::new(
+            Arc::clone(&store) as Arc<dyn TaskStore>,
+            config.tasks.limits,
+            Arc::new(SystemClock),
+        ))
         .with_audit(auditor.clone());
         let task_store: Arc<dyn TaskStore> = Arc::clone(&store) as Arc<dyn TaskStore>;
         let task_sessions: Arc<dyn TaskSessions> = Arc::clone(&store) as Arc<dyn TaskSessions>;

@@ -229,3 +229,122 @@ async fn a_stored_session_posts_without_shipping_cookies() {
     assert_eq!(reply.error().0, 422);
     assert_eq!(s.strategy.submits(), 1);
 }
+
+#[tokio::test]
+async fn posts_count_against_the_tenants_limits_with_tasks_and_replays_do_not() {
+    let s = fake_stack_with(abr_core::testing::FakeProvider::new(), |c| {
+        c.tasks.limits.daily_executions = 3;
+        c.tasks.limits.concurrent_sessions = 1;
+    });
+    let first = send(
+        &s.app,
+        Method::POST,
+        "/v1/post",
+        &[("idempotency-key", "a")],
+        Some(&body("one")),
+    )
+    .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    // A replay is not an execution.
+    for _ in 0..3 {
+        let again = send(
+            &s.app,
+            Method::POST,
+            "/v1/post",
+            &[("idempotency-key", "a")],
+            Some(&body("one")),
+        )
+        .await;
+        assert_eq!(again.status, 200);
+    }
+    // One session at a time: a post held mid-job keeps the tenant's only session.
+    let hold = s.strategy.hold_posts();
+    let app = s.app.clone();
+    let held =
+        tokio::spawn(
+            async move { send(&app, Method::POST, "/v1/post", &[], Some(&body("two"))).await },
+        );
+    for _ in 0..100 {
+        if s.provider.open_leases() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let busy = send(&s.app, Method::POST, "/v1/post", &[], Some(&body("three"))).await;
+    assert_eq!(
+        busy.error(),
+        (429, "tenant_concurrency_limit".into(), true),
+        "{}",
+        busy.body
+    );
+    assert!(busy.header("retry-after").is_some());
+    // Let this and every later post through.
+    hold.add_permits(100);
+    assert_eq!(held.await.unwrap().status, 200);
+    // The session came back; the day's third execution is a task, the fourth is refused.
+    let task = json!({"plan": {"targetUrl": "https://fake.example/x", "steps": [
+        {"type": "extract", "name": "t", "kind": "text", "selector": "h1", "description": "Read"}],
+        "verification": {"method": "dom_check", "selector": "h1"}, "risk": "low"},
+        "tenantId": "ws"});
+    let created = send(&s.app, Method::POST, "/v1/tasks", &[], Some(&task))
+        .await
+        .json();
+    let approve = json!({"approvedBy": "alice", "planHash": created["planHash"]});
+    let id = created["taskId"].as_str().unwrap();
+    let reply = send(
+        &s.app,
+        Method::POST,
+        &format!("/v1/tasks/{id}/approve"),
+        &[("x-tenant-id", "ws")],
+        Some(&approve),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let done = send(
+        &s.app,
+        Method::GET,
+        &format!("/v1/tasks/{id}?waitSecs=10"),
+        &[("x-tenant-id", "ws")],
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let over = send(
+        &s.app,
+        Method::POST,
+        "/v1/post",
+        &[("idempotency-key", "b")],
+        Some(&body("four")),
+    )
+    .await;
+    assert_eq!(
+        over.error(),
+        (429, "tenant_daily_limit".into(), true),
+        "{}",
+        over.body
+    );
+    assert_eq!(
+        s.strategy.submits(),
+        2,
+        "refused posts never reached the site"
+    );
+    // Nothing was stored for the refused post: its key is still free for tomorrow.
+    let other_tenant = {
+        let mut b = body("four");
+        b["workspaceId"] = json!("other");
+        b
+    };
+    assert_eq!(
+        send(
+            &s.app,
+            Method::POST,
+            "/v1/post",
+            &[("idempotency-key", "b")],
+            Some(&other_tenant)
+        )
+        .await
+        .status,
+        200
+    );
+}

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::codes;
-use super::limits::{TenantLimit, TenantLimits, until_next_utc_day, utc_day};
+use super::limits::{TenantAdmission, TenantLimit, TenantLimits};
 use super::plan::{
     FilledStep, PlanLimits, VERIFICATION_SCREENSHOT, ValidPlan, plan_hash, request_hash, validate,
 };
@@ -33,8 +33,6 @@ use crate::{
     SessionScope, StrategyPolicy, StrategyRegistry, SystemClock, new_token,
 };
 
-/// How long a tenant at its concurrency limit is asked to wait (`Retry-After`).
-const SESSION_RETRY_AFTER: Duration = Duration::from_secs(10);
 /// Longest free text (a rejection reason, an assertion's note), in bytes.
 const MAX_NOTE: usize = 4096;
 /// The platform name of tasks that name none (labels, audit).
@@ -1553,31 +1551,17 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
             .ok_or(CoreError::SessionNotFound)
     }
 
-    /// Takes a browser session of the tenant and counts an execution of the UTC day.
+    /// Admission by the tenant limits of the current settings.
+    fn admission(&self) -> TenantAdmission {
+        TenantAdmission::new(
+            Arc::clone(&self.store),
+            self.config.limits,
+            Arc::clone(&self.clock),
+        )
+    }
+
     async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
-        self.take_session(tenant).await?;
-        let now = self.clock.now();
-        let day = utc_day(now);
-        let max = self.config.limits.daily_executions;
-        let counted = self
-            .store
-            .increment(tenant, &Counter::Executions { day }, max)
-            .await;
-        match counted {
-            Ok(true) => Ok(day),
-            Ok(false) => {
-                self.release_session(tenant).await;
-                Err(CoreError::TenantLimit {
-                    limit: TenantLimit::DailyExecutions,
-                    max,
-                    retry_after: Some(until_next_utc_day(now)),
-                })
-            }
-            Err(e) => {
-                self.release_session(tenant).await;
-                Err(e)
-            }
-        }
+        self.admission().admit(tenant).await
     }
 
     async fn admit_if_queued(&self, task: &StoredTask) -> Result<Option<time::Date>, CoreError> {
@@ -1589,38 +1573,19 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
     }
 
     async fn take_session(&self, tenant: &str) -> Result<(), CoreError> {
-        let max = self.config.limits.concurrent_sessions;
-        if self
-            .store
-            .increment(tenant, &Counter::Sessions, max)
-            .await?
-        {
-            Ok(())
-        } else {
-            Err(CoreError::TenantLimit {
-                limit: TenantLimit::ConcurrentSessions,
-                max,
-                retry_after: Some(SESSION_RETRY_AFTER),
-            })
-        }
+        self.admission().take_session(tenant).await
     }
 
     async fn release_session(&self, tenant: &str) {
-        self.uncount(tenant, &Counter::Sessions).await;
+        self.admission().release_session(tenant).await;
     }
 
-    /// Gives back what [`Self::admit`] took.
     async fn refund(&self, tenant: &str, admitted: Option<time::Date>) {
-        if let Some(day) = admitted {
-            self.release_session(tenant).await;
-            self.uncount(tenant, &Counter::Executions { day }).await;
-        }
+        self.admission().refund(tenant, admitted).await;
     }
 
     async fn uncount(&self, tenant: &str, counter: &Counter) {
-        if let Err(e) = self.store.decrement(tenant, counter).await {
-            tracing::warn!(error = %e, ?counter, "could not decrement a tenant counter");
-        }
+        self.admission().uncount(tenant, counter).await;
     }
 
     fn event(&self, action: AuditAction, outcome: AuditOutcome, task: &StoredTask) -> AuditEvent {

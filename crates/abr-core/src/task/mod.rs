@@ -24,7 +24,7 @@ pub use approval::{ApprovalRule, UnknownApprovalRule};
 pub use commit::is_committing;
 pub(crate) use engine::Assertion;
 pub use engine::{Created, TaskConfig, TaskEnd, TaskRunner};
-pub use limits::{TenantLimit, TenantLimits, until_next_utc_day, utc_day};
+pub use limits::{TenantAdmission, TenantLimit, TenantLimits, until_next_utc_day, utc_day};
 pub(crate) use plan::keyed_hash;
 pub use plan::{
     FilledStep, PlanError, PlanLimits, PlanLocation, PlanProblem, UrlProblem,
