@@ -48,6 +48,12 @@ pub enum Operation {
     GetSession,
     /// `DELETE /v1/sessions/{id}`.
     DeleteSession,
+    /// `GET /v1/posts/{id}`.
+    GetPost,
+    /// `POST /v1/posts/{id}/recheck`.
+    RecheckPost,
+    /// `POST /v1/posts/{id}/assert-not-posted`.
+    AssertPostNotPosted,
 }
 
 impl Operation {
@@ -74,6 +80,9 @@ impl Operation {
             Self::StoreSession => "store_session",
             Self::GetSession => "get_session",
             Self::DeleteSession => "delete_session",
+            Self::GetPost => "get_post",
+            Self::RecheckPost => "recheck_post",
+            Self::AssertPostNotPosted => "assert_post_not_posted",
         }
     }
 
@@ -96,6 +105,8 @@ impl Operation {
                 | Self::StoreSession
                 | Self::GetSession
                 | Self::DeleteSession
+                | Self::GetPost
+                | Self::RecheckPost
         )
     }
 }

@@ -47,6 +47,7 @@
 mod client;
 mod error;
 mod live;
+mod posts;
 mod tasks;
 
 pub use abr_protocol as protocol;
@@ -55,5 +56,6 @@ pub use client::{
 };
 pub use error::{ClientError, Operation, TransportKind};
 pub use live::{LiveMessage, LiveViewChannel};
+pub use posts::{PostAnswer, PostOptions};
 pub use secrecy::SecretString;
 pub use tasks::{MAX_TASK_WAIT, TaskOptions};

@@ -270,7 +270,7 @@ impl AgentRunnerClient {
         self.tenant_request(method, tenant, &["v1", "sessions", id])
     }
 
-    fn tenant_request(
+    pub(crate) fn tenant_request(
         &self,
         method: Method,
         tenant: &str,
@@ -283,7 +283,7 @@ impl AgentRunnerClient {
 }
 
 /// `request` with `body` as its JSON body.
-fn json_body<B: Serialize>(
+pub(crate) fn json_body<B: Serialize>(
     operation: Operation,
     request: RequestBuilder,
     body: &B,
@@ -298,7 +298,7 @@ fn json_body<B: Serialize>(
 }
 
 /// `value` as the value of header `name`; the message never echoes it.
-fn header_value(name: &str, value: &str) -> Result<HeaderValue, ClientError> {
+pub(crate) fn header_value(name: &str, value: &str) -> Result<HeaderValue, ClientError> {
     if value.trim().is_empty() {
         return Err(ClientError::argument(format!("{name} is empty")));
     }
@@ -306,7 +306,7 @@ fn header_value(name: &str, value: &str) -> Result<HeaderValue, ClientError> {
         .map_err(|_| ClientError::argument(format!("{name} is not a valid header value")))
 }
 
-fn non_empty(what: &str, value: &str) -> Result<(), ClientError> {
+pub(crate) fn non_empty(what: &str, value: &str) -> Result<(), ClientError> {
     if value.is_empty() {
         return Err(ClientError::argument(format!("the {what} is empty")));
     }

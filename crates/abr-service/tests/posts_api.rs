@@ -348,3 +348,39 @@ async fn posts_count_against_the_tenants_limits_with_tasks_and_replays_do_not() 
         200
     );
 }
+
+/// The typed client over a real socket: a resend with the same key is a replay, the record
+/// reads back, and refusals come back typed.
+#[tokio::test]
+async fn the_client_resends_with_a_key_safely_and_reads_the_record() {
+    let (server, _provider, strategy) =
+        serve_fake(abr_core::testing::FakeProvider::new(), |_| {}).await;
+    let client = abr_client::AgentRunnerClient::new(server.base_url(), FAKE_TOKEN).unwrap();
+    let request: abr_protocol::PostRequest =
+        serde_json::from_value(body("via the client")).unwrap();
+    let options = abr_client::PostOptions::idempotency_key("client-1");
+    let mut ids = Vec::new();
+    for expect_replay in [false, true] {
+        match client.post_with(&request, &options).await.unwrap() {
+            abr_client::PostAnswer::Done { result, replayed } => {
+                assert!(result.ok);
+                assert_eq!(replayed, expect_replay);
+                ids.push(result.post_id.unwrap());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(ids[0], ids[1]);
+    assert_eq!(strategy.submits(), 1);
+    let record = client.get_post("ws", &ids[0]).await.unwrap();
+    assert_eq!(record.post_id, ids[0]);
+    let e = client.recheck_post("ws", &ids[0]).await.unwrap_err();
+    assert_eq!((e.status(), e.code()), (Some(409), Some("not_uncertain")));
+    let e = client.get_post("other", &ids[0]).await.unwrap_err();
+    assert_eq!((e.status(), e.code()), (Some(404), Some("post_not_found")));
+    let mut reused = request.clone();
+    reused.content.text = "another body".into();
+    let e = client.post_with(&reused, &options).await.unwrap_err();
+    assert_eq!(e.code(), Some("idempotency_key_reused"));
+    server.shutdown().await;
+}
