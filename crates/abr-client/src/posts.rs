@@ -7,11 +7,11 @@
 use abr_protocol::{
     AgentPostResult, AssertNotPostedRequest, PostRecord, PostRequest, RecheckResult,
 };
-use reqwest::{Method, RequestBuilder, StatusCode};
+use reqwest::{Method, StatusCode};
 
 use crate::client::AgentRunnerClient;
 use crate::error::{ClientError, Operation, redact_json_error};
-use crate::tasks::{header_value, json_body, non_empty};
+use crate::tasks::{header_value, json_body};
 
 /// The headers of [`AgentRunnerClient::post_with`]; all optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -102,7 +102,7 @@ impl AgentRunnerClient {
     /// `GET /v1/posts/{id}`: the post's record (never its refreshed session). A read: safe
     /// to retry.
     pub async fn get_post(&self, tenant: &str, id: &str) -> Result<PostRecord, ClientError> {
-        let request = self.post_request(Method::GET, tenant, id, &[])?;
+        let request = self.record_request(Method::GET, tenant, "posts", id, &[])?;
         self.send(Operation::GetPost, request).await
     }
 
@@ -110,7 +110,7 @@ impl AgentRunnerClient {
     /// page in a fresh browser (never posts) and answers `confirmed`, `not_found`,
     /// `ambiguous` or `unavailable`; `confirmed` makes the post succeeded.
     pub async fn recheck_post(&self, tenant: &str, id: &str) -> Result<RecheckResult, ClientError> {
-        let request = self.post_request(Method::POST, tenant, id, &["recheck"])?;
+        let request = self.record_request(Method::POST, tenant, "posts", id, &["recheck"])?;
         self.send(Operation::RecheckPost, request).await
     }
 
@@ -123,22 +123,9 @@ impl AgentRunnerClient {
         id: &str,
         request: &AssertNotPostedRequest,
     ) -> Result<PostRecord, ClientError> {
-        let builder = self.post_request(Method::POST, tenant, id, &["assert-not-posted"])?;
+        let builder =
+            self.record_request(Method::POST, tenant, "posts", id, &["assert-not-posted"])?;
         let builder = json_body(Operation::AssertPostNotPosted, builder, request)?;
         self.send(Operation::AssertPostNotPosted, builder).await
-    }
-
-    /// An authenticated request to `/v1/posts/{id}/{rest...}` for `tenant`.
-    fn post_request(
-        &self,
-        method: Method,
-        tenant: &str,
-        id: &str,
-        rest: &[&str],
-    ) -> Result<RequestBuilder, ClientError> {
-        non_empty("post id", id)?;
-        let mut segments = vec!["v1", "posts", id];
-        segments.extend_from_slice(rest);
-        self.tenant_request(method, tenant, &segments)
     }
 }

@@ -253,8 +253,21 @@ impl AgentRunnerClient {
         id: &str,
         rest: &[&str],
     ) -> Result<RequestBuilder, ClientError> {
-        non_empty("task id", id)?;
-        let mut segments = vec!["v1", "tasks", id];
+        self.record_request(method, tenant, "tasks", id, rest)
+    }
+
+    /// An authenticated request to `/v1/{collection}/{id}/{rest...}` for `tenant` (a task's
+    /// or a post's record).
+    pub(crate) fn record_request(
+        &self,
+        method: Method,
+        tenant: &str,
+        collection: &str,
+        id: &str,
+        rest: &[&str],
+    ) -> Result<RequestBuilder, ClientError> {
+        non_empty(&format!("{} id", collection.trim_end_matches('s')), id)?;
+        let mut segments = vec!["v1", collection, id];
         segments.extend_from_slice(rest);
         self.tenant_request(method, tenant, &segments)
     }

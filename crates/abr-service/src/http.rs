@@ -106,14 +106,8 @@ async fn capture_finish<C: RunnerContext>(
     ApiJson(request): ApiJson<CaptureFinishRequest>,
 ) -> Result<Json<CaptureFinishResponse>, ApiError> {
     let CaptureFinishRequest { capture, store_as } = request;
-    if let Some(id) = &store_as
-        && (id.is_empty() || id.len() > 256 || id.chars().any(char::is_control))
-    {
-        return Err(ApiError::new(
-            codes::INVALID_REQUEST,
-            "storeAs must be 1 to 256 bytes of printable text",
-        ));
-    }
+    // Checked before the capture ends: a bad id must not cost the user the session.
+    abr_core::check_tenant_id("storeAs", store_as.as_deref())?;
     let mut response = state.runner.captures.finish(&capture).await?;
     if let Some(id) = store_as {
         match state

@@ -25,3 +25,4 @@ pub mod server;
 mod sessions;
 mod state;
 mod tasks;
+mod tenant;

@@ -18,7 +18,7 @@ use crate::api_error::{ApiError, ApiJson};
 use crate::job::in_slot;
 use crate::runner::RunnerContext;
 use crate::state::AppState;
-use crate::tasks::{TenantHeader, one_header};
+use crate::tenant::{TenantHeader, one_header};
 
 /// The routes (behind the bearer check).
 pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {

@@ -11,7 +11,7 @@ use axum::{Json, Router};
 use crate::api_error::{ApiError, ApiJson};
 use crate::runner::RunnerContext;
 use crate::state::AppState;
-use crate::tasks::TenantHeader;
+use crate::tenant::TenantHeader;
 
 /// The routes (behind the bearer check).
 pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {

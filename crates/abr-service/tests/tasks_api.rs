@@ -381,7 +381,7 @@ async fn bad_plans_are_typed_4xx_naming_the_step_and_nothing_runs() {
     )
     .await;
     assert_eq!(reply.error().0, 422);
-    // Only the valid task was stored, and no browser started.
+    // No browser started for any of them.
     assert_eq!(s.provider.acquired(), 0);
 }
 
@@ -764,4 +764,52 @@ async fn a_restart_ends_interrupted_tasks_honestly() {
     assert_eq!(a["error"]["retryable"], true);
     assert_eq!(b["state"], "uncertain", "the click had started: {b}");
     assert_eq!(b["error"]["retryable"], false);
+}
+
+#[tokio::test]
+async fn a_capture_can_be_kept_on_the_runner_as_it_finishes() {
+    let s = fake_stack();
+    let (id, _live) = fake_capture(&s.app).await;
+    // A bad id is refused before the capture ends: the user keeps the signed-in browser.
+    let bad = json!({"captureId": id, "workspaceId": "ws", "accountId": "acct", "storeAs": ""});
+    let reply = post_json(&s.app, "/v1/capture/finish", &bad).await;
+    assert_eq!(reply.error(), (422, "invalid_request".into(), false));
+    let status = post_json(
+        &s.app,
+        "/v1/capture/status",
+        &json!({"captureId": id, "workspaceId": "ws", "accountId": "acct"}),
+    )
+    .await;
+    assert_eq!(status.json()["state"], "open", "{}", status.body);
+
+    // The person signs in.
+    s.strategy
+        .edit(|script| script.precheck = abr_core::testing::Script::Return(Some(true)));
+    let finish =
+        json!({"captureId": id, "workspaceId": "ws", "accountId": "acct", "storeAs": "captured"});
+    let reply = post_json(&s.app, "/v1/capture/finish", &finish).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json()["storedAs"], "captured");
+    // Kept for the capture's tenant (its workspaceId), and for no other.
+    let kept = send(
+        &s.app,
+        Method::GET,
+        "/v1/sessions/captured",
+        Some("ws"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(kept.status, 200, "{}", kept.body);
+    assert_eq!(kept.json()["session"], reply.json()["session"]);
+    let other = send(
+        &s.app,
+        Method::GET,
+        "/v1/sessions/captured",
+        Some("other"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(other.error(), (404, "session_not_found".into(), false));
 }
