@@ -25,6 +25,7 @@ mod clock;
 pub mod declared;
 pub mod egress;
 mod error;
+pub mod guard;
 mod live;
 mod live_access;
 mod post_journal;

@@ -19,6 +19,7 @@
 mod capture;
 pub mod codes;
 mod error;
+mod guard;
 mod live;
 pub mod platform_file;
 mod policy;
@@ -33,6 +34,11 @@ pub use capture::{
     ProbeResponse,
 };
 pub use error::{DropReason, ErrorBody, ErrorEnvelope, Health, ScopeReport};
+pub use guard::{
+    BlockedAction, BlockedBy, CommitClass, CookieFact, FrameInfo, FramePoint, FramesResponse,
+    Pause, PauseReason, RunScreenshots, ScreenshotsMode, ScreenshotsSetting, SiteDecision,
+    SiteDecisionRequest, SiteEntry, SitesResponse, TakeoverEvent, TakeoverStarted, TakeoverState,
+};
 pub use live::{LiveModifiers, LivePointerAction, LivePointerButton, LiveViewEvent, LiveViewInput};
 pub use platform_file::PlatformFile;
 pub use policy::{PlatformInfo, PlatformPolicy, PlatformsResponse, SessionScopeSpec};

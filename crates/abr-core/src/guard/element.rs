@@ -1,0 +1,99 @@
+//! [`ElementFacts`]: what the commit guard knows about an element, read from the page
+//! before anything is done to it.
+
+/// Facts about one element, read without touching it. Never its value: only its kind, its
+/// accessible name and where it sits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ElementFacts {
+    /// Lower-case tag name (`button`, `input`, `a`, `div`).
+    pub tag: String,
+    /// Lower-case `type` attribute of an `input` or `button`, if any.
+    pub input_type: Option<String>,
+    /// Lower-case ARIA role, if any.
+    pub role: Option<String>,
+    /// The accessible name: `aria-label`, the labelling text, the text content, the
+    /// button's value, `title` or `alt`, trimmed and at most 200 characters. For a text
+    /// field it is its label, never its value.
+    pub name: String,
+    /// Whether the element is inside a `<form>` (or names one with `form=`).
+    pub in_form: bool,
+    /// Whether that form has a submit control (a `<button>` without a type or with
+    /// `type=submit`, an `<input type=submit|image>`).
+    pub form_has_submit: bool,
+    /// Whether that form has a required field with no value (`validity.valueMissing`).
+    pub form_missing_required: bool,
+    /// Lower-case `autocomplete` attribute, if any.
+    pub autocomplete: Option<String>,
+    /// Lower-case `name`, `id` and `data-*` hints that may name a card field.
+    pub field_hints: Vec<String>,
+}
+
+impl ElementFacts {
+    fn input_type(&self) -> Option<&str> {
+        self.input_type.as_deref()
+    }
+
+    /// An `<input type=file>`.
+    pub fn is_file_input(&self) -> bool {
+        self.tag == "input" && self.input_type() == Some("file")
+    }
+
+    /// A submit control: `<input type=submit|image>`, or a `<button>` with `type=submit`
+    /// or, inside a form, without a type.
+    pub fn is_submit_control(&self) -> bool {
+        match self.tag.as_str() {
+            "input" => matches!(self.input_type(), Some("submit" | "image")),
+            "button" => match self.input_type() {
+                Some("submit") => true,
+                None | Some("") => self.in_form,
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// A button of any kind (`<button>`, `<input type=button|reset>`, `role=button`).
+    pub fn is_button(&self) -> bool {
+        self.tag == "button"
+            || (self.tag == "input"
+                && matches!(
+                    self.input_type(),
+                    Some("button" | "reset" | "submit" | "image")
+                ))
+            || self.role.as_deref() == Some("button")
+    }
+
+    /// A payment card field: `autocomplete=cc-*`, or a name or id that says card number,
+    /// expiry or security code.
+    pub fn is_card_field(&self) -> bool {
+        if self
+            .autocomplete
+            .as_deref()
+            .is_some_and(|a| a.split_whitespace().any(|t| t.starts_with("cc-")))
+        {
+            return true;
+        }
+        self.field_hints.iter().any(|hint| {
+            let squashed: String = hint.chars().filter(|c| c.is_alphanumeric()).collect();
+            CARD_HINTS.iter().any(|h| squashed.contains(h))
+        })
+    }
+}
+
+/// Squashed (letters and digits only) fragments of card field names and ids.
+const CARD_HINTS: &[&str] = &[
+    "cardnumber",
+    "ccnumber",
+    "ccnum",
+    "creditcard",
+    "cardnum",
+    "cardno",
+    "cvc",
+    "cvv",
+    "csc",
+    "securitycode",
+    "cardexp",
+    "ccexp",
+    "cardholder",
+    "ccname",
+];

@@ -1,0 +1,252 @@
+//! Replay frames: taken by the runner at fixed points, redacted, bounded, stored with the
+//! run, and refused for a run recorded with screenshots off.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_protocol::{FrameInfo, FramePoint, RunScreenshots, ScreenshotsMode};
+use async_trait::async_trait;
+
+use super::{PageProbe, RedactedFrame};
+use crate::{Clock, CoreError};
+
+/// Most frames one run keeps.
+pub const MAX_FRAMES_PER_RUN: u32 = 60;
+/// Largest frame kept, in bytes (a viewport JPEG is usually 30 to 150 KB).
+pub const MAX_FRAME_BYTES: usize = 512 * 1024;
+
+/// A frame to store: its metadata and its JPEG.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredFrame {
+    /// Metadata (never page text or values).
+    pub info: FrameInfo,
+    /// The JPEG.
+    pub jpeg: Vec<u8>,
+}
+
+impl std::fmt::Debug for StoredFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredFrame")
+            .field("info", &self.info)
+            .field("bytes", &self.jpeg.len())
+            .finish()
+    }
+}
+
+/// Why a frame was not stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameRefused {
+    /// The run recorded screenshots off: no frame, at any layer.
+    #[error("screenshots were off for this run")]
+    ScreenshotsOff,
+    /// The run already has its maximum of frames.
+    #[error("the run already has its {0} frames")]
+    TooMany(u32),
+    /// The frame is over the size cap.
+    #[error("the frame is over {0} bytes")]
+    TooLarge(usize),
+    /// The run was never registered (no screenshots setting recorded).
+    #[error("the run has no recorded screenshots setting")]
+    UnknownRun,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] CoreError),
+}
+
+/// Durable replay frames and the screenshots switch.
+///
+/// # Contract
+/// - `begin_run` records the setting a run starts with, once: a second call for the same
+///   run keeps the first value (switching mid-run changes nothing for a run going).
+/// - `put_frame` refuses ([`FrameRefused`]) a frame for a run recorded off, for an unknown
+///   run, beyond [`MAX_FRAMES_PER_RUN`] (the 61st is not stored) or over
+///   [`MAX_FRAME_BYTES`]; the store enforces this itself, whatever the caller checked.
+/// - Reads are per tenant: another tenant's run or frame is `None`, exactly like a missing
+///   one.
+/// - The tenant switch is per tenant; platforms can be switched off too.
+#[async_trait]
+pub trait FrameStore: Send + Sync + 'static {
+    /// Records the screenshots setting of a run as it starts.
+    async fn begin_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        setting: &RunScreenshots,
+    ) -> Result<RunScreenshots, CoreError>;
+    /// The setting a run recorded.
+    async fn run_setting(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<Option<RunScreenshots>, CoreError>;
+    /// Stores a frame; its `seq` is assigned by the store (1-based) and returned.
+    async fn put_frame(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        frame: StoredFrame,
+    ) -> Result<u32, FrameRefused>;
+    /// The frames of a run, metadata only, in order.
+    async fn frames(&self, tenant: &str, run_id: &str) -> Result<Vec<FrameInfo>, CoreError>;
+    /// One frame.
+    async fn frame(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        seq: u32,
+    ) -> Result<Option<StoredFrame>, CoreError>;
+    /// Whether the tenant's runs take frames (default: yes).
+    async fn screenshots_enabled(&self, tenant: &str) -> Result<bool, CoreError>;
+    /// Switches the tenant's frames on or off.
+    async fn set_screenshots_enabled(&self, tenant: &str, enabled: bool) -> Result<(), CoreError>;
+}
+
+/// What a run decides when it starts: frames on, or off and why.
+pub fn run_screenshots(tenant_enabled: bool, platform_enabled: bool) -> RunScreenshots {
+    if !tenant_enabled {
+        RunScreenshots {
+            screenshots: ScreenshotsMode::Off,
+            reason: Some("tenant_setting".into()),
+        }
+    } else if !platform_enabled {
+        RunScreenshots {
+            screenshots: ScreenshotsMode::Off,
+            reason: Some("platform_setting".into()),
+        }
+    } else {
+        RunScreenshots {
+            screenshots: ScreenshotsMode::On,
+            reason: None,
+        }
+    }
+}
+
+/// The URL as metadata keeps it: scheme, host, port and path; no query, fragment or
+/// credentials.
+pub fn frame_url(raw: &str) -> (String, String) {
+    match url::Url::parse(raw) {
+        Ok(mut url) => {
+            url.set_query(None);
+            url.set_fragment(None);
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            let domain = url.host_str().unwrap_or_default().to_owned();
+            (url.to_string(), domain)
+        }
+        Err(_) => (String::new(), String::new()),
+    }
+}
+
+/// Takes a run's frames: off means it never asks the browser for one; on, it asks at most
+/// [`MAX_FRAMES_PER_RUN`] times and stores what the browser confirmed redacted.
+#[derive(Clone)]
+pub struct FrameRecorder {
+    store: Arc<dyn FrameStore>,
+    clock: Arc<dyn Clock>,
+    tenant: String,
+    run_id: String,
+    on: bool,
+    timeout: Duration,
+    taken: Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl std::fmt::Debug for FrameRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameRecorder")
+            .field("run_id", &self.run_id)
+            .field("on", &self.on)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FrameRecorder {
+    /// Starts the recorder of a run: records its setting (the tenant's switch and the
+    /// platform's, read once now) and answers it.
+    ///
+    /// # Errors
+    /// The store's.
+    pub async fn begin(
+        store: Arc<dyn FrameStore>,
+        clock: Arc<dyn Clock>,
+        tenant: &str,
+        run_id: &str,
+        platform_enabled: bool,
+    ) -> Result<(Self, RunScreenshots), CoreError> {
+        let tenant_enabled = store.screenshots_enabled(tenant).await?;
+        let wanted = run_screenshots(tenant_enabled, platform_enabled);
+        let setting = store.begin_run(tenant, run_id, &wanted).await?;
+        let already = store.frames(tenant, run_id).await?.len();
+        let recorder = Self {
+            store,
+            clock,
+            tenant: tenant.to_owned(),
+            run_id: run_id.to_owned(),
+            on: setting.screenshots == ScreenshotsMode::On,
+            timeout: Duration::from_secs(10),
+            taken: Arc::new(std::sync::atomic::AtomicU32::new(
+                u32::try_from(already).unwrap_or(u32::MAX),
+            )),
+        };
+        Ok((recorder, setting))
+    }
+
+    /// Whether this run takes frames.
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// Takes and stores one frame at `point` after an action of kind `action`. Best
+    /// effort: a frame that cannot be redacted, is refused or fails is simply not kept (the
+    /// run's outcome never depends on its evidence). Answers the stored sequence number.
+    pub async fn capture<P: PageProbe + ?Sized>(
+        &self,
+        page: &P,
+        point: FramePoint,
+        action: &str,
+    ) -> Option<u32> {
+        use std::sync::atomic::Ordering;
+        if !self.on || self.taken.load(Ordering::SeqCst) >= MAX_FRAMES_PER_RUN {
+            return None;
+        }
+        let frame: RedactedFrame = match page.redacted_frame(MAX_FRAME_BYTES, self.timeout).await {
+            Ok(frame) => frame,
+            Err(e) => {
+                tracing::debug!(run_id = %self.run_id, ?point, error = %e, "no frame");
+                return None;
+            }
+        };
+        let (url, domain) = frame_url(&frame.url);
+        let info = FrameInfo {
+            seq: 0,
+            point,
+            url,
+            domain,
+            action: action.to_owned(),
+            bytes: frame.jpeg.len(),
+            taken_at: self.clock.now(),
+        };
+        match self
+            .store
+            .put_frame(
+                &self.tenant,
+                &self.run_id,
+                StoredFrame {
+                    info,
+                    jpeg: frame.jpeg,
+                },
+            )
+            .await
+        {
+            Ok(seq) => {
+                self.taken.fetch_add(1, Ordering::SeqCst);
+                tracing::debug!(run_id = %self.run_id, seq, ?point, "screenshot.captured");
+                Some(seq)
+            }
+            Err(e) => {
+                tracing::debug!(run_id = %self.run_id, ?point, error = %e, "frame refused");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! Guard rails: what a run may commit, where it may go, when it stops for a person, and
+//! the evidence it keeps.
+//!
+//! - [`commit_class`]: the one rule that decides whether an action commits, from the action
+//!   and the [`ElementFacts`] of its element ([`committing_verb`] for labels).
+//! - [`RunGuard`]: read-only (from definitions only) and dry runs, refusing through that
+//!   rule with a typed [`BlockedAction`](abr_protocol::BlockedAction).
+//! - [`detect_pause`]: the handoff a page calls for, from its [`PageSignals`].
+//! - [`SitePolicy`] / [`SiteStore`]: a tenant's allow and deny lists and durable consent.
+//! - [`FrameRecorder`] / [`FrameStore`]: redacted replay frames, bounded, and refused for a
+//!   run recorded with screenshots off.
+//! - [`PageProbe`]: what the browser provides for all of it, without acting on the page.
+
+mod commit;
+mod element;
+mod frames;
+mod memory;
+mod pause;
+mod probe;
+mod run_guard;
+mod sites;
+mod verbs;
+
+pub use commit::{Committing, commit_class, is_committing};
+pub use element::ElementFacts;
+pub use frames::{
+    FrameRecorder, FrameRefused, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN, StoredFrame,
+    frame_url, run_screenshots,
+};
+pub use memory::{InMemoryFrameStore, InMemorySiteStore};
+pub use pause::{PauseRules, detect_pause};
+pub use probe::{FormFacts, FrameError, PageProbe, PageSignals, RedactedFrame, SiteFilter};
+pub use run_guard::{ReadOnlySource, RunGuard};
+pub use sites::{SitePolicy, SiteStore, SiteVerdict, site_name};
+pub use verbs::committing_verb;

@@ -1,0 +1,148 @@
+//! [`PageProbe`]: what the guard rails read from a page, and the redacted frame.
+
+use std::time::Duration;
+
+use abr_protocol::Selector;
+use async_trait::async_trait;
+
+use super::ElementFacts;
+use crate::task::StepFailure;
+
+/// One form on the page, as the pause detector sees it: kinds of fields, never values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FormFacts {
+    /// It has a visible password field.
+    pub has_password: bool,
+    /// The accessible names of its visible submit controls.
+    pub submit_names: Vec<String>,
+    /// Its visible text, email, number and textarea fields (not hidden, not search).
+    pub fields: u32,
+}
+
+/// What the page shows, read in one pass, for the pause detector. The text stays in memory
+/// for the check: it is never logged, stored or put in an event.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct PageSignals {
+    /// The page's URL.
+    pub url: String,
+    /// The HTTP status of the page's document, when known.
+    pub status: Option<u16>,
+    /// The title and the visible text (at most 20 000 characters), lower-case.
+    pub text: String,
+    /// Visible password fields.
+    pub password_fields: u32,
+    /// A captcha widget or frame (reCAPTCHA, hCaptcha, Turnstile, Arkose) is present.
+    pub captcha: bool,
+    /// A one-time-code field (`autocomplete=one-time-code`) is visible.
+    pub one_time_code: bool,
+    /// Visible file inputs.
+    pub file_inputs: u32,
+    /// Visible payment card fields (see [`ElementFacts::is_card_field`]).
+    pub card_fields: u32,
+    /// The visible forms.
+    pub forms: Vec<FormFacts>,
+}
+
+impl std::fmt::Debug for PageSignals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageSignals")
+            .field("status", &self.status)
+            .field("text_chars", &self.text.chars().count())
+            .field("password_fields", &self.password_fields)
+            .field("captcha", &self.captcha)
+            .field("one_time_code", &self.one_time_code)
+            .field("file_inputs", &self.file_inputs)
+            .field("card_fields", &self.card_fields)
+            .field("forms", &self.forms.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A frame that could not be taken. No frame is better than an unredacted one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The blur over form fields could not be confirmed on every field.
+    #[error("the blur over form fields could not be confirmed ({unconfirmed} of {fields} fields)")]
+    BlurUnconfirmed {
+        /// Fields on the page.
+        fields: u32,
+        /// Fields whose blur did not hold.
+        unconfirmed: u32,
+    },
+    /// The frame is larger than the cap even at the lowest quality.
+    #[error("the frame is over the cap of {cap} bytes")]
+    TooLarge {
+        /// The cap.
+        cap: usize,
+    },
+    /// The browser failed to take it.
+    #[error("the browser could not take a frame: {0}")]
+    Browser(String),
+}
+
+/// A frame that was taken with every form field blurred.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedactedFrame {
+    /// The viewport, JPEG.
+    pub jpeg: Vec<u8>,
+    /// The page URL when it was taken.
+    pub url: String,
+    /// How many fields were blurred (and confirmed).
+    pub blurred: u32,
+}
+
+impl std::fmt::Debug for RedactedFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedactedFrame")
+            .field("bytes", &self.jpeg.len())
+            .field("blurred", &self.blurred)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Decides whether a run's browser may open a host: the tenant's site policy, as the
+/// provider's navigation filter consults it.
+pub trait SiteFilter: Send + Sync + 'static {
+    /// Whether a document from `host` may load (`false`: the request is aborted before it is
+    /// sent).
+    fn may_open(&self, host: &str) -> bool;
+}
+
+/// Reads what the guard rails need from the page, and takes redacted frames.
+///
+/// # Contract
+/// - Nothing here acts on the page: no click, no key, no focus change, no navigation.
+///   `redacted_frame` changes styles for the time of the capture and restores them.
+/// - `inspect` reads the first element `selector` matches (waiting for it to be attached,
+///   within `timeout`); a missing element is a [`StepFailure`] of kind `NotFound`.
+/// - `signals` reads the whole page in one pass, within `timeout`.
+/// - `redacted_frame` blurs every `input`, `textarea`, `select` and editable region
+///   (including in same-origin frames), confirms the blur on every one of them through the
+///   computed style, and only then captures the viewport as a JPEG of at most `max_bytes`;
+///   anything else is a [`FrameError`] and no frame.
+/// - `filter_sites` makes the browser refuse every document request (a navigation, a
+///   frame) to a host the filter refuses, from now until the context closes.
+#[async_trait]
+pub trait PageProbe: Send + Sync + 'static {
+    /// Facts about the element `selector` matches.
+    async fn inspect(
+        &self,
+        selector: &Selector,
+        timeout: Duration,
+    ) -> Result<ElementFacts, StepFailure>;
+
+    /// The page's signals.
+    async fn signals(&self, timeout: Duration) -> Result<PageSignals, StepFailure>;
+
+    /// A viewport frame with every form field blurred.
+    async fn redacted_frame(
+        &self,
+        max_bytes: usize,
+        timeout: Duration,
+    ) -> Result<RedactedFrame, FrameError>;
+
+    /// Routes every document request through `filter`.
+    async fn filter_sites(&self, filter: std::sync::Arc<dyn SiteFilter>)
+    -> Result<(), StepFailure>;
+}

@@ -1,0 +1,80 @@
+//! [`RunGuard`]: read-only and dry runs, through the one commit rule.
+
+use abr_protocol::{BlockedAction, BlockedBy};
+
+use super::{Committing, ElementFacts, commit_class};
+use crate::task::BrowserAction;
+
+/// Where a run's read-only property came from. Only definitions can set it: never a
+/// request, a trigger or a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReadOnlySource {
+    /// The platform's definition (`readOnly = true` in its file or strategy policy).
+    Platform,
+    /// The approved plan (`readOnly: true`, covered by the plan hash the approver saw).
+    Plan,
+}
+
+/// What a run may commit: nothing when read-only or dry, everything otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RunGuard {
+    read_only: Option<ReadOnlySource>,
+    dry_run: bool,
+}
+
+impl RunGuard {
+    /// A guard that allows everything.
+    pub const OPEN: Self = Self {
+        read_only: None,
+        dry_run: false,
+    };
+
+    /// A guard for a run with these properties.
+    pub fn new(read_only: Option<ReadOnlySource>, dry_run: bool) -> Self {
+        Self { read_only, dry_run }
+    }
+
+    /// Whether the run is read-only, and why.
+    pub fn read_only(&self) -> Option<ReadOnlySource> {
+        self.read_only
+    }
+
+    /// Whether the run is a dry run.
+    pub fn dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    /// Whether the guard refuses committing actions at all.
+    pub fn refuses_commits(&self) -> bool {
+        self.read_only.is_some() || self.dry_run
+    }
+
+    /// Checks `action` before it reaches the page. `Ok(Some(_))` is an allowed committing
+    /// action, `Ok(None)` a non-committing one; `Err` is the refusal (read-only wins over dry
+    /// run).
+    ///
+    /// # Errors
+    /// The [`BlockedAction`] when the action commits and the run may not.
+    pub fn check(
+        &self,
+        action: &BrowserAction,
+        facts: Option<&ElementFacts>,
+    ) -> Result<Option<Committing>, BlockedAction> {
+        let Some(committing) = commit_class(action, facts) else {
+            return Ok(None);
+        };
+        let blocked_by = if self.read_only.is_some() {
+            BlockedBy::ReadOnly
+        } else if self.dry_run {
+            BlockedBy::DryRun
+        } else {
+            return Ok(Some(committing));
+        };
+        Err(BlockedAction {
+            step: None,
+            blocked_by,
+            class: committing.class,
+            verb: committing.verb.map(str::to_owned),
+        })
+    }
+}

@@ -1,0 +1,327 @@
+//! Guard rails on the wire: blocked actions, handoff pauses and takeovers, replay frames,
+//! the screenshot switch and site decisions.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// Which rule refused an action. `readOnly` wins when both apply: a permanent property is
+/// never described as a rehearsal that could be retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockedBy {
+    /// The platform or the approved plan is read-only.
+    ReadOnly,
+    /// The request asked for a dry run.
+    DryRun,
+}
+
+/// Why the commit guard counts an action as committing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitClass {
+    /// A submit button or input (`<button>` without a type in a form, `type=submit|image`).
+    SubmitControl,
+    /// Any other button inside a form.
+    ButtonInForm,
+    /// The accessible name or value has a committing verb (`Pay`, `Post`, `Löschen`...).
+    CommittingLabel,
+    /// A file input (an upload).
+    FileInput,
+    /// A payment card field (number, expiry, security code).
+    CardField,
+    /// Enter in a form that has a submit control.
+    EnterSubmitsForm,
+    /// Setting files on an input.
+    Upload,
+    /// The element could not be inspected: counted as committing.
+    Unknown,
+}
+
+/// A refused action: nothing reached the page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockedAction {
+    /// The step (0-based) that was refused, when a plan was running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+    /// The rule that refused it.
+    pub blocked_by: BlockedBy,
+    /// Why the action counts as committing.
+    pub class: CommitClass,
+    /// The committing verb matched, when `class` is `committing_label`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verb: Option<String>,
+}
+
+/// Why a run stopped for a person. Detected by the runner from the page, never claimed by
+/// the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseReason {
+    /// A captcha, a two-factor prompt or a security check.
+    Challenge,
+    /// A password field on a run that must not sign in.
+    LoginRequired,
+    /// A page asking to subscribe.
+    Paywall,
+    /// A bot check or an access-control page ("unusual traffic", "Access Denied", 403).
+    AccessBlocked,
+    /// A form that submits, pays or uploads, in a read-only run.
+    WriteAffordance,
+    /// A site the tenant has neither allowed nor denied.
+    ConsentRequired,
+    /// Repeated failure on one control.
+    Stuck,
+    /// The page requires a value the plan does not give.
+    NeedsInput,
+}
+
+impl PauseReason {
+    /// Every reason, in a fixed order.
+    pub const ALL: [Self; 8] = [
+        Self::Challenge,
+        Self::LoginRequired,
+        Self::Paywall,
+        Self::AccessBlocked,
+        Self::WriteAffordance,
+        Self::ConsentRequired,
+        Self::Stuck,
+        Self::NeedsInput,
+    ];
+
+    /// The snake_case name on the wire (also the error code when a run ends on it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Challenge => "challenge",
+            Self::LoginRequired => "login_required",
+            Self::Paywall => "paywall",
+            Self::AccessBlocked => "access_blocked",
+            Self::WriteAffordance => "write_affordance",
+            Self::ConsentRequired => "consent_required",
+            Self::Stuck => "stuck",
+            Self::NeedsInput => "needs_input",
+        }
+    }
+}
+
+/// Where a takeover is: `requested → active → resumed`, or `ended` / `expired`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TakeoverState {
+    /// The run paused and asks for a person; no live view yet.
+    Requested,
+    /// A person holds the browser through the live view.
+    Active,
+    /// The person handed back: the run continues where it stopped.
+    Resumed,
+    /// The person (or the orchestrator) ended the run: it stops without acting.
+    Ended,
+    /// Nobody resumed in time: the run stopped without acting.
+    Expired,
+}
+
+impl TakeoverState {
+    /// Whether the takeover is over.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Resumed | Self::Ended | Self::Expired)
+    }
+}
+
+/// A paused run and its takeover, as the task record shows it. Ids only: never a URL, a
+/// token or a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pause {
+    /// The takeover's id (the handle for `…/takeover/*`).
+    pub takeover_id: String,
+    /// Why the run paused.
+    pub reason: PauseReason,
+    /// The step it paused before (0-based), when a plan was running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+    /// Where the takeover is.
+    pub state: TakeoverState,
+    /// When the pause began.
+    #[serde(with = "time::serde::rfc3339")]
+    pub paused_at: OffsetDateTime,
+    /// When it expires unless resumed.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// One takeover transition, as polled or posted to the events webhook. Ids only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TakeoverEvent {
+    /// `takeover_required`, `takeover_active`, `takeover_resumed`, `takeover_ended` or
+    /// `takeover_expired`.
+    pub event: String,
+    /// The run (task id or post id).
+    pub run_id: String,
+    /// The takeover.
+    pub takeover_id: String,
+    /// Why the run paused.
+    pub reason: PauseReason,
+    /// The state after the transition.
+    pub state: TakeoverState,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+/// `POST /v1/tasks/{id}/takeover/active`: the live view for the paused browser.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TakeoverStarted {
+    /// The takeover.
+    pub takeover_id: String,
+    /// `active`.
+    pub state: TakeoverState,
+    /// The live view page (carries a token: give it only to the person taking over).
+    pub live_view_url: String,
+    /// When the takeover expires unless resumed.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// Where a replay frame was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FramePoint {
+    /// After a navigation.
+    Navigation,
+    /// After a click the guard accepted.
+    Click,
+    /// After a wait.
+    Wait,
+    /// At a pause.
+    Pause,
+    /// At a blocked action.
+    Blocker,
+    /// Before a post's submit.
+    BeforeSubmit,
+    /// After a post's verification.
+    AfterVerification,
+    /// When the run ended.
+    Completion,
+}
+
+/// A replay frame's metadata: never page text or values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FrameInfo {
+    /// 1-based sequence number within the run.
+    pub seq: u32,
+    /// Where it was taken.
+    pub point: FramePoint,
+    /// The page URL without query or fragment.
+    pub url: String,
+    /// The page's host.
+    pub domain: String,
+    /// The kind of action before it (`navigate`, `click`, ...).
+    pub action: String,
+    /// Size of the JPEG.
+    pub bytes: usize,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub taken_at: OffsetDateTime,
+}
+
+/// Whether a run takes replay screenshots, fixed when it starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunScreenshots {
+    /// `on` or `off`.
+    pub screenshots: ScreenshotsMode,
+    /// Why off (`tenant_setting`, `platform_setting`), when off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// On or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScreenshotsMode {
+    /// Frames are taken.
+    On,
+    /// No frame at any layer.
+    Off,
+}
+
+/// `GET /v1/runs/{runId}/frames`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FramesResponse {
+    /// The run.
+    pub run_id: String,
+    /// What the run recorded when it started.
+    pub screenshots: RunScreenshots,
+    /// The frames, in order.
+    pub frames: Vec<FrameInfo>,
+}
+
+/// `PUT /v1/settings/screenshots` (tenant from `x-tenant-id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScreenshotsSetting {
+    /// Whether runs take replay frames (default true).
+    pub enabled: bool,
+}
+
+/// A tenant's decision about a site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SiteDecision {
+    /// Jobs may open it (and its subdomains).
+    Allow,
+    /// Jobs never open it (or its subdomains).
+    Deny,
+}
+
+/// `PUT /v1/sites/{domain}` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SiteDecisionRequest {
+    /// Allow or deny.
+    pub decision: SiteDecision,
+    /// Who decided (audited).
+    pub decided_by: String,
+}
+
+/// One entry of a tenant's site list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SiteEntry {
+    /// The domain (covers its subdomains).
+    pub domain: String,
+    /// Allow or deny.
+    pub decision: SiteDecision,
+    /// Who decided.
+    pub decided_by: String,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub decided_at: OffsetDateTime,
+}
+
+/// `GET /v1/sites`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SitesResponse {
+    /// The tenant's decisions, sorted by domain.
+    pub sites: Vec<SiteEntry>,
+}
+
+/// A cookie as a session check records it: name and expiry, never the value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CookieFact {
+    /// The cookie's name.
+    pub name: String,
+    /// Its domain.
+    pub domain: String,
+    /// Unix seconds, absent for a session cookie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<f64>,
+    /// Whether it had expired when checked.
+    pub expired: bool,
+}
