@@ -4,6 +4,9 @@
 //!   composer that uploads media at once like real sites, a feed, permalinks, a ground-truth
 //!   API (`GET /api/posts`) and one-shot fault injection (`POST /__faults`), so every
 //!   outcome row of a post can be produced on demand. Served by the `abr-demo-site` binary.
+//!   It also serves pages for the guard rails: a corpus of controls marked with the commit
+//!   guard's expected verdict (`/guard`, [`site::GUARD_CORPUS`]) and one page per pause
+//!   reason (`/pause/...`, [`site::PauseState`]), each with its own ground truth.
 //! - [`strategy`]: the `demo` [`WebPostStrategy`](abr_core::WebPostStrategy), which posts to
 //!   the site through a real browser ([`BrowserSession`](abr_providers::BrowserSession)) and
 //!   proves the outcome by toast or by read-back, telling the truth in every fault mode.

@@ -166,6 +166,7 @@ impl DemoStrategy {
                 cookie_domains: vec![host],
                 origins: vec![origin],
             }),
+            ..PlatformPolicy::default()
         })?;
         let start_url = base.join("login").map_err(|_| invalid())?.to_string();
         Ok(Self {

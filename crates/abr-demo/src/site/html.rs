@@ -34,10 +34,16 @@ fn layout(title: &str, user: Option<&str>, body: &str) -> String {
         ),
         None => "<nav><a href=\"/login\">Sign in</a></nav>".to_owned(),
     };
+    document(title, "", &format!("{nav}<main>{body}</main>"))
+}
+
+/// A whole page: `title` (escaped), the site's style followed by `extra_style`, and `body`
+/// as given (markup, not escaped), without the navigation of the social site.
+pub(crate) fn document(title: &str, extra_style: &str, body: &str) -> String {
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <title>{} · ABR demo</title><style>{STYLE}</style></head><body>{nav}<main>{body}</main></body></html>",
+         <title>{} · ABR demo</title><style>{STYLE}{extra_style}</style></head><body>{body}</body></html>",
         esc(title)
     )
 }

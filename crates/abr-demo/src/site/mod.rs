@@ -32,8 +32,20 @@
 //! - `GET /api/users`: every user `{email, role, createdBy, createdAt}` (ground truth).
 //! - `GET /__faults` / `POST /__faults` `{"mode": M}`: the one-shot fault of the next post
 //!   attempt (see [`FaultMode`]); an unknown mode is a 400 JSON error.
+//!
+//! Pages for ABR's guard rails, outside the social site (no navigation, no session):
+//! - `GET /guard`: the guard corpus, controls marked with the commit guard's expected
+//!   verdict ([`GUARD_CORPUS`]), and its ledgers `GET /api/guard/writes` (committing
+//!   controls activated) and `GET /api/guard/seen` (harmless controls clicked),
+//!   `POST /api/guard/reset`. See the `guard` module.
+//! - `GET /pause/{challenge,login,paywall,blocked,write,stuck,needs-input,elsewhere,landing}`:
+//!   one page per pause reason, each cleared by a person with clicks and typing, and
+//!   `GET /api/pause/state` ([`PauseState`]), `POST /api/pause/clear/{reason}`,
+//!   `POST /api/pause/reset`. See the `pause` module.
 
+mod guard;
 mod html;
+mod pause;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -55,6 +67,9 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+pub use guard::{GUARD_CORPUS, GuardControl, MAX_LEDGER};
+pub use pause::PauseState;
 
 /// The password that signs any username in.
 pub const DEMO_PASSWORD: &str = "demo-password";
@@ -205,6 +220,10 @@ struct SiteState {
     /// Session token → what the admin page shows on its next load.
     flash: HashMap<String, AdminFlash>,
     fault: FaultMode,
+    /// The guard corpus's ledgers.
+    guard: guard::GuardLedger,
+    /// The pause pages' flags and records.
+    pause: PauseState,
 }
 
 type Shared = Arc<Mutex<SiteState>>;
@@ -288,6 +307,31 @@ impl DemoSite {
         lock(&self.state).fault = mode;
     }
 
+    /// Ids of the guard corpus's committing controls that were activated, in order.
+    pub fn guard_writes(&self) -> Vec<String> {
+        lock(&self.state).guard.writes.clone()
+    }
+
+    /// Ids of the guard corpus's harmless controls that were clicked, in order.
+    pub fn guard_seen(&self) -> Vec<String> {
+        lock(&self.state).guard.seen.clone()
+    }
+
+    /// Clears both guard ledgers.
+    pub fn reset_guard(&self) {
+        lock(&self.state).guard = guard::GuardLedger::default();
+    }
+
+    /// The pause pages' state: what was cleared and recorded.
+    pub fn pause_state(&self) -> PauseState {
+        lock(&self.state).pause.clone()
+    }
+
+    /// Puts every pause page back to its blocked state.
+    pub fn reset_pause(&self) {
+        lock(&self.state).pause = PauseState::default();
+    }
+
     /// Stops accepting, lets open requests finish (at most 2 s), then stops.
     pub async fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {
@@ -326,6 +370,8 @@ fn router(state: Shared) -> Router {
         .route("/p/{id}", get(permalink))
         .route("/feed", get(feed))
         .route("/__faults", get(get_fault).post(set_fault))
+        .merge(guard::routes())
+        .merge(pause::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
