@@ -77,6 +77,45 @@ const MIGRATIONS: &[&str] = &[
         post_id TEXT NOT NULL,
         PRIMARY KEY (tenant_id, key)
     ) STRICT;",
+    // 4: guard rails. Replay frames: the screenshots setting each run recorded as it
+    // started (the first value kept), and its frames (metadata in the clear, never page
+    // text; the JPEG sealed like sessions, bound to its tenant, run and sequence number).
+    // The tenants' screenshots switch, and their site decisions.
+    "CREATE TABLE frame_runs (
+        tenant_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        screenshots TEXT NOT NULL,
+        reason TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, run_id)
+    ) STRICT;
+    CREATE TABLE frames (
+        tenant_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        point TEXT NOT NULL,
+        url TEXT NOT NULL,
+        domain TEXT NOT NULL,
+        action TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        taken_at TEXT NOT NULL,
+        encrypted INTEGER NOT NULL,
+        jpeg BLOB NOT NULL,
+        PRIMARY KEY (tenant_id, run_id, seq),
+        FOREIGN KEY (tenant_id, run_id) REFERENCES frame_runs (tenant_id, run_id)
+    ) STRICT;
+    CREATE TABLE tenant_settings (
+        tenant_id TEXT NOT NULL PRIMARY KEY,
+        screenshots_enabled INTEGER NOT NULL
+    ) STRICT;
+    CREATE TABLE sites (
+        tenant_id TEXT NOT NULL,
+        domain TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        decided_by TEXT NOT NULL,
+        decided_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, domain)
+    ) STRICT;",
 ];
 
 /// ABR's records in one SQLite file.

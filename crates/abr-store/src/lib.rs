@@ -2,22 +2,27 @@
 //!
 //! One file (under `ABR_DATA_DIR`) holds what must survive a restart or a `kill -9`:
 //! sessions (encrypted at rest, [`SessionKey`]), and the records of tasks, idempotency keys
-//! and per-tenant counters. It implements the core's store traits, so a shared database can
-//! replace it behind the same traits.
+//! and per-tenant counters; replay frames (their JPEGs encrypted like sessions) with the
+//! screenshots setting each run recorded, the tenants' screenshots switch, and their site
+//! decisions. It implements the core's store traits, so a shared database can replace it
+//! behind the same traits.
 //!
 //! Durability: write-ahead logging. Every write is one transaction, and a write that
 //! returned survives a killed process (`kill -9`). The writes that must also survive a power
 //! loss are synced to disk before they return (`synchronous=FULL` for them, `NORMAL`
 //! otherwise): the mark a task saves before a committing step starts and the one a post
-//! saves before its submit, and every ending. A power loss may lose progress written
+//! saves before its submit, and every ending; a site decision, a change of the screenshots
+//! switch, and a run recorded with screenshots off. A power loss may lose progress written
 //! between them, never a mark: an interrupted task or post is still recovered `uncertain`
 //! when something committing may have run.
 
 mod crypto;
 mod db;
+mod frames;
 mod posts;
 mod records;
 mod sessions;
+mod sites;
 mod tasks;
 
 pub use crypto::SessionKey;
@@ -33,11 +38,19 @@ pub enum StoreError {
     /// `ABR_SESSION_KEY` is not 64 hex characters.
     #[error("the session key must be 64 hex characters (32 bytes)")]
     InvalidKey,
-    /// A session could not be encrypted or decrypted (wrong key, or a damaged row).
-    #[error("a stored session could not be encrypted or decrypted (wrong ABR_SESSION_KEY?)")]
+    /// A sealed value (a session, a request, a frame) could not be encrypted or decrypted
+    /// (wrong key, or a damaged or moved row).
+    #[error(
+        "a stored session, request or frame could not be encrypted or decrypted \
+         (wrong ABR_SESSION_KEY?)"
+    )]
     Crypto,
-    /// Sessions cannot be stored without a key (outside `--insecure-dev`).
-    #[error("sessions are not stored without ABR_SESSION_KEY (they are credentials)")]
+    /// Sessions, and what holds secrets or shows pages (task inputs, post content, replay
+    /// frames), cannot be stored without a key (outside `--insecure-dev`).
+    #[error(
+        "sessions, inputs and replay frames are not stored without ABR_SESSION_KEY \
+         (they hold credentials or page content)"
+    )]
     NoKey,
     /// A record could not be encoded or decoded.
     #[error("a stored record could not be read: {0}")]

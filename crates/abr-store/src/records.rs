@@ -8,6 +8,9 @@
 use abr_core::task::{IdempotencyKey, Inserted};
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
+use time::format_description::well_known::Rfc3339;
+use time::{OffsetDateTime, UtcOffset};
 
 use crate::{SqliteStore, StoreError};
 
@@ -28,6 +31,24 @@ pub(crate) fn name_of(value: &impl Serialize, what: &str) -> Result<String, Stor
         Ok(serde_json::Value::String(s)) => Ok(s),
         _ => Err(StoreError::Record(what.to_owned())),
     }
+}
+
+/// The value stored under `name` (from [`name_of`]).
+pub(crate) fn from_name<T: DeserializeOwned>(name: &str, what: &str) -> Result<T, StoreError> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned()))
+        .map_err(|_| StoreError::Record(what.to_owned()))
+}
+
+/// An instant as stored in a `TEXT` column: RFC 3339 in UTC, to the nanosecond.
+pub(crate) fn timestamp(at: OffsetDateTime, what: &str) -> Result<String, StoreError> {
+    at.to_offset(UtcOffset::UTC)
+        .format(&Rfc3339)
+        .map_err(|_| StoreError::Record(what.to_owned()))
+}
+
+/// An instant stored by [`timestamp`].
+pub(crate) fn parse_timestamp(text: &str, what: &str) -> Result<OffsetDateTime, StoreError> {
+    OffsetDateTime::parse(text, &Rfc3339).map_err(|_| StoreError::Record(what.to_owned()))
 }
 
 impl SqliteStore {
