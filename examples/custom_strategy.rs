@@ -91,6 +91,7 @@ impl MyDemoStrategy {
                 cookie_domains: vec![host],
                 origins: vec![origin],
             }),
+            ..PlatformPolicy::default()
         })?;
         let start_url = base.join("/login")?.to_string();
         Ok(Self {

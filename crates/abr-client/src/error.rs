@@ -54,6 +54,26 @@ pub enum Operation {
     RecheckPost,
     /// `POST /v1/posts/{id}/assert-not-posted`.
     AssertPostNotPosted,
+    /// `GET /v1/runs/{runId}/frames`.
+    Frames,
+    /// `GET /v1/runs/{runId}/frames/{seq}`.
+    Frame,
+    /// `GET /v1/settings/screenshots`.
+    ScreenshotsSetting,
+    /// `PUT /v1/settings/screenshots`.
+    SetScreenshots,
+    /// `GET /v1/sites`.
+    Sites,
+    /// `PUT /v1/sites/{domain}`.
+    DecideSite,
+    /// `DELETE /v1/sites/{domain}`.
+    RemoveSite,
+    /// `POST /v1/tasks/{id}/takeover`.
+    TakeOver,
+    /// `POST /v1/tasks/{id}/takeover/resume`.
+    ResumeTakeover,
+    /// `POST /v1/tasks/{id}/takeover/end`.
+    EndTakeover,
 }
 
 impl Operation {
@@ -83,13 +103,25 @@ impl Operation {
             Self::GetPost => "get_post",
             Self::RecheckPost => "recheck_post",
             Self::AssertPostNotPosted => "assert_post_not_posted",
+            Self::Frames => "frames",
+            Self::Frame => "frame",
+            Self::ScreenshotsSetting => "screenshots_setting",
+            Self::SetScreenshots => "set_screenshots",
+            Self::Sites => "sites",
+            Self::DecideSite => "decide_site",
+            Self::RemoveSite => "remove_site",
+            Self::TakeOver => "take_over",
+            Self::ResumeTakeover => "resume_takeover",
+            Self::EndTakeover => "end_takeover",
         }
     }
 
     /// Whether sending the same call twice can have no effect beyond sending it once: true
     /// for the reads (health, platforms, capture status, a task, its screenshot, a stored
-    /// session), a task's re-check (read-only: it runs no step), and storing or deleting a
-    /// session (the same state either way); false for the calls that act (a second capture
+    /// session, a run's frames, the screenshots switch, the site list), a task's re-check
+    /// (read-only: it runs no step), and storing or deleting a session, setting the
+    /// screenshots switch, deciding or removing a site (the same state either way); false
+    /// for the calls that act (a takeover moves once: started, resumed, ended) (a second capture
     /// start opens a second capture, a second finish or post acts again; a task is created,
     /// approved, rejected, asserted or retried once: resend one of those only after reading
     /// the task, or, for a create, with the same `Idempotency-Key`).
@@ -107,6 +139,13 @@ impl Operation {
                 | Self::DeleteSession
                 | Self::GetPost
                 | Self::RecheckPost
+                | Self::Frames
+                | Self::Frame
+                | Self::ScreenshotsSetting
+                | Self::SetScreenshots
+                | Self::Sites
+                | Self::DecideSite
+                | Self::RemoveSite
         )
     }
 }

@@ -46,6 +46,7 @@
 
 mod client;
 mod error;
+mod guard;
 mod live;
 mod posts;
 mod tasks;

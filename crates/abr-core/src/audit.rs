@@ -1,14 +1,16 @@
 //! Audit: redacted events about captures, probes, posts, tasks and denials.
 //!
 //! Events carry platform, tenant, task and proposal ids, timestamps, outcomes and counts,
-//! and for tasks the approver and the steps' types and descriptions. By construction they
+//! for tasks the approver and the steps' types and descriptions, and for a tenant's guard
+//! settings the person who changed them, the screenshots switch's new value and a site
+//! decision's domain and decision. By construction they
 //! have no field that could hold a cookie value, localStorage, a token, a screenshot, posted
 //! content, a typed value, an input or extracted data.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use abr_protocol::FailureStage;
+use abr_protocol::{FailureStage, SiteDecision};
 use async_trait::async_trait;
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -55,6 +57,12 @@ pub enum AuditAction {
     PostAsserted,
     /// A post a stopped runner left running was ended.
     PostRecovered,
+    /// A tenant switched its replay screenshots on or off (`screenshotsEnabled`).
+    ScreenshotsChanged,
+    /// A tenant allowed or denied a site (`domain`, `decision`).
+    SiteDecided,
+    /// A tenant removed its decision about a site (`domain`).
+    SiteRemoved,
 }
 
 /// One step of a task, as audited: its type and description, never a value.
@@ -158,6 +166,15 @@ pub struct AuditEvent {
     /// The post a journaled post is a new attempt of.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_of: Option<String>,
+    /// The tenant's screenshots switch after a change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screenshots_enabled: Option<bool>,
+    /// The site a decision is about (a host name, covering its subdomains).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// The decision about `domain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<SiteDecision>,
 }
 
 impl AuditEvent {
@@ -192,6 +209,9 @@ impl AuditEvent {
             retry_task_id: None,
             post_id: None,
             retry_of: None,
+            screenshots_enabled: None,
+            domain: None,
+            decision: None,
         }
     }
 

@@ -219,6 +219,18 @@ pub enum CoreError {
     /// No task with this id for this tenant.
     #[error("task not found")]
     TaskNotFound,
+    /// The run is not paused: no takeover.
+    #[error("the task is not paused for a person: no takeover")]
+    NoTakeover,
+    /// The takeover is over.
+    #[error("the takeover is already {}", .0.as_str())]
+    TakeoverState(abr_protocol::TakeoverState),
+    /// A committing action refused by the read-only or dry-run guard.
+    #[error("{0}")]
+    Blocked(String),
+    /// No such replay frame.
+    #[error("frame not found")]
+    FrameNotFound,
     /// No journaled post with this id for this tenant.
     #[error("post not found")]
     PostNotFound,
@@ -287,7 +299,11 @@ impl CoreError {
                 ErrorKind::Internal
             }
             Self::InvalidPlan(_) => ErrorKind::InvalidInput,
-            Self::TaskNotFound | Self::PostNotFound => ErrorKind::NotFound,
+            Self::TaskNotFound | Self::PostNotFound | Self::NoTakeover | Self::FrameNotFound => {
+                ErrorKind::NotFound
+            }
+            Self::TakeoverState(_) => ErrorKind::Conflict,
+            Self::Blocked(_) => ErrorKind::Denied,
             Self::PlanHashMismatch
             | Self::TaskNotPending
             | Self::TaskNotQueued
@@ -348,6 +364,10 @@ impl CoreError {
             Self::Internal(_) => codes::INTERNAL,
             Self::InvalidPlan(_) => codes::INVALID_PLAN,
             Self::TaskNotFound => codes::TASK_NOT_FOUND,
+            Self::NoTakeover => codes::NO_TAKEOVER,
+            Self::FrameNotFound => codes::FRAME_NOT_FOUND,
+            Self::TakeoverState(_) => codes::TAKEOVER_OVER,
+            Self::Blocked(_) => codes::BLOCKED_ACTION,
             Self::PostNotFound => codes::POST_NOT_FOUND,
             Self::PlanHashMismatch => codes::PLAN_HASH_MISMATCH,
             Self::TaskNotPending => codes::TASK_NOT_PENDING,

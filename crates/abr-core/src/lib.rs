@@ -26,6 +26,7 @@ pub mod declared;
 pub mod egress;
 mod error;
 pub mod guard;
+mod handoff;
 mod live;
 mod live_access;
 mod post_journal;
@@ -54,6 +55,7 @@ pub use egress::{AllowedPrivate, EgressDenied, EgressPolicy};
 pub use error::{
     CoreError, ErrorKind, ProviderError, ProviderErrorKind, StrategyError, StrategyErrorKind,
 };
+pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff, TakeoverSink};
 pub use live::{
     LiveFeed, LiveFrame, LiveInput, LiveKey, LiveSurface, MAX_LIVE_TEXT, Modifiers, PageLocation,
     PointerAction, PointerButton,

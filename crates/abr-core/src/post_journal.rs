@@ -832,9 +832,13 @@ impl<C: SessionContext> PostJournal<C> {
         let clock = Arc::clone(&self.clock);
         let live = Arc::clone(&self.live);
         let job = async move {
-            let ran = AssertUnwindSafe(poster.post_gated(resolved, Some(gate), Some(&post_id)))
-                .catch_unwind()
-                .await;
+            let ran = AssertUnwindSafe(poster.post_gated(
+                resolved,
+                Some(gate),
+                Some((&tenant, &post_id)),
+            ))
+            .catch_unwind()
+            .await;
             let mut held = held.lock().await;
             let (result, error) = match ran {
                 Ok(Ok(result)) => (result, None),

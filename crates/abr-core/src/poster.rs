@@ -5,12 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abr_protocol::{
-    AgentPostResult, AgentSessionState, ErrorBody, FailureStage, PostContent, PostRequest,
-    ProbeRequest, ProbeResponse, RecheckAnswer, RecheckResult, Timing, Verification,
+    AgentPostResult, AgentSessionState, ErrorBody, FailureStage, FramePoint, PostContent,
+    PostRequest, ProbeRequest, ProbeResponse, RecheckAnswer, RecheckResult, Timing, Verification,
 };
 use tokio::time::Instant;
 
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
+use crate::guard::{RunFrames, RunFramesSource};
 use crate::scope_io::{self, Scopes};
 use crate::step::{Step, guarded};
 use crate::{
@@ -105,6 +106,7 @@ pub struct AgentPoster<C: SessionContext> {
     clock: Arc<dyn Clock>,
     random: Arc<dyn RandomSource>,
     config: PosterConfig,
+    frames: Option<Arc<dyn RunFramesSource<C>>>,
 }
 
 impl<C: SessionContext> std::fmt::Debug for AgentPoster<C> {
@@ -117,6 +119,32 @@ impl<C: SessionContext> std::fmt::Debug for AgentPoster<C> {
     }
 }
 
+/// The journal's submit gate, with a frame of the page taken just before the submit.
+struct FramingGate<C> {
+    inner: Option<Arc<dyn SubmitGate>>,
+    frames: Arc<dyn RunFrames<C>>,
+    context: Arc<C>,
+}
+
+#[async_trait::async_trait]
+impl<C: Send + Sync + 'static> SubmitGate for FramingGate<C> {
+    async fn before_submit(&self) -> Result<(), CoreError> {
+        self.frames
+            .capture(&self.context, FramePoint::BeforeSubmit, "submit")
+            .await;
+        match &self.inner {
+            Some(inner) => inner.before_submit().await,
+            None => Ok(()),
+        }
+    }
+
+    fn submit_entered(&self) {
+        if let Some(inner) = &self.inner {
+            inner.submit_entered();
+        }
+    }
+}
+
 /// The single outcome row a job ended in, before it becomes an [`AgentPostResult`].
 enum Outcome {
     Confirmed(Verification),
@@ -126,6 +154,16 @@ enum Outcome {
 }
 
 impl Outcome {
+    /// Whether the post got as far as its verification.
+    fn reached_verification(&self) -> bool {
+        match self {
+            Self::Confirmed(_) => true,
+            Self::Uncertain(stage, _) | Self::NeedsReauth(stage, _) | Self::Failed(stage, _) => {
+                *stage == FailureStage::Verify
+            }
+        }
+    }
+
     fn failed(stage: FailureStage, error: ErrorBody) -> Self {
         Self::Failed(stage, error.retryable(true))
     }
@@ -220,7 +258,16 @@ impl<C: SessionContext> AgentPoster<C> {
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
             config: PosterConfig::default(),
+            frames: None,
         }
+    }
+
+    /// Takes replay frames of journaled posts (before the submit and after the
+    /// verification, so that an uncertain post can be inspected) through `frames`.
+    #[must_use]
+    pub fn with_frames(mut self, frames: Arc<dyn RunFramesSource<C>>) -> Self {
+        self.frames = Some(frames);
+        self
     }
 
     /// Sends audit events through `audit`.
@@ -266,7 +313,7 @@ impl<C: SessionContext> AgentPoster<C> {
         crate::tenant::check("workspaceId", workspace_id)?;
         crate::tenant::check("accountId", account_id)?;
         let strategy = Arc::clone(self.strategies.get(platform)?);
-        if !strategy.policy().allow_unattended {
+        let denied = |mode| {
             self.audit.emit(
                 AuditEvent::new(
                     self.clock.now(),
@@ -276,10 +323,19 @@ impl<C: SessionContext> AgentPoster<C> {
                 )
                 .tenant(workspace_id, account_id),
             );
-            return Err(CoreError::ExecutionDenied {
+            mode
+        };
+        if strategy.policy().read_only {
+            return Err(denied(CoreError::Blocked(format!(
+                "platform `{platform}` is read-only: posting through it is refused before any \
+                 browser starts"
+            ))));
+        }
+        if !strategy.policy().allow_unattended {
+            return Err(denied(CoreError::ExecutionDenied {
                 platform: platform.to_owned(),
                 mode: "unattended execution",
-            });
+            }));
         }
         Ok(strategy)
     }
@@ -319,8 +375,9 @@ impl<C: SessionContext> AgentPoster<C> {
         &self,
         request: PostRequest,
         gate: Option<Arc<dyn SubmitGate>>,
-        post_id: Option<&str>,
+        run: Option<(&str, &str)>,
     ) -> Result<AgentPostResult, CoreError> {
+        let post_id = run.map(|(_, id)| id);
         let started = Instant::now();
         let PostRequest {
             platform,
@@ -351,9 +408,25 @@ impl<C: SessionContext> AgentPoster<C> {
 
         let cookie_count = u32::try_from(state.cookies.len()).unwrap_or(u32::MAX);
         let origin_count = u32::try_from(state.origins.len()).unwrap_or(u32::MAX);
+        let frames = match (&self.frames, run) {
+            (Some(source), Some((tenant, id))) => {
+                source
+                    .begin(tenant, id, strategy.policy().screenshots)
+                    .await
+            }
+            _ => None,
+        };
         let (outcome, refreshed) = match self.acquire(&platform, state, &mut timing).await {
             Err(outcome) => (outcome, None),
             Ok(lease) => {
+                let gate = match &frames {
+                    Some(frames) => Some(Arc::new(FramingGate {
+                        inner: gate,
+                        frames: Arc::clone(frames),
+                        context: lease.context_handle(),
+                    }) as Arc<dyn SubmitGate>),
+                    None => gate,
+                };
                 let outcome = self
                     .run(
                         strategy.as_ref(),
@@ -363,6 +436,14 @@ impl<C: SessionContext> AgentPoster<C> {
                         &mut timing,
                     )
                     .await;
+                if let Some(frames) = &frames {
+                    let point = if outcome.reached_verification() {
+                        FramePoint::AfterVerification
+                    } else {
+                        FramePoint::Completion
+                    };
+                    frames.capture(lease.context(), point, "post").await;
+                }
                 let refreshed = if outcome.exports_session() {
                     self.export(lease.context(), &platform, scopes).await
                 } else {

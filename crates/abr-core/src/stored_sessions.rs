@@ -59,6 +59,8 @@ impl<C: 'static> StoredSessions<C> {
             allow_interactive_capture: false,
             allow_unattended: false,
             scope: None,
+            read_only: false,
+            screenshots: true,
         };
         let (policy, platform) = match &request.platform {
             Some(p) => (self.platforms.get(p)?.policy().clone(), p.as_str()),

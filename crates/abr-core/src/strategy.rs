@@ -19,6 +19,11 @@ pub struct StrategyPolicy {
     pub allow_unattended: bool,
     /// Session scope applied going in and coming out; `None`: legacy, unfiltered.
     pub scope: Option<SessionScope>,
+    /// The platform only observes: posts are refused and tasks on it refuse every committing
+    /// action (see [`RunGuard`](crate::guard::RunGuard)).
+    pub read_only: bool,
+    /// Whether runs on the platform take replay frames.
+    pub screenshots: bool,
 }
 
 impl StrategyPolicy {
@@ -28,6 +33,8 @@ impl StrategyPolicy {
             allow_interactive_capture: spec.allow_interactive_capture.unwrap_or(true),
             allow_unattended: spec.allow_unattended.unwrap_or(true),
             scope: spec.session.as_ref().map(SessionScope::new).transpose()?,
+            read_only: spec.read_only.unwrap_or(false),
+            screenshots: spec.screenshots.unwrap_or(true),
         })
     }
 
@@ -37,6 +44,8 @@ impl StrategyPolicy {
             allow_interactive_capture: Some(self.allow_interactive_capture),
             allow_unattended: Some(self.allow_unattended),
             session: self.scope.as_ref().map(SessionScope::to_spec),
+            read_only: Some(self.read_only),
+            screenshots: Some(self.screenshots),
         }
     }
 }

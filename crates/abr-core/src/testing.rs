@@ -820,6 +820,12 @@ struct PageState {
     signed_out: bool,
     actions: Vec<BrowserAction>,
     calls: usize,
+    facts: BTreeMap<String, crate::guard::ElementFacts>,
+    signals: Option<crate::guard::PageSignals>,
+    fail_frames: bool,
+    frames_taken: usize,
+    inspected: usize,
+    site_filter: Option<Arc<dyn crate::guard::SiteFilter>>,
 }
 
 /// A scriptable page for step plans: every element is present unless [`FakePage::remove`]d,
@@ -923,6 +929,38 @@ impl FakePage {
         self.lock().url.clone()
     }
 
+    /// What `inspect` answers for the element `key` (default: a submit button in a form
+    /// named `key`, so that every click counts as committing, as before the guard knew
+    /// elements).
+    pub fn set_facts(&self, key: &str, facts: crate::guard::ElementFacts) {
+        self.lock().facts.insert(key.to_owned(), facts);
+    }
+
+    /// What `signals` answers (default: the URL and text, status 200, nothing else).
+    pub fn set_signals(&self, signals: Option<crate::guard::PageSignals>) {
+        self.lock().signals = signals;
+    }
+
+    /// Whether redacted frames fail (the blur cannot be confirmed).
+    pub fn fail_frames(&self, fail: bool) {
+        self.lock().fail_frames = fail;
+    }
+
+    /// How many redacted frames the browser took.
+    pub fn frames_taken(&self) -> usize {
+        self.lock().frames_taken
+    }
+
+    /// How many elements were inspected.
+    pub fn inspected(&self) -> usize {
+        self.lock().inspected
+    }
+
+    /// Whether a site filter was installed.
+    pub fn has_site_filter(&self) -> bool {
+        self.lock().site_filter.is_some()
+    }
+
     /// Records `action` and plays it (or its fault) on the state; `Err(fault)` for a hang
     /// or a panic, played outside the lock.
     fn play(&self, action: &BrowserAction) -> Result<Result<StepOutput, StepFailure>, FakeFault> {
@@ -958,6 +996,13 @@ impl FakePage {
         };
         let output = match action {
             BrowserAction::Navigate { url } => {
+                let host = url.host_str().unwrap_or_default();
+                if page.site_filter.as_ref().is_some_and(|f| !f.may_open(host)) {
+                    return Ok(Err(StepFailure::new(
+                        StepFailureKind::Navigation,
+                        "the site filter aborted the document",
+                    )));
+                }
                 page.url = url.as_str().to_owned();
                 StepOutput::Done
             }
@@ -1019,6 +1064,87 @@ impl FakePage {
             ),
         };
         Ok(Ok(output))
+    }
+}
+
+#[async_trait]
+impl crate::guard::PageProbe for FakeContext {
+    async fn inspect(
+        &self,
+        selector: &Selector,
+        _timeout: std::time::Duration,
+    ) -> Result<crate::guard::ElementFacts, StepFailure> {
+        let mut page = self.page.lock();
+        page.inspected += 1;
+        if page.signed_out {
+            return Err(StepFailure::new(
+                StepFailureKind::SignedOut,
+                "the fake site shows its sign-in page",
+            ));
+        }
+        let key = selector_key(selector);
+        if page.missing.contains(&key) {
+            return Err(StepFailure::new(
+                StepFailureKind::NotFound,
+                "the fake element is not on the page",
+            ));
+        }
+        Ok(page
+            .facts
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| crate::guard::ElementFacts {
+                tag: "button".into(),
+                input_type: Some("submit".into()),
+                name: key,
+                in_form: true,
+                form_has_submit: true,
+                ..crate::guard::ElementFacts::default()
+            }))
+    }
+
+    async fn signals(
+        &self,
+        _timeout: std::time::Duration,
+    ) -> Result<crate::guard::PageSignals, StepFailure> {
+        let page = self.page.lock();
+        Ok(page
+            .signals
+            .clone()
+            .unwrap_or_else(|| crate::guard::PageSignals {
+                url: page.url.clone(),
+                status: Some(200),
+                text: page.text.to_lowercase(),
+                ..crate::guard::PageSignals::default()
+            }))
+    }
+
+    async fn redacted_frame(
+        &self,
+        _max_bytes: usize,
+        _timeout: std::time::Duration,
+    ) -> Result<crate::guard::RedactedFrame, crate::guard::FrameError> {
+        let mut page = self.page.lock();
+        if page.fail_frames {
+            return Err(crate::guard::FrameError::BlurUnconfirmed {
+                fields: 1,
+                unconfirmed: 1,
+            });
+        }
+        page.frames_taken += 1;
+        Ok(crate::guard::RedactedFrame {
+            jpeg: b"\xFF\xD8 fake jpeg".to_vec(),
+            url: page.url.clone(),
+            blurred: 0,
+        })
+    }
+
+    async fn filter_sites(
+        &self,
+        filter: Arc<dyn crate::guard::SiteFilter>,
+    ) -> Result<(), StepFailure> {
+        self.page.lock().site_filter = Some(filter);
+        Ok(())
     }
 }
 

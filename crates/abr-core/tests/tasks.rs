@@ -16,11 +16,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use abr_core::guard::is_committing;
 use abr_core::task::{
     ApprovalRule, BrowserAction, Counter, IdempotencyKey, InMemoryTaskStore, Inserted, PlanLimits,
     PlanLocation, PlanProblem, StepFailureKind, StoredTask, TaskConfig, TaskEnd, TaskRunner,
     TaskSessions, TaskStore, TenantLimits, UrlProblem, codes as task_codes, describe_steps,
-    is_committing, plan_hash, validate,
+    plan_hash, validate,
 };
 use abr_core::testing::{FakeContext, FakeFault, FakePage, FakeProvider, ManualClock, action_key};
 use abr_core::{
@@ -236,6 +237,8 @@ fn request(plan: StepPlan) -> TaskRequest {
         platform: None,
         tenant_id: None,
         proposal_id: Some("prop-1".into()),
+        dry_run: false,
+        handoff: None,
     }
 }
 
@@ -690,8 +693,8 @@ fn committing_is_decided_by_the_action_only() {
             check: abr_protocol::DomCheck::default(),
         },
     ];
-    assert!(yes.iter().all(is_committing));
-    assert!(!no.iter().any(is_committing));
+    assert!(yes.iter().all(|a| is_committing(a, None)));
+    assert!(!no.iter().any(|a| is_committing(a, None)));
 }
 
 // ---- approval -------------------------------------------------------------------------------

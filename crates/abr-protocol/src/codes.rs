@@ -93,6 +93,12 @@ codes! {
     TASK_NOT_FOUND = "task_not_found", 404, No, "no task with this id for this tenant (another tenant's id is not found either)";
     /// No journaled post with this id for this tenant.
     POST_NOT_FOUND = "post_not_found", 404, No, "no post with this id for this tenant (another tenant's id is not found either)";
+    /// The task is not paused: there is no takeover to act on.
+    NO_TAKEOVER = "no_takeover", 404, No, "the task is not paused for a person: no takeover to activate, resume or end";
+    /// No replay frame with this run and number for this tenant.
+    FRAME_NOT_FOUND = "frame_not_found", 404, No, "no replay frame with this run and number for this tenant (another tenant's is not found either)";
+    /// No decision about this site for this tenant.
+    SITE_NOT_FOUND = "site_not_found", 404, No, "the tenant has no decision about this site (another tenant's is not found either)";
     /// The endpoint does not take this method (with `Allow`).
     METHOD_NOT_ALLOWED = "method_not_allowed", 405, No, "the endpoint does not take this method (`Allow` lists those it does)";
     /// The user has not signed in yet; the capture stays open.
@@ -109,6 +115,10 @@ codes! {
     TASK_NOT_RETRYABLE = "task_not_retryable", 409, No, "only a failed task, or an uncertain one with an unspent owner assertion, can be retried, once";
     /// The owner already asserted on this task or post.
     ALREADY_ASSERTED = "already_asserted", 409, No, "the owner already asserted on this task or post (one assertion, one new attempt)";
+    /// The takeover is over (resumed, ended or expired).
+    TAKEOVER_OVER = "takeover_over", 409, No, "the takeover is already resumed, ended or expired";
+    /// A post through a read-only platform.
+    BLOCKED_ACTION = "blocked_action", 409, No, "the platform or plan is read-only (or the request a dry run): the committing action was refused before it reached the page";
     /// An `Idempotency-Key` reused with a different body.
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused", 409, No, "the `Idempotency-Key` was used with a different body";
     /// The capture's browser is gone: it can never finish.

@@ -121,6 +121,17 @@ pub enum TakeoverState {
 }
 
 impl TakeoverState {
+    /// The snake_case name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Requested => "requested",
+            Self::Active => "active",
+            Self::Resumed => "resumed",
+            Self::Ended => "ended",
+            Self::Expired => "expired",
+        }
+    }
+
     /// Whether the takeover is over.
     pub fn is_final(self) -> bool {
         matches!(self, Self::Resumed | Self::Ended | Self::Expired)
@@ -169,7 +180,17 @@ pub struct TakeoverEvent {
     pub at: OffsetDateTime,
 }
 
-/// `POST /v1/tasks/{id}/takeover/active`: the live view for the paused browser.
+/// `POST /v1/tasks/{id}/takeover/resume` and `…/end`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TakeoverAnswer {
+    /// The takeover.
+    pub takeover_id: String,
+    /// Its state now (`resumed` or `ended`).
+    pub state: TakeoverState,
+}
+
+/// `POST /v1/tasks/{id}/takeover`: the live view for the paused browser.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TakeoverStarted {

@@ -37,7 +37,8 @@ pub use error::{DropReason, ErrorBody, ErrorEnvelope, Health, ScopeReport};
 pub use guard::{
     BlockedAction, BlockedBy, CommitClass, CookieFact, FrameInfo, FramePoint, FramesResponse,
     Pause, PauseReason, RunScreenshots, ScreenshotsMode, ScreenshotsSetting, SiteDecision,
-    SiteDecisionRequest, SiteEntry, SitesResponse, TakeoverEvent, TakeoverStarted, TakeoverState,
+    SiteDecisionRequest, SiteEntry, SitesResponse, TakeoverAnswer, TakeoverEvent, TakeoverStarted,
+    TakeoverState,
 };
 pub use live::{LiveModifiers, LivePointerAction, LivePointerButton, LiveViewEvent, LiveViewInput};
 pub use platform_file::PlatformFile;
@@ -52,8 +53,9 @@ pub use session::{
     SessionMetadata, StoreSessionRequest, StoredSession, StoredSessionInfo,
 };
 pub use task::{
-    Approval, ApproveRequest, AssertNotPostedRequest, DomCheck, Extraction, OwnerAssertion,
-    PlanStep, RecheckAnswer, RecheckResult, RejectRequest, Risk, Selector, SelectorSpec,
-    StepAction, StepPlan, StepResult, TaskRecord, TaskRequest, TaskState, TaskVerification,
+    Approval, ApproveRequest, AssertNotPostedRequest, DomCheck, Extraction, HandoffOptions,
+    OwnerAssertion, PlanStep, RecheckAnswer, RecheckResult, RejectRequest, Risk, Selector,
+    SelectorSpec, StepAction, StepPlan, StepResult, TaskRecord, TaskRequest, TaskState,
+    TaskVerification,
 };
 pub use time::OffsetDateTime;

@@ -31,6 +31,14 @@ pub struct PlatformPolicy {
     /// Session scope; when present, state is filtered going in and coming out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionScopeSpec>,
+    /// The platform only observes: posting through it is refused, and every committing
+    /// action of a task on it is refused (`blocked_action`). Default: no.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// Whether runs on this platform take replay frames. Default: yes (the tenant's switch
+    /// can still turn them off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshots: Option<bool>,
 }
 
 /// One registered platform, as listed by `GET /v1/platforms`.

@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::{AgentSessionState, ErrorBody, SecretValue, SessionScopeSpec};
+use crate::{
+    AgentSessionState, BlockedAction, CookieFact, ErrorBody, Pause, RunScreenshots, SecretValue,
+    SessionScopeSpec, TakeoverEvent,
+};
 
 /// How an element is found: exactly one of a CSS selector, a visible text, or an ARIA role
 /// (with an optional accessible name). A bare string is a CSS selector.
@@ -236,6 +239,11 @@ pub struct StepPlan {
     /// The planner's confidence (stored, not interpreted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
+    /// The plan only observes: every committing action is refused (`blocked_action`). Part
+    /// of the plan hash the approver approves; it can only tighten a run (a read-only
+    /// platform stays read-only whatever the plan says).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// `POST /v1/tasks`.
@@ -270,6 +278,23 @@ pub struct TaskRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub proposal_id: Option<String>,
+    /// Rehearse: run every step up to the first committing one, refuse that one
+    /// (`blocked_action`, `blockedBy: dry_run`) and stop. Per request, unlike `readOnly`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+    /// Wait for a person when the runner detects a handoff (a captcha, a sign-in, a paywall
+    /// ...): the run pauses, keeps its browser, and can be taken over through the live view
+    /// and resumed. Absent: a handoff ends the run with its reason as the error code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<HandoffOptions>,
+}
+
+/// How long a paused run waits for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HandoffOptions {
+    /// Seconds a pause waits to be resumed before it expires (1 to the runner's maximum).
+    pub wait_seconds: u64,
 }
 
 impl std::fmt::Debug for TaskRequest {
@@ -280,6 +305,8 @@ impl std::fmt::Debug for TaskRequest {
             .field("session", &self.session.is_some())
             .field("session_id", &self.session_id.is_some())
             .field("platform", &self.platform)
+            .field("dry_run", &self.dry_run)
+            .field("handoff", &self.handoff)
             .finish_non_exhaustive()
     }
 }
@@ -294,6 +321,9 @@ pub enum TaskState {
     Queued,
     /// Running.
     Running,
+    /// Stopped for a person (see `pause`): its browser is kept until it is resumed, ended
+    /// or expires.
+    Paused,
     /// The verification proved the outcome.
     Succeeded,
     /// A committing step ran but nothing proved the result: it may have happened. Never
@@ -310,7 +340,10 @@ pub enum TaskState {
 impl TaskState {
     /// Whether the task ended.
     pub fn is_final(self) -> bool {
-        !matches!(self, Self::PendingApproval | Self::Queued | Self::Running)
+        !matches!(
+            self,
+            Self::PendingApproval | Self::Queued | Self::Running | Self::Paused
+        )
     }
 }
 
@@ -404,6 +437,30 @@ pub struct TaskRecord {
     /// The owner's assertion that an uncertain task did not happen, once made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assertion: Option<OwnerAssertion>,
+    /// The run was read-only (from its platform or its approved plan).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+    /// The run was a dry run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+    /// The actions the guard refused, in order. A read-only or dry run goes on after a
+    /// refusal (a refused click is a wasted step) and ends `failed` with `error.code`
+    /// `blocked_action` at the first one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<BlockedAction>,
+    /// The current or last pause and its takeover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<Pause>,
+    /// Every takeover transition, in order (ids only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub takeover_events: Vec<TakeoverEvent>,
+    /// Whether the run takes replay frames, fixed when it started (`GET
+    /// /v1/runs/{taskId}/frames`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<RunScreenshots>,
+    /// The session check before the first committing action: cookie names and expiry only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_check: Option<Vec<CookieFact>>,
 }
 
 /// `POST .../assert-not-posted`: the owner states that an uncertain action did not happen.
@@ -539,6 +596,7 @@ mod tests {
                 risk: Risk::Low,
                 reasoning: None,
                 confidence: None,
+                read_only: false,
             },
             inputs: BTreeMap::from([("password".to_owned(), SecretValue::new("hunter2"))]),
             session: None,
@@ -547,6 +605,8 @@ mod tests {
             platform: None,
             tenant_id: None,
             proposal_id: None,
+            dry_run: false,
+            handoff: None,
         };
         assert!(!format!("{request:?}").contains("hunter2"));
     }

@@ -215,6 +215,7 @@ impl SessionProvider for CdpSessionProvider {
                 context
             }
         };
+        let gated = !owned && self.config.egress.is_some();
         let session = match BrowserSession::open(
             context.clone(),
             request.state.as_ref(),
@@ -223,6 +224,7 @@ impl SessionProvider for CdpSessionProvider {
         )
         .await
         {
+            Ok(session) if gated => session.with_url_gate(),
             Ok(session) => session,
             Err(e) => {
                 if owned {
@@ -233,7 +235,6 @@ impl SessionProvider for CdpSessionProvider {
                 return Err(e);
             }
         };
-        let gated = !owned && self.config.egress.is_some();
         let lease = Lease::new(session, move |session: Arc<BrowserSession>| {
             Box::pin(async move {
                 let result = if owned {
@@ -244,6 +245,8 @@ impl SessionProvider for CdpSessionProvider {
                         // again (handlers would pile up otherwise).
                         let _ = remove_url_gate(session.context()).await;
                     }
+                    // Nor may this run's site filter outlive it.
+                    let _ = crate::probe::remove_site_filter(session.context()).await;
                     session.context().clear_cookies(None).await
                 };
                 drop(permit);

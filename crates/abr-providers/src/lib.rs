@@ -29,6 +29,7 @@ mod error;
 mod kernel;
 mod live;
 mod local;
+mod probe;
 mod remote;
 mod session;
 pub mod state;

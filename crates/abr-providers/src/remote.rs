@@ -310,7 +310,12 @@ impl<B: RemoteBackend> RemoteSessionProvider<B> {
             navigation,
         );
         let opened = bounded(name, "opening the session", step + navigation, open).await?;
-        Ok(opened.with_lost_check(self.lost_check(session)))
+        let opened = opened.with_lost_check(self.lost_check(session));
+        Ok(if settings.egress.is_some() {
+            opened.with_url_gate()
+        } else {
+            opened
+        })
     }
 }
 

@@ -28,6 +28,9 @@ pub struct BrowserSession {
     /// The provider's own check that the browser is still this session's (a remote
     /// session replaced or ended), beyond the page and the connection.
     lost_check: Option<LostCheck>,
+    /// An egress URL gate routes this context's requests (see `egress::install_url_gate`):
+    /// a site filter defers to it instead of letting requests through itself.
+    url_gate: bool,
 }
 
 /// A provider's check that a session's browser is gone for good; see
@@ -112,6 +115,7 @@ impl BrowserSession {
             carried,
             live: Arc::default(),
             lost_check: None,
+            url_gate: false,
         })
     }
 
@@ -122,6 +126,19 @@ impl BrowserSession {
     pub fn with_lost_check(mut self, check: LostCheck) -> Self {
         self.lost_check = Some(check);
         self
+    }
+
+    /// Marks the context as routed through the egress URL gate, which then has the last
+    /// word on every request a site filter lets through.
+    #[must_use]
+    pub(crate) fn with_url_gate(mut self) -> Self {
+        self.url_gate = true;
+        self
+    }
+
+    /// Whether the egress URL gate routes this context's requests.
+    pub(crate) fn url_gated(&self) -> bool {
+        self.url_gate
     }
 
     /// The Playwright browser context.

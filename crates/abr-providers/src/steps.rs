@@ -30,13 +30,13 @@ use crate::session::BrowserSession;
 
 /// How long after its deadline a step is cut off, whatever the browser does: room for the
 /// driver to report its own timeout (which says more) and for one short diagnostic call.
-const MARGIN: Duration = Duration::from_secs(1);
+pub(crate) const MARGIN: Duration = Duration::from_secs(1);
 
 /// Bound on a diagnostic call made after a failure (does the element exist at all?).
 const PROBE: Duration = Duration::from_millis(500);
 
 /// How often a condition Playwright cannot wait for (the URL) is polled.
-const POLL: Duration = Duration::from_millis(50);
+pub(crate) const POLL: Duration = Duration::from_millis(50);
 
 /// How long a navigation waits for the page to settle: for a late error page to commit
 /// after a refused navigation, or before going again after being interrupted by one.
@@ -71,8 +71,8 @@ impl StepRunner for BrowserSession {
     }
 }
 
-/// One step on a session, with its deadline.
-struct Step<'a> {
+/// One step on a session, with its deadline (also what the page probe reads with).
+pub(crate) struct Step<'a> {
     session: &'a BrowserSession,
     deadline: Instant,
     timeout: Duration,
@@ -80,7 +80,7 @@ struct Step<'a> {
 
 /// What a Playwright error says happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Cause {
+pub(crate) enum Cause {
     /// The page, its context or its browser is gone.
     Closed,
     /// Playwright's own deadline passed.
@@ -95,14 +95,14 @@ enum Cause {
 }
 
 impl Cause {
-    fn of(session: &BrowserSession, error: &PwError) -> Self {
+    pub(crate) fn of(session: &BrowserSession, error: &PwError) -> Self {
         if session.page_gone() {
             return Self::Closed;
         }
         Self::classify(error)
     }
 
-    fn classify(error: &PwError) -> Self {
+    pub(crate) fn classify(error: &PwError) -> Self {
         match error {
             PwError::TargetClosed { .. }
             | PwError::ChannelClosed
@@ -142,7 +142,7 @@ impl Cause {
 
     /// A fixed phrase for what the driver said: its words can quote typed values or page
     /// content, so only recognised causes are named.
-    fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         let Self::Other(message) = self else {
             return match self {
                 Self::Closed => "the page is closed",
@@ -197,7 +197,7 @@ impl Cause {
 }
 
 impl<'a> Step<'a> {
-    fn new(session: &'a BrowserSession, timeout: Duration) -> Self {
+    pub(crate) fn new(session: &'a BrowserSession, timeout: Duration) -> Self {
         Self {
             session,
             deadline: Instant::now() + timeout,
@@ -207,7 +207,7 @@ impl<'a> Step<'a> {
 
     /// What is left of the deadline, in Playwright's milliseconds. Never 0: Playwright reads
     /// 0 as "no timeout".
-    fn remaining_ms(&self) -> f64 {
+    pub(crate) fn remaining_ms(&self) -> f64 {
         let left = self.deadline.saturating_duration_since(Instant::now());
         (left.as_secs_f64() * 1000.0).max(1.0)
     }
@@ -221,7 +221,7 @@ impl<'a> Step<'a> {
     }
 
     /// `Crashed` when the page is gone, else a failure of `kind`.
-    fn gone_or(&self, kind: StepFailureKind, message: &str) -> StepFailure {
+    pub(crate) fn gone_or(&self, kind: StepFailureKind, message: &str) -> StepFailure {
         if self.session.page_gone() {
             self.closed()
         } else {
@@ -229,11 +229,11 @@ impl<'a> Step<'a> {
         }
     }
 
-    fn closed(&self) -> StepFailure {
+    pub(crate) fn closed(&self) -> StepFailure {
         self.failure(StepFailureKind::Crashed, "the page is closed")
     }
 
-    fn rejected(&self, message: impl Into<String>) -> StepFailure {
+    pub(crate) fn rejected(&self, message: impl Into<String>) -> StepFailure {
         self.failure(StepFailureKind::Rejected, message)
     }
 
@@ -695,7 +695,7 @@ impl<'a> Step<'a> {
 
     /// Waits for the first match of `selector` and evaluates `js` on it (with `arg`), again
     /// if the element or the document changed in between, until the deadline.
-    async fn read_first(
+    pub(crate) async fn read_first(
         &self,
         selector: &Selector,
         js: &str,
@@ -778,27 +778,34 @@ impl<'a> Step<'a> {
 
     /// `document.body.innerText`, again if a navigation replaced the document meanwhile.
     async fn page_text(&self) -> Result<String, StepFailure> {
+        let text = self
+            .evaluate_page(
+                "() => document.body ? document.body.innerText : ''",
+                "reading the page's text",
+            )
+            .await?;
+        Ok(match text {
+            Value::String(text) => text,
+            _ => String::new(),
+        })
+    }
+
+    /// Evaluates `js` (a function of no argument) in the page's main frame, again if a
+    /// navigation replaced the document meanwhile; `doing` names it in a failure.
+    pub(crate) async fn evaluate_page(&self, js: &str, doing: &str) -> Result<Value, StepFailure> {
         let page = self.session.page();
         loop {
             if self.session.page_gone() {
                 return Err(self.closed());
             }
-            match page
-                .evaluate::<(), Value>("() => document.body ? document.body.innerText : ''", None)
-                .await
-            {
-                Ok(Value::String(text)) => return Ok(text),
-                Ok(_) => return Ok(String::new()),
+            match page.evaluate::<(), Value>(js, None).await {
+                Ok(value) => return Ok(value),
                 Err(e) => match Cause::of(self.session, &e) {
                     Cause::Closed => return Err(self.closed()),
                     Cause::Navigated if Instant::now() < self.deadline => {
                         tokio::time::sleep(POLL).await;
                     }
-                    cause => {
-                        return Err(
-                            self.rejected(format!("reading the page's text: {}", cause.reason()))
-                        );
-                    }
+                    cause => return Err(self.rejected(format!("{doing}: {}", cause.reason()))),
                 },
             }
         }
@@ -868,7 +875,7 @@ const LIST_JS: &str = r"(items, fields) => {
 }";
 
 /// The Playwright selector for `selector`, or why there is none.
-fn playwright_selector(selector: &Selector) -> Result<String, String> {
+pub(crate) fn playwright_selector(selector: &Selector) -> Result<String, String> {
     match selector {
         Selector::Css(css) => css_selector(css),
         Selector::Explicit(spec) => {

@@ -273,6 +273,8 @@ impl Abr {
             platform: None,
             tenant_id: None,
             proposal_id: Some(format!("bench-{email}")),
+            dry_run: false,
+            handoff: None,
         };
         self.store.take_ms();
         let t0 = Instant::now();

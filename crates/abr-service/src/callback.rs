@@ -8,8 +8,12 @@
 
 use std::time::Duration;
 
-use abr_core::EgressPolicy;
-use abr_protocol::TaskRecord;
+use std::sync::Arc;
+
+use abr_core::{EgressPolicy, TakeoverSink};
+use abr_protocol::{TakeoverEvent, TaskRecord};
+
+use crate::config::RunnerConfig;
 use url::Url;
 
 /// How long the orchestrator has to answer.
@@ -31,6 +35,15 @@ pub(crate) async fn post_record(
     egress: &EgressPolicy,
     url: &Url,
     record: &TaskRecord,
+) -> Result<(), CallbackError> {
+    post_json(egress, url, record).await
+}
+
+/// Posts `body` as JSON to `url`, once, through the egress policy, without redirects.
+pub(crate) async fn post_json<T: serde::Serialize + ?Sized>(
+    egress: &EgressPolicy,
+    url: &Url,
+    body: &T,
 ) -> Result<(), CallbackError> {
     egress
         .check_url(url)
@@ -62,7 +75,7 @@ pub(crate) async fn post_record(
         .map_err(|e| CallbackError::Failed(e.to_string()))?;
     let response = client
         .post(url.clone())
-        .json(record)
+        .json(body)
         .send()
         .await
         .map_err(|e| CallbackError::Failed(e.without_url().to_string()))?;
@@ -73,5 +86,45 @@ pub(crate) async fn post_record(
             "the orchestrator answered {}",
             response.status()
         )))
+    }
+}
+
+/// Posts every takeover transition to `ABR_EVENTS_WEBHOOK` (ids only), in the background:
+/// a slow or failing webhook never holds a run. Failures are logged without the URL.
+#[derive(Debug)]
+struct WebhookSink {
+    egress: EgressPolicy,
+    url: Url,
+}
+
+impl TakeoverSink for WebhookSink {
+    fn emit(&self, event: &TakeoverEvent) {
+        let egress = self.egress.clone();
+        let url = self.url.clone();
+        let event = event.clone();
+        tokio::spawn(async move {
+            if let Err(e) = post_json(&egress, &url, &event).await {
+                tracing::warn!(event = %event.event, takeover_id = %event.takeover_id, error = %e, "the events webhook was not delivered");
+            }
+        });
+    }
+}
+
+/// Does nothing: no webhook configured (the events are on the task record).
+#[derive(Debug)]
+struct NoSink;
+
+impl TakeoverSink for NoSink {
+    fn emit(&self, _event: &TakeoverEvent) {}
+}
+
+/// The sink `config` names.
+pub(crate) fn takeover_sink(config: &RunnerConfig) -> Arc<dyn TakeoverSink> {
+    match &config.tasks.events_webhook {
+        Some(url) => Arc::new(WebhookSink {
+            egress: config.egress.clone(),
+            url: url.clone(),
+        }),
+        None => Arc::new(NoSink),
     }
 }

@@ -198,8 +198,11 @@ pub struct RunnerConfig {
 }
 
 /// Tasks: who must approve, and how much one tenant may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TaskSettings {
+    /// Where takeover transitions are posted (`ABR_EVENTS_WEBHOOK`): JSON with ids only,
+    /// through the egress policy, no redirects. Also on every task record.
+    pub events_webhook: Option<Url>,
     /// Which tasks wait for a person's approval (`ABR_TASK_APPROVAL`: `all`, the default;
     /// `committing_or_risky`; `off`). The effective rule is recorded on every task.
     pub approval: ApprovalRule,
@@ -707,6 +710,9 @@ impl RunnerConfig {
         if let Some(n) = limit("ABR_TENANT_MAX_RETRIES")? {
             t.retries = n;
         }
+        config.tasks.events_webhook = get("ABR_EVENTS_WEBHOOK")
+            .map(|v| parse_url("ABR_EVENTS_WEBHOOK", v))
+            .transpose()?;
         config.store.data_dir = get("ABR_DATA_DIR").map(PathBuf::from);
         config.store.session_key = secret("ABR_SESSION_KEY");
         if let Some(key) = &config.store.session_key {

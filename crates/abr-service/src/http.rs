@@ -207,6 +207,8 @@ pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
         .merge(crate::posts::routes::<C>())
         .merge(crate::tasks::routes::<C>())
         .merge(crate::sessions::routes::<C>())
+        .merge(crate::artifacts::routes::<C>())
+        .merge(crate::sites::routes::<C>())
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             require_bearer::<C>,

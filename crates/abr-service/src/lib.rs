@@ -9,6 +9,7 @@
 //! - [`cli`]: `abr session filter`, `abr serve`, `abr demo`.
 
 mod api_error;
+mod artifacts;
 mod auth;
 mod callback;
 pub mod cli;
@@ -23,6 +24,7 @@ mod remote;
 pub mod runner;
 pub mod server;
 mod sessions;
+mod sites;
 mod state;
 mod tasks;
 mod tenant;

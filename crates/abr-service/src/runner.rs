@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use abr_core::guard::{FrameSource, FrameStore, SiteStore};
 use abr_core::task::{
-    StepRunner, TaskConfig, TaskRunner, TaskSessions, TaskStore, TenantAdmission,
+    TaskConfig, TaskContext, TaskRunner, TaskSessions, TaskStore, TenantAdmission,
 };
 use abr_core::{
     AgentPoster, AuditError, AuditEvent, AuditSink, Auditor, CaptureConfig, CoreError,
-    DeadlineBudget, DynSessionProvider, PostJournal, PostStore, PosterConfig,
-    SessionCaptureManager, SessionContext, SessionStore, StoredSessions, StrategyRegistry,
+    DeadlineBudget, DynSessionProvider, LiveAttachment, LiveTarget, PostJournal, PostStore,
+    PosterConfig, SessionCaptureManager, SessionStore, StoredSessions, StrategyRegistry,
     SystemClock, WebPostStrategy, new_token,
 };
 use abr_protocol::SecretValue;
@@ -26,18 +27,28 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{ProviderChoice, RunnerConfig};
 
-/// What the runner drives: a browser context that posts, captures ([`SessionContext`]) and
-/// runs task steps ([`StepRunner`]). [`BrowserSession`] in production, the core's fakes in
-/// tests.
-pub trait RunnerContext: SessionContext + StepRunner {}
+/// What the runner drives: a browser context that posts, captures
+/// ([`SessionContext`](abr_core::SessionContext)), runs task steps
+/// ([`StepRunner`](abr_core::task::StepRunner)) through the guard rails
+/// ([`PageProbe`](abr_core::guard::PageProbe)) and can be handed to a person
+/// ([`LiveSurface`](abr_core::LiveSurface)): a [`TaskContext`]. [`BrowserSession`] in
+/// production, the core's fakes in tests.
+pub trait RunnerContext: TaskContext {}
 
-impl<C: SessionContext + StepRunner> RunnerContext for C {}
+impl<C: TaskContext> RunnerContext for C {}
 
 /// Where the runner keeps durable records: tasks, idempotency keys, per-tenant counters,
-/// and sessions stored by id. [`SqliteStore`] by default.
-pub trait RunnerStore: TaskStore + TaskSessions + SessionStore + PostStore {}
+/// sessions stored by id, replay frames and the screenshots switch, site decisions.
+/// [`SqliteStore`] by default.
+pub trait RunnerStore:
+    TaskStore + TaskSessions + SessionStore + PostStore + FrameStore + SiteStore
+{
+}
 
-impl<S: TaskStore + TaskSessions + SessionStore + PostStore> RunnerStore for S {}
+impl<S: TaskStore + TaskSessions + SessionStore + PostStore + FrameStore + SiteStore> RunnerStore
+    for S
+{
+}
 
 /// A strategy runnable by the runner's providers.
 pub type DynStrategy = Arc<dyn WebPostStrategy<BrowserSession>>;
@@ -174,12 +185,40 @@ pub struct Runner<C: RunnerContext = BrowserSession> {
     pub captures: Arc<SessionCaptureManager<C>>,
     /// Admission control for jobs.
     pub jobs: JobGate,
+    /// Replay frames and the tenants' screenshots switch.
+    pub frames: Arc<dyn FrameStore>,
+    /// The tenants' site decisions.
+    pub sites: Arc<dyn SiteStore>,
+    /// Where audit events go (the switch and site decisions are audited here).
+    pub audit: Auditor,
     /// The configuration it was built from.
     pub config: RunnerConfig,
     /// Every deadline of a request, derived from the request timeout.
     pub budget: DeadlineBudget,
     shutdown_hooks: Vec<ShutdownHook>,
     reaper: tokio::task::JoinHandle<()>,
+}
+
+impl<C: RunnerContext> Runner<C> {
+    /// What a live token shows: an open capture's browser, or a paused task's while its
+    /// takeover is active (`None` otherwise: the live view is refused).
+    pub fn live_target(&self, token: &str) -> Option<LiveTarget> {
+        self.captures
+            .live_target(token)
+            .or_else(|| self.tasks.handoffs().live_target(token))
+    }
+
+    /// Attaches a viewer socket to the browser a live token resolves to (see
+    /// [`Runner::live_target`]).
+    ///
+    /// # Errors
+    /// [`CoreError::LiveViewNotFound`] or [`CoreError::LiveViewLimit`].
+    pub fn attach_live(&self, token: &str) -> Result<LiveAttachment<C>, CoreError> {
+        match self.captures.attach_live(token) {
+            Err(CoreError::LiveViewNotFound) => self.tasks.handoffs().attach_live(token),
+            attached => attached,
+        }
+    }
 }
 
 impl<C: RunnerContext> std::fmt::Debug for Runner<C> {
@@ -351,6 +390,10 @@ impl<C: RunnerContext> RunnerBuilder<C> {
         let poster = Arc::new(
             AgentPoster::new(Arc::clone(&jobs_provider), Arc::clone(&strategies))
                 .with_audit(auditor.clone())
+                .with_frames(Arc::new(FrameSource::new(
+                    Arc::clone(&store) as Arc<dyn FrameStore>,
+                    Arc::new(SystemClock),
+                )))
                 .with_config(poster_config),
         );
         let body_key = body_hash_key(&config)?;
@@ -383,6 +426,9 @@ impl<C: RunnerContext> RunnerBuilder<C> {
                 .with_platforms(Arc::clone(&strategies))
                 .with_sessions(task_sessions)
                 .with_body_hash_key(body_key)
+                .with_frames(Arc::clone(&store) as Arc<dyn FrameStore>)
+                .with_sites(Arc::clone(&store) as Arc<dyn SiteStore>)
+                .with_takeover_sink(crate::callback::takeover_sink(&config))
                 .with_audit(auditor.clone()),
         );
         let captures = Arc::new(
@@ -398,7 +444,7 @@ impl<C: RunnerContext> RunnerBuilder<C> {
                 }
                 .with_budget(&budget),
             )
-            .with_audit(auditor),
+            .with_audit(auditor.clone()),
         );
         let reaper = captures.spawn_reaper(Duration::from_secs(5));
         Ok(Runner {
@@ -412,6 +458,9 @@ impl<C: RunnerContext> RunnerBuilder<C> {
                 config.limits.max_queued_jobs,
                 budget.queue_wait,
             ),
+            frames: Arc::clone(&store) as Arc<dyn FrameStore>,
+            sites: Arc::clone(&store) as Arc<dyn SiteStore>,
+            audit: auditor,
             config,
             budget,
             shutdown_hooks: hooks,

@@ -14,8 +14,8 @@ use std::time::Duration;
 use abr_core::task::TaskEnd;
 use abr_protocol::codes;
 use abr_protocol::{
-    ApproveRequest, AssertNotPostedRequest, PlanStep, RecheckResult, RejectRequest, TaskRecord,
-    TaskRequest,
+    ApproveRequest, AssertNotPostedRequest, PlanStep, RecheckResult, RejectRequest, TakeoverAnswer,
+    TakeoverStarted, TakeoverState, TaskRecord, TaskRequest,
 };
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -53,6 +53,59 @@ pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
         )
         .route("/v1/tasks/{id}/retry", post(retry::<C>))
         .route("/v1/tasks/{id}/screenshots/{name}", get(screenshot::<C>))
+        .route("/v1/tasks/{id}/takeover", post(take_over::<C>))
+        .route("/v1/tasks/{id}/takeover/resume", post(resume::<C>))
+        .route("/v1/tasks/{id}/takeover/end", post(end_takeover::<C>))
+}
+
+/// `POST /v1/tasks/{id}/takeover`: `requested → active` for a paused task; answers the live
+/// view URL (with its token) for the person taking over. The live view is served only while
+/// the takeover is active.
+async fn take_over<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TakeoverStarted>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let active = state.runner.tasks.take_over(&tenant, &id).await?;
+    Ok(Json(TakeoverStarted {
+        takeover_id: active.takeover_id,
+        state: TakeoverState::Active,
+        live_view_url: format!(
+            "{}/live/{}",
+            state.runner.config.public_base(),
+            active.live_token
+        ),
+        expires_at: active.expires_at,
+    }))
+}
+
+/// `POST /v1/tasks/{id}/takeover/resume`: the run continues where it stopped.
+async fn resume<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TakeoverAnswer>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let takeover_id = state.runner.tasks.resume(&tenant, &id).await?;
+    Ok(Json(TakeoverAnswer {
+        takeover_id,
+        state: TakeoverState::Resumed,
+    }))
+}
+
+/// `POST /v1/tasks/{id}/takeover/end`: the run stops without acting.
+async fn end_takeover<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TakeoverAnswer>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let takeover_id = state.runner.tasks.end_takeover(&tenant, &id).await?;
+    Ok(Json(TakeoverAnswer {
+        takeover_id,
+        state: TakeoverState::Ended,
+    }))
 }
 
 /// Runs a queued task in the background, holding a job slot (waiting for one as long as it

@@ -150,6 +150,8 @@ impl TestStrategy {
                 allow_interactive_capture: true,
                 allow_unattended,
                 scope: None,
+                read_only: false,
+                screenshots: true,
             },
             panics,
         })

@@ -250,3 +250,77 @@ impl FrameRecorder {
         }
     }
 }
+
+/// A run's frames, for code generic over a context it does not itself require to be a
+/// [`PageProbe`] (the poster): implemented by [`FrameRecorder`] for every probe.
+#[async_trait]
+pub trait RunFrames<C>: Send + Sync + 'static {
+    /// Takes and stores one frame of `context` (best effort, as [`FrameRecorder::capture`]).
+    async fn capture(&self, context: &C, point: FramePoint, action: &str);
+}
+
+#[async_trait]
+impl<C: PageProbe> RunFrames<C> for FrameRecorder {
+    async fn capture(&self, context: &C, point: FramePoint, action: &str) {
+        FrameRecorder::capture(self, context, point, action).await;
+    }
+}
+
+/// Starts the frames of runs: the runner's frame store and clock.
+#[async_trait]
+pub trait RunFramesSource<C>: Send + Sync + 'static {
+    /// The recorder of run `run_id` of `tenant` (`None` when the store fails: the run goes
+    /// on without evidence).
+    async fn begin(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        platform_enabled: bool,
+    ) -> Option<Arc<dyn RunFrames<C>>>;
+}
+
+/// [`RunFramesSource`] on a [`FrameStore`].
+#[derive(Clone)]
+pub struct FrameSource {
+    store: Arc<dyn FrameStore>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for FrameSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameSource").finish_non_exhaustive()
+    }
+}
+
+impl FrameSource {
+    /// Frames kept in `store`, timed by `clock`.
+    pub fn new(store: Arc<dyn FrameStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+}
+
+#[async_trait]
+impl<C: PageProbe> RunFramesSource<C> for FrameSource {
+    async fn begin(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        platform_enabled: bool,
+    ) -> Option<Arc<dyn RunFrames<C>>> {
+        match FrameRecorder::begin(
+            Arc::clone(&self.store),
+            Arc::clone(&self.clock),
+            tenant,
+            run_id,
+            platform_enabled,
+        )
+        .await
+        {
+            Ok((recorder, _)) => Some(Arc::new(recorder)),
+            Err(e) => {
+                tracing::warn!(run_id, error = %e, "no replay frames for this run");
+                None
+            }
+        }
+    }
+}

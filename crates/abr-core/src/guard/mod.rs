@@ -24,8 +24,8 @@ mod verbs;
 pub use commit::{Committing, commit_class, is_committing};
 pub use element::ElementFacts;
 pub use frames::{
-    FrameRecorder, FrameRefused, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN, StoredFrame,
-    frame_url, run_screenshots,
+    FrameRecorder, FrameRefused, FrameSource, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN,
+    RunFrames, RunFramesSource, StoredFrame, frame_url, run_screenshots,
 };
 pub use memory::{InMemoryFrameStore, InMemorySiteStore};
 pub use pause::{PauseRules, detect_pause};

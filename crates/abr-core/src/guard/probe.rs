@@ -103,7 +103,7 @@ impl std::fmt::Debug for RedactedFrame {
 
 /// Decides whether a run's browser may open a host: the tenant's site policy, as the
 /// provider's navigation filter consults it.
-pub trait SiteFilter: Send + Sync + 'static {
+pub trait SiteFilter: Send + Sync + std::fmt::Debug + 'static {
     /// Whether a document from `host` may load (`false`: the request is aborted before it is
     /// sent).
     fn may_open(&self, host: &str) -> bool;

@@ -57,6 +57,8 @@ fn covers(entry: &str, host: &str) -> bool {
 pub struct SitePolicy {
     entries: BTreeMap<String, SiteDecision>,
     run_sites: Vec<String>,
+    /// No site policy at all (an embedding without a site store): everything is allowed.
+    open: bool,
 }
 
 impl SitePolicy {
@@ -65,7 +67,21 @@ impl SitePolicy {
         Self {
             entries: entries.into_iter().collect(),
             run_sites: Vec::new(),
+            open: false,
         }
+    }
+
+    /// No policy: every site is allowed.
+    pub fn open() -> Self {
+        Self {
+            open: true,
+            ..Self::default()
+        }
+    }
+
+    /// Replaces the tenant entries (read again after a decision), keeping the run's sites.
+    pub fn set_entries(&mut self, entries: impl IntoIterator<Item = (String, SiteDecision)>) {
+        self.entries = entries.into_iter().collect();
     }
 
     /// Adds a site the run is allowed by its own definition (the approved plan's hosts).
@@ -76,6 +92,11 @@ impl SitePolicy {
             self.run_sites.push(host);
         }
         self
+    }
+
+    /// Whether the tenant decided on any site.
+    pub fn has_entries(&self) -> bool {
+        !self.entries.is_empty()
     }
 
     /// Whether the tenant has an allow list (then nothing else is ever asked about).
@@ -91,7 +112,9 @@ impl SitePolicy {
                 .iter()
                 .any(|(entry, d)| *d == decision && covers(entry, &host))
         };
-        if listed(SiteDecision::Deny) {
+        if self.open {
+            SiteVerdict::Allowed
+        } else if listed(SiteDecision::Deny) {
             SiteVerdict::Denied
         } else if listed(SiteDecision::Allow) || self.run_sites.iter().any(|s| covers(s, &host)) {
             SiteVerdict::Allowed

@@ -11,7 +11,7 @@ pub enum ApprovalRule {
     /// Every task waits for approval (the seed's rule; the default).
     #[default]
     All,
-    /// Only plans with a committing step ([`is_committing`](super::is_committing)) or a
+    /// Only plans with a committing step ([`is_committing`](crate::guard::is_committing)) or a
     /// declared risk of medium or high wait; read-only, low-risk plans run at once.
     CommittingOrRisky,
     /// No task waits (trusted orchestrators).

@@ -31,3 +31,11 @@ pub const RUNNER_STOPPED: &str = "runner_stopped";
 pub const REJECTED: &str = "rejected";
 /// The stored plan is not the approved one, or has no approval: nothing ran.
 pub const PLAN_NOT_APPROVED: &str = "plan_not_approved";
+/// The read-only or dry-run guard refused a committing action (nothing reached the page).
+pub const BLOCKED_ACTION: &str = "blocked_action";
+/// The run reached a site the tenant denied (or one outside its allow list).
+pub const SITE_DENIED: &str = "site_denied";
+/// The person (or the orchestrator) ended the takeover: the run stopped without acting.
+pub const TAKEOVER_ENDED: &str = "takeover_ended";
+/// Nobody resumed the takeover in time: the run stopped without acting.
+pub const TAKEOVER_EXPIRED: &str = "takeover_expired";

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abr_protocol::{
-    AgentSessionState, Approval, ApproveRequest, AssertNotPostedRequest, ErrorBody, OwnerAssertion,
-    RecheckAnswer, RecheckResult, RejectRequest, SecretValue, StepResult, TaskRecord, TaskRequest,
-    TaskState, TaskVerification,
+    AgentSessionState, Approval, ApproveRequest, AssertNotPostedRequest, ErrorBody, FramePoint,
+    OwnerAssertion, RecheckAnswer, RecheckResult, RejectRequest, SecretValue, StepResult,
+    TaskRecord, TaskRequest, TaskState, TaskVerification,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -19,18 +19,18 @@ use super::limits::{TenantAdmission, TenantLimit, TenantLimits};
 use super::plan::{
     FilledStep, PlanLimits, VERIFICATION_SCREENSHOT, ValidPlan, plan_hash, request_hash, validate,
 };
+use super::rails::{self, Rails};
 use super::store::{Counter, IdempotencyKey, Inserted, StoredTask, TaskSessions, TaskStore};
-use super::{
-    ApprovalRule, BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner,
-    is_committing,
-};
+use super::{ApprovalRule, BrowserAction, StepFailure, StepFailureKind, StepOutput, TaskContext};
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome, AuditStep, Auditor};
+use crate::guard::{FrameRecorder, FrameStore, ReadOnlySource, SitePolicy, SiteStore, SiteVerdict};
+use crate::handoff::{Handoffs, TakeoverSink};
 use crate::poster::ACQUIRING;
 use crate::scope_io::{self, Scopes};
 use crate::step::{Step, guarded};
 use crate::{
-    AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, SessionContext,
-    SessionScope, StrategyPolicy, StrategyRegistry, SystemClock, new_token,
+    AcquireMode, AcquireRequest, Clock, CoreError, DynSessionProvider, Lease, SessionScope,
+    StrategyPolicy, StrategyRegistry, SystemClock, new_token,
 };
 
 /// Longest free text (a rejection reason, an assertion's note), in bytes.
@@ -63,6 +63,9 @@ pub struct TaskConfig {
     pub approval: ApprovalRule,
     /// Per-tenant limits.
     pub limits: TenantLimits,
+    /// Longest a paused run waits for a person (a request's `handoff.waitSeconds` above it
+    /// is refused; default one hour).
+    pub max_handoff_wait: Duration,
 }
 
 impl Default for TaskConfig {
@@ -78,6 +81,7 @@ impl Default for TaskConfig {
             extract_cap_bytes: 256 * 1024,
             approval: ApprovalRule::All,
             limits: TenantLimits::default(),
+            max_handoff_wait: Duration::from_secs(3600),
         }
     }
 }
@@ -147,20 +151,31 @@ enum Outcome {
 
 /// Why a step (or the verification) did not do its job.
 #[derive(Debug)]
-struct Failure {
-    body: ErrorBody,
+pub(super) struct Failure {
+    pub(super) body: ErrorBody,
     signed_out: bool,
+    /// A retry would meet the same refusal (a blocked action, a denied site, a handoff).
+    pub(super) final_: bool,
 }
 
 impl Failure {
-    fn new(code: &str, message: impl Into<String>) -> Self {
+    pub(super) fn new(code: &str, message: impl Into<String>) -> Self {
         Self {
             body: ErrorBody::new(code, message),
             signed_out: false,
+            final_: false,
         }
     }
 
-    fn from_step(failure: StepFailure) -> Self {
+    /// A failure a retry cannot fix.
+    pub(super) fn refusal(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            final_: true,
+            ..Self::new(code, message)
+        }
+    }
+
+    pub(super) fn from_step(failure: StepFailure) -> Self {
         let code = match failure.kind {
             StepFailureKind::NotFound => codes::ELEMENT_NOT_FOUND,
             StepFailureKind::Navigation => codes::NAVIGATION_FAILED,
@@ -171,13 +186,15 @@ impl Failure {
         Self {
             body: ErrorBody::new(code, failure.message),
             signed_out: failure.kind == StepFailureKind::SignedOut,
+            final_: false,
         }
     }
 
-    fn store(e: &CoreError) -> Self {
+    pub(super) fn store(e: &CoreError) -> Self {
         Self {
             body: e.to_body(),
             signed_out: false,
+            final_: false,
         }
     }
 }
@@ -200,7 +217,7 @@ impl Outcome {
         } else {
             Self::Failed {
                 step,
-                error: failure.body.retryable(true),
+                error: failure.body.retryable(!failure.final_),
             }
         }
     }
@@ -236,10 +253,34 @@ impl Outcome {
     }
 }
 
+/// A step failure: after a refused action, the refusal is the reason the run ended (a
+/// later step usually fails because of it).
+fn blocked_or(
+    task: &StoredTask,
+    committed: bool,
+    step: Option<usize>,
+    failure: Failure,
+) -> Outcome {
+    match task.record.blocked.first() {
+        Some(first) => Outcome::Failed {
+            step: first.step,
+            error: ErrorBody::new(
+                codes::BLOCKED_ACTION,
+                format!(
+                    "a committing action was refused (see `blocked`) and step {} then failed: {}",
+                    step.map_or_else(|| "?".to_owned(), |s| s.to_string()),
+                    failure.body.message
+                ),
+            ),
+        },
+        None => Outcome::interrupted(committed, step, failure),
+    }
+}
+
 fn audit_outcome(state: TaskState) -> AuditOutcome {
     match state {
         TaskState::Succeeded | TaskState::PendingApproval | TaskState::Queued => AuditOutcome::Ok,
-        TaskState::Running | TaskState::Uncertain => AuditOutcome::Uncertain,
+        TaskState::Running | TaskState::Paused | TaskState::Uncertain => AuditOutcome::Uncertain,
         TaskState::NeedsReauth => AuditOutcome::NeedsReauth,
         TaskState::Failed => AuditOutcome::Failed,
         TaskState::Rejected => AuditOutcome::Denied,
@@ -413,18 +454,22 @@ fn truncate(value: Value, budget: usize) -> Value {
 /// UTC day when it is admitted to run (approved, or let through by the rule); the session
 /// is given back when the run ends. Every operation emits an [`AuditEvent`] with ids,
 /// step types and descriptions only: never a typed value, an input or extracted data.
-pub struct TaskRunner<C: SessionContext + StepRunner> {
+pub struct TaskRunner<C: TaskContext> {
     provider: DynSessionProvider<C>,
     store: Arc<dyn TaskStore>,
     platforms: Option<Arc<StrategyRegistry<C>>>,
     sessions: Option<Arc<dyn TaskSessions>>,
     audit: Auditor,
-    clock: Arc<dyn Clock>,
+    pub(super) clock: Arc<dyn Clock>,
     config: TaskConfig,
     body_key: Option<SecretValue>,
+    pub(super) frames: Option<Arc<dyn FrameStore>>,
+    pub(super) sites: Option<Arc<dyn SiteStore>>,
+    pub(super) handoffs: Arc<Handoffs<C>>,
+    pub(super) takeover_sink: Option<Arc<dyn TakeoverSink>>,
 }
 
-impl<C: SessionContext + StepRunner> std::fmt::Debug for TaskRunner<C> {
+impl<C: TaskContext> std::fmt::Debug for TaskRunner<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskRunner")
             .field("provider", &self.provider.name())
@@ -435,7 +480,7 @@ impl<C: SessionContext + StepRunner> std::fmt::Debug for TaskRunner<C> {
     }
 }
 
-impl<C: SessionContext + StepRunner> TaskRunner<C> {
+impl<C: TaskContext> TaskRunner<C> {
     /// A runner acting through `provider`, keeping tasks in `store`; default settings, no
     /// platforms, no stored sessions, no audit sink, system clock.
     pub fn new(provider: DynSessionProvider<C>, store: Arc<dyn TaskStore>) -> Self {
@@ -448,7 +493,39 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
             clock: Arc::new(SystemClock),
             config: TaskConfig::default(),
             body_key: None,
+            frames: None,
+            sites: None,
+            handoffs: Arc::new(Handoffs::new(Arc::new(SystemClock))),
+            takeover_sink: None,
         }
+    }
+
+    /// Keeps replay frames in `frames` (and reads the tenants' screenshots switch there).
+    /// Without a frame store no frame is taken.
+    #[must_use]
+    pub fn with_frames(mut self, frames: Arc<dyn FrameStore>) -> Self {
+        self.frames = Some(frames);
+        self
+    }
+
+    /// Applies the tenants' site decisions in `sites`, and records consent given during a
+    /// pause there. Without a site store every site is allowed.
+    #[must_use]
+    pub fn with_sites(mut self, sites: Arc<dyn SiteStore>) -> Self {
+        self.sites = Some(sites);
+        self
+    }
+
+    /// Sends every takeover transition to `sink` (a webhook), besides the task record.
+    #[must_use]
+    pub fn with_takeover_sink(mut self, sink: Arc<dyn TakeoverSink>) -> Self {
+        self.takeover_sink = Some(sink);
+        self
+    }
+
+    /// The paused runs' takeovers (the live view attaches through them).
+    pub fn handoffs(&self) -> &Arc<Handoffs<C>> {
+        &self.handoffs
     }
 
     /// Sets the settings.
@@ -484,6 +561,7 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
     /// Uses `clock` for timestamps and the UTC day.
     #[must_use]
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.handoffs = Arc::new(Handoffs::new(Arc::clone(&clock)));
         self.clock = clock;
         self
     }
@@ -739,10 +817,19 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
             Ok(state) => state,
             Err(e) => return Outcome::not_started(e.to_body()),
         };
+        let mut rails = match self
+            .rails(task, &valid, &steps, policy.as_ref(), state.is_some())
+            .await
+        {
+            Ok(rails) => rails,
+            Err((step, failure)) => return Outcome::interrupted(false, step, failure),
+        };
         let unscoped = StrategyPolicy {
             allow_interactive_capture: false,
             allow_unattended: true,
             scope: None,
+            read_only: false,
+            screenshots: true,
         };
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
         let platform = task
@@ -763,7 +850,15 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
             Ok(lease) => lease,
             Err(e) => return Outcome::not_started(e.to_body().retryable(true)),
         };
-        let outcome = self.drive(task, &valid, &steps, lease.context()).await;
+        let outcome = match self.arm(task, &mut rails, &lease).await {
+            Ok(()) => self.drive(task, &valid, &steps, &lease, &mut rails).await,
+            Err(failure) => Outcome::interrupted(false, None, failure),
+        };
+        if let Some(frames) = &rails.frames {
+            frames
+                .capture(lease.context(), FramePoint::Completion, "completion")
+                .await;
+        }
         if !matches!(outcome, Outcome::NeedsReauth { .. })
             && let Some(session_id) = task.request.session_id.clone()
         {
@@ -774,41 +869,192 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
         outcome
     }
 
-    /// The browser part of a run: the target URL, the steps, the verification.
+    /// The rails of a run, decided before any browser starts: read-only (from the platform
+    /// or the approved plan, never the request), dry run (the request), the tenant's sites
+    /// plus the plan's own hosts. A plan that would open a denied site stops here, at that
+    /// step, with nothing opened.
+    async fn rails(
+        &self,
+        task: &mut StoredTask,
+        valid: &ValidPlan,
+        steps: &[FilledStep],
+        policy: Option<&StrategyPolicy>,
+        has_session: bool,
+    ) -> Result<Rails, (Option<usize>, Failure)> {
+        let read_only = if policy.is_some_and(|p| p.read_only) {
+            Some(ReadOnlySource::Platform)
+        } else if valid.plan().read_only {
+            Some(ReadOnlySource::Plan)
+        } else {
+            None
+        };
+        task.record.read_only = read_only.is_some();
+        task.record.dry_run = task.request.dry_run;
+        let wait = match task.request.handoff {
+            None => None,
+            Some(h) => {
+                let wait = Duration::from_secs(h.wait_seconds);
+                if h.wait_seconds == 0 || wait > self.config.max_handoff_wait {
+                    return Err((
+                        None,
+                        Failure::refusal(
+                            abr_protocol::codes::INVALID_REQUEST.code,
+                            format!(
+                                "handoff.waitSeconds is 1 to {}",
+                                self.config.max_handoff_wait.as_secs()
+                            ),
+                        ),
+                    ));
+                }
+                Some(wait)
+            }
+        };
+        let mut sites = match &self.sites {
+            None => SitePolicy::default(),
+            Some(store) => match store.sites(&task.tenant_id).await {
+                Ok(entries) => SitePolicy::new(entries.into_iter().map(|e| (e.domain, e.decision))),
+                Err(e) => return Err((None, Failure::store(&e))),
+            },
+        };
+        let mut hosts = vec![(None, rails::host_of(valid.target_url().as_str()))];
+        for (i, step) in steps.iter().enumerate() {
+            if let BrowserAction::Navigate { url } = &step.action {
+                hosts.push((Some(i), rails::host_of(url.as_str())));
+            }
+        }
+        if self.sites.is_some() {
+            for (_, host) in &hosts {
+                sites = sites.with_run_site(host);
+            }
+            if let Some((step, _)) = hosts
+                .iter()
+                .find(|(_, host)| sites.verdict(host) == SiteVerdict::Denied)
+            {
+                return Err((
+                    *step,
+                    Failure::refusal(
+                        codes::SITE_DENIED,
+                        "the plan opens a site the tenant denied (or one outside its allow \
+                         list): nothing was opened",
+                    ),
+                ));
+            }
+        } else {
+            // No site store: every site is allowed.
+            sites = SitePolicy::open();
+        }
+        let platform_frames = policy.is_none_or(|p| p.screenshots);
+        let mut rails = Rails::new(read_only, task.request.dry_run, has_session, sites, wait);
+        if let Some(store) = &self.frames {
+            match FrameRecorder::begin(
+                Arc::clone(store),
+                Arc::clone(&self.clock),
+                &task.tenant_id,
+                &task.record.task_id,
+                platform_frames,
+            )
+            .await
+            {
+                Ok((recorder, setting)) => {
+                    task.record.replay = Some(setting);
+                    rails.frames = Some(recorder);
+                }
+                Err(e) => return Err((None, Failure::store(&e))),
+            }
+        }
+        Ok(rails)
+    }
+
+    /// Arms the browser: the site filter, when the tenant has decisions.
+    async fn arm(
+        &self,
+        _task: &StoredTask,
+        rails: &mut Rails,
+        lease: &Lease<C>,
+    ) -> Result<(), Failure> {
+        if self.sites.is_none() || !rails.sites.has_entries() {
+            return Ok(());
+        }
+        let filter: Arc<dyn crate::guard::SiteFilter> = rails.sites.clone();
+        match guarded(
+            self.config.default_step_timeout,
+            lease.context().filter_sites(filter),
+        )
+        .await
+        {
+            Step::Done(()) => Ok(()),
+            Step::Error(e) => Err(Failure::from_step(e)),
+            Step::TimedOut | Step::Panicked => Err(Failure::new(
+                codes::STEP_REJECTED,
+                "the browser could not install the site filter",
+            )),
+        }
+    }
+
+    /// The browser part of a run: the target URL, the steps (each through the guard, with a
+    /// checkpoint after it), the verification.
     async fn drive(
         &self,
         task: &mut StoredTask,
         valid: &ValidPlan,
         steps: &[FilledStep],
-        context: &C,
+        lease: &Lease<C>,
+        rails: &mut Rails,
     ) -> Outcome {
+        let context = lease.context();
         let target = BrowserAction::Navigate {
             url: valid.target_url().clone(),
         };
-        if let Err(failure) = self
-            .step(context, &target, self.config.default_step_timeout)
-            .await
-        {
+        let mut reopened = false;
+        loop {
+            match self
+                .step(context, &target, self.config.default_step_timeout)
+                .await
+            {
+                Ok(_) => break,
+                Err(failure) if failure.body.code == codes::NAVIGATION_FAILED && !reopened => {
+                    reopened = true;
+                    // An error page may be a block (a 403, a bot check): read it, and open
+                    // the page again after a person cleared it.
+                    match self.checkpoint(task, rails, lease, None, false).await {
+                        Ok(true) => {}
+                        Ok(false) => return Outcome::interrupted(false, None, failure),
+                        Err(failure) => return Outcome::interrupted(false, None, failure),
+                    }
+                }
+                Err(failure) => return Outcome::interrupted(false, None, failure),
+            }
+        }
+        if let Some(frames) = &rails.frames {
+            frames
+                .capture(context, FramePoint::Navigation, "navigate")
+                .await;
+        }
+        if let Err(failure) = self.checkpoint(task, rails, lease, None, false).await {
             return Outcome::interrupted(false, None, failure);
         }
         let mut committed = false;
         let mut extracted_bytes = 0;
         for (index, (filled, planned)) in steps.iter().zip(&valid.plan().steps).enumerate() {
-            let committing = is_committing(&filled.action);
-            if committing && !task.committing_started {
-                // Saved before the step starts: a restart after this point knows the task
-                // may have acted.
-                task.committing_started = true;
-                if let Err(failure) = self.save_progress(task).await {
-                    return Outcome::interrupted(committed, Some(index), failure);
-                }
-            }
-            committed |= committing;
             let timeout = planned
                 .timeout_ms
                 .map_or(self.config.default_step_timeout, Duration::from_millis);
             let started = Instant::now();
-            let done = self.step(context, &filled.action, timeout).await;
+            let done = self
+                .guarded_step(
+                    task,
+                    rails,
+                    lease,
+                    index,
+                    &filled.action,
+                    timeout,
+                    committed,
+                )
+                .await;
+            let committing = match &done {
+                Ok((_, committing)) | Err((_, committing)) => *committing,
+            };
+            committed |= committing;
             let mut result = StepResult {
                 index,
                 action: filled.action.kind().to_owned(),
@@ -818,11 +1064,11 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
                 error: None,
             };
             let failure = match done {
-                Ok(output) => {
+                Ok((output, _)) => {
                     self.keep(task, filled, output, &mut extracted_bytes, &mut result)
                         .await
                 }
-                Err(failure) => Some(failure),
+                Err((failure, _)) => Some(failure),
             };
             result.ms = ms(started);
             if let Some(failure) = &failure {
@@ -831,19 +1077,48 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
             }
             task.record.step_results.push(result);
             let saved = self.save_progress(task).await;
-            if let Some(failure) = failure {
-                return Outcome::interrupted(committed, Some(index), failure);
-            }
             if let Err(failure) = saved {
                 return Outcome::interrupted(committed, Some(index), failure);
             }
+            match failure {
+                // A refused action is a wasted step: the run goes on with the next one.
+                Some(f) if f.body.code == codes::BLOCKED_ACTION => continue,
+                Some(failure) => return blocked_or(task, committed, Some(index), failure),
+                None => {}
+            }
+            if let Some(point) = rails::frame_point(&filled.action)
+                && let Some(frames) = &rails.frames
+            {
+                frames.capture(context, point, filled.action.kind()).await;
+            }
+            if rails::may_change_page(&filled.action)
+                && let Err(failure) = self
+                    .checkpoint(task, rails, lease, Some(index + 1), committed)
+                    .await
+            {
+                return Outcome::interrupted(committed, Some(index), failure);
+            }
+        }
+        if let Some(first) = task.record.blocked.first() {
+            // Nothing is proven by verifying a run whose commits were refused.
+            return Outcome::Failed {
+                step: first.step,
+                error: ErrorBody::new(
+                    codes::BLOCKED_ACTION,
+                    format!(
+                        "{} committing action(s) refused (see `blocked`); the run did every \
+                         other step and committed nothing",
+                        task.record.blocked.len()
+                    ),
+                ),
+            };
         }
         self.verify(task, valid, context, committed).await
     }
 
     /// Runs one browser action under its deadline (plus the grace), mapping every return,
     /// error, timeout and panic.
-    async fn step(
+    pub(super) async fn step(
         &self,
         context: &C,
         action: &BrowserAction,
@@ -1039,7 +1314,7 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
 
     /// Saves the running task; a lost compare-and-swap is a store failure (the runner is
     /// the only writer of a running task).
-    async fn save_progress(&self, task: &mut StoredTask) -> Result<(), Failure> {
+    pub(super) async fn save_progress(&self, task: &mut StoredTask) -> Result<(), Failure> {
         match self.save(task).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(Failure::store(&CoreError::Store(
@@ -1149,6 +1424,8 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
             allow_interactive_capture: false,
             allow_unattended: true,
             scope: None,
+            read_only: false,
+            screenshots: true,
         };
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
         let request = AcquireRequest {
@@ -1340,7 +1617,7 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
     pub async fn recover_unfinished(&self) -> Result<Vec<TaskEnd>, CoreError> {
         let mut ended = Vec::new();
         for mut task in self.store.unfinished().await? {
-            let running = task.record.state == TaskState::Running;
+            let running = matches!(task.record.state, TaskState::Running | TaskState::Paused);
             let committed =
                 task.committing_started || task.record.step_results.iter().any(|r| r.committing);
             let next = task.record.step_results.len();
@@ -1398,7 +1675,7 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
 
     // ---- helpers --------------------------------------------------------------------------
 
-    async fn load(&self, tenant: &str, task_id: &str) -> Result<StoredTask, CoreError> {
+    pub(super) async fn load(&self, tenant: &str, task_id: &str) -> Result<StoredTask, CoreError> {
         crate::tenant::check("tenantId", Some(tenant))?;
         self.store
             .get(tenant, task_id)
@@ -1468,6 +1745,13 @@ impl<C: SessionContext + StepRunner> TaskRunner<C> {
             started_at: None,
             retry_of,
             assertion: None,
+            read_only: false,
+            dry_run: request.dry_run,
+            blocked: Vec::new(),
+            pause: None,
+            takeover_events: Vec::new(),
+            replay: None,
+            session_check: None,
         };
         Ok(StoredTask {
             tenant_id: tenant.to_owned(),

@@ -5,7 +5,8 @@
 //! - [`validate`] → [`ValidPlan`]: plan validation (422 `invalid_plan` naming the step),
 //!   templating from the task's inputs ([`ValidPlan::fill`]), the plan hash an approver
 //!   approves ([`plan_hash`]) and the steps in words ([`describe_steps`]).
-//! - [`is_committing`]: the one function that decides which actions may commit.
+//! - [`commit_class`](crate::guard::commit_class): the one rule that decides which actions
+//!   may commit (in [`crate::guard`]).
 //! - [`ApprovalRule`]: which tasks wait for a person's approval.
 //! - [`TaskRunner`]: create, approve, reject, run, re-check, assert, retry, recover.
 //! - [`TaskStore`] ([`InMemoryTaskStore`]): records, idempotency keys, per-tenant counters
@@ -13,15 +14,15 @@
 
 mod approval;
 pub mod codes;
-mod commit;
 mod engine;
 mod limits;
+mod pauses;
 mod plan;
+mod rails;
 mod runner;
 mod store;
 
 pub use approval::{ApprovalRule, UnknownApprovalRule};
-pub use commit::is_committing;
 pub(crate) use engine::Assertion;
 pub use engine::{Created, TaskConfig, TaskEnd, TaskRunner};
 pub use limits::{TenantAdmission, TenantLimit, TenantLimits, until_next_utc_day, utc_day};
@@ -34,3 +35,16 @@ pub use runner::{BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRu
 pub use store::{
     Counter, IdempotencyKey, InMemoryTaskStore, Inserted, StoredTask, TaskSessions, TaskStore,
 };
+
+/// What a task runs on: a browser context that steps ([`StepRunner`]), is read by the guard
+/// rails ([`PageProbe`](crate::guard::PageProbe)) and can be handed to a person
+/// ([`LiveSurface`](crate::LiveSurface)).
+pub trait TaskContext:
+    crate::SessionContext + StepRunner + crate::guard::PageProbe + crate::LiveSurface
+{
+}
+
+impl<C> TaskContext for C where
+    C: crate::SessionContext + StepRunner + crate::guard::PageProbe + crate::LiveSurface
+{
+}

@@ -16,7 +16,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use url::Url;
 
-use super::{BrowserAction, is_committing};
+use super::BrowserAction;
+use crate::guard::is_committing;
 
 /// The limits of a plan (runner settings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,7 +229,8 @@ impl ValidPlan {
         &self.steps
     }
 
-    /// Whether a step may commit ([`is_committing`]).
+    /// Whether a step may commit ([`is_committing`], without element facts: every click, Enter,
+    /// select and upload may).
     pub fn has_committing_step(&self) -> bool {
         self.committing
     }
@@ -287,7 +289,7 @@ pub fn validate(
     }
     check_verification(&plan.verification).map_err(PlanError::at(PlanLocation::Verification))?;
     let filled = fill_steps(plan, &target, inputs)?;
-    let committing = filled.iter().any(|s| is_committing(&s.action));
+    let committing = filled.iter().any(|s| is_committing(&s.action, None));
     Ok(ValidPlan {
         plan: plan.clone(),
         target,

@@ -115,7 +115,7 @@ async fn viewer<C: RunnerContext + LiveSurface>(
     State(state): State<AppState<C>>,
     Path(token): Path<String>,
 ) -> Result<Response, ApiError> {
-    let target = state.runner.captures.live_target(&token).ok_or_else(gone)?;
+    let target = state.runner.live_target(&token).ok_or_else(gone)?;
     let nonce = nonce()?;
     let live = &state.live;
     let proxied = live.proxy.is_some() && target.provider_viewer.is_some();
@@ -145,7 +145,7 @@ async fn screencast<C: RunnerContext + LiveSurface>(
     request: Request,
 ) -> Result<Response, ApiError> {
     check_origin(&state.live, request.headers())?;
-    let live = state.runner.captures.attach_live(&token)?;
+    let live = state.runner.attach_live(&token)?;
     let upgrade = upgrade_of(request).await?;
     Ok(upgrade.on_upgrade(move |socket| socket::serve(socket, live)))
 }

@@ -102,6 +102,20 @@ pub struct UserBrowser {
 }
 
 impl UserBrowser {
+    /// Presses `key` on the live view; it travels over the socket to the browser shown.
+    pub async fn press(&self, key: &str) {
+        let page = self.lease.context().page();
+        page.keyboard().press(key, None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+
+    /// Types `text` on the live view.
+    pub async fn type_text(&self, text: &str) {
+        let page = self.lease.context().page();
+        page.keyboard().type_text(text, None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+
     pub async fn close(self) {
         self.lease.release().await.unwrap();
         self.provider.shutdown().await;
@@ -111,7 +125,22 @@ impl UserBrowser {
 /// A second headless browser plays the user on the live-view page: waits for the picture,
 /// focuses it and signs in with the keyboard.
 pub async fn sign_in_as_a_user(live_view_url: &str, username: &str) -> UserBrowser {
-    // The user's own browser may reach the runner (on loopback) and nothing else private.
+    let user = open_live_view(live_view_url).await;
+    let page = user.lease.context().page();
+    page.keyboard().type_text(username, None).await.unwrap();
+    page.keyboard().press("Tab", None).await.unwrap();
+    page.keyboard()
+        .type_text("demo-password", None)
+        .await
+        .unwrap();
+    page.keyboard().press("Enter", None).await.unwrap();
+    user
+}
+
+/// A second headless browser (the user's own) on the live-view page, once it shows a
+/// picture, with the picture focused for the keyboard. It may reach the runner (on
+/// loopback) and nothing else private.
+pub async fn open_live_view(live_view_url: &str) -> UserBrowser {
     let runner = url::Url::parse(live_view_url).unwrap();
     let runner_addr: SocketAddr = format!(
         "{}:{}",
@@ -142,13 +171,6 @@ pub async fn sign_in_as_a_user(live_view_url: &str, username: &str) -> UserBrows
     .await
     .expect("the live view showed no picture");
     page.locator("#screen").focus().await.unwrap();
-    page.keyboard().type_text(username, None).await.unwrap();
-    page.keyboard().press("Tab", None).await.unwrap();
-    page.keyboard()
-        .type_text("demo-password", None)
-        .await
-        .unwrap();
-    page.keyboard().press("Enter", None).await.unwrap();
     UserBrowser { provider, lease }
 }
 

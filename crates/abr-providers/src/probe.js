@@ -1,0 +1,422 @@
+// The page probe's script: the body of the functions `src/probe.rs` evaluates in the page.
+// It defines helpers and the entry points (`inspect`, `signals`, `redactApply`,
+// `redactFinish`, `redactRemove`); the Rust side appends the call. Reading never acts on the
+// page: no focus, click, scroll or event. It never reads the value of a field a person types
+// or chooses in (`isField`).
+
+/** The blur every field gets for a frame, exactly as `getComputedStyle` reports it. */
+const BLUR = 'blur(16px)';
+
+/** Where the redaction of the frame being taken keeps its state (on the top window). */
+const KEY = '__abrRedaction';
+
+/** Every field whose content a frame must not show (a hidden input is never rendered). */
+const FIELDS =
+  'input:not([type="hidden" i]), textarea, select, [contenteditable]:not([contenteditable="false" i])';
+
+/** What a field looks like in a frame: blurred, its text and caret not painted at all. */
+const REDACT_RULE =
+  '{ filter: ' + BLUR + ' !important; color: transparent !important;' +
+  ' -webkit-text-fill-color: transparent !important; text-shadow: none !important;' +
+  ' caret-color: transparent !important; transition: none !important; }';
+
+/** Bounds on the work of one call, whatever the page holds. */
+const MAX_ROOTS = 200;
+const MAX_TEXT_NODES = 2000;
+const MAX_NAME = 200;
+const MAX_FORMS = 100;
+const MAX_CARD_CANDIDATES = 1000;
+
+/** Input types that are buttons, not fields. */
+const BUTTON_INPUTS = ['submit', 'button', 'reset', 'image'];
+
+/** Input types a form counts as its text fields. */
+const TEXT_INPUTS = ['text', 'email', 'number', 'tel', 'url'];
+
+const clean = (s) => (s || '').replace(/\s+/g, ' ').trim();
+
+const wellFormed = (s) => (typeof s.toWellFormed === 'function' ? s.toWellFormed() : s);
+
+/** `s` cleaned and cut to `n` UTF-16 units (so at most `n` characters). */
+const cap = (s, n) => wellFormed(clean(s).slice(0, n).trim());
+
+const lower = (s) => {
+  const t = (s || '').trim().toLowerCase();
+  return t === '' ? null : wellFormed(t);
+};
+
+const styleOf = (el) => el.ownerDocument.defaultView.getComputedStyle(el);
+
+/** The `type` of an input (normalised by the browser: `text` when absent or unknown), the
+ * `type` of a button that has the attribute (`submit` when unknown), else null. */
+const typeOf = (el) => {
+  if (el.localName === 'input') return (el.type || 'text').toLowerCase();
+  if (el.localName === 'button' && el.hasAttribute('type')) return (el.type || 'submit').toLowerCase();
+  return null;
+};
+
+/** A field a person types or chooses in: its value is never read. */
+const isField = (el) => {
+  const tag = el.localName;
+  if (tag === 'textarea' || tag === 'select') return true;
+  if (tag === 'input') return !BUTTON_INPUTS.includes(typeOf(el)) && typeOf(el) !== 'hidden';
+  return el.isContentEditable === true;
+};
+
+/** The label of an `<input>` that is a button: the `value` of `submit|button|reset`
+ * (page-authored, not typed), the `alt` of `image`; nothing for any other input (the value
+ * of a hidden one can be a token). */
+const buttonLabel = (el) => {
+  const type = typeOf(el);
+  if (type === 'image') return el.getAttribute('alt') || '';
+  if (type !== 'submit' && type !== 'button' && type !== 'reset') return '';
+  if (el.hasAttribute('value')) return el.getAttribute('value') || '';
+  if (type === 'submit') return 'Submit';
+  if (type === 'reset') return 'Reset';
+  return '';
+};
+
+/** Laid out and not hidden (`offsetParent`/client rects, and `visibility`). */
+const visible = (el) => {
+  if (el.offsetParent === null && el.getClientRects().length === 0) return false;
+  const v = styleOf(el).visibility;
+  return v !== 'hidden' && v !== 'collapse';
+};
+
+/** The rendered text inside `root` as `innerText` would give it, except that fields (and
+ * everything in them) are skipped, images give their `alt`, input buttons their label, and
+ * other inputs nothing.
+ * Bounded; follows open shadow roots and slots. */
+const textOf = (root) => {
+  const parts = [];
+  let budget = MAX_TEXT_NODES;
+  const walk = (node, top) => {
+    if (budget-- <= 0) return;
+    if (node.nodeType === 3) {
+      parts.push(node.data);
+      return;
+    }
+    if (node.nodeType !== 1 && node.nodeType !== 11) return;
+    if (node.nodeType === 1) {
+      const tag = node.localName;
+      if (['script', 'style', 'template', 'noscript', 'datalist', 'option'].includes(tag)) return;
+      if (isField(node)) return;
+      if (!top) {
+        const style = styleOf(node);
+        if (style.display === 'none' || style.visibility === 'hidden') return;
+        if (node.getAttribute('aria-hidden') === 'true') return;
+      }
+      if (tag === 'img') {
+        parts.push(' ', node.getAttribute('alt') || '', ' ');
+        return;
+      }
+      if (tag === 'input') {
+        parts.push(' ', buttonLabel(node), ' ');
+        return;
+      }
+      if (tag === 'br') {
+        parts.push(' ');
+        return;
+      }
+      if (tag === 'slot') {
+        const assigned = node.assignedNodes({ flatten: true });
+        for (const child of assigned.length ? assigned : node.childNodes) walk(child, false);
+        return;
+      }
+      const children = node.shadowRoot ? node.shadowRoot.childNodes : node.childNodes;
+      for (const child of children) walk(child, false);
+      if (!top && !styleOf(node).display.startsWith('inline')) parts.push(' ');
+      return;
+    }
+    for (const child of node.childNodes) walk(child, false);
+  };
+  walk(root, true);
+  return clean(parts.join(''));
+};
+
+/** The element `id` names in `el`'s tree (its document or shadow root). */
+const byId = (el, id) => {
+  const root = el.getRootNode();
+  return typeof root.getElementById === 'function'
+    ? root.getElementById(id)
+    : el.ownerDocument.getElementById(id);
+};
+
+/** The accessible name, approximately as the browser computes it, never from a field's
+ * value: `aria-labelledby`, `aria-label`, a field's `<label>`s, an input button's label or
+ * an image input's `alt`, an element's own text, then `title` (and a field's placeholder). */
+const accessibleName = (el) => {
+  const tag = el.localName;
+  const ids = (el.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean);
+  if (ids.length) {
+    const text = clean(
+      ids
+        .map((id) => {
+          const ref = byId(el, id);
+          return ref && !isField(ref) ? textOf(ref) : '';
+        })
+        .join(' '),
+    );
+    if (text) return text;
+  }
+  const aria = clean(el.getAttribute('aria-label'));
+  if (aria) return aria;
+  const field = isField(el);
+  if (field) {
+    const labels = el.labels ? Array.from(el.labels) : [];
+    const text = clean(labels.map(textOf).join(' '));
+    if (text) return text;
+  } else if (tag === 'input') {
+    const text = clean(buttonLabel(el));
+    if (text) return text;
+  } else {
+    const text = textOf(el);
+    if (text) return text;
+  }
+  const title = clean(el.getAttribute('title'));
+  if (title) return title;
+  if (field) return clean(el.getAttribute('placeholder'));
+  return '';
+};
+
+/** A form's controls and its tree, read through the prototype: a control named `elements`
+ * or `getRootNode` shadows the form's own property. */
+const formElements = (form) =>
+  Array.from(Object.getOwnPropertyDescriptor(HTMLFormElement.prototype, 'elements').get.call(form));
+const rootOf = (node) => Node.prototype.getRootNode.call(node);
+
+/** `<button type=submit>` (or without a type), `<input type=submit|image>`. */
+const isSubmit = (el) =>
+  (el.localName === 'button' && el.type === 'submit') ||
+  (el.localName === 'input' && (el.type === 'submit' || el.type === 'image'));
+
+/** The form's submit controls, including those outside it that name it with `form=`
+ * (image inputs are not in `form.elements`). */
+const submitControls = (form) =>
+  Array.from(rootOf(form).querySelectorAll('button, input')).filter(
+    (c) => c.form === form && isSubmit(c),
+  );
+
+/** Lower-case `name`, `id`, and the identifier-like `data-*` values of at most 64
+ * characters (never anything that looks like a value: digits first, spaces, `@`...). */
+const hintsOf = (el) => {
+  const out = [];
+  const push = (v, max) => {
+    const t = (v || '').trim().toLowerCase();
+    if (t && t.length <= max && !out.includes(t) && out.length < 16) out.push(wellFormed(t));
+  };
+  push(el.getAttribute('name'), 128);
+  push(el.id, 128);
+  for (const attr of Array.from(el.attributes)) {
+    if (attr.name.startsWith('data-') && /^[a-z][a-z0-9_.:-]*$/i.test(attr.value.trim())) {
+      push(attr.value, 64);
+    }
+  }
+  return out;
+};
+
+/** The facts `ElementFacts` holds about `el`. */
+const inspect = (el) => {
+  const form = el.form || el.closest('form');
+  const role = lower(el.getAttribute('role'));
+  return {
+    tag: el.localName.toLowerCase(),
+    inputType: typeOf(el),
+    role: role === null ? null : role.split(/\s+/)[0],
+    name: cap(accessibleName(el), MAX_NAME),
+    inForm: !!form,
+    formHasSubmit: !!form && submitControls(form).length > 0,
+    formMissingRequired:
+      !!form && formElements(form).some((c) => c.validity && c.validity.valueMissing),
+    autocomplete: lower(el.getAttribute('autocomplete')),
+    fieldHints: hintsOf(el),
+  };
+};
+
+/** The document, its open shadow roots and its same-origin frames' documents (with
+ * theirs), and the frame elements whose document cannot be reached (cross-origin, sandboxed,
+ * plugins). Bounded. */
+const collectRoots = (doc) => {
+  const roots = [];
+  const opaque = [];
+  const visit = (root) => {
+    if (roots.length >= MAX_ROOTS) return;
+    roots.push(root);
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) visit(el.shadowRoot);
+      const tag = el.localName;
+      if (tag === 'iframe' || tag === 'frame' || tag === 'object' || tag === 'embed') {
+        let inner = null;
+        try {
+          inner = el.contentDocument || null;
+        } catch (e) {
+          inner = null;
+        }
+        if (inner && inner.documentElement) visit(inner);
+        else opaque.push(el);
+      }
+    }
+  };
+  visit(doc);
+  return { roots, opaque };
+};
+
+/** Every match of `selector` in every root. */
+const queryAll = (roots, selector) => roots.flatMap((r) => Array.from(r.querySelectorAll(selector)));
+
+const hasToken = (el, token) =>
+  (el.getAttribute('autocomplete') || '').toLowerCase().split(/\s+/).includes(token);
+
+/** What the pause detector reads, in one pass. */
+const signals = () => {
+  const { roots } = collectRoots(document);
+  const inputs = queryAll(roots, 'input');
+  const nav = performance.getEntriesByType('navigation')[0];
+  const status = nav && nav.responseStatus ? nav.responseStatus : null;
+  const body = document.body ? document.body.innerText : '';
+  const text = wellFormed((document.title + ' ' + body).slice(0, 20000).toLowerCase().slice(0, 20000));
+  const invisibleWidget = (el) => (el.getAttribute('data-size') || '').toLowerCase() === 'invisible';
+  const captchaWidget = queryAll(
+    roots,
+    '.g-recaptcha, .h-captcha, .cf-turnstile, #FunCaptcha, #arkose, [id^="arkose-" i]',
+  ).some((el) => !invisibleWidget(el) && visible(el));
+  const captchaFrame = queryAll(roots, 'iframe').some((f) => {
+    const src = f.getAttribute('src') || '';
+    return (
+      /recaptcha|hcaptcha|challenges\.cloudflare\.com|arkoselabs|funcaptcha/i.test(src) &&
+      !/[?&]size=invisible/i.test(src) &&
+      visible(f)
+    );
+  });
+  const cardCandidates = queryAll(roots, 'input, select, textarea')
+    .filter((el) => isField(el) && visible(el))
+    .slice(0, MAX_CARD_CANDIDATES)
+    .map((el) => ({ autocomplete: lower(el.getAttribute('autocomplete')), fieldHints: hintsOf(el) }));
+  const forms = queryAll(roots, 'form')
+    .filter(visible)
+    .slice(0, MAX_FORMS)
+    .map((form) => {
+      const controls = formElements(form);
+      return {
+        hasPassword: controls.some(
+          (c) => c.localName === 'input' && c.type === 'password' && visible(c),
+        ),
+        submitNames: submitControls(form)
+          .filter(visible)
+          .map((c) => cap(accessibleName(c), MAX_NAME)),
+        fields: controls.filter(
+          (c) =>
+            ((c.localName === 'input' && TEXT_INPUTS.includes(c.type)) ||
+              c.localName === 'textarea') &&
+            visible(c),
+        ).length,
+      };
+    });
+  return {
+    url: location.href,
+    status,
+    text,
+    passwordFields: inputs.filter((i) => i.type === 'password' && visible(i)).length,
+    captcha: captchaWidget || captchaFrame,
+    oneTimeCode: inputs.some((i) => hasToken(i, 'one-time-code') && visible(i)),
+    fileInputs: inputs.filter((i) => i.type === 'file' && !i.disabled).length,
+    cardCandidates,
+    forms,
+  };
+};
+
+/** Whether the blur holds on `el` (a field, or an opaque frame) right now. An element with
+ * `display: contents` has no box to blur while its children are painted: never confirmed. */
+const blurHolds = (el) => {
+  const style = styleOf(el);
+  return style.filter === BLUR && style.display !== 'contents';
+};
+
+/** Counts the fields (and opaque frames) of the page and those the blur of `token` does not
+ * cover now. Everything is unconfirmed when the redaction is not this one (the document was
+ * replaced, or another frame took over). */
+const redactCheck = (token) => {
+  const state = window[KEY];
+  const intact = !!state && state.token === token;
+  const { roots, opaque } = collectRoots(document);
+  let fields = 0;
+  let unconfirmed = 0;
+  const count = (el) => {
+    fields += 1;
+    if (!intact || !blurHolds(el)) unconfirmed += 1;
+  };
+  for (const root of roots) {
+    if (root.nodeType === 9 && root.designMode === 'on' && root.documentElement) {
+      count(root.documentElement);
+    }
+    for (const el of root.querySelectorAll(FIELDS)) count(el);
+  }
+  for (const el of opaque) count(el);
+  if (!intact && unconfirmed === 0) unconfirmed = 1;
+  return { fields, unconfirmed, url: location.href };
+};
+
+/** Takes the redaction of `token` off (any earlier one too when `token` is null). */
+const redactRemove = (token) => {
+  const state = window[KEY];
+  if (!state || (token !== null && state.token !== token)) return false;
+  for (const [root, sheet] of state.sheets) {
+    try {
+      root.adoptedStyleSheets = root.adoptedStyleSheets.filter((s) => s !== sheet);
+    } catch (e) {
+      // A frame that went away took its styles with it.
+    }
+  }
+  for (const [el, value, priority, hadStyle] of state.inline) {
+    try {
+      if (value) el.style.setProperty('filter', value, priority);
+      else el.style.removeProperty('filter');
+      if (!hadStyle && el.getAttribute('style') === '') el.removeAttribute('style');
+    } catch (e) {
+      // Gone with its document.
+    }
+  }
+  delete window[KEY];
+  return true;
+};
+
+/** Blurs every field (a constructed style sheet adopted by the document, each open shadow
+ * root and each same-origin frame: no element is added or changed) and every opaque frame
+ * element (an inline `filter`, restored after), then confirms it on each. Takes it off
+ * again at once when anything is unconfirmed. */
+const redactApply = (token) => {
+  redactRemove(null);
+  const { roots, opaque } = collectRoots(document);
+  const state = { token, sheets: [], inline: [] };
+  Object.defineProperty(window, KEY, { value: state, configurable: true, writable: true });
+  for (const root of roots) {
+    const doc = root.nodeType === 9 ? root : root.ownerDocument;
+    const win = doc && doc.defaultView;
+    if (!win) continue;
+    const selector = root.nodeType === 9 && root.designMode === 'on' ? FIELDS + ', :root' : FIELDS;
+    const sheet = new win.CSSStyleSheet();
+    sheet.replaceSync(selector + ' ' + REDACT_RULE);
+    root.adoptedStyleSheets = [...root.adoptedStyleSheets, sheet];
+    state.sheets.push([root, sheet]);
+  }
+  for (const el of opaque) {
+    state.inline.push([
+      el,
+      el.style.getPropertyValue('filter'),
+      el.style.getPropertyPriority('filter'),
+      el.hasAttribute('style'),
+    ]);
+    el.style.setProperty('filter', BLUR, 'important');
+  }
+  const result = redactCheck(token);
+  if (result.unconfirmed > 0) redactRemove(token);
+  return result;
+};
+
+/** After the capture: checks again (a field that appeared since would be in the frame
+ * unblurred), then takes the redaction off. */
+const redactFinish = (token) => {
+  const result = redactCheck(token);
+  redactRemove(token);
+  return result;
+};

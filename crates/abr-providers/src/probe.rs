@@ -1,0 +1,519 @@
+//! [`PageProbe`] for [`BrowserSession`]: what the guard rails read from the page, the
+//! redacted frame, and the site filter, the same on every provider.
+//!
+//! - `inspect` and `signals` are one evaluation each of `probe.js` (through the step
+//!   runner's locators, deadlines and failure classification); they read kinds, names and
+//!   counts, never a field's value, and act on nothing.
+//! - `redacted_frame` blurs every field with a constructed style sheet adopted by the
+//!   document, its open shadow roots and its same-origin frames (no element is added or
+//!   changed), blurs frames it cannot reach into as a whole (an inline `filter`, restored),
+//!   confirms the blur on each through the computed style, captures the viewport, checks
+//!   again (a field that appeared meanwhile would be in the frame unblurred), and takes the
+//!   styles off, on every path.
+//! - `filter_sites` routes the context's requests: a document (a navigation, a frame, a new
+//!   window) to a refused host is aborted before it is sent, everything else goes on.
+//!   Routing sends every request through the driver and this process (Playwright cannot
+//!   route by resource type: about 2 ms a request on loopback) and turns the browser's HTTP
+//!   cache off. Playwright routes only the first request of a redirect chain: a redirect from
+//!   an allowed host to a refused one is followed (the egress guard still applies to it).
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+use abr_core::guard::{
+    ElementFacts, FormFacts, FrameError, PageProbe, PageSignals, RedactedFrame, SiteFilter,
+};
+use abr_core::task::{StepFailure, StepFailureKind};
+use abr_protocol::Selector;
+use async_trait::async_trait;
+use playwright_rs::Error as PwError;
+use playwright_rs::protocol::{BrowserContext, Page, Scale, ScreenshotOptions, ScreenshotType};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::session::BrowserSession;
+use crate::steps::{Cause, MARGIN, Step};
+
+/// The script's helpers and entry points (see its header).
+const PROBE_JS: &str = include_str!("probe.js");
+
+/// `inspect(el)`: the facts of the element.
+static INSPECT_JS: LazyLock<String> =
+    LazyLock::new(|| format!("(el) => {{\n{PROBE_JS}\nreturn inspect(el);\n}}"));
+
+/// `signals()`: the page's signals.
+static SIGNALS_JS: LazyLock<String> =
+    LazyLock::new(|| format!("() => {{\n{PROBE_JS}\nreturn signals();\n}}"));
+
+/// `redactApply(token)`: blur and confirm (and take it off again when unconfirmed).
+static APPLY_JS: LazyLock<String> =
+    LazyLock::new(|| format!("(token) => {{\n{PROBE_JS}\nreturn redactApply(token);\n}}"));
+
+/// `redactFinish(token)`: confirm again after the capture, and take it off.
+static FINISH_JS: LazyLock<String> =
+    LazyLock::new(|| format!("(token) => {{\n{PROBE_JS}\nreturn redactFinish(token);\n}}"));
+
+/// `redactRemove(token)`: take it off.
+static REMOVE_JS: LazyLock<String> =
+    LazyLock::new(|| format!("(token) => {{\n{PROBE_JS}\nreturn redactRemove(token);\n}}"));
+
+/// JPEG qualities a frame is tried at, until one fits the cap.
+const QUALITIES: [u8; 3] = [70, 40, 20];
+
+/// Bound on taking the blur off after a frame failed (independent of the frame's deadline,
+/// which may be spent).
+const CLEANUP: Duration = Duration::from_secs(2);
+
+/// The route pattern of the site filter (every URL; distinct from the egress gate's, so
+/// each can be removed alone).
+const SITE_FILTER_PATTERN: &str = "**";
+
+/// Bound on installing the site filter (two calls to the driver).
+const INSTALL: Duration = Duration::from_secs(10);
+
+/// Chromium's error for a request a client refused: `net::ERR_BLOCKED_BY_CLIENT`.
+const BLOCKED: &str = "blockedbyclient";
+
+#[async_trait]
+impl PageProbe for BrowserSession {
+    async fn inspect(
+        &self,
+        selector: &Selector,
+        timeout: Duration,
+    ) -> Result<ElementFacts, StepFailure> {
+        let step = Step::new(self, timeout);
+        let read = async {
+            let value = step.read_first(selector, &INSPECT_JS, None).await?;
+            serde_json::from_value::<RawFacts>(value)
+                .map(RawFacts::into_facts)
+                .map_err(|_| step.rejected("inspecting the element: unexpected result"))
+        };
+        match tokio::time::timeout(timeout + MARGIN, read).await {
+            Ok(result) => result,
+            Err(_) => Err(step.gone_or(
+                StepFailureKind::Rejected,
+                "the element could not be inspected in time",
+            )),
+        }
+    }
+
+    async fn signals(&self, timeout: Duration) -> Result<PageSignals, StepFailure> {
+        let step = Step::new(self, timeout);
+        let read = async {
+            let value = step
+                .evaluate_page(&SIGNALS_JS, "reading the page's signals")
+                .await?;
+            serde_json::from_value::<RawSignals>(value)
+                .map(RawSignals::into_signals)
+                .map_err(|_| step.rejected("reading the page's signals: unexpected result"))
+        };
+        match tokio::time::timeout(timeout + MARGIN, read).await {
+            Ok(result) => result,
+            Err(_) => Err(step.gone_or(
+                StepFailureKind::Rejected,
+                "the page's signals could not be read in time",
+            )),
+        }
+    }
+
+    async fn redacted_frame(
+        &self,
+        max_bytes: usize,
+        timeout: Duration,
+    ) -> Result<RedactedFrame, FrameError> {
+        if self.page_gone() {
+            return Err(FrameError::Browser(Cause::Closed.reason().to_owned()));
+        }
+        let token = frame_token();
+        // Takes the blur off if this future is dropped half-way (the caller gave up).
+        let mut guard = Restore {
+            page: Some(self.page().clone()),
+            token: token.clone(),
+        };
+        let frame = Frame {
+            session: self,
+            token: &token,
+            deadline: Instant::now() + timeout,
+        };
+        let outcome = match tokio::time::timeout(timeout + MARGIN, frame.take(max_bytes)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Taken::Failed(FrameError::Browser(Cause::TimedOut.reason().to_owned())),
+        };
+        let result = match outcome {
+            Taken::Done(frame) => Ok(frame),
+            Taken::Unconfirmed(error) => Err(error),
+            Taken::Failed(error) => {
+                // Whatever happened, the blur comes off (queued behind a blur still running).
+                let _ = tokio::time::timeout(CLEANUP, remove(self.page(), &token)).await;
+                Err(error)
+            }
+        };
+        guard.page = None;
+        result
+    }
+
+    async fn filter_sites(&self, filter: Arc<dyn SiteFilter>) -> Result<(), StepFailure> {
+        match tokio::time::timeout(INSTALL, self.install_site_filter(filter)).await {
+            Ok(result) => result,
+            Err(_) => Err(StepFailure::new(
+                StepFailureKind::Rejected,
+                format!("installing the site filter: {}", Cause::TimedOut.reason()),
+            )),
+        }
+    }
+}
+
+impl BrowserSession {
+    async fn install_site_filter(&self, filter: Arc<dyn SiteFilter>) -> Result<(), StepFailure> {
+        let context = self.context();
+        // One filter per context: a new one replaces the last.
+        let _ = context.unroute(SITE_FILTER_PATTERN).await;
+        // With the egress URL gate behind it, an allowed request is left to the gate (a
+        // handler that neither continues nor aborts passes it on); else it goes on here.
+        // Playwright-rs's `fallback` would not do: it lets the request go at once.
+        let defer = self.url_gated();
+        context
+            .route(SITE_FILTER_PATTERN, move |route| {
+                let filter = Arc::clone(&filter);
+                async move {
+                    let request = route.request();
+                    if request.resource_type() == "document"
+                        && !may_open(filter.as_ref(), request.url())
+                    {
+                        tracing::info!("site filter: refused a document request");
+                        return route.abort(Some(BLOCKED)).await;
+                    }
+                    if defer {
+                        Ok(())
+                    } else {
+                        route.continue_(None).await
+                    }
+                }
+            })
+            .await
+            .map_err(|e| {
+                let reason = Cause::classify(&e).reason();
+                StepFailure::new(
+                    StepFailureKind::Rejected,
+                    format!("installing the site filter: {reason}"),
+                )
+            })
+    }
+}
+
+/// Removes the site filter from a context that outlives the lease (a shared default
+/// context).
+pub(crate) async fn remove_site_filter(context: &BrowserContext) -> Result<(), PwError> {
+    context.unroute(SITE_FILTER_PATTERN).await
+}
+
+/// Whether `filter` lets a document from `url` load. A URL without a host cannot be
+/// checked: refused.
+fn may_open(filter: &dyn SiteFilter, url: &str) -> bool {
+    let Ok(url) = url::Url::parse(url) else {
+        return false;
+    };
+    match url.host() {
+        Some(url::Host::Domain(name)) => {
+            filter.may_open(&name.trim_end_matches('.').to_ascii_lowercase())
+        }
+        Some(url::Host::Ipv4(addr)) => filter.may_open(&addr.to_string()),
+        Some(url::Host::Ipv6(addr)) => filter.may_open(&addr.to_string()),
+        None => false,
+    }
+}
+
+/// A token naming one frame's redaction in the page, so one frame never takes off (or
+/// confirms) another's.
+fn frame_token() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("abr-{:016x}", hasher.finish())
+}
+
+async fn remove(page: &Page, token: &str) -> Result<Value, PwError> {
+    page.evaluate::<&str, Value>(&REMOVE_JS, Some(&token)).await
+}
+
+/// Takes the blur off when dropped armed (`page` set): a frame abandoned half-way.
+struct Restore {
+    page: Option<Page>,
+    token: String,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let Some(page) = self.page.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let token = std::mem::take(&mut self.token);
+        runtime.spawn(async move {
+            let _ = tokio::time::timeout(CLEANUP, remove(&page, &token)).await;
+        });
+    }
+}
+
+/// How a frame went.
+enum Taken {
+    /// Taken, confirmed before and after, and the blur is off.
+    Done(RedactedFrame),
+    /// The blur did not hold: the script took it off itself.
+    Unconfirmed(FrameError),
+    /// Anything else: the blur may still be on.
+    Failed(FrameError),
+}
+
+/// One redacted frame being taken.
+struct Frame<'a> {
+    session: &'a BrowserSession,
+    token: &'a str,
+    deadline: Instant,
+}
+
+impl Frame<'_> {
+    fn remaining_ms(&self) -> f64 {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        (left.as_secs_f64() * 1000.0).max(1.0)
+    }
+
+    fn browser(&self, error: &PwError) -> FrameError {
+        FrameError::Browser(Cause::of(self.session, error).reason().to_owned())
+    }
+
+    async fn check(&self, js: &str) -> Result<Check, FrameError> {
+        let value = self
+            .session
+            .page()
+            .evaluate::<&str, Value>(js, Some(&self.token))
+            .await
+            .map_err(|e| self.browser(&e))?;
+        serde_json::from_value(value)
+            .map_err(|_| FrameError::Browser("the blur check gave an unexpected result".into()))
+    }
+
+    async fn take(&self, max_bytes: usize) -> Taken {
+        let applied = match self.check(&APPLY_JS).await {
+            Ok(check) => check,
+            Err(error) => return Taken::Failed(error),
+        };
+        if applied.unconfirmed > 0 {
+            return Taken::Unconfirmed(applied.unconfirmed());
+        }
+        let mut jpeg = None;
+        for quality in QUALITIES {
+            let options = ScreenshotOptions::builder()
+                .screenshot_type(ScreenshotType::Jpeg)
+                .quality(quality)
+                .full_page(false)
+                .scale(Scale::Css)
+                .timeout(self.remaining_ms())
+                .build();
+            match self.session.page().screenshot(options).await {
+                Ok(bytes) if bytes.len() <= max_bytes => {
+                    jpeg = Some(bytes);
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => return Taken::Failed(self.browser(&e)),
+            }
+        }
+        let Some(jpeg) = jpeg else {
+            return Taken::Failed(FrameError::TooLarge { cap: max_bytes });
+        };
+        match self.check(&FINISH_JS).await {
+            Ok(after) if after.unconfirmed > 0 => Taken::Unconfirmed(after.unconfirmed()),
+            Ok(after) => Taken::Done(RedactedFrame {
+                jpeg,
+                url: after.url,
+                blurred: after.fields,
+            }),
+            Err(error) => Taken::Failed(error),
+        }
+    }
+}
+
+/// What a blur check found.
+#[derive(Deserialize)]
+struct Check {
+    fields: u32,
+    unconfirmed: u32,
+    url: String,
+}
+
+impl Check {
+    fn unconfirmed(&self) -> FrameError {
+        FrameError::BlurUnconfirmed {
+            fields: self.fields,
+            unconfirmed: self.unconfirmed,
+        }
+    }
+}
+
+/// `ElementFacts` as the script returns them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawFacts {
+    tag: String,
+    input_type: Option<String>,
+    role: Option<String>,
+    name: String,
+    in_form: bool,
+    form_has_submit: bool,
+    form_missing_required: bool,
+    autocomplete: Option<String>,
+    field_hints: Vec<String>,
+}
+
+impl RawFacts {
+    fn into_facts(self) -> ElementFacts {
+        ElementFacts {
+            tag: self.tag.to_lowercase(),
+            input_type: self.input_type.map(|t| t.to_lowercase()),
+            role: self.role.map(|r| r.to_lowercase()),
+            name: self.name.chars().take(MAX_NAME).collect(),
+            in_form: self.in_form,
+            form_has_submit: self.form_has_submit,
+            form_missing_required: self.form_missing_required,
+            autocomplete: self.autocomplete.map(|a| a.to_lowercase()),
+            field_hints: self.field_hints,
+        }
+    }
+}
+
+/// An accessible name's cap, in characters.
+const MAX_NAME: usize = 200;
+
+/// The page text's cap, in characters.
+const MAX_TEXT: usize = 20_000;
+
+/// `PageSignals` as the script returns them, with the visible fields' card hints.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSignals {
+    url: String,
+    status: Option<u16>,
+    text: String,
+    password_fields: u32,
+    captcha: bool,
+    one_time_code: bool,
+    file_inputs: u32,
+    card_candidates: Vec<CardCandidate>,
+    forms: Vec<RawForm>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CardCandidate {
+    autocomplete: Option<String>,
+    field_hints: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawForm {
+    has_password: bool,
+    submit_names: Vec<String>,
+    fields: u32,
+}
+
+impl RawSignals {
+    fn into_signals(self) -> PageSignals {
+        // One rule for card fields: the commit guard's.
+        let card_fields = self
+            .card_candidates
+            .into_iter()
+            .filter(|c| {
+                ElementFacts {
+                    autocomplete: c.autocomplete.clone(),
+                    field_hints: c.field_hints.clone(),
+                    ..ElementFacts::default()
+                }
+                .is_card_field()
+            })
+            .count();
+        PageSignals {
+            url: self.url,
+            status: self.status,
+            text: self.text.chars().take(MAX_TEXT).collect(),
+            password_fields: self.password_fields,
+            captcha: self.captcha,
+            one_time_code: self.one_time_code,
+            file_inputs: self.file_inputs,
+            card_fields: u32::try_from(card_fields).unwrap_or(u32::MAX),
+            forms: self
+                .forms
+                .into_iter()
+                .map(|f| FormFacts {
+                    has_password: f.has_password,
+                    submit_names: f.submit_names,
+                    fields: f.fields,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Refuse(&'static str);
+
+    impl SiteFilter for Refuse {
+        fn may_open(&self, host: &str) -> bool {
+            host != self.0
+        }
+    }
+
+    #[test]
+    fn documents_are_checked_by_their_host_and_hostless_ones_refused() {
+        let filter = Refuse("evil.example");
+        assert!(!may_open(&filter, "https://EVIL.example./x?y"));
+        assert!(may_open(&filter, "https://good.example/"));
+        assert!(may_open(&filter, "http://127.0.0.1:8080/"));
+        assert!(!may_open(&Refuse("::1"), "http://[::1]:8080/"));
+        assert!(!may_open(&filter, "data:text/html,hi"));
+        assert!(!may_open(&filter, "not a url"));
+    }
+
+    #[test]
+    fn frame_tokens_differ() {
+        assert_ne!(frame_token(), frame_token());
+    }
+
+    #[test]
+    fn card_fields_are_counted_by_the_guards_rule() {
+        let raw = RawSignals {
+            url: "https://shop.example/".into(),
+            status: Some(200),
+            text: "x".repeat(MAX_TEXT + 10),
+            password_fields: 0,
+            captcha: false,
+            one_time_code: false,
+            file_inputs: 0,
+            card_candidates: vec![
+                CardCandidate {
+                    autocomplete: Some("cc-number".into()),
+                    field_hints: vec![],
+                },
+                CardCandidate {
+                    autocomplete: None,
+                    field_hints: vec!["card-cvc".into()],
+                },
+                CardCandidate {
+                    autocomplete: Some("email".into()),
+                    field_hints: vec!["email".into()],
+                },
+            ],
+            forms: vec![],
+        };
+        let signals = raw.into_signals();
+        assert_eq!(signals.card_fields, 2);
+        assert_eq!(signals.text.chars().count(), MAX_TEXT);
+    }
+}

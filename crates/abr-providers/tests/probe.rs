@@ -1,0 +1,1189 @@
+//! The page probe ([`PageProbe`] for [`BrowserSession`]) on real Chromium, against a small
+//! local site reached through the egress guard (allowed by its exact address, on both of its
+//! names, `127.0.0.1` and `localhost`): element facts fed to the commit rule, page signals,
+//! redacted frames (a typed canary must not be readable in them), and the site filter,
+//! alone and behind the egress URL gate of a remote provider.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use abr_core::guard::{
+    ElementFacts, FrameError, MAX_FRAME_BYTES, PageProbe, RedactedFrame, SiteFilter, commit_class,
+};
+use abr_core::task::{BrowserAction, StepFailureKind, StepRunner, UploadFile};
+use abr_core::{AcquireMode, AcquireRequest, AllowedPrivate, EgressPolicy, Lease, SessionProvider};
+use abr_doubles::{SteelDouble, SteelOptions};
+use abr_protocol::{CommitClass, SecretValue, Selector};
+use abr_providers::{
+    BrowserSession, LocalBrowserSessionProvider, LocalProviderConfig, SteelProviderConfig,
+    SteelSessionProvider,
+};
+use axum::Router;
+use axum::extract::{Path, Request};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect};
+use axum::routing::get;
+use playwright_rs::protocol::{GotoOptions, Scale, ScreenshotOptions, ScreenshotType};
+use serde_json::Value;
+use zune_jpeg::JpegDecoder;
+use zune_jpeg::zune_core::bytestream::ZCursor;
+use zune_jpeg::zune_core::colorspace::ColorSpace;
+use zune_jpeg::zune_core::options::DecoderOptions;
+
+/// A call's deadline when it is expected to succeed.
+const STEP: Duration = Duration::from_secs(10);
+
+/// A value typed into the corpus's labelled field: it must never appear in the facts.
+const TYPED: &str = "hunter2-typed-VALUE";
+
+/// The canary of the redacted-frame test.
+const CANARY: &str = "CANARY-7319-XYZ";
+
+const CORPUS: &str = r#"<!doctype html><title>corpus</title>
+<form id="profile" action="/saved">
+  <label>Secret code <input id="labelled" name="code"></label>
+  <button id="submit" type="submit">Save</button>
+  <button id="no-type">Continue</button>
+  <button id="type-button" type="button">Preview</button>
+</form>
+<a id="buy" href="/buy">Buy <b>now</b></a>
+<a id="next" href="/next">Next page</a>
+<label>CV <input id="file" type="file" name="cv"></label>
+<form id="pay" action="/pay">
+  <input id="cc" autocomplete="cc-number" name="ccnum" required>
+  <input id="cvc" name="x1" data-field="card-cvc">
+  <select id="exp" autocomplete="cc-exp-month"><option>01</option><option>02</option></select>
+  <input id="pay-submit" type="submit" value="Pay 20 EUR">
+</form>
+<form id="search" role="search" action="/search">
+  <input id="q" type="search" name="q" aria-label="Search the site">
+  <input type="image" alt="Go" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">
+</form>
+<div id="send" role="button" tabindex="0">Send <span>message</span></div>
+<span id="labelled-by">Delete my account</span>
+<button id="by" aria-labelledby="labelled-by"><img alt="trash"></button>
+<button id="outside">Open menu</button>
+<textarea id="notes" aria-label="Notes"></textarea>
+<input id="token" type="hidden" name="csrf" value="tok-SECRET-123">
+<a id="with-token" href="/more"><input type="hidden" value="tok-SECRET-123">Read on</a>
+"#;
+
+const LOGIN: &str = r#"<!doctype html><title>Sign in</title>
+<form action="/session"><label>Email <input name="email" type="email"></label>
+<label>Password <input name="password" type="password"></label>
+<input type="password" name="hidden-one" style="display:none">
+<button>Sign in</button></form>"#;
+
+const CAPTCHA: &str = r#"<!doctype html><title>Check</title>
+<p>One more step</p><div class="g-recaptcha" data-sitekey="x" style="width:300px;height:80px"></div>"#;
+
+const INVISIBLE_CAPTCHA: &str = r#"<!doctype html><title>News</title>
+<p>Latest posts</p><div class="g-recaptcha" data-size="invisible" data-sitekey="x"></div>"#;
+
+const UPLOAD: &str = r#"<!doctype html><title>Apply</title>
+<form action="/apply"><label class="picker">Attach your CV <input type="file" name="cv" style="opacity:0;position:absolute;width:1px;height:1px"></label>
+<input type="file" name="never" disabled>
+<input type="file" name="hidden" style="display:none">
+<input name="name" aria-label="Full name"><input type="email" name="email" aria-label="Email">
+<input type="search" name="q" aria-label="Search"><input type="hidden" name="t" value="x">
+<textarea name="letter" aria-label="Cover letter"></textarea>
+<button type="submit">Apply now</button></form>
+<form style="display:none"><button>Hidden form</button></form>"#;
+
+const OTP: &str = r#"<!doctype html><title>Verify</title>
+<p>We sent you a code</p><input name="code" autocomplete="one-time-code" inputmode="numeric">"#;
+
+const CHECKOUT: &str = r#"<!doctype html><title>Checkout</title>
+<form><input name="cardnumber" aria-label="Card number"><input autocomplete="cc-exp" aria-label="Expiry">
+<input name="cvc" aria-label="CVC" style="display:none"><input name="city" aria-label="City">
+<button>Place order</button></form>"#;
+
+/// A 500 px wide field in a 32 px font at a known place; no focus ring, no caret blink.
+const CANARY_PAGE: &str = r#"<!doctype html><title>canary</title>
+<style>
+  html, body { margin: 0; background: #fff; }
+  #canary { position: absolute; left: 40px; top: 60px; width: 500px; height: 56px;
+    font: 32px/1 monospace; padding: 4px 8px; border: 2px solid #888; background: #fff;
+    color: #000; outline: none; box-sizing: border-box; }
+  p { position: absolute; left: 40px; top: 200px; font: 20px sans-serif; }
+</style>
+<input id="canary" name="secret" aria-label="Secret">
+<p>Words outside any field stay readable.</p>"#;
+
+/// A field the blur cannot hold on: an inline `!important` beats any style sheet.
+const UNCONFIRMED: &str = r#"<!doctype html><title>stubborn</title>
+<input id="plain"><input id="stubborn" style="filter: none !important">"#;
+
+/// Fields in the document, an open shadow root and a same-origin frame, a contenteditable
+/// region, a hidden input (never rendered, not counted), and a cross-origin frame (blurred
+/// whole).
+const NESTED: &str = r#"<!doctype html><title>nested</title>
+<input id="top"><input type="hidden" name="t" value="x">
+<div id="host"></div>
+<div id="editor" contenteditable="true">Draft</div>
+<iframe id="same" srcdoc="<input id=inner><textarea></textarea>"></iframe>
+<iframe id="other" src="OTHER/plain"></iframe>
+<script>
+  const root = document.getElementById('host').attachShadow({ mode: 'open' });
+  root.innerHTML = '<select><option>a</option></select>';
+</script>"#;
+
+/// Adds a field in a new shadow root (which no sheet covers) the moment the blur is
+/// confirmed, before the capture: it sees the blur go onto its opaque frame (a sandboxed
+/// one, which no script can reach into) and reacts in a microtask.
+const LATE_FIELD: &str = r#"<!doctype html><title>late</title><input id="first">
+<div id="host"></div><iframe id="opaque" sandbox srcdoc="<p>boxed</p>"></iframe>
+<script>
+  const frame = document.getElementById('opaque');
+  new MutationObserver(() => {
+    const host = document.getElementById('host');
+    if (frame.style.filter && !host.shadowRoot) {
+      host.attachShadow({ mode: 'open' }).innerHTML = '<input id="late">';
+    }
+  }).observe(frame, { attributes: true });
+</script>"#;
+
+/// Links, a frame and an image on the other name of the site.
+const LINKS: &str = r#"<!doctype html><title>links</title>
+<a id="away" href="OTHER/landing">Elsewhere</a>
+<a id="here" href="/landing">Here</a>
+<img id="pic" src="OTHER/pixel.gif">"#;
+
+const FRAMED: &str = r#"<!doctype html><title>framed</title><iframe src="OTHER/landing"></iframe>"#;
+
+/// A page of 40 images (not cacheable), to time the route's cost per request.
+fn gallery() -> String {
+    let mut html = String::from("<!doctype html><title>gallery</title>");
+    for i in 0..40 {
+        html.push_str(&format!("<img src=\"/pixel.gif?{i}\">"));
+    }
+    html
+}
+
+const GIF: &[u8] = &[
+    0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x01, 0x00, 0x01, 0x00, 0x80, 0x00, 0x00, 0xff, 0xff, 0xff,
+    0x00, 0x00, 0x00, 0x21, 0xf9, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x01, 0x00, 0x00, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3b,
+];
+
+/// Requests the site received, by `host path`.
+type Seen = Arc<Mutex<BTreeMap<String, usize>>>;
+
+/// The local site, on `127.0.0.1:P`; `localhost:P` is the same server under another host
+/// name (another site for the filter).
+struct Site {
+    addr: SocketAddr,
+    seen: Seen,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Site {
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let other = format!("http://localhost:{}", addr.port());
+        let page = move |html: &'static str| {
+            let html = html.replace("OTHER", &other);
+            move || async move { Html(html) }
+        };
+        let seen: Seen = Arc::default();
+        let counted = Arc::clone(&seen);
+        let app = Router::new()
+            .route("/corpus", get(|| async { Html(CORPUS) }))
+            .route("/login", get(|| async { Html(LOGIN) }))
+            .route("/captcha", get(|| async { Html(CAPTCHA) }))
+            .route(
+                "/invisible-captcha",
+                get(|| async { Html(INVISIBLE_CAPTCHA) }),
+            )
+            .route("/upload", get(|| async { Html(UPLOAD) }))
+            .route("/otp", get(|| async { Html(OTP) }))
+            .route("/checkout", get(|| async { Html(CHECKOUT) }))
+            .route("/canary", get(|| async { Html(CANARY_PAGE) }))
+            .route("/unconfirmed", get(|| async { Html(UNCONFIRMED) }))
+            .route("/nested", get(page(NESTED)))
+            .route("/late", get(|| async { Html(LATE_FIELD) }))
+            .route("/links", get(page(LINKS)))
+            .route("/framed", get(page(FRAMED)))
+            .route("/gallery", get(|| async { Html(gallery()) }))
+            .route(
+                "/cacheable",
+                get(|| async { Html("<!doctype html><img src=\"/cached.gif\">") }),
+            )
+            .route(
+                "/cached.gif",
+                get(|| async {
+                    (
+                        [
+                            (header::CONTENT_TYPE, "image/gif"),
+                            (header::CACHE_CONTROL, "max-age=3600"),
+                        ],
+                        GIF,
+                    )
+                }),
+            )
+            .route(
+                "/redirect",
+                get(move || async move {
+                    Redirect::temporary(&format!("http://localhost:{}/landing", addr.port()))
+                }),
+            )
+            .route(
+                "/landing",
+                get(|| async { Html("<!doctype html><title>landing</title><p>Landed</p>") }),
+            )
+            .route(
+                "/plain",
+                get(|| async { Html("<!doctype html><p>A plain page</p>") }),
+            )
+            .route(
+                "/pixel.gif",
+                get(|| async {
+                    (
+                        [
+                            (header::CONTENT_TYPE, "image/gif"),
+                            (header::CACHE_CONTROL, "no-store"),
+                        ],
+                        GIF,
+                    )
+                }),
+            )
+            .route(
+                "/status/{code}",
+                get(|Path(code): Path<u16>| async move {
+                    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+                    (
+                        status,
+                        Html(format!("<title>oops</title><p>status {code}</p>")),
+                    )
+                        .into_response()
+                }),
+            )
+            .layer(axum::middleware::from_fn(
+                move |request: Request, next: axum::middleware::Next| {
+                    let counted = Arc::clone(&counted);
+                    async move {
+                        let host = request
+                            .headers()
+                            .get(header::HOST)
+                            .and_then(|h| h.to_str().ok())
+                            .unwrap_or_default()
+                            .split(':')
+                            .next()
+                            .unwrap_or_default()
+                            .to_owned();
+                        let key = format!("{host} {}", request.uri().path());
+                        *counted.lock().unwrap().entry(key).or_default() += 1;
+                        next.run(request).await
+                    }
+                },
+            ));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { addr, seen, task }
+    }
+
+    fn url(&self, path: &str) -> url::Url {
+        url::Url::parse(&format!("http://{}{path}", self.addr)).unwrap()
+    }
+
+    fn other(&self, path: &str) -> String {
+        format!("http://localhost:{}{path}", self.addr.port())
+    }
+
+    /// Requests for `path` on `host` so far.
+    fn seen(&self, host: &str, path: &str) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .get(&format!("{host} {path}"))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The site on both of its names, nothing else on loopback.
+    fn egress(&self) -> EgressPolicy {
+        EgressPolicy::new()
+            .allow_addr(self.addr)
+            .allow_private(AllowedPrivate {
+                host: "localhost".to_owned(),
+                port: self.addr.port(),
+            })
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A guarded local provider that may reach exactly the site, and one leased session.
+async fn open(site: &Site) -> (LocalBrowserSessionProvider, Lease<BrowserSession>) {
+    let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        prewarm: 0,
+        egress: Some(site.egress()),
+        ..LocalProviderConfig::default()
+    });
+    let lease = tokio::time::timeout(
+        Duration::from_secs(60),
+        provider.acquire(AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: "probe".into(),
+            state: None,
+            start_url: None,
+        }),
+    )
+    .await
+    .expect("acquire hung")
+    .expect("acquire");
+    (provider, lease)
+}
+
+async fn close(provider: LocalBrowserSessionProvider, lease: Lease<BrowserSession>) {
+    let _ = tokio::time::timeout(Duration::from_secs(30), lease.release()).await;
+    provider.shutdown().await;
+}
+
+fn css(s: &str) -> Selector {
+    Selector::Css(s.to_owned())
+}
+
+async fn go(session: &BrowserSession, url: &str) {
+    session
+        .page()
+        .goto(url, GotoOptions::new().timeout(STEP))
+        .await
+        .unwrap_or_else(|e| panic!("goto {url}: {e}"));
+}
+
+async fn facts(session: &BrowserSession, selector: &str) -> ElementFacts {
+    session
+        .inspect(&css(selector), STEP)
+        .await
+        .unwrap_or_else(|e| panic!("inspect {selector}: {:?} {}", e.kind, e.message))
+}
+
+fn click(selector: &str) -> BrowserAction {
+    BrowserAction::Click {
+        selector: css(selector),
+    }
+}
+
+fn type_into(selector: &str, value: &str, submit: bool) -> BrowserAction {
+    BrowserAction::Type {
+        selector: css(selector),
+        value: SecretValue::new(value),
+        submit,
+    }
+}
+
+fn class_of(action: &BrowserAction, facts: &ElementFacts) -> Option<CommitClass> {
+    commit_class(action, Some(facts)).map(|c| c.class)
+}
+
+async fn eval(session: &BrowserSession, js: &str) -> Value {
+    session
+        .page()
+        .evaluate::<(), Value>(js, None)
+        .await
+        .unwrap_or_else(|e| panic!("evaluate {js}: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn element_facts_drive_the_commit_rule() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/corpus").as_str()).await;
+    s.run(&type_into("#labelled", TYPED, false), STEP)
+        .await
+        .unwrap();
+    let focused_before = eval(
+        s,
+        "() => document.activeElement && document.activeElement.id",
+    )
+    .await;
+    let scroll_before = eval(s, "() => [scrollX, scrollY]").await;
+
+    let submit = facts(s, "#submit").await;
+    assert_eq!(submit.tag, "button");
+    assert_eq!(submit.input_type.as_deref(), Some("submit"));
+    assert_eq!(submit.name, "Save");
+    assert!(submit.in_form && submit.form_has_submit && !submit.form_missing_required);
+    assert_eq!(
+        class_of(&click("#submit"), &submit),
+        Some(CommitClass::SubmitControl)
+    );
+
+    let no_type = facts(s, "#no-type").await;
+    assert_eq!(no_type.input_type, None, "no type attribute: None");
+    assert_eq!(
+        class_of(&click("#no-type"), &no_type),
+        Some(CommitClass::SubmitControl)
+    );
+
+    let type_button = facts(s, "#type-button").await;
+    assert_eq!(type_button.input_type.as_deref(), Some("button"));
+    assert_eq!(
+        class_of(&click("#type-button"), &type_button),
+        Some(CommitClass::ButtonInForm)
+    );
+
+    let buy = facts(s, "#buy").await;
+    assert_eq!((buy.tag.as_str(), buy.name.as_str()), ("a", "Buy now"));
+    assert!(!buy.in_form);
+    let verdict = commit_class(&click("#buy"), Some(&buy)).unwrap();
+    assert_eq!(
+        (verdict.class, verdict.verb),
+        (CommitClass::CommittingLabel, Some("buy"))
+    );
+
+    let next = facts(s, "#next").await;
+    assert_eq!(next.name, "Next page");
+    assert_eq!(class_of(&click("#next"), &next), None);
+
+    let file = facts(s, "#file").await;
+    assert!(file.is_file_input());
+    assert_eq!(file.name, "CV");
+    assert_eq!(
+        class_of(&click("#file"), &file),
+        Some(CommitClass::FileInput)
+    );
+    let upload = BrowserAction::Upload {
+        selector: css("#file"),
+        files: vec![UploadFile {
+            name: "cv.txt".into(),
+            mime_type: "text/plain".into(),
+            bytes: b"cv".to_vec(),
+        }],
+    };
+    assert_eq!(class_of(&upload, &file), Some(CommitClass::Upload));
+
+    let cc = facts(s, "#cc").await;
+    assert_eq!(cc.autocomplete.as_deref(), Some("cc-number"));
+    assert!(
+        cc.form_missing_required,
+        "the card number is required and empty"
+    );
+    assert_eq!(
+        class_of(&type_into("#cc", "4111", false), &cc),
+        Some(CommitClass::CardField)
+    );
+    let cvc = facts(s, "#cvc").await;
+    assert!(cvc.field_hints.contains(&"card-cvc".to_owned()), "{cvc:?}");
+    assert_eq!(
+        class_of(&type_into("#cvc", "123", false), &cvc),
+        Some(CommitClass::CardField)
+    );
+    let exp = facts(s, "#exp").await;
+    let select = BrowserAction::Select {
+        selector: css("#exp"),
+        value: SecretValue::new("02"),
+    };
+    assert_eq!(class_of(&select, &exp), Some(CommitClass::CardField));
+    let pay = facts(s, "#pay-submit").await;
+    assert_eq!(pay.name, "Pay 20 EUR");
+    assert_eq!(
+        class_of(&click("#pay-submit"), &pay),
+        Some(CommitClass::SubmitControl)
+    );
+
+    let q = facts(s, "#q").await;
+    assert_eq!(q.input_type.as_deref(), Some("search"));
+    assert_eq!(q.name, "Search the site");
+    assert!(q.in_form && q.form_has_submit, "an image input submits");
+    assert_eq!(class_of(&type_into("#q", "shoes", false), &q), None);
+    assert_eq!(
+        class_of(&type_into("#q", "shoes", true), &q),
+        Some(CommitClass::EnterSubmitsForm)
+    );
+    let go_button = facts(s, "input[type=image]").await;
+    assert_eq!(go_button.name, "Go");
+    assert!(go_button.is_submit_control());
+
+    let send = facts(s, "#send").await;
+    assert_eq!(send.role.as_deref(), Some("button"));
+    assert_eq!(send.name, "Send message");
+    assert_eq!(
+        class_of(&click("#send"), &send),
+        Some(CommitClass::CommittingLabel)
+    );
+
+    let by = facts(s, "#by").await;
+    assert_eq!(by.name, "Delete my account", "aria-labelledby first");
+    assert_eq!(
+        class_of(&click("#by"), &by),
+        Some(CommitClass::CommittingLabel)
+    );
+
+    let outside = facts(s, "#outside").await;
+    assert!(!outside.in_form);
+    assert_eq!(class_of(&click("#outside"), &outside), None);
+
+    let notes = facts(s, "#notes").await;
+    assert_eq!(
+        (notes.tag.as_str(), notes.name.as_str()),
+        ("textarea", "Notes")
+    );
+
+    // The labelled field: its label, never its value (which is really in the field).
+    let labelled = facts(s, "#labelled").await;
+    assert_eq!(labelled.name, "Secret code");
+    assert_eq!(
+        labelled.field_hints,
+        vec!["code".to_owned(), "labelled".to_owned()]
+    );
+    assert_eq!(
+        eval(s, "() => document.getElementById('labelled').value").await,
+        Value::from(TYPED)
+    );
+    // Nor the value of a hidden input (a token), alone or inside a link.
+    let token = facts(s, "#token").await;
+    assert_eq!(
+        (token.input_type.as_deref(), token.name.as_str()),
+        (Some("hidden"), "")
+    );
+    assert_eq!(facts(s, "#with-token").await.name, "Read on");
+    let mut everything = String::new();
+    for selector in [
+        "#labelled",
+        "#submit",
+        "#no-type",
+        "#profile",
+        "#token",
+        "#with-token",
+    ] {
+        everything.push_str(&format!("{:?}", facts(s, selector).await));
+    }
+    assert!(
+        !everything.to_lowercase().contains(&TYPED.to_lowercase()),
+        "a typed value leaked into the facts"
+    );
+    assert!(
+        !everything.to_lowercase().contains("secret-123"),
+        "a hidden value leaked into the facts"
+    );
+
+    // Reading acted on nothing.
+    assert_eq!(
+        eval(
+            s,
+            "() => document.activeElement && document.activeElement.id"
+        )
+        .await,
+        focused_before
+    );
+    assert_eq!(eval(s, "() => [scrollX, scrollY]").await, scroll_before);
+
+    // A missing element is NotFound, within its deadline.
+    let started = Instant::now();
+    let missing = s
+        .inspect(&css("#nowhere"), Duration::from_millis(800))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.kind, StepFailureKind::NotFound);
+    assert!(started.elapsed() < Duration::from_secs(3));
+
+    close(provider, lease).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signals_read_what_the_pause_detector_needs() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+
+    go(s, site.url("/login").as_str()).await;
+    let login = s.signals(STEP).await.unwrap();
+    assert_eq!(login.url, site.url("/login").as_str());
+    assert_eq!(login.status, Some(200));
+    assert!(login.text.starts_with("sign in "), "{:?}", &login.text);
+    assert_eq!(login.password_fields, 1, "the hidden one does not count");
+    assert_eq!(login.forms.len(), 1);
+    assert!(login.forms[0].has_password);
+    assert_eq!(login.forms[0].submit_names, vec!["Sign in".to_owned()]);
+    assert_eq!(login.forms[0].fields, 1, "the email field");
+    assert!(!login.captcha && !login.one_time_code);
+
+    go(s, site.url("/captcha").as_str()).await;
+    let captcha = s.signals(STEP).await.unwrap();
+    assert!(captcha.captcha);
+    assert_eq!(captcha.password_fields, 0);
+    go(s, site.url("/invisible-captcha").as_str()).await;
+    assert!(
+        !s.signals(STEP).await.unwrap().captcha,
+        "an invisible reCAPTCHA asks nothing of a person"
+    );
+
+    go(s, site.url("/status/403").as_str()).await;
+    let forbidden = s.signals(STEP).await.unwrap();
+    assert_eq!(forbidden.status, Some(403));
+    assert!(forbidden.text.contains("status 403"));
+
+    go(s, site.url("/upload").as_str()).await;
+    let upload = s.signals(STEP).await.unwrap();
+    assert_eq!(
+        upload.file_inputs, 2,
+        "visually hidden inputs count, disabled ones do not"
+    );
+    assert_eq!(upload.forms.len(), 1, "the hidden form is not visible");
+    assert_eq!(upload.forms[0].submit_names, vec!["Apply now".to_owned()]);
+    assert_eq!(
+        upload.forms[0].fields, 3,
+        "text, email and textarea; not search or hidden"
+    );
+
+    go(s, site.url("/otp").as_str()).await;
+    let otp = s.signals(STEP).await.unwrap();
+    assert!(otp.one_time_code);
+    assert!(otp.text.contains("we sent you a code"));
+
+    go(s, site.url("/checkout").as_str()).await;
+    let checkout = s.signals(STEP).await.unwrap();
+    assert_eq!(
+        checkout.card_fields, 2,
+        "number and expiry; the CVC is not visible, the city is no card field"
+    );
+    assert_eq!(
+        checkout.forms[0].submit_names,
+        vec!["Place order".to_owned()]
+    );
+
+    close(provider, lease).await;
+}
+
+/// A decoded frame: grey levels, row-major.
+struct Grey {
+    width: usize,
+    height: usize,
+    pixels: Vec<u8>,
+}
+
+fn decode(jpeg: &[u8]) -> Grey {
+    let options = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::Luma);
+    let mut decoder = JpegDecoder::new_with_options(ZCursor::new(jpeg), options);
+    let pixels = decoder.decode().expect("a JPEG");
+    let (width, height) = decoder.dimensions().unwrap();
+    assert_eq!(pixels.len(), width * height, "one grey byte per pixel");
+    Grey {
+        width,
+        height,
+        pixels,
+    }
+}
+
+/// A box in frame pixels.
+#[derive(Debug, Clone, Copy)]
+struct Box {
+    x: usize,
+    y: usize,
+    width: usize,
+    height: usize,
+}
+
+/// Mean absolute difference of two frames' grey levels inside `area`.
+fn mean_abs_diff(a: &Grey, b: &Grey, area: Box) -> f64 {
+    assert_eq!((a.width, a.height), (b.width, b.height));
+    let mut total = 0u64;
+    for y in area.y..area.y + area.height {
+        for x in area.x..area.x + area.width {
+            let i = y * a.width + x;
+            total += u64::from(a.pixels[i].abs_diff(b.pixels[i]));
+        }
+    }
+    total as f64 / (area.width * area.height) as f64
+}
+
+/// How much of the detail (grey-level changes from pixel to pixel) in `area` of `a`
+/// differs from `b`'s: the mean absolute difference of their horizontal gradients. Text
+/// is edges; a blur of it has almost none.
+fn detail_diff(a: &Grey, b: &Grey, area: Box) -> f64 {
+    let mut total = 0u64;
+    for y in area.y..area.y + area.height {
+        for x in area.x..area.x + area.width - 1 {
+            let i = y * a.width + x;
+            let ga = i32::from(a.pixels[i + 1]) - i32::from(a.pixels[i]);
+            let gb = i32::from(b.pixels[i + 1]) - i32::from(b.pixels[i]);
+            total += u64::from((ga - gb).unsigned_abs());
+        }
+    }
+    total as f64 / ((area.width - 1) * area.height) as f64
+}
+
+async fn unredacted(session: &BrowserSession) -> Grey {
+    let options = ScreenshotOptions::builder()
+        .screenshot_type(ScreenshotType::Jpeg)
+        .quality(70)
+        .scale(Scale::Css)
+        .build();
+    decode(&session.page().screenshot(options).await.unwrap())
+}
+
+async fn frame(session: &BrowserSession) -> (RedactedFrame, Duration) {
+    let started = Instant::now();
+    let frame = session
+        .redacted_frame(MAX_FRAME_BYTES, STEP)
+        .await
+        .unwrap_or_else(|e| panic!("redacted frame: {e}"));
+    (frame, started.elapsed())
+}
+
+/// The computed filter and text fill of `#id`, and how many sheets the document adopted.
+async fn styles(session: &BrowserSession, id: &str) -> Value {
+    eval(
+        session,
+        &format!(
+            "() => {{ const s = getComputedStyle(document.getElementById('{id}')); \
+             return [s.filter, s.webkitTextFillColor, document.adoptedStyleSheets.length]; }}"
+        ),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_canary_cannot_be_read_in_a_redacted_frame() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/canary").as_str()).await;
+    let before = styles(s, "canary").await;
+    assert_eq!(before[0], "none");
+
+    let rect = eval(
+        s,
+        "() => { const r = document.getElementById('canary').getBoundingClientRect(); \
+         return [r.x, r.y, r.width, r.height, devicePixelRatio, innerWidth, innerHeight]; }",
+    )
+    .await;
+    let num = |i: usize| rect[i].as_f64().unwrap();
+    // Frames are at CSS scale: a frame pixel is a CSS pixel whatever the device ratio.
+    let (vw, vh) = (num(5) as usize, num(6) as usize);
+    // Inside the border.
+    let area = Box {
+        x: num(0) as usize + 4,
+        y: num(1) as usize + 4,
+        width: num(2) as usize - 8,
+        height: num(3) as usize - 8,
+    };
+
+    let plain_empty = unredacted(s).await;
+    let (empty, empty_took) = frame(s).await;
+    assert_eq!(empty.blurred, 1);
+    assert_eq!(empty.url, site.url("/canary").as_str());
+    assert_eq!(styles(s, "canary").await, before, "the blur came off");
+
+    s.run(&type_into("#canary", CANARY, false), STEP)
+        .await
+        .unwrap();
+    let (canary, canary_took) = frame(s).await;
+    assert_eq!(
+        styles(s, "canary").await,
+        before,
+        "the blur came off again (and the sheet with it)"
+    );
+    let plain_canary = unredacted(s).await;
+    assert_eq!(
+        eval(s, "() => document.getElementById('canary').value").await,
+        Value::from(CANARY),
+        "the canary is in the field"
+    );
+
+    let (empty_px, canary_px) = (decode(&empty.jpeg), decode(&canary.jpeg));
+    assert_eq!(
+        (empty_px.width, empty_px.height),
+        (vw, vh),
+        "the viewport only, at CSS scale"
+    );
+    let redacted = mean_abs_diff(&empty_px, &canary_px, area);
+    let redacted_detail = detail_diff(&empty_px, &canary_px, area);
+    let control = mean_abs_diff(&plain_empty, &plain_canary, area);
+    let control_detail = detail_diff(&plain_empty, &plain_canary, area);
+    eprintln!(
+        "canary: redacted diff {redacted:.2} (detail {redacted_detail:.2}), unredacted \
+         {control:.2} (detail {control_detail:.2}); frames {} and {} bytes, taken in {:?} \
+         and {:?}",
+        empty.jpeg.len(),
+        canary.jpeg.len(),
+        empty_took,
+        canary_took
+    );
+    assert!(
+        control > 10.0 && control_detail > 5.0,
+        "the comparison can fail: the canary shows without the blur ({control:.2}, \
+         {control_detail:.2})"
+    );
+    assert!(
+        redacted < 1.5 && redacted_detail < 1.5,
+        "the canary shows through the blur: {redacted:.2} (detail {redacted_detail:.2})"
+    );
+    // Text outside any field is untouched: the frame differs from the page there only by
+    // the JPEG's noise.
+    let outside = Box {
+        x: 40,
+        y: 204,
+        width: 300,
+        height: 20,
+    };
+    assert!(mean_abs_diff(&canary_px, &plain_canary, outside) < 3.0);
+    assert!(empty.jpeg.len() <= MAX_FRAME_BYTES);
+
+    close(provider, lease).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_that_cannot_be_redacted_are_not_taken() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+
+    // A field whose blur does not hold: no frame, and the blur is off the other field.
+    go(s, site.url("/unconfirmed").as_str()).await;
+    let error = s.redacted_frame(MAX_FRAME_BYTES, STEP).await.unwrap_err();
+    assert_eq!(
+        error,
+        FrameError::BlurUnconfirmed {
+            fields: 2,
+            unconfirmed: 1
+        }
+    );
+    assert_eq!(styles(s, "plain").await[0], "none");
+    assert_eq!(styles(s, "plain").await[2], 0);
+
+    // Over the cap at every quality: no frame, and the blur is off.
+    go(s, site.url("/canary").as_str()).await;
+    assert_eq!(
+        s.redacted_frame(500, STEP).await.unwrap_err(),
+        FrameError::TooLarge { cap: 500 }
+    );
+    assert_eq!(styles(s, "canary").await[0], "none");
+    assert_eq!(styles(s, "canary").await[2], 0);
+
+    // Fields in a shadow root, a same-origin frame, an editable region, and a cross-origin
+    // frame (blurred whole) are all counted and confirmed; a hidden input is not a field.
+    go(s, site.url("/nested").as_str()).await;
+    let (nested, _) = frame(s).await;
+    assert_eq!(
+        nested.blurred, 6,
+        "top input, shadow select, editor, frame input and textarea, the other frame"
+    );
+    let restored = eval(
+        s,
+        "() => [document.getElementById('other').getAttribute('style'), \
+         getComputedStyle(document.getElementById('other')).filter, \
+         getComputedStyle(document.getElementById('host').shadowRoot.querySelector('select')).filter, \
+         document.getElementById('same').contentDocument.adoptedStyleSheets.length, \
+         '__abrRedaction' in window]",
+    )
+    .await;
+    assert_eq!(
+        restored,
+        serde_json::json!([null, "none", "none", 0, false])
+    );
+
+    // A field that appears between the confirmation and the capture, where no sheet
+    // reaches: the check after the capture throws the frame away.
+    go(s, site.url("/late").as_str()).await;
+    let error = s.redacted_frame(MAX_FRAME_BYTES, STEP).await.unwrap_err();
+    assert_eq!(
+        error,
+        FrameError::BlurUnconfirmed {
+            fields: 3,
+            unconfirmed: 1
+        },
+        "first, the opaque frame, and the late field"
+    );
+    assert_eq!(
+        eval(
+            s,
+            "() => [document.getElementById('host').shadowRoot.querySelectorAll('input').length, \
+             document.getElementById('opaque').getAttribute('style'), \
+             getComputedStyle(document.getElementById('first')).filter]"
+        )
+        .await,
+        serde_json::json!([1, null, "none"])
+    );
+    // Once it is there, the next frame covers it.
+    let (late, _) = frame(s).await;
+    assert_eq!(late.blurred, 3);
+
+    close(provider, lease).await;
+}
+
+/// Refuses one host.
+#[derive(Debug)]
+struct Refuse(&'static str, AtomicUsize);
+
+impl Refuse {
+    fn new(host: &'static str) -> Arc<Self> {
+        Arc::new(Self(host, AtomicUsize::new(0)))
+    }
+}
+
+impl SiteFilter for Refuse {
+    fn may_open(&self, host: &str) -> bool {
+        self.1.fetch_add(1, Ordering::SeqCst);
+        host != self.0
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_site_filter_refuses_documents_of_refused_hosts() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+
+    // Control: without a filter the link leads to the other host.
+    go(s, site.url("/links").as_str()).await;
+    s.run(&click("#away"), STEP).await.unwrap();
+    s.run(
+        &BrowserAction::Wait {
+            selector: None,
+            url: Some("/landing".into()),
+            text: None,
+        },
+        STEP,
+    )
+    .await
+    .unwrap();
+    assert_eq!(site.seen("localhost", "/landing"), 1);
+
+    let filter = Refuse::new("localhost");
+    s.filter_sites(filter.clone()).await.unwrap();
+    go(s, site.url("/links").as_str()).await;
+    assert!(
+        site.seen("localhost", "/pixel.gif") >= 2,
+        "other requests to the host go on"
+    );
+    // A click on the link: the navigation is refused before it is sent.
+    s.run(&click("#away"), STEP).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Navigating there directly fails too.
+    let direct = s
+        .run(
+            &BrowserAction::Navigate {
+                url: url::Url::parse(&site.other("/landing")).unwrap(),
+            },
+            STEP,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(direct.kind, StepFailureKind::Navigation);
+    assert!(
+        direct.message.contains("ERR_BLOCKED_BY_CLIENT"),
+        "{direct:?}"
+    );
+    // So does a new window.
+    eval(
+        s,
+        &format!("() => {{ window.open('{}'); }}", site.other("/landing")),
+    )
+    .await;
+    // So does a frame.
+    go(s, site.url("/framed").as_str()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        site.seen("localhost", "/landing"),
+        1,
+        "the refused host never got the request"
+    );
+    // The allowed host still loads.
+    s.run(
+        &BrowserAction::Navigate {
+            url: site.url("/landing"),
+        },
+        STEP,
+    )
+    .await
+    .unwrap();
+    assert_eq!(site.seen("127.0.0.1", "/landing"), 1);
+
+    // A known gap, reported rather than asserted: Playwright routes only a redirect chain's
+    // first request, so a redirect to the refused host is not the filter's to stop (the
+    // egress guard still applies to it).
+    let redirected = s
+        .run(
+            &BrowserAction::Navigate {
+                url: site.url("/redirect"),
+            },
+            STEP,
+        )
+        .await;
+    eprintln!(
+        "filter: a redirect to the refused host was {} (it reached the host {} times)",
+        if redirected.is_ok() {
+            "followed"
+        } else {
+            "refused"
+        },
+        site.seen("localhost", "/landing") - 1
+    );
+
+    close(provider, lease).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_site_filter_keeps_the_egress_proxy_and_costs_little() {
+    let site = Site::start().await;
+    let (victim_addr, reached, victim_task) = victim().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    let gallery = site.url("/gallery");
+
+    let load = async |rounds: u32| {
+        let started = Instant::now();
+        for _ in 0..rounds {
+            go(s, gallery.as_str()).await;
+        }
+        started.elapsed() / rounds
+    };
+    let cacheable = site.url("/cacheable");
+    load(2).await;
+    let bare = load(10).await;
+    go(s, cacheable.as_str()).await;
+    go(s, cacheable.as_str()).await;
+    let cached_bare = site.seen("127.0.0.1", "/cached.gif");
+    s.filter_sites(Refuse::new("nowhere.example"))
+        .await
+        .unwrap();
+    load(2).await;
+    let routed = load(10).await;
+    go(s, cacheable.as_str()).await;
+    go(s, cacheable.as_str()).await;
+    eprintln!(
+        "filter: a cacheable image loaded twice reached the site {cached_bare} time(s) without \
+         the route, {} more with it",
+        site.seen("127.0.0.1", "/cached.gif") - cached_bare
+    );
+    eprintln!(
+        "filter: a page of 41 requests loads in {bare:?} without the route, {routed:?} with it \
+         ({:?} per request)",
+        routed.saturating_sub(bare) / 41
+    );
+    assert_eq!(site.seen("127.0.0.1", "/pixel.gif"), 24 * 40);
+
+    // The filter allows it; the egress proxy still refuses it.
+    let refused = s
+        .run(
+            &BrowserAction::Navigate {
+                url: url::Url::parse(&format!("http://{victim_addr}/")).unwrap(),
+            },
+            STEP,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.kind, StepFailureKind::Navigation);
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        0,
+        "the proxy let it through"
+    );
+
+    close(provider, lease).await;
+    victim_task.abort();
+}
+
+/// A loopback service the egress policy does not allow: counts the connections it gets.
+async fn victim() -> (SocketAddr, Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let reached = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&reached);
+    let task = tokio::spawn(async move {
+        while let Ok((_socket, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    (addr, reached, task)
+}
+
+/// On a remote session the egress URL gate routes every request too: the filter refuses
+/// first, and leaves what it allows to the gate (which still refuses what egress refuses).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_site_filter_defers_to_the_egress_url_gate() {
+    let site = Site::start().await;
+    let (victim_addr, reached, victim_task) = victim().await;
+    let double = SteelDouble::start(SteelOptions::default())
+        .await
+        .expect("start the Steel double");
+    let provider = SteelSessionProvider::new(SteelProviderConfig {
+        rest_timeout: Duration::from_secs(20),
+        connect_timeout: Duration::from_secs(10),
+        navigation_timeout: Duration::from_secs(10),
+        egress: Some(site.egress()),
+        ..SteelProviderConfig::oss(double.base_url())
+    });
+    let lease = tokio::time::timeout(
+        Duration::from_secs(60),
+        provider.acquire(AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: "probe".into(),
+            state: None,
+            start_url: None,
+        }),
+    )
+    .await
+    .expect("acquire hung")
+    .expect("acquire");
+    let s = lease.context();
+    let filter = Refuse::new("localhost");
+    s.filter_sites(filter.clone()).await.unwrap();
+
+    // Allowed by both: it loads (the filter let the gate continue it).
+    s.run(
+        &BrowserAction::Navigate {
+            url: site.url("/links"),
+        },
+        STEP,
+    )
+    .await
+    .unwrap();
+    assert!(filter.1.load(Ordering::SeqCst) >= 1, "the filter was asked");
+    assert!(
+        site.seen("localhost", "/pixel.gif") >= 1,
+        "a subresource of the refused host goes on"
+    );
+    // Refused by the filter.
+    let refused = s
+        .run(
+            &BrowserAction::Navigate {
+                url: url::Url::parse(&site.other("/landing")).unwrap(),
+            },
+            STEP,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message.contains("ERR_BLOCKED_BY_CLIENT"),
+        "{refused:?}"
+    );
+    assert_eq!(site.seen("localhost", "/landing"), 0);
+    // Allowed by the filter, refused by the gate.
+    let gated = s
+        .run(
+            &BrowserAction::Navigate {
+                url: url::Url::parse(&format!("http://{victim_addr}/")).unwrap(),
+            },
+            STEP,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(gated.kind, StepFailureKind::Navigation);
+    assert_eq!(reached.load(Ordering::SeqCst), 0, "the gate was skipped");
+
+    let _ = tokio::time::timeout(Duration::from_secs(30), lease.release()).await;
+    drop(provider);
+    double.shutdown().await;
+    victim_task.abort();
+}

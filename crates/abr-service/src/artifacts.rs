@@ -1,0 +1,206 @@
+//! Replay frames (`/v1/runs/{runId}/frames`) and the tenant's screenshots switch
+//! (`/v1/settings/screenshots`). Frames are served here and nowhere else: not in a task
+//! record, an event, a callback or a log line.
+//!
+//! A run and its frames are visible to their tenant only (`x-tenant-id`, `default`
+//! without): another tenant's run id is a 404 `frame_not_found`, exactly like a missing one.
+
+use abr_core::{AuditAction, AuditEvent, AuditOutcome, CoreError};
+use abr_protocol::{FramesResponse, ScreenshotsSetting, codes};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::runner::RunnerContext;
+use crate::state::AppState;
+use crate::tenant::{TenantHeader, one_header};
+
+/// The `platform` of audit events about a tenant's own settings (no platform involved).
+pub(crate) const SETTINGS_PLATFORM: &str = "settings";
+
+/// Who an unattributed change of a setting is audited as.
+const UNKNOWN_ACTOR: &str = "unknown";
+
+/// The routes (behind the bearer check).
+pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+    Router::new()
+        .route("/v1/runs/{run_id}/frames", get(frames::<C>))
+        .route("/v1/runs/{run_id}/frames/{seq}", get(frame::<C>))
+        .route(
+            "/v1/settings/screenshots",
+            get(screenshots::<C>).put(set_screenshots::<C>),
+        )
+}
+
+/// `GET /v1/runs/{runId}/frames`: the setting the run recorded and its frames' metadata.
+async fn frames<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<FramesResponse>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let Path(run_id) = path.map_err(|_| bad_path())?;
+    let store = &state.runner.frames;
+    let screenshots = store
+        .run_setting(&tenant, &run_id)
+        .await?
+        .ok_or(CoreError::FrameNotFound)?;
+    let frames = store.frames(&tenant, &run_id).await?;
+    Ok(Json(FramesResponse {
+        run_id,
+        screenshots,
+        frames,
+    }))
+}
+
+/// `GET /v1/runs/{runId}/frames/{seq}`: one frame's JPEG, never cached, never sniffed,
+/// never run as a document.
+async fn frame<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let Path((run_id, seq)) = path.map_err(|_| bad_path())?;
+    let seq = frame_number(&seq)?;
+    let frame = state
+        .runner
+        .frames
+        .frame(&tenant, &run_id, seq)
+        .await?
+        .ok_or(CoreError::FrameNotFound)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("image/jpeg")),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("no-store, private"),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+            (
+                header::CONTENT_DISPOSITION,
+                HeaderValue::from_static("inline"),
+            ),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static("default-src 'none'; sandbox"),
+            ),
+        ],
+        frame.jpeg,
+    )
+        .into_response())
+}
+
+/// A frame's sequence number: a positive whole number in decimal digits.
+fn frame_number(raw: &str) -> Result<u32, ApiError> {
+    raw.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| raw.parse::<u32>().ok())
+        .flatten()
+        .filter(|seq| *seq > 0)
+        .ok_or_else(|| {
+            ApiError::new(
+                codes::INVALID_REQUEST,
+                "seq: a frame number is a positive whole number",
+            )
+        })
+}
+
+fn bad_path() -> ApiError {
+    ApiError::new(codes::INVALID_REQUEST, "the path is not valid UTF-8 text")
+}
+
+/// `GET /v1/settings/screenshots`: whether the tenant's runs take replay frames.
+async fn screenshots<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+) -> Result<Json<ScreenshotsSetting>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let enabled = state.runner.frames.screenshots_enabled(&tenant).await?;
+    Ok(Json(ScreenshotsSetting { enabled }))
+}
+
+/// `PUT /v1/settings/screenshots`: switches the tenant's frames on or off for the runs that
+/// start from now on (a run going keeps the setting it started with). Audited with the
+/// person named by `x-actor` (`unknown` without).
+async fn set_screenshots<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    headers: HeaderMap,
+    ApiJson(setting): ApiJson<ScreenshotsSetting>,
+) -> Result<Json<ScreenshotsSetting>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let actor = actor(&headers)?;
+    let runner = &state.runner;
+    runner
+        .frames
+        .set_screenshots_enabled(&tenant, setting.enabled)
+        .await?;
+    let mut event = AuditEvent::new(
+        time::OffsetDateTime::now_utc(),
+        AuditAction::ScreenshotsChanged,
+        AuditOutcome::Ok,
+        SETTINGS_PLATFORM,
+    )
+    .tenant(Some(&tenant), None);
+    event.actor = Some(actor);
+    event.screenshots_enabled = Some(setting.enabled);
+    runner.audit.emit(event);
+    Ok(Json(setting))
+}
+
+/// The person a change is audited as: `x-actor` (checked like an approver's name), else
+/// `unknown`.
+fn actor(headers: &HeaderMap) -> Result<String, ApiError> {
+    match one_header(headers, "x-actor")? {
+        Some(name) => Ok(person("x-actor", &name)?),
+        None => Ok(UNKNOWN_ACTOR.to_owned()),
+    }
+}
+
+/// A person's name, as approvals check `approvedBy`: trimmed, 1 to 256 bytes of printable
+/// text.
+pub(crate) fn person(field: &str, value: &str) -> Result<String, CoreError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(CoreError::InvalidInput(format!(
+            "{field} must not be empty"
+        )));
+    }
+    abr_core::check_tenant_id(field, Some(value))?;
+    Ok(value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_numbers_are_positive_decimal_integers() {
+        assert_eq!(frame_number("1").ok(), Some(1));
+        assert_eq!(frame_number("60").ok(), Some(60));
+        assert_eq!(frame_number("007").ok(), Some(7));
+        for bad in ["", "0", "-1", "+1", "1.5", "abc", " 1", "4294967296", "1e3"] {
+            let e = frame_number(bad).err().map(|e| e.code().to_owned());
+            assert_eq!(e.as_deref(), Some("invalid_request"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn names_of_people_are_trimmed_bounded_and_printable() {
+        assert_eq!(
+            person("decidedBy", "  alice ").ok().as_deref(),
+            Some("alice")
+        );
+        for bad in [String::new(), "   ".into(), "a\nb".into(), "x".repeat(257)] {
+            assert!(person("decidedBy", &bad).is_err(), "{bad:?}");
+        }
+    }
+}

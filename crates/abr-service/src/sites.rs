@@ -1,0 +1,105 @@
+//! A tenant's site policy (`/v1/sites`): the sites its jobs may open (allow) or never open
+//! (deny), each entry covering its subdomains. Per tenant (`x-tenant-id`, `default`
+//! without): another tenant's decisions are never read, changed or removed. Every change is
+//! audited with the person who made it.
+
+use abr_core::guard::site_name;
+use abr_core::{AuditAction, AuditEvent, AuditOutcome};
+use abr_protocol::{SiteDecisionRequest, SiteEntry, SitesResponse, codes};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, put};
+use axum::{Json, Router};
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::artifacts::{SETTINGS_PLATFORM, person};
+use crate::runner::RunnerContext;
+use crate::state::AppState;
+use crate::tenant::TenantHeader;
+
+/// The routes (behind the bearer check).
+pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+    Router::new()
+        .route("/v1/sites", get(list::<C>))
+        .route("/v1/sites/{domain}", put(decide::<C>).delete(remove::<C>))
+}
+
+/// `GET /v1/sites`: the tenant's decisions, sorted by domain.
+async fn list<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+) -> Result<Json<SitesResponse>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let mut sites = state.runner.sites.sites(&tenant).await?;
+    sites.sort_by(|a, b| a.domain.cmp(&b.domain));
+    Ok(Json(SitesResponse { sites }))
+}
+
+/// `PUT /v1/sites/{domain}`: allows or denies the site (replacing an earlier decision);
+/// answers the entry as stored. The domain is normalized (lower case, no trailing dot): a
+/// scheme, port, path or wildcard is a 422.
+async fn decide<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    path: Result<Path<String>, PathRejection>,
+    ApiJson(request): ApiJson<SiteDecisionRequest>,
+) -> Result<Json<SiteEntry>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let domain = domain(path)?;
+    let decided_by = person("decidedBy", &request.decided_by)?;
+    let entry = SiteEntry {
+        domain,
+        decision: request.decision,
+        decided_by,
+        decided_at: time::OffsetDateTime::now_utc(),
+    };
+    let runner = &state.runner;
+    runner.sites.decide(&tenant, entry.clone()).await?;
+    let mut event = event(AuditAction::SiteDecided, &tenant, &entry.domain);
+    event.actor = Some(entry.decided_by.clone());
+    event.decision = Some(entry.decision);
+    runner.audit.emit(event);
+    Ok(Json(entry))
+}
+
+/// `DELETE /v1/sites/{domain}`: 204, or 404 `site_not_found` when the tenant had no
+/// decision about it. The site is then undecided again (a run reaching it asks).
+async fn remove<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<StatusCode, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let domain = domain(path)?;
+    let runner = &state.runner;
+    if !runner.sites.remove(&tenant, &domain).await? {
+        return Err(ApiError::new(
+            codes::SITE_NOT_FOUND,
+            "the tenant has no decision about this site",
+        ));
+    }
+    runner
+        .audit
+        .emit(event(AuditAction::SiteRemoved, &tenant, &domain));
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The path's domain, normalized; a 422 naming the rule otherwise (never echoing it).
+fn domain(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    let Path(raw) = path
+        .map_err(|_| ApiError::new(codes::INVALID_REQUEST, "the path is not valid UTF-8 text"))?;
+    Ok(site_name(&raw)?)
+}
+
+fn event(action: AuditAction, tenant: &str, domain: &str) -> AuditEvent {
+    let mut event = AuditEvent::new(
+        time::OffsetDateTime::now_utc(),
+        action,
+        AuditOutcome::Ok,
+        SETTINGS_PLATFORM,
+    )
+    .tenant(Some(tenant), None);
+    event.domain = Some(domain.to_owned());
+    event
+}
