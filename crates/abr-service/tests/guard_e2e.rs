@@ -20,6 +20,8 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abr_demo::DemoSite;
@@ -670,5 +672,106 @@ async fn frames_are_served_to_their_tenant_only_and_none_are_taken_with_screensh
     .await;
     assert_eq!(frames["frames"], json!([]));
     assert_eq!(frames["screenshots"]["screenshots"], "off");
+    stack.server.shutdown().await;
+}
+
+// ---- the events webhook ---------------------------------------------------------------------
+
+/// An HTTP receiver on loopback that keeps every JSON body posted to it.
+async fn receiver() -> (SocketAddr, Arc<Mutex<Vec<Value>>>) {
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&bodies);
+    let app = axum::Router::new().route(
+        "/events",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let kept = Arc::clone(&kept);
+            async move {
+                kept.lock().unwrap().push(body);
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, bodies)
+}
+
+fn expiring_challenge(site: &DemoSite) -> Value {
+    json!({
+        "plan": {
+            "targetUrl": page(site, "/pause/challenge"),
+            "steps": [
+                {"type": "click", "selector": "#human", "timeoutMs": 3000, "description": "Tick it"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#content"}
+        },
+        "handoff": {"waitSeconds": 1}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takeover_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_loopback() {
+    // Allowed: the receiver's exact address is in the egress allowances.
+    let (addr, bodies) = receiver().await;
+    let stack = stack_with(
+        |c| {
+            c.tasks.approval = abr_core::task::ApprovalRule::Off;
+            c.tasks.events_webhook =
+                Some(url::Url::parse(&format!("http://{addr}/events")).unwrap());
+            c.egress = c.egress.clone().allow_addr(addr);
+        },
+        |b| b,
+    )
+    .await;
+    let id = create(&stack, expiring_challenge(&stack.site)).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.error.unwrap().code, "takeover_expired");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while bodies.lock().unwrap().len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the webhook got {:?}",
+            bodies.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let got = bodies.lock().unwrap().clone();
+    let events: Vec<&str> = got.iter().map(|b| b["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["takeover_required", "takeover_expired"]);
+    for body in &got {
+        assert_eq!(body["runId"], id.as_str());
+        let keys: BTreeSet<&str> = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from(["event", "runId", "takeoverId", "reason", "state", "at"]),
+            "ids only"
+        );
+        assert!(!body.to_string().contains("127.0.0.1"), "no URL: {body}");
+    }
+    stack.server.shutdown().await;
+
+    // The attack: a webhook pointing at a service on the runner's own machine that the
+    // operator did not allow. It is never reached.
+    let (victim, hits) = receiver().await;
+    let stack = stack_with(
+        |c| {
+            c.tasks.approval = abr_core::task::ApprovalRule::Off;
+            c.tasks.events_webhook =
+                Some(url::Url::parse(&format!("http://{victim}/events")).unwrap());
+        },
+        |b| b,
+    )
+    .await;
+    let id = create(&stack, expiring_challenge(&stack.site)).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.error.unwrap().code, "takeover_expired");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(hits.lock().unwrap().is_empty(), "the victim was reached");
     stack.server.shutdown().await;
 }
