@@ -773,3 +773,23 @@ async fn a_read_only_run_goes_on_after_a_refusal_and_ends_blocked() {
     assert_eq!(h.page.clicks_on("#next"), 1);
     assert!(record.extracted.contains_key("page"));
 }
+
+#[tokio::test]
+async fn a_run_paused_when_the_runner_stopped_is_ended_at_the_next_start() {
+    let h = h();
+    shop(&h);
+    h.page
+        .set_signals(Some(captcha("https://shop.example/cart")));
+    let (id, join) = start_paused(&h, 60).await;
+    wait_for_state(&h, &id, TaskState::Paused).await;
+    // The runner dies with the run paused (its future is dropped, as by a kill).
+    join.abort();
+    let _ = join.await;
+    let ended = h.runner.recover_unfinished().await.unwrap();
+    assert_eq!(ended.len(), 1);
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert_eq!(record.state, TaskState::Failed, "nothing committing had run");
+    let error = record.error.unwrap();
+    assert_eq!(error.code, "runner_stopped");
+    assert!(error.retryable);
+}

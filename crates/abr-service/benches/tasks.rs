@@ -39,6 +39,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use abr_core::guard::FrameStore;
 use abr_core::task::{
     ApprovalRule, BrowserAction, Counter, IdempotencyKey, InMemoryTaskStore, Inserted, PlanLimits,
     StepOutput, StepRunner, StoredTask, TaskConfig, TaskRunner, TaskStore, TenantLimits, validate,
@@ -232,7 +233,11 @@ struct Abr {
 }
 
 impl Abr {
-    fn new(provider: Arc<LocalBrowserSessionProvider>, store: Arc<dyn TaskStore>) -> Self {
+    fn new(
+        provider: Arc<LocalBrowserSessionProvider>,
+        store: Arc<dyn TaskStore>,
+        frames: Option<Arc<dyn FrameStore>>,
+    ) -> Self {
         let store = Arc::new(TimedStore {
             inner: store,
             nanos: AtomicU64::new(0),
@@ -246,9 +251,12 @@ impl Abr {
             },
             ..TaskConfig::default()
         };
-        let runner = TaskRunner::new(provider, store.clone())
+        let mut runner = TaskRunner::new(provider, store.clone())
             .with_config(config)
             .with_audit(Auditor::new(audit.clone(), Duration::from_secs(5)));
+        if let Some(frames) = frames {
+            runner = runner.with_frames(frames);
+        }
         Self {
             runner,
             store,
@@ -485,6 +493,7 @@ enum Side {
     Steps,
     Memory,
     Sqlite,
+    Framed,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -510,7 +519,7 @@ async fn main() {
         egress: Some(EgressPolicy::new().allow_addr(site.local_addr())),
         ..LocalProviderConfig::default()
     }));
-    let memory = Abr::new(provider.clone(), Arc::new(InMemoryTaskStore::new()));
+    let memory = Abr::new(provider.clone(), Arc::new(InMemoryTaskStore::new()), None);
     let dir = tempfile::tempdir().unwrap();
     let sqlite_store = SqliteStore::open(
         &dir.path().join("abr.db"),
@@ -518,12 +527,25 @@ async fn main() {
         false,
     )
     .unwrap();
-    let sqlite = Abr::new(provider.clone(), Arc::new(sqlite_store));
+    let sqlite_store = Arc::new(sqlite_store);
+    let sqlite = Abr::new(provider.clone(), sqlite_store.clone(), None);
+    // The runner's defaults: replay frames on, kept (sealed) in the same SQLite file.
+    let framed = Abr::new(
+        provider.clone(),
+        sqlite_store.clone(),
+        Some(sqlite_store.clone() as Arc<dyn FrameStore>),
+    );
     let mut node = NodePeer::start(&site, &session).await;
 
-    let sides = [Side::Node, Side::Steps, Side::Memory, Side::Sqlite];
-    let (mut t_node, mut t_steps, mut t_memory, mut t_sqlite) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let sides = [
+        Side::Node,
+        Side::Steps,
+        Side::Memory,
+        Side::Sqlite,
+        Side::Framed,
+    ];
+    let (mut t_node, mut t_steps, mut t_memory, mut t_sqlite, mut t_framed) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut admin_memory, mut admin_sqlite) = (Vec::new(), Vec::new());
     let (mut store_memory, mut store_sqlite) = (Vec::new(), Vec::new());
     let stamp = std::process::id();
@@ -553,6 +575,12 @@ async fn main() {
                         store_memory.push(t.store_ms);
                     }
                 }
+                Side::Framed => {
+                    let t = framed.task(&plan, &session, &scope, &email("framed")).await;
+                    if timed {
+                        t_framed.push(t.total_ms);
+                    }
+                }
                 Side::Sqlite => {
                     let t = sqlite.task(&plan, &session, &scope, &email("sqlite")).await;
                     if timed {
@@ -568,10 +596,12 @@ async fn main() {
     node.quit().await;
     // Audit delivery is in the background: give it a moment before counting.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let audit_events = memory.audit.events().len() + sqlite.audit.events().len();
+    let audit_events =
+        memory.audit.events().len() + sqlite.audit.events().len() + framed.audit.events().len();
     let users = site.users().len();
     drop(memory);
     drop(sqlite);
+    drop(framed);
     site.shutdown().await;
     drop(dir);
 
@@ -583,7 +613,7 @@ async fn main() {
     );
     println!("| variant | median ms | p90 ms | median / Node |");
     println!("|---|---|---|---|");
-    let rows: [(&str, &[f64]); 4] = [
+    let rows: [(&str, &[f64]); 5] = [
         (
             "Node playwright-core script (newContext({storageState}), same browser work)",
             &t_node,
@@ -599,6 +629,10 @@ async fn main() {
         (
             "ABR TaskRunner + SqliteStore (temp dir, session key; create → approve → run)",
             &t_sqlite,
+        ),
+        (
+            "ABR TaskRunner + SqliteStore + replay frames (the runner's defaults)",
+            &t_framed,
         ),
     ];
     for (name, samples) in rows {

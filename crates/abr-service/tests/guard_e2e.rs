@@ -560,6 +560,8 @@ async fn a_new_site_asks_for_consent_once_and_a_denied_site_is_never_opened() {
     let id = create(&stack, body.clone()).await;
     let r = paused(&stack, &id).await;
     assert_eq!(r.pause.unwrap().reason, PauseReason::ConsentRequired);
+    // The owner looks at the page through the live view, allows the site, resumes.
+    let (_, person) = take_over(&stack, &id).await;
     api(
         &stack,
         reqwest::Method::PUT,
@@ -568,6 +570,7 @@ async fn a_new_site_asks_for_consent_once_and_a_denied_site_is_never_opened() {
     )
     .await;
     resume(&stack, &id).await;
+    person.close().await;
     let r = ended(&stack, &id).await;
     assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
 

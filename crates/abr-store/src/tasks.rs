@@ -103,6 +103,7 @@ impl TaskStore for SqliteStore {
         let states = vec![
             state_name(TaskState::Queued)?,
             state_name(TaskState::Running)?,
+            state_name(TaskState::Paused)?,
         ];
         Ok(TASKS.in_states(self, states, decode).await?)
     }

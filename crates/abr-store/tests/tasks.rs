@@ -247,3 +247,23 @@ async fn sessions_stored_by_id_belong_to_their_tenant() {
     );
     assert_eq!(TaskSessions::load(&store, "t2", "s1").await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn a_paused_task_is_unfinished_work_and_a_pending_one_is_not() {
+    let store = SqliteStore::in_memory(Some(key())).unwrap();
+    for (id, state) in [
+        ("paused", TaskState::Paused),
+        ("pending", TaskState::PendingApproval),
+        ("done", TaskState::Succeeded),
+    ] {
+        store.insert(&task("t1", id, state), None).await.unwrap();
+    }
+    let unfinished: Vec<String> = store
+        .unfinished()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.id().to_owned())
+        .collect();
+    assert_eq!(unfinished, ["paused"]);
+}

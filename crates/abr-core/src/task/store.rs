@@ -135,7 +135,8 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Replaces the task if the stored version is `task.version`; whether it did.
     async fn update(&self, task: &StoredTask) -> Result<bool, CoreError>;
 
-    /// Every task, of any tenant, that is `queued` or `running`.
+    /// Every task, of any tenant, that is `queued`, `running` or `paused` (not final; a
+    /// task pending approval never started and is not unfinished work).
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError>;
 
     /// Adds one to `counter` of `tenant` if it is below `max`; whether it did.
@@ -265,10 +266,12 @@ impl TaskStore for InMemoryTaskStore {
     }
 
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
-        Ok(self
-            .lock()
-            .tasks
-            .unfinished(|t| matches!(t.record.state, TaskState::Queued | TaskState::Running)))
+        Ok(self.lock().tasks.unfinished(|t| {
+            matches!(
+                t.record.state,
+                TaskState::Queued | TaskState::Running | TaskState::Paused
+            )
+        }))
     }
 
     async fn increment(
