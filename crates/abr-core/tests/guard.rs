@@ -788,7 +788,11 @@ async fn a_run_paused_when_the_runner_stopped_is_ended_at_the_next_start() {
     let ended = h.runner.recover_unfinished().await.unwrap();
     assert_eq!(ended.len(), 1);
     let record = h.runner.get(T, &id).await.unwrap();
-    assert_eq!(record.state, TaskState::Failed, "nothing committing had run");
+    assert_eq!(
+        record.state,
+        TaskState::Failed,
+        "nothing committing had run"
+    );
     let error = record.error.unwrap();
     assert_eq!(error.code, "runner_stopped");
     assert!(error.retryable);

@@ -23,7 +23,7 @@ pub enum SiteVerdict {
 /// `-`, `.`, or an IP address. An entry covers its subdomains.
 ///
 /// # Errors
-/// [`CoreError::InvalidRequest`] naming the problem (never echoing more than the field).
+/// [`CoreError::InvalidInput`] naming the problem (never echoing more than the field).
 pub fn site_name(raw: &str) -> Result<String, CoreError> {
     let name = raw.trim().trim_end_matches('.').to_ascii_lowercase();
     let ok = !name.is_empty()

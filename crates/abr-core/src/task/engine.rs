@@ -46,7 +46,7 @@ pub struct TaskConfig {
     /// Deadline of a step without `timeoutMs`, and of the first navigation.
     pub default_step_timeout: Duration,
     /// Added to a step's deadline before the runner gives up on a browser that does not
-    /// return (the [`StepRunner`] contract: it returns within the deadline plus a margin).
+    /// return (the [`StepRunner`](super::StepRunner) contract: it returns within the deadline plus a margin).
     pub step_grace: Duration,
     /// Acquiring the browser.
     pub acquire_timeout: Duration,
@@ -742,7 +742,7 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// Outcome rows: the verification proved it → `succeeded`; a step failed, timed out or
     /// panicked before any committing step started → `failed` (retryable, `failedStep`);
-    /// from the first committing step on ([`is_committing`], the failing step included) →
+    /// from the first committing step on ([`commit_class`](crate::guard::commit_class), the failing step included) →
     /// `uncertain`; the site signed the browser out before any committing step →
     /// `needs_reauth`; a verification that fails or cannot run → `uncertain` after a
     /// committing step, else `failed`; `api_callback` verification → `uncertain` after a
