@@ -1016,7 +1016,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     reopened = true;
                     // An error page may be a block (a 403, a bot check): read it, and open
                     // the page again after a person cleared it.
-                    match self.checkpoint(task, rails, lease, None, false).await {
+                    match self.checkpoint(task, rails, lease, None).await {
                         Ok(true) => {}
                         Ok(false) => return Outcome::interrupted(false, None, failure),
                         Err(failure) => return Outcome::interrupted(false, None, failure),
@@ -1030,7 +1030,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 .capture(context, FramePoint::Navigation, "navigate")
                 .await;
         }
-        if let Err(failure) = self.checkpoint(task, rails, lease, None, false).await {
+        if let Err(failure) = self.checkpoint(task, rails, lease, None).await {
             return Outcome::interrupted(false, None, failure);
         }
         let mut committed = false;
@@ -1041,15 +1041,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 .map_or(self.config.default_step_timeout, Duration::from_millis);
             let started = Instant::now();
             let done = self
-                .guarded_step(
-                    task,
-                    rails,
-                    lease,
-                    index,
-                    &filled.action,
-                    timeout,
-                    committed,
-                )
+                .guarded_step(task, rails, lease, index, &filled.action, timeout)
                 .await;
             let committing = match &done {
                 Ok((_, committing)) | Err((_, committing)) => *committing,
@@ -1092,9 +1084,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 frames.capture(context, point, filled.action.kind()).await;
             }
             if rails::may_change_page(&filled.action)
-                && let Err(failure) = self
-                    .checkpoint(task, rails, lease, Some(index + 1), committed)
-                    .await
+                && let Err(failure) = self.checkpoint(task, rails, lease, Some(index + 1)).await
             {
                 return Outcome::interrupted(committed, Some(index), failure);
             }

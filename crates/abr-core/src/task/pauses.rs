@@ -124,7 +124,6 @@ impl<C: TaskContext> TaskRunner<C> {
         index: usize,
         action: &BrowserAction,
         timeout: Duration,
-        committed: bool,
     ) -> Guarded {
         let context = lease.context();
         if let BrowserAction::Navigate { url } = action
@@ -150,7 +149,7 @@ impl<C: TaskContext> TaskRunner<C> {
                         if retry_or_stuck(failure, false, rails, &mut failures, stuck_pauses)? {
                             stuck_pauses += 1;
                             failures = 0;
-                            self.stuck(task, rails, lease, index, committed).await?;
+                            self.stuck(task, rails, lease, index).await?;
                         }
                         continue;
                     }
@@ -173,15 +172,7 @@ impl<C: TaskContext> TaskRunner<C> {
             };
             if let Some(c) = committing {
                 if self
-                    .before_commit(
-                        task,
-                        rails,
-                        lease,
-                        index,
-                        c.class,
-                        facts.as_ref(),
-                        committed,
-                    )
+                    .before_commit(task, rails, lease, index, c.class, facts.as_ref())
                     .await
                     .map_err(|f| (f, false))?
                 {
@@ -207,7 +198,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     // An error page may be a block (a 403, a bot check): read it, and go
                     // again after a person cleared it.
                     if self
-                        .checkpoint(task, rails, lease, Some(index), committed)
+                        .checkpoint(task, rails, lease, Some(index))
                         .await
                         .map_err(|f| (f, false))?
                     {
@@ -219,7 +210,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     if retry_or_stuck(failure, is_committing, rails, &mut failures, stuck_pauses)? {
                         stuck_pauses += 1;
                         failures = 0;
-                        self.stuck(task, rails, lease, index, committed).await?;
+                        self.stuck(task, rails, lease, index).await?;
                     }
                 }
             }
@@ -233,18 +224,10 @@ impl<C: TaskContext> TaskRunner<C> {
         rails: &mut Rails,
         lease: &Lease<C>,
         index: usize,
-        committed: bool,
     ) -> Result<(), (Failure, bool)> {
-        self.pause(
-            task,
-            rails,
-            lease,
-            PauseReason::Stuck,
-            Some(index),
-            committed,
-        )
-        .await
-        .map_err(|f| (f, false))
+        self.pause(task, rails, lease, PauseReason::Stuck, Some(index))
+            .await
+            .map_err(|f| (f, false))
     }
 
     /// Before a committing action: a form with an empty required field pauses
@@ -263,22 +246,14 @@ impl<C: TaskContext> TaskRunner<C> {
         index: usize,
         class: CommitClass,
         facts: Option<&ElementFacts>,
-        committed: bool,
     ) -> Result<bool, Failure> {
         let submits = matches!(
             class,
             CommitClass::SubmitControl | CommitClass::EnterSubmitsForm | CommitClass::ButtonInForm
         );
         if submits && facts.is_some_and(|f| f.form_missing_required) {
-            self.pause(
-                task,
-                rails,
-                lease,
-                PauseReason::NeedsInput,
-                Some(index),
-                committed,
-            )
-            .await?;
+            self.pause(task, rails, lease, PauseReason::NeedsInput, Some(index))
+                .await?;
             return Ok(true);
         }
         if rails.has_session && task.record.session_check.is_none() {
@@ -290,15 +265,8 @@ impl<C: TaskContext> TaskRunner<C> {
                 let out = rails::signed_out(&facts);
                 task.record.session_check = Some(facts);
                 if out {
-                    self.pause(
-                        task,
-                        rails,
-                        lease,
-                        PauseReason::LoginRequired,
-                        Some(index),
-                        committed,
-                    )
-                    .await?;
+                    self.pause(task, rails, lease, PauseReason::LoginRequired, Some(index))
+                        .await?;
                     // Checked again after the person signed in.
                     task.record.session_check = None;
                     return Ok(true);
@@ -318,7 +286,6 @@ impl<C: TaskContext> TaskRunner<C> {
         rails: &mut Rails,
         lease: &Lease<C>,
         next_step: Option<usize>,
-        committed: bool,
     ) -> Result<bool, Failure> {
         let context = lease.context();
         let timeout = self
@@ -372,8 +339,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     ),
                 ));
             }
-            self.pause(task, rails, lease, reason, next_step, committed)
-                .await?;
+            self.pause(task, rails, lease, reason, next_step).await?;
             if reason == PauseReason::WriteAffordance {
                 // The person let it read the page: the form stays untouchable (the guard),
                 // the page is not a reason to stop again.
@@ -393,7 +359,6 @@ impl<C: TaskContext> TaskRunner<C> {
         lease: &Lease<C>,
         reason: PauseReason,
         step: Option<usize>,
-        _committed: bool,
     ) -> Result<(), Failure> {
         if let Some(frames) = &rails.frames {
             frames
