@@ -152,22 +152,30 @@ pub(crate) fn target(action: &BrowserAction) -> Option<&Selector> {
     }
 }
 
-/// Where the frame after `action` is taken, if one is.
+/// Where the frame after `action` is taken, if one is: after a navigation, an accepted
+/// click or Enter, a wait.
 pub(crate) fn frame_point(action: &BrowserAction) -> Option<FramePoint> {
     match action {
         BrowserAction::Navigate { .. } => Some(FramePoint::Navigation),
-        BrowserAction::Click { .. } | BrowserAction::Select { .. } => Some(FramePoint::Click),
-        BrowserAction::Type { submit: true, .. } => Some(FramePoint::Click),
+        BrowserAction::Click { .. } | BrowserAction::Type { submit: true, .. } => {
+            Some(FramePoint::Click)
+        }
         BrowserAction::Wait { .. } => Some(FramePoint::Wait),
         _ => None,
     }
 }
 
-/// Whether the page may have changed after `action` (a checkpoint reads it again).
+/// Whether the page may have moved on after `action`, so that a checkpoint reads it again:
+/// a navigation, a click, an Enter, a wait (often for what a click started). Typing,
+/// choosing, uploading and reading do not (a page that changes on a keystroke is read at
+/// the next of these).
 pub(crate) fn may_change_page(action: &BrowserAction) -> bool {
-    !matches!(
+    matches!(
         action,
-        BrowserAction::Extract { .. } | BrowserAction::Screenshot | BrowserAction::Assert { .. }
+        BrowserAction::Navigate { .. }
+            | BrowserAction::Click { .. }
+            | BrowserAction::Type { submit: true, .. }
+            | BrowserAction::Wait { .. }
     )
 }
 
