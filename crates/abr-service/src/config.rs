@@ -909,6 +909,8 @@ mod tests {
             ("ABR_MAX_CONCURRENT_JOBS", "0"),
             ("ABR_API_TOKEN", "short"),
             ("ABR_PUBLIC_URL", "ftp://x"),
+            ("ABR_EVENTS_WEBHOOK", "ftp://x"),
+            ("ABR_EVENTS_WEBHOOK", "not a url"),
         ] {
             let mut e = env(&[("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa")]);
             e.insert(k.into(), v.into());
