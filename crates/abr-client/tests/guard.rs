@@ -5,136 +5,26 @@
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers")]
 
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+mod common;
 
 use abr_client::protocol::{ScreenshotsMode, SiteDecision, TakeoverState};
 use abr_client::{AgentRunnerClient, ClientError};
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use serde_json::{Value, json};
+
+use common::*;
 
 const TOKEN: &str = "tok-guard-canary";
 const JPEG: &[u8] = b"\xff\xd8\xff\xe0-rest-of-a-jpeg";
 
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-}
-
-struct Reply {
-    status: u16,
-    content_type: Option<&'static str>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn json(status: u16, body: &Value) -> Self {
-        Self {
-            status,
-            content_type: Some("application/json"),
-            body: body.to_string().into_bytes(),
-        }
-    }
-
-    fn error(status: u16, code: &str) -> Self {
-        Self::json(
-            status,
-            &json!({"error": {"code": code, "message": "refused", "retryable": false}}),
-        )
-    }
-}
-
-type Responder = Box<dyn Fn(&Seen) -> Reply + Send + Sync>;
-
-struct Shared {
-    seen: Mutex<Vec<Seen>>,
-    responder: Responder,
-}
-
-struct FakeRunner {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-}
-
 impl FakeRunner {
+    /// A runner answering every route like the real one.
     async fn start() -> Self {
         Self::with(answers).await
     }
 
-    async fn with(responder: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Self {
-        let shared = Arc::new(Shared {
-            seen: Mutex::new(Vec::new()),
-            responder: Box::new(responder),
-        });
-        let app = axum::Router::new()
-            .fallback(handle)
-            .with_state(Arc::clone(&shared));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Self { addr, shared }
-    }
-
     fn client(&self) -> AgentRunnerClient {
-        AgentRunnerClient::new(format!("http://{}/", self.addr), TOKEN).unwrap()
+        self.client_with(TOKEN)
     }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.shared.seen.lock().unwrap().clone()
-    }
-
-    fn single(&self) -> Seen {
-        let seen = self.seen();
-        assert_eq!(seen.len(), 1, "expected exactly one request, got {seen:#?}");
-        seen.into_iter().next().unwrap()
-    }
-}
-
-async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let seen = Seen {
-        method: parts.method.to_string(),
-        path: parts
-            .uri
-            .path_and_query()
-            .map(|p| p.as_str().to_owned())
-            .unwrap_or_default(),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
-            .collect(),
-        body: axum::body::to_bytes(body, usize::MAX)
-            .await
-            .unwrap()
-            .to_vec(),
-    };
-    let reply = (shared.responder)(&seen);
-    shared.seen.lock().unwrap().push(seen);
-    let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
-    if let Some(content_type) = reply.content_type {
-        response = response.header("content-type", content_type);
-    }
-    response.body(Body::from(reply.body)).unwrap()
 }
 
 fn frame_info(seq: u32) -> Value {
@@ -159,50 +49,40 @@ fn answers(seen: &Seen) -> Reply {
     match (seen.method.as_str(), seen.path.as_str()) {
         ("GET", "/v1/runs/t-1/frames") => Reply::json(
             200,
-            &json!({"runId": "t-1", "screenshots": {"screenshots": "on"},
+            json!({"runId": "t-1", "screenshots": {"screenshots": "on"},
                     "frames": [frame_info(1), frame_info(2)]}),
         ),
         ("GET", "/v1/runs/t-off/frames") => Reply::json(
             200,
-            &json!({"runId": "t-off",
+            json!({"runId": "t-off",
                     "screenshots": {"screenshots": "off", "reason": "tenant_setting"},
                     "frames": []}),
         ),
-        ("GET", "/v1/runs/t-1/frames/2") => Reply {
-            status: 200,
-            content_type: Some("image/jpeg"),
-            body: JPEG.to_vec(),
-        },
-        ("GET", "/v1/settings/screenshots") => Reply::json(200, &json!({"enabled": true})),
-        ("PUT", "/v1/settings/screenshots") => Reply {
-            status: 200,
-            content_type: Some("application/json"),
-            body: seen.body.clone(),
-        },
+        ("GET", "/v1/runs/t-1/frames/2") => Reply::raw(200, "image/jpeg", JPEG),
+        ("GET", "/v1/settings/screenshots") => Reply::json(200, json!({"enabled": true})),
+        ("PUT", "/v1/settings/screenshots") => {
+            Reply::raw(200, "application/json", seen.body.clone())
+        }
         ("GET", "/v1/sites") => Reply::json(
             200,
-            &json!({"sites": [site("a.example", "allow", "alice"),
+            json!({"sites": [site("a.example", "allow", "alice"),
                               site("b.example", "deny", "bob")]}),
         ),
         ("PUT", "/v1/sites/news.example") => {
-            Reply::json(200, &site("news.example", "deny", "carol"))
+            Reply::json(200, site("news.example", "deny", "carol"))
         }
-        ("DELETE", "/v1/sites/news.example") => Reply {
-            status: 204,
-            content_type: None,
-            body: Vec::new(),
-        },
+        ("DELETE", "/v1/sites/news.example") => Reply::empty(204),
         ("POST", "/v1/tasks/t-1/takeover") => Reply::json(
             200,
-            &json!({"takeoverId": "to-1", "state": "active",
+            json!({"takeoverId": "to-1", "state": "active",
                     "liveViewUrl": "http://runner.test/live/live-token-canary",
                     "expiresAt": "2030-01-01T00:10:00Z"}),
         ),
         ("POST", "/v1/tasks/t-1/takeover/resume") => {
-            Reply::json(200, &json!({"takeoverId": "to-1", "state": "resumed"}))
+            Reply::json(200, json!({"takeoverId": "to-1", "state": "resumed"}))
         }
         ("POST", "/v1/tasks/t-1/takeover/end") => {
-            Reply::json(200, &json!({"takeoverId": "to-1", "state": "ended"}))
+            Reply::json(200, json!({"takeoverId": "to-1", "state": "ended"}))
         }
         ("GET", p) if p.starts_with("/v1/runs/") => Reply::error(404, "frame_not_found"),
         ("DELETE", p) if p.starts_with("/v1/sites/") => Reply::error(404, "site_not_found"),
@@ -265,10 +145,8 @@ async fn a_missing_or_foreign_frame_is_a_typed_404() {
 
 #[tokio::test]
 async fn a_frame_that_is_not_jpeg_is_a_decode_error_without_its_body() {
-    let runner = FakeRunner::with(|_| Reply {
-        status: 200,
-        content_type: Some("text/html"),
-        body: b"<html>a portal-canary</html>".to_vec(),
+    let runner = FakeRunner::with(|_| {
+        Reply::raw(200, "text/html", b"<html>a portal-canary</html>".to_vec())
     })
     .await;
     let e = runner.client().frame("acme", "t-1", 1).await.unwrap_err();

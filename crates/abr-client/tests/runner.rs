@@ -2,8 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers")]
 
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
 use abr_client::protocol::{
@@ -11,89 +11,11 @@ use abr_client::protocol::{
     PostRequest, ProbeRequest, VerificationMethod,
 };
 use abr_client::{AgentRunnerClient, ClientError, Operation, SecretString, TransportKind};
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use serde_json::{Value, json};
 
+use common::*;
+
 const TOKEN: &str = "tok-3f9a-canary";
-
-/// One request as the fake runner saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    /// Raw path and query, as sent (percent-encoding kept).
-    path: String,
-    authorization: Option<String>,
-    content_type: Option<String>,
-    user_agent: Option<String>,
-    cookie: Option<String>,
-    body: Vec<u8>,
-}
-
-impl Seen {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-}
-
-/// What the fake runner answers.
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-    delay: Option<Duration>,
-}
-
-impl Reply {
-    fn json(status: u16, body: Value) -> Self {
-        Self {
-            status,
-            headers: vec![("content-type", "application/json".to_owned())],
-            body: body.to_string().into_bytes(),
-            delay: None,
-        }
-    }
-
-    fn raw(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
-        Self {
-            status,
-            headers: vec![("content-type", content_type.to_owned())],
-            body: body.into(),
-            delay: None,
-        }
-    }
-
-    fn envelope(status: u16, code: &str, message: &str, retryable: bool) -> Self {
-        Self::json(
-            status,
-            json!({"error": {"code": code, "message": message, "retryable": retryable}}),
-        )
-    }
-
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, value.to_owned()));
-        self
-    }
-
-    fn delayed(mut self, delay: Duration) -> Self {
-        self.delay = Some(delay);
-        self
-    }
-}
-
-type Responder = Box<dyn Fn(&Seen) -> Reply + Send + Sync>;
-
-struct Shared {
-    seen: Mutex<Vec<Seen>>,
-    responder: Responder,
-}
-
-struct FakeRunner {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-}
 
 impl FakeRunner {
     /// A runner answering every route like the real one.
@@ -101,74 +23,9 @@ impl FakeRunner {
         Self::with(runner_answers).await
     }
 
-    async fn with(responder: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Self {
-        let shared = Arc::new(Shared {
-            seen: Mutex::new(Vec::new()),
-            responder: Box::new(responder),
-        });
-        let app = axum::Router::new()
-            .fallback(handle)
-            .with_state(Arc::clone(&shared));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Self { addr, shared }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
     fn client(&self) -> AgentRunnerClient {
-        AgentRunnerClient::new(self.url("/"), TOKEN).unwrap()
+        self.client_with(TOKEN)
     }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.shared.seen.lock().unwrap().clone()
-    }
-
-    /// The only request seen so far.
-    fn single(&self) -> Seen {
-        let seen = self.seen();
-        assert_eq!(seen.len(), 1, "expected exactly one request, got {seen:#?}");
-        seen.into_iter().next().unwrap()
-    }
-}
-
-async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let header = |name: &str| {
-        parts
-            .headers
-            .get(name)
-            .map(|v| v.to_str().unwrap().to_owned())
-    };
-    let seen = Seen {
-        method: parts.method.to_string(),
-        path: parts
-            .uri
-            .path_and_query()
-            .map(|p| p.as_str().to_owned())
-            .unwrap_or_default(),
-        authorization: header("authorization"),
-        content_type: header("content-type"),
-        user_agent: header("user-agent"),
-        cookie: header("cookie"),
-        body: axum::body::to_bytes(body, usize::MAX)
-            .await
-            .unwrap()
-            .to_vec(),
-    };
-    let reply = (shared.responder)(&seen);
-    shared.seen.lock().unwrap().push(seen);
-    if let Some(delay) = reply.delay {
-        tokio::time::sleep(delay).await;
-    }
-    let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
-    for (name, value) in reply.headers {
-        response = response.header(name, value);
-    }
-    response.body(Body::from(reply.body)).unwrap()
 }
 
 const EXPIRES: &str = "2030-01-01T00:00:00Z";

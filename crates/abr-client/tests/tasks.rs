@@ -4,8 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers")]
 
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
 use abr_client::protocol::{
@@ -13,134 +13,22 @@ use abr_client::protocol::{
     TaskRequest, TaskState,
 };
 use abr_client::{AgentRunnerClient, ClientError, Operation, TaskOptions};
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use serde_json::{Value, json};
+
+use common::*;
 
 const TOKEN: &str = "tok-tasks-canary";
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n-rest-of-a-png";
 
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-}
-
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-    delay: Option<Duration>,
-}
-
-impl Reply {
-    fn json(status: u16, body: &Value) -> Self {
-        Self {
-            status,
-            headers: vec![("content-type", "application/json".to_owned())],
-            body: body.to_string().into_bytes(),
-            delay: None,
-        }
-    }
-
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, value.to_owned()));
-        self
-    }
-}
-
-type Responder = Box<dyn Fn(&Seen) -> Reply + Send + Sync>;
-
-struct Shared {
-    seen: Mutex<Vec<Seen>>,
-    responder: Responder,
-}
-
-struct FakeRunner {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-}
-
 impl FakeRunner {
+    /// A runner answering every route like the real one.
     async fn start() -> Self {
         Self::with(answers).await
     }
 
-    async fn with(responder: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Self {
-        let shared = Arc::new(Shared {
-            seen: Mutex::new(Vec::new()),
-            responder: Box::new(responder),
-        });
-        let app = axum::Router::new()
-            .fallback(handle)
-            .with_state(Arc::clone(&shared));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Self { addr, shared }
-    }
-
     fn client(&self) -> AgentRunnerClient {
-        AgentRunnerClient::new(format!("http://{}/", self.addr), TOKEN).unwrap()
+        self.client_with(TOKEN)
     }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.shared.seen.lock().unwrap().clone()
-    }
-
-    fn single(&self) -> Seen {
-        let seen = self.seen();
-        assert_eq!(seen.len(), 1, "expected exactly one request, got {seen:#?}");
-        seen.into_iter().next().unwrap()
-    }
-}
-
-async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let seen = Seen {
-        method: parts.method.to_string(),
-        path: parts
-            .uri
-            .path_and_query()
-            .map(|p| p.as_str().to_owned())
-            .unwrap_or_default(),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
-            .collect(),
-        body: axum::body::to_bytes(body, usize::MAX)
-            .await
-            .unwrap()
-            .to_vec(),
-    };
-    let reply = (shared.responder)(&seen);
-    shared.seen.lock().unwrap().push(seen);
-    if let Some(delay) = reply.delay {
-        tokio::time::sleep(delay).await;
-    }
-    let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
-    for (name, value) in reply.headers {
-        response = response.header(name, value);
-    }
-    response.body(Body::from(reply.body)).unwrap()
 }
 
 fn record(id: &str, state: &str) -> Value {
@@ -159,52 +47,42 @@ fn record(id: &str, state: &str) -> Value {
 fn answers(seen: &Seen) -> Reply {
     match (seen.method.as_str(), seen.path.as_str()) {
         ("POST", "/v1/tasks") => {
-            Reply::json(201, &record("t-1", "pending_approval")).header("location", "/v1/tasks/t-1")
+            Reply::json(201, record("t-1", "pending_approval")).header("location", "/v1/tasks/t-1")
         }
         ("GET", "/v1/tasks/t-1" | "/v1/tasks/t-1?waitSecs=3") => {
-            Reply::json(200, &record("t-1", "succeeded"))
+            Reply::json(200, record("t-1", "succeeded"))
         }
-        ("POST", "/v1/tasks/t-1/approve") => Reply::json(200, &record("t-1", "queued")),
-        ("POST", "/v1/tasks/t-1/reject") => Reply::json(200, &record("t-1", "rejected")),
+        ("POST", "/v1/tasks/t-1/approve") => Reply::json(200, record("t-1", "queued")),
+        ("POST", "/v1/tasks/t-1/reject") => Reply::json(200, record("t-1", "rejected")),
         ("POST", "/v1/tasks/t-1/recheck") => Reply::json(
             200,
-            &json!({"answer": "not_found",
+            json!({"answer": "not_found",
                     "error": {"code": "verification_failed", "message": "no"}}),
         ),
         ("POST", "/v1/tasks/t-1/assert-not-posted") => {
             let mut r = record("t-1", "uncertain");
             r["assertion"] = json!({"assertedBy": "owner", "assertedAt": "2030-01-01T00:00:00Z"});
-            Reply::json(200, &r)
+            Reply::json(200, r)
         }
         ("POST", "/v1/tasks/t-1/retry") => {
             let mut r = record("t-2", "pending_approval");
             r["retryOf"] = json!("t-1");
-            Reply::json(201, &r)
+            Reply::json(201, r)
         }
-        ("GET", "/v1/tasks/t-1/screenshots/step-3") => Reply {
-            status: 200,
-            headers: vec![("content-type", "image/png".to_owned())],
-            body: PNG.to_vec(),
-            delay: None,
-        },
+        ("GET", "/v1/tasks/t-1/screenshots/step-3") => Reply::raw(200, "image/png", PNG),
         ("PUT", "/v1/sessions/main") => Reply::json(
             200,
-            &json!({"sessionId": "main", "cookieCount": 1, "originCount": 0,
+            json!({"sessionId": "main", "cookieCount": 1, "originCount": 0,
                     "scopeReport": {"keptCookies": 1, "keptOrigins": 0, "dropped": {}}}),
         ),
         ("GET", "/v1/sessions/main") => Reply::json(
             200,
-            &json!({"sessionId": "main", "session": {"cookies": [], "origins": []}}),
+            json!({"sessionId": "main", "session": {"cookies": [], "origins": []}}),
         ),
-        ("DELETE", "/v1/sessions/main") => Reply {
-            status: 204,
-            headers: vec![],
-            body: vec![],
-            delay: None,
-        },
+        ("DELETE", "/v1/sessions/main") => Reply::empty(204),
         _ => Reply::json(
             404,
-            &json!({"error": {"code": "task_not_found", "message": "no such task", "retryable": false}}),
+            json!({"error": {"code": "task_not_found", "message": "no such task", "retryable": false}}),
         ),
     }
 }
@@ -279,7 +157,7 @@ async fn create_task_without_options_sends_no_optional_header() {
 #[tokio::test]
 async fn a_replayed_create_is_reported_as_replayed() {
     let runner = FakeRunner::with(|_| {
-        Reply::json(200, &record("t-1", "queued")).header("idempotent-replayed", "true")
+        Reply::json(200, record("t-1", "queued")).header("idempotent-replayed", "true")
     })
     .await;
     let (record, replayed) = runner
@@ -296,7 +174,7 @@ async fn refusals_are_typed_with_code_retryability_and_retry_after() {
     let runner = FakeRunner::with(|_| {
         Reply::json(
             429,
-            &json!({"error": {"code": "tenant_limit", "message": "100 a day", "retryable": true}}),
+            json!({"error": {"code": "tenant_limit", "message": "100 a day", "retryable": true}}),
         )
         .header("retry-after", "42")
     })
@@ -443,13 +321,8 @@ async fn a_screenshot_is_png_bytes_and_anything_else_is_a_decode_error() {
     );
     assert_eq!(seen.header("accept"), Some("image/png"));
 
-    let html = FakeRunner::with(|_| Reply {
-        status: 200,
-        headers: vec![("content-type", "text/html".to_owned())],
-        body: b"<html>a portal</html>".to_vec(),
-        delay: None,
-    })
-    .await;
+    let html =
+        FakeRunner::with(|_| Reply::raw(200, "text/html", b"<html>a portal</html>".to_vec())).await;
     let e = html
         .client()
         .task_screenshot("acme", "t-1", "step-3")
