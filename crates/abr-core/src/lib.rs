@@ -77,4 +77,4 @@ pub use strategy::{
     PlatformPacing, PostProgress, ReceiptNote, RecheckOutcome, StrategyPolicy, StrategyRegistry,
     SubmitGate, SubmitReceipt, VerifyOutcome, WebPostStrategy,
 };
-pub use tenant::check as check_tenant_id;
+pub use tenant::{check as check_tenant_id, person as check_person};

@@ -25,6 +25,22 @@ pub fn check(field: &str, value: Option<&str>) -> Result<(), CoreError> {
     }
 }
 
+/// A person's name (an approver, an asserter, who decided on a site): trimmed, 1 to 256
+/// bytes of printable text; answers it trimmed.
+///
+/// # Errors
+/// [`CoreError::InvalidInput`] naming `field`.
+pub fn person(field: &str, value: &str) -> Result<String, CoreError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(CoreError::InvalidInput(format!(
+            "{field} must not be empty"
+        )));
+    }
+    check(field, Some(value))?;
+    Ok(value.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

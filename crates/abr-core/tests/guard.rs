@@ -194,7 +194,7 @@ async fn a_dry_run_rehearses_up_to_the_commit_and_read_only_wins_over_it() {
 }
 
 #[tokio::test]
-async fn an_element_that_cannot_be_inspected_counts_as_committing() {
+async fn an_element_that_cannot_be_inspected_is_not_acted_on_and_the_step_fails_safely() {
     let h = h();
     shop(&h);
     h.page.remove("#pay");
@@ -204,6 +204,7 @@ async fn an_element_that_cannot_be_inspected_counts_as_committing() {
     // Not found: the step failed before anything committing ran.
     assert_eq!(record.state, TaskState::Failed);
     assert_eq!(record.error.unwrap().code, "element_not_found");
+    assert_eq!(h.page.clicks_on("#pay"), 0, "nothing was done to it");
 }
 
 // ---- pauses ---------------------------------------------------------------------------------

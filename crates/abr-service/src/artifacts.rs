@@ -160,22 +160,9 @@ async fn set_screenshots<C: RunnerContext>(
 /// `unknown`.
 fn actor(headers: &HeaderMap) -> Result<String, ApiError> {
     match one_header(headers, "x-actor")? {
-        Some(name) => Ok(person("x-actor", &name)?),
+        Some(name) => Ok(abr_core::check_person("x-actor", &name)?),
         None => Ok(UNKNOWN_ACTOR.to_owned()),
     }
-}
-
-/// A person's name, as approvals check `approvedBy`: trimmed, 1 to 256 bytes of printable
-/// text.
-pub(crate) fn person(field: &str, value: &str) -> Result<String, CoreError> {
-    let value = value.trim();
-    if value.is_empty() {
-        return Err(CoreError::InvalidInput(format!(
-            "{field} must not be empty"
-        )));
-    }
-    abr_core::check_tenant_id(field, Some(value))?;
-    Ok(value.to_owned())
 }
 
 #[cfg(test)]
@@ -196,11 +183,16 @@ mod tests {
     #[test]
     fn names_of_people_are_trimmed_bounded_and_printable() {
         assert_eq!(
-            person("decidedBy", "  alice ").ok().as_deref(),
+            abr_core::check_person("decidedBy", "  alice ")
+                .ok()
+                .as_deref(),
             Some("alice")
         );
         for bad in [String::new(), "   ".into(), "a\nb".into(), "x".repeat(257)] {
-            assert!(person("decidedBy", &bad).is_err(), "{bad:?}");
+            assert!(
+                abr_core::check_person("decidedBy", &bad).is_err(),
+                "{bad:?}"
+            );
         }
     }
 }

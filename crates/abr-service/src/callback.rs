@@ -110,21 +110,11 @@ impl TakeoverSink for WebhookSink {
     }
 }
 
-/// Does nothing: no webhook configured (the events are on the task record).
-#[derive(Debug)]
-struct NoSink;
-
-impl TakeoverSink for NoSink {
-    fn emit(&self, _event: &TakeoverEvent) {}
-}
-
-/// The sink `config` names.
-pub(crate) fn takeover_sink(config: &RunnerConfig) -> Arc<dyn TakeoverSink> {
-    match &config.tasks.events_webhook {
-        Some(url) => Arc::new(WebhookSink {
-            egress: config.egress.clone(),
-            url: url.clone(),
-        }),
-        None => Arc::new(NoSink),
-    }
+/// The webhook `config` names (`ABR_EVENTS_WEBHOOK`), if any.
+pub(crate) fn takeover_sink(config: &RunnerConfig) -> Option<Arc<dyn TakeoverSink>> {
+    let url = config.tasks.events_webhook.clone()?;
+    Some(Arc::new(WebhookSink {
+        egress: config.egress.clone(),
+        url,
+    }))
 }

@@ -416,21 +416,22 @@ impl<C: RunnerContext> RunnerBuilder<C> {
             Arc::clone(&strategies),
             Arc::new(SystemClock),
         );
-        let tasks = Arc::new(
-            TaskRunner::new(jobs_provider, task_store)
-                .with_config(TaskConfig {
-                    approval: config.tasks.approval,
-                    limits: config.tasks.limits,
-                    ..TaskConfig::default().with_budget(&budget)
-                })
-                .with_platforms(Arc::clone(&strategies))
-                .with_sessions(task_sessions)
-                .with_body_hash_key(body_key)
-                .with_frames(Arc::clone(&store) as Arc<dyn FrameStore>)
-                .with_sites(Arc::clone(&store) as Arc<dyn SiteStore>)
-                .with_takeover_sink(crate::callback::takeover_sink(&config))
-                .with_audit(auditor.clone()),
-        );
+        let mut tasks = TaskRunner::new(jobs_provider, task_store)
+            .with_config(TaskConfig {
+                approval: config.tasks.approval,
+                limits: config.tasks.limits,
+                ..TaskConfig::default().with_budget(&budget)
+            })
+            .with_platforms(Arc::clone(&strategies))
+            .with_sessions(task_sessions)
+            .with_body_hash_key(body_key)
+            .with_frames(Arc::clone(&store) as Arc<dyn FrameStore>)
+            .with_sites(Arc::clone(&store) as Arc<dyn SiteStore>)
+            .with_audit(auditor.clone());
+        if let Some(sink) = crate::callback::takeover_sink(&config) {
+            tasks = tasks.with_takeover_sink(sink);
+        }
+        let tasks = Arc::new(tasks);
         let captures = Arc::new(
             SessionCaptureManager::new(
                 capture_provider,

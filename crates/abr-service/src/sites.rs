@@ -13,7 +13,7 @@ use axum::routing::{get, put};
 use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson};
-use crate::artifacts::{SETTINGS_PLATFORM, person};
+use crate::artifacts::SETTINGS_PLATFORM;
 use crate::runner::RunnerContext;
 use crate::state::AppState;
 use crate::tenant::TenantHeader;
@@ -47,7 +47,7 @@ async fn decide<C: RunnerContext>(
 ) -> Result<Json<SiteEntry>, ApiError> {
     let tenant = tenant.resolve(None)?;
     let domain = domain(path)?;
-    let decided_by = person("decidedBy", &request.decided_by)?;
+    let decided_by = abr_core::check_person("decidedBy", &request.decided_by)?;
     let entry = SiteEntry {
         domain,
         decision: request.decision,

@@ -513,20 +513,17 @@ async fn an_expired_takeover_ends_the_run_without_acting_and_an_ended_one_too() 
     let id = create(&stack, body).await;
     paused(&stack, &id).await;
     // Another tenant cannot take it over.
-    let (status, _) = {
-        let response = raw_http()
-            .post(format!(
-                "{}/v1/tasks/{id}/takeover",
-                stack.server.base_url()
-            ))
-            .bearer_auth(TOKEN)
-            .header("x-tenant-id", "intruder")
-            .send()
-            .await
-            .unwrap();
-        (response.status(), ())
-    };
-    assert_eq!(status, 404);
+    let intruder = raw_http()
+        .post(format!(
+            "{}/v1/tasks/{id}/takeover",
+            stack.server.base_url()
+        ))
+        .bearer_auth(TOKEN)
+        .header("x-tenant-id", "intruder")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(intruder.status(), 404);
     api(
         &stack,
         reqwest::Method::POST,

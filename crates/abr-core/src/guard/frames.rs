@@ -176,7 +176,6 @@ impl FrameRecorder {
         let tenant_enabled = store.screenshots_enabled(tenant).await?;
         let wanted = run_screenshots(tenant_enabled, platform_enabled);
         let setting = store.begin_run(tenant, run_id, &wanted).await?;
-        let already = store.frames(tenant, run_id).await?.len();
         let recorder = Self {
             store,
             clock,
@@ -184,9 +183,9 @@ impl FrameRecorder {
             run_id: run_id.to_owned(),
             on: setting.screenshots == ScreenshotsMode::On,
             timeout: Duration::from_secs(10),
-            taken: Arc::new(std::sync::atomic::AtomicU32::new(
-                u32::try_from(already).unwrap_or(u32::MAX),
-            )),
+            // Run ids are new when a run starts (a retry is another run); the store still
+            // counts for itself.
+            taken: Arc::new(std::sync::atomic::AtomicU32::new(0)),
         };
         Ok((recorder, setting))
     }

@@ -34,21 +34,6 @@ impl RunGuard {
         Self { read_only, dry_run }
     }
 
-    /// Whether the run is read-only, and why.
-    pub fn read_only(&self) -> Option<ReadOnlySource> {
-        self.read_only
-    }
-
-    /// Whether the run is a dry run.
-    pub fn dry_run(&self) -> bool {
-        self.dry_run
-    }
-
-    /// Whether the guard refuses committing actions at all.
-    pub fn refuses_commits(&self) -> bool {
-        self.read_only.is_some() || self.dry_run
-    }
-
     /// Checks `action` before it reaches the page. `Ok(Some(_))` is an allowed committing
     /// action, `Ok(None)` a non-committing one; `Err` is the refusal (read-only wins over dry
     /// run).

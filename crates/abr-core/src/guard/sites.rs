@@ -124,12 +124,6 @@ impl SitePolicy {
             SiteVerdict::Unknown
         }
     }
-
-    /// Records a decision (consent given or refused during a run).
-    pub fn decide(&mut self, host: &str, decision: SiteDecision) {
-        self.entries
-            .insert(host.trim_end_matches('.').to_ascii_lowercase(), decision);
-    }
 }
 
 /// A tenant's durable site decisions.

@@ -291,19 +291,6 @@ fn ms(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// A person's name on an approval, a rejection or an assertion: trimmed, 1 to 256 bytes of
-/// printable text.
-pub(crate) fn person(field: &str, value: &str) -> Result<String, CoreError> {
-    let value = value.trim();
-    if value.is_empty() {
-        return Err(CoreError::InvalidInput(format!(
-            "{field} must not be empty"
-        )));
-    }
-    crate::tenant::check(field, Some(value))?;
-    Ok(value.to_owned())
-}
-
 fn note(field: &str, value: Option<&String>) -> Result<(), CoreError> {
     match value {
         Some(v) if v.len() > MAX_NOTE => Err(CoreError::InvalidInput(format!(
@@ -323,7 +310,7 @@ pub(crate) struct Assertion<'a> {
 
 impl<'a> Assertion<'a> {
     pub(crate) fn check(request: &'a AssertNotPostedRequest) -> Result<Self, CoreError> {
-        let by = person("assertedBy", &request.asserted_by)?;
+        let by = crate::tenant::person("assertedBy", &request.asserted_by)?;
         note("note", request.note.as_ref())?;
         Ok(Self { by, request })
     }
@@ -666,7 +653,7 @@ impl<C: TaskContext> TaskRunner<C> {
         task_id: &str,
         request: &ApproveRequest,
     ) -> Result<TaskRecord, CoreError> {
-        let by = person("approvedBy", &request.approved_by)?;
+        let by = crate::tenant::person("approvedBy", &request.approved_by)?;
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::PendingApproval {
             return Err(CoreError::TaskNotPending);
@@ -712,7 +699,7 @@ impl<C: TaskContext> TaskRunner<C> {
         task_id: &str,
         request: &RejectRequest,
     ) -> Result<TaskRecord, CoreError> {
-        let by = person("rejectedBy", &request.rejected_by)?;
+        let by = crate::tenant::person("rejectedBy", &request.rejected_by)?;
         note("reason", request.reason.as_ref())?;
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::PendingApproval {
@@ -850,7 +837,7 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(lease) => lease,
             Err(e) => return Outcome::not_started(e.to_body().retryable(true)),
         };
-        let outcome = match self.arm(task, &mut rails, &lease).await {
+        let outcome = match self.arm(&rails, &lease).await {
             Ok(()) => self.drive(task, &valid, &steps, &lease, &mut rails).await,
             Err(failure) => Outcome::interrupted(false, None, failure),
         };
@@ -966,12 +953,7 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     /// Arms the browser: the site filter, when the tenant has decisions.
-    async fn arm(
-        &self,
-        _task: &StoredTask,
-        rails: &mut Rails,
-        lease: &Lease<C>,
-    ) -> Result<(), Failure> {
+    async fn arm(&self, rails: &Rails, lease: &Lease<C>) -> Result<(), Failure> {
         if self.sites.is_none() || !rails.sites.has_entries() {
             return Ok(());
         }
