@@ -415,12 +415,22 @@ impl<'a> Step<'a> {
 
     /// After a navigation failed with a network error, Chromium commits its error page a
     /// moment later, which would interrupt the next step's navigation: wait for it (briefly,
-    /// within the deadline) so the next step starts on a settled page.
+    /// within the deadline) so the next step starts on a settled page. The page's URL turns
+    /// to the error page before its document is in place (an evaluation in between finds
+    /// its context destroyed, and a navigation started then is interrupted), so the wait is
+    /// for the error document itself to answer.
     async fn settle_on_error_page(&self) {
         let until = self.deadline.min(Instant::now() + SETTLE);
         while Instant::now() < until && !self.session.page_gone() {
             if self.session.page().url().starts_with("chrome-error://") {
-                return;
+                let settled = self
+                    .session
+                    .page()
+                    .evaluate::<(), Value>(ERROR_PAGE_SETTLED_JS, None)
+                    .await;
+                if matches!(settled, Ok(Value::Bool(true))) {
+                    return;
+                }
             }
             tokio::time::sleep(POLL).await;
         }
@@ -813,6 +823,10 @@ impl<'a> Step<'a> {
 }
 
 /// The element's visible text (as `innerText`), trimmed.
+/// True once Chromium's error page is the loaded document.
+const ERROR_PAGE_SETTLED_JS: &str =
+    "() => document.readyState === 'complete' && location.href.startsWith('chrome-error://')";
+
 const TEXT_JS: &str = "(el) => (el.innerText ?? el.textContent ?? '').trim()";
 
 /// The attribute's value, or `null` when the element has no such attribute.

@@ -984,7 +984,9 @@ async fn the_site_filter_refuses_documents_of_refused_hosts() {
         direct.message.contains("ERR_BLOCKED_BY_CLIENT"),
         "{direct:?}"
     );
-    // So does a new window.
+    // So does a new window, opened from a page loaded right after the refusal: the failed
+    // step waited for Chromium's error page to settle, so this navigation is not interrupted.
+    go(s, site.url("/links").as_str()).await;
     eval(
         s,
         &format!("() => {{ window.open('{}'); }}", site.other("/landing")),
