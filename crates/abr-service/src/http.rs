@@ -46,12 +46,17 @@ async fn access_log(request: Request, next: Next) -> Response {
     response
 }
 
-/// Bounds every request by the configured deadline.
+/// Bounds every request by the configured deadline; but `/mcp`, whose every tool call is
+/// an API request bounded by this same deadline (a tool call that outlived it here would
+/// lose the API's own answer, e.g. `timeout_outcome_unknown` for a post).
 async fn deadline<C: RunnerContext>(
     State(state): State<AppState<C>>,
     request: Request,
     next: Next,
 ) -> Response {
+    if request.uri().path() == MCP_PATH {
+        return next.run(request).await;
+    }
     let limit = state.runner.config.limits.request_timeout;
     let is_post = request.uri().path() == "/v1/post";
     match tokio::time::timeout(limit, next.run(request)).await {
@@ -185,18 +190,41 @@ async fn probe<C: RunnerContext>(
     Ok(Json(response))
 }
 
-/// The router of the runner: the API, and the live view.
+/// Where the MCP endpoint is mounted.
+const MCP_PATH: &str = "/mcp";
+
+/// The router of the runner: the API, the MCP endpoint (`/mcp`, read-only when
+/// `ABR_MCP_READ_ONLY` says so) and the live view.
 pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
+    app_with_mcp(runner, crate::mcp::McpSettings::for_http_endpoint())
+}
+
+/// [`app`] with the MCP endpoint's settings given rather than read from the environment.
+pub fn app_with_mcp<C: RunnerContext + LiveSurface>(
+    runner: Arc<Runner<C>>,
+    mcp: crate::mcp::McpSettings,
+) -> Router {
     let config = &runner.config;
     let tokens = Arc::new(TokenSet::new(config));
-    let body_limit = config.limits.body_limit_bytes;
     let live = Arc::new(LiveState::new(config));
     let state = AppState {
         runner,
         tokens,
         live,
     };
-    let protected = Router::new()
+    // MCP tool calls are dispatched to the same router, without `/mcp` itself.
+    let api = router(state.clone(), None);
+    let mcp = crate::mcp::http_service(api, &state.runner.config, mcp);
+    router(state, Some(mcp))
+}
+
+/// The router on `state`, with `/mcp` served by `mcp` when given.
+fn router<C: RunnerContext + LiveSurface>(
+    state: AppState<C>,
+    mcp: Option<crate::mcp::McpHttpService>,
+) -> Router {
+    let body_limit = state.runner.config.limits.body_limit_bytes;
+    let mut protected = Router::new()
         .route("/v1/platforms", get(platforms::<C>))
         .route("/v1/capture/start", post(capture_start::<C>))
         .route("/v1/capture/finish", post(capture_finish::<C>))
@@ -208,11 +236,14 @@ pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
         .merge(crate::tasks::routes::<C>())
         .merge(crate::sessions::routes::<C>())
         .merge(crate::artifacts::routes::<C>())
-        .merge(crate::sites::routes::<C>())
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            require_bearer::<C>,
-        ));
+        .merge(crate::sites::routes::<C>());
+    if let Some(mcp) = mcp {
+        protected = protected.route_service(MCP_PATH, mcp);
+    }
+    let protected = protected.route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        require_bearer::<C>,
+    ));
     Router::new()
         .route("/v1/health", get(health))
         .merge(protected)

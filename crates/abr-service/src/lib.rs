@@ -6,7 +6,8 @@
 //! - [`runner::RunnerBuilder`]: register your strategies, build a [`runner::Runner`] on the
 //!   configured providers.
 //! - [`http::app`]: the axum router; [`server::RunningServer`]: serve it.
-//! - [`cli`]: `abr session filter`, `abr serve`, `abr demo`.
+//! - [`mcp`]: the MCP server (`abr mcp` on stdio, `/mcp` on `abr serve`).
+//! - [`cli`]: `abr session filter`, `abr serve`, `abr mcp`, `abr demo`.
 
 mod api_error;
 mod artifacts;
@@ -19,6 +20,7 @@ mod job;
 mod json_detail;
 mod live;
 pub mod logging;
+pub mod mcp;
 mod posts;
 mod remote;
 pub mod runner;

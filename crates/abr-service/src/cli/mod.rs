@@ -10,6 +10,7 @@
 #[cfg(feature = "demo")]
 mod demo;
 pub(crate) mod error;
+mod mcp;
 mod serve;
 mod session;
 
@@ -45,6 +46,9 @@ pub(crate) enum Command {
     Session(session::SessionCommand),
     /// Run the HTTP runner (configured by ABR_* environment variables).
     Serve(serve::ServeArgs),
+    /// Serve MCP (Model Context Protocol) on stdin/stdout for a local MCP client: browse,
+    /// post and task tools on an in-process runner (configured as `abr serve`).
+    Mcp(mcp::McpArgs),
     /// Run the whole round trip on this machine: demo site, runner, capture through the live
     /// view, post with an image, proof, ground truth and a screenshot.
     #[cfg(feature = "demo")]
@@ -57,6 +61,7 @@ impl Cli {
         match self.command {
             Command::Session(command) => command.run(),
             Command::Serve(args) => args.run(),
+            Command::Mcp(args) => args.run(),
             #[cfg(feature = "demo")]
             Command::Demo(args) => args.run(),
         }

@@ -1,0 +1,125 @@
+//! `abr mcp`: the MCP server on stdin/stdout, for a local MCP client that starts `abr` as
+//! its child process.
+//!
+//! The runner is built in-process from the same configuration as `abr serve` (but binds no
+//! port); every tool call goes through its router with the first `ABR_API_TOKEN` (none with
+//! `--insecure-dev`) for the tenant `ABR_MCP_TENANT` (default: the runner's default
+//! tenant). Stdout carries the protocol only: logs go to stderr. When stdin closes (the
+//! client exited) the runner shuts down and closes its browsers.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::ServiceExt as _;
+use secrecy::ExposeSecret;
+
+use crate::cli::CliError;
+use crate::config::RunnerConfig;
+use crate::mcp::{McpServer, McpSettings};
+
+use super::serve::runner_builder;
+
+const MCP_HELP: &str = "\
+Configuration: the ABR_* environment variables of `abr serve` (see `abr serve --help`), and
+  ABR_MCP_TENANT     the tenant the tools act for (default: the runner's default tenant)
+  ABR_MCP_READ_ONLY  true: as --read-only
+
+An MCP client's configuration: command `abr`, args [\"mcp\"], with ABR_API_TOKEN (or args
+[\"mcp\", \"--insecure-dev\"]) in its env.";
+
+/// `abr mcp` arguments.
+#[derive(Debug, clap::Args)]
+#[command(after_help = MCP_HELP)]
+pub(crate) struct McpArgs {
+    /// TOML configuration file (environment variables override it).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Start without ABR_API_TOKEN. Only on a trusted machine.
+    #[arg(long)]
+    insecure_dev: bool,
+    /// Offer no posting and no tasks, and open every browse session read-only, whatever
+    /// the model asks.
+    #[arg(long)]
+    read_only: bool,
+}
+
+impl McpArgs {
+    pub(crate) fn run(self) -> Result<(), CliError> {
+        // Stdout is the protocol: every log line goes to stderr.
+        crate::logging::init("info");
+        let env: HashMap<String, String> = std::env::vars().collect();
+        let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
+        let mut settings = McpSettings::from_env(&env).map_err(|e| CliError::Run(e.to_string()))?;
+        settings.read_only |= self.read_only;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
+        runtime.block_on(serve_stdio(config, settings))
+    }
+}
+
+/// Builds the runner and serves MCP on stdin/stdout until stdin closes (or a signal), then
+/// shuts the runner down.
+async fn serve_stdio(config: RunnerConfig, settings: McpSettings) -> Result<(), CliError> {
+    let token = config
+        .api_tokens
+        .first()
+        .map(|t| t.expose_secret().to_owned());
+    let runner = runner_builder(config)?
+        .build()
+        .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
+    let runner = Arc::new(runner);
+    let ended = runner
+        .recover()
+        .await
+        .map_err(|e| CliError::Run(format!("cannot read the store: {e}")))?;
+    if ended > 0 {
+        tracing::warn!(ended, "ended the tasks the previous run left unfinished");
+    }
+    let read_only = settings.read_only;
+    let router = crate::http::app_with_mcp(Arc::clone(&runner), settings.clone());
+    let server = McpServer::local(router, token.as_deref(), settings).map_err(CliError::Run)?;
+    tracing::info!(read_only, "abr mcp: serving MCP on stdin/stdout");
+    let served = match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => {
+            tokio::select! {
+                quit = running.waiting() => {
+                    if let Err(e) = quit {
+                        tracing::error!(error = %e, "the MCP service stopped unexpectedly");
+                    }
+                }
+                () = signal() => {
+                    tracing::info!("abr mcp: signal received");
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(CliError::Run(format!(
+            "the MCP client did not connect: {e}"
+        ))),
+    };
+    runner.shutdown().await;
+    tracing::info!("abr mcp: stopped; browsers closed");
+    served
+}
+
+/// Ctrl-C or SIGTERM.
+async fn signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => futures::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = futures::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+}

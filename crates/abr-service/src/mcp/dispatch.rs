@@ -1,0 +1,163 @@
+//! A tool call dispatched in-process to the runner's own router, with the caller's
+//! credentials and tenant, and its answer as a tool result: a 2xx body is the result, an
+//! error envelope is a result with `isError` carrying its code and message.
+
+use abr_protocol::ErrorEnvelope;
+use abr_protocol::codes::{self, ErrorCode};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, header};
+use rmcp::model::CallToolResult;
+use serde_json::{Value, json};
+use tower::ServiceExt as _;
+
+use super::tools::Forward;
+use crate::tenant::DEFAULT_TENANT;
+
+/// The largest answer read back from the API (a snapshot or a task record is far smaller).
+const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// The tenant header of the API.
+const TENANT_HEADER: HeaderName = HeaderName::from_static("x-tenant-id");
+
+/// Who a tool call acts for: the `Authorization` and `x-tenant-id` values sent with the
+/// in-process request, exactly as the API checks them.
+#[derive(Clone)]
+pub(crate) struct Caller {
+    authorization: Vec<HeaderValue>,
+    tenant: Vec<HeaderValue>,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("authorization", &self.authorization.len())
+            .field("tenant", &self.tenant)
+            .finish()
+    }
+}
+
+impl Caller {
+    /// A fixed caller (`abr mcp`): `token` as a bearer token (none: no header, for a runner
+    /// started with `--insecure-dev`), `tenant` (none: the runner's default tenant).
+    ///
+    /// # Errors
+    /// When the token or the tenant cannot be a header value.
+    pub(crate) fn fixed(token: Option<&str>, tenant: Option<&str>) -> Result<Self, String> {
+        let authorization = match token {
+            None => Vec::new(),
+            Some(token) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| "the API token is not a valid header value".to_owned())?;
+                value.set_sensitive(true);
+                vec![value]
+            }
+        };
+        let tenant = tenant.unwrap_or(DEFAULT_TENANT);
+        let tenant = HeaderValue::from_str(tenant)
+            .map_err(|_| "the tenant is not a valid header value".to_owned())?;
+        Ok(Self {
+            authorization,
+            tenant: vec![tenant],
+        })
+    }
+
+    /// The caller of an MCP request over HTTP: its `Authorization` and `x-tenant-id`
+    /// values, every one of them (the API refuses a header given twice, as it would over
+    /// HTTP). Without a tenant header the tenant is pinned to the default one, so a tool's
+    /// arguments cannot choose another (a body naming another tenant is refused).
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Self {
+        let authorization = headers
+            .get_all(header::AUTHORIZATION)
+            .iter()
+            .map(|v| {
+                let mut v = v.clone();
+                v.set_sensitive(true);
+                v
+            })
+            .collect();
+        let mut tenant: Vec<HeaderValue> =
+            headers.get_all(&TENANT_HEADER).iter().cloned().collect();
+        if tenant.is_empty() {
+            tenant.push(HeaderValue::from_static(DEFAULT_TENANT));
+        }
+        Self {
+            authorization,
+            tenant,
+        }
+    }
+}
+
+/// Sends `call` through `router` as `caller` and answers the tool result.
+pub(crate) async fn dispatch(router: &Router, caller: &Caller, call: Forward) -> CallToolResult {
+    let request = match build(caller, call) {
+        Ok(request) => request,
+        Err(message) => return local_error(codes::INVALID_REQUEST, &message),
+    };
+    let response = match router.clone().oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    let status = response.status();
+    let Ok(bytes) = axum::body::to_bytes(response.into_body(), MAX_ANSWER_BYTES).await else {
+        return local_error(codes::INTERNAL, "the runner's answer could not be read");
+    };
+    let body: Option<Value> = serde_json::from_slice(&bytes).ok();
+    match (status.is_success(), body) {
+        (true, Some(value @ Value::Object(_))) => CallToolResult::structured(value),
+        (true, Some(value)) => {
+            CallToolResult::success(vec![rmcp::model::ContentBlock::text(value.to_string())])
+        }
+        (true, None) => CallToolResult::success(Vec::new()),
+        (false, Some(Value::Object(mut envelope))) if envelope.contains_key("error") => {
+            envelope.insert("status".to_owned(), json!(status.as_u16()));
+            CallToolResult::structured_error(Value::Object(envelope))
+        }
+        (false, _) => CallToolResult::structured_error(json!({
+            "status": status.as_u16(),
+            "error": {
+                "code": "http_error",
+                "message": format!("the runner answered HTTP {}", status.as_u16()),
+                "retryable": false,
+            }
+        })),
+    }
+}
+
+/// The in-process request of `call`.
+fn build(caller: &Caller, call: Forward) -> Result<Request<Body>, String> {
+    let mut builder = Request::builder().method(call.method).uri(&call.path);
+    for value in &caller.authorization {
+        builder = builder.header(header::AUTHORIZATION, value.clone());
+    }
+    for value in &caller.tenant {
+        builder = builder.header(&TENANT_HEADER, value.clone());
+    }
+    if let Some(key) = call.idempotency_key {
+        let key = HeaderValue::from_str(&key)
+            .map_err(|_| "idempotencyKey is not a valid header value".to_owned())?;
+        builder = builder.header("idempotency-key", key);
+    }
+    let body = match call.body {
+        Some(body) => {
+            builder = builder.header(header::CONTENT_TYPE, "application/json");
+            Body::from(body.to_string())
+        }
+        None => Body::empty(),
+    };
+    builder
+        .body(body)
+        .map_err(|_| "the request could not be built".to_owned())
+}
+
+/// A tool result for a failure on this side of the API, as the API's envelope.
+fn local_error(code: ErrorCode, message: &str) -> CallToolResult {
+    let envelope = ErrorEnvelope {
+        error: code.body(message),
+    };
+    let mut value = serde_json::to_value(envelope).unwrap_or_else(|_| json!({}));
+    if let Value::Object(map) = &mut value {
+        map.insert("status".to_owned(), json!(code.status));
+    }
+    CallToolResult::structured_error(value)
+}

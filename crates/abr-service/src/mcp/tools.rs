@@ -1,0 +1,644 @@
+//! The MCP tools: their names, descriptions and argument schemas, and each call turned into
+//! the one HTTP request of the runner's API that does it ([`Forward`]).
+//!
+//! Arguments are checked here only as far as the tool's schema goes (types, required and
+//! unknown fields, id syntax); everything else (auth, tenant, scope, the guard, limits) is
+//! the API's, so MCP answers exactly what the HTTP API answers.
+
+use std::sync::Arc;
+
+use axum::http::Method;
+use rmcp::ErrorData;
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::json_detail::JsonDetail;
+
+/// `browse_open`.
+pub(crate) const BROWSE_OPEN: &str = "browse_open";
+/// `browse_snapshot`.
+pub(crate) const BROWSE_SNAPSHOT: &str = "browse_snapshot";
+/// `browse_act`.
+pub(crate) const BROWSE_ACT: &str = "browse_act";
+/// `browse_close`.
+pub(crate) const BROWSE_CLOSE: &str = "browse_close";
+/// `post`.
+pub(crate) const POST: &str = "post";
+/// `task_create`.
+pub(crate) const TASK_CREATE: &str = "task_create";
+/// `task_status`.
+pub(crate) const TASK_STATUS: &str = "task_status";
+
+/// The tools a read-only server does not offer: they publish or run plans.
+const NOT_READ_ONLY: [&str; 2] = [POST, TASK_CREATE];
+
+/// The ids the runner hands out (browse and task ids): URL-safe tokens. Anything else
+/// cannot name a session or task, and would change the path it is put in.
+const ID_PATTERN: &str = "^[A-Za-z0-9_-]{1,128}$";
+
+/// Whether `id` matches [`ID_PATTERN`].
+fn is_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Arguments of `browse_open`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BrowseOpenArgs {
+    /// The page to open: an http(s) URL.
+    url: String,
+    /// A platform registered on the runner (its site policy, scope and read-only setting
+    /// apply), e.g. `demo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    platform: Option<String>,
+    /// A session stored on the runner (its id), to browse signed in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
+    /// Rehearse: every action up to a committing one (post, send, buy, delete...) runs;
+    /// that one is refused and reported instead of done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dry_run: Option<bool>,
+    /// Never perform a committing action: each is refused with the guard's reason. A
+    /// read-only MCP server sets this whatever is asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    read_only: Option<bool>,
+}
+
+/// Arguments of `browse_snapshot` and `browse_close`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BrowseIdArgs {
+    /// The browse session, as `browse_open` answered it (`browseId`).
+    #[schemars(pattern(ID_PATTERN))]
+    browse_id: String,
+}
+
+/// What `browse_act` does.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Action {
+    /// Click the element `ref`.
+    Click,
+    /// Type `text` into the field `ref` (then press Enter with `submit: true`).
+    Type,
+    /// Choose `option` (its label) in the list `ref`.
+    Select,
+    /// Press `key` (e.g. `Enter`, `Tab`, `Escape`), on `ref` when given.
+    Press,
+    /// Scroll the page one screen in `direction`.
+    Scroll,
+    /// Go to `url`.
+    Navigate,
+    /// Go back one page.
+    Back,
+}
+
+/// A scroll direction.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Direction {
+    /// Towards the end of the page.
+    Down,
+    /// Towards the top.
+    Up,
+}
+
+/// Arguments of `browse_act`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BrowseActArgs {
+    /// The browse session, as `browse_open` answered it (`browseId`).
+    #[schemars(pattern(ID_PATTERN))]
+    #[serde(skip_serializing)]
+    browse_id: String,
+    /// The action.
+    action: Action,
+    /// The element to act on: its `ref` in the latest snapshot (e.g. `e12`). Required for
+    /// click, type and select.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    element: Option<String>,
+    /// type: the text to type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    /// type: press Enter after typing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    submit: Option<bool>,
+    /// select: the label of the option to choose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    option: Option<String>,
+    /// press: the key, e.g. `Enter`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    /// scroll: `down` (default) or `up`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    direction: Option<Direction>,
+    /// navigate: the http(s) URL to go to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+}
+
+/// Arguments of `task_status`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct TaskStatusArgs {
+    /// The task, as `task_create` answered it (`taskId`).
+    #[schemars(pattern(ID_PATTERN))]
+    task_id: String,
+    /// Wait up to this many seconds (at most 60) for the task to leave its current state
+    /// before answering.
+    #[serde(default)]
+    wait_secs: Option<u32>,
+}
+
+/// What to publish (the schema of `post`'s `content`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "a schema only: `post` is checked as abr_protocol::PostRequest"
+)]
+struct PostContentSchema {
+    /// The text of the post.
+    text: String,
+    /// A link to attach.
+    link: Option<String>,
+    /// Media attachments, in order: `{fileName, mimeType, dataBase64}`.
+    media: Option<Vec<JsonObject>>,
+}
+
+/// The schema of `post`'s arguments: the body of `POST /v1/post`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "a schema only: `post` is checked as abr_protocol::PostRequest"
+)]
+struct PostSchema {
+    /// The platform to post on (a strategy registered on the runner, e.g. `demo`).
+    platform: String,
+    /// A session stored on the runner to post with (its id). Give this or `session`.
+    session_id: Option<String>,
+    /// A Playwright storageState to post with, scoped by the platform's policy first.
+    session: Option<JsonObject>,
+    /// What to post.
+    content: PostContentSchema,
+    /// The account's workspace (must be the caller's tenant when given).
+    workspace_id: Option<String>,
+    /// The account, recorded in audit events.
+    account_id: Option<String>,
+    /// A key naming this post: the same key again answers the first post's outcome instead
+    /// of posting twice. Use one per intended post, and reuse it when retrying.
+    idempotency_key: Option<String>,
+}
+
+/// The schema of `task_create`'s arguments: the body of `POST /v1/tasks`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "a schema only: checked as abr_protocol::TaskRequest"
+)]
+struct TaskSchema {
+    /// The plan: `{targetUrl, steps: [{type, selector, value?, description}...],
+    /// verification, risk}`, as for `POST /v1/tasks` (see the runner's README).
+    plan: JsonObject,
+    /// Values of the plan's `{{name}}` placeholders.
+    inputs: Option<std::collections::BTreeMap<String, String>>,
+    /// A session stored on the runner to run with (its id).
+    session_id: Option<String>,
+    /// A platform whose policy and scope apply.
+    platform: Option<String>,
+    /// Rehearse: run up to the first committing step, refuse it and stop.
+    dry_run: Option<bool>,
+    /// Wait for a person when a handoff (captcha, sign-in...) is detected:
+    /// `{waitSeconds}`.
+    handoff: Option<JsonObject>,
+    /// A key naming this task: the same key again answers the first task.
+    idempotency_key: Option<String>,
+}
+
+/// One tool call as the API request that performs it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Forward {
+    /// The method.
+    pub(crate) method: Method,
+    /// Path and query, ids checked against [`ID_PATTERN`].
+    pub(crate) path: String,
+    /// The JSON body, if any.
+    pub(crate) body: Option<Value>,
+    /// The `Idempotency-Key` header, if any.
+    pub(crate) idempotency_key: Option<String>,
+}
+
+impl Forward {
+    fn new(method: Method, path: String, body: Option<Value>) -> Self {
+        Self {
+            method,
+            path,
+            body,
+            idempotency_key: None,
+        }
+    }
+}
+
+/// The tool `name`'s description.
+fn description(name: &str) -> &'static str {
+    match name {
+        BROWSE_OPEN => {
+            "Open a guarded browser session on a web page and answer its first snapshot: the \
+             page's url, title, visible text and its interactive elements, each with a `ref` \
+             (e.g. e12) to act on. Form values are never shown. Keep the answered browseId \
+             for browse_act, browse_snapshot and browse_close; close it when done (idle \
+             sessions expire)."
+        }
+        BROWSE_SNAPSHOT => {
+            "Read the current page of a browse session again: url, title, text and elements \
+             with their refs. Refs of an older snapshot may no longer be valid."
+        }
+        BROWSE_ACT => {
+            "Perform one action in a browse session: click, type, select, press, scroll, \
+             navigate or back, on an element `ref` of the latest snapshot. Answers the \
+             outcome and the new snapshot. outcome `refused` means the guard blocked a \
+             committing action (read-only or dry run: see `blocked`); `paused` means the page \
+             needs a person (captcha, sign-in...); `failed` means the step did not work on \
+             the page. Do not retry a refused action."
+        }
+        BROWSE_CLOSE => "Close a browse session and its browser.",
+        POST => {
+            "Publish a post on a platform with a stored session, and answer the proven \
+             outcome: confirmed, uncertain (it may have been published: never retry it \
+             automatically) or failed (with whether a retry is safe). Give an \
+             idempotencyKey so a retry cannot post twice."
+        }
+        TASK_CREATE => {
+            "Create a browser task from a step plan. It waits for a person's approval unless \
+             the runner's approval rule lets it run; follow it with task_status."
+        }
+        TASK_STATUS => {
+            "Read a task's record: its state (pending_approval, queued, running, paused, \
+             succeeded, failed, uncertain...), its steps' results and its outcome. waitSecs \
+             waits for a change first."
+        }
+        _ => "",
+    }
+}
+
+/// The annotations of tool `name`: hints for a client, never relied on by the runner.
+fn annotations(name: &str) -> ToolAnnotations {
+    let read_only = matches!(name, BROWSE_SNAPSHOT | TASK_STATUS);
+    let mut hints = ToolAnnotations::new().read_only(read_only).open_world(true);
+    if !read_only {
+        hints = hints.destructive(matches!(name, POST | TASK_CREATE | BROWSE_ACT));
+    }
+    hints
+}
+
+/// The input schema of tool `name`.
+fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
+    use rmcp::handler::server::common::schema_for_input as input;
+    match name {
+        BROWSE_OPEN => input::<BrowseOpenArgs>(),
+        BROWSE_SNAPSHOT | BROWSE_CLOSE => input::<BrowseIdArgs>(),
+        BROWSE_ACT => input::<BrowseActArgs>(),
+        POST => input::<PostSchema>(),
+        TASK_CREATE => input::<TaskSchema>(),
+        TASK_STATUS => input::<TaskStatusArgs>(),
+        other => Err(format!("no tool {other}")),
+    }
+}
+
+/// Every tool, in the order listed.
+const ALL: [&str; 7] = [
+    BROWSE_OPEN,
+    BROWSE_SNAPSHOT,
+    BROWSE_ACT,
+    BROWSE_CLOSE,
+    POST,
+    TASK_CREATE,
+    TASK_STATUS,
+];
+
+/// Whether a server with `read_only` offers tool `name`.
+fn offered(name: &str, read_only: bool) -> bool {
+    ALL.contains(&name) && !(read_only && NOT_READ_ONLY.contains(&name))
+}
+
+/// The tool `name` as listed, if a server with `read_only` offers it.
+pub(crate) fn tool(name: &str, read_only: bool) -> Option<Tool> {
+    if !offered(name, read_only) {
+        return None;
+    }
+    let schema = match schema(name) {
+        Ok(schema) => schema,
+        Err(e) => {
+            tracing::error!(tool = name, error = %e, "a tool's input schema is invalid");
+            return None;
+        }
+    };
+    let name = ALL.into_iter().find(|t| *t == name)?;
+    Some(Tool::new(name, description(name), schema).with_annotations(annotations(name)))
+}
+
+/// The tools a server with `read_only` lists.
+pub(crate) fn list(read_only: bool) -> Vec<Tool> {
+    ALL.iter()
+        .filter_map(|name| tool(name, read_only))
+        .collect()
+}
+
+/// The API request that performs tool `name` with `arguments`.
+///
+/// # Errors
+/// An MCP invalid-params error: an unknown tool (or one a read-only server does not offer),
+/// or arguments that do not match its schema. The message never quotes an argument's value.
+pub(crate) fn forward(
+    name: &str,
+    arguments: Option<JsonObject>,
+    read_only: bool,
+) -> Result<Forward, ErrorData> {
+    if !offered(name, read_only) {
+        let message = if read_only && NOT_READ_ONLY.contains(&name) {
+            format!("this MCP server is read-only: {name} is not offered")
+        } else {
+            "no such tool".to_owned()
+        };
+        return Err(ErrorData::invalid_params(message, None));
+    }
+    let arguments = arguments.unwrap_or_default();
+    match name {
+        BROWSE_OPEN => {
+            let mut args: BrowseOpenArgs = parse(name, arguments)?;
+            if read_only {
+                args.read_only = Some(true);
+            }
+            Ok(Forward::new(
+                Method::POST,
+                "/v1/browse".to_owned(),
+                Some(to_body(&args)?),
+            ))
+        }
+        BROWSE_SNAPSHOT => {
+            let args: BrowseIdArgs = parse(name, arguments)?;
+            let id = id(name, "browseId", &args.browse_id)?;
+            Ok(Forward::new(
+                Method::GET,
+                format!("/v1/browse/{id}/snapshot"),
+                None,
+            ))
+        }
+        BROWSE_ACT => {
+            let args: BrowseActArgs = parse(name, arguments)?;
+            let id = id(name, "browseId", &args.browse_id)?;
+            Ok(Forward::new(
+                Method::POST,
+                format!("/v1/browse/{id}/act"),
+                Some(to_body(&args)?),
+            ))
+        }
+        BROWSE_CLOSE => {
+            let args: BrowseIdArgs = parse(name, arguments)?;
+            let id = id(name, "browseId", &args.browse_id)?;
+            Ok(Forward::new(
+                Method::DELETE,
+                format!("/v1/browse/{id}"),
+                None,
+            ))
+        }
+        POST => body_tool::<abr_protocol::PostRequest>(name, "/v1/post", arguments),
+        TASK_CREATE => body_tool::<abr_protocol::TaskRequest>(name, "/v1/tasks", arguments),
+        TASK_STATUS => {
+            let args: TaskStatusArgs = parse(name, arguments)?;
+            let id = id(name, "taskId", &args.task_id)?;
+            let path = match args.wait_secs {
+                Some(secs) => format!("/v1/tasks/{id}?waitSecs={secs}"),
+                None => format!("/v1/tasks/{id}"),
+            };
+            Ok(Forward::new(Method::GET, path, None))
+        }
+        _ => Err(ErrorData::invalid_params("no such tool", None)),
+    }
+}
+
+/// A tool whose arguments are an API body of type `T` (checked as `T`, forwarded as
+/// given), plus an optional `idempotencyKey` sent as the `Idempotency-Key` header.
+fn body_tool<T: DeserializeOwned>(
+    name: &str,
+    path: &str,
+    mut arguments: JsonObject,
+) -> Result<Forward, ErrorData> {
+    let idempotency_key = match arguments.remove("idempotencyKey") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(key)) => Some(key),
+        Some(_) => {
+            return Err(ErrorData::invalid_params(
+                format!("{name}: idempotencyKey must be a string"),
+                None,
+            ));
+        }
+    };
+    parse::<T>(name, arguments.clone())?;
+    Ok(Forward {
+        method: Method::POST,
+        path: path.to_owned(),
+        body: Some(Value::Object(arguments)),
+        idempotency_key,
+    })
+}
+
+/// `arguments` as `T`, or an invalid-params error that quotes no value.
+fn parse<T: DeserializeOwned>(name: &str, arguments: JsonObject) -> Result<T, ErrorData> {
+    serde_json::from_value(Value::Object(arguments)).map_err(|e| {
+        ErrorData::invalid_params(
+            format!(
+                "{name}: the arguments do not match the tool's input schema: {}",
+                JsonDetail::new(&e)
+            ),
+            None,
+        )
+    })
+}
+
+/// `value` if it is an id the runner could have handed out.
+fn id<'a>(name: &str, field: &str, value: &'a str) -> Result<&'a str, ErrorData> {
+    if is_id(value) {
+        Ok(value)
+    } else {
+        Err(ErrorData::invalid_params(
+            format!("{name}: {field} must match {ID_PATTERN}"),
+            None,
+        ))
+    }
+}
+
+/// `args` as a JSON body.
+fn to_body<T: Serialize>(args: &T) -> Result<Value, ErrorData> {
+    serde_json::to_value(args)
+        .map_err(|_| ErrorData::internal_error("the request could not be written", None))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn args(value: Value) -> Option<JsonObject> {
+        match value {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn every_tool_has_a_valid_object_schema_and_a_description() {
+        let tools = list(false);
+        let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ALL);
+        for tool in &tools {
+            assert_eq!(
+                tool.input_schema.get("type"),
+                Some(&json!("object")),
+                "{}",
+                tool.name
+            );
+            assert!(
+                tool.description.as_deref().is_some_and(|d| d.len() > 20),
+                "{}",
+                tool.name
+            );
+        }
+        let act = tool(BROWSE_ACT, false).unwrap();
+        let schema = serde_json::to_string(&act.input_schema).unwrap();
+        for action in [
+            "click", "type", "select", "press", "scroll", "navigate", "back",
+        ] {
+            assert!(schema.contains(&format!("\"{action}\"")), "{schema}");
+        }
+        assert!(schema.contains(ID_PATTERN), "{schema}");
+    }
+
+    #[test]
+    fn read_only_lists_neither_post_nor_task_create_and_refuses_them() {
+        let names: Vec<_> = list(true).into_iter().map(|t| t.name).collect();
+        assert!(
+            !names.iter().any(|n| n == POST || n == TASK_CREATE),
+            "{names:?}"
+        );
+        assert!(names.iter().any(|n| n == BROWSE_OPEN), "{names:?}");
+        let err = forward(POST, args(json!({"platform": "demo"})), true).unwrap_err();
+        assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(err.message.contains("read-only"), "{}", err.message);
+    }
+
+    #[test]
+    fn read_only_forces_read_only_browsing_whatever_the_model_asks() {
+        for asked in [json!(false), json!(true), Value::Null] {
+            let mut body = json!({"url": "https://example.com/"});
+            if !asked.is_null() {
+                body["readOnly"] = asked.clone();
+            }
+            let f = forward(BROWSE_OPEN, args(body), true).unwrap();
+            assert_eq!(f.body.unwrap()["readOnly"], json!(true), "{asked}");
+        }
+        let f = forward(
+            BROWSE_OPEN,
+            args(json!({"url": "https://e.com/", "readOnly": false})),
+            false,
+        )
+        .unwrap();
+        assert_eq!(f.body.unwrap()["readOnly"], json!(false));
+    }
+
+    #[test]
+    fn calls_become_their_api_requests() {
+        let f = forward(
+            BROWSE_ACT,
+            args(json!({"browseId": "b_1", "action": "type", "ref": "e3", "text": "hi", "submit": true})),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            (f.method, f.path.as_str()),
+            (Method::POST, "/v1/browse/b_1/act")
+        );
+        assert_eq!(
+            f.body.unwrap(),
+            json!({"action": "type", "ref": "e3", "text": "hi", "submit": true})
+        );
+        let f = forward(
+            TASK_STATUS,
+            args(json!({"taskId": "task_x", "waitSecs": 5})),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            (f.method, f.path.as_str()),
+            (Method::GET, "/v1/tasks/task_x?waitSecs=5")
+        );
+        let f = forward(BROWSE_CLOSE, args(json!({"browseId": "b-2"})), false).unwrap();
+        assert_eq!(
+            (f.method, f.path.as_str()),
+            (Method::DELETE, "/v1/browse/b-2")
+        );
+        let post = json!({
+            "platform": "demo", "sessionId": "s1", "content": {"text": "hello"},
+            "idempotencyKey": "k1"
+        });
+        let f = forward(POST, args(post), false).unwrap();
+        assert_eq!(f.idempotency_key.as_deref(), Some("k1"));
+        assert_eq!(
+            f.body.unwrap(),
+            json!({"platform": "demo", "sessionId": "s1", "content": {"text": "hello"}})
+        );
+    }
+
+    #[test]
+    fn an_id_cannot_reach_another_path() {
+        for bad in ["../tasks/x", "a/b", "x?waitSecs=1", "", "b 1", "%2e%2e"] {
+            let err = forward(BROWSE_SNAPSHOT, args(json!({"browseId": bad})), false).unwrap_err();
+            assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{bad:?}");
+            let err = forward(TASK_STATUS, args(json!({"taskId": bad})), false).unwrap_err();
+            assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_invalid_params_that_quote_no_value() {
+        let cases = [
+            (BROWSE_OPEN, json!({})),
+            (
+                BROWSE_OPEN,
+                json!({"url": "https://e.com/", "sneaky": "secret-value"}),
+            ),
+            (
+                BROWSE_ACT,
+                json!({"browseId": "b1", "action": "secret-value"}),
+            ),
+            (BROWSE_ACT, json!({"browseId": "b1"})),
+            (TASK_STATUS, json!({"taskId": 5})),
+            (POST, json!({"platform": "demo", "content": "secret-value"})),
+            (
+                POST,
+                json!({"platform": "demo", "content": {"text": "x"}, "idempotencyKey": 5}),
+            ),
+            (TASK_CREATE, json!({"plan": "secret-value"})),
+        ];
+        for (name, value) in cases {
+            let err = forward(name, args(value.clone()), false).unwrap_err();
+            assert_eq!(
+                err.code,
+                rmcp::model::ErrorCode::INVALID_PARAMS,
+                "{name} {value}"
+            );
+            assert!(!err.message.contains("secret-value"), "{}", err.message);
+        }
+        let err = forward("shell_exec", None, false).unwrap_err();
+        assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    }
+}
