@@ -278,8 +278,14 @@ impl Drop for Reaper {
     }
 }
 
-/// `abr mcp` for `site`: the script's transport part.
-fn stdio_script(site: &DemoSite, data_dir: &Path, marker: &str, steps: Vec<Value>) -> Value {
+/// `abr <args>` for `site`.
+fn stdio_script_with(
+    site: &DemoSite,
+    data_dir: &Path,
+    marker: &str,
+    args: &[&str],
+    steps: Vec<Value>,
+) -> Value {
     let mut env = passed_on();
     for (k, v) in [
         ("ABR_API_TOKEN", common::TOKEN.to_owned()),
@@ -296,7 +302,7 @@ fn stdio_script(site: &DemoSite, data_dir: &Path, marker: &str, steps: Vec<Value
     json!({
         "transport": "stdio",
         "command": env!("CARGO_BIN_EXE_abr"),
-        "args": ["mcp"],
+        "args": args,
         "env": env,
         "steps": steps,
     })
@@ -305,11 +311,17 @@ fn stdio_script(site: &DemoSite, data_dir: &Path, marker: &str, steps: Vec<Value
 /// Runs `steps` over stdio against `site`; checks that `abr mcp` stopped by itself when the
 /// client closed, leaving no process behind.
 async fn over_stdio(site: &DemoSite, steps: Vec<Value>) -> Run {
+    over_stdio_with(site, &["mcp"], steps).await
+}
+
+/// [`over_stdio`] with `abr <args>`.
+async fn over_stdio_with(site: &DemoSite, args: &[&str], steps: Vec<Value>) -> Run {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
     let marker = format!("mcp-stdio-{}-{}", std::process::id(), rand_suffix());
     let reaper = Reaper(marker.clone());
-    let run = run_client(&stdio_script(site, dir.path(), &marker, steps)).await;
+    let script = stdio_script_with(site, dir.path(), &marker, args, steps);
+    let run = run_client(&script).await;
     // Stdin closed: `abr mcp` shut its runner down and closed its browsers on its own.
     assert!(
         run.stderr.contains("abr mcp: stopped; browsers closed"),
@@ -360,6 +372,55 @@ async fn over_stdio_the_sdk_client_lists_tools_and_gets_typed_errors() {
     let run = over_stdio(&site, harness_steps()).await;
     check_harness(&run);
     site.shutdown().await;
+}
+
+#[tokio::test]
+async fn abr_mcp_read_only_offers_no_post_and_no_task_creation() {
+    let site = demo_site().await;
+    let steps = vec![
+        json!({"listTools": true}),
+        json!({"tool": "post", "arguments": {"platform": "demo", "sessionId": "s1", "content": {"text": "never"}}}),
+        json!({"tool": "task_create", "arguments": {"plan": {}}}),
+    ];
+    let run = over_stdio_with(&site, &["mcp", "--read-only"], steps).await;
+    let tools = run.step(0)["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "browse_open",
+            "browse_snapshot",
+            "browse_act",
+            "browse_close",
+            "task_status"
+        ]
+    );
+    assert_eq!(run.mcp_error(1), -32602);
+    assert_eq!(run.mcp_error(2), -32602);
+    assert!(site.posts().is_empty());
+    site.shutdown().await;
+}
+
+#[tokio::test]
+async fn abr_mcp_refuses_a_bad_read_only_setting_naming_it() {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_abr"))
+        .arg("mcp")
+        .env("ABR_API_TOKEN", common::TOKEN)
+        .env("ABR_MCP_READ_ONLY", "maybe")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(60), output)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("abr: error: ABR_MCP_READ_ONLY: use true or false"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "stdout is the protocol's");
 }
 
 #[tokio::test]
