@@ -46,18 +46,18 @@ async fn access_log(request: Request, next: Next) -> Response {
     response
 }
 
-/// Bounds every request by the configured deadline; but `/mcp`, whose every tool call is
-/// an API request bounded by this same deadline (a tool call that outlived it here would
-/// lose the API's own answer, e.g. `timeout_outcome_unknown` for a post).
+/// Bounds every request by the configured deadline; `/mcp` by that deadline plus
+/// [`MCP_GRACE`]: each of its tool calls is an API request bounded by the deadline itself,
+/// which must answer first (a post's `timeout_outcome_unknown` is the API's to give).
 async fn deadline<C: RunnerContext>(
     State(state): State<AppState<C>>,
     request: Request,
     next: Next,
 ) -> Response {
+    let mut limit = state.runner.config.limits.request_timeout;
     if request.uri().path() == MCP_PATH {
-        return next.run(request).await;
+        limit += MCP_GRACE;
     }
-    let limit = state.runner.config.limits.request_timeout;
     let is_post = request.uri().path() == "/v1/post";
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
@@ -192,6 +192,10 @@ async fn probe<C: RunnerContext>(
 
 /// Where the MCP endpoint is mounted.
 const MCP_PATH: &str = "/mcp";
+
+/// How much longer than the request deadline an MCP request may take: reading its body and
+/// answering around the one API request it makes, which has the deadline itself.
+const MCP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The router of the runner: the API, the MCP endpoint (`/mcp`, read-only when
 /// `ABR_MCP_READ_ONLY` says so) and the live view.

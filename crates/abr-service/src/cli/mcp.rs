@@ -80,7 +80,8 @@ async fn serve_stdio(config: RunnerConfig, settings: McpSettings) -> Result<(), 
     }
     let read_only = settings.read_only;
     let router = crate::http::app_with_mcp(Arc::clone(&runner), settings.clone());
-    let server = McpServer::local(router, token.as_deref(), settings).map_err(CliError::Run)?;
+    let server = McpServer::local(router, token.as_deref(), settings)
+        .map_err(|e| CliError::Run(e.to_string()))?;
     tracing::info!(read_only, "abr mcp: serving MCP on stdin/stdout");
     let served = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => {

@@ -11,6 +11,7 @@ use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
+use super::settings::McpSettingsError;
 use super::tools::Forward;
 use crate::tenant::DEFAULT_TENANT;
 
@@ -42,20 +43,24 @@ impl Caller {
     /// started with `--insecure-dev`), `tenant` (none: the runner's default tenant).
     ///
     /// # Errors
-    /// When the token or the tenant cannot be a header value.
-    pub(crate) fn fixed(token: Option<&str>, tenant: Option<&str>) -> Result<Self, String> {
+    /// [`McpSettingsError::NotAHeader`] when the token or the tenant cannot be a header
+    /// value.
+    pub(crate) fn fixed(
+        token: Option<&str>,
+        tenant: Option<&str>,
+    ) -> Result<Self, McpSettingsError> {
         let authorization = match token {
             None => Vec::new(),
             Some(token) => {
                 let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-                    .map_err(|_| "the API token is not a valid header value".to_owned())?;
+                    .map_err(|_| McpSettingsError::NotAHeader("API token"))?;
                 value.set_sensitive(true);
                 vec![value]
             }
         };
         let tenant = tenant.unwrap_or(DEFAULT_TENANT);
-        let tenant = HeaderValue::from_str(tenant)
-            .map_err(|_| "the tenant is not a valid header value".to_owned())?;
+        let tenant =
+            HeaderValue::from_str(tenant).map_err(|_| McpSettingsError::NotAHeader("tenant"))?;
         Ok(Self {
             authorization,
             tenant: vec![tenant],

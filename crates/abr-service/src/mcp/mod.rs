@@ -44,7 +44,8 @@ pub type McpHttpService = StreamableHttpService<McpServer, NeverSessionManager>;
 /// Stateless, JSON answers: each MCP request is one POST answered with one JSON body, so no
 /// stream outlives its request (GET, for a server-to-client stream, is 405) and the runner
 /// keeps no MCP session. Each tool call is bounded by the request deadline of the API call
-/// it makes. The `Host` header must name this runner (loopback, the bind address or
+/// it makes (and the MCP request by that deadline plus a grace, so the API answers its own
+/// timeout first). The `Host` header must name this runner (loopback, the bind address or
 /// `ABR_PUBLIC_URL`'s host), against DNS rebinding.
 pub fn http_service(api: Router, config: &RunnerConfig, settings: McpSettings) -> McpHttpService {
     let server = McpServer::per_request(api, settings);

@@ -12,7 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::dispatch::{Caller, dispatch};
-use super::settings::McpSettings;
+use super::settings::{McpSettings, McpSettingsError};
 use super::tools;
 
 /// What the model is told about the server when it connects.
@@ -47,12 +47,13 @@ impl McpServer {
     /// `Authorization`, for a runner started with `--insecure-dev`) for `settings.tenant`.
     ///
     /// # Errors
-    /// When the token or the tenant cannot be sent as a header.
+    /// [`McpSettingsError::NotAHeader`] when the token or the tenant cannot be sent as a
+    /// header.
     pub fn local(
         router: Router,
         token: Option<&str>,
         settings: McpSettings,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, McpSettingsError> {
         let caller = Caller::fixed(token, settings.tenant.as_deref())?;
         Ok(Self {
             router,

@@ -20,6 +20,9 @@ pub enum McpSettingsError {
         /// Why the value was refused (never the value itself).
         reason: &'static str,
     },
+    /// A credential or tenant that cannot be sent as an HTTP header value.
+    #[error("the {0} cannot be sent as an HTTP header value")]
+    NotAHeader(&'static str),
 }
 
 /// The operator's settings of the MCP server.
