@@ -50,6 +50,9 @@ impl McpArgs {
         crate::logging::init("info");
         let env: HashMap<String, String> = std::env::vars().collect();
         let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
+        if config.insecure_dev && config.api_tokens.is_empty() {
+            tracing::warn!("--insecure-dev: the tools act without a token");
+        }
         let mut settings = McpSettings::from_env(&env).map_err(|e| CliError::Run(e.to_string()))?;
         settings.read_only |= self.read_only;
         let runtime = tokio::runtime::Builder::new_multi_thread()
