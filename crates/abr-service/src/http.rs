@@ -209,6 +209,7 @@ pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
         .merge(crate::sessions::routes::<C>())
         .merge(crate::artifacts::routes::<C>())
         .merge(crate::sites::routes::<C>())
+        .merge(crate::browse::routes::<C>())
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             require_bearer::<C>,

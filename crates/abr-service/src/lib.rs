@@ -11,6 +11,7 @@
 mod api_error;
 mod artifacts;
 mod auth;
+mod browse;
 mod callback;
 pub mod cli;
 pub mod config;
