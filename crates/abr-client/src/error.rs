@@ -74,6 +74,14 @@ pub enum Operation {
     ResumeTakeover,
     /// `POST /v1/tasks/{id}/takeover/end`.
     EndTakeover,
+    /// `POST /v1/browse`.
+    BrowseOpen,
+    /// `GET /v1/browse/{id}/snapshot`.
+    BrowseSnapshot,
+    /// `POST /v1/browse/{id}/act`.
+    BrowseAct,
+    /// `DELETE /v1/browse/{id}`.
+    BrowseClose,
 }
 
 impl Operation {
@@ -113,12 +121,17 @@ impl Operation {
             Self::TakeOver => "take_over",
             Self::ResumeTakeover => "resume_takeover",
             Self::EndTakeover => "end_takeover",
+            Self::BrowseOpen => "browse_open",
+            Self::BrowseSnapshot => "browse_snapshot",
+            Self::BrowseAct => "browse_act",
+            Self::BrowseClose => "browse_close",
         }
     }
 
     /// Whether sending the same call twice can have no effect beyond sending it once: true
     /// for the reads (health, platforms, capture status, a task, its screenshot, a stored
-    /// session, a run's frames, the screenshots switch, the site list), a task's re-check
+    /// session, a run's frames, the screenshots switch, the site list, a browse snapshot), a
+    /// task's re-check
     /// (read-only: it runs no step), and storing or deleting a session, setting the
     /// screenshots switch, deciding or removing a site (the same state either way); false
     /// for the calls that act (a takeover moves once: started, resumed, ended) (a second capture
@@ -146,6 +159,7 @@ impl Operation {
                 | Self::Sites
                 | Self::DecideSite
                 | Self::RemoveSite
+                | Self::BrowseSnapshot
         )
     }
 }

@@ -231,6 +231,15 @@ pub enum CoreError {
     /// No such replay frame.
     #[error("frame not found")]
     FrameNotFound,
+    /// The site is denied for this tenant (or outside its allow list): nothing was opened.
+    #[error("{0}")]
+    SiteDenied(String),
+    /// No open browse session with this id for this tenant.
+    #[error("no open browse session with this id")]
+    BrowseNotFound,
+    /// No element with this reference on the page.
+    #[error("no element with reference {0:?} on the page now: take a new snapshot")]
+    RefNotFound(String),
     /// No journaled post with this id for this tenant.
     #[error("post not found")]
     PostNotFound,
@@ -299,11 +308,14 @@ impl CoreError {
                 ErrorKind::Internal
             }
             Self::InvalidPlan(_) => ErrorKind::InvalidInput,
-            Self::TaskNotFound | Self::PostNotFound | Self::NoTakeover | Self::FrameNotFound => {
-                ErrorKind::NotFound
-            }
+            Self::TaskNotFound
+            | Self::PostNotFound
+            | Self::NoTakeover
+            | Self::FrameNotFound
+            | Self::BrowseNotFound => ErrorKind::NotFound,
+            Self::RefNotFound(_) => ErrorKind::Conflict,
             Self::TakeoverState(_) => ErrorKind::Conflict,
-            Self::Blocked(_) => ErrorKind::Denied,
+            Self::Blocked(_) | Self::SiteDenied(_) => ErrorKind::Denied,
             Self::PlanHashMismatch
             | Self::TaskNotPending
             | Self::TaskNotQueued
@@ -366,6 +378,9 @@ impl CoreError {
             Self::TaskNotFound => codes::TASK_NOT_FOUND,
             Self::NoTakeover => codes::NO_TAKEOVER,
             Self::FrameNotFound => codes::FRAME_NOT_FOUND,
+            Self::BrowseNotFound => codes::BROWSE_NOT_FOUND,
+            Self::SiteDenied(_) => codes::SITE_DENIED,
+            Self::RefNotFound(_) => codes::REF_NOT_FOUND,
             Self::TakeoverState(_) => codes::TAKEOVER_OVER,
             Self::Blocked(_) => codes::BLOCKED_ACTION,
             Self::PostNotFound => codes::POST_NOT_FOUND,

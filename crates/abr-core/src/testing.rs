@@ -795,6 +795,12 @@ pub fn action_key(action: &BrowserAction) -> String {
             (None, Some(text)) => format!("text:{text}"),
             (None, None) => String::new(),
         },
+        BrowserAction::Press { selector, key } => match selector {
+            Some(selector) => selector_key(selector),
+            None => format!("key:{key}"),
+        },
+        BrowserAction::Scroll { .. } => "scroll".to_owned(),
+        BrowserAction::Back => "back".to_owned(),
     }
 }
 
@@ -1054,6 +1060,23 @@ impl FakePage {
                         .unwrap_or_else(|| Value::String(format!("text of {key}"))),
                 )
             }
+            BrowserAction::Press {
+                selector: Some(selector),
+                key,
+            } => {
+                if !present(&page, selector) {
+                    return not_found();
+                }
+                if key == "Enter"
+                    && let Some(text) = page.text_after.get(&selector_key(selector)).cloned()
+                {
+                    page.text = text;
+                }
+                StepOutput::Done
+            }
+            BrowserAction::Press { selector: None, .. }
+            | BrowserAction::Scroll { .. }
+            | BrowserAction::Back => StepOutput::Done,
             BrowserAction::Screenshot => StepOutput::Screenshot(b"\x89PNG fake".to_vec()),
             BrowserAction::Assert { check } => StepOutput::Checked(
                 check.selector.as_ref().is_none_or(|s| present(&page, s))
@@ -1145,6 +1168,46 @@ impl crate::guard::PageProbe for FakeContext {
     ) -> Result<(), StepFailure> {
         self.page.lock().site_filter = Some(filter);
         Ok(())
+    }
+
+    /// Lists the elements given facts ([`FakePage::set_facts`]) as `e1`, `e2`, ... in key
+    /// order, with their facts (and [`FakePage::text_after`]) also under their reference's
+    /// selector, and the page's text.
+    async fn snapshot(
+        &self,
+        request: &crate::guard::SnapshotRequest,
+        _timeout: std::time::Duration,
+    ) -> Result<abr_protocol::Snapshot, StepFailure> {
+        let mut page = self.page.lock();
+        let prefix = format!("[{}=", request.attr);
+        let listed: Vec<(String, crate::guard::ElementFacts)> = page
+            .facts
+            .iter()
+            .filter(|(key, _)| !key.starts_with(&prefix))
+            .map(|(key, facts)| (key.clone(), facts.clone()))
+            .collect();
+        let mut elements = Vec::new();
+        for (i, (own, facts)) in listed.into_iter().enumerate() {
+            let reference = format!("e{}", i + 1);
+            let key = selector_key(&request.selector(&reference));
+            if let Some(after) = page.text_after.get(&own).cloned() {
+                page.text_after.insert(key.clone(), after);
+            }
+            elements.push(abr_protocol::SnapshotElement {
+                reference,
+                role: facts.role.clone().unwrap_or_else(|| facts.tag.clone()),
+                name: facts.name.clone(),
+                ..abr_protocol::SnapshotElement::default()
+            });
+            page.facts.insert(key, facts);
+        }
+        Ok(abr_protocol::Snapshot {
+            url: page.url.clone(),
+            title: String::new(),
+            elements,
+            text: page.text.clone(),
+            truncated: false,
+        })
     }
 }
 

@@ -97,6 +97,13 @@ codes! {
     NO_TAKEOVER = "no_takeover", 404, No, "the task is not paused for a person: no takeover to activate, resume or end";
     /// No replay frame with this run and number for this tenant.
     FRAME_NOT_FOUND = "frame_not_found", 404, No, "no replay frame with this run and number for this tenant (another tenant's is not found either)";
+    /// The tenant denied the site (or it is outside its allow list): nothing was opened.
+    SITE_DENIED = "site_denied", 403, No, "the tenant denied this site (or it is outside the tenant's allow list): nothing was opened (PUT /v1/sites/{domain} decides)";
+    /// No open browse session with this id for this tenant (closed, expired, or another
+    /// tenant's).
+    BROWSE_NOT_FOUND = "browse_not_found", 404, No, "no open browse session with this id for this tenant (closed, idle too long, or another tenant's)";
+    /// No element with this reference on the page (take a new snapshot).
+    REF_NOT_FOUND = "ref_not_found", 409, No, "no element with this reference on the page now: take a new snapshot and act on one of its references";
     /// No decision about this site for this tenant.
     SITE_NOT_FOUND = "site_not_found", 404, No, "the tenant has no decision about this site (another tenant's is not found either)";
     /// The endpoint does not take this method (with `Allow`).

@@ -16,6 +16,7 @@
 //! Secrets (cookie and localStorage values) are [`SecretValue`]s: they serialize, but never
 //! print.
 
+mod browse;
 mod capture;
 pub mod codes;
 mod error;
@@ -28,6 +29,10 @@ mod secret;
 mod session;
 mod task;
 
+pub use browse::{
+    ActOutcome, ActResponse, BrowseAction, BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest,
+    ScrollDirection, Snapshot, SnapshotElement,
+};
 pub use capture::{
     CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,
     CaptureStartRequest, CaptureStartResponse, CaptureState, CaptureStatus, ProbeRequest,

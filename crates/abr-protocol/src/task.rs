@@ -335,6 +335,9 @@ pub enum TaskState {
     NeedsReauth,
     /// Rejected by the approver.
     Rejected,
+    /// A browse session that was closed (by its brain, or after being idle): no outcome is
+    /// claimed; its steps say what it did.
+    Closed,
 }
 
 impl TaskState {
@@ -461,6 +464,10 @@ pub struct TaskRecord {
     /// The session check before the first committing action: cookie names and expiry only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_check: Option<Vec<CookieFact>>,
+    /// The record is a browse session's (`POST /v1/browse`): its steps came one at a time
+    /// from a brain outside the runner, and no plan was approved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub browse: bool,
 }
 
 /// `POST .../assert-not-posted`: the owner states that an uncertain action did not happen.

@@ -420,3 +420,112 @@ const redactFinish = (token) => {
   redactRemove(token);
   return result;
 };
+
+/** Elements a brain can act on. */
+const ACTIONABLE =
+  'a[href], button, input, select, textarea, summary, [contenteditable=""], ' +
+  '[contenteditable="true"], [role=button], [role=link], [role=checkbox], [role=radio], ' +
+  '[role=tab], [role=menuitem], [role=option], [role=switch], [role=combobox], ' +
+  '[role=textbox], [role=searchbox], [onclick]';
+
+/** The role a snapshot gives `el`: its own `role`, else what its tag and type imply. */
+const roleOf = (el) => {
+  const own = lower(el.getAttribute('role'));
+  if (own) return own.split(/\s+/)[0];
+  const tag = el.localName;
+  if (tag === 'a') return 'link';
+  if (tag === 'button' || tag === 'summary') return 'button';
+  if (tag === 'select') return el.multiple ? 'listbox' : 'combobox';
+  if (tag === 'textarea') return 'textbox';
+  if (tag === 'input') {
+    const type = typeOf(el);
+    if (BUTTON_INPUTS.includes(type)) return 'button';
+    if (type === 'checkbox' || type === 'radio') return type;
+    if (type === 'search') return 'searchbox';
+    if (type === 'range') return 'slider';
+    if (type === 'file') return 'file';
+    return 'textbox';
+  }
+  if (el.isContentEditable) return 'textbox';
+  return tag;
+};
+
+/** A snapshot of the page for a brain: the visible actionable elements of the document and
+ * its open shadow roots (not frames: a reference must resolve with a page selector), each
+ * tagged with a reference in the attribute `attr` (a per-session name), and the visible text.
+ * Field values are never read: a field that holds one says `[redacted]`. */
+const snapshot = ({ attr, maxElements, maxText, maxName }) => {
+  const doc = document;
+  const key = '__abrSnapshotRefs';
+  let counter = window[key];
+  if (!counter || counter.attr !== attr) {
+    counter = { attr, next: 1 };
+    Object.defineProperty(window, key, { value: counter, configurable: true, enumerable: false });
+  }
+  const roots = [];
+  const visit = (root) => {
+    if (roots.length >= MAX_ROOTS) return;
+    roots.push(root);
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) visit(el.shadowRoot);
+  };
+  visit(doc);
+  const seen = new Set();
+  const elements = [];
+  let truncated = false;
+  for (const root of roots) {
+    for (const el of root.querySelectorAll(ACTIONABLE)) {
+      if (el.localName === 'input' && typeOf(el) === 'hidden') continue;
+      if (!visible(el)) continue;
+      if (elements.length >= maxElements) {
+        truncated = true;
+        break;
+      }
+      let ref = el.getAttribute(attr);
+      // A reference is the runner's: one the page made up, or copied onto a second element,
+      // is replaced.
+      if (!ref || !/^e[0-9]{1,7}$/.test(ref) || seen.has(ref)) {
+        ref = 'e' + counter.next++;
+        el.setAttribute(attr, ref);
+      }
+      seen.add(ref);
+      const item = { ref, role: roleOf(el), name: cap(accessibleName(el), maxName) };
+      if (isField(el)) {
+        const holds =
+          el.localName === 'select'
+            ? el.selectedIndex > 0 || (el.selectedIndex === 0 && el.options[0].value !== '')
+            : el.isContentEditable && el.localName !== 'input' && el.localName !== 'textarea'
+              ? clean(el.textContent) !== ''
+              : typeOf(el) === 'checkbox' || typeOf(el) === 'radio'
+                ? false
+                : (el.value || '') !== '';
+        if (holds) item.value = '[redacted]';
+      }
+      if (el.localName === 'input' && (typeOf(el) === 'checkbox' || typeOf(el) === 'radio')) {
+        item.checked = el.checked === true;
+      } else if (el.getAttribute('aria-checked') !== null) {
+        item.checked = el.getAttribute('aria-checked') === 'true';
+      }
+      if (el.disabled === true || el.getAttribute('aria-disabled') === 'true') item.disabled = true;
+      if (el.localName === 'a' && el.href) item.href = String(el.href).slice(0, 500);
+      if (el.localName === 'select') {
+        item.options = Array.from(el.options)
+          .slice(0, 50)
+          .map((o) => cap(o.label || o.text, maxName));
+      }
+      elements.push(item);
+    }
+    if (truncated) break;
+  }
+  let text = doc.body ? textOf(doc.body) : '';
+  if (text.length > maxText) {
+    text = wellFormed(text.slice(0, maxText));
+    truncated = true;
+  }
+  return {
+    url: String(location.href),
+    title: cap(doc.title, maxName),
+    elements,
+    text,
+    truncated,
+  };
+};

@@ -24,9 +24,10 @@ use std::time::{Duration, Instant};
 
 use abr_core::guard::{
     ElementFacts, FormFacts, FrameError, PageProbe, PageSignals, RedactedFrame, SiteFilter,
+    SnapshotRequest,
 };
 use abr_core::task::{StepFailure, StepFailureKind};
-use abr_protocol::Selector;
+use abr_protocol::{Selector, Snapshot};
 use async_trait::async_trait;
 use playwright_rs::Error as PwError;
 use playwright_rs::protocol::{BrowserContext, Page, Scale, ScreenshotOptions, ScreenshotType};
@@ -58,6 +59,19 @@ static FINISH_JS: LazyLock<String> =
 /// `redactRemove(token)`: take it off.
 static REMOVE_JS: LazyLock<String> =
     LazyLock::new(|| format!("(token) => {{\n{PROBE_JS}\nreturn redactRemove(token);\n}}"));
+
+static SNAPSHOT_JS: LazyLock<String> =
+    LazyLock::new(|| format!("(args) => {{\n{PROBE_JS}\nreturn snapshot(args);\n}}"));
+
+/// The arguments of `snapshot` in probe.js.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SnapshotArgs<'a> {
+    attr: &'a str,
+    max_elements: usize,
+    max_text: usize,
+    max_name: usize,
+}
 
 /// JPEG qualities a frame is tried at, until one fits the cap.
 const QUALITIES: [u8; 3] = [70, 40, 20];
@@ -114,6 +128,34 @@ impl PageProbe for BrowserSession {
             Err(_) => Err(step.gone_or(
                 StepFailureKind::Rejected,
                 "the page's signals could not be read in time",
+            )),
+        }
+    }
+
+    async fn snapshot(
+        &self,
+        request: &SnapshotRequest,
+        timeout: Duration,
+    ) -> Result<Snapshot, StepFailure> {
+        let step = Step::new(self, timeout);
+        let args = SnapshotArgs {
+            attr: &request.attr,
+            max_elements: request.max_elements,
+            max_text: request.max_text,
+            max_name: request.max_name,
+        };
+        let read = async {
+            let value = step
+                .evaluate_page_with(&SNAPSHOT_JS, Some(&args), "reading the page")
+                .await?;
+            serde_json::from_value::<Snapshot>(value)
+                .map_err(|_| step.rejected("reading the page: unexpected result"))
+        };
+        match tokio::time::timeout(timeout + MARGIN, read).await {
+            Ok(result) => result,
+            Err(_) => Err(step.gone_or(
+                StepFailureKind::Rejected,
+                "the page could not be read in time",
             )),
         }
     }

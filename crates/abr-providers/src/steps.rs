@@ -298,6 +298,69 @@ impl<'a> Step<'a> {
             BrowserAction::Screenshot => self.screenshot().await,
             BrowserAction::Assert { check } => self.assert(check).await,
             BrowserAction::Upload { selector, files } => self.upload(selector, files).await,
+            BrowserAction::Press { selector, key } => self.press(selector.as_ref(), key).await,
+            BrowserAction::Scroll { down } => self.scroll(*down).await,
+            BrowserAction::Back => self.back().await,
+        }
+    }
+
+    async fn press(
+        &self,
+        selector: Option<&Selector>,
+        key: &str,
+    ) -> Result<StepOutput, StepFailure> {
+        let Some(selector) = selector else {
+            return match self.session.page().keyboard().press(key, None).await {
+                Ok(()) => Ok(StepOutput::Done),
+                Err(e) => Err(match Cause::of(self.session, &e) {
+                    Cause::Closed => self.closed(),
+                    cause => self.rejected(format!("pressing a key: {}", cause.reason())),
+                }),
+            };
+        };
+        let target = self.visible(selector)?;
+        self.appear(
+            &target,
+            WaitForState::Visible,
+            "no visible element matched the selector",
+        )
+        .await?;
+        let options = PressOptions::builder().timeout(self.remaining_ms()).build();
+        match target.press(key, options).await {
+            Ok(()) => Ok(StepOutput::Done),
+            Err(e) => Err(self
+                .act_failed(&target, &e, "pressing a key", "focusable")
+                .await),
+        }
+    }
+
+    async fn scroll(&self, down: bool) -> Result<StepOutput, StepFailure> {
+        let js = if down {
+            "() => { window.scrollBy(0, Math.round(window.innerHeight * 0.9)); return null; }"
+        } else {
+            "() => { window.scrollBy(0, -Math.round(window.innerHeight * 0.9)); return null; }"
+        };
+        self.evaluate_page(js, "scrolling")
+            .await
+            .map(|_| StepOutput::Done)
+    }
+
+    async fn back(&self) -> Result<StepOutput, StepFailure> {
+        let left = Duration::from_secs_f64(self.remaining_ms() / 1000.0);
+        let options = GotoOptions::new().timeout(left).wait_until(WaitUntil::Load);
+        match self.session.page().go_back(options).await {
+            Ok(Some(_)) => Ok(StepOutput::Done),
+            Ok(None) => Err(self.failure(
+                StepFailureKind::Navigation,
+                "there is no page to go back to",
+            )),
+            Err(e) => Err(match Cause::of(self.session, &e) {
+                Cause::Closed => self.closed(),
+                cause => self.failure(
+                    StepFailureKind::Navigation,
+                    format!("going back: {}", cause.reason()),
+                ),
+            }),
         }
     }
 
@@ -803,12 +866,22 @@ impl<'a> Step<'a> {
     /// Evaluates `js` (a function of no argument) in the page's main frame, again if a
     /// navigation replaced the document meanwhile; `doing` names it in a failure.
     pub(crate) async fn evaluate_page(&self, js: &str, doing: &str) -> Result<Value, StepFailure> {
+        self.evaluate_page_with::<()>(js, None, doing).await
+    }
+
+    /// As [`Self::evaluate_page`], for a function of one argument.
+    pub(crate) async fn evaluate_page_with<A: serde::Serialize>(
+        &self,
+        js: &str,
+        arg: Option<&A>,
+        doing: &str,
+    ) -> Result<Value, StepFailure> {
         let page = self.session.page();
         loop {
             if self.session.page_gone() {
                 return Err(self.closed());
             }
-            match page.evaluate::<(), Value>(js, None).await {
+            match page.evaluate::<A, Value>(js, arg).await {
                 Ok(value) => return Ok(value),
                 Err(e) => match Cause::of(self.session, &e) {
                     Cause::Closed => return Err(self.closed()),

@@ -200,6 +200,7 @@ impl Site {
         let counted = Arc::clone(&seen);
         let app = Router::new()
             .route("/corpus", get(|| async { Html(CORPUS) }))
+            .route("/snapshot", get(|| async { Html(SNAPSHOT_PAGE) }))
             .route("/login", get(|| async { Html(LOGIN) }))
             .route("/captcha", get(|| async { Html(CAPTCHA) }))
             .route(
@@ -1188,4 +1189,166 @@ async fn the_site_filter_defers_to_the_egress_url_gate() {
     drop(provider);
     double.shutdown().await;
     victim_task.abort();
+}
+
+/// A page for a brain: buttons, a link, fields (one already filled, one typed into by the
+/// test), a list box, a checkbox, hidden and invisible controls, a button in a shadow root,
+/// and a script that copies a reference onto another element when asked.
+const SNAPSHOT_PAGE: &str = r#"<!doctype html><html><head><title>Snapshot page</title></head><body>
+<h1>Compose</h1><p>Say something nice.</p>
+<a id="home" href="/links">Home</a>
+<form action="/nowhere" method="post">
+  <label for="c">Comment</label><input id="c" name="comment" value="prefilled-secret-4410">
+  <textarea id="t" aria-label="Body"></textarea>
+  <select id="s" aria-label="Audience"><option value="">Choose</option><option>Friends</option><option>Everyone</option></select>
+  <label><input id="x" type="checkbox" checked> Notify me</label>
+  <input type="hidden" name="csrf" value="hidden-token-991">
+  <button id="post" type="submit">Post</button>
+</form>
+<button id="gone" style="display:none">Invisible</button>
+<div id="host"></div>
+<button id="other" onclick="document.title='other clicked'">Other</button>
+<script>
+  document.getElementById('host').attachShadow({mode: 'open'}).innerHTML = '<button id="deep">Deep</button>';
+  window.copyRef = (attr) => {
+    const post = document.getElementById('post');
+    document.getElementById('other').setAttribute(attr, post.getAttribute(attr));
+  };
+</script>
+</body></html>"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_lists_what_a_brain_can_act_on_by_stable_reference_and_never_a_value() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/snapshot").as_str()).await;
+    s.run(&type_into("#t", TYPED, false), STEP).await.unwrap();
+    let request = abr_core::guard::SnapshotRequest::new("data-abr-k3y".into());
+    let first = s.snapshot(&request, STEP).await.unwrap();
+    assert_eq!(first.title, "Snapshot page");
+    assert!(first.text.contains("Say something nice."), "{}", first.text);
+    let json = serde_json::to_string(&first).unwrap();
+    for secret in [TYPED, "prefilled-secret-4410", "hidden-token-991"] {
+        assert!(!json.contains(secret), "{secret} leaked: {json}");
+    }
+    let by_name = |snap: &abr_protocol::Snapshot, name: &str| {
+        snap.elements
+            .iter()
+            .find(|e| e.name == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name:?} in {:?}", snap.elements))
+    };
+    let names: Vec<&str> = first.elements.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Home",
+            "Comment",
+            "Body",
+            "Audience",
+            "Notify me",
+            "Post",
+            "Other",
+            "Deep"
+        ],
+        "visible actionable elements in document order, shadow roots last"
+    );
+    let comment = by_name(&first, "Comment");
+    assert_eq!(
+        (comment.role.as_str(), comment.value.as_deref()),
+        ("textbox", Some("[redacted]"))
+    );
+    assert_eq!(
+        by_name(&first, "Body").value.as_deref(),
+        Some("[redacted]"),
+        "typed: redacted"
+    );
+    let audience = by_name(&first, "Audience");
+    assert_eq!(audience.role, "combobox");
+    assert_eq!(audience.options, ["Choose", "Friends", "Everyone"]);
+    assert_eq!(audience.value, None, "nothing chosen yet");
+    assert_eq!(by_name(&first, "Notify me").checked, Some(true));
+    assert!(by_name(&first, "Home").href.unwrap().ends_with("/links"));
+    let post = by_name(&first, "Post");
+    assert_eq!(post.role, "button");
+
+    // References are stable; one the page copies onto another element is replaced there.
+    eval(s, "() => window.copyRef('data-abr-k3y')").await;
+    let second = s.snapshot(&request, STEP).await.unwrap();
+    assert_eq!(by_name(&second, "Post").reference, post.reference);
+    assert_eq!(
+        by_name(&second, "Home").reference,
+        by_name(&first, "Home").reference
+    );
+    let other = by_name(&second, "Other").reference;
+    assert_ne!(other, post.reference, "the copied reference does not move");
+    assert_ne!(
+        other,
+        by_name(&first, "Other").reference,
+        "the tampered element got a new one"
+    );
+    let refs: std::collections::HashSet<&str> = second
+        .elements
+        .iter()
+        .map(|e| e.reference.as_str())
+        .collect();
+    assert_eq!(refs.len(), second.elements.len(), "references are unique");
+
+    // A reference's selector finds its element, in a shadow root too, and the facts the
+    // commit rule reads are that element's.
+    let facts = s
+        .inspect(&request.selector(&post.reference), STEP)
+        .await
+        .unwrap();
+    assert!(facts.is_submit_control(), "{facts:?}");
+    let deep = by_name(&second, "Deep").reference;
+    s.run(
+        &BrowserAction::Click {
+            selector: request.selector(&other),
+        },
+        STEP,
+    )
+    .await
+    .unwrap();
+    assert_eq!(eval(s, "() => document.title").await, "other clicked");
+    let facts = s.inspect(&request.selector(&deep), STEP).await.unwrap();
+    assert_eq!(facts.name, "Deep");
+
+    // Keys, scrolling and going back.
+    s.run(
+        &BrowserAction::Press {
+            selector: Some(request.selector(&comment.reference)),
+            key: "End".into(),
+        },
+        STEP,
+    )
+    .await
+    .unwrap();
+    s.run(&BrowserAction::Scroll { down: true }, STEP)
+        .await
+        .unwrap();
+    s.run(
+        &BrowserAction::Click {
+            selector: request.selector(&by_name(&second, "Home").reference),
+        },
+        STEP,
+    )
+    .await
+    .unwrap();
+    s.run(
+        &BrowserAction::Wait {
+            selector: None,
+            url: Some("/links".into()),
+            text: None,
+        },
+        STEP,
+    )
+    .await
+    .unwrap();
+    s.run(&BrowserAction::Back, STEP).await.unwrap();
+    let back = s.snapshot(&request, STEP).await.unwrap();
+    assert!(back.url.ends_with("/snapshot"), "{}", back.url);
+
+    close(provider, lease).await;
 }

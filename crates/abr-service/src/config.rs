@@ -93,6 +93,8 @@ pub struct Limits {
     pub capture_ttl: Duration,
     /// Captures open at once.
     pub max_open_captures: usize,
+    /// Browse sessions open at once, all tenants together (`ABR_MAX_OPEN_BROWSES`, 4).
+    pub max_open_browses: usize,
     /// A connection that has not sent a whole request head within this is closed.
     pub header_read_timeout: Duration,
     /// HTTP connections served at once; more wait in the listen backlog.
@@ -108,6 +110,7 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(240),
             capture_ttl: Duration::from_secs(15 * 60),
             max_open_captures: 4,
+            max_open_browses: 4,
             header_read_timeout: Duration::from_secs(10),
             max_connections: 256,
         }
@@ -384,6 +387,7 @@ struct FileConfig {
     request_timeout_secs: Option<u64>,
     capture_ttl_secs: Option<u64>,
     max_open_captures: Option<usize>,
+    max_open_browses: Option<usize>,
     header_read_timeout_secs: Option<u64>,
     max_connections: Option<usize>,
     egress_allow_private: Option<String>,
@@ -440,6 +444,10 @@ impl FileConfig {
         put(
             "max_open_captures",
             self.max_open_captures.map(|v| v.to_string()),
+        );
+        put(
+            "max_open_browses",
+            self.max_open_browses.map(|v| v.to_string()),
         );
         put(
             "header_read_timeout_secs",
@@ -651,6 +659,9 @@ impl RunnerConfig {
         }
         if let Some(n) = positive("ABR_MAX_OPEN_CAPTURES")? {
             l.max_open_captures = n;
+        }
+        if let Some(n) = positive("ABR_MAX_OPEN_BROWSES")? {
+            l.max_open_browses = n;
         }
         if let Some(n) = positive("ABR_HEADER_READ_TIMEOUT_SECS")? {
             l.header_read_timeout = Duration::from_secs(n as u64);

@@ -240,7 +240,8 @@ fn router<C: RunnerContext + LiveSurface>(
         .merge(crate::tasks::routes::<C>())
         .merge(crate::sessions::routes::<C>())
         .merge(crate::artifacts::routes::<C>())
-        .merge(crate::sites::routes::<C>());
+        .merge(crate::sites::routes::<C>())
+        .merge(crate::browse::routes::<C>());
     if let Some(mcp) = mcp {
         protected = protected.route_service(MCP_PATH, mcp);
     }

@@ -12,6 +12,7 @@
 mod api_error;
 mod artifacts;
 mod auth;
+mod browse;
 mod callback;
 pub mod cli;
 pub mod config;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use abr_core::guard::{FrameSource, FrameStore, SiteStore};
 use abr_core::task::{
-    TaskConfig, TaskContext, TaskRunner, TaskSessions, TaskStore, TenantAdmission,
+    BrowseConfig, TaskConfig, TaskContext, TaskRunner, TaskSessions, TaskStore, TenantAdmission,
 };
 use abr_core::{
     AgentPoster, AuditError, AuditEvent, AuditSink, Auditor, CaptureConfig, CoreError,
@@ -197,6 +197,7 @@ pub struct Runner<C: RunnerContext = BrowserSession> {
     pub budget: DeadlineBudget,
     shutdown_hooks: Vec<ShutdownHook>,
     reaper: tokio::task::JoinHandle<()>,
+    browse_reaper: tokio::task::JoinHandle<()>,
 }
 
 impl<C: RunnerContext> Runner<C> {
@@ -422,6 +423,10 @@ impl<C: RunnerContext> RunnerBuilder<C> {
                 limits: config.tasks.limits,
                 ..TaskConfig::default().with_budget(&budget)
             })
+            .with_browse_config(BrowseConfig {
+                max_open: config.limits.max_open_browses,
+                ..BrowseConfig::default()
+            })
             .with_platforms(Arc::clone(&strategies))
             .with_sessions(task_sessions)
             .with_body_hash_key(body_key)
@@ -448,6 +453,7 @@ impl<C: RunnerContext> RunnerBuilder<C> {
             .with_audit(auditor.clone()),
         );
         let reaper = captures.spawn_reaper(Duration::from_secs(5));
+        let browse_reaper = spawn_browse_reaper(Arc::clone(&tasks), Duration::from_secs(5));
         Ok(Runner {
             poster,
             posts,
@@ -466,8 +472,27 @@ impl<C: RunnerContext> RunnerBuilder<C> {
             budget,
             shutdown_hooks: hooks,
             reaper,
+            browse_reaper,
         })
     }
+}
+
+/// Closes idle browse sessions every `every`.
+fn spawn_browse_reaper<C: RunnerContext>(
+    tasks: Arc<TaskRunner<C>>,
+    every: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let closed = tasks.browse_sweep().await;
+            if closed > 0 {
+                tracing::info!(closed, "closed idle browse sessions");
+            }
+        }
+    })
 }
 
 /// The providers `config` names: **one instance per backend**, shared by both roles when jobs
@@ -604,6 +629,8 @@ impl<C: RunnerContext> Runner<C> {
     pub async fn shutdown(&self) {
         self.jobs.close();
         self.reaper.abort();
+        self.browse_reaper.abort();
+        self.tasks.browse_close_all().await;
         let released = self.captures.close_all().await;
         if released > 0 {
             tracing::info!(released, "released open captures at shutdown");

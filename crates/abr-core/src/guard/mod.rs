@@ -29,7 +29,10 @@ pub use frames::{
 };
 pub use memory::{InMemoryFrameStore, InMemorySiteStore};
 pub use pause::{PauseRules, detect_pause};
-pub use probe::{FormFacts, FrameError, PageProbe, PageSignals, RedactedFrame, SiteFilter};
+pub use probe::{
+    FormFacts, FrameError, PageProbe, PageSignals, REDACTED, RedactedFrame, SiteFilter,
+    SnapshotRequest,
+};
 pub use run_guard::{ReadOnlySource, RunGuard};
 pub use sites::{SitePolicy, SiteStore, SiteVerdict, site_name};
 pub use verbs::committing_verb;

@@ -123,6 +123,13 @@ pub trait SiteFilter: Send + Sync + std::fmt::Debug + 'static {
 ///   anything else is a [`FrameError`] and no frame.
 /// - `filter_sites` makes the browser refuse every document request (a navigation, a
 ///   frame) to a host the filter refuses, from now until the context closes.
+/// - `snapshot` lists the visible elements one can act on, in document order, tags each with
+///   a reference in the attribute [`SnapshotRequest::attr`] (kept while the element stays,
+///   so references are stable across snapshots; a reference the page made up or copied is
+///   replaced), and reads the visible text; it never reads a field's value (a field holding
+///   one is marked [`REDACTED`]). The element with reference `r` is then the one the CSS
+///   selector [`SnapshotRequest::selector`] matches. Setting the attribute is the only
+///   change it makes to the page.
 #[async_trait]
 pub trait PageProbe: Send + Sync + 'static {
     /// Facts about the element `selector` matches.
@@ -145,4 +152,54 @@ pub trait PageProbe: Send + Sync + 'static {
     /// Routes every document request through `filter`.
     async fn filter_sites(&self, filter: std::sync::Arc<dyn SiteFilter>)
     -> Result<(), StepFailure>;
+
+    /// The page as a brain reads it.
+    async fn snapshot(
+        &self,
+        request: &SnapshotRequest,
+        timeout: Duration,
+    ) -> Result<abr_protocol::Snapshot, StepFailure>;
+}
+
+/// What a snapshot of a field that holds a value shows instead of it.
+pub const REDACTED: &str = "[redacted]";
+
+/// How [`PageProbe::snapshot`] tags and bounds a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotRequest {
+    /// The attribute that carries references: `data-abr-` and a per-session random suffix,
+    /// so a page cannot prepare elements with references before it sees one.
+    pub attr: String,
+    /// Most elements listed.
+    pub max_elements: usize,
+    /// Most characters of visible text.
+    pub max_text: usize,
+    /// Most characters of a name.
+    pub max_name: usize,
+}
+
+impl SnapshotRequest {
+    /// References carried by `attr`, with the default bounds (300 elements, 4000 characters
+    /// of text, names of 120).
+    pub fn new(attr: String) -> Self {
+        Self {
+            attr,
+            max_elements: 300,
+            max_text: 4000,
+            max_name: 120,
+        }
+    }
+
+    /// Whether `reference` is one a snapshot gives (`e` and up to 7 digits): anything else
+    /// could escape the selector.
+    pub fn is_reference(reference: &str) -> bool {
+        let digits = reference.strip_prefix('e').unwrap_or("");
+        !digits.is_empty() && digits.len() <= 7 && digits.bytes().all(|b| b.is_ascii_digit())
+    }
+
+    /// The CSS selector of the element tagged `reference` (checked with
+    /// [`Self::is_reference`] first).
+    pub fn selector(&self, reference: &str) -> Selector {
+        Selector::Css(format!("[{}=\"{reference}\"]", self.attr))
+    }
 }

@@ -39,3 +39,5 @@ pub const SITE_DENIED: &str = "site_denied";
 pub const TAKEOVER_ENDED: &str = "takeover_ended";
 /// Nobody resumed the takeover in time: the run stopped without acting.
 pub const TAKEOVER_EXPIRED: &str = "takeover_expired";
+/// A browse session was closed after its idle time without a call.
+pub const BROWSE_IDLE: &str = "browse_idle";

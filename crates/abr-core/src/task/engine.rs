@@ -279,7 +279,10 @@ fn blocked_or(
 
 fn audit_outcome(state: TaskState) -> AuditOutcome {
     match state {
-        TaskState::Succeeded | TaskState::PendingApproval | TaskState::Queued => AuditOutcome::Ok,
+        TaskState::Succeeded
+        | TaskState::PendingApproval
+        | TaskState::Queued
+        | TaskState::Closed => AuditOutcome::Ok,
         TaskState::Running | TaskState::Paused | TaskState::Uncertain => AuditOutcome::Uncertain,
         TaskState::NeedsReauth => AuditOutcome::NeedsReauth,
         TaskState::Failed => AuditOutcome::Failed,
@@ -442,8 +445,8 @@ fn truncate(value: Value, budget: usize) -> Value {
 /// is given back when the run ends. Every operation emits an [`AuditEvent`] with ids,
 /// step types and descriptions only: never a typed value, an input or extracted data.
 pub struct TaskRunner<C: TaskContext> {
-    provider: DynSessionProvider<C>,
-    store: Arc<dyn TaskStore>,
+    pub(super) provider: DynSessionProvider<C>,
+    pub(super) store: Arc<dyn TaskStore>,
     platforms: Option<Arc<StrategyRegistry<C>>>,
     sessions: Option<Arc<dyn TaskSessions>>,
     audit: Auditor,
@@ -454,6 +457,7 @@ pub struct TaskRunner<C: TaskContext> {
     pub(super) sites: Option<Arc<dyn SiteStore>>,
     pub(super) handoffs: Arc<Handoffs<C>>,
     pub(super) takeover_sink: Option<Arc<dyn TakeoverSink>>,
+    pub(super) browses: super::browse::Browses<C>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for TaskRunner<C> {
@@ -484,6 +488,7 @@ impl<C: TaskContext> TaskRunner<C> {
             sites: None,
             handoffs: Arc::new(Handoffs::new(Arc::new(SystemClock))),
             takeover_sink: None,
+            browses: super::browse::Browses::default(),
         }
     }
 
@@ -507,6 +512,13 @@ impl<C: TaskContext> TaskRunner<C> {
     #[must_use]
     pub fn with_takeover_sink(mut self, sink: Arc<dyn TakeoverSink>) -> Self {
         self.takeover_sink = Some(sink);
+        self
+    }
+
+    /// Bounds of browse sessions ([`Self::browse_open`]).
+    #[must_use]
+    pub fn with_browse_config(mut self, config: super::browse::BrowseConfig) -> Self {
+        self.browses.config = config;
         self
     }
 
@@ -805,7 +817,14 @@ impl<C: TaskContext> TaskRunner<C> {
             Err(e) => return Outcome::not_started(e.to_body()),
         };
         let mut rails = match self
-            .rails(task, &valid, &steps, policy.as_ref(), state.is_some())
+            .rails(
+                task,
+                valid.plan().read_only,
+                valid.target_url().as_str(),
+                &steps,
+                policy.as_ref(),
+                state.is_some(),
+            )
             .await
         {
             Ok(rails) => rails,
@@ -860,17 +879,18 @@ impl<C: TaskContext> TaskRunner<C> {
     /// or the approved plan, never the request), dry run (the request), the tenant's sites
     /// plus the plan's own hosts. A plan that would open a denied site stops here, at that
     /// step, with nothing opened.
-    async fn rails(
+    pub(super) async fn rails(
         &self,
         task: &mut StoredTask,
-        valid: &ValidPlan,
+        plan_read_only: bool,
+        target_url: &str,
         steps: &[FilledStep],
         policy: Option<&StrategyPolicy>,
         has_session: bool,
     ) -> Result<Rails, (Option<usize>, Failure)> {
         let read_only = if policy.is_some_and(|p| p.read_only) {
             Some(ReadOnlySource::Platform)
-        } else if valid.plan().read_only {
+        } else if plan_read_only {
             Some(ReadOnlySource::Plan)
         } else {
             None
@@ -903,7 +923,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 Err(e) => return Err((None, Failure::store(&e))),
             },
         };
-        let mut hosts = vec![(None, rails::host_of(valid.target_url().as_str()))];
+        let mut hosts = vec![(None, rails::host_of(target_url))];
         for (i, step) in steps.iter().enumerate() {
             if let BrowserAction::Navigate { url } = &step.action {
                 hosts.push((Some(i), rails::host_of(url.as_str())));
@@ -953,7 +973,7 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     /// Arms the browser: the site filter, when the tenant has decisions.
-    async fn arm(&self, rails: &Rails, lease: &Lease<C>) -> Result<(), Failure> {
+    pub(super) async fn arm(&self, rails: &Rails, lease: &Lease<C>) -> Result<(), Failure> {
         if self.sites.is_none() || !rails.sites.has_entries() {
             return Ok(());
         }
@@ -1296,7 +1316,7 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
-    async fn write_back(
+    pub(super) async fn write_back(
         &self,
         tenant: &str,
         session_id: &str,
@@ -1321,7 +1341,7 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
-    async fn release(&self, lease: Lease<C>) {
+    pub(super) async fn release(&self, lease: Lease<C>) {
         match tokio::time::timeout(self.config.release_timeout, lease.release()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "releasing the browser failed"),
@@ -1656,7 +1676,7 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     /// Compare-and-swap; on success the in-memory copy follows the stored version.
-    async fn save(&self, task: &mut StoredTask) -> Result<bool, CoreError> {
+    pub(super) async fn save(&self, task: &mut StoredTask) -> Result<bool, CoreError> {
         let saved = self.store.update(task).await?;
         if saved {
             task.version += 1;
@@ -1724,6 +1744,7 @@ impl<C: TaskContext> TaskRunner<C> {
             takeover_events: Vec::new(),
             replay: None,
             session_check: None,
+            browse: false,
         };
         Ok(StoredTask {
             tenant_id: tenant.to_owned(),
@@ -1736,7 +1757,7 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     /// The platform's policy and the request's own scope; refuses what cannot run.
-    fn resolve_policy(
+    pub(super) fn resolve_policy(
         &self,
         request: &TaskRequest,
     ) -> Result<(Option<StrategyPolicy>, Option<SessionScope>), CoreError> {
@@ -1783,7 +1804,7 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     /// The session the task runs with (unscoped yet).
-    async fn session_state(
+    pub(super) async fn session_state(
         &self,
         tenant: &str,
         request: &TaskRequest,
@@ -1816,7 +1837,7 @@ impl<C: TaskContext> TaskRunner<C> {
         )
     }
 
-    async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
+    pub(super) async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
         self.admission().admit(tenant).await
     }
 
@@ -1832,11 +1853,11 @@ impl<C: TaskContext> TaskRunner<C> {
         self.admission().take_session(tenant).await
     }
 
-    async fn release_session(&self, tenant: &str) {
+    pub(super) async fn release_session(&self, tenant: &str) {
         self.admission().release_session(tenant).await;
     }
 
-    async fn refund(&self, tenant: &str, admitted: Option<time::Date>) {
+    pub(super) async fn refund(&self, tenant: &str, admitted: Option<time::Date>) {
         self.admission().refund(tenant, admitted).await;
     }
 
@@ -1844,7 +1865,12 @@ impl<C: TaskContext> TaskRunner<C> {
         self.admission().uncount(tenant, counter).await;
     }
 
-    fn event(&self, action: AuditAction, outcome: AuditOutcome, task: &StoredTask) -> AuditEvent {
+    pub(super) fn event(
+        &self,
+        action: AuditAction,
+        outcome: AuditOutcome,
+        task: &StoredTask,
+    ) -> AuditEvent {
         let platform = task.request.platform.as_deref().unwrap_or(NO_PLATFORM);
         let mut event = AuditEvent::new(self.clock.now(), action, outcome, platform)
             .tenant(Some(&task.tenant_id), None);
@@ -1872,7 +1898,7 @@ impl<C: TaskContext> TaskRunner<C> {
         self.audit.emit(event);
     }
 
-    fn audit_run(&self, task: &StoredTask, duration_ms: u64) {
+    pub(super) fn audit_run(&self, task: &StoredTask, duration_ms: u64) {
         let mut event = self.event(AuditAction::TaskRun, audit_outcome(task.record.state), task);
         event.approved_by = task.record.approval.as_ref().map(|a| a.approved_by.clone());
         event.executed_at = task.record.started_at;

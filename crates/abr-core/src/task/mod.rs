@@ -8,11 +8,14 @@
 //! - [`commit_class`](crate::guard::commit_class): the one rule that decides which actions
 //!   may commit (in [`crate::guard`]).
 //! - [`ApprovalRule`]: which tasks wait for a person's approval.
-//! - [`TaskRunner`]: create, approve, reject, run, re-check, assert, retry, recover.
+//! - [`TaskRunner`]: create, approve, reject, run, re-check, assert, retry, recover; and
+//!   browse sessions ([`TaskRunner::browse_open`]): a task whose steps come one at a time
+//!   from a brain outside the runner.
 //! - [`TaskStore`] ([`InMemoryTaskStore`]): records, idempotency keys, per-tenant counters
 //!   ([`TenantLimits`]), screenshots; [`TaskSessions`]: sessions stored by id.
 
 mod approval;
+mod browse;
 pub mod codes;
 mod engine;
 mod limits;
@@ -23,6 +26,7 @@ mod runner;
 mod store;
 
 pub use approval::{ApprovalRule, UnknownApprovalRule};
+pub use browse::BrowseConfig;
 pub(crate) use engine::Assertion;
 pub use engine::{Created, TaskConfig, TaskEnd, TaskRunner};
 pub use limits::{TenantAdmission, TenantLimit, TenantLimits, until_next_utc_day, utc_day};

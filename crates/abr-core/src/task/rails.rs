@@ -148,6 +148,10 @@ pub(crate) fn target(action: &BrowserAction) -> Option<&Selector> {
         | BrowserAction::Type { selector, .. }
         | BrowserAction::Select { selector, .. }
         | BrowserAction::Upload { selector, .. } => Some(selector),
+        BrowserAction::Press {
+            selector: Some(selector),
+            ..
+        } => Some(selector),
         _ => None,
     }
 }
@@ -156,10 +160,11 @@ pub(crate) fn target(action: &BrowserAction) -> Option<&Selector> {
 /// click or Enter, a wait.
 pub(crate) fn frame_point(action: &BrowserAction) -> Option<FramePoint> {
     match action {
-        BrowserAction::Navigate { .. } => Some(FramePoint::Navigation),
+        BrowserAction::Navigate { .. } | BrowserAction::Back => Some(FramePoint::Navigation),
         BrowserAction::Click { .. } | BrowserAction::Type { submit: true, .. } => {
             Some(FramePoint::Click)
         }
+        BrowserAction::Press { key, .. } if is_activation(key) => Some(FramePoint::Click),
         BrowserAction::Wait { .. } => Some(FramePoint::Wait),
         _ => None,
     }
@@ -170,13 +175,27 @@ pub(crate) fn frame_point(action: &BrowserAction) -> Option<FramePoint> {
 /// choosing, uploading and reading do not (a page that changes on a keystroke is read at
 /// the next of these).
 pub(crate) fn may_change_page(action: &BrowserAction) -> bool {
-    matches!(
-        action,
-        BrowserAction::Navigate { .. }
-            | BrowserAction::Click { .. }
-            | BrowserAction::Type { submit: true, .. }
-            | BrowserAction::Wait { .. }
-    )
+    match action {
+        BrowserAction::Press { key, .. } => is_activation(key),
+        _ => matches!(
+            action,
+            BrowserAction::Navigate { .. }
+                | BrowserAction::Back
+                | BrowserAction::Click { .. }
+                | BrowserAction::Type { submit: true, .. }
+                | BrowserAction::Wait { .. }
+        ),
+    }
+}
+
+/// Whether pressing `key` may activate something (Enter or Space, with or without
+/// modifiers): the page may move on.
+fn is_activation(key: &str) -> bool {
+    let last = key.rsplit('+').next().unwrap_or(key).trim();
+    last.is_empty()
+        || ["enter", "numpadenter", "return", "space"]
+            .iter()
+            .any(|k| last.eq_ignore_ascii_case(k))
 }
 
 /// The session's cookies for `host`: names, domains and expiry, never values.

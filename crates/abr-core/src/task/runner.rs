@@ -66,6 +66,21 @@ pub enum BrowserAction {
         /// The files, in order.
         files: Vec<UploadFile>,
     },
+    /// Press a key on an element (focused first), or on the page when `selector` is absent
+    /// (browse sessions; step plans type with `submit` instead).
+    Press {
+        /// The element, if any.
+        selector: Option<Selector>,
+        /// The key, in Playwright's names (`Enter`, `Tab`, `ArrowDown`, ...).
+        key: String,
+    },
+    /// Scroll the page by about a screen (browse sessions).
+    Scroll {
+        /// Towards the end (`true`) or the start.
+        down: bool,
+    },
+    /// Go back in the history (browse sessions).
+    Back,
 }
 
 /// A file to upload.
@@ -101,6 +116,9 @@ impl BrowserAction {
             Self::Screenshot => "screenshot",
             Self::Assert { .. } => "assert",
             Self::Upload { .. } => "upload",
+            Self::Press { .. } => "press",
+            Self::Scroll { .. } => "scroll",
+            Self::Back => "back",
         }
     }
 }

@@ -28,6 +28,7 @@ lowercased; the environment wins):
                           demo platform; needs an abr built with the `demo` feature)
   ABR_MAX_CONCURRENT_JOBS (2)  ABR_MAX_QUEUED_JOBS (16)  ABR_BODY_LIMIT_BYTES (10485760)
   ABR_REQUEST_TIMEOUT_SECS (240)  ABR_CAPTURE_TTL_SECS (900)  ABR_MAX_OPEN_CAPTURES (4)
+  ABR_MAX_OPEN_BROWSES (4)
   ABR_DATA_DIR            durable records, abr.db (default $XDG_DATA_HOME/abr or
                           ~/.local/share/abr)
   ABR_SESSION_KEY         64 hex chars: encrypts stored sessions and task credentials;

@@ -1,0 +1,62 @@
+//! Browse sessions (`/v1/browse`): a guarded browser driven one action at a time by a
+//! brain outside ABR. Open one on a URL (optionally with a platform's policy and a stored
+//! session, read-only or as a dry run), read the page as a [`Snapshot`] of elements with
+//! references, act on a reference, close it.
+//!
+//! Every call names its tenant (`x-tenant-id`): another tenant's session is a 404
+//! `browse_not_found`, like a closed one. What happens on the page is the answer's
+//! [`ActOutcome`](abr_protocol::ActOutcome) (`refused` by the guard, `paused` for a person,
+//! `failed`), not an error.
+
+use abr_protocol::{
+    ActResponse, BrowseAction, BrowseClosed, BrowseOpened, BrowseRequest, Snapshot,
+};
+use reqwest::Method;
+
+use crate::client::AgentRunnerClient;
+use crate::error::{ClientError, Operation};
+use crate::tasks::{json_body, non_empty};
+
+impl AgentRunnerClient {
+    /// `POST /v1/browse`: opens a session and its first page (`first` says what became of
+    /// it, with the first snapshot). Acts: a repeat opens a second session.
+    pub async fn browse_open(
+        &self,
+        tenant: &str,
+        request: &BrowseRequest,
+    ) -> Result<BrowseOpened, ClientError> {
+        let builder = self.tenant_request(Method::POST, tenant, &["v1", "browse"])?;
+        let builder = json_body(Operation::BrowseOpen, builder, request)?;
+        self.send(Operation::BrowseOpen, builder).await
+    }
+
+    /// `GET /v1/browse/{id}/snapshot`: the page now. A read.
+    pub async fn browse_snapshot(&self, tenant: &str, id: &str) -> Result<Snapshot, ClientError> {
+        non_empty("browse id", id)?;
+        let builder =
+            self.tenant_request(Method::GET, tenant, &["v1", "browse", id, "snapshot"])?;
+        self.send(Operation::BrowseSnapshot, builder).await
+    }
+
+    /// `POST /v1/browse/{id}/act`: one action on a reference of the last snapshot. Acts:
+    /// resend only after reading the page again (a click may have happened).
+    pub async fn browse_act(
+        &self,
+        tenant: &str,
+        id: &str,
+        action: &BrowseAction,
+    ) -> Result<ActResponse, ClientError> {
+        non_empty("browse id", id)?;
+        let builder = self.tenant_request(Method::POST, tenant, &["v1", "browse", id, "act"])?;
+        let builder = json_body(Operation::BrowseAct, builder, action)?;
+        self.send(Operation::BrowseAct, builder).await
+    }
+
+    /// `DELETE /v1/browse/{id}`: closes the session (its browser released, its record
+    /// `closed`); a second close is a 404.
+    pub async fn browse_close(&self, tenant: &str, id: &str) -> Result<BrowseClosed, ClientError> {
+        non_empty("browse id", id)?;
+        let builder = self.tenant_request(Method::DELETE, tenant, &["v1", "browse", id])?;
+        self.send(Operation::BrowseClose, builder).await
+    }
+}

@@ -1,0 +1,281 @@
+//! The browse API: a guarded browser session driven one action at a time by a brain outside
+//! ABR (an orchestrator, an LLM agent). `POST /v1/browse` opens it, `GET …/snapshot` reads
+//! the page as a compact list of elements with stable references, `POST …/act` performs one
+//! action on a reference through the commit guard, `DELETE` closes it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{AgentSessionState, BlockedAction, ErrorBody, PauseReason, SecretValue};
+
+/// `POST /v1/browse`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowseRequest {
+    /// The page to open.
+    pub url: String,
+    /// A platform whose policy (scope, read-only, screenshots) applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// A session stored on the runner (scoped by `scope` or the platform's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// A session to browse with, instead of `sessionId`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<AgentSessionState>,
+    /// The scope of the session (required with a session, unless `platform` gives one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::SessionScopeSpec>,
+    /// Every committing action is refused (`outcome: refused`, `blockedBy: read_only`). A
+    /// read-only platform is read-only whatever this says.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+    /// Rehearse: committing actions are refused (`blockedBy: dry_run`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+    /// The tenant (or the `x-tenant-id` header).
+    #[serde(default, alias = "tenant_id", skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
+    /// Seconds without a call after which the session is closed (1 to the runner's
+    /// maximum; default the runner's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_seconds: Option<u64>,
+}
+
+impl std::fmt::Debug for BrowseRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowseRequest")
+            .field("platform", &self.platform)
+            .field("session", &self.session.is_some())
+            .field("session_id", &self.session_id.is_some())
+            .field("read_only", &self.read_only)
+            .field("dry_run", &self.dry_run)
+            .field("idle_seconds", &self.idle_seconds)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The answer to `POST /v1/browse`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowseOpened {
+    /// The session's id (also its record: `GET /v1/tasks/{browseId}`, its frames:
+    /// `GET /v1/runs/{browseId}/frames`).
+    pub browse_id: String,
+    /// Committing actions are refused because the session is read-only.
+    pub read_only: bool,
+    /// Committing actions are refused because the session is a rehearsal.
+    pub dry_run: bool,
+    /// Seconds without a call after which the session is closed.
+    pub idle_seconds: u64,
+    /// Opening the first page, as an action: `done`, `paused` (a handoff the page calls
+    /// for), `failed` (it did not load: the session is open, navigate elsewhere or close
+    /// it); and the page.
+    #[serde(flatten)]
+    pub first: ActResponse,
+}
+
+/// The page as a brain reads it: the elements one can act on, by reference, and the
+/// visible text. Form values are never included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// The page's URL.
+    pub url: String,
+    /// The page's title.
+    pub title: String,
+    /// The visible elements one can act on, in document order.
+    pub elements: Vec<SnapshotElement>,
+    /// The page's visible text, shortened.
+    pub text: String,
+    /// Elements or text were left out (the page is larger than a snapshot).
+    pub truncated: bool,
+}
+
+/// One element of a [`Snapshot`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotElement {
+    /// The reference actions name (`e12`); stable while the element stays on the page.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// Its role (`button`, `link`, `textbox`, `checkbox`, `combobox`, ...).
+    pub role: String,
+    /// Its accessible name (label, text, `aria-label`, placeholder), shortened.
+    pub name: String,
+    /// `[redacted]` when the field holds a value; the value itself is never given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Whether a checkbox or radio button is checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<bool>,
+    /// The element is disabled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
+    /// A link's target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub href: Option<String>,
+    /// A list box's option labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+}
+
+/// `POST /v1/browse/{browseId}/act`: one action.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BrowseAction {
+    /// Clicks an element.
+    Click {
+        /// The element.
+        #[serde(rename = "ref")]
+        reference: String,
+    },
+    /// Types into a field (the value is a secret: never logged, never stored).
+    Type {
+        /// The field.
+        #[serde(rename = "ref")]
+        reference: String,
+        /// What to type.
+        text: SecretValue,
+        /// Press Enter after typing.
+        #[serde(default)]
+        submit: bool,
+    },
+    /// Chooses an option of a list box, by its label.
+    Select {
+        /// The list box.
+        #[serde(rename = "ref")]
+        reference: String,
+        /// The option's label.
+        option: String,
+    },
+    /// Presses a key (`Enter`, `Tab`, `Escape`, `ArrowDown`, ...), on an element or the page.
+    Press {
+        /// The element, or the page when absent.
+        #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+        reference: Option<String>,
+        /// The key, in Playwright's names.
+        key: String,
+    },
+    /// Scrolls the page by a screen.
+    Scroll {
+        /// `down` (default) or `up`.
+        #[serde(default)]
+        direction: ScrollDirection,
+    },
+    /// Opens a URL.
+    Navigate {
+        /// The URL.
+        url: String,
+    },
+    /// Goes back in the history.
+    Back,
+}
+
+impl BrowseAction {
+    /// The action's name (`click`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Click { .. } => "click",
+            Self::Type { .. } => "type",
+            Self::Select { .. } => "select",
+            Self::Press { .. } => "press",
+            Self::Scroll { .. } => "scroll",
+            Self::Navigate { .. } => "navigate",
+            Self::Back => "back",
+        }
+    }
+}
+
+impl std::fmt::Debug for BrowseAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Type {
+                reference, submit, ..
+            } => f
+                .debug_struct("Type")
+                .field("reference", reference)
+                .field("submit", submit)
+                .finish_non_exhaustive(),
+            Self::Click { reference } => f.debug_tuple("Click").field(reference).finish(),
+            Self::Select { reference, .. } => f.debug_tuple("Select").field(reference).finish(),
+            Self::Press { reference, key } => f
+                .debug_struct("Press")
+                .field("reference", reference)
+                .field("key", key)
+                .finish(),
+            Self::Scroll { direction } => f.debug_tuple("Scroll").field(direction).finish(),
+            Self::Navigate { .. } => f.write_str("Navigate"),
+            Self::Back => f.write_str("Back"),
+        }
+    }
+}
+
+/// Which way [`BrowseAction::Scroll`] goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScrollDirection {
+    /// Towards the end of the page.
+    #[default]
+    Down,
+    /// Towards the start.
+    Up,
+}
+
+/// What became of an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActOutcome {
+    /// It was performed.
+    Done,
+    /// The guard refused it before it reached the page (see `blocked`): nothing happened.
+    Refused,
+    /// It was performed, and the page now calls for a person (see `pause`).
+    Paused,
+    /// It failed on the page (see `error`).
+    Failed,
+}
+
+/// A handoff the page calls for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowsePause {
+    /// Why.
+    pub reason: PauseReason,
+    /// What the page shows, in words.
+    pub message: String,
+}
+
+/// The answer to `POST /v1/browse/{browseId}/act`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActResponse {
+    /// What became of the action.
+    pub outcome: ActOutcome,
+    /// Whether the action was a committing one (it may have changed something).
+    pub committing: bool,
+    /// The refusal, when `refused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<BlockedAction>,
+    /// The handoff, when `paused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<BrowsePause>,
+    /// The failure, when `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+    /// The page after the action.
+    pub snapshot: Snapshot,
+}
+
+/// The answer to `DELETE /v1/browse/{browseId}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowseClosed {
+    /// The session.
+    pub browse_id: String,
+    /// It is closed (its browser is gone).
+    pub closed: bool,
+    /// How many actions it performed.
+    pub actions: usize,
+    /// How many of them were committing.
+    pub committing: usize,
+}

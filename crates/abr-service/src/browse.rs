@@ -1,0 +1,103 @@
+//! The browse API (`/v1/browse`): a guarded browser session driven one action at a time by
+//! a brain outside ABR, on the core's browse sessions
+//! ([`TaskRunner::browse_open`](abr_core::task::TaskRunner::browse_open)).
+//!
+//! A session is visible to its tenant only (`x-tenant-id`, or the body's `tenantId` on
+//! open): another tenant's id is a 404, like a closed one. Opening and acting use a job slot
+//! for the time of the call (a browse session holds its browser between calls, counted
+//! against its tenant's concurrent sessions and the runner's `ABR_MAX_OPEN_BROWSES`). What
+//! happens on the page is the answer's `outcome`, never an HTTP error: a refusal by the
+//! guard (`refused`), a handoff (`paused`), a failure on the page (`failed`).
+
+use abr_protocol::{
+    ActResponse, BrowseAction, BrowseClosed, BrowseOpened, BrowseRequest, Snapshot,
+};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::job::in_slot;
+use crate::runner::RunnerContext;
+use crate::state::AppState;
+use crate::tenant::TenantHeader;
+
+/// The routes of the browse API (behind the bearer check).
+pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+    Router::new()
+        .route("/v1/browse", post(open::<C>))
+        .route("/v1/browse/{id}", delete(close::<C>))
+        .route("/v1/browse/{id}/snapshot", get(snapshot::<C>))
+        .route("/v1/browse/{id}/act", post(act::<C>))
+}
+
+/// `POST /v1/browse`: opens a session and its first page; 201 with the first snapshot.
+async fn open<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    ApiJson(request): ApiJson<BrowseRequest>,
+) -> Result<(StatusCode, Json<BrowseOpened>), ApiError> {
+    let tenant = tenant.resolve(request.tenant_id.as_deref())?;
+    let opened = in_slot(
+        &state.runner,
+        "opening the browse session failed unexpectedly",
+        move |runner| async move { runner.tasks.browse_open(&tenant, request).await },
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(opened)))
+}
+
+/// `GET /v1/browse/{id}/snapshot`: the page now.
+async fn snapshot<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Json<Snapshot>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let snapshot = in_slot(
+        &state.runner,
+        "reading the page failed unexpectedly",
+        move |runner| async move { runner.tasks.browse_snapshot(&tenant, &id).await },
+    )
+    .await?;
+    Ok(Json(snapshot))
+}
+
+/// `POST /v1/browse/{id}/act`: one action on a reference, through the guard.
+async fn act<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+    ApiJson(action): ApiJson<BrowseAction>,
+) -> Result<Json<ActResponse>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    let response = in_slot(
+        &state.runner,
+        "the action failed unexpectedly",
+        move |runner| async move { runner.tasks.browse_act(&tenant, &id, action).await },
+    )
+    .await?;
+    Ok(Json(response))
+}
+
+/// `DELETE /v1/browse/{id}`: closes the session (its browser released, its record
+/// `closed`).
+async fn close<C: RunnerContext>(
+    State(state): State<AppState<C>>,
+    tenant: TenantHeader,
+    Path(id): Path<String>,
+) -> Result<Json<BrowseClosed>, ApiError> {
+    let tenant = tenant.resolve(None)?;
+    // Not in a job slot: closing frees resources and must not wait behind the queue.
+    let runner = state.runner.clone();
+    let closed = tokio::spawn(async move { runner.tasks.browse_close(&tenant, &id).await })
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                abr_protocol::codes::JOB_PANICKED,
+                "closing the browse session failed unexpectedly",
+            )
+        })??;
+    Ok(Json(closed))
+}
