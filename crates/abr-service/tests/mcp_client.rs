@@ -375,12 +375,19 @@ async fn over_stdio_the_sdk_client_lists_tools_and_gets_typed_errors() {
 }
 
 #[tokio::test]
-async fn abr_mcp_read_only_offers_no_post_and_no_task_creation() {
+async fn abr_mcp_read_only_offers_no_post_no_task_creation_and_only_read_only_browsing() {
     let site = demo_site().await;
+    let page = format!("{}/guard", site.base_url());
     let steps = vec![
         json!({"listTools": true}),
         json!({"tool": "post", "arguments": {"platform": "demo", "sessionId": "s1", "content": {"text": "never"}}}),
         json!({"tool": "task_create", "arguments": {"plan": {}}}),
+        // The model asks for a read-write session and clicks the committing "Post".
+        json!({"tool": "browse_open", "arguments": {"url": page, "platform": "demo", "readOnly": false},
+               "save": {"browseId": "/browseId"},
+               "saveRef": {"post": {"role": "button", "name": "Post"}}}),
+        json!({"tool": "browse_act", "arguments": {"browseId": "{{browseId}}", "action": "click", "ref": "{{post}}"}}),
+        json!({"tool": "browse_close", "arguments": {"browseId": "{{browseId}}"}}),
     ];
     let run = over_stdio_with(&site, &["mcp", "--read-only"], steps).await;
     let tools = run.step(0)["tools"].as_array().unwrap();
@@ -398,6 +405,15 @@ async fn abr_mcp_read_only_offers_no_post_and_no_task_creation() {
     assert_eq!(run.mcp_error(1), -32602);
     assert_eq!(run.mcp_error(2), -32602);
     assert!(site.posts().is_empty());
+    // The session is read-only anyway, and the click is refused before the page.
+    let (is_error, opened) = run.result(3);
+    assert!(!is_error, "{opened}");
+    assert_eq!(opened["readOnly"], true, "{opened}");
+    let (is_error, refused) = run.result(4);
+    assert!(!is_error, "{refused}");
+    assert_eq!(refused["outcome"], "refused", "{refused}");
+    assert!(!run.result(5).0);
+    assert_eq!(site.guard_writes(), Vec::<String>::new());
     site.shutdown().await;
 }
 
