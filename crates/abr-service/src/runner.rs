@@ -529,6 +529,7 @@ fn local_config(config: &RunnerConfig) -> LocalProviderConfig {
             Isolation::SharedBrowser
         },
         egress: Some(config.egress.clone()),
+        headful_interactive: config.local_headless_capture.then_some(false),
         ..LocalProviderConfig::default()
     }
 }
