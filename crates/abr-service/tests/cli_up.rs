@@ -521,3 +521,57 @@ fn a_hub_is_refused_with_a_clear_error() {
     assert!(bad.stderr().contains("--hub: "), "{bad:?}");
     assert!(!machine.state_file().exists());
 }
+
+/// `logs -f` shows the last lines, then what the runner appends, as it happens.
+#[test]
+fn logs_follow_prints_what_the_runner_appends() {
+    use std::io::{BufRead as _, Read as _};
+    let machine = Machine::new();
+    let runner = machine.up_background(&[]);
+    let mut child = machine
+        .command(&["logs", "-n", "1", "-f"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let follower = Stopper {
+        pid: child.id(),
+        child: Some(child),
+    };
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = seen.recv_timeout(WAIT).expect("the last line of the log");
+    assert!(!first.is_empty());
+
+    // A request the runner logs after `logs -f` started.
+    let addr = machine.state().url.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream
+        .write_all(b"GET /v1/platforms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let line = seen
+            .recv_timeout(remaining)
+            .expect("the new log line was not followed");
+        if line.contains("route=\"/v1/platforms\"") && line.contains("status=401") {
+            break;
+        }
+    }
+    drop(follower);
+    assert_eq!(machine.abr(&["down"]).code(), 0);
+    assert!(!alive(runner.pid));
+}

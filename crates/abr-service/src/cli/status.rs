@@ -30,9 +30,16 @@ impl StatusArgs {
             }
             return Err(LocalError::NotRunning.into());
         }
-        let Some(state) = state? else {
-            write_out("running   yes (starting: no state file yet)\n")?;
-            return Ok(());
+        let state = match state {
+            Ok(Some(state)) => state,
+            Ok(None) => {
+                write_out("running   yes (starting: no state file yet)\n")?;
+                return Ok(());
+            }
+            Err(e) => {
+                write_out(&format!("running   yes ({e})\n"))?;
+                return Ok(());
+            }
         };
         let healthy = super::up::small_runtime()
             .map(|rt| rt.block_on(super::up::healthy(&state.url)))

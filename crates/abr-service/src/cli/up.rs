@@ -141,7 +141,15 @@ fn take_lock(plan: &Plan) -> Result<InstanceLock, LocalError> {
     if let Some(lock) = lock::try_acquire(&path)? {
         return Ok(lock);
     }
-    let state = RunnerState::read(&plan.paths.state()).ok().flatten();
+    let mut state = RunnerState::read(&plan.paths.state()).ok().flatten();
+    if state.is_none() {
+        // Held without a state file: a runner that is starting, or `abr status` probing
+        // the lock for an instant. Look again for a moment before naming a holder.
+        if let Some(lock) = lock::acquire_within(&path, HOLDER_GRACE)? {
+            return Ok(lock);
+        }
+        state = RunnerState::read(&plan.paths.state()).ok().flatten();
+    }
     let holder = Holder::from_state(state.as_ref());
     if !plan.args.replace {
         return Err(LocalError::AlreadyRunning(holder));
@@ -154,6 +162,9 @@ fn take_lock(plan: &Plan) -> Result<InstanceLock, LocalError> {
     let limit = Duration::from_secs(plan.args.wait_secs);
     lock::acquire_within(&path, limit)?.ok_or(LocalError::StillRunning(holder, limit))
 }
+
+/// How long `abr up` looks again at a lock held by a runner without a state file.
+const HOLDER_GRACE: Duration = Duration::from_secs(1);
 
 /// A current-thread runtime for the commands' few HTTP calls.
 pub(crate) fn small_runtime() -> Result<tokio::runtime::Runtime, LocalError> {
@@ -409,13 +420,12 @@ fn is_up(
     pid: u32,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<Option<RunnerState>, LocalError> {
-    if !lock::is_held(&plan.paths.lock())? {
-        return Ok(None);
-    }
+    // The state file first: the runner writes it only once it holds the lock, so probing
+    // the lock (which takes it for an instant when free) cannot get in its way.
     let Some(state) = RunnerState::read(&plan.paths.state()).ok().flatten() else {
         return Ok(None);
     };
-    if state.pid != pid {
+    if state.pid != pid || !lock::is_held(&plan.paths.lock())? {
         return Ok(None);
     }
     Ok(runtime.block_on(healthy(&state.url)).then_some(state))
