@@ -35,8 +35,9 @@ use crate::server::{RunningServer, wait_for_signal};
 
 const UP_HELP: &str = "\
 The runner is configured like `abr serve` (ABR_* environment variables, --config), except
-that it listens on 127.0.0.1 only (--port, default a free port) and keeps its records,
-sessions and browser profile under its state directory unless ABR_DATA_DIR is set.
+that it listens on 127.0.0.1 only (--port, default a free port; ABR_BIND is not used) and
+keeps its records, sessions and browser profile under its state directory unless
+ABR_DATA_DIR is set. --headless makes the capture browser headless too.
 
 One runner per account per machine, in either mode: a second `abr up` is refused naming
 the running one; `abr up --replace` asks it to drain and takes over. `abr status`,
