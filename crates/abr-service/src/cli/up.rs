@@ -212,7 +212,7 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
         .map_err(|e| LocalError::Run(format!("cannot listen on {bind}: {e}")))?;
     config.bind = addr;
     config.local_headless_capture = args.headless;
-    if !env.contains_key("ABR_DATA_DIR") {
+    if env.get("ABR_DATA_DIR").is_none_or(|v| v.trim().is_empty()) {
         let data = paths.data_dir();
         private_dir(&data)?;
         config.store.data_dir = Some(data);
