@@ -575,3 +575,72 @@ fn logs_follow_prints_what_the_runner_appends() {
     assert_eq!(machine.abr(&["down"]).code(), 0);
     assert!(!alive(runner.pid));
 }
+
+/// A raw HTTP/1.1 request to `addr` on a new connection, sent; the stream to read the
+/// answer from.
+fn send_raw(addr: &str, method: &str, path: &str, body: &str) -> std::net::TcpStream {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+         X-Tenant-Id: ws-cli\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    stream
+}
+
+/// While `down` drains (a long poll keeps the API busy), the control endpoint still
+/// answers: `status` says running but not answering, and `down --now` stops it at once,
+/// cutting the request instead of waiting for it.
+#[test]
+fn down_now_stops_a_runner_that_is_still_draining() {
+    use std::io::Read as _;
+    let machine = std::sync::Arc::new(Machine::new());
+    let runner = machine.up_background(&[]);
+    let addr = machine.state().url.trim_start_matches("http://").to_owned();
+    let plan = r##"{"plan":{"targetUrl":"https://example.com/","steps":[{"type":"extract",
+        "name":"t","kind":"text","selector":"#x","description":"Read"}],
+        "verification":{"method":"dom_check","selector":"#x"},"risk":"low"}}"##;
+    let mut created = String::new();
+    send_raw(&addr, "POST", "/v1/tasks", plan)
+        .read_to_string(&mut created)
+        .unwrap();
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    let id = created
+        .split("\"taskId\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a task id")
+        .to_owned();
+    // Pending approval: the long poll waits its whole minute.
+    let mut long_poll = send_raw(&addr, "GET", &format!("/v1/tasks/{id}?waitSecs=60"), "");
+    std::thread::sleep(Duration::from_millis(300));
+
+    let m = std::sync::Arc::clone(&machine);
+    let draining = std::thread::spawn(move || m.abr(&["down"]));
+    wait_until("the API to stop accepting", WAIT, || {
+        std::net::TcpStream::connect(&addr).is_err()
+    });
+    let status = machine.abr(&["status"]);
+    assert_eq!(status.code(), 0, "{status:?}");
+    assert!(
+        field(&status.stdout(), "api").ends_with("(not answering)"),
+        "{status:?}"
+    );
+    assert!(alive(runner.pid));
+
+    let now = machine.abr(&["down", "--now"]);
+    assert_eq!(now.code(), 0, "{now:?}");
+    assert!(!alive(runner.pid));
+    let drained = draining.join().unwrap();
+    assert_eq!(drained.code(), 0, "{drained:?}");
+    // The long poll was cut, not answered.
+    let mut answer = Vec::new();
+    let _ = long_poll.read_to_end(&mut answer);
+    assert!(
+        !String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"),
+        "the long poll was answered: the runner waited for it"
+    );
+    assert_eq!(machine.abr(&["status"]).code(), 1);
+}

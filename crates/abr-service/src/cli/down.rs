@@ -44,7 +44,8 @@ impl DownArgs {
             state.pid
         );
         let limit = Duration::from_secs(self.wait_secs);
-        if !lock::released_within(&paths.lock(), limit)? {
+        // The lock goes last in its exit; then the process itself ends.
+        if !lock::released_within(&paths.lock(), limit)? || !lock::ended_within(state.pid, limit) {
             return Err(LocalError::StillRunning(Holder::from_state(Some(&state)), limit).into());
         }
         println!("abr: stopped the runner (pid {})", state.pid);

@@ -161,7 +161,14 @@ fn take_lock(plan: &Plan) -> Result<InstanceLock, LocalError> {
         runtime.block_on(control::request_stop(state, true))?;
     }
     let limit = Duration::from_secs(plan.args.wait_secs);
-    lock::acquire_within(&path, limit)?.ok_or(LocalError::StillRunning(holder, limit))
+    let lock = lock::acquire_within(&path, limit)?
+        .ok_or_else(|| LocalError::StillRunning(holder.clone(), limit))?;
+    if let Some(state) = &state
+        && !lock::ended_within(state.pid, limit)
+    {
+        return Err(LocalError::StillRunning(holder, limit));
+    }
+    Ok(lock)
 }
 
 /// How long `abr up` looks again at a lock held by a runner without a state file.

@@ -81,6 +81,30 @@ pub(crate) fn released_within(path: &Path, limit: Duration) -> Result<bool, Loca
     Ok(acquire_within(path, limit)?.is_some())
 }
 
+/// Whether process `pid` still runs, as `/proc` tells (a zombie has ended); `false` where
+/// there is no `/proc` (the lock is then all there is to go by).
+pub(crate) fn process_runs(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S ...`: the state follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+/// Waits until process `pid` has ended, up to `limit`: whether it did.
+pub(crate) fn ended_within(pid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while process_runs(pid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +126,16 @@ mod tests {
         drop(held);
         assert!(!is_held(&path).unwrap());
         assert!(released_within(&path, Duration::ZERO).unwrap());
+    }
+
+    #[test]
+    fn this_process_runs_and_an_ended_child_does_not() {
+        assert!(process_runs(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!process_runs(pid));
+        assert!(ended_within(pid, Duration::ZERO));
     }
 
     #[test]
