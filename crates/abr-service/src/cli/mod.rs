@@ -9,9 +9,14 @@
 
 #[cfg(feature = "demo")]
 mod demo;
+mod down;
 pub(crate) mod error;
+pub(crate) mod local;
+mod logs;
 mod serve;
 mod session;
+mod status;
+mod up;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -26,7 +31,10 @@ const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success
   1  the output could not be written (e.g. closed pipe)
-  2  usage error, unreadable file, malformed input or invalid scope";
+  2  usage error, unreadable file, malformed input or invalid scope
+`abr up`, `status`, `logs` and `down` exit 1 when they fail: nothing running (`status`,
+`down`), a runner already running for the account (`up`), a background start that did not
+come up (`up --background`).";
 
 /// Agent Browser Runtime: run, capture and scope browser sessions for agents.
 #[derive(Debug, Parser)]
@@ -45,6 +53,15 @@ pub(crate) enum Command {
     Session(session::SessionCommand),
     /// Run the HTTP runner (configured by ABR_* environment variables).
     Serve(serve::ServeArgs),
+    /// Run the runner on this machine (foreground; --background detaches).
+    Up(up::UpArgs),
+    /// Whether this account's runner runs on this machine: pid, uptime, version, launch
+    /// kind, what it serves, log.
+    Status(status::StatusArgs),
+    /// The background runner's log.
+    Logs(logs::LogsArgs),
+    /// Stop this account's runner on this machine (drains running work unless --now).
+    Down(down::DownArgs),
     /// Run the whole round trip on this machine: demo site, runner, capture through the live
     /// view, post with an image, proof, ground truth and a screenshot.
     #[cfg(feature = "demo")]
@@ -57,6 +74,10 @@ impl Cli {
         match self.command {
             Command::Session(command) => command.run(),
             Command::Serve(args) => args.run(),
+            Command::Up(args) => args.run(),
+            Command::Status(args) => args.run(),
+            Command::Logs(args) => args.run(),
+            Command::Down(args) => args.run(),
             #[cfg(feature = "demo")]
             Command::Demo(args) => args.run(),
         }
