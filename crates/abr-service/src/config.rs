@@ -162,6 +162,9 @@ pub struct RunnerConfig {
     pub local_full_chromium_jobs: bool,
     /// A fresh local browser per job (`ABR_LOCAL_ISOLATION=browser-per-job`).
     pub local_browser_per_job: bool,
+    /// The local capture browser without a window even when a display is available
+    /// (`abr up --headless`; default: a window when there is a display).
+    pub local_headless_capture: bool,
     /// CDP endpoint (`ABR_CDP_URL`).
     pub cdp_url: Option<SecretString>,
     /// Steel REST base (`ABR_STEEL_URL`; default http://127.0.0.1:3000 for self-hosted Steel,
@@ -246,6 +249,7 @@ impl std::fmt::Debug for RunnerConfig {
             .field("insecure_dev", &self.insecure_dev)
             .field("job_provider", &self.job_provider)
             .field("capture_provider", &self.capture_provider)
+            .field("local_headless_capture", &self.local_headless_capture)
             .field("steel_url", &self.steel_url.as_ref().map(Url::as_str))
             .field("kernel_url", &self.kernel_url.as_ref().map(Url::as_str))
             .field(
@@ -280,6 +284,7 @@ impl Default for RunnerConfig {
             capture_provider: ProviderChoice::Local,
             local_full_chromium_jobs: false,
             local_browser_per_job: false,
+            local_headless_capture: false,
             cdp_url: None,
             steel_url: None,
             steel_api_key: None,

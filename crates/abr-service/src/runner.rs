@@ -554,6 +554,7 @@ fn local_config(config: &RunnerConfig) -> LocalProviderConfig {
             Isolation::SharedBrowser
         },
         egress: Some(config.egress.clone()),
+        headful_interactive: config.local_headless_capture.then_some(false),
         ..LocalProviderConfig::default()
     }
 }

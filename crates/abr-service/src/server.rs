@@ -43,8 +43,21 @@ impl<C: RunnerContext + LiveSurface> RunningServer<C> {
     /// # Errors
     /// When the listener has no local address.
     pub fn start(runner: Arc<Runner<C>>, listener: TcpListener) -> std::io::Result<Self> {
-        let addr = listener.local_addr()?;
         let app = crate::http::app(Arc::clone(&runner));
+        Self::start_app(runner, listener, app)
+    }
+
+    /// Serves `app` (the router of `runner`, e.g. [`crate::http::app`] with routes merged
+    /// in) on `listener` until [`RunningServer::shutdown`].
+    ///
+    /// # Errors
+    /// When the listener has no local address.
+    pub fn start_app(
+        runner: Arc<Runner<C>>,
+        listener: TcpListener,
+        app: axum::Router,
+    ) -> std::io::Result<Self> {
+        let addr = listener.local_addr()?;
         let limits = runner.config.limits.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(serve(listener, app, limits, stopped));
@@ -90,6 +103,42 @@ impl<C: RunnerContext> RunningServer<C> {
         if let Err(e) = (&mut self.task).await {
             tracing::warn!(error = %e, "the server task failed");
         }
+        self.runner.shutdown().await;
+    }
+
+    /// Drains, then shuts down: stops accepting, lets in-flight requests finish, waits until
+    /// every job slot is free again (background tasks already admitted run to their end;
+    /// a task still waiting for a slot when the gate closes stays queued and is ended
+    /// honestly at the next start), then shuts the runner down as
+    /// [`RunningServer::shutdown`] does.
+    pub async fn drain(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Err(e) = (&mut self.task).await {
+            tracing::warn!(error = %e, "the server task failed");
+        }
+        // Holding every slot means no job runs any more. The semaphore is fair, so the
+        // jobs already waiting for a slot get theirs first.
+        let slots = self.runner.config.limits.max_concurrent_jobs;
+        let mut held = Vec::with_capacity(slots);
+        for _ in 0..slots {
+            match self.runner.jobs.wait().await {
+                Ok(permit) => held.push(permit),
+                Err(_closed) => break,
+            }
+        }
+        self.runner.shutdown().await;
+        drop(held);
+    }
+
+    /// Stops at once: no new connection, in-flight requests and running jobs are cut (their
+    /// records are ended honestly at the next start), captures released, browsers closed.
+    pub async fn stop_now(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.task.abort();
         self.runner.shutdown().await;
     }
 
@@ -168,7 +217,8 @@ async fn serve(
     let _ = slots.acquire_many(all).await;
 }
 
-async fn wait_for_signal() {
+/// Resolves at the first Ctrl-C (SIGINT) or SIGTERM.
+pub(crate) async fn wait_for_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

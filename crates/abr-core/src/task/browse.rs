@@ -22,17 +22,14 @@ use abr_protocol::{
 use tokio::time::Instant;
 
 use super::codes;
-use super::engine::{Failure, TaskRunner};
+use super::engine::{Failure, TaskRunner, unscoped_policy};
 use super::rails::{self, Rails};
 use super::store::StoredTask;
 use super::{BrowserAction, TaskContext, plan_hash};
 use crate::guard::SnapshotRequest;
-use crate::poster::ACQUIRING;
 use crate::scope_io::Scopes;
 use crate::step::{Step, guarded};
-use crate::{
-    AcquireMode, AcquireRequest, CoreError, Lease, SessionScope, StrategyPolicy, new_token,
-};
+use crate::{CoreError, Lease, SessionScope, StrategyPolicy, new_token};
 
 /// The platform label of a browse session that names none.
 const NO_PLATFORM: &str = "browse";
@@ -309,29 +306,14 @@ impl<C: TaskContext> TaskRunner<C> {
                 return Err(error);
             }
         };
-        let unscoped = Self::unscoped();
+        let unscoped = unscoped_policy();
         let platform = task
             .request
             .platform
             .clone()
             .unwrap_or_else(|| NO_PLATFORM.to_owned());
-        let acquire = AcquireRequest {
-            mode: AcquireMode::Unattended,
-            platform: platform.clone(),
-            state: state.map(|s| {
-                Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref())
-                    .apply(&s)
-                    .0
-            }),
-            start_url: None,
-        };
-        let lease = match guarded(
-            self.config().acquire_timeout,
-            self.provider.acquire(acquire),
-        )
-        .await
-        .provider(ACQUIRING)
-        {
+        let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
+        let lease = match self.acquire(&platform, state, scopes).await {
             Ok(lease) => lease,
             Err(e) => {
                 self.abandon(task, &e, admitted).await;
@@ -490,16 +472,6 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     // ---- internals ------------------------------------------------------------------------
-
-    fn unscoped() -> StrategyPolicy {
-        StrategyPolicy {
-            allow_interactive_capture: false,
-            allow_unattended: true,
-            scope: None,
-            read_only: false,
-            screenshots: true,
-        }
-    }
 
     fn new_browse(&self, tenant: &str, request: TaskRequest) -> Result<StoredTask, CoreError> {
         let token = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
@@ -725,7 +697,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 .await;
         }
         if let Some(session_id) = open.task.request.session_id.clone() {
-            let unscoped = Self::unscoped();
+            let unscoped = unscoped_policy();
             let scopes = Scopes::new(
                 open.policy.as_ref().unwrap_or(&unscoped),
                 open.extra.as_ref(),

@@ -33,6 +33,17 @@ use crate::{
     StrategyPolicy, StrategyRegistry, SystemClock, new_token,
 };
 
+/// The policy of a run that names no platform: unattended, unscoped, frames on.
+pub(super) fn unscoped_policy() -> StrategyPolicy {
+    StrategyPolicy {
+        allow_interactive_capture: false,
+        allow_unattended: true,
+        scope: None,
+        read_only: false,
+        screenshots: true,
+    }
+}
+
 /// Longest free text (a rejection reason, an assertion's note), in bytes.
 const MAX_NOTE: usize = 4096;
 /// The platform name of tasks that name none (labels, audit).
@@ -830,29 +841,14 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(rails) => rails,
             Err((step, failure)) => return Outcome::interrupted(false, step, failure),
         };
-        let unscoped = StrategyPolicy {
-            allow_interactive_capture: false,
-            allow_unattended: true,
-            scope: None,
-            read_only: false,
-            screenshots: true,
-        };
+        let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
         let platform = task
             .request
             .platform
             .clone()
             .unwrap_or_else(|| NO_PLATFORM.to_owned());
-        let request = AcquireRequest {
-            mode: AcquireMode::Unattended,
-            platform: platform.clone(),
-            state: state.map(|s| scopes.apply(&s).0),
-            start_url: None,
-        };
-        let lease = match guarded(self.config.acquire_timeout, self.provider.acquire(request))
-            .await
-            .provider(ACQUIRING)
-        {
+        let lease = match self.acquire(&platform, state, scopes).await {
             Ok(lease) => lease,
             Err(e) => return Outcome::not_started(e.to_body().retryable(true)),
         };
@@ -873,6 +869,24 @@ impl<C: TaskContext> TaskRunner<C> {
         }
         self.release(lease).await;
         outcome
+    }
+
+    /// A fresh browser for an unattended run on `platform`, with `state` scoped by `scopes`.
+    pub(super) async fn acquire(
+        &self,
+        platform: &str,
+        state: Option<AgentSessionState>,
+        scopes: Scopes<'_>,
+    ) -> Result<Lease<C>, CoreError> {
+        let request = AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: platform.to_owned(),
+            state: state.map(|s| scopes.apply(&s).0),
+            start_url: None,
+        };
+        guarded(self.config.acquire_timeout, self.provider.acquire(request))
+            .await
+            .provider(ACQUIRING)
     }
 
     /// The rails of a run, decided before any browser starts: read-only (from the platform
@@ -1412,28 +1426,14 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(state) => state,
             Err(e) => return unavailable(e.to_body()),
         };
-        let unscoped = StrategyPolicy {
-            allow_interactive_capture: false,
-            allow_unattended: true,
-            scope: None,
-            read_only: false,
-            screenshots: true,
-        };
+        let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
-        let request = AcquireRequest {
-            mode: AcquireMode::Unattended,
-            platform: task
-                .request
-                .platform
-                .clone()
-                .unwrap_or_else(|| NO_PLATFORM.to_owned()),
-            state: state.map(|s| scopes.apply(&s).0),
-            start_url: None,
-        };
-        let lease = match guarded(self.config.acquire_timeout, self.provider.acquire(request))
-            .await
-            .provider(ACQUIRING)
-        {
+        let platform = task
+            .request
+            .platform
+            .clone()
+            .unwrap_or_else(|| NO_PLATFORM.to_owned());
+        let lease = match self.acquire(&platform, state, scopes).await {
             Ok(lease) => lease,
             Err(e) => return unavailable(e.to_body().retryable(true)),
         };

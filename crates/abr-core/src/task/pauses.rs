@@ -40,7 +40,8 @@ fn blocked_message(blocked: &BlockedAction) -> String {
     match blocked.blocked_by {
         BlockedBy::ReadOnly => format!(
             "the run is read-only: {class} was refused before it reached the page (read-only \
-             is a property of the platform or the approved plan: retrying changes nothing)"
+             is a property of the platform, the approved plan or the browse session: retrying \
+             changes nothing)"
         ),
         BlockedBy::DryRun => format!(
             "dry run: {class} was refused before it reached the page; everything before it ran"

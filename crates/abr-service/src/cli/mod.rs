@@ -9,10 +9,15 @@
 
 #[cfg(feature = "demo")]
 mod demo;
+mod down;
 pub(crate) mod error;
 mod mcp;
+pub(crate) mod local;
+mod logs;
 mod serve;
 mod session;
+mod status;
+mod up;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -27,7 +32,10 @@ const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success
   1  the output could not be written (e.g. closed pipe)
-  2  usage error, unreadable file, malformed input or invalid scope";
+  2  usage error, unreadable file, malformed input or invalid scope
+`abr up`, `status`, `logs` and `down` exit 1 when they fail: nothing running (`status`,
+`down`), a runner already running for the account (`up`), a background start that did not
+come up (`up --background`).";
 
 /// Agent Browser Runtime: run, capture and scope browser sessions for agents.
 #[derive(Debug, Parser)]
@@ -49,6 +57,15 @@ pub(crate) enum Command {
     /// Serve MCP (Model Context Protocol) on stdin/stdout for a local MCP client: browse,
     /// post and task tools on an in-process runner (configured as `abr serve`).
     Mcp(mcp::McpArgs),
+    /// Run the runner on this machine (foreground; --background detaches).
+    Up(up::UpArgs),
+    /// Whether this account's runner runs on this machine: pid, uptime, version, launch
+    /// kind, what it serves, log.
+    Status(status::StatusArgs),
+    /// The background runner's log.
+    Logs(logs::LogsArgs),
+    /// Stop this account's runner on this machine (drains running work unless --now).
+    Down(down::DownArgs),
     /// Run the whole round trip on this machine: demo site, runner, capture through the live
     /// view, post with an image, proof, ground truth and a screenshot.
     #[cfg(feature = "demo")]
@@ -62,6 +79,10 @@ impl Cli {
             Command::Session(command) => command.run(),
             Command::Serve(args) => args.run(),
             Command::Mcp(args) => args.run(),
+            Command::Up(args) => args.run(),
+            Command::Status(args) => args.run(),
+            Command::Logs(args) => args.run(),
+            Command::Down(args) => args.run(),
             #[cfg(feature = "demo")]
             Command::Demo(args) => args.run(),
         }

@@ -1,0 +1,129 @@
+//! Where the local runner of an account keeps its lock, state file, log and data.
+//!
+//! The state directory is `ABR_STATE_DIR`, else `$XDG_STATE_HOME/abr`, else
+//! `~/.local/state/abr`. In it, per account (see [`super::target::account_id`]):
+//! `runner-<account>.lock`, `runner-<account>.json` (the state file),
+//! `logs/runner-<account>.log` and `data-<account>/` (the runner's records, sessions and
+//! browser profile, unless `ABR_DATA_DIR` names another directory). Directories are
+//! created readable by their owner only.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::LocalError;
+
+/// The files of one account's local runner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LocalPaths {
+    dir: PathBuf,
+    account: String,
+}
+
+impl LocalPaths {
+    /// The paths of `account` in the state directory `env` names.
+    ///
+    /// # Errors
+    /// [`LocalError::Invalid`] when no state directory can be found (`ABR_STATE_DIR`,
+    /// `XDG_STATE_HOME` and `HOME` all unset).
+    pub(crate) fn resolve(
+        env: &HashMap<String, String>,
+        account: String,
+    ) -> Result<Self, LocalError> {
+        let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let dir = if let Some(dir) = get("ABR_STATE_DIR") {
+            PathBuf::from(dir)
+        } else if let Some(xdg) = get("XDG_STATE_HOME") {
+            Path::new(xdg).join("abr")
+        } else if let Some(home) = get("HOME") {
+            Path::new(home).join(".local/state/abr")
+        } else {
+            return Err(LocalError::Invalid {
+                key: "ABR_STATE_DIR",
+                reason: "no state directory: set ABR_STATE_DIR (HOME and XDG_STATE_HOME are \
+                         unset)"
+                    .to_owned(),
+            });
+        };
+        Ok(Self { dir, account })
+    }
+
+    /// The single-instance lock file.
+    pub(crate) fn lock(&self) -> PathBuf {
+        self.dir.join(format!("runner-{}.lock", self.account))
+    }
+
+    /// The state file of the running runner.
+    pub(crate) fn state(&self) -> PathBuf {
+        self.dir.join(format!("runner-{}.json", self.account))
+    }
+
+    /// The background runner's log.
+    pub(crate) fn log(&self) -> PathBuf {
+        self.dir
+            .join("logs")
+            .join(format!("runner-{}.log", self.account))
+    }
+
+    /// The runner's data directory when `ABR_DATA_DIR` is not set.
+    pub(crate) fn data_dir(&self) -> PathBuf {
+        self.dir.join(format!("data-{}", self.account))
+    }
+
+    /// Creates the state directory and its `logs` directory (mode 0700) if missing.
+    ///
+    /// # Errors
+    /// [`LocalError::Io`] when a directory cannot be created.
+    pub(crate) fn create_dirs(&self) -> Result<(), LocalError> {
+        for dir in [self.dir.clone(), self.dir.join("logs")] {
+            private_dir(&dir)?;
+        }
+        Ok(())
+    }
+}
+
+/// Creates `dir` (and its parents) readable by its owner only, if missing.
+pub(crate) fn private_dir(dir: &Path) -> Result<(), LocalError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| LocalError::io("create", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_state_directory_follows_abr_state_dir_then_xdg_then_home() {
+        let all = env(&[
+            ("ABR_STATE_DIR", "/s"),
+            ("XDG_STATE_HOME", "/x"),
+            ("HOME", "/h"),
+        ]);
+        let paths = LocalPaths::resolve(&all, "local".to_owned()).unwrap();
+        assert_eq!(paths.lock(), Path::new("/s/runner-local.lock"));
+        assert_eq!(paths.state(), Path::new("/s/runner-local.json"));
+        assert_eq!(paths.log(), Path::new("/s/logs/runner-local.log"));
+        assert_eq!(paths.data_dir(), Path::new("/s/data-local"));
+        let xdg = env(&[("XDG_STATE_HOME", "/x"), ("HOME", "/h")]);
+        let paths = LocalPaths::resolve(&xdg, "ab12".to_owned()).unwrap();
+        assert_eq!(paths.lock(), Path::new("/x/abr/runner-ab12.lock"));
+        let home = env(&[("HOME", "/h"), ("ABR_STATE_DIR", " ")]);
+        let paths = LocalPaths::resolve(&home, "local".to_owned()).unwrap();
+        assert_eq!(
+            paths.log(),
+            Path::new("/h/.local/state/abr/logs/runner-local.log")
+        );
+        let err = LocalPaths::resolve(&env(&[]), "local".to_owned()).unwrap_err();
+        assert!(err.to_string().starts_with("ABR_STATE_DIR: "), "{err}");
+    }
+}
