@@ -11,9 +11,9 @@
 mod demo;
 mod down;
 pub(crate) mod error;
-mod mcp;
 pub(crate) mod local;
 mod logs;
+mod mcp;
 mod serve;
 mod session;
 mod status;
