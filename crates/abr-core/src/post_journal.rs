@@ -346,6 +346,7 @@ impl JobGate {
 #[async_trait]
 impl SubmitGate for JobGate {
     async fn before_submit(&self) -> Result<(), CoreError> {
+        crate::commit_watch::committing().await?;
         Self::mark(self.store.as_ref(), &self.post).await
     }
 
