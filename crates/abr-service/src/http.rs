@@ -185,12 +185,28 @@ async fn probe<C: RunnerContext>(
     Ok(Json(response))
 }
 
-/// The router of the runner: the API, and the live view.
+/// The router of the runner: the API, the live view, and the relay's hub side with the
+/// default [`HubSettings`](crate::relay::HubSettings).
 pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
+    app_with_relay(runner, crate::relay::Hub::default())
+}
+
+/// [`app`] with the relay's hub side given: runners connect to `hub`, and calls naming one
+/// (`x-abr-runner`) are forwarded over its socket.
+pub fn app_with_relay<C: RunnerContext + LiveSurface>(
+    runner: Arc<Runner<C>>,
+    hub: crate::relay::Hub,
+) -> Router {
     let config = &runner.config;
     let tokens = Arc::new(TokenSet::new(config));
     let body_limit = config.limits.body_limit_bytes;
     let live = Arc::new(LiveState::new(config));
+    let forward = crate::relay::ForwardState {
+        tokens: Arc::clone(&tokens),
+        hub: hub.clone(),
+        body_limit,
+    };
+    let (relay_tokens, relay_connect) = hub.routes::<AppState<C>>();
     let state = AppState {
         runner,
         tokens,
@@ -209,6 +225,7 @@ pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
         .merge(crate::sessions::routes::<C>())
         .merge(crate::artifacts::routes::<C>())
         .merge(crate::sites::routes::<C>())
+        .merge(relay_tokens)
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             require_bearer::<C>,
@@ -217,9 +234,14 @@ pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
         .route("/v1/health", get(health))
         .merge(protected)
         .merge(crate::live::routes::<C>())
+        .merge(relay_connect)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn_with_state(
+            forward,
+            crate::relay::forward_to_runner,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), deadline::<C>))
         .layer(middleware::from_fn(access_log))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {

@@ -6,6 +6,7 @@
 //! - [`runner::RunnerBuilder`]: register your strategies, build a [`runner::Runner`] on the
 //!   configured providers.
 //! - [`http::app`]: the axum router; [`server::RunningServer`]: serve it.
+//! - [`relay`]: the outbound relay between a hub and runners on users' machines.
 //! - [`cli`]: `abr session filter`, `abr serve`, `abr demo`.
 
 mod api_error;
@@ -20,6 +21,7 @@ mod json_detail;
 mod live;
 pub mod logging;
 mod posts;
+pub mod relay;
 mod remote;
 pub mod runner;
 pub mod server;
