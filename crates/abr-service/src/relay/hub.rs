@@ -124,6 +124,13 @@ impl Hub {
             .unwrap_or_default()
     }
 
+    /// Whether every socket connected for `runner_id` is draining (none: `false`).
+    pub fn draining(&self, runner_id: &str) -> bool {
+        self.conns().get(runner_id).is_some_and(|list| {
+            !list.is_empty() && list.iter().all(|c| c.draining.load(Ordering::SeqCst))
+        })
+    }
+
     /// Drops every runner socket at once, without a close frame, and refuses new ones (as
     /// when the hub's process dies; for tests and an abrupt stop).
     pub fn kill(&self) {

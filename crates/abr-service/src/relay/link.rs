@@ -302,6 +302,12 @@ async fn session(
     let lost = Ended::Lost { welcomed: true };
     loop {
         if draining && tasks.is_empty() {
+            // The last answers are queued: they go out before the close.
+            while let Ok(message) = outbound.try_recv() {
+                if socket.send(message).await.is_err() {
+                    break;
+                }
+            }
             let _ = socket.close(None).await;
             return Ok(Ended::Stopped(Shutdown::Drain));
         }
