@@ -5,6 +5,9 @@
 //! - the hub killed mid-post, after the submit: the runner finishes the post, reconnects
 //!   to the restarted hub by itself, and the orchestrator's repeat with the same
 //!   `Idempotency-Key` answers the original post: never a second one;
+//! - the runner's link dropped while its post starts (before the submit): the hub answers
+//!   `runner_disconnected`, retryable, and the post then stops at its submit (nobody to
+//!   tell of the commit): nothing on the site, and its record says not submitted;
 //! - the runner's link dropped mid-post, after the submit: the hub answers
 //!   `runner_outcome_unknown`, never retryable; the site has the post exactly once, and the
 //!   repeat after the runner is back answers it.
@@ -290,4 +293,72 @@ fn post_through_request(
     text: &str,
 ) -> abr_protocol::PostRequest {
     post_request("demo", session, text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_lost_before_the_submit_is_retryable_and_posts_nothing() {
+    tokio::time::timeout(TEST_LIMIT, runner_lost_before_submit())
+        .await
+        .expect("the test took too long");
+}
+
+async fn runner_lost_before_submit() {
+    let stack = stack_with(|c| c.limits.max_concurrent_jobs = 1, |b| b).await;
+    let hub = HubProcess::start(None, None).await;
+    let (_stop, linked) = link(&stack, &hub);
+    hub.wait_for_runner().await;
+
+    // The runner's one job slot is taken: the relayed post waits for it, before anything.
+    let runner = Arc::clone(stack.server.runner());
+    let slot = runner.jobs.enter().await.unwrap();
+    let session = signed_in_session(&stack.site, "erin").await;
+    let text = format!("never posted {}", random_suffix());
+    let request = post_request("demo", session, &text);
+    let first = post_through(&hub, &request, "before-submit-1");
+    wait_for("the post to wait for a slot", WAIT, || {
+        runner.jobs.queued() == 1
+    })
+    .await;
+    // Admitted: its job now runs in its own task (a browser starts), before its submit.
+    drop(slot);
+    wait_for("the post to take the slot", WAIT, || {
+        runner.jobs.queued() == 0
+    })
+    .await;
+    linked.abort();
+    let response = first.await.unwrap().unwrap();
+    assert_eq!(response.status(), 502);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "runner_disconnected", "{body}");
+    assert_eq!(body["error"]["retryable"], true, "{body}");
+
+    // The post goes on on the runner, on real Chromium, up to its submit, and stops there.
+    let done = runner.jobs.enter().await;
+    assert!(done.is_ok(), "the post never ended");
+    drop(done);
+    assert!(
+        !stack.site.posts().iter().any(|p| p.text == text),
+        "posted after the hub was told nothing was done"
+    );
+
+    // Its record says so: the repeat with the same key answers it, not submitted.
+    let (_stop, linked) = link(&stack, &hub);
+    hub.wait_for_runner().await;
+    let repeat = post_through(&hub, &request, "before-submit-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(repeat.status(), 200);
+    let result: serde_json::Value = repeat.json().await.unwrap();
+    assert_eq!(result["ok"], false, "{result}");
+    assert_eq!(result["uncertain"], false, "{result}");
+    assert!(
+        result["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("nothing was submitted")),
+        "{result}"
+    );
+    assert!(!stack.site.posts().iter().any(|p| p.text == text));
+    linked.abort();
+    stack.server.shutdown().await;
 }
