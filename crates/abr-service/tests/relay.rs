@@ -722,3 +722,42 @@ async fn the_hub_drops_a_silent_runner() {
     .await
     .expect("the test took too long");
 }
+
+/// `abr-client` with a runner: the same typed calls, run on that runner through the hub.
+#[tokio::test]
+async fn the_typed_client_calls_a_runner_through_the_hub() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let runner = Linked::connect(&hub, "laptop", "erins-mac").await;
+        let for_runner = abr_client::AgentRunnerClient::builder(format!("http://{}", hub.addr))
+            .token(FAKE_TOKEN)
+            .runner("laptop")
+            .build()
+            .unwrap();
+        let platforms = for_runner.platforms().await.unwrap();
+        assert!(platforms.platforms.iter().any(|p| p.id == FAKE_PLATFORM));
+        let request: abr_protocol::PostRequest =
+            serde_json::from_value(post_body("typed")).unwrap();
+        let result = for_runner.post(&request).await.unwrap();
+        assert!(result.ok, "{result:?}");
+        assert_eq!(runner.stack.strategy.posted(), ["typed"]);
+
+        let offline = abr_client::AgentRunnerClient::builder(format!("http://{}", hub.addr))
+            .token(FAKE_TOKEN)
+            .runner("elsewhere")
+            .build()
+            .unwrap();
+        let e = offline.post(&request).await.unwrap_err();
+        assert!(e.is_retryable(), "{e}");
+        assert_eq!(api_code(&e), Some("runner_offline".to_owned()));
+    })
+    .await
+    .expect("the test took too long");
+}
+
+fn api_code(e: &abr_client::ClientError) -> Option<String> {
+    match e {
+        abr_client::ClientError::Api { code, .. } => Some(code.clone()),
+        _ => None,
+    }
+}
