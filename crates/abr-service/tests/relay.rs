@@ -761,3 +761,78 @@ fn api_code(e: &abr_client::ClientError) -> Option<String> {
         _ => None,
     }
 }
+
+/// A relay frame as the wire carries it: length, JSON head, no body.
+fn raw_frame(head: &serde_json::Value) -> Vec<u8> {
+    let head = serde_json::to_vec(head).unwrap();
+    let mut frame = u32::try_from(head.len()).unwrap().to_be_bytes().to_vec();
+    frame.extend_from_slice(&head);
+    frame
+}
+
+/// A hub that welcomes the runner, then goes silent (it neither reads nor writes, so no
+/// pong either): the runner's heartbeat notices and reconnects with a fresh token.
+#[tokio::test]
+async fn a_runner_whose_hub_goes_silent_reconnects_with_a_fresh_token() {
+    use axum::extract::ws::{Message, WebSocketUpgrade};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    tokio::time::timeout(LIMIT, async {
+        let minted = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&minted);
+        let silent = axum::Router::new()
+            .route(
+                "/v1/relay/tokens",
+                axum::routing::post(move || {
+                    let n = counter.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        axum::Json(serde_json::json!({
+                            "token": format!("token-{n}"),
+                            "runnerId": "laptop",
+                            "expiresAt": "2030-01-01T00:00:00Z",
+                            "connectPath": "/v1/relay/laptop/connect",
+                        }))
+                    }
+                }),
+            )
+            .route(
+                "/v1/relay/laptop/connect",
+                axum::routing::get(|upgrade: WebSocketUpgrade| async move {
+                    upgrade.on_upgrade(|mut socket| async move {
+                        let _hello = socket.recv().await;
+                        let welcome = raw_frame(&serde_json::json!({
+                            "type": "welcome", "version": "silent"
+                        }));
+                        let _ = socket.send(Message::Binary(welcome.into())).await;
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                    })
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, silent).await;
+        });
+        let mut options = LinkOptions::new(
+            url::Url::parse(&format!("http://{addr}")).unwrap(),
+            SecretString::from(FAKE_TOKEN.to_owned()),
+            "laptop".into(),
+            "erins-mac".into(),
+        );
+        options.heartbeat = Duration::from_millis(100);
+        options.dead_after = Duration::from_millis(500);
+        options.backoff_base = Duration::from_millis(20);
+        options.backoff_cap = Duration::from_millis(100);
+        let linked = Linked::start(options);
+        wait_for("a reconnect after the hub went silent", || {
+            minted.load(Ordering::SeqCst) >= 3
+        })
+        .await;
+        drop(linked);
+        server.abort();
+    })
+    .await
+    .expect("the test took too long");
+}
