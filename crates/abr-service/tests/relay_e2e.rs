@@ -64,7 +64,7 @@ impl HubProcess {
             .append(true)
             .open(dir.path().join("hub.log"))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_abr"))
+        let child = Command::new(hub_binary(&dir))
             .arg("serve")
             .env("TMPDIR", dir.path())
             .env("ABR_API_TOKEN", HUB_TOKEN)
@@ -93,6 +93,18 @@ impl HubProcess {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        let relay = raw_http()
+            .post(format!("{}/v1/relay/tokens", hub.url()))
+            .bearer_auth(HUB_TOKEN)
+            .json(&serde_json::json!({ "runnerId": "probe" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            relay.status(),
+            200,
+            "the abr binary has no relay (replaced by another build?)"
+        );
         hub
     }
 
@@ -136,6 +148,19 @@ impl HubProcess {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// The `abr` binary this test run built, pinned in `dir` (a hard link, else a copy) so that
+/// a restart runs the same binary even when a later build replaces it.
+fn hub_binary(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    let pinned = dir.path().join("abr");
+    if !pinned.exists() {
+        let built = env!("CARGO_BIN_EXE_abr");
+        if std::fs::hard_link(built, &pinned).is_err() {
+            std::fs::copy(built, &pinned).unwrap();
+        }
+    }
+    pinned
 }
 
 impl Drop for HubProcess {
