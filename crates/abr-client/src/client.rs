@@ -55,12 +55,14 @@ pub struct AgentRunnerClient {
     token: SecretString,
     timeout: Duration,
     user_agent: String,
+    runner: Option<String>,
 }
 
 impl fmt::Debug for AgentRunnerClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AgentRunnerClient")
             .field("base_url", &self.base.as_str())
+            .field("runner", &self.runner)
             .field("timeout", &self.timeout)
             .field("user_agent", &self.user_agent)
             .finish_non_exhaustive()
@@ -74,6 +76,7 @@ pub struct AgentRunnerClientBuilder {
     timeout: Duration,
     connect_timeout: Duration,
     user_agent: String,
+    runner: Option<String>,
 }
 
 impl fmt::Debug for AgentRunnerClientBuilder {
@@ -118,6 +121,15 @@ impl AgentRunnerClientBuilder {
         self
     }
 
+    /// Calls a hub (`abr serve` with runners connected over the relay) for the runner
+    /// `runner_id`: every authenticated call carries `x-abr-runner: <runner_id>` and runs on
+    /// that runner's machine. A 1 to 64 character id of `A-Z a-z 0-9 . _ -`.
+    #[must_use]
+    pub fn runner(mut self, runner_id: impl Into<String>) -> Self {
+        self.runner = Some(runner_id.into());
+        self
+    }
+
     /// Validates the configuration and builds the client.
     ///
     /// The base URL must be `http(s)://host[:port][/prefix]`, with or without a trailing
@@ -136,6 +148,13 @@ impl AgentRunnerClientBuilder {
         if !raw.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(ClientError::config(
                 "the bearer token must be visible ASCII without spaces",
+            ));
+        }
+        if let Some(runner) = &self.runner
+            && !valid_runner_id(runner)
+        {
+            return Err(ClientError::config(
+                "the runner id must be 1 to 64 of A-Z a-z 0-9 . _ - (not starting with a dot)",
             ));
         }
         if self.timeout.is_zero() || self.connect_timeout.is_zero() {
@@ -165,8 +184,18 @@ impl AgentRunnerClientBuilder {
             token,
             timeout: self.timeout,
             user_agent: self.user_agent,
+            runner: self.runner,
         })
     }
+}
+
+/// The hub's bounds of a runner id.
+fn valid_runner_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// Parses and checks a base URL; messages never echo it.
@@ -204,6 +233,7 @@ impl AgentRunnerClient {
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             user_agent: concat!("abr-client/", env!("CARGO_PKG_VERSION")).to_owned(),
+            runner: None,
         }
     }
 
@@ -314,11 +344,23 @@ impl AgentRunnerClient {
         url
     }
 
-    /// A request with the bearer token (reqwest marks the header sensitive).
+    /// The runner every call is for, when this client calls a hub (see
+    /// [`AgentRunnerClientBuilder::runner`]).
+    pub fn runner(&self) -> Option<&str> {
+        self.runner.as_deref()
+    }
+
+    /// A request with the bearer token (reqwest marks the header sensitive), and the
+    /// runner it is for.
     pub(crate) fn authed(&self, method: Method, segments: &[&str]) -> RequestBuilder {
-        self.http
+        let request = self
+            .http
             .request(method, self.url(segments))
-            .bearer_auth(self.token.expose_secret())
+            .bearer_auth(self.token.expose_secret());
+        match &self.runner {
+            Some(runner) => request.header("x-abr-runner", runner.as_str()),
+            None => request,
+        }
     }
 
     /// An authenticated `POST` of `body` as JSON.
@@ -525,6 +567,35 @@ mod tests {
         let header = request.headers().get(AUTHORIZATION).unwrap();
         assert_eq!(header.to_str().unwrap(), "Bearer t0ken-canary");
         assert!(header.is_sensitive());
+    }
+
+    #[test]
+    fn a_client_for_a_runner_names_it_on_every_authenticated_call() {
+        let c = AgentRunnerClient::builder("http://127.0.0.1:9/")
+            .token("t0ken-canary")
+            .runner("erins-laptop")
+            .build()
+            .unwrap();
+        assert_eq!(c.runner(), Some("erins-laptop"));
+        let request = c.authed(Method::POST, &["v1", "post"]).build().unwrap();
+        assert_eq!(
+            request.headers().get("x-abr-runner").unwrap(),
+            "erins-laptop"
+        );
+        let plain = client("http://127.0.0.1:9/");
+        let request = plain
+            .authed(Method::GET, &["v1", "platforms"])
+            .build()
+            .unwrap();
+        assert!(request.headers().get("x-abr-runner").is_none());
+        for bad in ["", "a/b", "a\nb", ".x", &"x".repeat(65)] {
+            let e = AgentRunnerClient::builder("http://127.0.0.1:9/")
+                .token("t")
+                .runner(bad)
+                .build()
+                .unwrap_err();
+            assert!(e.to_string().contains("runner id"), "{e}");
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod audit;
 mod budget;
 mod capture;
 mod clock;
+pub mod commit_watch;
 pub mod declared;
 pub mod egress;
 mod error;

@@ -346,6 +346,7 @@ impl JobGate {
 #[async_trait]
 impl SubmitGate for JobGate {
     async fn before_submit(&self) -> Result<(), CoreError> {
+        crate::commit_watch::committing().await?;
         Self::mark(self.store.as_ref(), &self.post).await
     }
 
@@ -889,9 +890,13 @@ impl<C: SessionContext> PostJournal<C> {
                 None => Ok(answer),
             }
         };
-        tokio::spawn(job)
-            .await
-            .map_err(|_| CoreError::Internal("the post's job failed"))?
+        // A relayed request's commit watch goes with its job (see `crate::commit_watch`).
+        tokio::spawn(crate::commit_watch::carry(
+            crate::commit_watch::current(),
+            job,
+        ))
+        .await
+        .map_err(|_| CoreError::Internal("the post's job failed"))?
     }
 
     /// The session a request posts with: its own, or the stored one it names.

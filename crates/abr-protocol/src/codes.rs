@@ -128,6 +128,8 @@ codes! {
     BLOCKED_ACTION = "blocked_action", 409, No, "the platform or plan is read-only (or the request a dry run): the committing action was refused before it reached the page";
     /// An `Idempotency-Key` reused with a different body.
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused", 409, No, "the `Idempotency-Key` was used with a different body";
+    /// A runner with this id is already connected to the hub from the same host.
+    RUNNER_CONFLICT = "runner_conflict", 409, No, "a runner with this id is already connected from this host (`abr up --force` replaces it)";
     /// The capture's browser is gone: it can never finish.
     CAPTURE_BROWSER_LOST = "capture_browser_lost", 410, No, "the capture's browser was lost (closed, crashed, or its remote session replaced): cancel it and start a new one";
     /// The body is over the limit.
@@ -184,10 +186,20 @@ codes! {
     STORE_FAILED = "store_failed", 502, Yes, "the session store failed";
     /// The proxied provider viewer did not answer, answered too much, or redirected.
     LIVE_VIEW_UNAVAILABLE = "live_view_unavailable", 502, No, "the proxied provider viewer failed (no answer, too large, a redirect)";
+    /// The relayed request's runner connection dropped before its commit point.
+    RUNNER_DISCONNECTED = "runner_disconnected", 502, Yes, "the runner's connection dropped before the request reached its commit point: nothing was done, retry";
+    /// The relayed request's runner connection dropped after its commit point.
+    RUNNER_OUTCOME_UNKNOWN = "runner_outcome_unknown", 502, No, "the runner's connection dropped after the request passed its commit point: it may have happened; check the record on the runner (`GET /v1/posts/{id}`, `GET /v1/tasks/{id}`) once it reconnects, do not retry";
+    /// The runner's answer is over the relay's frame limit.
+    RELAY_FRAME_TOO_LARGE = "relay_frame_too_large", 502, No, "the runner's answer is over the relay's frame limit";
     /// The runner is at capacity: every job slot busy and the queue full (with `Retry-After`).
     OVERLOADED = "overloaded", 503, Yes, "every job slot is busy and the queue is full (`Retry-After`)";
     /// The job waited for a slot past its queue deadline: nothing ran.
     QUEUE_TIMEOUT = "queue_timeout", 503, Yes, "the job waited for a slot past its queue deadline: nothing ran (`Retry-After`)";
+    /// No live relay connection for the runner named in `x-abr-runner`.
+    RUNNER_OFFLINE = "runner_offline", 503, Yes, "no runner with this id is connected to the hub (`x-abr-runner`): nothing was done";
+    /// The named runner is draining (`abr down`): it takes no new work.
+    RUNNER_DRAINING = "runner_draining", 503, Yes, "the runner is shutting down and takes no new work: nothing was done";
     /// A step did not finish in time (nothing that may have published had started).
     TIMEOUT = "timeout", 504, Yes, "a step did not finish in time; nothing that may have acted had started";
     /// The provider did not answer in time.

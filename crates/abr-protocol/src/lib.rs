@@ -11,6 +11,7 @@
 //!   single [`ErrorEnvelope`];
 //! - every error code the runner answers with ([`codes`]);
 //! - the live view's socket messages ([`LiveViewInput`], [`LiveViewEvent`]);
+//! - the outbound relay's token and frames ([`relay`]);
 //! - a platform declared as data ([`PlatformFile`], TOML or JSON).
 //!
 //! Secrets (cookie and localStorage values) are [`SecretValue`]s: they serialize, but never
@@ -25,6 +26,7 @@ mod live;
 pub mod platform_file;
 mod policy;
 mod post;
+pub mod relay;
 mod secret;
 mod session;
 mod task;

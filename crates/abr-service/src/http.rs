@@ -198,9 +198,14 @@ const MCP_PATH: &str = "/mcp";
 const MCP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The router of the runner: the API, the MCP endpoint (`/mcp`, read-only when
-/// `ABR_MCP_READ_ONLY` says so) and the live view.
+/// `ABR_MCP_READ_ONLY` says so), the live view, and the relay's hub side with the default
+/// [`HubSettings`](crate::relay::HubSettings).
 pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
-    app_with_mcp(runner, crate::mcp::McpSettings::for_http_endpoint())
+    app_with(
+        runner,
+        crate::mcp::McpSettings::for_http_endpoint(),
+        crate::relay::Hub::default(),
+    )
 }
 
 /// [`app`] with the MCP endpoint's settings given rather than read from the environment.
@@ -208,26 +213,52 @@ pub fn app_with_mcp<C: RunnerContext + LiveSurface>(
     runner: Arc<Runner<C>>,
     mcp: crate::mcp::McpSettings,
 ) -> Router {
+    app_with(runner, mcp, crate::relay::Hub::default())
+}
+
+/// [`app`] with the relay's hub side given: runners connect to `hub`, and calls naming one
+/// (`x-abr-runner`) are forwarded over its socket.
+pub fn app_with_relay<C: RunnerContext + LiveSurface>(
+    runner: Arc<Runner<C>>,
+    hub: crate::relay::Hub,
+) -> Router {
+    app_with(runner, crate::mcp::McpSettings::for_http_endpoint(), hub)
+}
+
+/// The router with both the MCP settings and the hub given.
+pub fn app_with<C: RunnerContext + LiveSurface>(
+    runner: Arc<Runner<C>>,
+    mcp: crate::mcp::McpSettings,
+    hub: crate::relay::Hub,
+) -> Router {
     let config = &runner.config;
     let tokens = Arc::new(TokenSet::new(config));
     let live = Arc::new(LiveState::new(config));
+    let forward = crate::relay::ForwardState {
+        tokens: Arc::clone(&tokens),
+        hub: hub.clone(),
+        body_limit: config.limits.body_limit_bytes,
+    };
     let state = AppState {
         runner,
         tokens,
         live,
     };
     // MCP tool calls are dispatched to the same router, without `/mcp` itself.
-    let api = router(state.clone(), None);
+    let api = router(state.clone(), None, &hub, forward.clone());
     let mcp = crate::mcp::http_service(api, &state.runner.config, mcp);
-    router(state, Some(mcp))
+    router(state, Some(mcp), &hub, forward)
 }
 
 /// The router on `state`, with `/mcp` served by `mcp` when given.
 fn router<C: RunnerContext + LiveSurface>(
     state: AppState<C>,
     mcp: Option<crate::mcp::McpHttpService>,
+    hub: &crate::relay::Hub,
+    forward: crate::relay::ForwardState,
 ) -> Router {
     let body_limit = state.runner.config.limits.body_limit_bytes;
+    let (relay_tokens, relay_connect) = hub.routes::<AppState<C>>();
     let mut protected = Router::new()
         .route("/v1/platforms", get(platforms::<C>))
         .route("/v1/capture/start", post(capture_start::<C>))
@@ -241,7 +272,8 @@ fn router<C: RunnerContext + LiveSurface>(
         .merge(crate::sessions::routes::<C>())
         .merge(crate::artifacts::routes::<C>())
         .merge(crate::sites::routes::<C>())
-        .merge(crate::browse::routes::<C>());
+        .merge(crate::browse::routes::<C>())
+        .merge(relay_tokens);
     if let Some(mcp) = mcp {
         protected = protected.route_service(MCP_PATH, mcp);
     }
@@ -253,9 +285,14 @@ fn router<C: RunnerContext + LiveSurface>(
         .route("/v1/health", get(health))
         .merge(protected)
         .merge(crate::live::routes::<C>())
+        .merge(relay_connect)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn_with_state(
+            forward,
+            crate::relay::forward_to_runner,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), deadline::<C>))
         .layer(middleware::from_fn(access_log))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {

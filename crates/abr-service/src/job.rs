@@ -29,10 +29,12 @@ where
 {
     let slot = runner.jobs.enter().await?;
     let work = job(Arc::clone(runner));
-    let handle = tokio::spawn(async move {
+    // A relayed request's commit watch goes with its job (see `abr_core::commit_watch`).
+    let watch = abr_core::commit_watch::current();
+    let handle = tokio::spawn(abr_core::commit_watch::carry(watch, async move {
         let _slot = slot;
         work.await
-    });
+    }));
     match handle.await {
         Ok(result) => Ok(result?),
         Err(_) => Err(ApiError::new(codes::JOB_PANICKED, on_panic)),

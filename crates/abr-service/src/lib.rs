@@ -7,7 +7,9 @@
 //!   configured providers.
 //! - [`http::app`]: the axum router; [`server::RunningServer`]: serve it.
 //! - [`mcp`]: the MCP server (`abr mcp` on stdio, `/mcp` on `abr serve`).
-//! - [`cli`]: `abr session filter`, `abr serve`, `abr mcp`, `abr demo`.
+//! - [`relay`]: the outbound relay between a hub and runners on users' machines.
+//! - [`cli`]: `abr session filter`, `abr serve`, `abr up` / `status` / `logs` / `down`,
+//!   `abr mcp`, `abr demo`.
 
 mod api_error;
 mod artifacts;
@@ -23,6 +25,7 @@ mod live;
 pub mod logging;
 pub mod mcp;
 mod posts;
+pub mod relay;
 mod remote;
 pub mod runner;
 pub mod server;

@@ -3,6 +3,8 @@
 //!
 //! - `tungstenite` (the live view's sockets) logs every WebSocket frame's payload at trace:
 //!   what a person types into the live view, their password included. Held at info.
+//! - `rmcp` (the MCP server) logs whole MCP messages at debug: tool arguments, sessions and
+//!   typed values included. Held at info.
 //! - `playwright_rs` logs navigation URLs (which may carry tokens) at info and the driver's
 //!   protocol (cookie values) at debug. Held at warn; its `server` target (the driver's own
 //!   output) is off.
@@ -25,7 +27,8 @@ pub fn allowed(meta: &Metadata<'_>) -> bool {
                 .strip_prefix(prefix)
                 .is_some_and(|rest| rest.starts_with("::"))
     };
-    if under("tungstenite") || under("tokio_tungstenite") {
+    if under("tungstenite") || under("tokio_tungstenite") || under("rmcp") {
+        // rmcp logs whole MCP messages (tool arguments: sessions, inputs) at debug.
         *meta.level() <= Level::INFO
     } else if under("playwright_rs::server") {
         false
@@ -90,12 +93,13 @@ mod tests {
     #[test]
     fn no_log_setting_lifts_the_caps() {
         let buffer = Buffer::default();
-        let spec = "trace,tungstenite::protocol=trace,playwright_rs::protocol=trace";
+        let spec = "trace,tungstenite::protocol=trace,playwright_rs::protocol=trace,rmcp=trace";
         tracing::subscriber::with_default(subscriber(spec, buffer.clone()), || {
             tracing::trace!(target: "tungstenite::protocol", "payload SECRET-typed");
             tracing::debug!(target: "playwright_rs::protocol", "cookie SECRET-cookie");
             tracing::info!(target: "playwright_rs::protocol", "goto SECRET-url");
             tracing::warn!(target: "playwright_rs::server", "driver SECRET-driver");
+            tracing::debug!(target: "rmcp::service", "tool call SECRET-arguments");
             tracing::trace!(target: "abr::http", "ours at trace");
             tracing::info!(target: "tungstenite::protocol", "closing");
             tracing::warn!(target: "playwright_rs", "a driver warning");

@@ -195,7 +195,12 @@ async fn the_runner_caps_open_sessions_and_closes_them_at_shutdown() {
     assert_eq!(open().await.status, StatusCode::CREATED);
     let third = open().await;
     let (status, code, retryable) = third.error();
-    assert_eq!((status, code.as_str()), (429, "provider_busy"), "{}", third.body);
+    assert_eq!(
+        (status, code.as_str()),
+        (429, "provider_busy"),
+        "{}",
+        third.body
+    );
     assert!(retryable);
     assert_eq!(stack.provider.open_leases(), 2);
     stack.runner.shutdown().await;

@@ -77,6 +77,7 @@ fn task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
             takeover_events: vec![],
             replay: None,
             session_check: None,
+            browse: false,
         },
         version: 0,
         committing_started: false,

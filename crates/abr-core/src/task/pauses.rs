@@ -181,6 +181,9 @@ impl<C: TaskContext> TaskRunner<C> {
                     continue;
                 }
                 if !task.committing_started {
+                    crate::commit_watch::committing()
+                        .await
+                        .map_err(|e| (Failure::store(&e), false))?;
                     // Saved before the step starts: a restart after this point knows the
                     // task may have acted.
                     task.committing_started = true;

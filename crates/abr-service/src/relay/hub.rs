@@ -1,0 +1,603 @@
+//! The hub's side: relay tokens, runner sockets, and forwarding a request over one.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use abr_protocol::codes;
+use abr_protocol::relay::{RelayFrame, RelayHello, RelayTokenRequest, RelayTokenResponse};
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+
+use super::tokens::{MintRefused, RelayTokens};
+use super::{HubSettings, frame, valid_host, valid_runner_id};
+use crate::api_error::{ApiError, ApiJson};
+
+/// How a forwarded request ended when its socket did not answer it.
+#[derive(Debug)]
+enum Reply {
+    Answered {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Bytes,
+    },
+    Dropped {
+        committing: bool,
+    },
+}
+
+struct Pending {
+    reply: oneshot::Sender<Reply>,
+    committing: bool,
+}
+
+/// One runner's live socket.
+struct Conn {
+    serial: u64,
+    host: String,
+    out: mpsc::Sender<Message>,
+    pending: Mutex<HashMap<u64, Pending>>,
+    draining: AtomicBool,
+    replaced: watch::Sender<bool>,
+}
+
+impl Conn {
+    fn pending(&self) -> MutexGuard<'_, HashMap<u64, Pending>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Answers every request still in flight: the socket is gone.
+    fn drop_pending(&self) {
+        let pending: Vec<Pending> = self.pending().drain().map(|(_, p)| p).collect();
+        for p in pending {
+            let _ = p.reply.send(Reply::Dropped {
+                committing: p.committing,
+            });
+        }
+    }
+}
+
+struct Inner {
+    settings: HubSettings,
+    tokens: RelayTokens,
+    conns: Mutex<HashMap<String, Vec<Arc<Conn>>>>,
+    serials: AtomicU64,
+    request_ids: AtomicU64,
+    killed: watch::Sender<bool>,
+}
+
+/// The hub's relay: the tokens it minted and the runners connected to it. Cheap to clone.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("settings", &self.inner.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self::new(HubSettings::default())
+    }
+}
+
+impl Hub {
+    /// A hub with `settings` and no runner.
+    pub fn new(settings: HubSettings) -> Self {
+        let tokens = RelayTokens::new(settings.token_ttl, settings.max_tokens);
+        Self {
+            inner: Arc::new(Inner {
+                settings,
+                tokens,
+                conns: Mutex::new(HashMap::new()),
+                serials: AtomicU64::new(1),
+                request_ids: AtomicU64::new(1),
+                killed: watch::channel(false).0,
+            }),
+        }
+    }
+
+    fn conns(&self) -> MutexGuard<'_, HashMap<String, Vec<Arc<Conn>>>> {
+        self.inner
+            .conns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The hosts connected for `runner_id`, oldest first.
+    pub fn connected(&self, runner_id: &str) -> Vec<String> {
+        self.conns()
+            .get(runner_id)
+            .map(|list| list.iter().map(|c| c.host.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether every socket connected for `runner_id` is draining (none: `false`).
+    pub fn draining(&self, runner_id: &str) -> bool {
+        self.conns().get(runner_id).is_some_and(|list| {
+            !list.is_empty() && list.iter().all(|c| c.draining.load(Ordering::SeqCst))
+        })
+    }
+
+    /// Drops every runner socket at once, without a close frame, and refuses new ones (as
+    /// when the hub's process dies; for tests and an abrupt stop).
+    pub fn kill(&self) {
+        self.inner.killed.send_replace(true);
+        let all: Vec<Arc<Conn>> = self.conns().drain().flat_map(|(_, list)| list).collect();
+        for conn in all {
+            conn.drop_pending();
+        }
+    }
+
+    fn is_killed(&self) -> bool {
+        *self.inner.killed.borrow()
+    }
+
+    /// The routes: `POST /v1/relay/tokens` (to put behind the bearer check) and the connect
+    /// endpoint (authenticated by its relay token).
+    pub(crate) fn routes<S: Clone + Send + Sync + 'static>(
+        &self,
+    ) -> (axum::Router<S>, axum::Router<S>) {
+        let tokens = axum::Router::new()
+            .route("/v1/relay/tokens", post(mint))
+            .with_state(self.clone());
+        let connect = axum::Router::new()
+            .route("/v1/relay/{runner_id}/connect", get(connect))
+            .with_state(self.clone());
+        (tokens, connect)
+    }
+
+    /// Forwards one request to `runner_id`'s live socket and answers what the runner
+    /// answered, or the relay's own envelope.
+    pub(crate) async fn forward(
+        &self,
+        runner_id: &str,
+        method: &str,
+        path: &str,
+        headers: Vec<(String, String)>,
+        body: Bytes,
+    ) -> Response {
+        let conn = {
+            let conns = self.conns();
+            let list = conns.get(runner_id).map(Vec::as_slice).unwrap_or_default();
+            match list
+                .iter()
+                .rev()
+                .find(|c| !c.draining.load(Ordering::SeqCst))
+            {
+                Some(conn) => Arc::clone(conn),
+                None if !list.is_empty() => {
+                    return ApiError::new(
+                        codes::RUNNER_DRAINING,
+                        "the runner is shutting down and takes no new work; nothing was done",
+                    )
+                    .into_response();
+                }
+                None => {
+                    return ApiError::new(
+                        codes::RUNNER_OFFLINE,
+                        "no runner with this id is connected to the hub; nothing was done",
+                    )
+                    .into_response();
+                }
+            }
+        };
+        let id = self.inner.request_ids.fetch_add(1, Ordering::SeqCst);
+        let request = RelayFrame::Request {
+            id,
+            method: method.to_owned(),
+            path: path.to_owned(),
+            headers,
+        };
+        let message = match frame::encode(&request, &body) {
+            Ok(bytes) => Message::Binary(bytes),
+            Err(_) => {
+                return ApiError::new(codes::INVALID_REQUEST, "the request cannot be relayed")
+                    .into_response();
+            }
+        };
+        let (reply, answer) = oneshot::channel();
+        conn.pending().insert(
+            id,
+            Pending {
+                reply,
+                committing: false,
+            },
+        );
+        // Leaves the table whatever happens to this request (its caller may go away).
+        let _guard = PendingGuard {
+            conn: Arc::clone(&conn),
+            id,
+        };
+        if conn.out.send(message).await.is_err() {
+            return disconnected(false);
+        }
+        match answer.await {
+            Ok(Reply::Answered {
+                status,
+                headers,
+                body,
+            }) => answered(status, &headers, body),
+            Ok(Reply::Dropped { committing }) => disconnected(committing),
+            // The socket went without answering: it had been told nothing was committing
+            // only if the table said so, and the table is gone with it.
+            Err(_) => disconnected(true),
+        }
+    }
+}
+
+struct PendingGuard {
+    conn: Arc<Conn>,
+    id: u64,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        self.conn.pending().remove(&self.id);
+    }
+}
+
+fn disconnected(committing: bool) -> Response {
+    if committing {
+        ApiError::new(
+            codes::RUNNER_OUTCOME_UNKNOWN,
+            "the runner's connection dropped after the request passed its commit point: it may \
+             have happened. Check the record on the runner (GET /v1/posts/{id}, or repeat with \
+             the same Idempotency-Key) once it reconnects; do not retry blindly",
+        )
+        .into_response()
+    } else {
+        ApiError::new(
+            codes::RUNNER_DISCONNECTED,
+            "the runner's connection dropped before the request reached its commit point: \
+             nothing was done, retry",
+        )
+        .into_response()
+    }
+}
+
+/// Response headers that belong to one connection, not to the answer.
+fn hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "transfer-encoding"
+            | "te"
+            | "trailer"
+            | "upgrade"
+            | "content-length"
+            | "proxy-connection"
+    )
+}
+
+fn answered(status: u16, headers: &[(String, String)], body: Bytes) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    for (name, value) in headers {
+        let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) else {
+            continue;
+        };
+        if !hop_by_hop(&name) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    response
+}
+
+/// `POST /v1/relay/tokens`.
+async fn mint(
+    State(hub): State<Hub>,
+    ApiJson(request): ApiJson<RelayTokenRequest>,
+) -> Result<Json<RelayTokenResponse>, ApiError> {
+    if !valid_runner_id(&request.runner_id) {
+        return Err(invalid_runner_id());
+    }
+    let (token, ttl) = hub
+        .inner
+        .tokens
+        .mint(&request.runner_id)
+        .map_err(|e| match e {
+            MintRefused::Full => ApiError::new(
+                codes::OVERLOADED,
+                "too many unused relay tokens; retry later",
+            ),
+            MintRefused::NoRandomness => ApiError::new(codes::INTERNAL, "internal error"),
+        })?;
+    let expires_at = time::OffsetDateTime::now_utc()
+        + time::Duration::try_from(ttl).unwrap_or(time::Duration::ZERO);
+    Ok(Json(RelayTokenResponse {
+        token: abr_protocol::SecretValue::new(token),
+        connect_path: format!("/v1/relay/{}/connect", request.runner_id),
+        runner_id: request.runner_id,
+        expires_at,
+    }))
+}
+
+fn invalid_runner_id() -> ApiError {
+    ApiError::new(
+        codes::INVALID_REQUEST,
+        "runnerId must be 1 to 64 of A-Z a-z 0-9 . _ - (not starting with a dot)",
+    )
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    match (values.next(), values.next()) {
+        (Some(value), None) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|t| !t.is_empty()),
+        _ => None,
+    }
+}
+
+/// `GET /v1/relay/{runnerId}/connect`: only a relay token minted for this runner id (the
+/// long-lived API credential is not one).
+async fn connect(
+    State(hub): State<Hub>,
+    Path(runner_id): Path<String>,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
+    if !valid_runner_id(&runner_id) {
+        return invalid_runner_id().into_response();
+    }
+    let Ok(upgrade) = upgrade else {
+        return ApiError::new(
+            codes::WEBSOCKET_REQUIRED,
+            "the relay endpoint takes a WebSocket handshake",
+        )
+        .into_response();
+    };
+    let authorized = bearer(&headers).is_some_and(|t| hub.inner.tokens.redeem(t, &runner_id));
+    if !authorized {
+        return ApiError::new(
+            codes::UNAUTHORIZED,
+            "a relay token minted for this runner id is required (POST /v1/relay/tokens)",
+        )
+        .into_response();
+    }
+    if hub.is_killed() {
+        return ApiError::new(codes::OVERLOADED, "the hub is stopping").into_response();
+    }
+    let max = hub.inner.settings.max_frame_bytes;
+    upgrade
+        .max_message_size(max)
+        .max_frame_size(max)
+        .on_upgrade(move |socket| async move { hub.serve(socket, runner_id).await })
+}
+
+/// What ended a socket.
+enum End {
+    /// Dropped, dead, closed by the runner, or the hub killed.
+    Gone,
+    /// Replaced by a forced takeover: told, then closed.
+    Replaced,
+}
+
+impl Hub {
+    async fn serve(self, mut socket: WebSocket, runner_id: String) {
+        let settings = self.inner.settings.clone();
+        let waiting = tokio::time::timeout(settings.dead_after, first_hello(&mut socket));
+        let Ok(Some(hello)) = waiting.await else {
+            return;
+        };
+        if hello.runner_id != runner_id || !valid_host(&hello.host) {
+            let refusal = codes::INVALID_REQUEST
+                .body("the hello must name the connection's runner id and a host name");
+            send_frame(
+                &mut socket,
+                &RelayFrame::Refused {
+                    status: codes::INVALID_REQUEST.status,
+                    error: refusal,
+                },
+            )
+            .await;
+            let _ = socket.send(Message::Close(None)).await;
+            return;
+        }
+        let (out, mut outbound) = mpsc::channel::<Message>(64);
+        let (replaced, mut replaced_rx) = watch::channel(false);
+        let conn = Arc::new(Conn {
+            serial: self.inner.serials.fetch_add(1, Ordering::SeqCst),
+            host: hello.host.clone(),
+            out,
+            pending: Mutex::new(HashMap::new()),
+            draining: AtomicBool::new(false),
+            replaced,
+        });
+        if let Err(refusal) = self.register(&runner_id, &hello, &conn) {
+            send_frame(
+                &mut socket,
+                &RelayFrame::Refused {
+                    status: codes::RUNNER_CONFLICT.status,
+                    error: refusal,
+                },
+            )
+            .await;
+            let _ = socket.send(Message::Close(None)).await;
+            return;
+        }
+        tracing::info!(
+            target: "abr::relay",
+            runner_id,
+            launch = hello.launch,
+            version = hello.version,
+            "runner connected"
+        );
+        send_frame(
+            &mut socket,
+            &RelayFrame::Welcome {
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+        )
+        .await;
+        let mut killed = self.inner.killed.subscribe();
+        let mut ticker = tokio::time::interval(settings.heartbeat);
+        let mut last_seen = Instant::now();
+        let end = loop {
+            tokio::select! {
+                received = socket.recv() => match received {
+                    Some(Ok(message)) => {
+                        last_seen = Instant::now();
+                        if let Message::Binary(bytes) = message {
+                            if let Some(reply) = on_frame(&conn, &bytes)
+                                && socket.send(reply).await.is_err()
+                            {
+                                break End::Gone;
+                            }
+                        } else if let Message::Close(_) = message {
+                            break End::Gone;
+                        }
+                    }
+                    _ => break End::Gone,
+                },
+                Some(message) = outbound.recv() => {
+                    if socket.send(message).await.is_err() {
+                        break End::Gone;
+                    }
+                }
+                _ = ticker.tick() => {
+                    if last_seen.elapsed() > settings.dead_after {
+                        tracing::warn!(target: "abr::relay", runner_id, "runner silent: dropped");
+                        break End::Gone;
+                    }
+                    if socket.send(Message::Ping(Bytes::new())).await.is_err() {
+                        break End::Gone;
+                    }
+                }
+                () = raised(&mut replaced_rx) => break End::Replaced,
+                () = raised(&mut killed) => break End::Gone,
+            }
+        };
+        // Closed first: a request that picked this socket either finds it closed or is in
+        // the table `drop_pending` answers.
+        drop(outbound);
+        self.unregister(&runner_id, &conn);
+        conn.drop_pending();
+        if matches!(end, End::Replaced) {
+            send_frame(&mut socket, &RelayFrame::Replaced).await;
+            let _ = socket.send(Message::Close(None)).await;
+        }
+        tracing::info!(target: "abr::relay", runner_id, "runner disconnected");
+    }
+
+    /// Adds `conn`; a live one with the same host is replaced if `force`, else a conflict.
+    fn register(
+        &self,
+        runner_id: &str,
+        hello: &RelayHello,
+        conn: &Arc<Conn>,
+    ) -> Result<(), abr_protocol::ErrorBody> {
+        let mut conns = self.conns();
+        let list = conns.entry(runner_id.to_owned()).or_default();
+        if let Some(i) = list.iter().position(|c| c.host == hello.host) {
+            if !hello.force {
+                return Err(codes::RUNNER_CONFLICT.body(
+                    "a runner with this id is already connected from this host; `force` \
+                     replaces it",
+                ));
+            }
+            let old = list.remove(i);
+            old.replaced.send_replace(true);
+        }
+        list.push(Arc::clone(conn));
+        Ok(())
+    }
+
+    fn unregister(&self, runner_id: &str, conn: &Arc<Conn>) {
+        let mut conns = self.conns();
+        if let Some(list) = conns.get_mut(runner_id) {
+            list.retain(|c| c.serial != conn.serial);
+            if list.is_empty() {
+                conns.remove(runner_id);
+            }
+        }
+    }
+}
+
+/// Takes one frame from a runner; answers what to send back, if anything.
+fn on_frame(conn: &Arc<Conn>, bytes: &Bytes) -> Option<Message> {
+    let Ok((frame, body)) = frame::decode(bytes) else {
+        tracing::debug!(target: "abr::relay", "a frame that is not a relay frame: ignored");
+        return None;
+    };
+    match frame {
+        RelayFrame::Response {
+            id,
+            status,
+            headers,
+        } => {
+            if let Some(p) = conn.pending().remove(&id) {
+                let _ = p.reply.send(Reply::Answered {
+                    status,
+                    headers,
+                    body,
+                });
+            }
+        }
+        RelayFrame::Progress { id, committing } => {
+            // Recorded before it is acknowledged: from the ack on, a drop is uncertain.
+            let known = match conn.pending().get_mut(&id) {
+                Some(p) => {
+                    p.committing |= committing;
+                    true
+                }
+                None => false,
+            };
+            if known {
+                return frame::encode(&RelayFrame::CommitAck { id }, &[])
+                    .ok()
+                    .map(Message::Binary);
+            }
+        }
+        RelayFrame::Draining => conn.draining.store(true, Ordering::SeqCst),
+        _ => tracing::debug!(target: "abr::relay", "an unexpected frame: ignored"),
+    }
+    None
+}
+
+/// Resolves once `flag` is true (or its sender is gone).
+async fn raised(flag: &mut watch::Receiver<bool>) {
+    let _ = flag.wait_for(|raised| *raised).await;
+}
+
+async fn first_hello(socket: &mut WebSocket) -> Option<RelayHello> {
+    loop {
+        match socket.recv().await? {
+            Ok(Message::Binary(bytes)) => {
+                return match frame::decode(&bytes) {
+                    Ok((RelayFrame::Hello(hello), _)) => Some(hello),
+                    _ => None,
+                };
+            }
+            Ok(Message::Ping(_) | Message::Pong(_)) => {}
+            _ => return None,
+        }
+    }
+}
+
+async fn send_frame(socket: &mut WebSocket, frame: &RelayFrame) {
+    if let Ok(bytes) = frame::encode(frame, &[]) {
+        let _ = socket.send(Message::Binary(bytes)).await;
+    }
+}

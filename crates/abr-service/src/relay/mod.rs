@@ -1,0 +1,156 @@
+//! The outbound relay: runners on users' machines connect *out* to a hub (an ordinary
+//! `abr serve`) over a WebSocket, so the machine exposes no inbound port; the hub forwards
+//! every API call that names a runner (`x-abr-runner`) over that runner's live socket.
+//!
+//! - Hub side ([`Hub`]): `POST /v1/relay/tokens` mints a short-lived, single-use relay token
+//!   scoped to one runner id (with the long-lived API credential); `GET
+//!   /v1/relay/{runnerId}/connect` accepts only such a token for that runner id. The first
+//!   frame is the runner's hello. A second runner with the same id **and host** is refused
+//!   right after the upgrade (a `refused` frame carrying the `409 runner_conflict`
+//!   envelope, then a close), unless it says `force`: then the old socket is told
+//!   (`replaced`) and closed. Runners with the same id on different hosts coexist; requests
+//!   go to the most recently connected live one that is not draining.
+//! - Forwarding: method, path and query, a fixed list of headers (never the hub's
+//!   `Authorization`) and the body go to the runner, which runs them **in-process on its own
+//!   router** and answers status, headers and body; the hub returns them as they are. A
+//!   socket that drops with requests in flight answers each once: `runner_disconnected`
+//!   (retryable, nothing was done) before its commit point, `runner_outcome_unknown` (never
+//!   retryable) after. The runner announces the commit point with a `progress` frame and
+//!   waits for the hub's `commitAck` before it acts (`abr_core::commit_watch`); without the
+//!   acknowledgement it does not commit. That holds also when the hub no longer waits for
+//!   the answer (its caller went away, or the hub's request deadline passed): a request
+//!   nobody will hear the outcome of does not pass its commit point; its record on the
+//!   runner says so. Answers are carried whole: a streamed answer (server-sent events) comes
+//!   back when it ends, within the runner's request deadline.
+//! - Runner side ([`link::run`]): mint, connect, hello, serve, heartbeat, reconnect with
+//!   exponential backoff and full jitter, drain.
+//!
+//! Heartbeats: each side pings every `heartbeat` and counts any frame as a sign of life; a
+//! peer silent for `dead_after` is dead.
+
+mod forward;
+mod frame;
+mod hub;
+pub mod link;
+mod tokens;
+
+use std::time::Duration;
+
+pub(crate) use forward::{ForwardState, forward_to_runner};
+pub use hub::Hub;
+
+/// The header that names the runner a hub call is for.
+pub const RUNNER_HEADER: &str = "x-abr-runner";
+
+/// The hub's relay settings.
+#[derive(Debug, Clone)]
+pub struct HubSettings {
+    /// How long a relay token opens a connection (default 120 s).
+    pub token_ttl: Duration,
+    /// How often the hub pings a runner (default 10 s).
+    pub heartbeat: Duration,
+    /// A runner silent this long is dead (default 30 s).
+    pub dead_after: Duration,
+    /// The largest frame either way, body included (default 32 MiB).
+    pub max_frame_bytes: usize,
+    /// Unused tokens kept at most (default 1024; minting beyond is refused).
+    pub max_tokens: usize,
+}
+
+impl Default for HubSettings {
+    fn default() -> Self {
+        Self {
+            token_ttl: Duration::from_secs(120),
+            heartbeat: Duration::from_secs(10),
+            dead_after: Duration::from_secs(30),
+            max_frame_bytes: 32 * 1024 * 1024,
+            max_tokens: 1024,
+        }
+    }
+}
+
+/// Why the relay failed, on the runner side.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RelayError {
+    /// The link's options are unusable (a hub URL that is not http(s), a bad runner id).
+    #[error("invalid relay options: {0}")]
+    InvalidOptions(String),
+    /// The hub refused the API credential when minting a relay token.
+    #[error("the hub refused the API token")]
+    Unauthorized,
+    /// A runner with this id is already connected from this host (say `force` to replace it).
+    #[error("refused by the hub: {0}")]
+    Conflict(String),
+    /// Another runner with this id and host took the connection over.
+    #[error("another runner with this id on this host took the connection over")]
+    Replaced,
+    /// The hub could not be reached or the connection failed (retried by the link).
+    #[error("the hub connection failed: {0}")]
+    Hub(String),
+    /// A frame that does not follow the relay protocol.
+    #[error("relay protocol error: {0}")]
+    Protocol(&'static str),
+}
+
+impl RelayError {
+    /// Whether reconnecting cannot help (the link then stops and reports it).
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            Self::InvalidOptions(_) | Self::Unauthorized | Self::Conflict(_) | Self::Replaced
+        )
+    }
+}
+
+/// The mark of a request the runner's link hands to its own router in-process: the hub
+/// authenticated the caller, so the router's bearer check lets it through. Only this module
+/// can make one, and no request from the network carries request extensions: a request
+/// arriving over a socket never gets this trust.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Relayed {
+    _private: (),
+}
+
+/// Whether `id` is a valid runner id: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a
+/// dot.
+pub(crate) fn valid_runner_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Whether `host` is a usable machine name in a hello: 1 to 255 printable characters.
+pub(crate) fn valid_host(host: &str) -> bool {
+    (1..=255).contains(&host.len()) && !host.chars().any(char::is_control)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runner_ids_are_bounded_and_plain() {
+        for ok in ["a", "laptop-1", "A.b_c-9", &"x".repeat(64)] {
+            assert!(valid_runner_id(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            ".hidden",
+            "a/b",
+            "a b",
+            "é",
+            "a%2Fb",
+            &"x".repeat(65),
+            "..",
+            "a\n",
+        ] {
+            assert!(!valid_runner_id(bad), "{bad:?}");
+        }
+        assert!(valid_host("Erin's MacBook"));
+        assert!(!valid_host(""));
+        assert!(!valid_host("a\u{7}b"));
+    }
+}

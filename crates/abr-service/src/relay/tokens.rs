@@ -1,0 +1,128 @@
+//! Relay tokens: random, single use, short-lived, scoped to one runner id, kept only as
+//! SHA-256 digests and compared in constant time.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio::time::Instant;
+
+struct Entry {
+    digest: [u8; 32],
+    runner_id: String,
+    expires: Instant,
+}
+
+/// Why no token was minted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MintRefused {
+    /// Too many unused tokens.
+    Full,
+    /// No randomness.
+    NoRandomness,
+}
+
+/// The unused relay tokens of a hub.
+pub(crate) struct RelayTokens {
+    entries: Mutex<Vec<Entry>>,
+    ttl: Duration,
+    max: usize,
+}
+
+impl std::fmt::Debug for RelayTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RelayTokens")
+            .field("ttl", &self.ttl)
+            .field("max", &self.max)
+            .finish_non_exhaustive()
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+impl RelayTokens {
+    pub(crate) fn new(ttl: Duration, max: usize) -> Self {
+        Self {
+            entries: Mutex::new(Vec::new()),
+            ttl,
+            max,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new token for `runner_id`, and how long it opens a connection.
+    pub(crate) fn mint(&self, runner_id: &str) -> Result<(String, Duration), MintRefused> {
+        let token = abr_core::new_token().map_err(|_| MintRefused::NoRandomness)?;
+        let now = Instant::now();
+        let mut entries = self.lock();
+        entries.retain(|e| e.expires > now);
+        if entries.len() >= self.max {
+            return Err(MintRefused::Full);
+        }
+        entries.push(Entry {
+            digest: digest(&token),
+            runner_id: runner_id.to_owned(),
+            expires: now + self.ttl,
+        });
+        Ok((token, self.ttl))
+    }
+
+    /// Spends `presented`: whether it is an unexpired token minted for `runner_id`. A token
+    /// presented for another runner id is spent too (a token is good for one attempt).
+    pub(crate) fn redeem(&self, presented: &str, runner_id: &str) -> bool {
+        let presented = digest(presented);
+        let now = Instant::now();
+        let mut entries = self.lock();
+        // Every entry is compared (no early exit): the time does not depend on which matched.
+        let mut found = None;
+        for (i, entry) in entries.iter().enumerate() {
+            if bool::from(entry.digest.ct_eq(&presented)) {
+                found = Some(i);
+            }
+        }
+        let Some(i) = found else {
+            return false;
+        };
+        let entry = entries.swap_remove(i);
+        entry.runner_id == runner_id && entry.expires > now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_token_opens_one_connection_for_its_runner_before_it_expires() {
+        let tokens = RelayTokens::new(Duration::from_secs(120), 8);
+        let (a, ttl) = tokens.mint("runner-a").unwrap();
+        assert_eq!(ttl, Duration::from_secs(120));
+        assert!(!tokens.redeem("not-a-token", "runner-a"));
+        assert!(tokens.redeem(&a, "runner-a"));
+        assert!(!tokens.redeem(&a, "runner-a"), "a token is single use");
+
+        let (b, _) = tokens.mint("runner-a").unwrap();
+        assert!(!tokens.redeem(&b, "runner-b"), "scoped to its runner id");
+        assert!(!tokens.redeem(&b, "runner-a"), "spent by the wrong attempt");
+
+        let (c, _) = tokens.mint("runner-a").unwrap();
+        tokio::time::advance(Duration::from_secs(121)).await;
+        assert!(!tokens.redeem(&c, "runner-a"), "expired");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unused_tokens_are_bounded_and_expired_ones_make_room() {
+        let tokens = RelayTokens::new(Duration::from_secs(10), 2);
+        tokens.mint("a").unwrap();
+        tokens.mint("a").unwrap();
+        assert_eq!(tokens.mint("a").unwrap_err(), MintRefused::Full);
+        tokio::time::advance(Duration::from_secs(11)).await;
+        tokens.mint("a").unwrap();
+    }
+}
