@@ -104,8 +104,6 @@ impl UpArgs {
         let env: HashMap<String, String> = std::env::vars().collect();
         let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
         let target = Target::resolve(&env, self.hub.as_deref(), self.runner_id.as_deref())?;
-        // The one place a hub is refused until the relay link is in this build.
-        link::check(target.hub.as_ref())?;
         let api_token = config.api_tokens.first().cloned();
         if target.hub.is_some() && api_token.is_none() {
             return Err(LocalError::Invalid {
@@ -282,14 +280,9 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
     // never the control endpoint.
     let mut link_task = match (target.hub, api_token) {
         (Some(hub), Some(api_token)) => {
-            let options = LinkOptions {
-                hub,
-                api_token,
-                runner_id: target.runner_id,
-                host: target.host,
-                force: args.force,
-                launch: launch.to_string(),
-            };
+            let mut options = LinkOptions::new(hub, api_token, target.runner_id, target.host);
+            options.force = args.force;
+            options.launch = launch.to_string();
             Some(tokio::spawn(link::run(app, options, stopping.clone())))
         }
         _ => None,

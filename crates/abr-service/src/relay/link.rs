@@ -46,6 +46,24 @@ pub enum Shutdown {
     Now,
 }
 
+impl Shutdown {
+    /// Moves to `wanted` if that is further along (running → drain → now): whether it
+    /// moved. A drain never undoes an immediate stop.
+    pub fn advance(&mut self, wanted: Self) -> bool {
+        let rank = |s: Self| match s {
+            Self::Running => 0,
+            Self::Drain => 1,
+            Self::Now => 2,
+        };
+        if rank(wanted) > rank(*self) {
+            *self = wanted;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// Where and as whom the runner connects.
 pub struct LinkOptions {
     /// The hub's base URL (`https://hub.example`, or `http://` on loopback).

@@ -41,12 +41,6 @@ pub(crate) enum LocalError {
     /// No runner holds this account's lock on this machine.
     #[error("no runner is running for this account on this machine")]
     NotRunning,
-    /// `--hub` was given, and this build has no relay link yet.
-    #[error(
-        "the relay is not available in this build: `abr up --hub` cannot connect to a hub \
-         yet; run `abr up` without --hub (ABR_HUB_URL) to serve on this machine only"
-    )]
-    RelayUnavailable,
     /// The running runner's control endpoint did not take the request.
     #[error("the runner (pid {pid}) did not take the stop request: {reason}")]
     Control {
