@@ -187,6 +187,9 @@ pub struct RunnerConfig {
     pub egress: EgressPolicy,
     /// The live view.
     pub live: LiveSettings,
+    /// The `/mcp` endpoint is read-only (`ABR_MCP_READ_ONLY=true`; default off): no posting,
+    /// no tasks, browse sessions forced read-only, whatever a model sends.
+    pub mcp_read_only: bool,
     /// The randomized delay before a post acts, for platforms that take the runner's
     /// (`ABR_PACING_MS=min-max`, default `1000-3000`; `off`). A platform may opt out (the
     /// demo does) or set its own.
@@ -294,6 +297,7 @@ impl Default for RunnerConfig {
             limits: Limits::default(),
             egress: EgressPolicy::new(),
             live: LiveSettings::default(),
+            mcp_read_only: false,
             pacing: Some(DEFAULT_PACING),
             tasks: TaskSettings::default(),
             store: StoreSettings::default(),
@@ -699,6 +703,11 @@ impl RunnerConfig {
                     "use true or false",
                 ));
             }
+        };
+        config.mcp_read_only = match get("ABR_MCP_READ_ONLY") {
+            None | Some("false" | "0" | "off") => false,
+            Some("true" | "1" | "on") => true,
+            Some(_) => return Err(invalid("ABR_MCP_READ_ONLY", "use true or false")),
         };
         if let Some(n) = positive("ABR_LIVE_MAX_SOCKETS")? {
             config.live.max_sockets_per_token = n;

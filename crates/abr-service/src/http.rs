@@ -201,14 +201,20 @@ const MCP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 /// `ABR_MCP_READ_ONLY` says so), the live view, and the relay's hub side with the default
 /// [`HubSettings`](crate::relay::HubSettings).
 pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
-    app_with(
-        runner,
-        crate::mcp::McpSettings::for_http_endpoint(),
-        crate::relay::Hub::default(),
-    )
+    let mcp = http_mcp_settings(&runner);
+    app_with(runner, mcp, crate::relay::Hub::default())
 }
 
-/// [`app`] with the MCP endpoint's settings given rather than read from the environment.
+/// The `/mcp` endpoint's settings: read-only from the configuration; the tenant is each
+/// caller's own.
+fn http_mcp_settings<C: RunnerContext>(runner: &Runner<C>) -> crate::mcp::McpSettings {
+    crate::mcp::McpSettings {
+        read_only: runner.config.mcp_read_only,
+        tenant: None,
+    }
+}
+
+/// [`app`] with the MCP endpoint's settings given rather than from the configuration.
 pub fn app_with_mcp<C: RunnerContext + LiveSurface>(
     runner: Arc<Runner<C>>,
     mcp: crate::mcp::McpSettings,
@@ -222,7 +228,8 @@ pub fn app_with_relay<C: RunnerContext + LiveSurface>(
     runner: Arc<Runner<C>>,
     hub: crate::relay::Hub,
 ) -> Router {
-    app_with(runner, crate::mcp::McpSettings::for_http_endpoint(), hub)
+    let mcp = http_mcp_settings(&runner);
+    app_with(runner, mcp, hub)
 }
 
 /// The router with both the MCP settings and the hub given.

@@ -198,6 +198,8 @@ pub struct Runner<C: RunnerContext = BrowserSession> {
     shutdown_hooks: Vec<ShutdownHook>,
     reaper: tokio::task::JoinHandle<()>,
     browse_reaper: tokio::task::JoinHandle<()>,
+    /// Held while the runner lives: one runner process per data directory.
+    _data_lock: Option<std::fs::File>,
 }
 
 impl<C: RunnerContext> Runner<C> {
@@ -381,6 +383,10 @@ impl<C: RunnerContext> RunnerBuilder<C> {
         let jobs_provider = provider(self.job_provider, config.job_provider, &mut hooks)?;
         let capture_provider =
             provider(self.capture_provider, config.capture_provider, &mut hooks)?;
+        let data_lock = match (&self.store, &config.store.data_dir) {
+            (None, Some(dir)) => Some(lock_data_dir(dir)?),
+            _ => None,
+        };
         let store = match self.store {
             Some(store) => store,
             None => open_store(&config)?,
@@ -473,6 +479,7 @@ impl<C: RunnerContext> RunnerBuilder<C> {
             shutdown_hooks: hooks,
             reaper,
             browse_reaper,
+            _data_lock: data_lock,
         })
     }
 }
@@ -582,6 +589,30 @@ fn body_hash_key(config: &RunnerConfig) -> Result<SecretValue, CoreError> {
 
 /// The store `config` names: the SQLite file `abr.db` in the data directory, or an
 /// in-memory database when there is none.
+/// Takes the data directory's lock (`abr.lock`, released by the OS when the process ends,
+/// also on a kill): two runners on one directory would each end the other's running posts
+/// and tasks as unfinished at start.
+fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, CoreError> {
+    let refused = |reason: String| {
+        CoreError::InvalidInput(format!("ABR_DATA_DIR {}: {reason}", dir.display()))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| refused(e.to_string()))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("abr.lock"))
+        .map_err(|e| refused(e.to_string()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(refused(
+            "another abr runner (serve, up or mcp) uses this data directory; give each its own"
+                .to_owned(),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(refused(e.to_string())),
+    }
+}
+
 fn open_store(config: &RunnerConfig) -> Result<Arc<dyn RunnerStore>, CoreError> {
     let key = config
         .store

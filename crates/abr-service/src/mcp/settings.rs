@@ -63,26 +63,6 @@ impl McpSettings {
         })?;
         Ok(Self { read_only, tenant })
     }
-
-    /// The settings of the `/mcp` endpoint of `abr serve`, from the process environment
-    /// ([`READ_ONLY_VAR`] only: over HTTP the tenant is the caller's). A value that cannot
-    /// be read fails closed: the endpoint is read-only, and the error is logged.
-    pub(crate) fn for_http_endpoint() -> Self {
-        let mut env = HashMap::new();
-        if let Some(v) = std::env::var_os(READ_ONLY_VAR) {
-            env.insert(READ_ONLY_VAR.to_owned(), v.to_string_lossy().into_owned());
-        }
-        match Self::from_env(&env) {
-            Ok(settings) => settings,
-            Err(e) => {
-                tracing::error!(error = %e, "the MCP endpoint is read-only");
-                Self {
-                    read_only: true,
-                    tenant: None,
-                }
-            }
-        }
-    }
 }
 
 /// `true`/`1`/`on` or `false`/`0`/`off` (any case).
