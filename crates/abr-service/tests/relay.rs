@@ -539,17 +539,7 @@ async fn a_runner_lost_before_the_commit_point_is_retryable_and_commits_nothing(
         let hub = HubServer::start(settings(), None).await;
         let runner = Linked::connect(&hub, "laptop", "erins-mac").await;
         let hold = runner.stack.strategy.hold_posts();
-        let addr = hub.addr;
-        let call = tokio::spawn(async move {
-            client()
-                .post(format!("http://{addr}/v1/post"))
-                .bearer_auth(FAKE_TOKEN)
-                .header("x-abr-runner", "laptop")
-                .json(&post_body("never"))
-                .send()
-                .await
-                .unwrap()
-        });
+        let call = spawn_relayed_post(hub.addr, "laptop", "never");
         wait_for("the post to start on the runner", || {
             runner.stack.provider.acquired() == 1
         })
@@ -581,17 +571,7 @@ async fn a_runner_lost_after_the_commit_point_is_uncertain_and_never_retryable()
         let hub = HubServer::start(settings(), None).await;
         let runner = Linked::connect(&hub, "laptop", "erins-mac").await;
         runner.stack.strategy.edit(|s| s.verify = Script::Hang);
-        let addr = hub.addr;
-        let call = tokio::spawn(async move {
-            client()
-                .post(format!("http://{addr}/v1/post"))
-                .bearer_auth(FAKE_TOKEN)
-                .header("x-abr-runner", "laptop")
-                .json(&post_body("maybe"))
-                .send()
-                .await
-                .unwrap()
-        });
+        let call = spawn_relayed_post(hub.addr, "laptop", "maybe");
         wait_for("the submit", || runner.stack.strategy.submits() == 1).await;
         runner.task.abort();
         let response = call.await.unwrap();
@@ -637,17 +617,7 @@ async fn drain_refuses_new_work_and_finishes_the_work_in_flight() {
         let hub = HubServer::start(settings(), None).await;
         let runner = Linked::connect(&hub, "laptop", "erins-mac").await;
         let hold = runner.stack.strategy.hold_posts();
-        let addr = hub.addr;
-        let call = tokio::spawn(async move {
-            client()
-                .post(format!("http://{addr}/v1/post"))
-                .bearer_auth(FAKE_TOKEN)
-                .header("x-abr-runner", "laptop")
-                .json(&post_body("drained"))
-                .send()
-                .await
-                .unwrap()
-        });
+        let call = spawn_relayed_post(hub.addr, "laptop", "drained");
         wait_for("the post to start", || {
             runner.stack.provider.acquired() == 1
         })
@@ -835,4 +805,23 @@ async fn a_runner_whose_hub_goes_silent_reconnects_with_a_fresh_token() {
     })
     .await
     .expect("the test took too long");
+}
+
+/// A post through the hub naming `runner`, sent in the background (the test acts on the
+/// runner while it is in flight).
+fn spawn_relayed_post(
+    addr: std::net::SocketAddr,
+    runner: &'static str,
+    text: &'static str,
+) -> tokio::task::JoinHandle<reqwest::Response> {
+    tokio::spawn(async move {
+        client()
+            .post(format!("http://{addr}/v1/post"))
+            .bearer_auth(FAKE_TOKEN)
+            .header("x-abr-runner", runner)
+            .json(&post_body(text))
+            .send()
+            .await
+            .unwrap()
+    })
 }
