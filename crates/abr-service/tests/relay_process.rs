@@ -540,9 +540,9 @@ async fn the_same_runner_id_on_this_host_is_refused_unless_forced_and_force_take
         let said = second.log_text();
         assert_eq!(code, 1, "{said}");
         assert!(
-            said.contains(
-                "refused by the hub: a runner with this id is already connected from this host"
-            ),
+            said.contains("refused by the hub (409 runner_conflict)")
+                && said.contains("a runner with this id is already connected from this host")
+                && said.contains("abr up --force"),
             "{said}"
         );
         assert!(first.running(), "{}", first.log_text());
