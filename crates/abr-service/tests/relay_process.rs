@@ -88,7 +88,8 @@ impl Bench {
         self.dir.path().join(format!("{n:02}-{name}.log"))
     }
 
-    /// `abr serve` as the hub, on `addr` (a free port if none), its data in `data`.
+    /// `abr serve` as the hub, on `addr` (a free port if none), its data in the bench's `hub`
+    /// directory (a restart finds it again).
     async fn hub(&self, addr: Option<SocketAddr>) -> Process {
         let addr = addr.unwrap_or_else(|| {
             std::net::TcpListener::bind("127.0.0.1:0")
@@ -487,7 +488,7 @@ async fn calls_run_on_the_runner_they_name_and_relay_tokens_are_not_interchangea
         // The long-lived API token is no relay token, on any runner's endpoint.
         assert_eq!(try_connect(&hub, "runner-a", HUB_TOKEN).await, 401);
         assert_eq!(try_connect(&hub, "runner-b", HUB_TOKEN).await, 401);
-        // Neither is a guess, nor nothing.
+        // Nor is a guess.
         assert_eq!(try_connect(&hub, "runner-b", "x").await, 401);
         // The refusals were real: a token minted for B opens B's endpoint.
         let for_b = mint(&hub, "runner-b").await;
