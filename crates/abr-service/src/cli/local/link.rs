@@ -3,6 +3,8 @@
 
 pub(crate) use crate::relay::link::{LinkOptions, Shutdown};
 
+use crate::relay::RelayError;
+
 use super::LocalError;
 
 /// Runs the link until `shutdown` says stop, or until the hub refuses it for good (an API
@@ -18,12 +20,37 @@ pub(crate) async fn run(
 ) -> Result<(), LocalError> {
     crate::relay::link::run(app, options, shutdown)
         .await
-        .map_err(|e| LocalError::Run(format!("the relay link to the hub stopped: {e}")))
+        .map_err(|e| LocalError::Run(stopped(&e)))
+}
+
+/// Why the link stopped, in `abr up`'s terms: a conflict names its code and `--force`.
+fn stopped(error: &RelayError) -> String {
+    match error {
+        RelayError::Conflict(reason) => {
+            let conflict = &abr_protocol::codes::RUNNER_CONFLICT;
+            format!(
+                "the relay link to the hub stopped: refused by the hub ({} {}): {reason} \
+                 (`abr up --force` takes the runner id over)",
+                conflict.status, conflict.code
+            )
+        }
+        other => format!("the relay link to the hub stopped: {other}"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_conflict_names_its_code_and_force() {
+        let said = stopped(&RelayError::Conflict("already connected".into()));
+        assert!(said.contains("409 runner_conflict"), "{said}");
+        assert!(said.contains("already connected"), "{said}");
+        assert!(said.contains("abr up --force"), "{said}");
+        let said = stopped(&RelayError::Replaced);
+        assert!(said.contains("took the connection over"), "{said}");
+    }
 
     #[test]
     fn stopping_only_moves_forward() {
