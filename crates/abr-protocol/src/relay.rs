@@ -3,7 +3,12 @@
 //!
 //! Every frame is one binary WebSocket message: a 4-byte big-endian length, that many bytes
 //! of a [`RelayFrame`] as JSON, then the body bytes of a request or response (nothing for
-//! the other frames).
+//! the other frames), or the payload of a stream message.
+//!
+//! Streams carry a WebSocket (the live view's) over the relay: the hub opens one with
+//! [`RelayFrame::StreamOpen`], each side sends its messages as [`RelayFrame::StreamData`]
+//! (the payload is the frame's body) and either side ends it with
+//! [`RelayFrame::StreamClose`]. Every stream of a connection ends with the connection.
 
 use serde::{Deserialize, Serialize};
 
@@ -114,4 +119,26 @@ pub enum RelayFrame {
     },
     /// Runner → hub: the runner is draining; route no new requests to it.
     Draining,
+    /// Hub → runner: open a WebSocket on the runner's own router at `path` (the live view's
+    /// socket) and carry its messages as [`RelayFrame::StreamData`].
+    StreamOpen {
+        /// Unique on the connection.
+        stream: u64,
+        /// Path of the WebSocket (`/live/{token}/ws`).
+        path: String,
+        /// The forwarded headers (never a credential of the hub).
+        headers: Vec<RelayHeader>,
+    },
+    /// Either way: one message of stream `stream`; its payload is the frame's body.
+    StreamData {
+        /// The stream.
+        stream: u64,
+        /// A text message (UTF-8 payload) rather than a binary one.
+        text: bool,
+    },
+    /// Either way: stream `stream` is over (or was refused); nothing more comes on it.
+    StreamClose {
+        /// The stream.
+        stream: u64,
+    },
 }

@@ -245,6 +245,8 @@ pub fn app_with<C: RunnerContext + LiveSurface>(
         tokens: Arc::clone(&tokens),
         hub: hub.clone(),
         body_limit: config.limits.body_limit_bytes,
+        public_base: config.public_base(),
+        live: Arc::clone(&live),
     };
     let state = AppState {
         runner,

@@ -29,6 +29,7 @@ use crate::config::RunnerConfig;
 use abr_protocol::codes;
 
 use crate::api_error::ApiError;
+use crate::relay::RelayedLive;
 use crate::state::AppState;
 
 /// What the live view needs besides the runner: who may open sockets and frame the page,
@@ -91,7 +92,7 @@ fn nonce() -> Result<String, ApiError> {
 /// another site must not drive a browser with a token it found). A request without
 /// `Origin` is refused too: every browser sends one on a WebSocket handshake, and
 /// non-browser clients can name the runner's.
-fn check_origin(state: &LiveState, headers: &HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn check_origin(state: &LiveState, headers: &HeaderMap) -> Result<(), ApiError> {
     let mut values = headers.get_all(header::ORIGIN).iter();
     let allowed = match (values.next(), values.next()) {
         (Some(origin), None) => origin.to_str().is_ok_and(|origin| {
@@ -144,13 +145,17 @@ async fn screencast<C: RunnerContext + LiveSurface>(
     Path(token): Path<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    check_origin(&state.live, request.headers())?;
+    // A socket the relay's link opened for its hub was checked by the hub, against the
+    // hub's origins (the viewer's browser is on the hub's page); any other is checked here.
+    if request.extensions().get::<RelayedLive>().is_none() {
+        check_origin(&state.live, request.headers())?;
+    }
     let live = state.runner.attach_live(&token)?;
     let upgrade = upgrade_of(request).await?;
     Ok(upgrade.on_upgrade(move |socket| socket::serve(socket, live)))
 }
 
-async fn upgrade_of(request: Request) -> Result<WebSocketUpgrade, ApiError> {
+pub(crate) async fn upgrade_of(request: Request) -> Result<WebSocketUpgrade, ApiError> {
     let (mut parts, _body) = request.into_parts();
     let upgrade = WebSocketUpgrade::from_request_parts(&mut parts, &())
         .await

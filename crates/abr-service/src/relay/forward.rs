@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use super::{Hub, RUNNER_HEADER, valid_runner_id};
 use crate::api_error::ApiError;
 use crate::auth::TokenSet;
+use crate::live::LiveState;
 
 /// The request headers a runner gets: what the API reads, never a credential of the hub.
 const FORWARDED: [&str; 6] = [
@@ -29,6 +30,10 @@ pub(crate) struct ForwardState {
     pub(crate) tokens: Arc<TokenSet>,
     pub(crate) hub: Hub,
     pub(crate) body_limit: usize,
+    /// The hub's public base URL: forwarded live-view URLs are moved to it.
+    pub(crate) public_base: String,
+    /// The hub's live-view settings (the origins a viewer's socket may come from).
+    pub(crate) live: Arc<LiveState>,
 }
 
 /// Relays a request that carries `x-abr-runner` (after the bearer check); any other goes on.
@@ -37,6 +42,10 @@ pub(crate) async fn forward_to_runner(
     request: Request,
     next: Next,
 ) -> Response {
+    // The live view of a runner's capture: its token says where it goes, not a header.
+    if request.uri().path().starts_with("/live/") {
+        return super::live::live_over_relay(&state, request, next).await;
+    }
     let mut named = request.headers().get_all(RUNNER_HEADER).iter();
     let runner = match (named.next(), named.next()) {
         (None, _) => return next.run(request).await,
@@ -69,7 +78,14 @@ pub(crate) async fn forward_to_runner(
         .map_or_else(|| parts.uri.path().to_owned(), |pq| pq.as_str().to_owned());
     let response = state
         .hub
-        .forward(&runner, parts.method.as_str(), &path, headers, body)
+        .forward(
+            &runner,
+            parts.method.as_str(),
+            &path,
+            headers,
+            body,
+            &state.public_base,
+        )
         .await;
     if response.status() == StatusCode::UNAUTHORIZED {
         // The runner trusts its hub: a 401 can only be its own misconfiguration.

@@ -16,6 +16,8 @@ use axum::routing::{get, post};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
+use super::live::{LiveTokens, rewrite};
+use super::stream::{MAX_STREAM_MESSAGE, MAX_STREAMS, STREAM_QUEUE, StreamMessage, close_frame};
 use super::tokens::{MintRefused, RelayTokens};
 use super::{HubSettings, frame, valid_host, valid_runner_id};
 use crate::api_error::{ApiError, ApiJson};
@@ -39,16 +41,22 @@ struct Pending {
 }
 
 /// One runner's live socket.
-struct Conn {
+pub(crate) struct Conn {
     serial: u64,
     host: String,
     out: mpsc::Sender<Message>,
     pending: Mutex<HashMap<u64, Pending>>,
+    /// The open streams: their viewer's side, by stream id.
+    streams: Mutex<HashMap<u64, mpsc::Sender<StreamMessage>>>,
     draining: AtomicBool,
     replaced: watch::Sender<bool>,
 }
 
 impl Conn {
+    fn streams(&self) -> MutexGuard<'_, HashMap<u64, mpsc::Sender<StreamMessage>>> {
+        self.streams.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn pending(&self) -> MutexGuard<'_, HashMap<u64, Pending>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -71,6 +79,7 @@ struct Inner {
     serials: AtomicU64,
     request_ids: AtomicU64,
     killed: watch::Sender<bool>,
+    live: LiveTokens,
 }
 
 /// The hub's relay: the tokens it minted and the runners connected to it. Cheap to clone.
@@ -105,6 +114,7 @@ impl Hub {
                 serials: AtomicU64::new(1),
                 request_ids: AtomicU64::new(1),
                 killed: watch::channel(false).0,
+                live: LiveTokens::new(),
             }),
         }
     }
@@ -138,6 +148,7 @@ impl Hub {
         let all: Vec<Arc<Conn>> = self.conns().drain().flat_map(|(_, list)| list).collect();
         for conn in all {
             conn.drop_pending();
+            self.forget(&conn);
         }
     }
 
@@ -159,8 +170,15 @@ impl Hub {
         (tokens, connect)
     }
 
+    /// Ends the streams of a socket that is gone and forgets its live tokens.
+    fn forget(&self, conn: &Conn) {
+        conn.streams().clear();
+        self.inner.live.forget_socket(conn.serial);
+    }
+
     /// Forwards one request to `runner_id`'s live socket and answers what the runner
-    /// answered, or the relay's own envelope.
+    /// answered, or the relay's own envelope. A live-view URL in the answer is moved to
+    /// `public_base` (the hub's), and its token remembered for this socket.
     pub(crate) async fn forward(
         &self,
         runner_id: &str,
@@ -168,6 +186,7 @@ impl Hub {
         path: &str,
         headers: Vec<(String, String)>,
         body: Bytes,
+        public_base: &str,
     ) -> Response {
         let conn = {
             let conns = self.conns();
@@ -194,6 +213,48 @@ impl Hub {
                 }
             }
         };
+        match self.exchange(&conn, method, path, headers, body).await {
+            Ok((status, headers, body)) => {
+                let body = match rewrite(&body, public_base) {
+                    Some((rewritten, token, ttl)) if (200..300).contains(&status) => {
+                        self.inner
+                            .live
+                            .remember(&token, runner_id, conn.serial, ttl);
+                        rewritten
+                    }
+                    _ => body,
+                };
+                answered(status, &headers, body)
+            }
+            Err(response) => response,
+        }
+    }
+
+    /// Forwards one request over `conn` and answers what the runner answered.
+    pub(crate) async fn forward_on(
+        &self,
+        conn: &Arc<Conn>,
+        method: &str,
+        path: &str,
+        headers: Vec<(String, String)>,
+        body: Bytes,
+    ) -> Response {
+        match self.exchange(conn, method, path, headers, body).await {
+            Ok((status, headers, body)) => answered(status, &headers, body),
+            Err(response) => response,
+        }
+    }
+
+    /// One request and its answer over `conn`: status, headers and body, or the relay's
+    /// envelope.
+    async fn exchange(
+        &self,
+        conn: &Arc<Conn>,
+        method: &str,
+        path: &str,
+        headers: Vec<(String, String)>,
+        body: Bytes,
+    ) -> Result<(u16, Vec<(String, String)>, Bytes), Response> {
         let id = self.inner.request_ids.fetch_add(1, Ordering::SeqCst);
         let request = RelayFrame::Request {
             id,
@@ -204,8 +265,10 @@ impl Hub {
         let message = match frame::encode(&request, &body) {
             Ok(bytes) => Message::Binary(bytes),
             Err(_) => {
-                return ApiError::new(codes::INVALID_REQUEST, "the request cannot be relayed")
-                    .into_response();
+                return Err(
+                    ApiError::new(codes::INVALID_REQUEST, "the request cannot be relayed")
+                        .into_response(),
+                );
             }
         };
         let (reply, answer) = oneshot::channel();
@@ -218,22 +281,116 @@ impl Hub {
         );
         // Leaves the table whatever happens to this request (its caller may go away).
         let _guard = PendingGuard {
-            conn: Arc::clone(&conn),
+            conn: Arc::clone(conn),
             id,
         };
         if conn.out.send(message).await.is_err() {
-            return disconnected(false);
+            return Err(disconnected(false));
         }
         match answer.await {
             Ok(Reply::Answered {
                 status,
                 headers,
                 body,
-            }) => answered(status, &headers, body),
-            Ok(Reply::Dropped { committing }) => disconnected(committing),
+            }) => Ok((status, headers, body)),
+            Ok(Reply::Dropped { committing }) => Err(disconnected(committing)),
             // The socket went without answering: it had been told nothing was committing
             // only if the table said so, and the table is gone with it.
-            Err(_) => disconnected(true),
+            Err(_) => Err(disconnected(true)),
+        }
+    }
+
+    /// The live socket serving live token `token`, if the hub handed it out and the socket
+    /// that answered it is still connected.
+    pub(crate) fn live_conn(&self, token: &str) -> Option<Arc<Conn>> {
+        let (runner_id, serial) = self.inner.live.find(token)?;
+        self.conns()
+            .get(&runner_id)?
+            .iter()
+            .find(|c| c.serial == serial)
+            .cloned()
+    }
+
+    /// Opens a stream to the WebSocket at `path` on the runner behind `conn`.
+    pub(crate) async fn open_stream(
+        &self,
+        conn: &Arc<Conn>,
+        path: &str,
+    ) -> Result<HubStream, ApiError> {
+        let id = self.inner.request_ids.fetch_add(1, Ordering::SeqCst);
+        let (to_viewer, from_runner) = mpsc::channel(STREAM_QUEUE);
+        {
+            let mut streams = conn.streams();
+            if streams.len() >= MAX_STREAMS {
+                return Err(ApiError::new(
+                    codes::OVERLOADED,
+                    "too many live views are open on this runner; close one and retry",
+                ));
+            }
+            streams.insert(id, to_viewer);
+        }
+        // From here on, dropping the stream takes it out of the table and tells the runner.
+        let stream = HubStream {
+            id,
+            conn: Arc::clone(conn),
+            from_runner,
+        };
+        let open = frame::encode(
+            &RelayFrame::StreamOpen {
+                stream: id,
+                path: path.to_owned(),
+                headers: Vec::new(),
+            },
+            &[],
+        )
+        .map_err(|_| ApiError::new(codes::INVALID_REQUEST, "the socket cannot be relayed"))?;
+        if conn.out.send(Message::Binary(open)).await.is_err() {
+            return Err(ApiError::new(
+                codes::RUNNER_DISCONNECTED,
+                "the runner's connection dropped; retry",
+            ));
+        }
+        Ok(stream)
+    }
+}
+
+/// The hub's end of a stream: the runner's messages in, the viewer's out. Dropping it ends
+/// the stream on both sides.
+pub(crate) struct HubStream {
+    id: u64,
+    conn: Arc<Conn>,
+    from_runner: mpsc::Receiver<StreamMessage>,
+}
+
+impl HubStream {
+    /// The runner's next message; `None` once the runner ended the stream or its socket
+    /// went.
+    pub(crate) async fn recv(&mut self) -> Option<StreamMessage> {
+        self.from_runner.recv().await
+    }
+
+    /// Sends the viewer's message to the runner: whether the socket took it.
+    pub(crate) async fn send(&self, message: StreamMessage) -> bool {
+        match super::stream::data_frame(self.id, &message) {
+            Some(frame) => self.conn.out.send(Message::Binary(frame)).await.is_ok(),
+            None => false,
+        }
+    }
+}
+
+impl Drop for HubStream {
+    fn drop(&mut self) {
+        self.conn.streams().remove(&self.id);
+        // Told also when the runner ended it: a close of an ended stream is ignored.
+        if let Some(close) = close_frame(self.id) {
+            let out = self.conn.out.clone();
+            if let Err(mpsc::error::TrySendError::Full(message)) =
+                out.try_send(Message::Binary(close))
+            {
+                tokio::spawn(async move {
+                    let _ = out.send(message).await;
+                });
+            }
         }
     }
 }
@@ -422,6 +579,7 @@ impl Hub {
             host: hello.host.clone(),
             out,
             pending: Mutex::new(HashMap::new()),
+            streams: Mutex::new(HashMap::new()),
             draining: AtomicBool::new(false),
             replaced,
         });
@@ -494,6 +652,7 @@ impl Hub {
         drop(outbound);
         self.unregister(&runner_id, &conn);
         conn.drop_pending();
+        self.forget(&conn);
         if matches!(end, End::Replaced) {
             send_frame(&mut socket, &RelayFrame::Replaced).await;
             let _ = socket.send(Message::Close(None)).await;
@@ -571,6 +730,25 @@ fn on_frame(conn: &Arc<Conn>, bytes: &Bytes) -> Option<Message> {
             }
         }
         RelayFrame::Draining => conn.draining.store(true, Ordering::SeqCst),
+        RelayFrame::StreamData { stream, text } => {
+            let mut streams = conn.streams();
+            let delivered = body.len() <= MAX_STREAM_MESSAGE
+                && streams.get(&stream).is_some_and(|viewer| {
+                    viewer
+                        .try_send(StreamMessage {
+                            text,
+                            payload: body,
+                        })
+                        .is_ok()
+                });
+            if !delivered {
+                // Too large, or a viewer that cannot keep up: its socket is closed.
+                streams.remove(&stream);
+            }
+        }
+        RelayFrame::StreamClose { stream } => {
+            conn.streams().remove(&stream);
+        }
         _ => tracing::debug!(target: "abr::relay", "an unexpected frame: ignored"),
     }
     None

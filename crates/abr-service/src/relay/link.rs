@@ -32,6 +32,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tower::ServiceExt as _;
 use url::Url;
 
+use super::stream::{RunnerStreams, StreamMessage};
 use super::{RelayError, Relayed, frame, valid_host, valid_runner_id};
 
 /// How the runner's link is asked to stop.
@@ -314,6 +315,8 @@ async fn session(
     tracing::info!(target: "abr::relay", runner_id = options.runner_id, "connected to the hub");
     let (out, mut outbound) = mpsc::channel::<Message>(64);
     let acks: Acks = Arc::default();
+    // Dropped with the connection: every live view carried on it is closed.
+    let mut streams = RunnerStreams::default();
     let mut ticker = tokio::time::interval(options.heartbeat);
     let mut last_seen = Instant::now();
     let mut draining = *shutdown.borrow() == Shutdown::Drain;
@@ -357,6 +360,22 @@ async fn session(
                                 let _ = ack.send(());
                             }
                         }
+                        Ok((RelayFrame::StreamOpen { stream, path, .. }, _)) => {
+                            let refused = if draining {
+                                super::stream::close_frame(stream).map(Message::Binary)
+                            } else {
+                                streams.open(app, stream, path, &out)
+                            };
+                            if let Some(refused) = refused
+                                && socket.send(refused).await.is_err()
+                            {
+                                return Ok(lost);
+                            }
+                        }
+                        Ok((RelayFrame::StreamData { stream, text }, payload)) => {
+                            streams.deliver(stream, StreamMessage { text, payload });
+                        }
+                        Ok((RelayFrame::StreamClose { stream }, _)) => streams.close(stream),
                         Ok((RelayFrame::Replaced, _)) => return Err(RelayError::Replaced),
                         Ok(_) => {}
                         Err(e) => tracing::debug!(target: "abr::relay", error = %e, "ignored"),
@@ -400,6 +419,7 @@ async fn session(
                 }
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            () = streams.ended() => {}
         }
     }
 }

@@ -25,6 +25,16 @@
 //! - Runner side ([`link::run`]): mint, connect, hello, serve, heartbeat, reconnect with
 //!   exponential backoff and full jitter, drain.
 //!
+//! - Live view: the hub rewrites the `liveViewUrl` of a forwarded answer to its own public
+//!   URL and remembers (hashed, bounded, until it expires or the runner's socket goes)
+//!   which runner socket the live token belongs to; `GET /live/{token}` is then forwarded
+//!   over that socket, and `GET /live/{token}/ws` is carried as a stream (`streamOpen`,
+//!   `streamData`, `streamClose`) once the hub checked the viewer's `Origin` against its
+//!   own. The runner opens it on its router marked as relayed (a request extension only the
+//!   link makes), which its Origin check accepts; a request from the network is checked as
+//!   before. An unknown token is the hub's own (`404 live_view_not_found`), never
+//!   forwarded.
+//!
 //! Heartbeats: each side pings every `heartbeat` and counts any frame as a sign of life; a
 //! peer silent for `dead_after` is dead.
 
@@ -32,6 +42,8 @@ mod forward;
 mod frame;
 mod hub;
 pub mod link;
+mod live;
+mod stream;
 mod tokens;
 
 use std::time::Duration;
@@ -110,6 +122,22 @@ impl RelayError {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Relayed {
     _private: (),
+}
+
+/// The mark of a live-view socket the runner's link opens on its own router for the hub: the
+/// hub checked the viewer's `Origin` against its own allowed origins, so the runner's live
+/// view accepts it. Only this module can make one; no request from the network carries it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RelayedLive {
+    _private: (),
+}
+
+/// Whether `token` can be a live token: 1 to 256 of `A-Z a-z 0-9 - _`.
+pub(crate) fn valid_live_token(token: &str) -> bool {
+    (1..=256).contains(&token.len())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
 }
 
 /// Whether `id` is a valid runner id: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a
