@@ -79,6 +79,8 @@ codes! {
     EXECUTION_DENIED = "execution_denied", 403, No, "the platform's policy forbids this (unattended, or interactive capture)";
     /// A live-view socket from an origin that is neither the runner's nor an embedding app's.
     ORIGIN_NOT_ALLOWED = "origin_not_allowed", 403, No, "a live-view socket from another site (see `ABR_LIVE_EMBED_ORIGINS`)";
+    /// The tenant denied the site (or it is outside its allow list): nothing was opened.
+    SITE_DENIED = "site_denied", 403, No, "the tenant denied this site (or it is outside the tenant's allow list): nothing was opened (PUT /v1/sites/{domain} decides)";
     /// No such endpoint.
     NOT_FOUND = "not_found", 404, No, "no such endpoint";
     /// No platform with this id.
@@ -97,17 +99,15 @@ codes! {
     NO_TAKEOVER = "no_takeover", 404, No, "the task is not paused for a person: no takeover to activate, resume or end";
     /// No replay frame with this run and number for this tenant.
     FRAME_NOT_FOUND = "frame_not_found", 404, No, "no replay frame with this run and number for this tenant (another tenant's is not found either)";
-    /// The tenant denied the site (or it is outside its allow list): nothing was opened.
-    SITE_DENIED = "site_denied", 403, No, "the tenant denied this site (or it is outside the tenant's allow list): nothing was opened (PUT /v1/sites/{domain} decides)";
     /// No open browse session with this id for this tenant (closed, expired, or another
     /// tenant's).
     BROWSE_NOT_FOUND = "browse_not_found", 404, No, "no open browse session with this id for this tenant (closed, idle too long, or another tenant's)";
-    /// No element with this reference on the page (take a new snapshot).
-    REF_NOT_FOUND = "ref_not_found", 409, No, "no element with this reference on the page now: take a new snapshot and act on one of its references";
     /// No decision about this site for this tenant.
     SITE_NOT_FOUND = "site_not_found", 404, No, "the tenant has no decision about this site (another tenant's is not found either)";
     /// The endpoint does not take this method (with `Allow`).
     METHOD_NOT_ALLOWED = "method_not_allowed", 405, No, "the endpoint does not take this method (`Allow` lists those it does)";
+    /// No element with this reference on the page (take a new snapshot).
+    REF_NOT_FOUND = "ref_not_found", 409, No, "no element with this reference on the page now: take a new snapshot and act on one of its references";
     /// The user has not signed in yet; the capture stays open.
     NOT_AUTHENTICATED = "not_authenticated", 409, Yes, "the capture's browser is not signed in yet: poll again";
     /// `approve` named a plan hash other than the stored plan's.
