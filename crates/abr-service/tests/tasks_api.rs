@@ -730,7 +730,14 @@ async fn a_restart_ends_interrupted_tasks_honestly() {
             )
             .await
             .json();
-            if ra["state"] == "running" && rb["state"] == "running" {
+            // Both running and both at their hanging action: the click's committing start is
+            // saved before the click is played (a drop before it would rightly be `failed`).
+            let page = s.provider.page();
+            if ra["state"] == "running"
+                && rb["state"] == "running"
+                && page.count("click") == 1
+                && page.count("wait") >= 1
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
