@@ -94,7 +94,7 @@ async fn serve_stdio(config: RunnerConfig, settings: McpSettings) -> Result<(), 
                         tracing::error!(error = %e, "the MCP service stopped unexpectedly");
                     }
                 }
-                () = signal() => {
+                () = crate::server::wait_for_signal() => {
                     tracing::info!("abr mcp: signal received");
                 }
             }
@@ -107,23 +107,4 @@ async fn serve_stdio(config: RunnerConfig, settings: McpSettings) -> Result<(), 
     runner.shutdown().await;
     tracing::info!("abr mcp: stopped; browsers closed");
     served
-}
-
-/// Ctrl-C or SIGTERM.
-async fn signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => futures::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = futures::future::pending::<()>();
-    tokio::select! { () = ctrl_c => {}, () = term => {} }
 }
