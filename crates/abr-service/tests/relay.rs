@@ -45,10 +45,26 @@ struct HubServer {
 
 impl HubServer {
     async fn start(settings: HubSettings, addr: Option<SocketAddr>) -> Self {
+        Self::start_on(settings, addr, |_| {}).await
+    }
+
+    /// A hub whose own configuration `configure` adjusts.
+    async fn start_with(
+        settings: HubSettings,
+        configure: impl FnOnce(&mut abr_service::config::RunnerConfig),
+    ) -> Self {
+        Self::start_on(settings, None, configure).await
+    }
+
+    async fn start_on(
+        settings: HubSettings,
+        addr: Option<SocketAddr>,
+        configure: impl FnOnce(&mut abr_service::config::RunnerConfig),
+    ) -> Self {
         let bind = addr.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
         let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let hub_runner = fake_stack();
+        let hub_runner = fake_stack_with(FakeProvider::new(), configure);
         let hub = Hub::new(settings);
         let app = abr_service::http::app_with_relay(Arc::clone(&hub_runner.runner), hub.clone());
         let task = tokio::spawn(async move {
@@ -116,10 +132,9 @@ impl Linked {
     }
 
     async fn connect(hub: &HubServer, runner_id: &str, host: &str) -> Self {
-        let before = hub.hub.connected(runner_id).len();
         let linked = Self::start(Self::options(hub, runner_id, host));
         wait_for("the runner to connect", || {
-            hub.hub.connected(runner_id).len() > before
+            hub.hub.connected(runner_id).as_deref() == Some(host)
         })
         .await;
         linked
@@ -404,7 +419,7 @@ async fn the_long_lived_api_token_does_not_open_a_relay_connection() {
         let hub = HubServer::start(settings(), None).await;
         assert_eq!(try_connect(&hub, "laptop", FAKE_TOKEN).await, 401);
         assert_eq!(try_connect(&hub, "laptop", FAKE_TOKEN_NEXT).await, 401);
-        assert!(hub.hub.connected("laptop").is_empty());
+        assert!(hub.hub.connected("laptop").is_none());
         // A relay token does.
         let token = mint(&hub, "laptop").await;
         assert_eq!(try_connect(&hub, "laptop", &token).await, 101);
@@ -460,25 +475,37 @@ async fn a_relay_token_is_scoped_to_its_runner_single_use_and_short_lived() {
     .expect("the test took too long");
 }
 
+/// One socket per runner id: a second runner with a connected id is refused whatever host
+/// its hello names (its own, or another: the name proves nothing), the first keeps the id;
+/// `force` takes it over (the old link is told and stops); once the id's socket is gone, the
+/// id is free again, from any host.
 #[tokio::test]
-async fn the_same_runner_on_the_same_host_is_refused_unless_forced() {
+async fn one_socket_per_runner_id_a_second_is_refused_from_any_host_unless_forced() {
     tokio::time::timeout(LIMIT, async {
         let hub = HubServer::start(settings(), None).await;
         let first = Linked::connect(&hub, "laptop", "erins-mac").await;
 
-        let mut second = Linked::start(Linked::options(&hub, "laptop", "erins-mac"));
-        let refused = second.ended().await;
-        assert!(
-            matches!(refused, Err(RelayError::Conflict(_))),
-            "{refused:?}"
+        for (i, host) in ["erins-mac", "another-machine"].into_iter().enumerate() {
+            let mut second = Linked::start(Linked::options(&hub, "laptop", host));
+            let refused = second.ended().await;
+            assert!(
+                matches!(&refused, Err(RelayError::Conflict(m)) if m.contains("already connected to the hub")),
+                "{host}: {refused:?}"
+            );
+            assert_eq!(hub.hub.connected("laptop").as_deref(), Some("erins-mac"));
+            let text = format!("still first {i}");
+            let (status, _) = hub_post(&hub, Some("laptop"), &text, None).await;
+            assert_eq!(status, 200);
+            assert!(second.stack.strategy.posted().is_empty(), "{host}");
+        }
+        assert_eq!(
+            first.stack.strategy.posted(),
+            ["still first 0", "still first 1"]
         );
-        assert_eq!(hub.hub.connected("laptop"), ["erins-mac"]);
-        let (status, _) = hub_post(&hub, Some("laptop"), "still first", None).await;
-        assert_eq!(status, 200);
-        assert_eq!(first.stack.strategy.posted(), ["still first"]);
 
-        // --force: the new one takes over, the old one is told and stops.
-        let mut options = Linked::options(&hub, "laptop", "erins-mac");
+        // --force, from another machine: the new one takes over, the old one is told and
+        // stops.
+        let mut options = Linked::options(&hub, "laptop", "new-machine");
         options.force = true;
         let forced = Linked::start(options);
         let mut first = first;
@@ -488,43 +515,24 @@ async fn the_same_runner_on_the_same_host_is_refused_unless_forced() {
             "{replaced:?}"
         );
         wait_for("the forced runner", || {
-            hub.hub.connected("laptop").len() == 1
+            hub.hub.connected("laptop").as_deref() == Some("new-machine")
         })
         .await;
         let (status, _) = hub_post(&hub, Some("laptop"), "to the new one", None).await;
         assert_eq!(status, 200);
         assert_eq!(forced.stack.strategy.posted(), ["to the new one"]);
-        assert_eq!(first.stack.strategy.posted(), ["still first"]);
-    })
-    .await
-    .expect("the test took too long");
-}
+        assert_eq!(first.stack.strategy.posted().len(), 2);
 
-#[tokio::test]
-async fn runners_with_one_id_on_different_hosts_coexist_and_routing_follows_a_live_socket() {
-    tokio::time::timeout(LIMIT, async {
-        let hub = HubServer::start(settings(), None).await;
-        let home = Linked::connect(&hub, "erin", "home-pc").await;
-        let work = Linked::connect(&hub, "erin", "work-laptop").await;
-        assert_eq!(hub.hub.connected("erin"), ["home-pc", "work-laptop"]);
-
-        let (status, _) = hub_post(&hub, Some("erin"), "one", None).await;
-        assert_eq!(status, 200);
-        assert_eq!(
-            work.stack.strategy.posted(),
-            ["one"],
-            "the newest live socket"
-        );
-
-        // The work laptop goes away: routing follows the socket that is left.
-        work.task.abort();
-        wait_for("the hub to drop the work laptop", || {
-            hub.hub.connected("erin") == ["home-pc"]
+        // The forced runner goes away: the id is free, for a runner from any host.
+        forced.task.abort();
+        wait_for("the hub to drop the forced runner", || {
+            hub.hub.connected("laptop").is_none()
         })
         .await;
-        let (status, _) = hub_post(&hub, Some("erin"), "two", None).await;
+        let next = Linked::connect(&hub, "laptop", "home-pc").await;
+        let (status, _) = hub_post(&hub, Some("laptop"), "after it", None).await;
         assert_eq!(status, 200);
-        assert_eq!(home.stack.strategy.posted(), ["two"]);
+        assert_eq!(next.stack.strategy.posted(), ["after it"]);
     })
     .await
     .expect("the test took too long");
@@ -598,7 +606,7 @@ async fn the_runner_reconnects_after_the_hub_restarts() {
         hub.stop().await;
         let hub = HubServer::start(settings(), Some(addr)).await;
         wait_for("the runner to reconnect", || {
-            hub.hub.connected("laptop") == ["erins-mac"]
+            hub.hub.connected("laptop").as_deref() == Some("erins-mac")
         })
         .await;
         let (status, body) = hub_post(&hub, Some("laptop"), "after restart", None).await;
@@ -641,7 +649,7 @@ async fn drain_refuses_new_work_and_finishes_the_work_in_flight() {
         runner.ended().await.unwrap();
         assert_eq!(runner.stack.strategy.posted(), ["drained"]);
         wait_for("the hub to drop the drained runner", || {
-            hub.hub.connected("laptop").is_empty()
+            hub.hub.connected("laptop").is_none()
         })
         .await;
     })
@@ -676,12 +684,12 @@ async fn the_hub_drops_a_silent_runner() {
         .await
         .unwrap();
         wait_for("the hub to accept the runner", || {
-            hub.hub.connected("mute") == ["h"]
+            hub.hub.connected("mute").as_deref() == Some("h")
         })
         .await;
         // Never read again (so never a pong): dead after `dead_after`.
         wait_for("the hub to drop the silent runner", || {
-            hub.hub.connected("mute").is_empty()
+            hub.hub.connected("mute").is_none()
         })
         .await;
         let (status, body) = hub_post(&hub, Some("mute"), "x", None).await;
@@ -824,4 +832,474 @@ fn spawn_relayed_post(
             .await
             .unwrap()
     })
+}
+
+type WsClient =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens `runner_id`'s connect endpoint with a relay token and sends a hello naming `host`
+/// (`force` as given): the socket, the hello sent.
+async fn open_as_runner(hub: &HubServer, runner_id: &str, host: &str, force: bool) -> WsClient {
+    let token = mint(hub, runner_id).await;
+    let mut request = format!("ws://{}/v1/relay/{runner_id}/connect", hub.addr)
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let (mut socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(response.status().as_u16(), 101);
+    let hello = raw_frame(&serde_json::json!({
+        "type": "hello", "runnerId": runner_id, "host": host, "force": force,
+        "version": "0", "launch": "test"
+    }));
+    futures::SinkExt::send(
+        &mut socket,
+        tokio_tungstenite::tungstenite::Message::Binary(hello.into()),
+    )
+    .await
+    .unwrap();
+    socket
+}
+
+/// A frame read off the wire: its JSON head and its body.
+fn parse_frame(bytes: &[u8]) -> (serde_json::Value, Vec<u8>) {
+    let (len, rest) = bytes.split_at(4);
+    let len = u32::from_be_bytes(len.try_into().unwrap()) as usize;
+    let head = serde_json::from_slice(&rest[..len]).unwrap();
+    (head, rest[len..].to_vec())
+}
+
+/// The next relay frame on `socket` (pings skipped); `None` once it closed.
+async fn next_frame(socket: &mut WsClient) -> Option<(serde_json::Value, Vec<u8>)> {
+    use futures::StreamExt as _;
+    use tokio_tungstenite::tungstenite::Message;
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("the hub said nothing");
+        match message {
+            Some(Ok(Message::Binary(bytes))) => return Some(parse_frame(&bytes)),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            Some(Ok(Message::Close(_)) | Err(_)) | None => return None,
+            Some(Ok(other)) => panic!("not a relay frame: {other:?}"),
+        }
+    }
+}
+
+/// A relay frame with a body.
+fn raw_frame_with(head: &serde_json::Value, body: &[u8]) -> Vec<u8> {
+    let mut frame = raw_frame(head);
+    frame.extend_from_slice(body);
+    frame
+}
+
+/// The attack, from the attacker's side: with the hub's API token, mint a relay token for a
+/// runner id that is connected and connect with a hello naming another host, without
+/// `force`, hoping the hub sends that id's calls (a session and its cookie) to the attacker.
+/// The hub refuses it (`409 runner_conflict`, whatever the host), the real runner keeps the
+/// id and gets the next call, and the attacker's socket gets nothing.
+#[tokio::test]
+async fn an_attacker_with_the_api_token_cannot_take_a_connected_runner_id_from_another_host() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let runner = Linked::connect(&hub, "laptop", "erins-mac").await;
+
+        let mut attacker = open_as_runner(&hub, "laptop", "attackers-box", false).await;
+        let (answer, _) = next_frame(&mut attacker)
+            .await
+            .expect("the hub closed without answering the hello");
+        assert_eq!(
+            answer["type"], "refused",
+            "the attacker was let in: {answer}"
+        );
+        assert_eq!(answer["status"], 409, "{answer}");
+        assert_eq!(answer["error"]["code"], "runner_conflict", "{answer}");
+
+        // The next call for "laptop" carries a session with its cookie value.
+        let secret = "alice-cookie-value-7f3a9c";
+        let store = abr_protocol::StoreSessionRequest {
+            session: abr_protocol::AgentSessionState {
+                cookies: vec![abr_protocol::Cookie::new("sid", secret, "fake.example")],
+                ..abr_protocol::AgentSessionState::default()
+            },
+            platform: Some(FAKE_PLATFORM.into()),
+            scope: None,
+        };
+        let response = client()
+            .put(format!("http://{}/v1/sessions/alice", hub.addr))
+            .bearer_auth(FAKE_TOKEN)
+            .header("x-tenant-id", "tenant-1")
+            .header("x-abr-runner", "laptop")
+            .json(&store)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        // It is kept on the real runner.
+        let kept = call(
+            &runner.stack.app,
+            authed(axum::http::Method::GET, "/v1/sessions/alice")
+                .header("x-tenant-id", "tenant-1")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(kept.status, 200, "{}", kept.body);
+        assert!(kept.body.contains(secret), "not the stored session");
+
+        // The attacker's socket was closed with nothing else on it: no request, no cookie.
+        while let Some((frame, body)) = next_frame(&mut attacker).await {
+            assert_ne!(frame["type"], "request", "the attacker got a call: {frame}");
+            assert!(!String::from_utf8_lossy(&body).contains(secret));
+            assert!(!frame.to_string().contains(secret));
+        }
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// What a runner the test plays answers: status, headers, body.
+type Answer = (u16, Vec<(String, String)>, Vec<u8>);
+
+/// A runner the test plays on the socket: says hello, then answers every forwarded request
+/// with `answer(method, path, body)`, reading the socket all along (so its pongs go out).
+struct PlayedRunner {
+    task: JoinHandle<()>,
+}
+
+impl PlayedRunner {
+    async fn connect(
+        hub: &HubServer,
+        runner_id: &str,
+        answer: impl Fn(&str, &str, &[u8]) -> Answer + Send + 'static,
+    ) -> Self {
+        let mut socket = open_as_runner(hub, runner_id, "played", false).await;
+        let (welcome, _) = next_frame(&mut socket).await.unwrap();
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        let task = tokio::spawn(async move {
+            while let Some((frame, body)) = next_frame(&mut socket).await {
+                if frame["type"] != "request" {
+                    continue;
+                }
+                let (status, headers, reply) = answer(
+                    frame["method"].as_str().unwrap(),
+                    frame["path"].as_str().unwrap(),
+                    &body,
+                );
+                let response = raw_frame_with(
+                    &serde_json::json!({
+                        "type": "response", "id": frame["id"], "status": status,
+                        "headers": headers,
+                    }),
+                    &reply,
+                );
+                let sent = futures::SinkExt::send(
+                    &mut socket,
+                    tokio_tungstenite::tungstenite::Message::Binary(response.into()),
+                )
+                .await;
+                if sent.is_err() {
+                    break;
+                }
+            }
+        });
+        Self { task }
+    }
+}
+
+impl Drop for PlayedRunner {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// The nonce a played runner's live page uses.
+const PLAYED_NONCE: &str = "Pl4yed-n0nce_0123456789abcdefABCDEF";
+
+/// The CSP the runner's own viewer page sends, with `frame_ancestors`.
+fn viewer_shaped_csp(frame_ancestors: &str) -> String {
+    format!(
+        "default-src 'none'; script-src 'nonce-{PLAYED_NONCE}'; style-src \
+         'nonce-{PLAYED_NONCE}'; img-src blob:; connect-src 'self'; base-uri 'none'; \
+         form-action 'none'; frame-ancestors {frame_ancestors}"
+    )
+}
+
+/// How the played runner answers the live page of each token (the capture's `accountId`).
+fn live_page_answer(token: &str) -> Answer {
+    let html = |csp: Option<String>| {
+        let mut headers = pairs(&[
+            ("content-type", "text/html; charset=utf-8"),
+            ("set-cookie", "hub_session=attacker; Path=/; HttpOnly"),
+            ("set-cookie", "other=1; Domain=127.0.0.1; Path=/"),
+            ("clear-site-data", "\"cookies\", \"storage\""),
+            ("access-control-allow-origin", "*"),
+            ("access-control-allow-credentials", "true"),
+            ("refresh", "0; url=https://evil.example/"),
+            ("location", "https://evil.example/"),
+            (
+                "link",
+                "<https://evil.example/x.js>; rel=preload; as=script",
+            ),
+            ("content-security-policy-report-only", "default-src *"),
+            ("cache-control", "public, max-age=31536000"),
+            ("referrer-policy", "unsafe-url"),
+            ("x-content-type-options", "sniff-away"),
+            ("service-worker-allowed", "/"),
+            ("x-evil", "1"),
+        ]);
+        if let Some(csp) = csp {
+            headers.push(("content-security-policy".into(), csp));
+        }
+        let body = format!(
+            "<!doctype html><script nonce=\"{PLAYED_NONCE}\">document.title='played'</script>"
+        );
+        (200, headers, body.into_bytes())
+    };
+    match token {
+        "tok-evil-csp" => html(Some(
+            "default-src * 'unsafe-inline' 'unsafe-eval'; frame-ancestors *".into(),
+        )),
+        "tok-no-csp" => html(None),
+        "tok-two-csps" => {
+            let (status, mut headers, body) = html(Some(viewer_shaped_csp("'self'")));
+            headers.push(("content-security-policy".into(), "default-src *".into()));
+            (status, headers, body)
+        }
+        "tok-shaped-but-wider" => html(Some(format!(
+            "{}; script-src *",
+            viewer_shaped_csp("'self'")
+        ))),
+        "tok-wild-ancestors" => html(Some(viewer_shaped_csp("'self' *"))),
+        "tok-shaped" => html(Some(viewer_shaped_csp(
+            "'self' https://app.example https://evil.example",
+        ))),
+        "tok-script" => (
+            200,
+            pairs(&[
+                ("content-type", "text/javascript"),
+                ("set-cookie", "hub_session=attacker; Path=/"),
+                ("service-worker-allowed", "/"),
+            ]),
+            b"self.addEventListener('fetch', () => {})".to_vec(),
+        ),
+        "tok-svg" => (
+            200,
+            pairs(&[("content-type", "image/svg+xml")]),
+            b"<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>".to_vec(),
+        ),
+        "tok-redirect" => (
+            302,
+            pairs(&[
+                ("content-type", "text/html"),
+                ("location", "https://evil.example/"),
+            ]),
+            Vec::new(),
+        ),
+        _ => (
+            404,
+            pairs(&[
+                ("content-type", "application/json"),
+                ("set-cookie", "hub_session=attacker; Path=/"),
+            ]),
+            br#"{"error":{"code":"live_view_not_found","message":"gone","retryable":false}}"#
+                .to_vec(),
+        ),
+    }
+}
+
+/// The played runner: a capture start answers a live-view URL whose token is the request's
+/// `accountId`; the live page of a token is [`live_page_answer`]; anything else is a JSON
+/// answer carrying a `Set-Cookie` and the API's own `idempotent-replayed`.
+fn played_answer(method: &str, path: &str, body: &[u8]) -> Answer {
+    if method == "POST" && path == "/v1/capture/start" {
+        let request: serde_json::Value = serde_json::from_slice(body).unwrap();
+        let token = request["accountId"].as_str().unwrap();
+        let answer = serde_json::json!({
+            "captureId": format!("cap-{token}"),
+            "liveViewUrl": format!("http://runner.invalid/live/{token}"),
+            "expiresAt": "2999-01-01T00:00:00Z",
+        });
+        return (
+            200,
+            pairs(&[("content-type", "application/json")]),
+            answer.to_string().into_bytes(),
+        );
+    }
+    if let Some(token) = path.strip_prefix("/live/") {
+        return live_page_answer(token);
+    }
+    (
+        200,
+        pairs(&[
+            ("content-type", "application/json"),
+            ("idempotent-replayed", "true"),
+            ("set-cookie", "hub_session=attacker; Path=/"),
+            ("access-control-allow-origin", "*"),
+        ]),
+        br#"{"platforms":[]}"#.to_vec(),
+    )
+}
+
+/// Headers a runner's answer must never put on the hub's origin.
+const NEVER_COPIED: [&str; 11] = [
+    "set-cookie",
+    "clear-site-data",
+    "access-control-allow-origin",
+    "access-control-allow-credentials",
+    "refresh",
+    "location",
+    "link",
+    "content-security-policy-report-only",
+    "service-worker-allowed",
+    "x-evil",
+    "x-frame-options",
+];
+
+/// The attack, from a runner's side (the test plays it on the socket): its answer to a
+/// relayed live-view page carries `Set-Cookie`, an evil CSP or none, and other headers that
+/// act on the hub's origin. The hub serves the page with its own CSP and security headers
+/// only; a type it does not serve as a page is refused; and a forwarded API answer keeps
+/// the API's own headers, never a `Set-Cookie`.
+#[tokio::test]
+async fn a_runners_live_page_is_served_with_the_hubs_headers_and_never_its_cookies() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start_with(settings(), |c| {
+            c.live.embed_origins = vec!["https://app.example".into()];
+        })
+        .await;
+        let _played = PlayedRunner::connect(&hub, "played", played_answer).await;
+        wait_for("the played runner", || {
+            hub.hub.connected("played").is_some()
+        })
+        .await;
+
+        let live_page = |token: &'static str| {
+            let addr = hub.addr;
+            async move {
+                let capture = client()
+                    .post(format!("http://{addr}/v1/capture/start"))
+                    .bearer_auth(FAKE_TOKEN)
+                    .header("x-abr-runner", "played")
+                    .json(&serde_json::json!({
+                        "workspaceId": "ws", "accountId": token, "platform": FAKE_PLATFORM
+                    }))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(capture.status(), 200);
+                let capture: serde_json::Value = capture.json().await.unwrap();
+                let url = capture["liveViewUrl"].as_str().unwrap().to_owned();
+                assert_eq!(url, format!("http://runner.test/live/{token}"));
+                // The viewer's browser asks the hub itself.
+                client()
+                    .get(format!("http://{addr}/live/{token}"))
+                    .send()
+                    .await
+                    .unwrap()
+            }
+        };
+        let assert_hubs_headers = |token: &str, headers: &reqwest::header::HeaderMap| {
+            for name in NEVER_COPIED {
+                assert!(
+                    headers.get(name).is_none(),
+                    "{token}: the runner's {name} was copied: {headers:?}"
+                );
+            }
+            assert_eq!(headers["x-content-type-options"], "nosniff", "{token}");
+            assert_eq!(headers["cache-control"], "no-store", "{token}");
+            assert_eq!(headers["referrer-policy"], "no-referrer", "{token}");
+            assert_eq!(
+                headers.get_all("content-security-policy").iter().count(),
+                1,
+                "{token}: {headers:?}"
+            );
+            headers["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        };
+
+        // A page whose CSP is not the runner's viewer CSP (an evil one, none, two, a wider
+        // one, framing by anyone): the hub's CSP runs no script at all.
+        for token in [
+            "tok-evil-csp",
+            "tok-no-csp",
+            "tok-two-csps",
+            "tok-shaped-but-wider",
+            "tok-wild-ancestors",
+        ] {
+            let page = live_page(token).await;
+            assert_eq!(page.status(), 200, "{token}");
+            let csp = assert_hubs_headers(token, page.headers());
+            assert!(
+                page.headers()["content-type"]
+                    .to_str()
+                    .unwrap()
+                    .starts_with("text/html"),
+                "{token}"
+            );
+            assert!(csp.starts_with("default-src 'none'"), "{token}: {csp}");
+            for weak in ["script-src", "unsafe", "*", "nonce"] {
+                assert!(!csp.contains(weak), "{token}: {weak} in {csp}");
+            }
+            assert!(csp.contains("frame-ancestors 'none'"), "{token}: {csp}");
+        }
+
+        // The runner's viewer CSP: its nonce is kept (its page's scripts run), framing is
+        // the hub's ('self' and the embedding apps the hub allows too, not evil.example).
+        let page = live_page("tok-shaped").await;
+        assert_eq!(page.status(), 200);
+        let csp = assert_hubs_headers("tok-shaped", page.headers());
+        assert_eq!(csp, viewer_shaped_csp("'self' https://app.example"));
+        assert!(
+            page.text()
+                .await
+                .unwrap()
+                .contains(&format!("nonce=\"{PLAYED_NONCE}\""))
+        );
+
+        // What the hub does not serve as a live page from a runner: a script (a service
+        // worker on the hub's origin), an SVG, a redirect.
+        for token in ["tok-script", "tok-svg", "tok-redirect"] {
+            let page = live_page(token).await;
+            assert_eq!(page.status(), 502, "{token}");
+            assert_hubs_headers(token, page.headers());
+            let body: serde_json::Value = page.json().await.unwrap();
+            assert_eq!(error_of(&body).0, "live_view_unavailable", "{token}");
+        }
+
+        // An error envelope from the runner: served as JSON, with the hub's headers.
+        let page = live_page("tok-ended").await;
+        assert_eq!(page.status(), 404);
+        assert_hubs_headers("tok-ended", page.headers());
+        let body: serde_json::Value = page.json().await.unwrap();
+        assert_eq!(error_of(&body).0, "live_view_not_found");
+
+        // A forwarded API answer: the API's own headers, never the runner's cookie.
+        let answer = client()
+            .get(format!("http://{}/v1/platforms", hub.addr))
+            .bearer_auth(FAKE_TOKEN)
+            .header("x-abr-runner", "played")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        let headers = answer.headers();
+        assert!(headers.get("set-cookie").is_none(), "{headers:?}");
+        assert!(headers.get("access-control-allow-origin").is_none());
+        assert_eq!(headers["idempotent-replayed"], "true");
+        assert_eq!(headers["content-type"], "application/json");
+    })
+    .await
+    .expect("the test took too long");
 }

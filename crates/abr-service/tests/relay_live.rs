@@ -112,7 +112,7 @@ impl Linked {
             _stop: stop,
         };
         wait_for("the runner to connect", WAIT, || {
-            !hub.hub.connected(RUNNER_ID).is_empty()
+            hub.hub.connected(RUNNER_ID).is_some()
         })
         .await;
         linked
@@ -182,6 +182,19 @@ fn refused_status(
         Err(other) => panic!("not an HTTP refusal: {other}"),
         Ok(_) => panic!("the handshake was accepted"),
     }
+}
+
+/// `csp` with every `'nonce-…'` source written `'nonce-N'`.
+fn without_nonce(csp: &str) -> String {
+    let mut out = String::new();
+    let mut rest = csp;
+    while let Some((before, after)) = rest.split_once("'nonce-") {
+        out.push_str(before);
+        out.push_str("'nonce-N'");
+        rest = after.split_once('\'').map_or("", |(_, tail)| tail);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Reads the socket until a picture (a binary message) arrives.
@@ -304,6 +317,10 @@ async fn only_known_tokens() {
         .await
         .unwrap();
     assert_eq!(on_runner.status(), 200, "the control: the runner serves it");
+    let runner_csp = on_runner.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     for token in [
         direct_token.as_str(),
         "nope",
@@ -337,7 +354,30 @@ async fn only_known_tokens() {
         .unwrap()
         .to_owned();
     assert!(csp.contains("connect-src 'self'"), "{csp}");
-    assert!(page.text().await.unwrap().contains("/live/"));
+    // The hub's CSP and headers: the runner's viewer CSP kept only because it is exactly
+    // that (its nonce, which the page's scripts carry), framed by the hub's origin.
+    assert_eq!(without_nonce(&csp), without_nonce(&runner_csp));
+    assert!(csp.ends_with("frame-ancestors 'self'"), "{csp}");
+    for (name, value) in [
+        ("x-content-type-options", "nosniff"),
+        ("cache-control", "no-store"),
+        ("referrer-policy", "no-referrer"),
+    ] {
+        assert_eq!(page.headers()[name], value, "{name}");
+    }
+    assert!(page.headers().get("set-cookie").is_none());
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .unwrap()
+        .to_owned();
+    let html = page.text().await.unwrap();
+    assert!(html.contains("/live/"));
+    assert!(
+        html.contains(&format!("<script nonce=\"{nonce}\">")),
+        "{html}"
+    );
     let mut viewer = live_socket(&hub.url(), &token, &hub_origin).await.unwrap();
     assert!(first_picture(&mut viewer).await > 0);
 
@@ -393,7 +433,7 @@ async fn socket_drops() {
     .await;
     assert!(closed.is_ok(), "the viewer's socket stayed open");
     wait_for("the runner to be gone", WAIT, || {
-        hub.hub.connected(RUNNER_ID).is_empty()
+        hub.hub.connected(RUNNER_ID).is_none()
     })
     .await;
     // Its token is forgotten with the socket: the hub's own 404, nothing forwarded.

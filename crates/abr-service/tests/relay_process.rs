@@ -8,7 +8,8 @@
 //!   on its own runner only); an unknown runner is `runner_offline`;
 //! - the attacks on the connect endpoint: a relay token minted for A presented on B's, and
 //!   the long-lived API token presented as a relay token;
-//! - a second `abr up` with the same runner id on this host is refused (409, exit 1);
+//! - a second `abr up` with a runner id that is connected is refused (409, exit 1; the hub
+//!   keeps one socket per id, whatever host a hello names: `relay.rs` tries another host);
 //!   with `--force` it takes over: the first one stops, naming the takeover, and calls go
 //!   to the new one;
 //! - a runner killed (SIGKILL) mid-post: `runner_disconnected` (retryable) before the
@@ -501,7 +502,7 @@ async fn calls_run_on_the_runner_they_name_and_relay_tokens_are_not_interchangea
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_runner_id_on_this_host_is_refused_unless_forced_and_force_takes_over() {
+async fn a_connected_runner_id_is_refused_unless_forced_and_force_takes_over() {
     bounded(async {
         let bench = Bench::new().await;
         let hub = bench.hub(None).await;
@@ -534,15 +535,15 @@ async fn the_same_runner_id_on_this_host_is_refused_unless_forced_and_force_take
         };
         assert_eq!(record_status().await.status(), 200);
 
-        // The same id from this host again: refused by the hub (409), `abr up` exits 1
-        // saying why; the first runner keeps the id.
+        // The same id again: refused by the hub (409), `abr up` exits 1 saying why; the
+        // first runner keeps the id.
         let mut second = bench.runner(&hub, "machine-2", "laptop", &[]);
         let code = second.exit_code().await;
         let said = second.log_text();
         assert_eq!(code, 1, "{said}");
         assert!(
             said.contains("refused by the hub (409 runner_conflict)")
-                && said.contains("a runner with this id is already connected from this host")
+                && said.contains("a runner with this id is already connected to the hub")
                 && said.contains("abr up --force"),
             "{said}"
         );
@@ -555,7 +556,7 @@ async fn the_same_runner_id_on_this_host_is_refused_unless_forced_and_force_take
         let said = first.log_text();
         assert_eq!(code, 1, "{said}");
         assert!(
-            said.contains("another runner with this id on this host took the connection over"),
+            said.contains("another runner with this id took the connection over"),
             "{said}"
         );
         assert!(third.running(), "{}", third.log_text());

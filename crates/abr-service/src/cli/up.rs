@@ -60,7 +60,7 @@ pub(crate) struct UpArgs {
     /// The runner id at the hub (default ABR_RUNNER_ID, else this machine's host name).
     #[arg(long, value_name = "ID")]
     runner_id: Option<String>,
-    /// Take over at the hub from a runner with the same id on this machine.
+    /// Take the runner id over at the hub from the runner connected with it (on any machine).
     #[arg(long)]
     force: bool,
     /// Detach: keep running with no terminal open, logging to its log file.

@@ -43,6 +43,7 @@ struct Pending {
 /// One runner's live socket.
 pub(crate) struct Conn {
     serial: u64,
+    /// The host its hello named: shown, never trusted (it decides nothing).
     host: String,
     out: mpsc::Sender<Message>,
     pending: Mutex<HashMap<u64, Pending>>,
@@ -75,7 +76,8 @@ impl Conn {
 struct Inner {
     settings: HubSettings,
     tokens: RelayTokens,
-    conns: Mutex<HashMap<String, Vec<Arc<Conn>>>>,
+    /// The one live socket of each runner id.
+    conns: Mutex<HashMap<String, Arc<Conn>>>,
     serials: AtomicU64,
     request_ids: AtomicU64,
     killed: watch::Sender<bool>,
@@ -119,33 +121,31 @@ impl Hub {
         }
     }
 
-    fn conns(&self) -> MutexGuard<'_, HashMap<String, Vec<Arc<Conn>>>> {
+    fn conns(&self) -> MutexGuard<'_, HashMap<String, Arc<Conn>>> {
         self.inner
             .conns
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The hosts connected for `runner_id`, oldest first.
-    pub fn connected(&self, runner_id: &str) -> Vec<String> {
-        self.conns()
-            .get(runner_id)
-            .map(|list| list.iter().map(|c| c.host.clone()).collect())
-            .unwrap_or_default()
+    /// The host named in the hello of `runner_id`'s live socket, if one is connected (what
+    /// the runner says of itself: shown, never trusted).
+    pub fn connected(&self, runner_id: &str) -> Option<String> {
+        self.conns().get(runner_id).map(|c| c.host.clone())
     }
 
-    /// Whether every socket connected for `runner_id` is draining (none: `false`).
+    /// Whether `runner_id`'s live socket is draining (none connected: `false`).
     pub fn draining(&self, runner_id: &str) -> bool {
-        self.conns().get(runner_id).is_some_and(|list| {
-            !list.is_empty() && list.iter().all(|c| c.draining.load(Ordering::SeqCst))
-        })
+        self.conns()
+            .get(runner_id)
+            .is_some_and(|c| c.draining.load(Ordering::SeqCst))
     }
 
     /// Drops every runner socket at once, without a close frame, and refuses new ones (as
     /// when the hub's process dies; for tests and an abrupt stop).
     pub fn kill(&self) {
         self.inner.killed.send_replace(true);
-        let all: Vec<Arc<Conn>> = self.conns().drain().flat_map(|(_, list)| list).collect();
+        let all: Vec<Arc<Conn>> = self.conns().drain().map(|(_, conn)| conn).collect();
         for conn in all {
             conn.drop_pending();
             self.forget(&conn);
@@ -188,29 +188,21 @@ impl Hub {
         body: Bytes,
         public_base: &str,
     ) -> Response {
-        let conn = {
-            let conns = self.conns();
-            let list = conns.get(runner_id).map(Vec::as_slice).unwrap_or_default();
-            match list
-                .iter()
-                .rev()
-                .find(|c| !c.draining.load(Ordering::SeqCst))
-            {
-                Some(conn) => Arc::clone(conn),
-                None if !list.is_empty() => {
-                    return ApiError::new(
-                        codes::RUNNER_DRAINING,
-                        "the runner is shutting down and takes no new work; nothing was done",
-                    )
-                    .into_response();
-                }
-                None => {
-                    return ApiError::new(
-                        codes::RUNNER_OFFLINE,
-                        "no runner with this id is connected to the hub; nothing was done",
-                    )
-                    .into_response();
-                }
+        let conn = match self.conns().get(runner_id) {
+            Some(conn) if conn.draining.load(Ordering::SeqCst) => {
+                return ApiError::new(
+                    codes::RUNNER_DRAINING,
+                    "the runner is shutting down and takes no new work; nothing was done",
+                )
+                .into_response();
+            }
+            Some(conn) => Arc::clone(conn),
+            None => {
+                return ApiError::new(
+                    codes::RUNNER_OFFLINE,
+                    "no runner with this id is connected to the hub; nothing was done",
+                )
+                .into_response();
             }
         };
         match self.exchange(&conn, method, path, headers, body).await {
@@ -230,24 +222,10 @@ impl Hub {
         }
     }
 
-    /// Forwards one request over `conn` and answers what the runner answered.
-    pub(crate) async fn forward_on(
-        &self,
-        conn: &Arc<Conn>,
-        method: &str,
-        path: &str,
-        headers: Vec<(String, String)>,
-        body: Bytes,
-    ) -> Response {
-        match self.exchange(conn, method, path, headers, body).await {
-            Ok((status, headers, body)) => answered(status, &headers, body),
-            Err(response) => response,
-        }
-    }
-
-    /// One request and its answer over `conn`: status, headers and body, or the relay's
+    /// One request and its answer over `conn`: status, headers and body as the runner said
+    /// them (the caller decides what of it reaches the hub's origin), or the relay's
     /// envelope.
-    async fn exchange(
+    pub(crate) async fn exchange(
         &self,
         conn: &Arc<Conn>,
         method: &str,
@@ -305,9 +283,8 @@ impl Hub {
     pub(crate) fn live_conn(&self, token: &str) -> Option<Arc<Conn>> {
         let (runner_id, serial) = self.inner.live.find(token)?;
         self.conns()
-            .get(&runner_id)?
-            .iter()
-            .find(|c| c.serial == serial)
+            .get(&runner_id)
+            .filter(|c| c.serial == serial)
             .cloned()
     }
 
@@ -425,19 +402,29 @@ fn disconnected(committing: bool) -> Response {
     }
 }
 
-/// Response headers that belong to one connection, not to the answer.
-fn hop_by_hop(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection"
-            | "keep-alive"
-            | "transfer-encoding"
-            | "te"
-            | "trailer"
-            | "upgrade"
-            | "content-length"
-            | "proxy-connection"
-    )
+/// The response headers of a forwarded API answer the hub copies: the ones the API itself
+/// sets. Nothing else a runner says (a `Set-Cookie`, CORS, `Refresh`, `Clear-Site-Data`)
+/// reaches the hub's origin; the length is the hub's own.
+const ANSWER_HEADERS: [&str; 9] = [
+    "content-type",
+    "cache-control",
+    "content-disposition",
+    "content-security-policy",
+    "x-content-type-options",
+    "location",
+    "retry-after",
+    "www-authenticate",
+    "idempotent-replayed",
+];
+
+/// Whether a runner's header `name: value` may be on a forwarded API answer.
+fn copied(name: &HeaderName, value: &HeaderValue) -> bool {
+    if name == header::LOCATION {
+        // The API's `Location` is a path of its own (`/v1/tasks/{id}`), never elsewhere.
+        let path = value.as_bytes();
+        return path.starts_with(b"/") && !path.starts_with(b"//") && !path.contains(&b'\\');
+    }
+    ANSWER_HEADERS.contains(&name.as_str())
 }
 
 fn answered(status: u16, headers: &[(String, String)], body: Bytes) -> Response {
@@ -450,7 +437,7 @@ fn answered(status: u16, headers: &[(String, String)], body: Bytes) -> Response 
         ) else {
             continue;
         };
-        if !hop_by_hop(&name) {
+        if copied(&name, &value) {
             response.headers_mut().append(name, value);
         }
     }
@@ -660,7 +647,11 @@ impl Hub {
         tracing::info!(target: "abr::relay", runner_id, "runner disconnected");
     }
 
-    /// Adds `conn`; a live one with the same host is replaced if `force`, else a conflict.
+    /// Makes `conn` the socket of `runner_id`. One socket per id: while one is live, another
+    /// is a conflict whatever host its hello names (a name the runner gives itself proves
+    /// nothing), unless it says `force`, which replaces the live one (told, then closed).
+    /// Proving that a connection is the same runner is for runner credentials, not for the
+    /// hello.
     fn register(
         &self,
         runner_id: &str,
@@ -668,28 +659,28 @@ impl Hub {
         conn: &Arc<Conn>,
     ) -> Result<(), abr_protocol::ErrorBody> {
         let mut conns = self.conns();
-        let list = conns.entry(runner_id.to_owned()).or_default();
-        if let Some(i) = list.iter().position(|c| c.host == hello.host) {
+        if let Some(live) = conns.get(runner_id) {
             if !hello.force {
                 return Err(codes::RUNNER_CONFLICT.body(
-                    "a runner with this id is already connected from this host; `force` \
-                     replaces it",
+                    "a runner with this id is already connected to the hub; `force` replaces \
+                     it",
                 ));
             }
-            let old = list.remove(i);
-            old.replaced.send_replace(true);
+            live.replaced.send_replace(true);
         }
-        list.push(Arc::clone(conn));
+        conns.insert(runner_id.to_owned(), Arc::clone(conn));
         Ok(())
     }
 
+    /// Takes `conn` out, if it is still `runner_id`'s socket (a forced takeover put another
+    /// in its place).
     fn unregister(&self, runner_id: &str, conn: &Arc<Conn>) {
         let mut conns = self.conns();
-        if let Some(list) = conns.get_mut(runner_id) {
-            list.retain(|c| c.serial != conn.serial);
-            if list.is_empty() {
-                conns.remove(runner_id);
-            }
+        if conns
+            .get(runner_id)
+            .is_some_and(|c| c.serial == conn.serial)
+        {
+            conns.remove(runner_id);
         }
     }
 }
@@ -777,5 +768,48 @@ async fn first_hello(socket: &mut WebSocket) -> Option<RelayHello> {
 async fn send_frame(socket: &mut WebSocket, frame: &RelayFrame) {
     if let Ok(bytes) = frame::encode(frame, &[]) {
         let _ = socket.send(Message::Binary(bytes)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forwarded_answer_keeps_only_the_apis_own_headers() {
+        let headers: Vec<(String, String)> = [
+            ("content-type", "application/json"),
+            ("idempotent-replayed", "true"),
+            ("retry-after", "3"),
+            ("location", "/v1/tasks/t1"),
+            ("location", "https://evil.example/"),
+            ("location", "//evil.example/"),
+            ("location", "/\\evil.example/"),
+            ("set-cookie", "a=1"),
+            ("Set-Cookie", "b=2"),
+            ("access-control-allow-origin", "*"),
+            ("refresh", "0; url=https://evil.example/"),
+            ("transfer-encoding", "chunked"),
+            ("content-length", "999"),
+        ]
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect();
+        let response = answered(201, &headers, Bytes::from_static(b"{}"));
+        let kept: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect();
+        let kept: Vec<(&str, &str)> = kept.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        assert_eq!(
+            kept,
+            [
+                ("content-type", "application/json"),
+                ("idempotent-replayed", "true"),
+                ("retry-after", "3"),
+                ("location", "/v1/tasks/t1"),
+            ]
+        );
     }
 }

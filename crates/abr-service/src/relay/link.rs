@@ -75,7 +75,7 @@ pub struct LinkOptions {
     pub runner_id: String,
     /// This machine's name.
     pub host: String,
-    /// Replace a runner with the same id already connected from this host.
+    /// Replace the runner connected to the hub with this id, from whatever host.
     pub force: bool,
     /// How the runner was launched (`foreground`, `background`).
     pub launch: String,
@@ -127,9 +127,8 @@ impl std::fmt::Debug for LinkOptions {
 ///
 /// # Errors
 /// Only what reconnecting cannot fix ([`RelayError::is_permanent`]): unusable options, an
-/// API token the hub refuses, a runner with this id already connected from this host
-/// (without `force`), or a forced takeover by another runner. Requests in flight finish
-/// first.
+/// API token the hub refuses, a runner with this id already connected to the hub (without
+/// `force`), or a forced takeover by another runner. Requests in flight finish first.
 pub async fn run(
     app: Router,
     options: LinkOptions,

@@ -1,19 +1,36 @@
 //! The live view over the relay, on the hub: the live tokens of forwarded answers (which
 //! runner socket each belongs to), the rewrite of their `liveViewUrl` to the hub, and
 //! `/live/{token}` and `/live/{token}/ws` carried to the runner for the tokens it knows.
+//!
+//! The page a runner answers is served on the hub's origin, so the hub builds its response
+//! itself and copies none of the runner's headers ([`served_page`]): the hub's CSP,
+//! `nosniff`, `no-store`, `no-referrer`, and of the runner's answer only its status, its
+//! body and a content type from a short list. The runner's viewer page carries inline
+//! script and style with a nonce the runner chose: the hub keeps that nonce only when the
+//! runner's CSP is exactly the viewer page's (scripts and styles by that nonce only, no
+//! other source, connections to the page's own origin, no forms, no base), and frames it
+//! only by its own origin and the embedding apps the hub allows too. Any other page gets a
+//! CSP under which nothing runs, loads or frames it. The viewer page's script is still the
+//! runner's: under that CSP it loads nothing and connects only to the hub's origin, where
+//! every API call needs the bearer token and no cookie means anything (the hub sets and
+//! reads none).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use axum::body::Bytes;
+use abr_protocol::codes;
+use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::extract::ws::{Message, WebSocket};
-use axum::http::{Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
+
+use crate::api_error::ApiError;
+use crate::live::LiveState;
 
 use super::hub::HubStream;
 use super::stream::StreamMessage;
@@ -183,10 +200,17 @@ pub(crate) async fn live_over_relay(
             .and_then(|v| v.to_str().ok())
             .map(|v| vec![("accept".to_owned(), v.to_owned())])
             .unwrap_or_default();
-        return state
+        let answer = state
             .hub
-            .forward_on(&conn, "GET", &path, accept, Bytes::new())
+            .exchange(&conn, "GET", &path, accept, Bytes::new())
             .await;
+        return match answer {
+            Ok((status, headers, body)) => served_page(&state.live, status, &headers, body),
+            Err(mut relay_error) => {
+                secure(relay_error.headers_mut(), INERT_CSP);
+                relay_error
+            }
+        };
     }
     // The viewer's browser sends the hub's origin: checked here, against the hub's own.
     if let Err(refused) = crate::live::check_origin(&state.live, request.headers()) {
@@ -201,6 +225,144 @@ pub(crate) async fn live_over_relay(
         Err(e) => return e.into_response(),
     };
     upgrade.on_upgrade(move |socket| pump(socket, stream))
+}
+
+/// The CSP of whatever a runner answers for a live page that is not its viewer page (an
+/// error envelope, a page with another CSP or none): nothing runs, loads, or frames it.
+const INERT_CSP: &str =
+    "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The CSP of the runner's viewer page (as `live::page` writes it), with its nonce and
+/// `frame-ancestors`.
+fn viewer_csp(nonce: &str, frame_ancestors: &str) -> String {
+    format!(
+        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
+         img-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+         frame-ancestors {frame_ancestors}"
+    )
+}
+
+/// Whether `nonce` can be a nonce of the runner's page: 16 to 128 of `A-Z a-z 0-9 - _`.
+fn valid_nonce(nonce: &str) -> bool {
+    (16..=128).contains(&nonce.len())
+        && nonce
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+}
+
+/// Whether `source` is a plain origin (`https://app.example[:port]`): no wildcard, path,
+/// query or credential.
+fn plain_origin(source: &str) -> bool {
+    let plain_bytes = source
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'/' | b'[' | b']'));
+    plain_bytes
+        && url::Url::parse(source).is_ok_and(|url| {
+            matches!(url.scheme(), "http" | "https") && url.origin().ascii_serialization() == source
+        })
+}
+
+/// The hub's CSP for a runner's page whose CSP is `runner_csp`: the viewer page's with the
+/// runner's nonce when `runner_csp` is exactly of that shape (framed by the hub's own
+/// origin and by those of the runner's embedding apps the hub allows too), else
+/// [`INERT_CSP`].
+fn page_csp(live: &LiveState, runner_csp: Option<&str>) -> String {
+    let shaped = runner_csp.and_then(|csp| {
+        let rest = csp.strip_prefix("default-src 'none'; script-src 'nonce-")?;
+        let (nonce, _) = rest.split_once('\'')?;
+        let (_, ancestors) = csp.rsplit_once("; frame-ancestors ")?;
+        let mut sources = ancestors.split(' ');
+        let well_formed = valid_nonce(nonce)
+            && csp == viewer_csp(nonce, ancestors)
+            && sources.next() == Some("'self'");
+        let embedders: Vec<&str> = sources.collect();
+        (well_formed && embedders.iter().all(|s| plain_origin(s))).then_some((nonce, embedders))
+    });
+    let Some((nonce, embedders)) = shaped else {
+        return INERT_CSP.to_owned();
+    };
+    let mut ancestors = vec!["'self'"];
+    for source in embedders {
+        let mut origin = HeaderMap::new();
+        let allowed = HeaderValue::from_str(source).is_ok_and(|value| {
+            origin.insert(header::ORIGIN, value);
+            crate::live::check_origin(live, &origin).is_ok()
+        });
+        if allowed && !ancestors.contains(&source) {
+            ancestors.push(source);
+        }
+    }
+    viewer_csp(nonce, &ancestors.join(" "))
+}
+
+/// The one value of header `name` in `headers`, if it is there exactly once.
+fn single<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    let mut values = headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str());
+    match (values.next(), values.next()) {
+        (Some(value), None) => Some(value),
+        _ => None,
+    }
+}
+
+/// The security headers of every live page the hub serves for a runner.
+fn secure(headers: &mut HeaderMap, csp: &str) {
+    let pairs = [
+        (header::CONTENT_SECURITY_POLICY, csp),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::REFERRER_POLICY, "no-referrer"),
+    ];
+    for (name, value) in pairs {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(name, value);
+        }
+    }
+}
+
+/// A runner's answer to `GET /live/{token}` as the hub serves it on its own origin: a page
+/// (`200`, `text/html`) or an error envelope (`4xx`/`5xx`, `application/json`), with the
+/// hub's headers only; anything else is the hub's `502 live_view_unavailable`.
+fn served_page(
+    live: &LiveState,
+    status: u16,
+    headers: &[(String, String)],
+    body: Bytes,
+) -> Response {
+    let essence = single(headers, "content-type")
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase());
+    let status = StatusCode::from_u16(status).ok();
+    let (status, content_type, csp) = match (status, essence.as_deref()) {
+        (Some(StatusCode::OK), Some("text/html")) => (
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            page_csp(live, single(headers, "content-security-policy")),
+        ),
+        (Some(status), Some("application/json"))
+            if status.is_client_error() || status.is_server_error() =>
+        {
+            (status, "application/json", INERT_CSP.to_owned())
+        }
+        _ => {
+            let mut refused = ApiError::new(
+                codes::LIVE_VIEW_UNAVAILABLE,
+                "the runner's live view answered something the hub does not serve",
+            )
+            .into_response();
+            secure(refused.headers_mut(), INERT_CSP);
+            return refused;
+        }
+    };
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    secure(response.headers_mut(), &csp);
+    response
 }
 
 /// Carries the viewer's socket to the runner's and back until either ends (or the runner's
@@ -246,6 +408,110 @@ async fn pump(mut socket: WebSocket, mut stream: HubStream) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hub's live settings: public at `https://hub.example`, embedded by `app`.
+    fn hub_live() -> LiveState {
+        let mut config = crate::config::RunnerConfig {
+            public_url: Some(url::Url::parse("https://hub.example").unwrap()),
+            ..crate::config::RunnerConfig::default()
+        };
+        config.live.embed_origins = vec!["https://app.example".into()];
+        LiveState::new(&config)
+    }
+
+    const NONCE: &str = "AbCdEfGhIjKlMnOpQrStUv-_0123456789";
+
+    #[test]
+    fn only_the_viewer_pages_exact_csp_keeps_its_nonce() {
+        let live = hub_live();
+        // The runner's viewer CSP: kept, framed by the hub and the embedders both allow.
+        let runner = viewer_csp(
+            NONCE,
+            "'self' https://app.example https://other.example https://hub.example",
+        );
+        assert_eq!(
+            page_csp(&live, Some(&runner)),
+            viewer_csp(NONCE, "'self' https://app.example https://hub.example")
+        );
+        assert_eq!(
+            page_csp(&live, Some(&viewer_csp(NONCE, "'self'"))),
+            viewer_csp(NONCE, "'self'")
+        );
+        // Anything else: nothing runs.
+        let other_nonce =
+            viewer_csp(NONCE, "'self'").replacen(NONCE, "Zz0123456789Zz0123456789", 1);
+        for bad in [
+            String::new(),
+            "default-src *".to_owned(),
+            other_nonce,
+            viewer_csp("short", "'self'"),
+            viewer_csp("has space in it 0123456789", "'self'"),
+            viewer_csp(NONCE, "'self' *"),
+            viewer_csp(NONCE, "*"),
+            viewer_csp(NONCE, "https://app.example"),
+            viewer_csp(NONCE, "'self' https://app.example/path"),
+            viewer_csp(NONCE, "'self' https://*.example"),
+            viewer_csp(NONCE, "'self'  https://app.example"),
+            format!("{}; script-src *", viewer_csp(NONCE, "'self'")),
+            format!("{}; frame-ancestors *", viewer_csp(NONCE, "'self'")),
+            viewer_csp(NONCE, "'self'").replace("img-src blob:", "img-src *"),
+            viewer_csp(NONCE, "'self'").replace("connect-src 'self'", "connect-src *"),
+            viewer_csp(&format!("{NONCE}' 'unsafe-inline"), "'self'"),
+        ] {
+            assert_eq!(page_csp(&live, Some(&bad)), INERT_CSP, "{bad}");
+        }
+        assert_eq!(page_csp(&live, None), INERT_CSP);
+    }
+
+    #[test]
+    fn a_runners_page_keeps_no_header_of_its_own() {
+        let live = hub_live();
+        let headers = vec![
+            (
+                "Content-Type".to_owned(),
+                "TEXT/HTML; charset=latin1".to_owned(),
+            ),
+            ("set-cookie".to_owned(), "a=1".to_owned()),
+            (
+                "content-security-policy".to_owned(),
+                viewer_csp(NONCE, "'self'"),
+            ),
+        ];
+        let page = served_page(&live, 200, &headers, Bytes::from_static(b"<p>"));
+        assert_eq!(page.status(), StatusCode::OK);
+        let names: Vec<&str> = page.headers().keys().map(|n| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "content-type",
+                "content-security-policy",
+                "x-content-type-options",
+                "cache-control",
+                "referrer-policy"
+            ]
+        );
+        assert_eq!(
+            page.headers()[header::CONTENT_TYPE],
+            "text/html; charset=utf-8"
+        );
+        // Two content types, none, a page with an error status, JSON as a page: refused.
+        for (status, types) in [
+            (200, vec!["text/html", "text/plain"]),
+            (200, vec![]),
+            (200, vec!["application/json"]),
+            (404, vec!["text/html"]),
+            (204, vec!["text/html"]),
+            (101, vec!["text/html"]),
+        ] {
+            let headers: Vec<(String, String)> = types
+                .iter()
+                .map(|t| ("content-type".to_owned(), (*t).to_owned()))
+                .collect();
+            let page = served_page(&live, status, &headers, Bytes::new());
+            assert_eq!(page.status(), StatusCode::BAD_GATEWAY, "{status} {types:?}");
+            assert_eq!(page.headers()[header::CONTENT_SECURITY_POLICY], INERT_CSP);
+        }
+    }
 
     #[test]
     fn a_live_view_url_moves_to_the_hub_and_keeps_everything_else() {

@@ -5,14 +5,18 @@
 //! - Hub side ([`Hub`]): `POST /v1/relay/tokens` mints a short-lived, single-use relay token
 //!   scoped to one runner id (with the long-lived API credential); `GET
 //!   /v1/relay/{runnerId}/connect` accepts only such a token for that runner id. The first
-//!   frame is the runner's hello. A second runner with the same id **and host** is refused
-//!   right after the upgrade (a `refused` frame carrying the `409 runner_conflict`
-//!   envelope, then a close), unless it says `force`: then the old socket is told
-//!   (`replaced`) and closed. Runners with the same id on different hosts coexist; requests
-//!   go to the most recently connected live one that is not draining.
+//!   frame is the runner's hello. The hub keeps **one socket per runner id**: while one is
+//!   live, a second connection for that id is refused right after the upgrade (a `refused`
+//!   frame carrying the `409 runner_conflict` envelope, then a close) whatever host its
+//!   hello names (the host is the runner's word about itself: shown, never trusted),
+//!   unless it says `force`: then the old socket is told (`replaced`) and closed. A relay
+//!   token proves only that its minter held the API credential; proving that a connection
+//!   is the same runner (runner credentials) is for the principals work, until then
+//!   `force` is the holder's explicit takeover.
 //! - Forwarding: method, path and query, a fixed list of headers (never the hub's
 //!   `Authorization`) and the body go to the runner, which runs them **in-process on its own
-//!   router** and answers status, headers and body; the hub returns them as they are. A
+//!   router** and answers status, headers and body; the hub returns the status, the body
+//!   and the API's own response headers (a fixed list: never a runner's `Set-Cookie`). A
 //!   socket that drops with requests in flight answers each once: `runner_disconnected`
 //!   (retryable, nothing was done) before its commit point, `runner_outcome_unknown` (never
 //!   retryable) after. The runner announces the commit point with a `progress` frame and
@@ -33,7 +37,8 @@
 //!   own. The runner opens it on its router marked as relayed (a request extension only the
 //!   link makes), which its Origin check accepts; a request from the network is checked as
 //!   before. An unknown token is the hub's own (`404 live_view_not_found`), never
-//!   forwarded.
+//!   forwarded. The page is served with the hub's own CSP and security headers, none of
+//!   the runner's (see `live.rs`).
 //!
 //! Heartbeats: each side pings every `heartbeat` and counts any frame as a sign of life; a
 //! peer silent for `dead_after` is dead.
@@ -91,11 +96,11 @@ pub enum RelayError {
     /// The hub refused the API credential when minting a relay token.
     #[error("the hub refused the API token")]
     Unauthorized,
-    /// A runner with this id is already connected from this host (say `force` to replace it).
+    /// A runner with this id is already connected to the hub (say `force` to replace it).
     #[error("refused by the hub: {0}")]
     Conflict(String),
-    /// Another runner with this id and host took the connection over.
-    #[error("another runner with this id on this host took the connection over")]
+    /// Another runner with this id took the connection over (`force`).
+    #[error("another runner with this id took the connection over (`force`)")]
     Replaced,
     /// The hub could not be reached or the connection failed (retried by the link).
     #[error("the hub connection failed: {0}")]
