@@ -228,11 +228,15 @@ async fn the_guard_ledgers_keep_ids_in_order_until_reset() {
             StatusCode::NO_CONTENT
         );
     }
-    assert_eq!(
-        s.post_json("/api/guard/seen", json!({ "id": "next-page" }))
-            .await,
-        StatusCode::NO_CONTENT
-    );
+    // A harmless click is recorded with a GET: it never writes.
+    let r = s
+        .http
+        .get(s.url("/api/guard/seen?id=next-page"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(r.headers()[CACHE_CONTROL], "no-store");
     assert_eq!(
         s.json("/api/guard/writes").await,
         json!(["pay", "card-number", "pay"])
@@ -258,6 +262,23 @@ async fn the_guard_ledgers_keep_ids_in_order_until_reset() {
         3,
         "nothing recorded from a bad body"
     );
+    for bad in ["?id=", "?id=%3Cb%3E", "?other=1"] {
+        let r = s
+            .http
+            .get(s.url(&format!("/api/guard/seen{bad}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{bad}");
+    }
+    assert_eq!(s.site.guard_seen(), ["next-page"]);
+    // Only the committing controls' records are writes.
+    let writes: Vec<String> = s.site.ledger().into_iter().map(|e| e.path).collect();
+    assert!(
+        writes.iter().all(|p| p == "/api/guard/writes"),
+        "{writes:?}"
+    );
+    assert_eq!(writes.len(), 7, "three good records and four bad ones");
 
     assert_eq!(
         s.post("/api/guard/reset").await.status(),

@@ -11,17 +11,21 @@
 //!   `change`, the first input into a card field, Enter in a field of a form) posts its id to
 //!   `POST /api/guard/writes`. Forms never navigate: the page handles `submit` with
 //!   `preventDefault`, and links with ids never navigate either.
-//! - Clicking a non-committing control posts its id to `POST /api/guard/seen`, sets
-//!   `data-seen` (a count) on it and writes its id into `#guard-status`; some also change
-//!   the page (`#more`, `#details-text`, the tab panel, `#search-js-results`). Enter in
-//!   `#search-js` (outside any form) runs a harmless script search, recorded as seen.
+//! - Clicking a non-committing control records its id with a `GET`
+//!   (`fetch('/api/guard/seen?id=…', {cache: 'no-store'})`: a harmless click never writes,
+//!   so the site's write ledger stays empty), sets `data-seen` (a count) on it and writes its
+//!   id into `#guard-status`; some also change the page (`#more`, `#details-text`, the tab
+//!   panel, `#search-js-results`). Enter in `#search-js` (outside any form) runs a harmless
+//!   script search, recorded as seen.
 //! - `GET /api/guard/writes`, `GET /api/guard/seen`: JSON arrays of ids, in arrival order.
-//!   `POST /api/guard/writes|seen` take `{"id": "..."}` (1 to 64 ASCII letters, digits,
-//!   `-` or `_`; at most [`MAX_LEDGER`] entries per ledger), else 400.
+//!   `POST /api/guard/writes` takes `{"id": "..."}` and `GET /api/guard/seen?id=...`
+//!   records `id` (answering `204`, `no-store`); an id is 1 to 64 ASCII letters, digits,
+//!   `-` or `_`, at most [`MAX_LEDGER`] entries per ledger, else 400.
 //! - `POST /api/guard/reset`: clears both ledgers.
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -29,7 +33,9 @@ use axum::{Json, extract::State};
 use serde::Deserialize;
 
 use super::html::document;
-use super::{Shared, json_error, lock, page};
+use super::{
+    Shared, form_value, is_plain_id, json_error, lock, no_store_json, no_store_no_content, page,
+};
 
 /// Most entries a guard ledger keeps; later records are refused.
 pub const MAX_LEDGER: usize = 1000;
@@ -174,7 +180,7 @@ pub(super) fn routes() -> Router<Shared> {
     Router::new()
         .route("/guard", get(corpus))
         .route("/api/guard/writes", get(writes).post(record_write))
-        .route("/api/guard/seen", get(seen).post(record_seen))
+        .route("/api/guard/seen", get(seen))
         .route("/api/guard/reset", post(reset))
 }
 
@@ -186,8 +192,24 @@ async fn writes(State(state): State<Shared>) -> Response {
     Json(lock(&state).guard.writes.clone()).into_response()
 }
 
-async fn seen(State(state): State<Shared>) -> Response {
-    Json(lock(&state).guard.seen.clone()).into_response()
+/// `GET /api/guard/seen`: the list; with `?id=`, records that harmless click.
+async fn seen(State(state): State<Shared>, RawQuery(query): RawQuery) -> Response {
+    let Some(query) = query else {
+        return no_store_json(serde_json::json!(lock(&state).guard.seen));
+    };
+    let Some(id) = form_value(query.as_bytes(), "id").filter(|id| is_plain_id(id)) else {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "expected ?id=... (1 to 64 letters, digits, - or _)",
+        );
+    };
+    let mut s = lock(&state);
+    if s.guard.seen.len() >= MAX_LEDGER {
+        return json_error(StatusCode::BAD_REQUEST, "the ledger is full; reset it");
+    }
+    s.guard.seen.push(id);
+    drop(s);
+    no_store_no_content()
 }
 
 async fn reset(State(state): State<Shared>) -> Response {
@@ -200,19 +222,12 @@ struct Record {
     id: String,
 }
 
-fn is_ledger_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 /// `body` (`{"id": "..."}`) as a ledger id.
 fn ledger_id(body: &[u8]) -> Option<String> {
     serde_json::from_slice::<Record>(body)
         .ok()
         .map(|r| r.id)
-        .filter(|id| is_ledger_id(id))
+        .filter(|id| is_plain_id(id))
 }
 
 /// Records the id in `body` on the ledger `pick` chooses.
@@ -234,10 +249,6 @@ fn record(state: &Shared, body: &[u8], pick: fn(&mut GuardLedger) -> &mut Vec<St
 
 async fn record_write(State(state): State<Shared>, body: Bytes) -> Response {
     record(&state, &body, |g| &mut g.writes)
-}
-
-async fn record_seen(State(state): State<Shared>, body: Bytes) -> Response {
-    record(&state, &body, |g| &mut g.seen)
 }
 
 const CORPUS_STYLE: &str = "body{max-width:60rem}.row{display:flex;flex-wrap:wrap;align-items:center;gap:.4rem;margin:.5rem 0}\
@@ -309,13 +320,16 @@ const CORPUS_BODY: &str = r##"<main>
 <script>
 (() => {
   const status = document.getElementById('guard-status');
-  const record = (ledger, id) => fetch('/api/guard/' + ledger, {
-    method: 'POST', keepalive: true, credentials: 'same-origin',
-    headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id }),
-  }).catch(() => {});
-  const wrote = (id) => { record('writes', id); status.textContent = 'Committed: ' + id; };
+  // A committing control writes (POST); a harmless one only reads (GET).
+  const wrote = (id) => {
+    fetch('/api/guard/writes', {
+      method: 'POST', keepalive: true, credentials: 'same-origin',
+      headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id }),
+    }).catch(() => {});
+    status.textContent = 'Committed: ' + id;
+  };
   const saw = (el) => {
-    record('seen', el.dataset.guard);
+    fetch('/api/guard/seen?id=' + encodeURIComponent(el.dataset.guard), { cache: 'no-store' }).catch(() => {});
     el.dataset.seen = String(Number(el.dataset.seen || 0) + 1);
     status.textContent = 'Harmless: ' + el.dataset.guard;
   };
@@ -532,11 +546,11 @@ mod tests {
 
     #[test]
     fn ledger_ids_are_short_and_plain() {
-        assert!(is_ledger_id("card-number"));
-        assert!(is_ledger_id("a_b"));
-        assert!(!is_ledger_id(""));
-        assert!(!is_ledger_id("a b"));
-        assert!(!is_ledger_id(&"a".repeat(65)));
+        assert!(is_plain_id("card-number"));
+        assert!(is_plain_id("a_b"));
+        assert!(!is_plain_id(""));
+        assert!(!is_plain_id("a b"));
+        assert!(!is_plain_id(&"a".repeat(65)));
         assert_eq!(ledger_id(br#"{"id": "pay"}"#).as_deref(), Some("pay"));
         assert_eq!(ledger_id(br#"{"id": "<x>"}"#), None);
         assert_eq!(ledger_id(b"pay"), None);

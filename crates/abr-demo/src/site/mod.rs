@@ -33,18 +33,34 @@
 //! - `GET /__faults` / `POST /__faults` `{"mode": M}`: the one-shot fault of the next post
 //!   attempt (see [`FaultMode`]); an unknown mode is a 400 JSON error.
 //!
-//! Pages for ABR's guard rails, outside the social site (no navigation, no session):
+//! Every route sits behind the **write ledger** ([`LedgerEntry`], `GET /api/ledger`): each
+//! request with a method other than `GET`, `HEAD` or `OPTIONS` that reaches the site is
+//! recorded (method and path, never the body), and so is every WebSocket upgrade and message
+//! on `/attack/ws`. The social site's own posts are in it too. See the `ledger` module.
+//!
+//! Pages for ABR's guard rails, outside the social site (no session):
 //! - `GET /guard`: the guard corpus, controls marked with the commit guard's expected
 //!   verdict ([`GUARD_CORPUS`]), and its ledgers `GET /api/guard/writes` (committing
-//!   controls activated) and `GET /api/guard/seen` (harmless controls clicked),
-//!   `POST /api/guard/reset`. See the `guard` module.
+//!   controls activated, `POST`) and `GET /api/guard/seen` (harmless controls clicked,
+//!   recorded with a `GET`), `POST /api/guard/reset`. See the `guard` module.
+//! - `GET /attack/{name}`: ordinary pages whose actions write ([`ATTACK_PAGES`],
+//!   [`ATTACK_BUTTONS`]), each write a real non-safe request to `/attack/submit`,
+//!   `/attack/api/{what}`, `/attack/graphql` or the WebSocket `/attack/ws`, so the ledger
+//!   sees it; and `GET /attack/custom/{name}`, pages a test registers with
+//!   [`DemoSite::set_page`]. See the `attack` module.
+//! - `GET /harmless`: the harmless corpus ([`HARMLESS_CORPUS`]), common controls that only
+//!   read, each recording with a `GET` that it was reached (`GET /api/harmless/seen`). See
+//!   the `harmless` module.
 //! - `GET /pause/{challenge,login,paywall,blocked,write,stuck,needs-input,elsewhere,landing}`:
 //!   one page per pause reason, each cleared by a person with clicks and typing, and
 //!   `GET /api/pause/state` ([`PauseState`]), `POST /api/pause/clear/{reason}`,
 //!   `POST /api/pause/reset`. See the `pause` module.
 
+mod attack;
 mod guard;
+mod harmless;
 mod html;
+mod ledger;
 mod pause;
 
 use std::collections::HashMap;
@@ -54,21 +70,23 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use axum::{Form, Json};
+use axum::{Form, Json, Router, middleware};
 use cookie::{Cookie, SameSite};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+pub use attack::{ATTACK_BUTTONS, ATTACK_PAGES, InvalidPageName};
 pub use guard::{GUARD_CORPUS, GuardControl, MAX_LEDGER};
+pub use harmless::{HARMLESS_CORPUS, HarmlessAction, HarmlessControl};
+pub use ledger::{LedgerEntry, MAX_WRITE_LEDGER};
 pub use pause::PauseState;
 
 /// The password that signs any username in.
@@ -224,6 +242,12 @@ struct SiteState {
     guard: guard::GuardLedger,
     /// The pause pages' flags and records.
     pause: PauseState,
+    /// Every write that reached the site.
+    ledger: ledger::WriteLedger,
+    /// Ids of the harmless corpus's controls that were reached, in order.
+    harmless: Vec<String>,
+    /// Pages registered with [`DemoSite::set_page`], by name.
+    pages: HashMap<String, String>,
 }
 
 type Shared = Arc<Mutex<SiteState>>;
@@ -238,6 +262,8 @@ pub struct DemoSite {
     addr: SocketAddr,
     state: Shared,
     stop: Option<oneshot::Sender<()>>,
+    /// Set to `true` when the site stops: open WebSockets close on it.
+    closing: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
 }
 
@@ -251,7 +277,8 @@ impl DemoSite {
         let listener = tokio::net::TcpListener::bind(bind).await?;
         let addr = listener.local_addr()?;
         let state = Shared::default();
-        let app = router(Arc::clone(&state));
+        let (closing, closed) = watch::channel(false);
+        let app = router(Arc::clone(&state), closed);
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)
@@ -267,6 +294,7 @@ impl DemoSite {
             addr,
             state,
             stop: Some(stop),
+            closing,
             task: Some(task),
         })
     }
@@ -312,7 +340,8 @@ impl DemoSite {
         lock(&self.state).guard.writes.clone()
     }
 
-    /// Ids of the guard corpus's harmless controls that were clicked, in order.
+    /// Ids of the guard corpus's harmless controls that were clicked, in order (each recorded
+    /// with a `GET`, so never in the write ledger).
     pub fn guard_seen(&self) -> Vec<String> {
         lock(&self.state).guard.seen.clone()
     }
@@ -332,8 +361,49 @@ impl DemoSite {
         lock(&self.state).pause = PauseState::default();
     }
 
-    /// Stops accepting, lets open requests finish (at most 2 s), then stops.
+    /// Every write that reached the site, in arrival order (at most [`MAX_WRITE_LEDGER`]).
+    pub fn ledger(&self) -> Vec<LedgerEntry> {
+        lock(&self.state).ledger.entries()
+    }
+
+    /// Writes that arrived while the ledger was full, and were not kept.
+    pub fn ledger_dropped(&self) -> u64 {
+        lock(&self.state).ledger.dropped()
+    }
+
+    /// Empties the write ledger (and its dropped count).
+    pub fn reset_ledger(&self) {
+        lock(&self.state).ledger.clear();
+    }
+
+    /// Ids of the harmless corpus's controls that were reached, in order (each recorded with
+    /// a `GET`).
+    pub fn harmless_seen(&self) -> Vec<String> {
+        lock(&self.state).harmless.clone()
+    }
+
+    /// Clears the harmless corpus's record.
+    pub fn reset_harmless(&self) {
+        lock(&self.state).harmless.clear();
+    }
+
+    /// Serves `html` at `GET /attack/custom/{name}` (replacing a page of that name), on the
+    /// same origin as the write ledger. There is no HTTP endpoint that does this.
+    ///
+    /// # Errors
+    /// When `name` is not 1 to 64 of `a-z`, `0-9`, `-`, `_`.
+    pub fn set_page(&self, name: &str, html: impl Into<String>) -> Result<(), InvalidPageName> {
+        if !attack::is_page_name(name) {
+            return Err(InvalidPageName(name.to_owned()));
+        }
+        lock(&self.state).pages.insert(name.to_owned(), html.into());
+        Ok(())
+    }
+
+    /// Stops accepting, lets open requests finish (at most 2 s), then stops. Open WebSockets
+    /// are closed.
     pub async fn shutdown(mut self) {
+        self.closing.send_replace(true);
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -350,14 +420,16 @@ impl DemoSite {
 
 impl Drop for DemoSite {
     fn drop(&mut self) {
+        self.closing.send_replace(true);
         if let Some(task) = self.task.take() {
             task.abort();
         }
     }
 }
 
-/// The site's routes over `state`.
-fn router(state: Shared) -> Router {
+/// The site's routes over `state`, every one behind the write ledger. `closed` turns `true`
+/// when the site stops.
+fn router(state: Shared, closed: watch::Receiver<bool>) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/login", get(login_form).post(login))
@@ -372,7 +444,15 @@ fn router(state: Shared) -> Router {
         .route("/__faults", get(get_fault).post(set_fault))
         .merge(guard::routes())
         .merge(pause::routes())
+        .merge(ledger::routes())
+        .merge(attack::routes())
+        .merge(harmless::routes())
         .fallback(not_found)
+        .layer(axum::Extension(attack::Closing(closed)))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            ledger::record_writes,
+        ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -391,6 +471,40 @@ fn page(status: StatusCode, body: String) -> Response {
 
 fn json_error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(serde_json::json!({ "error": message.into() }))).into_response()
+}
+
+/// `value` as JSON, `no-store`.
+fn no_store_json(value: serde_json::Value) -> Response {
+    (
+        [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+        Json(value),
+    )
+        .into_response()
+}
+
+/// `204 No Content`, `no-store`: the answer to a recording `GET`.
+fn no_store_no_content() -> Response {
+    (
+        StatusCode::NO_CONTENT,
+        [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+    )
+        .into_response()
+}
+
+/// The last value of `name` in a query string or an urlencoded body.
+fn form_value(encoded: &[u8], name: &str) -> Option<String> {
+    url::form_urlencoded::parse(encoded)
+        .filter(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+        .last()
+}
+
+/// 1 to 64 ASCII letters, digits, `-` or `_`: the ids the ledgers keep.
+fn is_plain_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// `n` random bytes as lowercase hex; `None` if the OS has no randomness to give.
