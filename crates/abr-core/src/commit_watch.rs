@@ -50,6 +50,21 @@ impl CommitWatch {
     pub fn new(hook: Arc<dyn CommitHook>) -> Self {
         Self(hook)
     }
+
+    /// Announces the commit to this watch and waits for its acknowledgement (for work that
+    /// holds the watch outside the task it was set around, such as a browser's network
+    /// gate).
+    ///
+    /// # Errors
+    /// As [`committing`].
+    pub async fn announce(&self) -> Result<(), CoreError> {
+        self.0.committing().await.map_err(|refused| {
+            CoreError::Provider(ProviderError::new(
+                ProviderErrorKind::Unavailable,
+                refused.to_string(),
+            ))
+        })
+    }
 }
 
 tokio::task_local! {
@@ -82,15 +97,10 @@ pub fn current() -> Option<CommitWatch> {
 /// A retryable [`CoreError::Provider`] (`Unavailable`) when the watch refused: do not
 /// commit, nothing was done.
 pub async fn committing() -> Result<(), CoreError> {
-    let Some(watch) = current() else {
-        return Ok(());
-    };
-    watch.0.committing().await.map_err(|refused| {
-        CoreError::Provider(ProviderError::new(
-            ProviderErrorKind::Unavailable,
-            refused.to_string(),
-        ))
-    })
+    match current() {
+        Some(watch) => watch.announce().await,
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

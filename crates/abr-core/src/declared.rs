@@ -604,7 +604,7 @@ impl DeclaredStrategy {
         let start_url = vars.fill(&file.start_url, "startUrl")?;
         let base = http_url(&start_url, "startUrl")?;
         let policy = StrategyPolicy::from_spec(&fill_policy(&vars, &file.policy)?)
-            .map_err(|e| DeclaredError::invalid("policy.session", e.to_string()))?;
+            .map_err(|e| DeclaredError::invalid(e.field(), e.to_string()))?;
         let pacing = match file.pacing {
             None | Some(PacingSpec::Named(PacingName::Runner)) => PlatformPacing::Runner,
             Some(PacingSpec::Named(PacingName::Off)) => PlatformPacing::Off,
@@ -734,6 +734,14 @@ fn fill_policy(
         }
         for (i, o) in scope.origins.iter_mut().enumerate() {
             *o = vars.fill(o, &format!("policy.session.origins[{i}]"))?;
+        }
+    }
+    if let Some(network) = policy.network.as_mut() {
+        for (i, r) in network.reads.iter_mut().enumerate() {
+            r.url = vars.fill(&r.url, &format!("policy.network.reads[{i}].url"))?;
+        }
+        for (i, t) in network.telemetry.iter_mut().enumerate() {
+            *t = vars.fill(t, &format!("policy.network.telemetry[{i}]"))?;
         }
     }
     Ok(policy)

@@ -75,7 +75,7 @@ pub use serialized::SerializedProvider;
 pub use store::{InMemorySessionStore, STORED_SESSION_PLATFORM, SessionKey, SessionStore};
 pub use stored_sessions::StoredSessions;
 pub use strategy::{
-    PlatformPacing, PostProgress, ReceiptNote, RecheckOutcome, StrategyPolicy, StrategyRegistry,
-    SubmitGate, SubmitReceipt, VerifyOutcome, WebPostStrategy,
+    PlatformPacing, PolicyError, PostProgress, ReceiptNote, RecheckOutcome, StrategyPolicy,
+    StrategyRegistry, SubmitGate, SubmitReceipt, VerifyOutcome, WebPostStrategy,
 };
 pub use tenant::{check as check_tenant_id, person as check_person};

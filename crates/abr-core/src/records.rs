@@ -95,6 +95,14 @@ impl<T: Record> InMemoryRecords<T> {
         }
     }
 
+    /// Changes the record `id` of `tenant` in place, keeping its version (nothing when there
+    /// is none).
+    pub(crate) fn modify(&mut self, tenant: &str, id: &str, change: impl FnOnce(&mut T)) {
+        if let Some(stored) = self.records.get_mut(&tenant_key(tenant, id)) {
+            change(stored);
+        }
+    }
+
     /// Every record, of any tenant, that `unfinished` keeps.
     pub(crate) fn unfinished(&self, unfinished: impl Fn(&T) -> bool) -> Vec<T> {
         self.records

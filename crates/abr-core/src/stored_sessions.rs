@@ -61,6 +61,8 @@ impl<C: 'static> StoredSessions<C> {
             scope: None,
             read_only: false,
             screenshots: true,
+            network: crate::guard::NetworkRules::default(),
+            guard: None,
         };
         let (policy, platform) = match &request.platform {
             Some(p) => (self.platforms.get(p)?.policy().clone(), p.as_str()),

@@ -4,10 +4,35 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use abr_protocol::{FailureStage, PlatformInfo, PlatformPolicy, PostContent, Verification};
+use abr_protocol::{
+    FailureStage, GuardPolicySpec, PlatformInfo, PlatformPolicy, PostContent, Verification,
+};
 use async_trait::async_trait;
 
+use crate::guard::{NetworkRuleError, NetworkRules};
 use crate::{CoreError, ScopeError, SessionScope, StrategyError};
+
+/// A platform policy that is not usable: its session scope or its network declaration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The session scope (`policy.session`).
+    #[error(transparent)]
+    Scope(#[from] ScopeError),
+    /// The network declaration (`policy.network`).
+    #[error(transparent)]
+    Network(#[from] NetworkRuleError),
+}
+
+impl PolicyError {
+    /// The field of the policy it is about (`policy.session`, `policy.network`).
+    pub fn field(&self) -> &'static str {
+        match self {
+            Self::Scope(_) => "policy.session",
+            Self::Network(_) => "policy.network",
+        }
+    }
+}
 
 /// A strategy's validated policy. Built from the wire [`PlatformPolicy`]; an invalid scope is
 /// rejected here, at registration, not at first use.
@@ -24,17 +49,31 @@ pub struct StrategyPolicy {
     pub read_only: bool,
     /// Whether runs on the platform take replay frames.
     pub screenshots: bool,
+    /// The platform's network: declared reads, telemetry, WebSockets in read-only runs.
+    pub network: NetworkRules,
+    /// What the platform adds to the commit rule (harmless names, harmless choices).
+    pub guard: Option<GuardPolicySpec>,
 }
 
 impl StrategyPolicy {
     /// Validates a wire policy. Omitted fields keep the legacy behaviour (allowed).
-    pub fn from_spec(spec: &PlatformPolicy) -> Result<Self, ScopeError> {
+    ///
+    /// # Errors
+    /// A [`PolicyError`]: an invalid session scope or network declaration.
+    pub fn from_spec(spec: &PlatformPolicy) -> Result<Self, PolicyError> {
         Ok(Self {
             allow_interactive_capture: spec.allow_interactive_capture.unwrap_or(true),
             allow_unattended: spec.allow_unattended.unwrap_or(true),
             scope: spec.session.as_ref().map(SessionScope::new).transpose()?,
             read_only: spec.read_only.unwrap_or(false),
             screenshots: spec.screenshots.unwrap_or(true),
+            network: spec
+                .network
+                .as_ref()
+                .map(NetworkRules::from_spec)
+                .transpose()?
+                .unwrap_or_default(),
+            guard: spec.guard.clone(),
         })
     }
 
@@ -46,6 +85,8 @@ impl StrategyPolicy {
             session: self.scope.as_ref().map(SessionScope::to_spec),
             read_only: Some(self.read_only),
             screenshots: Some(self.screenshots),
+            network: (!self.network.is_empty()).then(|| self.network.to_spec()),
+            guard: self.guard.clone(),
         }
     }
 }

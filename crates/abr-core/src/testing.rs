@@ -832,6 +832,14 @@ struct PageState {
     frames_taken: usize,
     inspected: usize,
     site_filter: Option<Arc<dyn crate::guard::SiteFilter>>,
+    gate: Option<Arc<dyn crate::guard::RequestGate>>,
+    focused: Option<crate::guard::ElementFacts>,
+    /// `action_key` → requests (method, URL) the page sends when that action runs.
+    requests_on: BTreeMap<String, Vec<(String, String)>>,
+    /// Requests (method, URL) that left the fake browser, in order.
+    sent: Vec<(String, String)>,
+    /// Requests the gate held back.
+    refused: Vec<(String, String)>,
 }
 
 /// A scriptable page for step plans: every element is present unless [`FakePage::remove`]d,
@@ -965,6 +973,71 @@ impl FakePage {
     /// Whether a site filter was installed.
     pub fn has_site_filter(&self) -> bool {
         self.lock().site_filter.is_some()
+    }
+
+    /// Whether a network gate was installed.
+    pub fn has_network_gate(&self) -> bool {
+        self.lock().gate.is_some()
+    }
+
+    /// When the action `key` ([`action_key`]) runs, the page sends a request `method` to
+    /// `url` (through the network gate, once the action is done, like a script it started).
+    pub fn request_on(&self, key: &str, method: &str, url: &str) {
+        self.lock()
+            .requests_on
+            .entry(key.to_owned())
+            .or_default()
+            .push((method.to_owned(), url.to_owned()));
+    }
+
+    /// What `inspect_focused` answers (default: only the document has the focus).
+    pub fn set_focused(&self, facts: Option<crate::guard::ElementFacts>) {
+        self.lock().focused = facts;
+    }
+
+    /// Requests that left the fake browser (the gate let them through, or none was
+    /// installed), as (method, URL).
+    pub fn sent(&self) -> Vec<(String, String)> {
+        self.lock().sent.clone()
+    }
+
+    /// Requests the network gate refused, as (method, URL).
+    pub fn refused_requests(&self) -> Vec<(String, String)> {
+        self.lock().refused.clone()
+    }
+
+    /// Sends the requests `action` makes the page send through the gate, in order.
+    async fn send_requests(&self, action: &BrowserAction) {
+        let (requests, gate) = {
+            let page = self.lock();
+            let requests = page
+                .requests_on
+                .get(&action_key(action))
+                .cloned()
+                .unwrap_or_default();
+            (requests, page.gate.clone())
+        };
+        for (method, url) in requests {
+            let admitted = match &gate {
+                Some(gate) if !crate::guard::is_safe_method(&method) => {
+                    let request = crate::guard::OutgoingRequest {
+                        method: &method,
+                        url: &url,
+                        resource_type: "fetch",
+                        content_type: None,
+                        body: None,
+                    };
+                    gate.admit(&request).await
+                }
+                _ => true,
+            };
+            let mut page = self.lock();
+            if admitted {
+                page.sent.push((method, url));
+            } else {
+                page.refused.push((method, url));
+            }
+        }
     }
 
     /// Records `action` and plays it (or its fault) on the state; `Err(fault)` for a hang
@@ -1170,6 +1243,21 @@ impl crate::guard::PageProbe for FakeContext {
         Ok(())
     }
 
+    async fn guard_network(
+        &self,
+        gate: Arc<dyn crate::guard::RequestGate>,
+    ) -> Result<(), StepFailure> {
+        self.page.lock().gate = Some(gate);
+        Ok(())
+    }
+
+    async fn inspect_focused(
+        &self,
+        _timeout: std::time::Duration,
+    ) -> Result<Option<crate::guard::ElementFacts>, StepFailure> {
+        Ok(self.page.lock().focused.clone())
+    }
+
     /// Lists the elements given facts ([`FakePage::set_facts`]) as `e1`, `e2`, ... in key
     /// order, with their facts (and [`FakePage::text_after`]) also under their reference's
     /// selector, and the page's text.
@@ -1219,7 +1307,12 @@ impl StepRunner for FakeContext {
         _timeout: std::time::Duration,
     ) -> Result<StepOutput, StepFailure> {
         match self.page.play(action) {
-            Ok(result) => result,
+            Ok(result) => {
+                if result.is_ok() {
+                    self.page.send_requests(action).await;
+                }
+                result
+            }
             Err(FakeFault::Hang) => futures::future::pending().await,
             #[allow(clippy::panic, reason = "the fake exists to test panic containment")]
             Err(_) => panic!("fake page panic"),

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use abr_core::guard::is_committing;
+use abr_core::guard::{CommitRules, is_committing};
 use abr_core::task::{
     ApprovalRule, BrowserAction, Counter, IdempotencyKey, InMemoryTaskStore, Inserted, PlanLimits,
     PlanLocation, PlanProblem, StepFailureKind, StoredTask, TaskConfig, TaskEnd, TaskRunner,
@@ -28,7 +28,7 @@ use abr_core::{
     AuditAction, Auditor, Clock as _, CoreError, DynSessionProvider, ErrorKind, MemoryAuditSink,
 };
 use abr_protocol::{
-    AgentSessionState, ApproveRequest, AssertNotPostedRequest, Cookie, RecheckAnswer,
+    AgentSessionState, ApproveRequest, AssertNotPostedRequest, CommitClass, Cookie, RecheckAnswer,
     RejectRequest, SecretValue, SessionScopeSpec, StepPlan, TaskRecord, TaskRequest, TaskState,
     codes,
 };
@@ -93,6 +93,10 @@ impl TaskStore for Observed {
             ));
         }
         Ok(saved)
+    }
+    async fn mark_committing(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
+        tokio::task::yield_now().await;
+        self.inner.mark_committing(tenant, task_id).await
     }
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
         self.inner.unfinished().await
@@ -693,8 +697,14 @@ fn committing_is_decided_by_the_action_only() {
             check: abr_protocol::DomCheck::default(),
         },
     ];
-    assert!(yes.iter().all(|a| is_committing(a, None)));
-    assert!(!no.iter().any(|a| is_committing(a, None)));
+    assert!(
+        yes.iter()
+            .all(|a| is_committing(a, None, &CommitRules::LENIENT))
+    );
+    assert!(
+        !no.iter()
+            .any(|a| is_committing(a, None, &CommitRules::LENIENT))
+    );
 }
 
 // ---- approval -------------------------------------------------------------------------------
@@ -1793,6 +1803,189 @@ async fn recovery_ends_unfinished_tasks_honestly() {
     );
     restarted.retry(T, &ids[1]).await.unwrap();
     assert!(restarted.recover_unfinished().await.unwrap().is_empty());
+}
+
+// ---- the network below the page ------------------------------------------------------------
+
+/// Open a page, press a harmless-looking "Show more" (a link: no committing form), then wait
+/// for a text that never comes.
+fn show_more_plan(read_only: bool) -> StepPlan {
+    plan(json!({
+        "targetUrl": "https://tool.example/feed",
+        "steps": [
+            {"type": "click", "selector": "#more", "description": "Show more"},
+            {"type": "wait", "text": "Never shown", "timeoutMs": 200, "description": "Wait"}
+        ],
+        "verification": {"method": "dom_check", "text": "Done"},
+        "risk": "low",
+        "readOnly": read_only
+    }))
+}
+
+fn harmless_link() -> abr_core::guard::ElementFacts {
+    abr_core::guard::ElementFacts {
+        tag: "a".into(),
+        name: "Show more".into(),
+        ..abr_core::guard::ElementFacts::default()
+    }
+}
+
+#[tokio::test]
+async fn a_write_the_page_sends_makes_the_task_uncertain_whatever_the_element_looked_like() {
+    // The page's script posts to its own site when "Show more" is clicked.
+    let h = h();
+    h.page.set_facts("#more", harmless_link());
+    h.page
+        .request_on("#more", "POST", "https://api.tool.example/track");
+    h.page.remove("text:Never shown");
+    let end = h.run(show_more_plan(false)).await;
+    let record = end.record;
+    assert_eq!(
+        h.page.sent(),
+        [(
+            "POST".to_owned(),
+            "https://api.tool.example/track".to_owned()
+        )]
+    );
+    assert_eq!(record.state, TaskState::Uncertain, "{:?}", record.error);
+    assert!(
+        !record.error.unwrap().retryable,
+        "it may have happened: never retry"
+    );
+    assert!(
+        record.step_results[0].committing,
+        "the click's step sent the write"
+    );
+    let stored = h.store.get(T, &record.task_id).await.unwrap().unwrap();
+    assert!(stored.committing_started, "marked before it left");
+
+    // A third party's analytics post is not the task's: nothing it did may have committed.
+    let h = self::h();
+    h.page.set_facts("#more", harmless_link());
+    h.page
+        .request_on("#more", "POST", "https://analytics.other.net/collect");
+    h.page.remove("text:Never shown");
+    let record = h.run(show_more_plan(false)).await.record;
+    assert_eq!(h.page.sent().len(), 1);
+    assert_eq!(record.state, TaskState::Failed);
+    assert!(record.error.unwrap().retryable);
+    assert!(!record.step_results[0].committing);
+}
+
+#[tokio::test]
+async fn a_read_only_task_sends_no_write_whatever_the_page_does() {
+    let h = h();
+    h.page.set_facts("#more", harmless_link());
+    h.page.set_text("Done");
+    for url in [
+        "https://api.tool.example/track",
+        "https://analytics.other.net/collect",
+    ] {
+        h.page.request_on("#more", "POST", url);
+    }
+    h.page
+        .request_on("#more", "GET", "https://tool.example/more?page=2");
+    let record = h.run(show_more_plan(true)).await.record;
+    assert_eq!(
+        h.page.sent(),
+        [(
+            "GET".to_owned(),
+            "https://tool.example/more?page=2".to_owned()
+        )],
+        "only the read left the browser"
+    );
+    assert_eq!(h.page.refused_requests().len(), 2);
+    assert_eq!(record.state, TaskState::Failed);
+    assert_eq!(error_code(&record), task_codes::BLOCKED_ACTION);
+    let blocked: Vec<_> = record
+        .blocked
+        .iter()
+        .map(|b| (b.class, b.method.clone(), b.host.clone(), b.step))
+        .collect();
+    assert_eq!(
+        blocked,
+        [
+            (
+                CommitClass::NetworkWrite,
+                Some("POST".into()),
+                Some("api.tool.example".into()),
+                Some(0)
+            ),
+            (
+                CommitClass::NetworkWrite,
+                Some("POST".into()),
+                Some("analytics.other.net".into()),
+                Some(0)
+            ),
+        ]
+    );
+    assert!(!record.step_results[0].ok);
+    assert!(
+        !h.store
+            .get(T, &record.task_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .committing_started
+    );
+}
+
+#[tokio::test]
+async fn a_runner_stopped_after_a_write_left_recovers_the_task_uncertain() {
+    let h = h();
+    h.page.set_facts("#more", harmless_link());
+    h.page
+        .request_on("#more", "POST", "https://tool.example/api/like");
+    h.page.fault_on("text:Never shown", FakeFault::Hang);
+    let record = h.approved(show_more_plan(false)).await;
+    // The runner dies while the next step hangs, after the page's write left.
+    let run = h.runner.run(T, &record.task_id);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), run)
+            .await
+            .is_err()
+    );
+    assert_eq!(h.page.sent().len(), 1);
+    let provider: DynSessionProvider<FakeContext> = Arc::new(FakeProvider::new());
+    let dyn_store: Arc<dyn TaskStore> = h.store.clone();
+    let restarted = TaskRunner::new(provider, dyn_store);
+    restarted.recover_unfinished().await.unwrap();
+    let recovered = restarted.get(T, &record.task_id).await.unwrap();
+    assert_eq!(recovered.state, TaskState::Uncertain);
+    assert!(!recovered.error.unwrap().retryable);
+}
+
+#[tokio::test]
+async fn a_write_that_cannot_be_announced_never_leaves() {
+    struct Gone;
+    #[async_trait]
+    impl abr_core::commit_watch::CommitHook for Gone {
+        async fn committing(&self) -> Result<(), abr_core::commit_watch::CommitRefused> {
+            Err(abr_core::commit_watch::CommitRefused(
+                "the hub is gone".into(),
+            ))
+        }
+    }
+    let h = h();
+    h.page.set_facts("#more", harmless_link());
+    h.page
+        .request_on("#more", "POST", "https://tool.example/api/like");
+    let record = h.approved(show_more_plan(false)).await;
+    let watch = abr_core::commit_watch::CommitWatch::new(Arc::new(Gone));
+    let end = abr_core::commit_watch::scope(watch, h.runner.run(T, &record.task_id))
+        .await
+        .unwrap();
+    assert!(h.page.sent().is_empty(), "the write was held, then refused");
+    assert_eq!(end.record.state, TaskState::Failed);
+    assert!(end.record.error.unwrap().retryable, "nothing was done");
+    assert!(
+        !h.store
+            .get(T, &record.task_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .committing_started
+    );
 }
 
 // ---- audit ----------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use abr_core::{
-    PlatformPacing, PostProgress, ReceiptNote, RecheckOutcome, ScopeError, StrategyError,
+    PlatformPacing, PolicyError, PostProgress, ReceiptNote, RecheckOutcome, StrategyError,
     StrategyPolicy, SubmitReceipt, VerifyOutcome, WebPostStrategy,
 };
 use abr_protocol::{
@@ -87,9 +87,9 @@ pub enum DemoStrategyError {
     /// Not an absolute http(s) URL with a host.
     #[error("the demo site URL must be an absolute http(s) URL with a host: {0}")]
     InvalidBaseUrl(String),
-    /// The derived session scope was rejected.
-    #[error("the demo site's session scope is invalid: {0}")]
-    Scope(#[from] ScopeError),
+    /// The derived policy (its session scope) was rejected.
+    #[error("the demo site's policy is invalid: {0}")]
+    Policy(#[from] PolicyError),
 }
 
 /// Posts to the demo site at a base URL.

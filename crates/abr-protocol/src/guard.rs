@@ -29,15 +29,33 @@ pub enum CommitClass {
     FileInput,
     /// A payment card field (number, expiry, security code).
     CardField,
-    /// Enter in a form that has a submit control.
+    /// Enter in a field of a form that Enter submits: one with a submit control, or with a
+    /// single text field (HTML's implicit submission).
     EnterSubmitsForm,
+    /// Enter in an editable region or a text field outside any form (a chat box that sends
+    /// on Enter). Read-only runs only.
+    EnterInEditor,
+    /// A choice (a `<select>`, a checkbox, a radio button, a switch) whose change may save or
+    /// submit: outside a form or in one that posts. Read-only runs only, unless the
+    /// platform marks choices harmless.
+    ChoiceMaySubmit,
+    /// A button with no recognised harmless meaning (search, next, show more, filter, sort,
+    /// open, close, cancel, tabs...): read-only runs refuse what they cannot tell is
+    /// harmless. Read-only runs only.
+    UnrecognisedButton,
     /// Setting files on an input.
     Upload,
+    /// A request with a method other than GET, HEAD or OPTIONS left (or, refused, would have
+    /// left) the browser: below the page, whatever the element looked like.
+    NetworkWrite,
+    /// A WebSocket connection, refused in a read-only run unless the platform allows them.
+    WebSocket,
     /// The element could not be inspected: counted as committing.
     Unknown,
 }
 
-/// A refused action: nothing reached the page.
+/// A refused action: nothing reached the page, or (`network_write`, `web_socket`) the
+/// request the action caused never left the browser.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockedAction {
@@ -51,6 +69,13 @@ pub struct BlockedAction {
     /// The committing verb matched, when `class` is `committing_label`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verb: Option<String>,
+    /// The request's method, when `class` is `network_write` (never its body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The request's (or WebSocket's) host, when `class` is `network_write` or `web_socket`
+    /// (never its path or query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Why a run stopped for a person. Detected by the runner from the page, never claimed by

@@ -49,7 +49,10 @@ pub use guard::{
 };
 pub use live::{LiveModifiers, LivePointerAction, LivePointerButton, LiveViewEvent, LiveViewInput};
 pub use platform_file::PlatformFile;
-pub use policy::{PlatformInfo, PlatformPolicy, PlatformsResponse, SessionScopeSpec};
+pub use policy::{
+    GraphqlOperation, GuardPolicySpec, NetworkPolicySpec, PlatformInfo, PlatformPolicy,
+    PlatformsResponse, ReadEndpointSpec, SessionScopeSpec,
+};
 pub use post::{
     AgentPostResult, FailureStage, MediaAttachment, PostContent, PostOutcome, PostRecord,
     PostRequest, PostState, Timing, Verification, VerificationEvidence, VerificationMethod,

@@ -22,9 +22,7 @@ use playwright_rs::protocol::{
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::{Mutex, Semaphore};
 
-use crate::egress::{
-    EgressProxy, LazyProxy, deny_default_downloads, install_url_gate, remove_url_gate,
-};
+use crate::egress::{EgressProxy, LazyProxy, deny_default_downloads, install_url_gate};
 use crate::error::from_playwright;
 use crate::remote::connect_cdp;
 use crate::session::BrowserSession;
@@ -162,6 +160,7 @@ impl SessionProvider for CdpSessionProvider {
         let (width, height) = self.config.viewport;
         let mut owned = true;
         let mut permit = None;
+        let mut router = None;
         let context = if self.default_context_only.load(Ordering::SeqCst) {
             None
         } else {
@@ -210,12 +209,11 @@ impl SessionProvider for CdpSessionProvider {
                 if let Some(policy) = &self.config.egress {
                     // No proxy can be set on the default context: the weaker URL gate.
                     deny_default_downloads(&browser).await?;
-                    install_url_gate(&context, policy).await?;
+                    router = Some(install_url_gate(&context, policy).await?);
                 }
                 context
             }
         };
-        let gated = !owned && self.config.egress.is_some();
         let session = match BrowserSession::open(
             context.clone(),
             request.state.as_ref(),
@@ -224,13 +222,15 @@ impl SessionProvider for CdpSessionProvider {
         )
         .await
         {
-            Ok(session) if gated => session.with_url_gate(),
-            Ok(session) => session,
+            Ok(session) => match router {
+                Some(router) => session.with_router(router),
+                None => session,
+            },
             Err(e) => {
                 if owned {
                     let _ = context.close().await;
-                } else if self.config.egress.is_some() {
-                    let _ = remove_url_gate(&context).await;
+                } else if let Some(router) = &router {
+                    let _ = router.remove(&context).await;
                 }
                 return Err(e);
             }
@@ -240,13 +240,10 @@ impl SessionProvider for CdpSessionProvider {
                 let result = if owned {
                     session.context().close().await
                 } else {
-                    if gated {
-                        // The default context outlives the lease: the next acquire gates it
-                        // again (handlers would pile up otherwise).
-                        let _ = remove_url_gate(session.context()).await;
-                    }
-                    // Nor may this run's site filter outlive it.
-                    let _ = crate::probe::remove_site_filter(session.context()).await;
+                    // The default context outlives the lease: its route (the URL gate, this
+                    // run's site filter and network gate) goes with it (the next acquire
+                    // routes it again; handlers would pile up otherwise).
+                    let _ = session.router().remove(session.context()).await;
                     session.context().clear_cookies(None).await
                 };
                 drop(permit);

@@ -49,12 +49,86 @@ pub const PAGE: &str = r#"<!doctype html><html><head><script>
 <input id="name"><button id="go" onclick="document.getElementById('out').textContent = 'Hello, ' + document.getElementById('name').value">Go</button>
 <p id="out"></p></body></html>"#;
 
+/// The page of the network check: every way an ordinary page writes, each behind a function
+/// of `window.writes` (returning what the page saw), and two GraphQL calls.
+pub const WRITES_PAGE: &str = r#"<!doctype html><html><head><title>writes</title></head><body>
+<form id="form" method="post" action="/api/form"><input name="q" value="x"><button id="submit">Submit</button></form>
+<iframe id="frame" srcdoc='<form id="g" method="post" action="/api/frame-form"><button id="s">Go</button></form>'></iframe>
+<iframe name="pingframe"></iframe>
+<a id="pinged" href="/page" target="pingframe" ping="/api/ping">Pinged link</a>
+<script>
+const quiet = (p) => p.then((r) => r.status, () => 'refused');
+const gql = (query) => quiet(fetch('/graphql', { method: 'POST',
+  headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) }));
+window.writes = {
+  fetch: () => quiet(fetch('/api/fetch', { method: 'POST', body: 'x' })),
+  put: () => quiet(fetch('/api/put', { method: 'PUT', body: 'x' })),
+  del: () => quiet(fetch('/api/delete', { method: 'DELETE' })),
+  patch: () => quiet(fetch('/api/patch', { method: 'PATCH', body: 'x' })),
+  xhr: () => new Promise((done) => { const x = new XMLHttpRequest(); x.open('POST', '/api/xhr');
+    x.onload = () => done(x.status); x.onerror = () => done('refused'); x.send('x'); }),
+  beacon: () => navigator.sendBeacon('/api/beacon', 'x'),
+  keepalive: () => quiet(fetch('/api/keepalive', { method: 'POST', body: 'x', keepalive: true })),
+  timer: () => { setTimeout(() => fetch('/api/timer', { method: 'POST' }).catch(() => {}), 50); return 'armed'; },
+  worker: () => { const w = new Worker('/worker.js'); w.postMessage('go'); return 'started'; },
+  sharedWorker: () => { if (typeof SharedWorker !== 'function') return 'unavailable';
+    const w = new SharedWorker('/shared-worker.js'); w.port.postMessage('go'); return 'started'; },
+  frame: () => { document.getElementById('frame').contentDocument.getElementById('s').click(); return 'clicked'; },
+  ping: () => { document.getElementById('pinged').click(); return 'clicked'; },
+  ws: () => new Promise((done) => { const s = new WebSocket('ws://' + location.host + '/ws');
+    s.onopen = () => { s.send('hello'); done('open'); }; s.onerror = () => done('error');
+    s.onclose = () => done('closed'); setTimeout(() => done('timeout'), 3000); }),
+  query: () => gql('query Feed { feed { id } }'),
+  mutation: () => gql('mutation Like { like(id: 1) { ok } }'),
+  form: () => { document.getElementById('submit').click(); return 'clicked'; },
+};
+</script></body></html>"#;
+
+/// The dedicated worker of [`WRITES_PAGE`]: posts when told to.
+const WRITES_WORKER: &str =
+    "onmessage = () => { fetch('/api/worker', { method: 'POST', body: 'x' }).catch(() => {}); };";
+
+/// The shared worker of [`WRITES_PAGE`]: posts when told to.
+const WRITES_SHARED_WORKER: &str = "onconnect = (e) => { const port = e.ports[0]; \
+    port.onmessage = () => { fetch('/api/shared-worker', { method: 'POST', body: 'x' }).catch(() => {}); }; };";
+
+/// What reached the test site with a method other than GET, HEAD or OPTIONS (and every
+/// WebSocket upgrade and message), as `METHOD /path`, in arrival order.
+#[derive(Debug, Clone, Default)]
+pub struct WriteLedger(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl WriteLedger {
+    fn record(&self, entry: String) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(entry);
+    }
+
+    /// Everything recorded so far.
+    pub fn entries(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Forgets everything.
+    pub fn clear(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+}
+
 /// A local site on `127.0.0.1:0`, reachable as two origins: `http://127.0.0.1:P` and
 /// `http://localhost:P`.
 #[derive(Debug)]
 pub struct TestSite {
     addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    ledger: WriteLedger,
 }
 
 #[derive(Deserialize)]
@@ -66,8 +140,48 @@ struct SetCookie {
 impl TestSite {
     /// Starts the site.
     pub async fn start() -> std::io::Result<Self> {
+        let ledger = WriteLedger::default();
+        let sockets = ledger.clone();
         let app = Router::new()
             .route("/page", get(|| async { Html(PAGE) }))
+            .route("/writes", get(|| async { Html(WRITES_PAGE) }))
+            .route(
+                "/worker.js",
+                get(|| async { ([(header::CONTENT_TYPE, "text/javascript")], WRITES_WORKER) }),
+            )
+            .route(
+                "/shared-worker.js",
+                get(|| async {
+                    (
+                        [(header::CONTENT_TYPE, "text/javascript")],
+                        WRITES_SHARED_WORKER,
+                    )
+                }),
+            )
+            .route(
+                "/api/{*what}",
+                axum::routing::any(|| async { axum::Json(serde_json::json!({ "ok": true })) }),
+            )
+            .route(
+                "/graphql",
+                axum::routing::post(|| async { axum::Json(serde_json::json!({ "data": {} })) }),
+            )
+            .route(
+                "/ws",
+                get(move |ws: axum::extract::WebSocketUpgrade| {
+                    let ledger = sockets.clone();
+                    async move {
+                        ledger.record("WS-OPEN /ws".to_owned());
+                        ws.on_upgrade(move |mut socket| async move {
+                            while let Some(Ok(message)) = socket.recv().await {
+                                if let axum::extract::ws::Message::Text(_) = message {
+                                    ledger.record("WS /ws".to_owned());
+                                }
+                            }
+                        })
+                    }
+                }),
+            )
             .route(
                 "/set",
                 get(|Query(q): Query<SetCookie>| async move {
@@ -81,12 +195,30 @@ impl TestSite {
                         .into_response()
                 }),
             );
+        let writes = ledger.clone();
+        let app = app.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let ledger = writes.clone();
+                async move {
+                    let method = request.method().as_str().to_owned();
+                    if !abr_core::guard::is_safe_method(&method) {
+                        ledger.record(format!("{method} {}", request.uri().path()));
+                    }
+                    next.run(request).await
+                }
+            },
+        ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Ok(Self { addr, task })
+        Ok(Self { addr, task, ledger })
+    }
+
+    /// The writes that reached the site.
+    pub fn ledger(&self) -> &WriteLedger {
+        &self.ledger
     }
 
     /// `http://127.0.0.1:P`.
@@ -276,6 +408,278 @@ async fn acquire<P: SessionProvider<Context = BrowserSession>>(
     state: AgentSessionState,
 ) -> Lease<BrowserSession> {
     acquire_with(provider, unattended(state)).await
+}
+
+/// A network gate for the suite: the core's rule with the site's GraphQL queries declared
+/// reads, refusing every other write when `refuse`; it records what it was asked and which
+/// writes had already reached the site when it was asked (none may have: the gate holds a
+/// request before it leaves).
+#[derive(Debug)]
+struct SuiteGate {
+    rules: abr_core::guard::NetworkRules,
+    own: abr_core::guard::OwnSites,
+    refuse: bool,
+    ledger: WriteLedger,
+    asked: std::sync::Mutex<Vec<String>>,
+    early: std::sync::Mutex<Vec<String>>,
+    sockets: std::sync::Mutex<Vec<String>>,
+}
+
+impl SuiteGate {
+    fn new(site: &TestSite, refuse: bool) -> Arc<Self> {
+        let spec = abr_protocol::NetworkPolicySpec {
+            reads: vec![abr_protocol::ReadEndpointSpec {
+                url: format!("{}/graphql", site.origin_a()),
+                methods: vec![],
+                graphql: Some(abr_protocol::GraphqlOperation::Query),
+            }],
+            ..abr_protocol::NetworkPolicySpec::default()
+        };
+        let mut own = abr_core::guard::OwnSites::default();
+        own.add_url(&site.origin_a());
+        Arc::new(Self {
+            rules: abr_core::guard::NetworkRules::from_spec(&spec).expect("the suite's rules"),
+            own,
+            refuse,
+            ledger: site.ledger().clone(),
+            asked: std::sync::Mutex::default(),
+            early: std::sync::Mutex::default(),
+            sockets: std::sync::Mutex::default(),
+        })
+    }
+
+    fn list(list: &std::sync::Mutex<Vec<String>>) -> Vec<String> {
+        list.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+fn path_of(url: &str) -> String {
+    url::Url::parse(url).map_or_else(|_| url.to_owned(), |u| u.path().to_owned())
+}
+
+#[async_trait::async_trait]
+impl abr_core::guard::RequestGate for SuiteGate {
+    async fn admit(&self, request: &abr_core::guard::OutgoingRequest<'_>) -> bool {
+        let entry = format!(
+            "{} {}",
+            request.method.to_ascii_uppercase(),
+            path_of(request.url)
+        );
+        // The same write asked about before may have arrived once per earlier ask, no more.
+        let arrived = self
+            .ledger
+            .entries()
+            .iter()
+            .filter(|e| **e == entry)
+            .count();
+        let mut asked = self.asked.lock().unwrap();
+        if arrived > asked.iter().filter(|e| **e == entry).count() {
+            self.early.lock().unwrap().push(entry.clone());
+        }
+        asked.push(entry);
+        drop(asked);
+        let kind = abr_core::guard::classify(&self.rules, &self.own, request);
+        kind == abr_core::guard::RequestKind::Read || !self.refuse
+    }
+
+    fn websockets_guarded(&self) -> bool {
+        self.refuse
+    }
+
+    fn admit_websocket(&self, url: &str) -> bool {
+        self.sockets.lock().unwrap().push(path_of(url));
+        !self.refuse
+    }
+}
+
+/// The ways [`WRITES_PAGE`] writes, in the order the check runs them (the form last: when
+/// it is let through, its page is left).
+const WRITES: [&str; 16] = [
+    "fetch",
+    "put",
+    "del",
+    "patch",
+    "xhr",
+    "beacon",
+    "keepalive",
+    "timer",
+    "worker",
+    "sharedWorker",
+    "frame",
+    "ping",
+    "ws",
+    "query",
+    "mutation",
+    "form",
+];
+
+/// Every HTTP write [`WRITES_PAGE`] makes, as the ledger writes it (a guarded context has
+/// no shared worker: it never makes the last).
+const HTTP_WRITES: [&str; 14] = [
+    "POST /api/fetch",
+    "PUT /api/put",
+    "DELETE /api/delete",
+    "PATCH /api/patch",
+    "POST /api/xhr",
+    "POST /api/beacon",
+    "POST /api/keepalive",
+    "POST /api/timer",
+    "POST /api/worker",
+    "POST /api/frame-form",
+    "POST /api/ping",
+    "POST /graphql",
+    "POST /api/form",
+    "POST /api/shared-worker",
+];
+
+/// Runs every write of [`WRITES_PAGE`] in `session` (already on it), and answers what the
+/// page saw of each.
+async fn run_writes(
+    session: &BrowserSession,
+    with_form: bool,
+) -> BTreeMap<String, serde_json::Value> {
+    let mut seen = BTreeMap::new();
+    let count = if with_form {
+        WRITES.len()
+    } else {
+        WRITES.len() - 1
+    };
+    for name in &WRITES[..count] {
+        let js = format!("() => window.writes.{name}()");
+        let answer = bounded(
+            "a write",
+            session.page().evaluate::<(), serde_json::Value>(&js, None),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("running the write {name}: {e}"));
+        seen.insert((*name).to_owned(), answer);
+    }
+    seen
+}
+
+/// A network gate installed on a context holds every request whose method is not safe
+/// before it leaves the browser, from every source an ordinary page has (form posts in the
+/// page and in a frame, fetch, XHR, beacons, keepalive fetches, pings, timers, dedicated
+/// and shared workers), and every WebSocket when it guards them: refused, none reaches the
+/// site (the page stays where it was); let through, each reaches it only after the gate was
+/// asked. Reads go on unasked, except the declared GraphQL query, which passes.
+pub async fn the_network_gate_holds_every_write<P: SessionProvider<Context = BrowserSession>>(
+    provider: &P,
+    site: &TestSite,
+) {
+    // Read-only: nothing but the declared read reaches the site.
+    site.ledger().clear();
+    let lease = acquire(provider, AgentSessionState::default()).await;
+    let gate = SuiteGate::new(site, true);
+    let installed: Arc<dyn abr_core::guard::RequestGate> = gate.clone();
+    bounded(
+        "installing the network gate",
+        abr_core::guard::PageProbe::guard_network(lease.context(), installed),
+    )
+    .await
+    .expect("the network gate installs");
+    let page = format!("{}/writes", site.origin_a());
+    visit_page(lease.context(), &page).await;
+    let seen = run_writes(lease.context(), true).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        site.ledger().entries(),
+        vec!["POST /graphql".to_owned()],
+        "under a refusing gate only the declared GraphQL query reached the site; the page \
+         saw {seen:?}; the gate was asked {:?}",
+        SuiteGate::list(&gate.asked)
+    );
+    let asked = SuiteGate::list(&gate.asked);
+    assert_eq!(
+        seen["sharedWorker"],
+        serde_json::json!("unavailable"),
+        "a guarded context has no shared workers (their requests are not routed)"
+    );
+    for write in &HTTP_WRITES[..HTTP_WRITES.len() - 1] {
+        assert!(
+            asked.iter().any(|a| a == write),
+            "the gate was never asked about {write}: {asked:?}"
+        );
+    }
+    assert_eq!(SuiteGate::list(&gate.sockets), vec!["/ws".to_owned()]);
+    assert_ne!(
+        seen["ws"],
+        serde_json::json!("open"),
+        "a refused socket never opens"
+    );
+    assert_eq!(seen["fetch"], serde_json::json!("refused"));
+    assert_eq!(
+        seen["query"],
+        serde_json::json!(200),
+        "a declared read goes"
+    );
+    assert_eq!(seen["mutation"], serde_json::json!("refused"));
+    assert_eq!(
+        lease.context().page().url(),
+        page,
+        "a refused form post leaves the page where it was"
+    );
+    release(lease).await;
+
+    // Let through: every write arrives, each only after the gate was asked about it.
+    site.ledger().clear();
+    let lease = acquire(provider, AgentSessionState::default()).await;
+    let gate = SuiteGate::new(site, false);
+    let installed: Arc<dyn abr_core::guard::RequestGate> = gate.clone();
+    bounded(
+        "installing the network gate",
+        abr_core::guard::PageProbe::guard_network(lease.context(), installed),
+    )
+    .await
+    .expect("the network gate installs");
+    visit_page(lease.context(), &page).await;
+    let seen = run_writes(lease.context(), false).await;
+    let form = bounded(
+        "the form",
+        lease
+            .context()
+            .page()
+            .evaluate::<(), serde_json::Value>("() => window.writes.form()", None),
+    )
+    .await;
+    assert!(form.is_ok(), "{form:?}");
+    wait_until(
+        "every write reached the site",
+        Duration::from_secs(10),
+        || {
+            let ledger = site.ledger().entries();
+            HTTP_WRITES[..HTTP_WRITES.len() - 1]
+                .iter()
+                .all(|w| ledger.iter().any(|l| l == w))
+        },
+    )
+    .await;
+    assert!(
+        SuiteGate::list(&gate.early).is_empty(),
+        "writes reached the site before the gate was asked: {:?}",
+        SuiteGate::list(&gate.early)
+    );
+    assert_eq!(
+        seen["ws"],
+        serde_json::json!("open"),
+        "a gate that does not guard sockets"
+    );
+    assert_eq!(seen["sharedWorker"], serde_json::json!("unavailable"));
+    release(lease).await;
+    site.ledger().clear();
+}
+
+async fn visit_page(session: &BrowserSession, url: &str) {
+    bounded(
+        "goto",
+        session
+            .page()
+            .goto(url, GotoOptions::new().timeout(Duration::from_secs(20))),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("goto {url}: {e}"));
 }
 
 /// A context acquired from a state holds exactly that state, visible to the page's first

@@ -44,6 +44,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::from_playwright;
+use crate::router::RequestRouter;
 
 /// What the proxy answers with: a forwarded upstream body, or its own small one.
 type ProxyBody = Either<Incoming, Full<Bytes>>;
@@ -556,14 +557,20 @@ const GATE_CACHE: usize = 1024;
 type Verdicts = HashMap<(String, u16), (Result<(), EgressDenied>, Instant)>;
 
 /// The URL gate's checks (see the module docs for what it cannot see).
-struct UrlGate {
+pub(crate) struct UrlGate {
     policy: EgressPolicy,
     resolve_timeout: Duration,
     verdicts: Mutex<Verdicts>,
 }
 
+impl std::fmt::Debug for UrlGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UrlGate").finish_non_exhaustive()
+    }
+}
+
 impl UrlGate {
-    async fn check(&self, raw: &str) -> Result<(), EgressDenied> {
+    pub(crate) async fn check(&self, raw: &str) -> Result<(), EgressDenied> {
         let url = url::Url::parse(raw).map_err(|_| EgressDenied::NoHost)?;
         self.policy.check_url(&url)?;
         // IP literals and loopback names were checked by `check_url`.
@@ -601,51 +608,24 @@ impl UrlGate {
     }
 }
 
-/// The route pattern of the URL gate.
-const GATE_PATTERN: &str = "**/*";
-
-/// Gates every request of `context` that Playwright routes by `policy` (see the module docs:
-/// weaker than the proxy). Refused requests are aborted (`net::ERR_BLOCKED_BY_CLIENT`).
+/// The egress URL gate of a context no proxy can be set on (see the module docs: weaker
+/// than the proxy), installed as the first judge of the context's one route
+/// ([`RequestRouter`]). Refused requests are aborted (`net::ERR_BLOCKED_BY_CLIENT`).
 pub(crate) async fn install_url_gate(
     context: &BrowserContext,
     policy: &EgressPolicy,
-) -> Result<(), ProviderError> {
+) -> Result<Arc<RequestRouter>, ProviderError> {
     let gate = Arc::new(UrlGate {
         policy: policy.clone(),
         resolve_timeout: ProxyLimits::default().resolve_timeout,
         verdicts: Mutex::default(),
     });
-    context
-        .route(GATE_PATTERN, move |route| {
-            let gate = Arc::clone(&gate);
-            async move {
-                let url = route.request().url().to_owned();
-                match gate.check(&url).await {
-                    Ok(()) => route.continue_(None).await,
-                    Err(denied) => {
-                        let port = url::Url::parse(&url)
-                            .ok()
-                            .and_then(|u| u.port_or_known_default());
-                        tracing::info!(
-                            reason = denied.code(),
-                            port,
-                            "egress: refused a browser request (URL gate)"
-                        );
-                        route.abort(Some("blockedbyclient")).await
-                    }
-                }
-            }
-        })
+    let router = Arc::new(RequestRouter::with_egress(gate));
+    router
+        .install(context)
         .await
-        .map_err(|e| from_playwright("installing the egress URL gate", e))
-}
-
-/// Removes the URL gate from a context that outlives the lease (a shared default context).
-pub(crate) async fn remove_url_gate(context: &BrowserContext) -> Result<(), ProviderError> {
-    context
-        .unroute(GATE_PATTERN)
-        .await
-        .map_err(|e| from_playwright("removing the egress URL gate", e))
+        .map_err(|e| from_playwright("installing the egress URL gate", e))?;
+    Ok(router)
 }
 
 /// Denies downloads in `browser`'s default context (CDP `Browser.setDownloadBehavior`), for

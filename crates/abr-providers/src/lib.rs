@@ -31,6 +31,7 @@ mod live;
 mod local;
 mod probe;
 mod remote;
+mod router;
 mod session;
 pub mod state;
 mod steel;

@@ -20,6 +20,7 @@ use crate::chromium::{ChromiumBinary, base_args, display_available};
 use crate::driver::playwright;
 use crate::egress::{EgressProxy, LazyProxy};
 use crate::error::from_playwright;
+use crate::router::NO_SHARED_WORKERS;
 use crate::session::BrowserSession;
 
 /// How jobs are isolated from each other.
@@ -255,9 +256,14 @@ impl LocalBrowserSessionProvider {
                 .config
                 .headful_interactive
                 .unwrap_or_else(display_available);
+        // A job browser has no shared workers: their requests are not routed, so no network
+        // gate could see them (a separate switch: Playwright's own `--disable-features`
+        // would replace ours).
+        let jobs_only = (pool == Pool::Jobs).then(|| NO_SHARED_WORKERS.to_owned());
         let args = base_args()
             .into_iter()
             .map(str::to_owned)
+            .chain(jobs_only)
             .chain(self.config.extra_args.iter().cloned())
             .collect();
         let timeout_ms = self.config.launch_timeout.as_secs_f64() * 1000.0;

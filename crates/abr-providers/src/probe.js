@@ -1,6 +1,6 @@
 // The page probe's script: the body of the functions `src/probe.rs` evaluates in the page.
-// It defines helpers and the entry points (`inspect`, `signals`, `redactApply`,
-// `redactFinish`, `redactRemove`); the Rust side appends the call. Reading never acts on the
+// It defines helpers and the entry points (`inspect`, `focused`, `signals`, `redactApply`,
+// `redactFinish`, `redactRemove`, `snapshot`); the Rust side appends the call. Reading never acts on the
 // page: no focus, click, scroll or event. It never reads the value of a field a person types
 // or chooses in (`isField`).
 
@@ -83,11 +83,32 @@ const visible = (el) => {
   return v !== 'hidden' && v !== 'collapse';
 };
 
+/** The text CSS draws with `content` before or after `el` (`::before`, `::after`), as the
+ * accessibility tree shows it: quoted strings and `attr(name)`; nothing else. */
+const pseudoText = (el, which) => {
+  let content = '';
+  try {
+    content = el.ownerDocument.defaultView.getComputedStyle(el, which).content || '';
+  } catch (e) {
+    return '';
+  }
+  if (content === 'none' || content === 'normal' || content === '') return '';
+  const out = [];
+  const re = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|attr\(\s*([\w-]+)\s*\)/g;
+  let m;
+  while ((m = re.exec(content)) !== null && out.length < 8) {
+    if (m[3] !== undefined) out.push(el.getAttribute(m[3]) || '');
+    else out.push((m[1] !== undefined ? m[1] : m[2]).replace(/\\(.)/g, '$1'));
+  }
+  return out.join('');
+};
+
 /** The rendered text inside `root` as `innerText` would give it, except that fields (and
  * everything in them) are skipped, images give their `alt`, input buttons their label, and
- * other inputs nothing.
+ * other inputs nothing; with `pseudo`, the text CSS draws before and after each element
+ * too (as accessible names include it).
  * Bounded; follows open shadow roots and slots. */
-const textOf = (root) => {
+const textOf = (root, pseudo = false) => {
   const parts = [];
   let budget = MAX_TEXT_NODES;
   const walk = (node, top) => {
@@ -124,7 +145,9 @@ const textOf = (root) => {
         return;
       }
       const children = node.shadowRoot ? node.shadowRoot.childNodes : node.childNodes;
+      if (pseudo) parts.push(pseudoText(node, '::before'));
       for (const child of children) walk(child, false);
+      if (pseudo) parts.push(pseudoText(node, '::after'));
       if (!top && !styleOf(node).display.startsWith('inline')) parts.push(' ');
       return;
     }
@@ -170,7 +193,7 @@ const accessibleName = (el) => {
     const text = clean(buttonLabel(el));
     if (text) return text;
   } else {
-    const text = textOf(el);
+    const text = textOf(el, true);
     if (text) return text;
   }
   const title = clean(el.getAttribute('title'));
@@ -215,10 +238,63 @@ const hintsOf = (el) => {
   return out;
 };
 
-/** The facts `ElementFacts` holds about `el`. */
-const inspect = (el) => {
-  const form = el.form || el.closest('form');
+/** Input types that block HTML's implicit submission (Enter submits a form without a
+ * submit control only when it has exactly one such field). */
+const BLOCKING_INPUTS = [
+  'text', 'search', 'url', 'tel', 'email', 'password', 'date', 'month', 'week', 'time',
+  'datetime-local', 'number',
+];
+
+/** Elements a click activates on their own (a click inside one is its click). */
+const ACTIVATABLE =
+  'button, a[href], input, select, textarea, summary, label, [role=button], [role=link], ' +
+  '[role=switch], [role=checkbox], [role=radio], [role=tab], [role=menuitem], ' +
+  '[role=menuitemcheckbox], [role=menuitemradio], [role=option], ' +
+  '[contenteditable]:not([contenteditable="false" i])';
+
+/** `el`'s parent in the flat tree: its parent element, or its shadow root's host. */
+const up = (el) => el.parentElement || (el.parentNode && el.parentNode.host) || null;
+
+/** The closest of `el` and its ancestors matching `selector`, across shadow boundaries. */
+const closestComposed = (el, selector) => {
+  let node = el;
+  for (let depth = 0; node && depth < 512; depth += 1) {
+    if (node.nodeType === 1 && node.matches(selector)) return node;
+    node = up(node);
+  }
+  return null;
+};
+
+/** What a click on `el` activates: the closest control around it (a click on a button's
+ * icon is the button's), and for a label, the control it labels. */
+const activated = (el) => {
+  const target = closestComposed(el, ACTIVATABLE) || el;
+  if (target.localName === 'label' && target.control) return target.control;
+  return target;
+};
+
+/** A form's property through the prototype (a control named `method` shadows it). */
+const formProp = (form, name) =>
+  Object.getOwnPropertyDescriptor(HTMLFormElement.prototype, name).get.call(form);
+
+/** How `el` submits `form`: the submitter's `formmethod`, else the form's method. */
+const methodOf = (el, form) => {
+  if (!form) return null;
+  const submitter = el.localName === 'button' || el.localName === 'input';
+  if (submitter && el.hasAttribute('formmethod')) return lower(el.formMethod) || 'get';
+  return lower(formProp(form, 'method')) || 'get';
+};
+
+/** The facts `ElementFacts` holds about what acting on `el` reaches. */
+const inspect = (el) => inspectOne(activated(el));
+
+/** The facts of `el` itself. */
+const inspectOne = (el) => {
+  const form = el.form || closestComposed(el, 'form');
   const role = lower(el.getAttribute('role'));
+  const controls = form ? formElements(form) : [];
+  const popup = el.getAttribute('aria-haspopup');
+  const formRole = form ? lower(form.getAttribute('role')) : null;
   return {
     tag: el.localName.toLowerCase(),
     inputType: typeOf(el),
@@ -226,11 +302,54 @@ const inspect = (el) => {
     name: cap(accessibleName(el), MAX_NAME),
     inForm: !!form,
     formHasSubmit: !!form && submitControls(form).length > 0,
-    formMissingRequired:
-      !!form && formElements(form).some((c) => c.validity && c.validity.valueMissing),
+    formMissingRequired: controls.some((c) => c.validity && c.validity.valueMissing),
+    formMethod: methodOf(el, form),
+    formBlockingFields: controls.filter(
+      (c) => c.localName === 'input' && BLOCKING_INPUTS.includes(typeOf(c)),
+    ).length,
+    editable: el.isContentEditable === true || el.ownerDocument.designMode === 'on',
+    search:
+      typeOf(el) === 'search' ||
+      role === 'searchbox' ||
+      formRole === 'search' ||
+      !!closestComposed(el, '[role=search i], search'),
+    disclosure:
+      el.localName === 'summary' ||
+      el.hasAttribute('aria-expanded') ||
+      (popup !== null && popup.toLowerCase() !== 'false'),
     autocomplete: lower(el.getAttribute('autocomplete')),
     fieldHints: hintsOf(el),
   };
+};
+
+/** The element with the keyboard focus, followed into same-origin frames and open shadow
+ * roots: its facts, `none` when only the document has it, `opaque` when it is in a frame
+ * this script cannot reach into. */
+const focused = () => {
+  let el = document.activeElement;
+  for (let depth = 0; el && depth < 32; depth += 1) {
+    if (el.shadowRoot && el.shadowRoot.activeElement) {
+      el = el.shadowRoot.activeElement;
+      continue;
+    }
+    if (el.localName === 'iframe' || el.localName === 'frame') {
+      let inner = null;
+      try {
+        inner = el.contentDocument || null;
+      } catch (e) {
+        inner = null;
+      }
+      if (!inner) return { kind: 'opaque' };
+      el = inner.activeElement;
+      continue;
+    }
+    break;
+  }
+  if (!el) return { kind: 'none' };
+  const doc = el.ownerDocument;
+  const page = el === doc.body || el === doc.documentElement;
+  if (page && doc.designMode !== 'on' && !el.isContentEditable) return { kind: 'none' };
+  return { kind: 'facts', facts: inspectOne(el) };
 };
 
 /** The document, its open shadow roots and its same-origin frames' documents (with

@@ -10,12 +10,15 @@
 //!   confirms the blur on each through the computed style, captures the viewport, checks
 //!   again (a field that appeared meanwhile would be in the frame unblurred), and takes the
 //!   styles off, on every path.
-//! - `filter_sites` routes the context's requests: a document (a navigation, a frame, a new
-//!   window) to a refused host is aborted before it is sent, everything else goes on.
-//!   Routing sends every request through the driver and this process (Playwright cannot
-//!   route by resource type: about 2 ms a request on loopback) and turns the browser's HTTP
-//!   cache off. Playwright routes only the first request of a redirect chain: a redirect from
-//!   an allowed host to a refused one is followed (the egress guard still applies to it).
+//! - `inspect_focused` is one evaluation of `probe.js` on the page: the focus followed into
+//!   same-origin frames and open shadow roots.
+//! - `filter_sites` and `guard_network` join the context's one route (`router`): a document
+//!   (a navigation, a frame, a new window) to a refused host is aborted before it is sent;
+//!   every request whose method is not safe waits for the network gate. Routing sends every
+//!   request through the driver and this process (Playwright cannot route by resource type:
+//!   about 2 ms a request on loopback) and turns the browser's HTTP cache off. Playwright
+//!   routes only the first request of a redirect chain: a redirect from an allowed host to a
+//!   refused one is followed (the egress guard still applies to it).
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,14 +26,14 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use abr_core::guard::{
-    ElementFacts, FormFacts, FrameError, PageProbe, PageSignals, RedactedFrame, SiteFilter,
-    SnapshotRequest,
+    ElementFacts, FormFacts, FrameError, PageProbe, PageSignals, RedactedFrame, RequestGate,
+    SiteFilter, SnapshotRequest,
 };
 use abr_core::task::{StepFailure, StepFailureKind};
 use abr_protocol::{Selector, Snapshot};
 use async_trait::async_trait;
 use playwright_rs::Error as PwError;
-use playwright_rs::protocol::{BrowserContext, Page, Scale, ScreenshotOptions, ScreenshotType};
+use playwright_rs::protocol::{Page, Scale, ScreenshotOptions, ScreenshotType};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -47,6 +50,10 @@ static INSPECT_JS: LazyLock<String> =
 /// `signals()`: the page's signals.
 static SIGNALS_JS: LazyLock<String> =
     LazyLock::new(|| format!("() => {{\n{PROBE_JS}\nreturn signals();\n}}"));
+
+/// `focused()`: the facts of the focused element, if any.
+static FOCUSED_JS: LazyLock<String> =
+    LazyLock::new(|| format!("() => {{\n{PROBE_JS}\nreturn focused();\n}}"));
 
 /// `redactApply(token)`: blur and confirm (and take it off again when unconfirmed).
 static APPLY_JS: LazyLock<String> =
@@ -80,15 +87,8 @@ const QUALITIES: [u8; 3] = [70, 40, 20];
 /// which may be spent).
 const CLEANUP: Duration = Duration::from_secs(2);
 
-/// The route pattern of the site filter (every URL; distinct from the egress gate's, so
-/// each can be removed alone).
-const SITE_FILTER_PATTERN: &str = "**";
-
 /// Bound on installing the site filter (two calls to the driver).
 const INSTALL: Duration = Duration::from_secs(10);
-
-/// Chromium's error for a request a client refused: `net::ERR_BLOCKED_BY_CLIENT`.
-const BLOCKED: &str = "blockedbyclient";
 
 #[async_trait]
 impl PageProbe for BrowserSession {
@@ -205,35 +205,50 @@ impl PageProbe for BrowserSession {
             )),
         }
     }
+
+    async fn guard_network(&self, gate: Arc<dyn RequestGate>) -> Result<(), StepFailure> {
+        match tokio::time::timeout(INSTALL, self.install_network_gate(gate)).await {
+            Ok(result) => result,
+            Err(_) => Err(StepFailure::new(
+                StepFailureKind::Rejected,
+                format!("installing the network gate: {}", Cause::TimedOut.reason()),
+            )),
+        }
+    }
+
+    async fn inspect_focused(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<ElementFacts>, StepFailure> {
+        let step = Step::new(self, timeout);
+        let read = async {
+            let value = step
+                .evaluate_page(&FOCUSED_JS, "reading the focused element")
+                .await?;
+            let focused = serde_json::from_value::<RawFocused>(value)
+                .map_err(|_| step.rejected("reading the focused element: unexpected result"))?;
+            match focused {
+                RawFocused::None => Ok(None),
+                RawFocused::Facts(facts) => Ok(Some(facts.into_facts())),
+                RawFocused::Opaque => Err(step.rejected(
+                    "the focus is in a frame whose element cannot be read (another site)",
+                )),
+            }
+        };
+        match tokio::time::timeout(timeout + MARGIN, read).await {
+            Ok(result) => result,
+            Err(_) => Err(step.gone_or(
+                StepFailureKind::Rejected,
+                "the focused element could not be read in time",
+            )),
+        }
+    }
 }
 
 impl BrowserSession {
     async fn install_site_filter(&self, filter: Arc<dyn SiteFilter>) -> Result<(), StepFailure> {
-        let context = self.context();
-        // One filter per context: a new one replaces the last.
-        let _ = context.unroute(SITE_FILTER_PATTERN).await;
-        // With the egress URL gate behind it, an allowed request is left to the gate (a
-        // handler that neither continues nor aborts passes it on); else it goes on here.
-        // Playwright-rs's `fallback` would not do: it lets the request go at once.
-        let defer = self.url_gated();
-        context
-            .route(SITE_FILTER_PATTERN, move |route| {
-                let filter = Arc::clone(&filter);
-                async move {
-                    let request = route.request();
-                    if request.resource_type() == "document"
-                        && !may_open(filter.as_ref(), request.url())
-                    {
-                        tracing::info!("site filter: refused a document request");
-                        return route.abort(Some(BLOCKED)).await;
-                    }
-                    if defer {
-                        Ok(())
-                    } else {
-                        route.continue_(None).await
-                    }
-                }
-            })
+        self.router()
+            .set_sites(self.context(), filter)
             .await
             .map_err(|e| {
                 let reason = Cause::classify(&e).reason();
@@ -243,17 +258,24 @@ impl BrowserSession {
                 )
             })
     }
-}
 
-/// Removes the site filter from a context that outlives the lease (a shared default
-/// context).
-pub(crate) async fn remove_site_filter(context: &BrowserContext) -> Result<(), PwError> {
-    context.unroute(SITE_FILTER_PATTERN).await
+    async fn install_network_gate(&self, gate: Arc<dyn RequestGate>) -> Result<(), StepFailure> {
+        self.router()
+            .set_network(self.context(), gate)
+            .await
+            .map_err(|e| {
+                let reason = Cause::classify(&e).reason();
+                StepFailure::new(
+                    StepFailureKind::Rejected,
+                    format!("installing the network gate: {reason}"),
+                )
+            })
+    }
 }
 
 /// Whether `filter` lets a document from `url` load. A URL without a host cannot be
 /// checked: refused.
-fn may_open(filter: &dyn SiteFilter, url: &str) -> bool {
+pub(crate) fn may_open(filter: &dyn SiteFilter, url: &str) -> bool {
     let Ok(url) = url::Url::parse(url) else {
         return false;
     };
@@ -406,6 +428,11 @@ struct RawFacts {
     in_form: bool,
     form_has_submit: bool,
     form_missing_required: bool,
+    form_method: Option<String>,
+    form_blocking_fields: u32,
+    editable: bool,
+    search: bool,
+    disclosure: bool,
     autocomplete: Option<String>,
     field_hints: Vec<String>,
 }
@@ -420,10 +447,27 @@ impl RawFacts {
             in_form: self.in_form,
             form_has_submit: self.form_has_submit,
             form_missing_required: self.form_missing_required,
+            form_method: self.form_method.map(|m| m.to_lowercase()),
+            form_blocking_fields: self.form_blocking_fields,
+            editable: self.editable,
+            search: self.search,
+            disclosure: self.disclosure,
             autocomplete: self.autocomplete.map(|a| a.to_lowercase()),
             field_hints: self.field_hints,
         }
     }
+}
+
+/// What `focused()` in the script answers.
+#[derive(Deserialize)]
+#[serde(tag = "kind", content = "facts", rename_all = "camelCase")]
+enum RawFocused {
+    /// Only the document has the focus.
+    None,
+    /// The focus is in a frame the script cannot reach into.
+    Opaque,
+    /// The focused element.
+    Facts(RawFacts),
 }
 
 /// An accessible name's cap, in characters.

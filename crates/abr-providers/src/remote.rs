@@ -296,13 +296,16 @@ impl<B: RemoteBackend> RemoteSessionProvider<B> {
         };
         let context = backend.prepare(session, &mut attached).await?;
         let browser = attached.browser;
-        if let Some(policy) = &settings.egress {
-            bounded(name, "installing the egress gate", step, async {
-                deny_default_downloads(&browser).await?;
-                install_url_gate(&context, policy).await
-            })
-            .await?;
-        }
+        let router = match &settings.egress {
+            Some(policy) => Some(
+                bounded(name, "installing the egress gate", step, async {
+                    deny_default_downloads(&browser).await?;
+                    install_url_gate(&context, policy).await
+                })
+                .await?,
+            ),
+            None => None,
+        };
         let open = BrowserSession::open(
             context,
             request.state.as_ref(),
@@ -311,10 +314,9 @@ impl<B: RemoteBackend> RemoteSessionProvider<B> {
         );
         let opened = bounded(name, "opening the session", step + navigation, open).await?;
         let opened = opened.with_lost_check(self.lost_check(session));
-        Ok(if settings.egress.is_some() {
-            opened.with_url_gate()
-        } else {
-            opened
+        Ok(match router {
+            Some(router) => opened.with_router(router),
+            None => opened,
         })
     }
 }

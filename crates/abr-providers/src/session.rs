@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use playwright_rs::protocol::{BrowserContext, GotoOptions, Page};
 
 use crate::error::from_playwright;
+use crate::router::RequestRouter;
 use crate::state;
 
 /// A leased browser context with its first page: what a
@@ -28,9 +29,9 @@ pub struct BrowserSession {
     /// The provider's own check that the browser is still this session's (a remote
     /// session replaced or ended), beyond the page and the connection.
     lost_check: Option<LostCheck>,
-    /// An egress URL gate routes this context's requests (see `egress::install_url_gate`):
-    /// a site filter defers to it instead of letting requests through itself.
-    url_gate: bool,
+    /// The context's one route: the egress URL gate (when set), the site filter, the
+    /// network gate (see `router`).
+    router: Arc<RequestRouter>,
 }
 
 /// A provider's check that a session's browser is gone for good; see
@@ -115,7 +116,7 @@ impl BrowserSession {
             carried,
             live: Arc::default(),
             lost_check: None,
-            url_gate: false,
+            router: Arc::default(),
         })
     }
 
@@ -128,17 +129,17 @@ impl BrowserSession {
         self
     }
 
-    /// Marks the context as routed through the egress URL gate, which then has the last
-    /// word on every request a site filter lets through.
+    /// Sets the context's router: the one the egress URL gate was installed with (see
+    /// `egress::install_url_gate`), so the site filter and the network gate join it.
     #[must_use]
-    pub(crate) fn with_url_gate(mut self) -> Self {
-        self.url_gate = true;
+    pub(crate) fn with_router(mut self, router: Arc<RequestRouter>) -> Self {
+        self.router = router;
         self
     }
 
-    /// Whether the egress URL gate routes this context's requests.
-    pub(crate) fn url_gated(&self) -> bool {
-        self.url_gate
+    /// The context's router.
+    pub(crate) fn router(&self) -> &Arc<RequestRouter> {
+        &self.router
     }
 
     /// The Playwright browser context.

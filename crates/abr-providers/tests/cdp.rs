@@ -54,6 +54,7 @@ async fn cdp_attach_conformance_over_http_endpoint() {
     }));
     let probe = ChromiumContexts(chromium.browser_ws_url());
     conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;
+    conformance::the_network_gate_holds_every_write(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
     conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;
     conformance::cycles_leak_nothing(provider.as_ref(), &site, 50, &probe).await;
@@ -76,6 +77,7 @@ async fn cdp_attach_by_ws_url_and_a_crash_is_typed() {
         ..CdpProviderConfig::new(chromium.browser_ws_url())
     });
     conformance::sees_exactly_the_injected_state(&provider, &site).await;
+    conformance::the_network_gate_holds_every_write(&provider, &site).await;
     // The attached browser dies: the job fails typed and the next acquire is a typed error
     // too (nobody relaunches a browser the provider does not own).
     let lease = abr_core::SessionProvider::acquire(

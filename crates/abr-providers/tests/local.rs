@@ -41,6 +41,7 @@ async fn local_shared_browser_conformance() {
     conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;
     conformance::cycles_leak_nothing(provider.as_ref(), &site, 50, &OpenContexts(&provider)).await;
     conformance::concurrent_acquires(provider.clone(), site.clone(), 4).await;
+    conformance::the_network_gate_holds_every_write(provider.as_ref(), &site).await;
     assert_eq!(provider.launches(), 1, "one warm browser serves every job");
     assert_eq!(provider.open_contexts().await, 0);
     conformance::survives_a_browser_crash(provider.as_ref(), &site).await;

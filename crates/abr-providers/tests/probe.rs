@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abr_core::guard::{
-    ElementFacts, FrameError, MAX_FRAME_BYTES, PageProbe, RedactedFrame, SiteFilter, commit_class,
+    CommitRules, ElementFacts, FrameError, MAX_FRAME_BYTES, PageProbe, RedactedFrame, SiteFilter,
+    commit_class,
 };
 use abr_core::task::{BrowserAction, StepFailureKind, StepRunner, UploadFile};
 use abr_core::{AcquireMode, AcquireRequest, AllowedPrivate, EgressPolicy, Lease, SessionProvider};
@@ -50,7 +51,7 @@ const TYPED: &str = "hunter2-typed-VALUE";
 const CANARY: &str = "CANARY-7319-XYZ";
 
 const CORPUS: &str = r#"<!doctype html><title>corpus</title>
-<form id="profile" action="/saved">
+<form id="profile" action="/saved" method="post">
   <label>Secret code <input id="labelled" name="code"></label>
   <button id="submit" type="submit">Save</button>
   <button id="no-type">Continue</button>
@@ -59,7 +60,7 @@ const CORPUS: &str = r#"<!doctype html><title>corpus</title>
 <a id="buy" href="/buy">Buy <b>now</b></a>
 <a id="next" href="/next">Next page</a>
 <label>CV <input id="file" type="file" name="cv"></label>
-<form id="pay" action="/pay">
+<form id="pay" action="/pay" method="POST">
   <input id="cc" autocomplete="cc-number" name="ccnum" required>
   <input id="cvc" name="x1" data-field="card-cvc">
   <select id="exp" autocomplete="cc-exp-month"><option>01</option><option>02</option></select>
@@ -76,6 +77,25 @@ const CORPUS: &str = r#"<!doctype html><title>corpus</title>
 <textarea id="notes" aria-label="Notes"></textarea>
 <input id="token" type="hidden" name="csrf" value="tok-SECRET-123">
 <a id="with-token" href="/more"><input type="hidden" value="tok-SECRET-123">Read on</a>
+<style>.css-like::before { content: "Li" "ke"; } .css-attr::after { content: attr(data-label); }</style>
+<button id="css-like" class="css-like" type="button"></button>
+<button id="css-attr" class="css-attr" type="button" data-label="Follow"></button>
+<button id="star" type="button"><span id="star-icon">&#9733;</span> Star</button>
+<form id="one" method="post" action="/one"><input id="only" name="q"><input type="checkbox" name="c"></form>
+<form id="labelled-submit" method="post" action="/go"><label id="go-label">Go <input type="submit" value="Continue" hidden></label>
+  <x-continue id="host"></x-continue></form>
+<div id="chat" contenteditable="true" aria-label="Message"></div>
+<button id="accordion" aria-expanded="false" type="button">Shipping</button>
+<input id="loose" aria-label="Quick note">
+<div role="search"><input id="site-search" aria-label="Find"></div>
+<script>
+customElements.define('x-continue', class extends HTMLElement {
+  connectedCallback() {
+    const root = this.attachShadow({ mode: 'open' });
+    root.innerHTML = '<button id="inner">Next step</button>';
+  }
+});
+</script>
 "#;
 
 const LOGIN: &str = r#"<!doctype html><title>Sign in</title>
@@ -391,7 +411,19 @@ fn type_into(selector: &str, value: &str, submit: bool) -> BrowserAction {
 }
 
 fn class_of(action: &BrowserAction, facts: &ElementFacts) -> Option<CommitClass> {
-    commit_class(action, Some(facts)).map(|c| c.class)
+    commit_class(action, Some(facts), &CommitRules::LENIENT).map(|c| c.class)
+}
+
+/// As a read-only run judges it.
+fn strict_class_of(action: &BrowserAction, facts: &ElementFacts) -> Option<CommitClass> {
+    commit_class(action, Some(facts), &CommitRules::STRICT).map(|c| c.class)
+}
+
+fn press(selector: &str, key: &str) -> BrowserAction {
+    BrowserAction::Press {
+        selector: Some(css(selector)),
+        key: key.into(),
+    }
 }
 
 async fn eval(session: &BrowserSession, js: &str) -> Value {
@@ -445,7 +477,7 @@ async fn element_facts_drive_the_commit_rule() {
     let buy = facts(s, "#buy").await;
     assert_eq!((buy.tag.as_str(), buy.name.as_str()), ("a", "Buy now"));
     assert!(!buy.in_form);
-    let verdict = commit_class(&click("#buy"), Some(&buy)).unwrap();
+    let verdict = commit_class(&click("#buy"), Some(&buy), &CommitRules::STRICT).unwrap();
     assert_eq!(
         (verdict.class, verdict.verb),
         (CommitClass::CommittingLabel, Some("buy"))
@@ -505,10 +537,15 @@ async fn element_facts_drive_the_commit_rule() {
     assert_eq!(q.input_type.as_deref(), Some("search"));
     assert_eq!(q.name, "Search the site");
     assert!(q.in_form && q.form_has_submit, "an image input submits");
+    assert!(q.search, "type=search in a role=search form");
+    assert_eq!(q.form_method.as_deref(), Some("get"), "no method: GET");
     assert_eq!(class_of(&type_into("#q", "shoes", false), &q), None);
+    // A GET form's submission is a navigation: neither its Enter nor its button commits.
+    assert_eq!(strict_class_of(&type_into("#q", "shoes", true), &q), None);
+    assert_eq!(submit.form_method.as_deref(), Some("post"));
     assert_eq!(
-        class_of(&type_into("#q", "shoes", true), &q),
-        Some(CommitClass::EnterSubmitsForm)
+        facts(s, "#pay-submit").await.form_method.as_deref(),
+        Some("post")
     );
     let go_button = facts(s, "input[type=image]").await;
     assert_eq!(go_button.name, "Go");
@@ -532,6 +569,76 @@ async fn element_facts_drive_the_commit_rule() {
     let outside = facts(s, "#outside").await;
     assert!(!outside.in_form);
     assert_eq!(class_of(&click("#outside"), &outside), None);
+    assert_eq!(
+        strict_class_of(&click("#outside"), &outside),
+        None,
+        "Open menu"
+    );
+
+    // Names drawn by CSS count, as the accessibility tree shows them.
+    let like = facts(s, "#css-like").await;
+    assert_eq!(like.name, "Like");
+    assert_eq!(
+        strict_class_of(&click("#css-like"), &like),
+        Some(CommitClass::UnrecognisedButton)
+    );
+    assert_eq!(class_of(&click("#css-like"), &like), None);
+    assert_eq!(facts(s, "#css-attr").await.name, "Follow");
+    // A click inside a button is the button's.
+    let star = facts(s, "#star-icon").await;
+    assert_eq!(
+        (star.tag.as_str(), star.name.as_str()),
+        ("button", "★ Star")
+    );
+    // Implicit submission: one text field, no submit control.
+    let only = facts(s, "#only").await;
+    assert_eq!(
+        (only.form_blocking_fields, only.form_has_submit),
+        (1, false)
+    );
+    assert_eq!(
+        class_of(&press("#only", "Enter"), &only),
+        Some(CommitClass::EnterSubmitsForm)
+    );
+    // A label is its control's; a shadow button sits in its host's form.
+    let label = facts(s, "#go-label").await;
+    assert_eq!(
+        (label.tag.as_str(), label.input_type.as_deref()),
+        ("input", Some("submit"))
+    );
+    assert!(label.in_form);
+    assert_eq!(
+        class_of(&click("#go-label"), &label),
+        Some(CommitClass::SubmitControl)
+    );
+    let inner = facts(s, "#inner").await;
+    assert_eq!((inner.tag.as_str(), inner.in_form), ("button", true));
+    assert_eq!(inner.form_method.as_deref(), Some("post"));
+    assert_eq!(
+        class_of(&click("#inner"), &inner),
+        Some(CommitClass::SubmitControl)
+    );
+    // Editors, disclosures, search landmarks.
+    let chat = facts(s, "#chat").await;
+    assert!(chat.editable && !chat.in_form);
+    assert_eq!(
+        strict_class_of(&press("#chat", "Enter"), &chat),
+        Some(CommitClass::EnterInEditor)
+    );
+    let accordion = facts(s, "#accordion").await;
+    assert!(accordion.disclosure);
+    assert_eq!(strict_class_of(&click("#accordion"), &accordion), None);
+    let loose = facts(s, "#loose").await;
+    assert_eq!(
+        strict_class_of(&press("#loose", "Shift+Enter"), &loose),
+        Some(CommitClass::EnterInEditor)
+    );
+    let site_search = facts(s, "#site-search").await;
+    assert!(site_search.search);
+    assert_eq!(
+        strict_class_of(&press("#site-search", "Enter"), &site_search),
+        None
+    );
 
     let notes = facts(s, "#notes").await;
     assert_eq!(

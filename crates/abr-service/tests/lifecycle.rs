@@ -152,6 +152,8 @@ impl TestStrategy {
                 scope: None,
                 read_only: false,
                 screenshots: true,
+                network: abr_core::guard::NetworkRules::default(),
+                guard: None,
             },
             panics,
         })

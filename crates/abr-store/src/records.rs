@@ -375,7 +375,8 @@ impl Table {
                     Ok(conn.execute(
                         &format!(
                             "UPDATE {table} SET version = version + 1, state = ?4, record = ?5,
-                                request_encrypted = ?6, request = ?7, {mark} = ?8, retried_by = ?9
+                                request_encrypted = ?6, request = ?7, {mark} = ({mark} OR ?8),
+                                retried_by = ?9
                              WHERE tenant_id = ?1 AND {id} = ?2 AND version = ?3",
                             table = self.table,
                             mark = self.mark_column,
@@ -392,6 +393,33 @@ impl Table {
             })
             .await?;
         Ok(changed == 1)
+    }
+
+    /// Sets the mark of the record `id` of `tenant` alone (its version stays), synced to
+    /// disk before it returns. Nothing when there is no such record.
+    pub(crate) async fn mark(
+        &'static self,
+        store: &SqliteStore,
+        tenant: &str,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        store
+            .with(move |conn| {
+                SqliteStore::synced(conn, |conn: &mut Connection| {
+                    Ok(conn.execute(
+                        &format!(
+                            "UPDATE {table} SET {mark} = 1 WHERE tenant_id = ?1 AND {id_column} = ?2",
+                            table = self.table,
+                            mark = self.mark_column,
+                            id_column = self.id_column,
+                        ),
+                        (&tenant, &id),
+                    )?)
+                })
+            })
+            .await?;
+        Ok(())
     }
 
     /// The records in any of `states` (by their stored names), decoded one by one with

@@ -99,6 +99,10 @@ impl TaskStore for SqliteStore {
         Ok(TASKS.update(self, fields(task)?).await?)
     }
 
+    async fn mark_committing(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
+        Ok(TASKS.mark(self, tenant, task_id).await?)
+    }
+
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
         let states = vec![
             state_name(TaskState::Queued)?,

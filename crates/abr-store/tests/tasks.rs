@@ -89,6 +89,40 @@ fn key() -> SessionKey {
     SessionKey::from_hex(&"5b".repeat(32)).unwrap()
 }
 
+/// The network gate marks a running task committing outside the compare-and-swap: the mark
+/// keeps the version, survives a reopen, and a later update written from a copy read
+/// before it never clears it.
+#[tokio::test]
+async fn the_committing_mark_is_set_alone_and_never_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abr.db");
+    let running = {
+        let store = SqliteStore::open(&path, Some(key()), false).unwrap();
+        store
+            .insert(&task("t1", "task-m", TaskState::Running), None)
+            .await
+            .unwrap();
+        let before = store.get("t1", "task-m").await.unwrap().unwrap();
+        store.mark_committing("t1", "task-m").await.unwrap();
+        // Unknown tasks and other tenants' are left alone.
+        store.mark_committing("t2", "task-m").await.unwrap();
+        store.mark_committing("t1", "nope").await.unwrap();
+        before
+    };
+    let store = SqliteStore::open(&path, Some(key()), false).unwrap();
+    let marked = store.get("t1", "task-m").await.unwrap().unwrap();
+    assert!(marked.committing_started, "durable across a reopen");
+    assert_eq!(marked.version, running.version, "the version is the run loop's");
+    // The run loop saves its copy, read before the mark: the mark stays.
+    assert!(!running.committing_started);
+    assert!(store.update(&running).await.unwrap());
+    let after = store.get("t1", "task-m").await.unwrap().unwrap();
+    assert!(after.committing_started, "an update never clears the mark");
+    assert_eq!(after.version, running.version + 1);
+    let unfinished = store.unfinished().await.unwrap();
+    assert!(unfinished.iter().all(|t| t.committing_started));
+}
+
 #[tokio::test]
 async fn the_store_contract_holds_across_a_reopen() {
     let dir = tempfile::tempdir().unwrap();

@@ -15,13 +15,29 @@ pub struct ElementFacts {
     /// button's value, `title` or `alt`, trimmed and at most 200 characters. For a text
     /// field it is its label, never its value.
     pub name: String,
-    /// Whether the element is inside a `<form>` (or names one with `form=`).
+    /// Whether the element is inside a `<form>` (or names one with `form=`, or sits in a
+    /// shadow tree whose host is inside one).
     pub in_form: bool,
     /// Whether that form has a submit control (a `<button>` without a type or with
     /// `type=submit`, an `<input type=submit|image>`).
     pub form_has_submit: bool,
     /// Whether that form has a required field with no value (`validity.valueMissing`).
     pub form_missing_required: bool,
+    /// How activating the element submits its form: the submitter's `formmethod`, else the
+    /// form's `method` (`get`, `post`, `dialog`), lower-case; `None` outside a form or when
+    /// it could not be read (then a submission counts as a post).
+    pub form_method: Option<String>,
+    /// How many fields of that form block HTML's implicit submission (text, search, url,
+    /// tel, email, password, number and date inputs): with no submit control, Enter in the
+    /// only one submits the form.
+    pub form_blocking_fields: u32,
+    /// An editable region (`contenteditable`, or a document in design mode).
+    pub editable: bool,
+    /// Search semantics: `type=search`, `role=searchbox`, or inside a `role=search`
+    /// landmark or a `<search>` element.
+    pub search: bool,
+    /// A disclosure or a menu opener: `aria-expanded` or `aria-haspopup`, or a `<summary>`.
+    pub disclosure: bool,
     /// Lower-case `autocomplete` attribute, if any.
     pub autocomplete: Option<String>,
     /// Lower-case `name`, `id` and `data-*` hints that may name a card field.
@@ -50,6 +66,82 @@ impl ElementFacts {
             },
             _ => false,
         }
+    }
+
+    /// Whether activating it submits its form with GET (a navigation with the form's
+    /// fields in the query).
+    pub fn submits_with_get(&self) -> bool {
+        self.in_form && self.form_method.as_deref() == Some("get")
+    }
+
+    /// Whether Enter in this field submits its form: the form has a submit control, or
+    /// exactly one field that blocks implicit submission.
+    pub fn enter_submits_form(&self) -> bool {
+        self.in_form && (self.form_has_submit || self.form_blocking_fields == 1)
+    }
+
+    /// A choice: a `<select>`, a checkbox or radio input, or an element with the role of a
+    /// switch, checkbox, radio button, option or checkable menu item.
+    pub fn is_choice(&self) -> bool {
+        self.tag == "select"
+            || (self.tag == "input" && matches!(self.input_type(), Some("checkbox" | "radio")))
+            || matches!(
+                self.role.as_deref(),
+                Some(
+                    "switch"
+                        | "checkbox"
+                        | "radio"
+                        | "option"
+                        | "menuitemcheckbox"
+                        | "menuitemradio"
+                )
+            )
+    }
+
+    /// A field one types into: a text-like input, a `<textarea>`, an editable region, or
+    /// an element with the role of a textbox, search box or combo box.
+    pub fn is_text_entry(&self) -> bool {
+        match self.tag.as_str() {
+            "textarea" => true,
+            "input" => !matches!(
+                self.input_type(),
+                Some(
+                    "submit"
+                        | "image"
+                        | "button"
+                        | "reset"
+                        | "checkbox"
+                        | "radio"
+                        | "file"
+                        | "hidden"
+                        | "range"
+                        | "color"
+                )
+            ),
+            _ => {
+                self.editable
+                    || matches!(
+                        self.role.as_deref(),
+                        Some("textbox" | "searchbox" | "combobox")
+                    )
+            }
+        }
+    }
+
+    /// A link: `<a>` or `role=link`.
+    pub fn is_link(&self) -> bool {
+        self.tag == "a" || self.role.as_deref() == Some("link")
+    }
+
+    /// Whether Enter or Space activates it as a click would (a button, a link, a choice, a
+    /// tab, a menu item, a `<summary>`).
+    pub fn activates(&self) -> bool {
+        self.is_button()
+            || self.is_submit_control()
+            || self.is_link()
+            || self.is_choice()
+            || self.tag == "summary"
+            || matches!(self.role.as_deref(), Some("tab" | "menuitem" | "treeitem"))
     }
 
     /// A button of any kind (`<button>`, `<input type=button|reset>`, `role=button`).

@@ -9,25 +9,32 @@
 //! - [`SitePolicy`] / [`SiteStore`]: a tenant's allow and deny lists and durable consent.
 //! - [`FrameRecorder`] / [`FrameStore`]: redacted replay frames, bounded, and refused for a
 //!   run recorded with screenshots off.
+//! - [`classify`] / [`RequestGate`]: the network rule below the page: in a read-only or dry
+//!   run no write leaves the browser; in every run a write to the run's own sites commits.
 //! - [`PageProbe`]: what the browser provides for all of it, without acting on the page.
 
 mod commit;
 mod element;
 mod frames;
 mod memory;
+mod network;
 mod pause;
 mod probe;
 mod run_guard;
 mod sites;
 mod verbs;
 
-pub use commit::{Committing, commit_class, is_committing};
+pub use commit::{CommitRules, Committing, activation_key, commit_class, is_committing};
 pub use element::ElementFacts;
 pub use frames::{
     FrameRecorder, FrameRefused, FrameSource, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN,
     RunFrames, RunFramesSource, StoredFrame, frame_url, run_screenshots,
 };
 pub use memory::{InMemoryFrameStore, InMemorySiteStore};
+pub use network::{
+    Endpoint, MAX_ENDPOINTS, MAX_GRAPHQL_BODY, NetworkRuleError, NetworkRules, OutgoingRequest,
+    OwnSites, RequestGate, RequestKind, classify, graphql_queries_only, host_of, is_safe_method,
+};
 pub use pause::{PauseRules, detect_pause};
 pub use probe::{
     FormFacts, FrameError, PageProbe, PageSignals, REDACTED, RedactedFrame, SiteFilter,
@@ -35,4 +42,4 @@ pub use probe::{
 };
 pub use run_guard::{ReadOnlySource, RunGuard};
 pub use sites::{SitePolicy, SiteStore, SiteVerdict, site_name};
-pub use verbs::committing_verb;
+pub use verbs::{committing_verb, harmless_name};

@@ -5,7 +5,7 @@ use std::time::Duration;
 use abr_protocol::Selector;
 use async_trait::async_trait;
 
-use super::ElementFacts;
+use super::{ElementFacts, RequestGate};
 use crate::task::StepFailure;
 
 /// One form on the page, as the pause detector sees it: kinds of fields, never values.
@@ -121,8 +121,13 @@ pub trait SiteFilter: Send + Sync + std::fmt::Debug + 'static {
 ///   (including in same-origin frames), confirms the blur on every one of them through the
 ///   computed style, and only then captures the viewport as a JPEG of at most `max_bytes`;
 ///   anything else is a [`FrameError`] and no frame.
+/// - `inspect_focused` reads the element that has the keyboard focus, following the focus
+///   into same-origin frames and open shadow roots; `None` when only the document (its
+///   body) has it. A focus it cannot follow (a cross-origin frame) is an error.
 /// - `filter_sites` makes the browser refuse every document request (a navigation, a
 ///   frame) to a host the filter refuses, from now until the context closes.
+/// - `guard_network` holds every request the browser is about to send to the gate, below
+///   the page, from now until the context closes (see [`RequestGate`] for the contract).
 /// - `snapshot` lists the visible elements one can act on, in document order, tags each with
 ///   a reference in the attribute [`SnapshotRequest::attr`] (kept while the element stays,
 ///   so references are stable across snapshots; a reference the page made up or copied is
@@ -139,6 +144,10 @@ pub trait PageProbe: Send + Sync + 'static {
         timeout: Duration,
     ) -> Result<ElementFacts, StepFailure>;
 
+    /// Facts about the element that has the keyboard focus, if any but the document.
+    async fn inspect_focused(&self, timeout: Duration)
+    -> Result<Option<ElementFacts>, StepFailure>;
+
     /// The page's signals.
     async fn signals(&self, timeout: Duration) -> Result<PageSignals, StepFailure>;
 
@@ -151,6 +160,10 @@ pub trait PageProbe: Send + Sync + 'static {
 
     /// Routes every document request through `filter`.
     async fn filter_sites(&self, filter: std::sync::Arc<dyn SiteFilter>)
+    -> Result<(), StepFailure>;
+
+    /// Holds every request the browser is about to send to `gate`.
+    async fn guard_network(&self, gate: std::sync::Arc<dyn RequestGate>)
     -> Result<(), StepFailure>;
 
     /// The page as a brain reads it.

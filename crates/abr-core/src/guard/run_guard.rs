@@ -2,7 +2,7 @@
 
 use abr_protocol::{BlockedAction, BlockedBy};
 
-use super::{Committing, ElementFacts, commit_class};
+use super::{CommitRules, Committing, ElementFacts, commit_class};
 use crate::task::BrowserAction;
 
 /// Where a run's read-only property came from. Only definitions can set it: never a
@@ -15,11 +15,13 @@ pub enum ReadOnlySource {
     Plan,
 }
 
-/// What a run may commit: nothing when read-only or dry, everything otherwise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// What a run may commit: nothing when read-only or dry, everything otherwise; and the
+/// rules it judges by (strict when it may commit nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RunGuard {
     read_only: Option<ReadOnlySource>,
     dry_run: bool,
+    rules: CommitRules,
 }
 
 impl RunGuard {
@@ -27,11 +29,44 @@ impl RunGuard {
     pub const OPEN: Self = Self {
         read_only: None,
         dry_run: false,
+        rules: CommitRules::LENIENT,
     };
 
     /// A guard for a run with these properties.
     pub fn new(read_only: Option<ReadOnlySource>, dry_run: bool) -> Self {
-        Self { read_only, dry_run }
+        let rules = if read_only.is_some() || dry_run {
+            CommitRules::STRICT
+        } else {
+            CommitRules::LENIENT
+        };
+        Self {
+            read_only,
+            dry_run,
+            rules,
+        }
+    }
+
+    /// The guard with the platform's additions to the commit rule.
+    #[must_use]
+    pub fn with_platform(mut self, spec: Option<&abr_protocol::GuardPolicySpec>) -> Self {
+        self.rules = self.rules.with_platform(spec);
+        self
+    }
+
+    /// What refuses this run's commits, if anything (read-only wins over dry run).
+    pub fn refuses(&self) -> Option<BlockedBy> {
+        if self.read_only.is_some() {
+            Some(BlockedBy::ReadOnly)
+        } else if self.dry_run {
+            Some(BlockedBy::DryRun)
+        } else {
+            None
+        }
+    }
+
+    /// The rules it judges by.
+    pub fn rules(&self) -> &CommitRules {
+        &self.rules
     }
 
     /// Checks `action` before it reaches the page. `Ok(Some(_))` is an allowed committing
@@ -45,14 +80,10 @@ impl RunGuard {
         action: &BrowserAction,
         facts: Option<&ElementFacts>,
     ) -> Result<Option<Committing>, BlockedAction> {
-        let Some(committing) = commit_class(action, facts) else {
+        let Some(committing) = commit_class(action, facts, &self.rules) else {
             return Ok(None);
         };
-        let blocked_by = if self.read_only.is_some() {
-            BlockedBy::ReadOnly
-        } else if self.dry_run {
-            BlockedBy::DryRun
-        } else {
+        let Some(blocked_by) = self.refuses() else {
             return Ok(Some(committing));
         };
         Err(BlockedAction {
@@ -60,6 +91,8 @@ impl RunGuard {
             blocked_by,
             class: committing.class,
             verb: committing.verb.map(str::to_owned),
+            method: None,
+            host: None,
         })
     }
 }

@@ -35,7 +35,6 @@ const STEMS: &[&str] = &[
     "book",
     "reserve",
     "unsubscribe",
-    "cancel",
     "approve",
     "accept",
     "agree",
@@ -158,6 +157,14 @@ const PHRASES: &[&str] = &[
     "create account",
     "s'inscrire",
     "jetzt kaufen",
+    // "Cancel" alone closes a dialog (harmless); these cancel something.
+    "cancel subscription",
+    "cancel membership",
+    "cancel plan",
+    "cancel account",
+    "cancel booking",
+    "cancel reservation",
+    "cancel trip",
 ];
 
 /// Fragments for scripts without spaces between words: a name containing one matches.
@@ -249,9 +256,253 @@ pub fn committing_verb(name: &str) -> Option<&'static str> {
     None
 }
 
+/// Stems of harmless controls (a word of the name starting with one matches), in several
+/// languages: looking, paging, filtering, sorting, opening, closing, cancelling, going back.
+/// A name with a committing verb is committing whatever else it says.
+const HARMLESS_STEMS: &[&str] = &[
+    // English
+    "search",
+    "find",
+    "next",
+    "previous",
+    "prev",
+    "more",
+    "less",
+    "show",
+    "hide",
+    "load",
+    "expand",
+    "collapse",
+    "open",
+    "close",
+    "dismiss",
+    "cancel",
+    "back",
+    "filter",
+    "sort",
+    "newest",
+    "oldest",
+    "latest",
+    "popular",
+    "tab",
+    "menu",
+    "details",
+    "detail",
+    "view",
+    "help",
+    "home",
+    "page",
+    "zoom",
+    "read",
+    "copy",
+    "settings",
+    "preferences",
+    "options",
+    "refresh",
+    "reload",
+    "browse",
+    "explore",
+    "see",
+    "first",
+    "last",
+    "info",
+    "about",
+    "overview",
+    "list",
+    "grid",
+    "print",
+    "language",
+    // German
+    "such",
+    "weiter",
+    "zurück",
+    "mehr",
+    "weniger",
+    "anzeigen",
+    "öffnen",
+    "schließen",
+    "abbrechen",
+    "filtern",
+    "sortier",
+    "hilfe",
+    "einstellung",
+    "nächste",
+    "vorherige",
+    "ausklappen",
+    "einklappen",
+    "ansehen",
+    // French
+    "recherch",
+    "suivant",
+    "précédent",
+    "plus",
+    "moins",
+    "afficher",
+    "voir",
+    "ouvrir",
+    "fermer",
+    "annuler",
+    "filtr",
+    "trier",
+    "détails",
+    "aide",
+    "paramètres",
+    "retour",
+    // Spanish, Portuguese, Italian
+    "buscar",
+    "búsqueda",
+    "siguiente",
+    "anterior",
+    "más",
+    "mostrar",
+    "ver",
+    "abrir",
+    "cerrar",
+    "cancelar",
+    "ordenar",
+    "detalles",
+    "ayuda",
+    "volver",
+    "atrás",
+    "pesquisar",
+    "próximo",
+    "fechar",
+    "voltar",
+    "cerca",
+    "successivo",
+    "avanti",
+    "precedente",
+    "mostra",
+    "altro",
+    "apri",
+    "chiudi",
+    "annulla",
+    "dettagli",
+    "aiuto",
+    "indietro",
+    // Dutch
+    "zoeken",
+    "volgende",
+    "vorige",
+    "meer",
+    "sluiten",
+    "annuleren",
+    // Russian
+    "поиск",
+    "найти",
+    "далее",
+    "следующ",
+    "назад",
+    "ещё",
+    "еще",
+    "показать",
+    "открыть",
+    "закрыть",
+    "отмена",
+    "фильтр",
+    "сортир",
+    "подробн",
+];
+
+/// Harmless fragments for scripts without spaces between words.
+const HARMLESS_FRAGMENTS: &[&str] = &[
+    // Japanese
+    "検索",
+    "次へ",
+    "前へ",
+    "もっと見る",
+    "表示",
+    "開く",
+    "閉じる",
+    "キャンセル",
+    "絞り込",
+    "並べ替え",
+    "詳細",
+    "ヘルプ",
+    "設定",
+    "戻る",
+    "メニュー",
+    // Chinese
+    "搜索",
+    "下一页",
+    "上一页",
+    "更多",
+    "显示",
+    "顯示",
+    "打开",
+    "關閉",
+    "关闭",
+    "取消",
+    "筛选",
+    "篩選",
+    "排序",
+    "详情",
+    "詳情",
+    "帮助",
+    "设置",
+    "返回",
+    "菜单",
+    // Korean
+    "검색",
+    "다음",
+    "이전",
+    "더 보기",
+    "더보기",
+    "열기",
+    "닫기",
+    "취소",
+    "필터",
+    "정렬",
+    "자세히",
+    "도움말",
+    "설정",
+    "뒤로",
+    "메뉴",
+];
+
+/// Pagination marks that name a control on their own.
+const HARMLESS_MARKS: &[&str] = &["<", ">", "«", "»", "‹", "›", "←", "→", "…", "...", "×", "✕"];
+
+/// Whether `name` says the control is harmless: a harmless word of the built-in list or of
+/// `extra` (lower-case words or phrases a platform adds), a page number, or a pagination
+/// mark; and no committing verb ([`committing_verb`] wins).
+pub fn harmless_name(name: &str, extra: &[String]) -> bool {
+    let lower = name.trim().to_lowercase();
+    if lower.is_empty() || committing_verb(&lower).is_some() {
+        return false;
+    }
+    if HARMLESS_MARKS.contains(&lower.as_str())
+        || (lower.len() <= 4 && lower.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return true;
+    }
+    if HARMLESS_FRAGMENTS.iter().any(|f| lower.contains(f)) {
+        return true;
+    }
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let spaced = format!(" {} ", words.join(" "));
+    let extra_matches = |e: &String| {
+        let e = e.trim().to_lowercase();
+        if e.is_empty() {
+            false
+        } else if e.contains(char::is_whitespace) {
+            spaced.contains(&format!(" {e} "))
+        } else {
+            words.iter().any(|w| w.starts_with(e.as_str()))
+        }
+    };
+    extra.iter().any(extra_matches)
+        || words
+            .iter()
+            .any(|w| HARMLESS_STEMS.iter().any(|s| w.starts_with(s)))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::committing_verb;
+    use super::{committing_verb, harmless_name};
 
     #[test]
     fn committing_names_in_several_languages_match() {
@@ -270,6 +521,8 @@ mod tests {
             "Sign-up",
             "Upload photo",
             "Confirm purchase",
+            "Cancel subscription",
+            "Cancel order",
             "Jetzt kaufen",
             "Absenden",
             "Löschen",
@@ -293,6 +546,79 @@ mod tests {
         ] {
             assert!(committing_verb(name).is_some(), "{name}");
         }
+    }
+
+    #[test]
+    fn harmless_names_are_recognised_in_several_languages() {
+        for name in [
+            "Search",
+            "Next page",
+            "Previous",
+            "Show more",
+            "Load more",
+            "Filters",
+            "Sort by date",
+            "Newest",
+            "Cancel",
+            "Close",
+            "Open menu",
+            "View details",
+            "Expand",
+            "Back",
+            "Home",
+            "Read more",
+            "Copy link",
+            "Zoom in",
+            "Settings",
+            "Help",
+            "2",
+            "»",
+            "×",
+            "Weiter",
+            "Suchen",
+            "Mehr anzeigen",
+            "Abbrechen",
+            "Schließen",
+            "Suivant",
+            "Rechercher",
+            "Afficher plus",
+            "Annuler",
+            "Fermer",
+            "Siguiente",
+            "Buscar",
+            "Ver más",
+            "Cancelar",
+            "Cerrar",
+            "次へ",
+            "検索",
+            "もっと見る",
+            "キャンセル",
+            "閉じる",
+        ] {
+            assert!(harmless_name(name, &[]), "{name}");
+        }
+        // A committing verb wins; a name that says nothing is not harmless.
+        for name in [
+            "Cancel subscription",
+            "Show and pay",
+            "Delete filter",
+            "",
+            "  ",
+            "Like",
+            "Follow",
+            "Go",
+            "12345",
+            "OK",
+        ] {
+            assert!(!harmless_name(name, &[]), "{name}");
+        }
+        // A platform extends the list.
+        assert!(!harmless_name("Translate post", &["translate".into()]));
+        assert!(harmless_name("Translate", &["translate".into()]));
+        assert!(harmless_name(
+            "See translation",
+            &["see translation".into()]
+        ));
     }
 
     #[test]

@@ -528,6 +528,18 @@ impl<C: TaskContext> TaskRunner<C> {
 
     /// One action through the rails, recorded, and the page after it.
     async fn act_on(&self, open: &mut Open<C>, action: &BrowseAction) -> ActResponse {
+        // A relayed act's watch hears of its first write; what the page sent while the brain
+        // was away belongs to the last action.
+        open.rails.network.set_watch(crate::commit_watch::current());
+        if let Err(failure) = self
+            .late_network(&mut open.task, &mut open.rails, &open.lease)
+            .await
+        {
+            tracing::warn!(code = %failure.body.code, "browse: the network between actions");
+        }
+        if let BrowseAction::Navigate { url } = action {
+            open.rails.network.add_site(url);
+        }
         let index = open.task.record.step_results.len();
         let browser = to_browser_action(open, action);
         let started = Instant::now();
@@ -559,6 +571,19 @@ impl<C: TaskContext> TaskRunner<C> {
                 self.read_for_pause(open, &mut acted, index).await;
             }
         }
+        let snapshot = self.read_page(open).await;
+        // What the action started after it returned (a script's post), seen by now.
+        match self
+            .network_after(&mut open.task, &mut open.rails, &open.lease, index)
+            .await
+        {
+            Ok(wrote) => acted.committing |= wrote,
+            Err(failure) => {
+                let committing = acted.committing;
+                acted = self.not_done(open, failure, committing);
+            }
+        }
+        open.rails.network.set_watch(None);
         let result = StepResult {
             index,
             action: browser.kind().to_owned(),
@@ -578,7 +603,6 @@ impl<C: TaskContext> TaskRunner<C> {
         if let Err(failure) = self.save_progress(&mut open.task).await {
             tracing::warn!(code = %failure.body.code, "could not record a browse action");
         }
-        let snapshot = self.read_page(open).await;
         acted.respond(snapshot)
     }
 
@@ -684,9 +708,18 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Ends a session once (`None` when another call ended it first).
     async fn end(&self, id: &str, entry: &Arc<Entry<C>>, how: End) -> Option<BrowseClosed> {
         let mut guard = entry.session.lock().await;
-        let open = guard.take()?;
+        let mut open = guard.take()?;
         self.browses.lock().remove(id);
         drop(guard);
+        // Nothing the page sends from now on leaves; what it sent since the last action is
+        // that action's.
+        open.rails.network.close();
+        if let Err(failure) = self
+            .late_network(&mut open.task, &mut open.rails, &open.lease)
+            .await
+        {
+            tracing::warn!(code = %failure.body.code, "browse: the network at the end");
+        }
         if let Some(frames) = &open.rails.frames {
             frames
                 .capture(

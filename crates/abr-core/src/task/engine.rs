@@ -16,6 +16,7 @@ use url::Url;
 
 use super::codes;
 use super::limits::{TenantAdmission, TenantLimit, TenantLimits};
+use super::network::{MarkCommitting, RunNetwork};
 use super::plan::{
     FilledStep, PlanLimits, VERIFICATION_SCREENSHOT, ValidPlan, plan_hash, request_hash, validate,
 };
@@ -23,7 +24,10 @@ use super::rails::{self, Rails};
 use super::store::{Counter, IdempotencyKey, Inserted, StoredTask, TaskSessions, TaskStore};
 use super::{ApprovalRule, BrowserAction, StepFailure, StepFailureKind, StepOutput, TaskContext};
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome, AuditStep, Auditor};
-use crate::guard::{FrameRecorder, FrameStore, ReadOnlySource, SitePolicy, SiteStore, SiteVerdict};
+use crate::guard::{
+    FrameRecorder, FrameStore, OwnSites, ReadOnlySource, RequestGate, RunGuard, SitePolicy,
+    SiteStore, SiteVerdict,
+};
 use crate::handoff::{Handoffs, TakeoverSink};
 use crate::poster::ACQUIRING;
 use crate::scope_io::{self, Scopes};
@@ -41,6 +45,8 @@ pub(super) fn unscoped_policy() -> StrategyPolicy {
         scope: None,
         read_only: false,
         screenshots: true,
+        network: crate::guard::NetworkRules::default(),
+        guard: None,
     }
 }
 
@@ -261,6 +267,28 @@ impl Outcome {
                 record.error = Some(error);
             }
         }
+    }
+}
+
+/// The outcome once the network had its say: after a write to the run's own sites left the
+/// browser, nothing is "failed, safe to retry" or "needs re-auth" any more: it may have
+/// happened (`uncertain`, never retried), whatever the commit rule said of the steps.
+fn network_truth(outcome: Outcome, wrote: bool) -> Outcome {
+    if !wrote {
+        return outcome;
+    }
+    match outcome {
+        Outcome::Failed { step, error } if error.code != codes::BLOCKED_ACTION => {
+            Outcome::Uncertain {
+                step,
+                error: error.retryable(false),
+            }
+        }
+        Outcome::NeedsReauth { step, error } => Outcome::Uncertain {
+            step,
+            error: error.retryable(false),
+        },
+        other => other,
     }
 }
 
@@ -856,6 +884,12 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(()) => self.drive(task, &valid, &steps, &lease, &mut rails).await,
             Err(failure) => Outcome::interrupted(false, None, failure),
         };
+        // From here on nothing the page sends leaves: the outcome is decided.
+        rails.network.close();
+        if let Err(failure) = self.late_network(task, &mut rails, &lease).await {
+            tracing::warn!(code = %failure.body.code, "the network after the run");
+        }
+        let outcome = network_truth(outcome, rails.network.committed());
         if let Some(frames) = &rails.frames {
             frames
                 .capture(lease.context(), FramePoint::Completion, "completion")
@@ -965,7 +999,10 @@ impl<C: TaskContext> TaskRunner<C> {
             sites = SitePolicy::open();
         }
         let platform_frames = policy.is_none_or(|p| p.screenshots);
-        let mut rails = Rails::new(read_only, task.request.dry_run, has_session, sites, wait);
+        let guard = RunGuard::new(read_only, task.request.dry_run)
+            .with_platform(policy.and_then(|p| p.guard.as_ref()));
+        let network = self.run_network(task, &guard, target_url, steps, policy);
+        let mut rails = Rails::new(guard, network, has_session, sites, wait);
         if let Some(store) = &self.frames {
             match FrameRecorder::begin(
                 Arc::clone(store),
@@ -986,8 +1023,68 @@ impl<C: TaskContext> TaskRunner<C> {
         Ok(rails)
     }
 
-    /// Arms the browser: the site filter, when the tenant has decisions.
+    /// The gate below the page of `task`'s run: the platform's network rules; the run's own
+    /// sites (the target's, the plan's navigations', the scope's domains); refusing every
+    /// write when `guard` refuses commits, else marking the task in the store before its
+    /// first write leaves.
+    fn run_network(
+        &self,
+        task: &StoredTask,
+        guard: &RunGuard,
+        target_url: &str,
+        steps: &[FilledStep],
+        policy: Option<&StrategyPolicy>,
+    ) -> Arc<RunNetwork> {
+        let mut own = OwnSites::default();
+        own.add_url(target_url);
+        for step in steps {
+            if let BrowserAction::Navigate { url } = &step.action {
+                own.add_url(url.as_str());
+            }
+        }
+        let scope_domains = policy
+            .and_then(|p| p.scope.as_ref())
+            .map(|s| s.cookie_domains().to_vec())
+            .unwrap_or_default();
+        let request_domains = task
+            .request
+            .scope
+            .as_ref()
+            .map(|s| s.cookie_domains.clone())
+            .unwrap_or_default();
+        for domain in scope_domains.iter().chain(&request_domains) {
+            own.add_host(domain);
+        }
+        let rules = policy.map(|p| p.network.clone()).unwrap_or_default();
+        let store = Arc::clone(&self.store);
+        let (tenant, id) = (task.tenant_id.clone(), task.record.task_id.clone());
+        let mark: MarkCommitting = Arc::new(move || {
+            let (store, tenant, id) = (Arc::clone(&store), tenant.clone(), id.clone());
+            Box::pin(async move { store.mark_committing(&tenant, &id).await })
+        });
+        RunNetwork::new(rules, own, guard.refuses(), mark)
+    }
+
+    /// Arms the browser: the network gate (and the relayed request's commit watch), and the
+    /// site filter when the tenant has decisions.
     pub(super) async fn arm(&self, rails: &Rails, lease: &Lease<C>) -> Result<(), Failure> {
+        rails.network.set_watch(crate::commit_watch::current());
+        let gate: Arc<dyn RequestGate> = rails.network.clone();
+        match guarded(
+            self.config.default_step_timeout,
+            lease.context().guard_network(gate),
+        )
+        .await
+        {
+            Step::Done(()) => {}
+            Step::Error(e) => return Err(Failure::from_step(e)),
+            Step::TimedOut | Step::Panicked => {
+                return Err(Failure::new(
+                    codes::STEP_REJECTED,
+                    "the browser could not install the network gate",
+                ));
+            }
+        }
         if self.sites.is_none() || !rails.sites.has_entries() {
             return Ok(());
         }
@@ -1052,6 +1149,13 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut committed = false;
         let mut extracted_bytes = 0;
         for (index, (filled, planned)) in steps.iter().zip(&valid.plan().steps).enumerate() {
+            // What the page sent since the last step ended (a timer, a script the last
+            // action started) is that step's.
+            if let Err(failure) = self.late_network(task, rails, lease).await {
+                let committed = committed || rails.network.committed();
+                return Outcome::interrupted(committed, index.checked_sub(1), failure);
+            }
+            committed |= rails.network.committed();
             let timeout = planned
                 .timeout_ms
                 .map_or(self.config.default_step_timeout, Duration::from_millis);
@@ -1105,6 +1209,11 @@ impl<C: TaskContext> TaskRunner<C> {
                 return Outcome::interrupted(committed, Some(index), failure);
             }
         }
+        if let Err(failure) = self.late_network(task, rails, lease).await {
+            let committed = committed || rails.network.committed();
+            return Outcome::interrupted(committed, steps.len().checked_sub(1), failure);
+        }
+        committed |= rails.network.committed();
         if let Some(first) = task.record.blocked.first() {
             // Nothing is proven by verifying a run whose commits were refused.
             return Outcome::Failed {
@@ -1120,6 +1229,44 @@ impl<C: TaskContext> TaskRunner<C> {
             };
         }
         self.verify(task, valid, context, committed).await
+    }
+
+    /// What the network did since the last step ended, put on that step's result (and the
+    /// record's `blocked`): a refusal there makes it a refused step, a write makes it
+    /// committing. Before the first step, a write still counts for the outcome
+    /// ([`RunNetwork::committed`]). `Err`: a write could not be announced or marked (it
+    /// never left the browser), and the run stops.
+    pub(super) async fn late_network(
+        &self,
+        task: &mut StoredTask,
+        rails: &mut Rails,
+        lease: &Lease<C>,
+    ) -> Result<(), Failure> {
+        let last = task.record.step_results.len().checked_sub(1);
+        let index = last.unwrap_or(0);
+        let outcome = self.network_after(task, rails, lease, index).await;
+        let Some(result) = last.and_then(|i| task.record.step_results.get_mut(i)) else {
+            // Before any step: the first step is the one the page's load belongs to.
+            return match outcome {
+                Err(failure) if failure.body.code == codes::BLOCKED_ACTION => {
+                    for blocked in &mut task.record.blocked {
+                        blocked.step = None;
+                    }
+                    Ok(())
+                }
+                other => other.map(|_| ()),
+            };
+        };
+        match outcome {
+            Ok(false) => return Ok(()),
+            Ok(true) => result.committing = true,
+            Err(failure) if failure.body.code == codes::BLOCKED_ACTION => {
+                result.ok = false;
+                result.error = Some(failure.body);
+            }
+            Err(failure) => return Err(failure),
+        }
+        self.save_progress(task).await
     }
 
     /// Runs one browser action under its deadline (plus the grace), mapping every return,
@@ -1438,6 +1585,27 @@ impl<C: TaskContext> TaskRunner<C> {
             Err(e) => return unavailable(e.to_body().retryable(true)),
         };
         let context = lease.context();
+        // A re-check only reads: below the page, nothing but reads leaves its browser.
+        let network = self.run_network(
+            task,
+            &RunGuard::new(Some(ReadOnlySource::Plan), false),
+            valid.target_url().as_str(),
+            &[],
+            policy.as_ref(),
+        );
+        let gate: Arc<dyn RequestGate> = network;
+        if let Step::Error(_) | Step::TimedOut | Step::Panicked = guarded(
+            self.config.default_step_timeout,
+            context.guard_network(gate),
+        )
+        .await
+        {
+            self.release(lease).await;
+            return unavailable(ErrorBody::new(
+                codes::STEP_REJECTED,
+                "the browser could not install the read-only network gate",
+            ));
+        }
         let target = BrowserAction::Navigate {
             url: valid.target_url().clone(),
         };

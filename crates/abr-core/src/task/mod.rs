@@ -19,6 +19,7 @@ mod browse;
 pub mod codes;
 mod engine;
 mod limits;
+mod network;
 mod pauses;
 mod plan;
 mod rails;

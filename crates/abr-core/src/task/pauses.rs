@@ -34,18 +34,45 @@ fn blocked_message(blocked: &BlockedAction) -> String {
         CommitClass::FileInput => "a file input".to_owned(),
         CommitClass::CardField => "a payment card field".to_owned(),
         CommitClass::EnterSubmitsForm => "Enter in a form that submits".to_owned(),
+        CommitClass::EnterInEditor => {
+            "Enter in an editable region or a text field outside a form".to_owned()
+        }
+        CommitClass::ChoiceMaySubmit => {
+            "a choice whose change may save or submit (a select, checkbox, radio or switch)"
+                .to_owned()
+        }
+        CommitClass::UnrecognisedButton => {
+            "a button with no recognised harmless meaning".to_owned()
+        }
         CommitClass::Upload => "an upload".to_owned(),
+        CommitClass::NetworkWrite => format!(
+            "a {} request to {} (the browser never sent it)",
+            blocked.method.as_deref().unwrap_or("non-GET"),
+            blocked.host.as_deref().unwrap_or("a site")
+        ),
+        CommitClass::WebSocket => format!(
+            "a WebSocket to {} (it never connected)",
+            blocked.host.as_deref().unwrap_or("a site")
+        ),
         CommitClass::Unknown => "an element that could not be inspected".to_owned(),
+    };
+    let network = matches!(
+        blocked.class,
+        CommitClass::NetworkWrite | CommitClass::WebSocket
+    );
+    let refused = if network {
+        "was refused below the page: it never left the browser"
+    } else {
+        "was refused before it reached the page"
     };
     match blocked.blocked_by {
         BlockedBy::ReadOnly => format!(
-            "the run is read-only: {class} was refused before it reached the page (read-only \
-             is a property of the platform, the approved plan or the browse session: retrying \
-             changes nothing)"
+            "the run is read-only: {class} {refused} (read-only is a property of the platform, \
+             the approved plan or the browse session: retrying changes nothing)"
         ),
-        BlockedBy::DryRun => format!(
-            "dry run: {class} was refused before it reached the page; everything before it ran"
-        ),
+        BlockedBy::DryRun => {
+            format!("dry run: {class} {refused}; everything before it ran")
+        }
     }
 }
 
@@ -143,6 +170,10 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut reopened = false;
         loop {
             let facts = match rails::target(action) {
+                None if matches!(action, BrowserAction::Press { .. }) => {
+                    // A key pressed on the page reaches whatever has the focus: judge that.
+                    self.inspect_focused(context, timeout).await
+                }
                 None => None,
                 Some(selector) => match self.inspect(context, selector, timeout).await {
                     Ok(facts) => Some(facts),
@@ -188,10 +219,15 @@ impl<C: TaskContext> TaskRunner<C> {
                     // task may have acted.
                     task.committing_started = true;
                     self.save_progress(task).await.map_err(|f| (f, false))?;
+                    rails.network.already_marked();
                 }
             }
-            let is_committing = committing.is_some();
-            match self.step(context, action, timeout).await {
+            let stepped = self.step(context, action, timeout).await;
+            let is_committing = match self.network_after(task, rails, lease, index).await {
+                Ok(wrote) => committing.is_some() || wrote,
+                Err(failure) => return Err((failure, committing.is_some())),
+            };
+            match stepped {
                 Ok(output) => return Ok((output, is_committing)),
                 Err(failure)
                     if failure.body.code == codes::NAVIGATION_FAILED
@@ -219,6 +255,51 @@ impl<C: TaskContext> TaskRunner<C> {
                 }
             }
         }
+    }
+
+    /// Reads what the network did during step `index`: requests the gate refused make it a
+    /// refused step (recorded in `blocked`, a blocker frame taken; nothing left the
+    /// browser); a write that could not be announced or marked fails it (it never left);
+    /// `Ok(true)`: a write to the run's own sites left, the step was committing.
+    pub(super) async fn network_after(
+        &self,
+        task: &mut StoredTask,
+        rails: &mut Rails,
+        lease: &Lease<C>,
+        index: usize,
+    ) -> Result<bool, Failure> {
+        let net = rails.network.take();
+        if net.wrote {
+            task.committing_started = true;
+        }
+        if let Some(why) = net.unannounced {
+            return Err(Failure::store(&CoreError::Provider(
+                crate::ProviderError::new(
+                    crate::ProviderErrorKind::Unavailable,
+                    format!(
+                        "the page sent a write that could not be announced or recorded first, so                      the browser never sent it ({why})"
+                    ),
+                ),
+            )));
+        }
+        let Some(first) = net.blocked.first().cloned() else {
+            return Ok(net.wrote);
+        };
+        if let Some(frames) = &rails.frames {
+            frames
+                .capture(lease.context(), FramePoint::Blocker, "network")
+                .await;
+        }
+        let count = net.blocked.len();
+        for mut blocked in net.blocked {
+            blocked.step = Some(index);
+            task.record.blocked.push(blocked);
+        }
+        let mut message = blocked_message(&first);
+        if count > 1 {
+            message.push_str(&format!(" ({count} requests refused)"));
+        }
+        Err(Failure::refusal(codes::BLOCKED_ACTION, message))
     }
 
     /// Pauses `stuck` before step `index` (its failure is not a committing one).
@@ -465,6 +546,20 @@ impl<C: TaskContext> TaskRunner<C> {
             sink.emit(&event);
         }
         task.record.takeover_events.push(event);
+    }
+
+    /// The facts of the focused element; `None` when only the document has the focus or
+    /// it cannot be read (a key pressed then counts as the rule says without facts).
+    async fn inspect_focused(&self, context: &C, timeout: Duration) -> Option<ElementFacts> {
+        match guarded(
+            timeout + self.config().step_grace,
+            context.inspect_focused(timeout),
+        )
+        .await
+        {
+            Step::Done(facts) => facts,
+            Step::Error(_) | Step::TimedOut | Step::Panicked => None,
+        }
     }
 
     async fn inspect(

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use url::Url;
 
 use super::BrowserAction;
-use crate::guard::is_committing;
+use crate::guard::{CommitRules, is_committing};
 
 /// The limits of a plan (runner settings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,7 +289,9 @@ pub fn validate(
     }
     check_verification(&plan.verification).map_err(PlanError::at(PlanLocation::Verification))?;
     let filled = fill_steps(plan, &target, inputs)?;
-    let committing = filled.iter().any(|s| is_committing(&s.action, None));
+    let committing = filled
+        .iter()
+        .any(|s| is_committing(&s.action, None, &CommitRules::STRICT));
     Ok(ValidPlan {
         plan: plan.clone(),
         target,

@@ -11,9 +11,8 @@ use abr_protocol::{
 };
 
 use super::BrowserAction;
-use crate::guard::{
-    FrameRecorder, PauseRules, ReadOnlySource, RunGuard, SiteFilter, SitePolicy, SiteVerdict,
-};
+use super::network::RunNetwork;
+use crate::guard::{FrameRecorder, PauseRules, RunGuard, SiteFilter, SitePolicy, SiteVerdict};
 
 /// A run's site policy, shared with the browser's navigation filter so a decision taken
 /// during a pause applies at once.
@@ -76,6 +75,9 @@ impl SiteFilter for SharedSites {
 /// The rails of one run.
 pub(crate) struct Rails {
     pub(crate) guard: RunGuard,
+    /// The gate below the page: what may leave the browser, and the mark before the first
+    /// write.
+    pub(crate) network: Arc<RunNetwork>,
     pub(crate) rules: PauseRules,
     pub(crate) sites: Arc<SharedSites>,
     pub(crate) frames: Option<FrameRecorder>,
@@ -95,6 +97,7 @@ impl std::fmt::Debug for Rails {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rails")
             .field("guard", &self.guard)
+            .field("network", &self.network)
             .field("rules", &self.rules)
             .field("frames", &self.frames.as_ref().map(FrameRecorder::is_on))
             .field("handoff_wait", &self.handoff_wait)
@@ -105,17 +108,19 @@ impl std::fmt::Debug for Rails {
 impl Rails {
     /// The rails of a run with these properties.
     pub(crate) fn new(
-        read_only: Option<ReadOnlySource>,
-        dry_run: bool,
+        guard: RunGuard,
+        network: Arc<RunNetwork>,
         has_session: bool,
         sites: SitePolicy,
         handoff_wait: Option<Duration>,
     ) -> Self {
+        let read_only = guard.refuses() == Some(abr_protocol::BlockedBy::ReadOnly);
         Self {
-            guard: RunGuard::new(read_only, dry_run),
+            guard,
+            network,
             rules: PauseRules {
-                may_sign_in: !has_session && read_only.is_none(),
-                read_only: read_only.is_some(),
+                may_sign_in: !has_session && !read_only,
+                read_only,
             },
             sites: SharedSites::new(sites),
             frames: None,
@@ -188,14 +193,10 @@ pub(crate) fn may_change_page(action: &BrowserAction) -> bool {
     }
 }
 
-/// Whether pressing `key` may activate something (Enter or Space, with or without
-/// modifiers): the page may move on.
+/// Whether pressing `key` may activate something (an Enter or a Space among its keys): the
+/// page may move on.
 fn is_activation(key: &str) -> bool {
-    let last = key.rsplit('+').next().unwrap_or(key).trim();
-    last.is_empty()
-        || ["enter", "numpadenter", "return", "space"]
-            .iter()
-            .any(|k| last.eq_ignore_ascii_case(k))
+    crate::guard::activation_key(key)
 }
 
 /// The session's cookies for `host`: names, domains and expiry, never values.

@@ -103,7 +103,9 @@ pub enum Counter {
 /// - [`update`](Self::update) is a compare-and-swap on [`StoredTask::version`](StoredTask#structfield.version): it replaces
 ///   the stored task only if the stored version equals `task.version`, and stores it with
 ///   `version + 1`. This is what makes approval, running, retries and assertion spending
-///   happen exactly once.
+///   happen exactly once. It never clears the committing mark.
+/// - [`mark_committing`](Self::mark_committing) sets the committing mark alone, outside
+///   the compare-and-swap (the version stays), and is durable when it returns.
 /// - [`increment`](Self::increment) is atomic: two callers racing for the last unit of a
 ///   limit cannot both get it.
 /// - Every write that returned is durable (for a durable store): a process killed after a
@@ -132,8 +134,15 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The task `task_id` of `tenant`, if any.
     async fn get(&self, tenant: &str, task_id: &str) -> Result<Option<StoredTask>, CoreError>;
 
-    /// Replaces the task if the stored version is `task.version`; whether it did.
+    /// Replaces the task if the stored version is `task.version`; whether it did. The
+    /// committing mark is sticky: an update never clears a mark that is set.
     async fn update(&self, task: &StoredTask) -> Result<bool, CoreError>;
+
+    /// Sets the committing mark of the task `task_id` of `tenant` (see
+    /// [`StoredTask::committing_started`]) without touching its version, durably, before it
+    /// returns: the network gate calls it before a run's first write leaves the browser,
+    /// whatever the run loop is doing. Unknown tasks are left alone.
+    async fn mark_committing(&self, tenant: &str, task_id: &str) -> Result<(), CoreError>;
 
     /// Every task, of any tenant, that is `queued`, `running` or `paused` (not final; a
     /// task pending approval never started and is not unfinished work).
@@ -262,7 +271,24 @@ impl TaskStore for InMemoryTaskStore {
     }
 
     async fn update(&self, task: &StoredTask) -> Result<bool, CoreError> {
-        Ok(self.lock().tasks.update(task))
+        let mut inner = self.lock();
+        let marked = inner
+            .tasks
+            .get(&task.tenant_id, task.id())
+            .is_some_and(|t| t.committing_started);
+        if marked && !task.committing_started {
+            let mut task = task.clone();
+            task.committing_started = true;
+            return Ok(inner.tasks.update(&task));
+        }
+        Ok(inner.tasks.update(task))
+    }
+
+    async fn mark_committing(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
+        self.lock()
+            .tasks
+            .modify(tenant, task_id, |t| t.committing_started = true);
+        Ok(())
     }
 
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {

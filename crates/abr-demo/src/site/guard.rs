@@ -407,7 +407,7 @@ fn corpus_page() -> String {
 mod tests {
     use std::collections::HashSet;
 
-    use abr_core::guard::{ElementFacts, commit_class};
+    use abr_core::guard::{CommitRules, ElementFacts, commit_class};
     use abr_core::task::BrowserAction;
     use abr_protocol::{SecretValue, Selector};
 
@@ -522,7 +522,7 @@ mod tests {
                 selector: selector.clone(),
             };
             assert_eq!(
-                commit_class(&click, Some(&facts)).is_some(),
+                commit_class(&click, Some(&facts), &CommitRules::LENIENT).is_some(),
                 control.commits,
                 "click {}: {}",
                 control.id,
@@ -535,7 +535,7 @@ mod tests {
                     submit: true,
                 };
                 assert_eq!(
-                    commit_class(&typed, Some(&facts)).is_some(),
+                    commit_class(&typed, Some(&facts), &CommitRules::LENIENT).is_some(),
                     enter,
                     "enter {}",
                     control.id

@@ -1,0 +1,236 @@
+//! [`RequestRouter`]: the one Playwright route of a browser context, for everything that
+//! judges a request before it leaves: the egress URL gate (contexts no proxy can be set
+//! on), the tenant's site filter (documents), and the run's network gate (every request
+//! whose method is not safe, see [`RequestGate`]).
+//!
+//! Playwright routes every request of the context (every page, frame and popup, and the
+//! requests of dedicated workers) through this process once a route is set; it cannot route
+//! by method or resource type, so the route is installed only when something needs it, and
+//! a safe request with nothing to check goes on at once. Playwright routes only the first
+//! request of a redirect chain; a redirect never turns a safe method into another (a 307 or
+//! 308 keeps the method of a request that was already judged). Requests of service workers
+//! are not routed: every context blocks service workers.
+//!
+//! WebSockets are routed separately (Playwright's WebSocket routing, set only for a gate
+//! that guards them): a refused socket is closed before it connects.
+//!
+//! Shared workers are the one source of requests Playwright does not route: job browsers
+//! this crate launches have none (`--disable-blink-features=SharedWorker`), and a guarded
+//! context of any other browser removes the constructor before each document's own scripts
+//! run.
+
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+
+use abr_core::guard::{OutgoingRequest, RequestGate, SiteFilter, is_safe_method};
+use playwright_rs::Error as PwError;
+use playwright_rs::protocol::{
+    BrowserContext, FulfillOptions, Route, WebSocketRoute, WebSocketRouteCloseOptions,
+};
+
+use crate::egress::UrlGate;
+
+/// The route pattern: every URL.
+const PATTERN: &str = "**";
+
+/// Chromium's error for a request a client refused: `net::ERR_BLOCKED_BY_CLIENT`.
+const BLOCKED: &str = "blockedbyclient";
+
+/// The close code a refused WebSocket gets (policy violation).
+const WS_REFUSED: u16 = 1008;
+
+/// The Chromium switch a job browser launched by this crate gets: no `SharedWorker`.
+pub(crate) const NO_SHARED_WORKERS: &str = "--disable-blink-features=SharedWorker";
+
+/// What every document of a guarded context runs first, where the browser could not be
+/// launched without shared workers (an attached or remote one): their requests are not
+/// routed, so the page may not make one.
+const NO_SHARED_WORKER_SCRIPT: &str = "delete globalThis.SharedWorker;";
+
+/// What judges a context's requests (see the module docs). Shared by every clone of a
+/// session.
+#[derive(Debug, Default)]
+pub(crate) struct RequestRouter {
+    egress: Option<Arc<UrlGate>>,
+    sites: RwLock<Option<Arc<dyn SiteFilter>>>,
+    network: RwLock<Option<Arc<dyn RequestGate>>>,
+    installed: tokio::sync::Mutex<Installed>,
+}
+
+#[derive(Debug, Default)]
+struct Installed {
+    requests: bool,
+    websockets: bool,
+    no_shared_workers: bool,
+}
+
+impl RequestRouter {
+    /// A router with the egress URL gate in front of everything.
+    pub(crate) fn with_egress(gate: Arc<UrlGate>) -> Self {
+        Self {
+            egress: Some(gate),
+            ..Self::default()
+        }
+    }
+
+    fn sites(&self) -> Option<Arc<dyn SiteFilter>> {
+        self.sites
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn network(&self) -> Option<Arc<dyn RequestGate>> {
+        self.network
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Routes the context's requests through this router, once.
+    pub(crate) async fn install(self: &Arc<Self>, context: &BrowserContext) -> Result<(), PwError> {
+        let mut installed = self.installed.lock().await;
+        if installed.requests {
+            return Ok(());
+        }
+        let router = Arc::downgrade(self);
+        context
+            .route(PATTERN, move |route| handle(router.clone(), route))
+            .await?;
+        installed.requests = true;
+        Ok(())
+    }
+
+    /// Sets the site filter (a new one replaces the last) and routes the context.
+    pub(crate) async fn set_sites(
+        self: &Arc<Self>,
+        context: &BrowserContext,
+        filter: Arc<dyn SiteFilter>,
+    ) -> Result<(), PwError> {
+        *self.sites.write().unwrap_or_else(PoisonError::into_inner) = Some(filter);
+        self.install(context).await
+    }
+
+    /// Sets the network gate (a new one replaces the last), routes the context, and routes
+    /// its WebSockets when the gate guards them.
+    pub(crate) async fn set_network(
+        self: &Arc<Self>,
+        context: &BrowserContext,
+        gate: Arc<dyn RequestGate>,
+    ) -> Result<(), PwError> {
+        let websockets = gate.websockets_guarded();
+        *self.network.write().unwrap_or_else(PoisonError::into_inner) = Some(gate);
+        self.install(context).await?;
+        {
+            let mut installed = self.installed.lock().await;
+            if !installed.no_shared_workers {
+                context.add_init_script(NO_SHARED_WORKER_SCRIPT).await?;
+                installed.no_shared_workers = true;
+            }
+        }
+        if websockets {
+            let mut installed = self.installed.lock().await;
+            if !installed.websockets {
+                let router = Arc::downgrade(self);
+                context
+                    .route_web_socket(PATTERN, move |socket| {
+                        handle_websocket(router.clone(), socket)
+                    })
+                    .await?;
+                installed.websockets = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes everything off a context that outlives the lease (a shared default context):
+    /// its route, and the judges a WebSocket route may still consult.
+    pub(crate) async fn remove(&self, context: &BrowserContext) -> Result<(), PwError> {
+        *self.sites.write().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.network.write().unwrap_or_else(PoisonError::into_inner) = None;
+        let mut installed = self.installed.lock().await;
+        installed.requests = false;
+        context.unroute(PATTERN).await
+    }
+}
+
+async fn handle(router: Weak<RequestRouter>, route: Route) -> Result<(), PwError> {
+    // A router that is gone belongs to a lease that ended: nothing to judge.
+    let Some(router) = router.upgrade() else {
+        return route.continue_(None).await;
+    };
+    let request = route.request();
+    let url = request.url().to_owned();
+    if let Some(gate) = &router.egress
+        && let Err(denied) = gate.check(&url).await
+    {
+        let port = url::Url::parse(&url)
+            .ok()
+            .and_then(|u| u.port_or_known_default());
+        tracing::info!(
+            reason = denied.code(),
+            port,
+            "egress: refused a browser request (URL gate)"
+        );
+        return route.abort(Some(BLOCKED)).await;
+    }
+    let document = request.resource_type() == "document";
+    if document
+        && let Some(filter) = router.sites()
+        && !crate::probe::may_open(filter.as_ref(), &url)
+    {
+        tracing::info!("site filter: refused a document request");
+        return route.abort(Some(BLOCKED)).await;
+    }
+    let method = request.method().to_owned();
+    if !is_safe_method(&method)
+        && let Some(gate) = router.network()
+    {
+        let headers = request.headers();
+        let content_type = headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+            .map(|(_, value)| value.clone());
+        let body = request.post_data_buffer();
+        let outgoing = OutgoingRequest {
+            method: &method,
+            url: &url,
+            resource_type: request.resource_type(),
+            content_type: content_type.as_deref(),
+            body: body.as_deref(),
+        };
+        if !gate.admit(&outgoing).await {
+            // A refused document leaves the page where it was (204: no navigation);
+            // anything else fails as a request the browser blocked.
+            return if document {
+                route
+                    .fulfill(FulfillOptions::builder().status(204).build())
+                    .await
+            } else {
+                route.abort(Some(BLOCKED)).await
+            };
+        }
+    }
+    route.continue_(None).await
+}
+
+async fn handle_websocket(
+    router: Weak<RequestRouter>,
+    socket: WebSocketRoute,
+) -> Result<(), PwError> {
+    let refused = router
+        .upgrade()
+        .and_then(|r| r.network())
+        .is_some_and(|gate| gate.websockets_guarded() && !gate.admit_websocket(socket.url()));
+    if refused {
+        tracing::info!("network: refused a WebSocket of a run that may not commit");
+        socket
+            .close(
+                WebSocketRouteCloseOptions::default()
+                    .code(WS_REFUSED)
+                    .reason("refused: the run is read-only"),
+            )
+            .await
+    } else {
+        socket.connect_to_server().await
+    }
+}
