@@ -177,7 +177,8 @@ impl TaskStore for TimedStore {
         self.timed(self.inner.update(task)).await
     }
     async fn mark_committing(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
-        self.timed(self.inner.mark_committing(tenant, task_id)).await
+        self.timed(self.inner.mark_committing(tenant, task_id))
+            .await
     }
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
         self.timed(self.inner.unfinished()).await
