@@ -7,7 +7,7 @@ use crate::{AgentSessionState, ScopeReport, SessionScopeSpec};
 
 /// `POST /v1/capture/start`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CaptureStartRequest {
     /// Tenant (workspace) the capture is bound to.
     pub workspace_id: String,
@@ -45,7 +45,7 @@ impl std::fmt::Debug for CaptureStartResponse {
 
 /// `POST /v1/capture/finish` and `POST /v1/capture/cancel`: the capture and its binding.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CaptureRef {
     /// The capture id returned by start.
     pub capture_id: String,
@@ -67,8 +67,11 @@ impl std::fmt::Debug for CaptureRef {
 /// `POST /v1/capture/finish`: the capture, and optionally a session id to keep the
 /// captured session under on the runner (`/v1/sessions/{id}`), for the capture's tenant
 /// (its `workspaceId`).
+///
+/// Read through a flat shape with `deny_unknown_fields` (serde cannot refuse unknown fields
+/// through the `flatten`ed [`CaptureRef`]).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "CaptureFinishWire")]
 pub struct CaptureFinishRequest {
     /// The capture and its binding.
     #[serde(flatten)]
@@ -76,6 +79,30 @@ pub struct CaptureFinishRequest {
     /// Keep the session on the runner under this id as well.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_as: Option<String>,
+}
+
+/// [`CaptureFinishRequest`] as written: flat, strict.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CaptureFinishWire {
+    capture_id: String,
+    workspace_id: String,
+    account_id: String,
+    #[serde(default)]
+    store_as: Option<String>,
+}
+
+impl From<CaptureFinishWire> for CaptureFinishRequest {
+    fn from(w: CaptureFinishWire) -> Self {
+        Self {
+            capture: CaptureRef {
+                capture_id: w.capture_id,
+                workspace_id: w.workspace_id,
+                account_id: w.account_id,
+            },
+            store_as: w.store_as,
+        }
+    }
 }
 
 impl std::fmt::Debug for CaptureFinishRequest {
@@ -134,7 +161,7 @@ pub struct CaptureStatus {
 
 /// `POST /v1/probe`: is this session still signed in?
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProbeRequest {
     /// Platform (strategy id).
     pub platform: String,
@@ -162,4 +189,44 @@ pub struct ProbeResponse {
     /// The session as the browser left it, scoped, when authenticated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refreshed_session: Option<AgentSessionState>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_requests_refuse_unknown_fields_also_through_the_flat_finish() {
+        let finish: CaptureFinishRequest = serde_json::from_value(serde_json::json!({
+            "captureId": "c", "workspaceId": "w", "accountId": "a", "storeAs": "s"
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(finish.capture.capture_id, "c");
+        assert_eq!(finish.store_as.as_deref(), Some("s"));
+        let back = serde_json::to_value(&finish).unwrap_or_default();
+        assert_eq!(back["captureId"], "c");
+        assert_eq!(back["storeAs"], "s");
+        let refused = [
+            serde_json::json!({"captureId": "c", "workspaceId": "w", "accountId": "a", "keep": 1}),
+            serde_json::json!({"workspaceId": "w", "accountId": "a", "platform": "p", "readOnly": true}),
+            serde_json::json!({"platform": "p", "session": {}, "deep": true}),
+        ];
+        let errors = [
+            serde_json::from_value::<CaptureFinishRequest>(refused[0].clone()).err(),
+            serde_json::from_value::<CaptureStartRequest>(refused[1].clone()).err(),
+            serde_json::from_value::<ProbeRequest>(refused[2].clone()).err(),
+        ];
+        for (error, field) in errors.iter().zip(["keep", "readOnly", "deep"]) {
+            let message = error.as_ref().map(ToString::to_string).unwrap_or_default();
+            assert!(
+                message.contains(&format!("unknown field `{field}`")),
+                "{field}: {message}"
+            );
+        }
+        let e = serde_json::from_value::<CaptureRef>(serde_json::json!({
+            "captureId": "c", "workspaceId": "w", "accountId": "a", "storeAs": "s"
+        }))
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown field `storeAs`"), "{e}");
+    }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Keys held during an input.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct LiveModifiers {
     /// Alt (Option).
     pub alt: bool,
@@ -44,12 +44,13 @@ pub enum LivePointerButton {
     Right,
 }
 
-/// A message from a viewer to the runner.
+/// A message from a viewer to the runner (unknown fields are refused, like every request's).
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
-    rename_all_fields = "camelCase"
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
 )]
 pub enum LiveViewInput {
     /// A pointer moved or a button changed, at page coordinates (CSS pixels of the frame).

@@ -44,8 +44,10 @@ pub struct PlatformFile {
     pub id: String,
     /// Where capture starts (the sign-in page); relative permalinks are resolved against it.
     pub start_url: String,
-    /// Execution and session policy (omitted fields: allowed, no scope).
-    #[serde(default)]
+    /// Execution and session policy (omitted fields: allowed, no scope). A key the policy
+    /// does not know is refused, like everywhere in the file (`readonly = true` must not
+    /// leave the platform writable).
+    #[serde(default, deserialize_with = "strict_policy")]
     pub policy: PlatformPolicy,
     /// The delay before a post acts; omitted: the runner's setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,6 +63,38 @@ pub struct PlatformFile {
     pub submit: SubmitSpec,
     /// How to prove the outcome.
     pub verify: VerifySpec,
+}
+
+/// Reads a platform file's `policy`, refusing a key [`PlatformPolicy`] does not know.
+///
+/// `PlatformPolicy` itself stays lenient: it is also the answer of `GET /v1/platforms`,
+/// which clients of other versions read. So the policy is read, written back, and every key
+/// given with a value that is not empty (`null`, `false`, `[]`, `{}`: what a known key
+/// left at its default writes back as nothing) must be among the keys written back. Its
+/// nested tables (`session`, ...) refuse unknown keys themselves.
+fn strict_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PlatformPolicy, D::Error> {
+    use serde::de::Error as _;
+    use serde_json::Value;
+    let given = Value::deserialize(d)?;
+    let policy = PlatformPolicy::deserialize(&given).map_err(D::Error::custom)?;
+    let known = serde_json::to_value(&policy).map_err(D::Error::custom)?;
+    if let Value::Object(given) = &given {
+        for (key, value) in given {
+            let empty = match value {
+                Value::Null => true,
+                Value::Bool(b) => !b,
+                Value::Array(a) => a.is_empty(),
+                Value::Object(o) => o.is_empty(),
+                Value::Number(_) | Value::String(_) => false,
+            };
+            if !empty && known.get(key).is_none() {
+                return Err(D::Error::custom(format_args!(
+                    "unknown field `{key}` in policy"
+                )));
+            }
+        }
+    }
+    Ok(policy)
 }
 
 /// A platform's pacing: `"off"`, `"runner"` (the runner's setting), or a range
@@ -233,5 +267,41 @@ mod tests {
             })
         );
         assert!(serde_json::from_str::<PacingSpec>(r#""sometimes""#).is_err());
+    }
+
+    #[test]
+    fn a_misspelt_policy_key_is_refused_and_known_ones_are_kept() {
+        let file = |policy: &str| {
+            format!(
+                r##"{{"id": "p", "startUrl": "https://p.example/", "policy": {policy},
+                "signIn": {{"steps": [], "signedOutUrl": "/login"}},
+                "compose": {{"steps": []}}, "submit": {{"steps": []}}, "verify": {{}}}}"##
+            )
+        };
+        let ok: PlatformFile =
+            serde_json::from_str(&file(r#"{"readOnly": true, "allowUnattended": false}"#))
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ok.policy.read_only, Some(true));
+        assert_eq!(ok.policy.allow_unattended, Some(false));
+        for (policy, key) in [
+            (r#"{"readonly": true}"#, "readonly"),
+            (r#"{"read_only": true}"#, "read_only"),
+            (
+                r#"{"readOnly": true, "screenshot": false, "dryRun": 1}"#,
+                "dryRun",
+            ),
+        ] {
+            let e = serde_json::from_str::<PlatformFile>(&file(policy)).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("unknown field `{key}`")),
+                "{policy}: {e}"
+            );
+        }
+        // A nested table refuses its own unknown keys.
+        let e = serde_json::from_str::<PlatformFile>(&file(
+            r#"{"session": {"cookieDomains": ["p.example"], "origin": ["x"]}}"#,
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown field `origin`"), "{e}");
     }
 }

@@ -8,7 +8,7 @@ use crate::{AgentSessionState, ErrorBody, OwnerAssertion, RecheckResult, Session
 
 /// What to publish.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PostContent {
     /// Body text of the post.
     pub text: String,
@@ -44,7 +44,7 @@ impl std::fmt::Debug for PostContent {
 
 /// One media file, carried inline.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MediaAttachment {
     /// File name offered to the site's upload field, e.g. `photo.png`.
     pub file_name: String,
@@ -63,9 +63,10 @@ impl std::fmt::Debug for MediaAttachment {
     }
 }
 
-/// `POST /v1/post`: act unattended with a stored session.
+/// `POST /v1/post`: act unattended with a stored session. Unknown fields are refused (a
+/// misspelt flag must not post).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PostRequest {
     /// Platform (strategy id).
     pub platform: String,
@@ -353,6 +354,26 @@ mod tests {
         assert_eq!(v["timing"]["totalMs"], 0);
         assert_eq!(r.outcome(), PostOutcome::Uncertain);
         assert!(!r.is_safe_to_retry());
+    }
+
+    #[test]
+    fn a_post_request_refuses_unknown_fields_at_every_level() {
+        let ok = serde_json::json!({"platform": "p", "content": {"text": "hi",
+            "media": [{"fileName": "a.png", "mimeType": "image/png", "dataBase64": ""}]}});
+        assert!(serde_json::from_value::<PostRequest>(ok.clone()).is_ok());
+        let mut top = ok.clone();
+        top["dryRun"] = true.into();
+        let mut content = ok.clone();
+        content["content"]["draft"] = true.into();
+        let mut media = ok;
+        media["content"]["media"][0]["alt"] = "x".into();
+        for (json, field) in [(top, "dryRun"), (content, "draft"), (media, "alt")] {
+            let e = serde_json::from_value::<PostRequest>(json).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("unknown field `{field}`")),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -5,6 +5,13 @@
 //! with a human-readable `description`; a `verification`; `risk`, `reasoning`,
 //! `confidence`), in camelCase, with the snake_case spellings of those proposals accepted too
 //! (`timeout_ms`, `tenant_id`).
+//!
+//! **Strict.** Every type here that a client sends refuses a field it does not know (a
+//! misspelt `readOnly` must not run a task writable): serde's `deny_unknown_fields`, and,
+//! where serde cannot apply it (a `flatten`ed field, an untagged enum), a flat wire shape
+//! the type is read through ([`PlanStep`], [`TaskVerification`], [`Selector`]). The records
+//! the runner answers ([`TaskRecord`], [`StepResult`], ...) stay lenient: a client reading
+//! a newer runner's answer keeps working.
 
 use std::collections::BTreeMap;
 
@@ -18,14 +25,43 @@ use crate::{
 };
 
 /// How an element is found: exactly one of a CSS selector, a visible text, or an ARIA role
-/// (with an optional accessible name). A bare string is a CSS selector.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// (with an optional accessible name). A bare string is a CSS selector; an object is a
+/// [`SelectorSpec`], whose unknown fields are refused by name (an untagged enum would only
+/// say that nothing matched).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Selector {
     /// A CSS selector, written as a bare string (`"#submit"`).
     Css(String),
     /// One of the explicit forms.
     Explicit(SelectorSpec),
+}
+
+impl<'de> Deserialize<'de> for Selector {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Selector;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a CSS selector string or an object with css, text or role")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Selector, E> {
+                Ok(Selector::Css(v.to_owned()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Selector, E> {
+                Ok(Selector::Css(v))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Selector, A::Error> {
+                SelectorSpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Selector::Explicit)
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
 }
 
 /// The explicit forms of a [`Selector`]; exactly one of `css`, `text`, `role` is set.
@@ -51,7 +87,8 @@ pub struct SelectorSpec {
 #[serde(
     tag = "kind",
     rename_all = "camelCase",
-    rename_all_fields = "camelCase"
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
 )]
 pub enum Extraction {
     /// The element's text.
@@ -83,7 +120,7 @@ pub enum Extraction {
 /// A DOM check, for `assert` steps and `domCheck` verification: an element exists, and/or a
 /// text is on the page (or in the element).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DomCheck {
     /// An element that must exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,8 +130,8 @@ pub struct DomCheck {
     pub text: Option<String>,
 }
 
-/// One action of a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One action of a plan. (Read as part of a [`PlanStep`], through its flat wire shape.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -164,8 +201,11 @@ pub enum StepAction {
 }
 
 /// One step: an action, a description for the person approving it, an optional deadline.
+///
+/// Read through [`wire::Step`], one flat struct per step type: a field no step of that type
+/// has (`readOnly` on a click, `attribute` on a text extraction) is refused by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", try_from = "wire::Step")]
 pub struct PlanStep {
     /// The action.
     #[serde(flatten)]
@@ -177,12 +217,13 @@ pub struct PlanStep {
     pub timeout_ms: Option<u64>,
 }
 
-/// How a task proves its outcome.
+/// How a task proves its outcome. Read through [`wire::Verification`] (flat, strict).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "method",
     rename_all = "snake_case",
-    rename_all_fields = "camelCase"
+    rename_all_fields = "camelCase",
+    from = "wire::Verification"
 )]
 pub enum TaskVerification {
     /// A DOM check after the last step.
@@ -222,7 +263,7 @@ pub enum Risk {
 
 /// A step plan, as proposed by a planner and shown to the approver.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StepPlan {
     /// The page the task starts on.
     pub target_url: String,
@@ -248,7 +289,7 @@ pub struct StepPlan {
 
 /// `POST /v1/tasks`.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskRequest {
     /// The plan.
     pub plan: StepPlan,
@@ -287,6 +328,309 @@ pub struct TaskRequest {
     /// and resumed. Absent: a handoff ends the run with its reason as the error code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<HandoffOptions>,
+}
+
+/// The flat shapes plan steps and verifications are read through: one struct per step type
+/// (and per verification method), with `deny_unknown_fields`, because serde cannot refuse
+/// unknown fields through `#[serde(flatten)]` (a flattened internally tagged enum leaves
+/// every field "unknown" to the struct around it).
+mod wire {
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+
+    use super::{DomCheck, Extraction, PlanStep, Selector, StepAction, TaskVerification};
+
+    /// A step as written: its type's fields, the description and the deadline, nothing else.
+    #[derive(Deserialize)]
+    #[serde(
+        tag = "type",
+        rename_all = "camelCase",
+        rename_all_fields = "camelCase",
+        deny_unknown_fields
+    )]
+    pub(super) enum Step {
+        Navigate {
+            #[serde(default)]
+            url: Option<String>,
+            description: String,
+            #[serde(default, alias = "timeout_ms")]
+            timeout_ms: Option<u64>,
+        },
+        Click {
+            selector: Selector,
+            description: String,
+            #[serde(default, alias = "timeout_ms")]
+            timeout_ms: Option<u64>,
+        },
+        Type {
+            selector: Selector,
+            value: String,
+            #[serde(default)]
+            submit: bool,
+            description: String,
+            #[serde(default, alias = "timeout_ms")]
+            timeout_ms: Option<u64>,
+        },
+        Select {
+            selector: Selector,
+            value: String,
+            description: String,
+            #[serde(default, alias = "timeout_ms")]
+            timeout_ms: Option<u64>,
+        },
+        Wait {
+            #[serde(default)]
+            selector: Option<Selector>,
+            #[serde(default)]
+            url: Option<String>,
+            #[serde(default)]
+            text: Option<String>,
+            description: String,
+            #[serde(default, alias = "timeout_ms")]
+            timeout_ms: Option<u64>,
+        },
+        Extract {
+            name: String,
+            kind: ExtractKind,
+            selector: Selector,
+            #[serde(default)]
+            attribute: Option<String>,
+            #[serde(default)]
+            fields: Option<BTreeMap<String, String>>,
+            description: String,
+            #[serde(default, alias = "timeout_ms")]
+            timeout_ms: Option<u64>,
+        },
+        Screenshot {
+            #[serde(default)]
+            name: Option<String>,
+            description: String,
+            #[serde(default, alias = "timeout_ms")]
+            timeout_ms: Option<u64>,
+        },
+        Assert {
+            #[serde(default)]
+            selector: Option<Selector>,
+            #[serde(default)]
+            text: Option<String>,
+            description: String,
+            #[serde(default, alias = "timeout_ms")]
+            timeout_ms: Option<u64>,
+        },
+    }
+
+    /// The `kind` of an `extract` step.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) enum ExtractKind {
+        Text,
+        Attribute,
+        Table,
+        List,
+    }
+
+    /// A field given to an `extract` step whose kind does not take it, or one its kind needs
+    /// and lacks. The words name fields only, never a value.
+    #[derive(Debug)]
+    pub(super) struct ExtractFields(String);
+
+    impl std::fmt::Display for ExtractFields {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    fn unknown(field: &str, kind: &str) -> ExtractFields {
+        let own = match kind {
+            "attribute" => "`attribute`, ",
+            "list" => "`fields`, ",
+            _ => "",
+        };
+        ExtractFields(format!(
+            "unknown field `{field}`, expected one of `name`, `kind`, `selector`, {own}\
+             `description`, `timeoutMs` (an extraction of kind {kind})"
+        ))
+    }
+
+    fn extraction(
+        kind: ExtractKind,
+        selector: Selector,
+        attribute: Option<String>,
+        fields: Option<BTreeMap<String, String>>,
+    ) -> Result<Extraction, ExtractFields> {
+        let missing = |field: &str| ExtractFields(format!("missing field `{field}`"));
+        match kind {
+            ExtractKind::Text | ExtractKind::Table => {
+                let kind = if matches!(kind, ExtractKind::Text) {
+                    "text"
+                } else {
+                    "table"
+                };
+                if attribute.is_some() {
+                    return Err(unknown("attribute", kind));
+                }
+                if fields.is_some() {
+                    return Err(unknown("fields", kind));
+                }
+                Ok(if kind == "text" {
+                    Extraction::Text { selector }
+                } else {
+                    Extraction::Table { selector }
+                })
+            }
+            ExtractKind::Attribute => {
+                if fields.is_some() {
+                    return Err(unknown("fields", "attribute"));
+                }
+                Ok(Extraction::Attribute {
+                    selector,
+                    attribute: attribute.ok_or_else(|| missing("attribute"))?,
+                })
+            }
+            ExtractKind::List => {
+                if attribute.is_some() {
+                    return Err(unknown("attribute", "list"));
+                }
+                Ok(Extraction::List {
+                    selector,
+                    fields: fields.ok_or_else(|| missing("fields"))?,
+                })
+            }
+        }
+    }
+
+    impl TryFrom<Step> for PlanStep {
+        type Error = ExtractFields;
+
+        fn try_from(step: Step) -> Result<Self, Self::Error> {
+            let (action, description, timeout_ms) = match step {
+                Step::Navigate {
+                    url,
+                    description,
+                    timeout_ms,
+                } => (StepAction::Navigate { url }, description, timeout_ms),
+                Step::Click {
+                    selector,
+                    description,
+                    timeout_ms,
+                } => (StepAction::Click { selector }, description, timeout_ms),
+                Step::Type {
+                    selector,
+                    value,
+                    submit,
+                    description,
+                    timeout_ms,
+                } => (
+                    StepAction::Type {
+                        selector,
+                        value,
+                        submit,
+                    },
+                    description,
+                    timeout_ms,
+                ),
+                Step::Select {
+                    selector,
+                    value,
+                    description,
+                    timeout_ms,
+                } => (
+                    StepAction::Select { selector, value },
+                    description,
+                    timeout_ms,
+                ),
+                Step::Wait {
+                    selector,
+                    url,
+                    text,
+                    description,
+                    timeout_ms,
+                } => (
+                    StepAction::Wait {
+                        selector,
+                        url,
+                        text,
+                    },
+                    description,
+                    timeout_ms,
+                ),
+                Step::Extract {
+                    name,
+                    kind,
+                    selector,
+                    attribute,
+                    fields,
+                    description,
+                    timeout_ms,
+                } => (
+                    StepAction::Extract {
+                        name,
+                        what: extraction(kind, selector, attribute, fields)?,
+                    },
+                    description,
+                    timeout_ms,
+                ),
+                Step::Screenshot {
+                    name,
+                    description,
+                    timeout_ms,
+                } => (StepAction::Screenshot { name }, description, timeout_ms),
+                Step::Assert {
+                    selector,
+                    text,
+                    description,
+                    timeout_ms,
+                } => (
+                    StepAction::Assert {
+                        check: DomCheck { selector, text },
+                    },
+                    description,
+                    timeout_ms,
+                ),
+            };
+            Ok(PlanStep {
+                action,
+                description,
+                timeout_ms,
+            })
+        }
+    }
+
+    /// A verification as written.
+    #[derive(Deserialize)]
+    #[serde(
+        tag = "method",
+        rename_all = "snake_case",
+        rename_all_fields = "camelCase",
+        deny_unknown_fields
+    )]
+    pub(super) enum Verification {
+        DomCheck {
+            #[serde(default)]
+            selector: Option<Selector>,
+            #[serde(default)]
+            text: Option<String>,
+        },
+        Screenshot {
+            text: String,
+        },
+        ApiCallback {
+            url: String,
+        },
+    }
+
+    impl From<Verification> for TaskVerification {
+        fn from(v: Verification) -> Self {
+            match v {
+                Verification::DomCheck { selector, text } => Self::DomCheck {
+                    check: DomCheck { selector, text },
+                },
+                Verification::Screenshot { text } => Self::Screenshot { text },
+                Verification::ApiCallback { url } => Self::ApiCallback { url },
+            }
+        }
+    }
 }
 
 /// How long a paused run waits for a person.
@@ -473,7 +817,7 @@ pub struct TaskRecord {
 /// `POST .../assert-not-posted`: the owner states that an uncertain action did not happen.
 /// It allows exactly one new attempt and is recorded as an assertion, never as proof.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AssertNotPostedRequest {
     /// Who asserts (required, non-empty).
     pub asserted_by: String,
@@ -527,7 +871,7 @@ pub struct RecheckResult {
 
 /// `POST /v1/tasks/{id}/approve`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApproveRequest {
     /// Who approves (required, non-empty).
     pub approved_by: String,
@@ -537,7 +881,7 @@ pub struct ApproveRequest {
 
 /// `POST /v1/tasks/{id}/reject`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RejectRequest {
     /// Who rejects.
     pub rejected_by: String,
@@ -589,6 +933,173 @@ mod tests {
         let back = serde_json::to_value(&plan).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back["steps"][5]["timeoutMs"], 3000);
         assert!(serde_json::from_str::<PlanStep>(r#"{"type":"eval","description":"x"}"#).is_err());
+    }
+
+    /// Every step type, verification method, extraction kind and selector form, as a client
+    /// writes them.
+    fn every_form() -> StepPlan {
+        serde_json::from_value(serde_json::json!({
+            "targetUrl": "https://x.example/",
+            "steps": [
+                {"type": "navigate", "description": "d"},
+                {"type": "navigate", "url": "/a/{{id}}", "description": "d", "timeoutMs": 5},
+                {"type": "click", "selector": {"role": "button", "name": "Go"}, "description": "d"},
+                {"type": "type", "selector": {"css": "#q"}, "value": "v", "submit": true, "description": "d"},
+                {"type": "select", "selector": {"text": "Role"}, "value": "admin", "description": "d"},
+                {"type": "wait", "url": "/done", "description": "d", "timeout_ms": 7},
+                {"type": "extract", "name": "t", "kind": "text", "selector": "#t", "description": "d"},
+                {"type": "extract", "name": "a", "kind": "attribute", "selector": "#a", "attribute": "href", "description": "d"},
+                {"type": "extract", "name": "b", "kind": "table", "selector": "#b", "description": "d"},
+                {"type": "extract", "name": "l", "kind": "list", "selector": "li", "fields": {"x": ".x"}, "description": "d"},
+                {"type": "screenshot", "name": "s", "description": "d"},
+                {"type": "assert", "selector": "#ok", "text": "OK", "description": "d"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#ok", "text": "OK"},
+            "risk": "high",
+            "reasoning": "r",
+            "confidence": 0.5,
+            "readOnly": true
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn every_form_round_trips_through_the_strict_reading() {
+        let plan = every_form();
+        assert_eq!(plan.steps[1].timeout_ms, Some(5));
+        assert_eq!(plan.steps[5].timeout_ms, Some(7));
+        assert!(plan.read_only);
+        let back: StepPlan =
+            serde_json::from_value(serde_json::to_value(&plan).unwrap_or_default())
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, plan);
+        for verification in [
+            TaskVerification::Screenshot { text: "t".into() },
+            TaskVerification::ApiCallback {
+                url: "https://o.example/cb".into(),
+            },
+            TaskVerification::DomCheck {
+                check: DomCheck {
+                    selector: None,
+                    text: Some("t".into()),
+                },
+            },
+        ] {
+            let json = serde_json::to_value(&verification).unwrap_or_default();
+            let back: TaskVerification =
+                serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(back, verification);
+        }
+    }
+
+    /// The error reading `json` as `T`.
+    fn refusal<T: serde::de::DeserializeOwned + std::fmt::Debug>(
+        json: serde_json::Value,
+    ) -> String {
+        match serde_json::from_value::<T>(json.clone()) {
+            Ok(v) => panic!("{json} was accepted as {v:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn an_unknown_field_is_refused_by_name_wherever_it_is() {
+        let plan = serde_json::to_value(every_form()).unwrap_or_default();
+        // One unknown field at every level a client writes, through the flattened and
+        // tagged shapes.
+        type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+        let cases: Vec<(&str, Edit)> = vec![
+            ("readonly", Box::new(|p| p["readonly"] = true.into())),
+            ("read_only", Box::new(|p| p["read_only"] = true.into())),
+            ("dryRun", Box::new(|p| p["dryRun"] = true.into())),
+            ("force", Box::new(|p| p["steps"][0]["force"] = true.into())),
+            (
+                "readOnly",
+                Box::new(|p| p["steps"][2]["readOnly"] = true.into()),
+            ),
+            (
+                "nmae",
+                Box::new(|p| p["steps"][2]["selector"]["nmae"] = "x".into()),
+            ),
+            ("delay", Box::new(|p| p["steps"][3]["delay"] = 1.into())),
+            ("label", Box::new(|p| p["steps"][4]["label"] = "x".into())),
+            ("state", Box::new(|p| p["steps"][5]["state"] = "x".into())),
+            (
+                "attribute",
+                Box::new(|p| p["steps"][6]["attribute"] = "x".into()),
+            ),
+            (
+                "fields",
+                Box::new(|p| p["steps"][7]["fields"] = serde_json::json!({})),
+            ),
+            (
+                "attribute",
+                Box::new(|p| p["steps"][8]["attribute"] = "x".into()),
+            ),
+            ("columns", Box::new(|p| p["steps"][9]["columns"] = 2.into())),
+            (
+                "fullPage",
+                Box::new(|p| p["steps"][10]["fullPage"] = true.into()),
+            ),
+            (
+                "optional",
+                Box::new(|p| p["steps"][11]["optional"] = true.into()),
+            ),
+            (
+                "strict",
+                Box::new(|p| p["verification"]["strict"] = true.into()),
+            ),
+        ];
+        for (field, edit) in cases {
+            let mut json = plan.clone();
+            edit(&mut json);
+            let message = refusal::<StepPlan>(json);
+            assert!(
+                message.contains(&format!("unknown field `{field}`")),
+                "{field}: {message}"
+            );
+        }
+        for verification in [
+            serde_json::json!({"method": "screenshot", "text": "t", "fullPage": true}),
+            serde_json::json!({"method": "api_callback", "url": "https://o.example/", "secret": "s"}),
+        ] {
+            assert!(refusal::<TaskVerification>(verification).contains("unknown field"));
+        }
+        // An attribute extraction without its attribute, a list without its fields.
+        let mut json = plan.clone();
+        json["steps"][7] = serde_json::json!({"type": "extract", "name": "a", "kind": "attribute", "selector": "#a", "description": "d"});
+        assert!(refusal::<StepPlan>(json).contains("missing field `attribute`"));
+        // The request around the plan, and the bodies beside it.
+        let request = serde_json::json!({"plan": plan, "dryrun": true});
+        assert!(refusal::<TaskRequest>(request).contains("unknown field `dryrun`"));
+        let request = serde_json::json!({"plan": plan, "handoff": {"waitSeconds": 5, "x": 1}});
+        assert!(refusal::<TaskRequest>(request).contains("unknown field `x`"));
+        for (json, field) in [
+            (
+                serde_json::json!({"approvedBy": "a", "planHash": "h", "force": true}),
+                "force",
+            ),
+            (
+                serde_json::json!({"rejectedBy": "a", "silent": true}),
+                "silent",
+            ),
+        ] {
+            let message = if field == "force" {
+                refusal::<ApproveRequest>(json)
+            } else {
+                refusal::<RejectRequest>(json)
+            };
+            assert!(
+                message.contains(&format!("unknown field `{field}`")),
+                "{message}"
+            );
+        }
+        let message =
+            refusal::<AssertNotPostedRequest>(serde_json::json!({"assertedBy": "a", "proof": 1}));
+        assert!(message.contains("unknown field `proof`"), "{message}");
+        // A selector that is neither a string nor an object says what it expects.
+        let message = refusal::<Selector>(serde_json::json!(5));
+        assert!(message.contains("a CSS selector string"), "{message}");
     }
 
     #[test]

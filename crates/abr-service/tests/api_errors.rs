@@ -24,6 +24,17 @@ fn post_body(platform: &str) -> serde_json::Value {
             "content": {"text": "hello"}, "workspaceId": "ws", "accountId": "acct" })
 }
 
+/// The body of `POST path` (`/v1/post` or `/v1/probe`, which has no content) for `platform`.
+fn body_for(path: &str, platform: &str) -> serde_json::Value {
+    let mut body = post_body(platform);
+    if path == "/v1/probe"
+        && let Some(fields) = body.as_object_mut()
+    {
+        fields.remove("content");
+    }
+    body
+}
+
 fn assert_unauthorized(reply: &Reply, case: &str) {
     assert_eq!(reply.error(), (401, "unauthorized".into(), false), "{case}");
     assert_eq!(
@@ -114,7 +125,7 @@ async fn unknown_things_are_404_and_other_methods_405() {
     let s = fake_stack();
     let app = &s.app;
     for path in ["/v1/post", "/v1/probe"] {
-        let reply = post_json(app, path, &post_body("nope")).await;
+        let reply = post_json(app, path, &body_for(path, "nope")).await;
         assert_eq!(
             reply.error(),
             (404, "unknown_platform".into(), false),
@@ -279,11 +290,13 @@ async fn unreadable_and_ill_typed_bodies_are_400_415_and_422_without_echo() {
     let broad = json!({"cookieDomains": ["com"], "origins": []});
     let mut post = post_body(FAKE_PLATFORM);
     post["scope"] = broad.clone();
+    let mut probe = body_for("/v1/probe", FAKE_PLATFORM);
+    probe["scope"] = broad.clone();
     let mut start = fake_start("ws", "acct");
     start["scope"] = broad;
     for (path, body) in [
         ("/v1/post", &post),
-        ("/v1/probe", &post),
+        ("/v1/probe", &probe),
         ("/v1/capture/start", &start),
     ] {
         let reply = post_json(app, path, body).await;
@@ -403,7 +416,7 @@ async fn a_full_runner_answers_503_with_retry_after() {
     assert_eq!(s.provider.acquired(), 1, "the first post holds the slot");
     for (path, body) in [
         ("/v1/post", post_body(FAKE_PLATFORM)),
-        ("/v1/probe", post_body(FAKE_PLATFORM)),
+        ("/v1/probe", body_for("/v1/probe", FAKE_PLATFORM)),
         ("/v1/capture/start", fake_start("ws", "acct")),
     ] {
         let reply = post_json(&s.app, path, &body).await;
@@ -495,7 +508,7 @@ async fn tenant_ids_are_bounded_on_post_probe_and_capture() {
     let huge = "w".repeat(2 * 1024 * 1024);
     for path in ["/v1/post", "/v1/probe"] {
         for field in ["workspaceId", "accountId"] {
-            let mut body = post_body(FAKE_PLATFORM);
+            let mut body = body_for(path, FAKE_PLATFORM);
             body[field] = json!(huge);
             let reply = post_json(&s.app, path, &body).await;
             assert_eq!(
