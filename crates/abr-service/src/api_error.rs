@@ -1,6 +1,6 @@
 //! [`ApiError`]: every refusal of the API as the one JSON envelope, its status and
-//! retryability from [`abr_protocol::codes`]; [`ApiJson`]: a JSON body whose rejections are
-//! envelopes too.
+//! retryability from [`abr_protocol::codes`]; [`ApiJson`] and [`ApiPath`]: a JSON body and
+//! path parameters whose rejections are envelopes too.
 
 use std::time::Duration;
 
@@ -9,12 +9,15 @@ use abr_protocol::codes::{self, ErrorCode};
 use abr_protocol::{ErrorBody, ErrorEnvelope};
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
-use crate::json_detail::JsonDetail;
+use crate::json_detail::{ReadError, read_slice};
 use crate::runner::NotAdmitted;
 
 /// An error answered as the JSON envelope with a status code.
@@ -139,18 +142,55 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                 ApiError::new(codes::INVALID_BODY, "the request body could not be read")
             }
         })?;
-        serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
-            let detail = JsonDetail::new(&e);
-            match e.classify() {
-                serde_json::error::Category::Data => ApiError::new(
-                    codes::INVALID_REQUEST,
-                    format!("the request does not match the API: {detail}"),
-                ),
-                _ => ApiError::new(
-                    codes::INVALID_JSON,
-                    format!("the body is not valid JSON: {detail}"),
-                ),
-            }
-        })
+        read_slice(&bytes).map(ApiJson).map_err(ApiError::from)
+    }
+}
+
+impl From<ReadError> for ApiError {
+    /// JSON of the wrong shape (a missing or unknown field, a wrong type) is a 422 naming the
+    /// field and where it is; a body that is not JSON is a 400.
+    fn from(e: ReadError) -> Self {
+        if e.syntax {
+            ApiError::new(
+                codes::INVALID_JSON,
+                format!("the body is not valid JSON: {e}"),
+            )
+        } else {
+            ApiError::new(
+                codes::INVALID_REQUEST,
+                format!("the request does not match the API: {e}"),
+            )
+        }
+    }
+}
+
+/// Path parameters whose every rejection (a segment that is not UTF-8, one that does not
+/// parse) is the envelope: a 422 `invalid_request` that never repeats the segment.
+#[derive(Debug)]
+pub struct ApiPath<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(Self(value)),
+            Err(rejection) => Err(path_rejection(&rejection)),
+        }
+    }
+}
+
+/// The envelope of a path that could not be read.
+pub(crate) fn path_rejection(rejection: &PathRejection) -> ApiError {
+    match rejection {
+        PathRejection::FailedToDeserializePathParams(e)
+            if matches!(e.kind(), ErrorKind::InvalidUtf8InPathParam { .. }) =>
+        {
+            ApiError::new(codes::INVALID_REQUEST, "the path is not valid UTF-8 text")
+        }
+        _ => ApiError::new(
+            codes::INVALID_REQUEST,
+            "the path's parameters do not match the API",
+        ),
     }
 }

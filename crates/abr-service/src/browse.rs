@@ -12,12 +12,12 @@
 use abr_protocol::{
     ActResponse, BrowseAction, BrowseClosed, BrowseOpened, BrowseRequest, Snapshot,
 };
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 
-use crate::api_error::{ApiError, ApiJson};
+use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::job::in_slot;
 use crate::runner::RunnerContext;
 use crate::state::AppState;
@@ -52,7 +52,7 @@ async fn open<C: RunnerContext>(
 async fn snapshot<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Snapshot>, ApiError> {
     let tenant = tenant.resolve(None)?;
     let snapshot = in_slot(
@@ -68,7 +68,7 @@ async fn snapshot<C: RunnerContext>(
 async fn act<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(action): ApiJson<BrowseAction>,
 ) -> Result<Json<ActResponse>, ApiError> {
     let tenant = tenant.resolve(None)?;
@@ -86,7 +86,7 @@ async fn act<C: RunnerContext>(
 async fn close<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<BrowseClosed>, ApiError> {
     let tenant = tenant.resolve(None)?;
     // Not in a job slot: closing frees resources and must not wait behind the queue.

@@ -12,14 +12,14 @@ use abr_protocol::{
     CaptureStartRequest, CaptureStartResponse, CaptureStatus, Health, PlatformsResponse,
     ProbeRequest, ProbeResponse,
 };
-use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
-pub use crate::api_error::{ApiError, ApiJson};
+pub use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::auth::{TokenSet, require_bearer};
 use crate::job::in_slot;
 use crate::live::LiveState;
@@ -68,6 +68,61 @@ async fn deadline<C: RunnerContext>(
         Err(_) => ApiError::new(codes::TIMEOUT, "the request did not finish before its deadline")
             .into_response(),
     }
+}
+
+/// Every refusal is the envelope: an error answer that is not JSON (an extractor's
+/// rejection, a library's plain-text answer) is replaced by the envelope its status calls
+/// for, without its text, which may repeat the request. The provider viewer's proxied pages
+/// (`/live/{token}/view...`) pass as they are: they are the provider's.
+async fn every_error_an_envelope(request: Request, next: Next) -> Response {
+    let proxied = is_proxied_viewer(request.uri().path());
+    let response = next.run(request).await;
+    let status = response.status();
+    if proxied || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    if is_json {
+        return response;
+    }
+    let (code, message) = match status.as_u16() {
+        401 => (codes::UNAUTHORIZED, "a valid bearer token is required"),
+        404 => (codes::NOT_FOUND, "no such endpoint"),
+        405 => (
+            codes::METHOD_NOT_ALLOWED,
+            "this endpoint does not accept this method",
+        ),
+        413 => (codes::PAYLOAD_TOO_LARGE, "the request body is too large"),
+        415 => (
+            codes::UNSUPPORTED_MEDIA_TYPE,
+            "the body must be JSON (Content-Type: application/json)",
+        ),
+        s if s >= 500 => {
+            tracing::warn!(target: "abr::http", status = s, "a plain-text error answer was replaced");
+            (codes::INTERNAL, "internal error")
+        }
+        _ => (
+            codes::INVALID_REQUEST,
+            "the request does not match the API (its path, query or headers)",
+        ),
+    };
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let mut envelope = ApiError::new(code, message).into_response();
+    if let Some(allow) = allow {
+        envelope.headers_mut().insert(header::ALLOW, allow);
+    }
+    envelope
+}
+
+/// Whether `path` is the provider viewer's proxy (`/live/{token}/view`, and below).
+fn is_proxied_viewer(path: &str) -> bool {
+    path.strip_prefix("/live/")
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(_, rest)| rest == "view" || rest.starts_with("view/"))
 }
 
 async fn not_found() -> ApiError {
@@ -146,7 +201,7 @@ struct TenantQuery {
 /// `GET /v1/capture/{id}?workspaceId=…&accountId=…`: bound like finish and cancel.
 async fn capture_status<C: RunnerContext>(
     State(state): State<AppState<C>>,
-    Path(capture_id): Path<String>,
+    ApiPath(capture_id): ApiPath<String>,
     query: Result<axum::extract::Query<TenantQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<CaptureStatus>, ApiError> {
     let tenant = query.ok().map(|q| q.0);
@@ -303,6 +358,7 @@ fn router<C: RunnerContext + LiveSurface>(
             crate::relay::forward_to_runner,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), deadline::<C>))
+        .layer(middleware::from_fn(every_error_an_envelope))
         .layer(middleware::from_fn(access_log))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
             ApiError::new(codes::INTERNAL, "internal error").into_response()

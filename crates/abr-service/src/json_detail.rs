@@ -55,6 +55,96 @@ impl fmt::Display for JsonDetail {
     }
 }
 
+/// Why a body could not be read as the type asked for, with where: safe to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReadError {
+    /// Whether the body is not JSON at all (`false`: JSON of the wrong shape).
+    pub(crate) syntax: bool,
+    /// The sanitised message and, for JSON of the wrong shape, where it is (` at
+    /// plan.steps[0]`); for a syntax error, the position (` at line L column C`).
+    pub(crate) detail: String,
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+/// `bytes` as `T`, the whole of them; an error says what and where without a value.
+pub(crate) fn read_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ReadError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| read_error(&e))?;
+    de.end().map_err(|e| ReadError {
+        syntax: true,
+        detail: JsonDetail::new(&e).to_string(),
+    })?;
+    Ok(value)
+}
+
+/// `value` as `T`; an error says what and where without a value.
+pub(crate) fn read_value<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+) -> Result<T, ReadError> {
+    serde_path_to_error::deserialize(value).map_err(|e| read_error(&e))
+}
+
+fn read_error(e: &serde_path_to_error::Error<serde_json::Error>) -> ReadError {
+    let inner = e.inner();
+    let detail = JsonDetail::new(inner);
+    if !matches!(inner.classify(), serde_json::error::Category::Data) {
+        return ReadError {
+            syntax: true,
+            detail: detail.to_string(),
+        };
+    }
+    let mut segments: Vec<String> = e
+        .path()
+        .iter()
+        .map(|segment| match segment {
+            serde_path_to_error::Segment::Seq { index } => format!("[{index}]"),
+            serde_path_to_error::Segment::Map { key } if is_name(key) => key.clone(),
+            serde_path_to_error::Segment::Enum { variant } if is_name(variant) => variant.clone(),
+            // A key or variant that is not a plain name is input: never repeated.
+            _ => "?".to_owned(),
+        })
+        .collect();
+    // An unknown field's path ends with the field itself, which the message names.
+    let unknown = detail
+        .message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next());
+    if unknown.is_some() && segments.last().map(String::as_str) == unknown {
+        segments.pop();
+    }
+    let mut path = String::new();
+    for segment in segments {
+        if !path.is_empty() && !segment.starts_with('[') {
+            path.push('.');
+        }
+        path.push_str(&segment);
+    }
+    let detail = if path.is_empty() {
+        detail.message
+    } else {
+        format!("{} at {path}", detail.message)
+    };
+    ReadError {
+        syntax: false,
+        detail,
+    }
+}
+
+/// Whether `name` is a plain field or variant name (letters, digits, `_`, `-`, `$`; at most
+/// 64), safe to repeat in an error.
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$')
+}
+
 /// Said instead of a data error message that could not be proven free of input values.
 const GENERIC_DATA_ERROR: &str = "invalid data";
 
@@ -94,12 +184,7 @@ pub(crate) fn sanitize_data_message(message: &str) -> String {
     }
     if let Some(rest) = message.strip_prefix("unknown field `") {
         let name = rest.split('`').next().unwrap_or_default();
-        let name_is_safe = !name.is_empty()
-            && name.len() <= 64
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$');
-        let field = if name_is_safe {
+        let field = if is_name(name) {
             format!("unknown field `{name}`")
         } else {
             "unknown field".to_owned()
@@ -263,6 +348,47 @@ mod tests {
             "unknown field `cookieDomain`, expected `cookieDomains` or `origins` at line 1 \
              column 15"
         );
+    }
+
+    #[test]
+    fn a_read_error_says_where_and_never_what() {
+        let body = format!(
+            r#"{{"plan": {{"targetUrl": "{CANARY}", "steps": [{{"type": "click", "selector": "x", "description": "d", "readOnly": "{CANARY}"}}], "verification": {{"method": "dom_check", "text": "t"}}, "readonly": "{CANARY}"}}}}"#
+        );
+        let e = read_slice::<abr_protocol::StepPlan>(
+            body.strip_prefix(r#"{"plan": "#)
+                .and_then(|b| b.strip_suffix('}'))
+                .unwrap_or_default()
+                .as_bytes(),
+        )
+        .unwrap_err();
+        assert!(!e.syntax);
+        assert!(e.detail.contains("unknown field `readOnly`"), "{e}");
+        assert!(e.detail.ends_with(" at steps[0]"), "{e}");
+        assert!(!e.detail.contains(CANARY), "{e}");
+        let e = read_slice::<abr_protocol::TaskRequest>(body.as_bytes()).unwrap_err();
+        assert!(e.detail.contains("at plan.steps[0]"), "{e}");
+        let top = read_value::<abr_protocol::ApproveRequest>(serde_json::json!({
+            "approvedBy": "a", "planHash": "h", "dryrun": CANARY
+        }))
+        .unwrap_err();
+        assert!(top.detail.starts_with("unknown field `dryrun`"), "{top}");
+        assert!(!top.detail.contains(" at "), "{top}");
+        // A key that is not a name is not repeated in the path.
+        let mut inputs = serde_json::Map::new();
+        inputs.insert(format!("{CANARY} x"), serde_json::json!(5));
+        let odd = read_value::<abr_protocol::TaskRequest>(serde_json::json!({
+            "plan": {"targetUrl": "u", "steps": [], "verification": {"method": "screenshot", "text": "t"}},
+            "inputs": inputs
+        }))
+        .unwrap_err();
+        assert!(!odd.detail.contains(CANARY), "{odd}");
+        assert!(odd.detail.contains("at inputs.?"), "{odd}");
+        let e = read_slice::<abr_protocol::ApproveRequest>(b"{\"approvedBy\": ").unwrap_err();
+        assert!(e.syntax, "{e}");
+        let e =
+            read_slice::<abr_protocol::ScreenshotsSetting>(b"{\"enabled\": true} x").unwrap_err();
+        assert!(e.syntax, "{e}");
     }
 
     #[test]

@@ -8,13 +8,13 @@
 
 use abr_core::PostReply;
 use abr_protocol::{AssertNotPostedRequest, PostRecord, PostRequest, RecheckResult};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
-use crate::api_error::{ApiError, ApiJson};
+use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::job::in_slot;
 use crate::runner::RunnerContext;
 use crate::state::AppState;
@@ -69,7 +69,7 @@ async fn post_job<C: RunnerContext>(
 async fn get_post<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<PostRecord>, ApiError> {
     let tenant = tenant.resolve(None)?;
     Ok(Json(state.runner.posts.get(&tenant, &id).await?))
@@ -78,7 +78,7 @@ async fn get_post<C: RunnerContext>(
 async fn recheck<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RecheckResult>, ApiError> {
     let tenant = tenant.resolve(None)?;
     let result = in_slot(
@@ -93,7 +93,7 @@ async fn recheck<C: RunnerContext>(
 async fn assert_not_posted<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<AssertNotPostedRequest>,
 ) -> Result<Json<PostRecord>, ApiError> {
     let tenant = tenant.resolve(None)?;

@@ -3,12 +3,12 @@
 //! job that uses it writes the refreshed (scoped) state back.
 
 use abr_protocol::{StoreSessionRequest, StoredSession, StoredSessionInfo};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::put;
 use axum::{Json, Router};
 
-use crate::api_error::{ApiError, ApiJson};
+use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::runner::RunnerContext;
 use crate::state::AppState;
 use crate::tenant::TenantHeader;
@@ -25,7 +25,7 @@ pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
 async fn store<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<StoreSessionRequest>,
 ) -> Result<Json<StoredSessionInfo>, ApiError> {
     let tenant = tenant.resolve(None)?;
@@ -38,7 +38,7 @@ async fn store<C: RunnerContext>(
 async fn restore<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<StoredSession>, ApiError> {
     let tenant = tenant.resolve(None)?;
     Ok(Json(state.runner.sessions.get(&tenant, &id).await?))
@@ -48,7 +48,7 @@ async fn restore<C: RunnerContext>(
 async fn forget<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let tenant = tenant.resolve(None)?;
     state.runner.sessions.delete(&tenant, &id).await?;

@@ -17,7 +17,7 @@ use abr_protocol::{
     ApproveRequest, AssertNotPostedRequest, PlanStep, RecheckResult, RejectRequest, TakeoverAnswer,
     TakeoverStarted, TakeoverState, TaskRecord, TaskRequest,
 };
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -25,10 +25,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::Stream;
 
-use crate::api_error::{ApiError, ApiJson};
+use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::callback;
 use crate::job::in_slot;
-use crate::json_detail::JsonDetail;
+use crate::json_detail::{JsonDetail, read_value};
 use crate::runner::{Runner, RunnerContext};
 use crate::state::AppState;
 use crate::tenant::{TenantHeader, one_header};
@@ -64,7 +64,7 @@ pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
 async fn take_over<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TakeoverStarted>, ApiError> {
     let tenant = tenant.resolve(None)?;
     let active = state.runner.tasks.take_over(&tenant, &id).await?;
@@ -84,7 +84,7 @@ async fn take_over<C: RunnerContext>(
 async fn resume<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TakeoverAnswer>, ApiError> {
     let tenant = tenant.resolve(None)?;
     let takeover_id = state.runner.tasks.resume(&tenant, &id).await?;
@@ -98,7 +98,7 @@ async fn resume<C: RunnerContext>(
 async fn end_takeover<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TakeoverAnswer>, ApiError> {
     let tenant = tenant.resolve(None)?;
     let takeover_id = state.runner.tasks.end_takeover(&tenant, &id).await?;
@@ -194,15 +194,9 @@ fn task_request(body: serde_json::Value) -> Result<TaskRequest, ApiError> {
             format!("plan.steps[{i}]: {reason}"),
         ));
     }
-    serde_json::from_value(body).map_err(|e| {
-        ApiError::new(
-            codes::INVALID_REQUEST,
-            format!(
-                "the request does not match the API: {}",
-                JsonDetail::new(&e).message
-            ),
-        )
-    })
+    // Strict: an unknown field anywhere (`plan.readonly`, a top-level `dryrun`) is a 422
+    // naming it and where it is; nothing is stored.
+    read_value(body).map_err(ApiError::from)
 }
 
 fn with_location(status: StatusCode, record: TaskRecord, replayed: bool) -> Response {
@@ -229,7 +223,7 @@ struct WaitQuery {
 async fn get_task<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<TaskRecord>, ApiError> {
     let tenant = tenant.resolve(None)?;
@@ -264,7 +258,7 @@ async fn get_task<C: RunnerContext>(
 async fn events<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let tenant = tenant.resolve(None)?;
     // Unknown and foreign ids are refused before the stream starts.
@@ -312,7 +306,7 @@ async fn events<C: RunnerContext>(
 async fn approve<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<ApproveRequest>,
 ) -> Result<Json<TaskRecord>, ApiError> {
     let tenant = tenant.resolve(None)?;
@@ -324,7 +318,7 @@ async fn approve<C: RunnerContext>(
 async fn reject<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<RejectRequest>,
 ) -> Result<Json<TaskRecord>, ApiError> {
     let tenant = tenant.resolve(None)?;
@@ -336,7 +330,7 @@ async fn reject<C: RunnerContext>(
 async fn recheck<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RecheckResult>, ApiError> {
     let tenant = tenant.resolve(None)?;
     let result = in_slot(
@@ -351,7 +345,7 @@ async fn recheck<C: RunnerContext>(
 async fn assert_not_posted<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<AssertNotPostedRequest>,
 ) -> Result<Json<TaskRecord>, ApiError> {
     let tenant = tenant.resolve(None)?;
@@ -367,7 +361,7 @@ async fn assert_not_posted<C: RunnerContext>(
 async fn retry<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     let tenant = tenant.resolve(None)?;
     let created = state.runner.tasks.retry(&tenant, &id).await?;
@@ -384,7 +378,7 @@ async fn retry<C: RunnerContext>(
 async fn screenshot<C: RunnerContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
-    Path((id, name)): Path<(String, String)>,
+    ApiPath((id, name)): ApiPath<(String, String)>,
 ) -> Result<Response, ApiError> {
     let tenant = tenant.resolve(None)?;
     // The task must be the tenant's (404 otherwise), then the screenshot must exist.
