@@ -710,6 +710,8 @@ fn toml_message(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
+/// An absolute http(s) URL with a host and without credentials: the same rule as a plan's
+/// URLs (a session gives credentials, never a URL, which ends up in logs and history).
 fn http_url(s: &str, field: &str) -> Result<Url, DeclaredError> {
     let url = Url::parse(s).map_err(|_| {
         DeclaredError::invalid(field, "must be an absolute http(s) URL with a host")
@@ -718,6 +720,12 @@ fn http_url(s: &str, field: &str) -> Result<Url, DeclaredError> {
         return Err(DeclaredError::invalid(
             field,
             "must be an absolute http(s) URL with a host",
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(DeclaredError::invalid(
+            field,
+            "carries credentials (user:password@): a session gives them, never a URL",
         ));
     }
     Ok(url)
@@ -1922,6 +1930,42 @@ mod tests {
         let odd = BTreeMap::from([("a b".to_owned(), "x".to_owned())]);
         assert!(Vars(&odd).check().is_err());
         assert!(Vars(&vars()).check().is_ok());
+    }
+
+    #[test]
+    fn urls_with_credentials_are_refused_as_in_plans() {
+        for url in [
+            "https://u:p@x.example/",
+            "https://u@x.example/",
+            "http://:p@x.example/",
+        ] {
+            let e = http_url(url, "startUrl").unwrap_err();
+            assert_eq!(e.field(), Some("startUrl"), "{url}");
+            assert!(e.to_string().contains("credentials"), "{url}: {e}");
+            assert!(!e.to_string().contains("u:p"), "{e}");
+        }
+        assert!(http_url("https://x.example/login", "startUrl").is_ok());
+    }
+
+    #[test]
+    fn a_misspelt_policy_key_in_a_toml_file_is_refused() {
+        let file = |policy: &str| {
+            format!(
+                "id = \"p\"\nstartUrl = \"https://p.example/\"\n[policy]\n{policy}\n\
+                 [signIn]\nsteps = []\nsignedOutUrl = \"/login\"\n[compose]\nsteps = []\n\
+                 [submit]\nsteps = []\n[verify]\n"
+            )
+        };
+        let ok: abr_protocol::PlatformFile = toml::from_str(&file("readOnly = true")).unwrap();
+        assert_eq!(ok.policy.read_only, Some(true));
+        for key in ["readonly", "read_only"] {
+            let e = toml::from_str::<abr_protocol::PlatformFile>(&file(&format!("{key} = true")))
+                .unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("unknown field `{key}`")),
+                "{e}"
+            );
+        }
     }
 
     #[test]

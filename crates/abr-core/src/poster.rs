@@ -21,6 +21,48 @@ use crate::{
     WebPostStrategy,
 };
 
+/// Longest post text, in bytes (a long article; far above what social platforms take).
+const MAX_POST_TEXT: usize = 64 * 1024;
+/// Longest post link, in bytes (the plans' and browse API's URL bound).
+const MAX_POST_LINK: usize = 4096;
+/// Most media files of one post.
+const MAX_MEDIA: usize = 16;
+/// Longest media file name or MIME type, in bytes.
+const MAX_MEDIA_NAME: usize = 255;
+
+/// The bounds of a post's content, checked before anything is recorded: the text, the
+/// link, the number of media files and their names and types (their bytes are bounded by
+/// the body limit). The error names the field and its bound, never a value.
+fn check_content(content: &PostContent) -> Result<(), CoreError> {
+    let too_long = |what: &str, max: usize| {
+        CoreError::InvalidInput(format!("{what} is too long: at most {max} bytes"))
+    };
+    if content.text.len() > MAX_POST_TEXT {
+        return Err(too_long("content.text", MAX_POST_TEXT));
+    }
+    if content
+        .link
+        .as_ref()
+        .is_some_and(|l| l.len() > MAX_POST_LINK)
+    {
+        return Err(too_long("content.link", MAX_POST_LINK));
+    }
+    if content.media.len() > MAX_MEDIA {
+        return Err(CoreError::InvalidInput(format!(
+            "content.media: at most {MAX_MEDIA} files"
+        )));
+    }
+    for media in &content.media {
+        if media.file_name.len() > MAX_MEDIA_NAME {
+            return Err(too_long("content.media[].fileName", MAX_MEDIA_NAME));
+        }
+        if media.mime_type.len() > MAX_MEDIA_NAME {
+            return Err(too_long("content.media[].mimeType", MAX_MEDIA_NAME));
+        }
+    }
+    Ok(())
+}
+
 /// A randomized delay before acting, to keep an account's activity human-scale.
 /// Per-account spacing and hourly caps belong to the orchestrator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -354,12 +396,15 @@ impl<C: SessionContext> AgentPoster<C> {
                 "`sessionId` names a stored session: this runner takes `session` only".into(),
             ));
         }
+        check_content(&request.content)?;
         self.post_gated(request, None, None).await
     }
 
-    /// Refuses, before anything is recorded, what [`Self::post`] would refuse: an invalid
-    /// extra scope, bad tenant ids, an unknown platform, a policy against unattended runs.
+    /// Refuses, before anything is recorded, what [`Self::post`] would refuse: content over
+    /// its bounds, an invalid extra scope, bad tenant ids, an unknown platform, a policy
+    /// against unattended runs.
     pub(crate) fn check_request(&self, request: &PostRequest) -> Result<(), CoreError> {
+        check_content(&request.content)?;
         scope_io::request_scope(request.scope.as_ref())?;
         self.strategy_for(
             &request.platform,

@@ -11,8 +11,11 @@ pub enum ApprovalRule {
     /// Every task waits for approval (the seed's rule; the default).
     #[default]
     All,
-    /// Only plans with a committing step ([`is_committing`](crate::guard::is_committing)) or a
-    /// declared risk of medium or high wait; read-only, low-risk plans run at once.
+    /// Only plans with a step that may commit or a declared risk of medium or high wait;
+    /// plans that only read, at low risk, run at once. Whether a step may commit is the
+    /// commit rule's answer ([`commit_class`](crate::guard::commit_class), asked without
+    /// element facts: every click, Enter, select and upload may), never the plan's: its own
+    /// `risk` can only add a wait, so `risk: low` on a plan that clicks still waits.
     CommittingOrRisky,
     /// No task waits (trusted orchestrators).
     Off,
@@ -33,6 +36,7 @@ impl ApprovalRule {
     pub fn requires_approval(self, plan: &ValidPlan) -> bool {
         match self {
             Self::All => true,
+            // The rule decides; a declared risk only ever adds a wait.
             Self::CommittingOrRisky => {
                 plan.has_committing_step() || plan.plan().risk >= Risk::Medium
             }

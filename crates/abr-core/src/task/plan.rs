@@ -4,6 +4,14 @@
 //! Validation happens when a task is created, before anything is stored and before any
 //! browser starts; every error names where it is (`steps[2]`, `verification`, the plan).
 //! Error messages never echo a URL, a value or an input: only names and indexes.
+//!
+//! Every entry point (HTTP, MCP, the relay, an embedder) goes through [`validate`], so the
+//! bounds live here: URLs at most [`MAX_URL`] bytes, descriptions [`MAX_DESCRIPTION`],
+//! selectors and texts [`MAX_TEXT`], typed values and inputs [`MAX_VALUE`], the reasoning
+//! [`MAX_REASONING`], names [`MAX_NAME`], at most [`MAX_INPUTS`] inputs and
+//! [`MAX_LIST_FIELDS`] fields of a list. A placeholder fills only a URL's path, query or
+//! fragment, never its scheme, host, port or user: the plan, which the approver saw, says
+//! where a run goes, not an input.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -42,6 +50,30 @@ impl Default for PlanLimits {
 const MAX_INPUT_NAME: usize = 64;
 /// Longest screenshot name, in bytes.
 const MAX_SCREENSHOT_NAME: usize = 64;
+/// Longest URL (the target, a navigate URL before and after its placeholders are filled,
+/// a callback, a wait's URL part), in bytes: the browse API's bound too.
+pub(crate) const MAX_URL: usize = 4096;
+/// Longest step description, in bytes.
+pub(crate) const MAX_DESCRIPTION: usize = 2048;
+/// Longest selector part (css, text, role, name), DOM-check or wait text, attribute and
+/// list-field selector, in bytes.
+pub(crate) const MAX_TEXT: usize = 4096;
+/// Longest `type` or `select` value (before and after its placeholders are filled) and
+/// input value, in bytes.
+pub(crate) const MAX_VALUE: usize = 64 * 1024;
+/// Longest `reasoning`, in bytes.
+pub(crate) const MAX_REASONING: usize = 16 * 1024;
+/// Longest extract name and list-field name, in bytes.
+pub(crate) const MAX_NAME: usize = 128;
+/// Most inputs one task gives.
+pub(crate) const MAX_INPUTS: usize = 64;
+/// Most fields of one `list` extraction.
+pub(crate) const MAX_LIST_FIELDS: usize = 64;
+
+/// What a placeholder is read as when a URL template is checked: lowercase letters, which
+/// parse wherever a filled (percent-encoded) value could stand in a path, a query, a
+/// fragment or a host name.
+const STAND_IN: &str = "abrplaceholderstandin";
 
 /// The name of the screenshot a `screenshot` verification takes (reserved: no step may use
 /// it).
@@ -56,6 +88,12 @@ pub enum UrlProblem {
     NotHttp,
     /// Has a user name or password in it.
     Credentials,
+    /// Longer than [`MAX_URL`].
+    TooLong,
+    /// Has a `{{placeholder}}` where none is filled (the target and callback URLs).
+    Templated,
+    /// A placeholder would fill its scheme, host, port or user name.
+    PlaceholderInOrigin,
 }
 
 impl std::fmt::Display for UrlProblem {
@@ -65,6 +103,13 @@ impl std::fmt::Display for UrlProblem {
             Self::NotHttp => "is not an http or https URL",
             Self::Credentials => {
                 "carries credentials (user:password@): a session or an input gives them"
+            }
+            Self::TooLong => "is too long: a URL is at most 4096 bytes",
+            Self::Templated => "has a placeholder: only navigate URLs are templated",
+            Self::PlaceholderInOrigin => {
+                "has a placeholder outside its path, query and fragment (in its scheme, host, \
+                 port or user, or at its start): a placeholder may fill only the path, the \
+                 query or the fragment (the plan says where a run goes, not an input)"
             }
         })
     }
@@ -142,6 +187,26 @@ pub enum PlanProblem {
     /// Two screenshots with one name (or a step using the reserved `verification`).
     #[error("another screenshot already has this name")]
     DuplicateScreenshotName,
+    /// A text field over its bound.
+    #[error("{what} is too long: at most {max} bytes")]
+    TooLong {
+        /// Which field.
+        what: &'static str,
+        /// Its bound.
+        max: usize,
+    },
+    /// More inputs than [`MAX_INPUTS`], or a list extraction with more fields than
+    /// [`MAX_LIST_FIELDS`].
+    #[error("{what}: at most {max}")]
+    TooMany {
+        /// Of what.
+        what: &'static str,
+        /// The bound.
+        max: usize,
+    },
+    /// An input whose name no placeholder could use.
+    #[error("an input name is 1 to 64 letters, digits, `_`, `-` or `.` (the placeholders' names)")]
+    InputName,
 }
 
 /// Where a plan error is.
@@ -153,6 +218,8 @@ pub enum PlanLocation {
     Step(usize),
     /// The verification.
     Verification,
+    /// The task's inputs.
+    Inputs,
 }
 
 /// An invalid plan: where, and what is wrong (422 `invalid_plan`).
@@ -170,6 +237,7 @@ fn prefix(location: PlanLocation) -> String {
         PlanLocation::Plan => String::new(),
         PlanLocation::Step(i) => format!("steps[{i}]: "),
         PlanLocation::Verification => "verification: ".to_owned(),
+        PlanLocation::Inputs => "inputs: ".to_owned(),
     }
 }
 
@@ -229,8 +297,9 @@ impl ValidPlan {
         &self.steps
     }
 
-    /// Whether a step may commit ([`is_committing`], without element facts: every click, Enter,
-    /// select and upload may).
+    /// Whether a step may commit by the commit rule ([`is_committing`], without element facts:
+    /// every click, Enter, select and upload may). Computed from the steps only: the plan's
+    /// own `risk` plays no part.
     pub fn has_committing_step(&self) -> bool {
         self.committing
     }
@@ -282,8 +351,19 @@ pub fn validate(
             },
         });
     }
-    let target = http_url(&plan.target_url, None)
+    let target = literal_url(&plan.target_url)
         .map_err(|p| PlanError::at(PlanLocation::Plan)(PlanProblem::TargetUrl(p)))?;
+    if plan
+        .reasoning
+        .as_ref()
+        .is_some_and(|r| r.len() > MAX_REASONING)
+    {
+        return Err(whole(PlanProblem::TooLong {
+            what: "the reasoning",
+            max: MAX_REASONING,
+        }));
+    }
+    check_inputs(inputs).map_err(PlanError::at(PlanLocation::Inputs))?;
     for (index, step) in plan.steps.iter().enumerate() {
         check_step(step, limits).map_err(PlanError::at(PlanLocation::Step(index)))?;
     }
@@ -344,6 +424,9 @@ fn fill_step(
         StepAction::Navigate {
             url: Some(template),
         } => {
+            if placeholder_in_origin(template, target) {
+                return Err(PlanProblem::NavigateUrl(UrlProblem::PlaceholderInOrigin));
+            }
             let filled = fill(template, "the navigate URL", inputs, true)?;
             let url = http_url(&filled, Some(target)).map_err(PlanProblem::NavigateUrl)?;
             action(BrowserAction::Navigate { url })
@@ -357,12 +440,12 @@ fn fill_step(
             submit,
         } => action(BrowserAction::Type {
             selector: selector.clone(),
-            value: SecretValue::new(fill(value, "the value", inputs, false)?),
+            value: SecretValue::new(filled_value(value, inputs)?),
             submit: *submit,
         }),
         StepAction::Select { selector, value } => action(BrowserAction::Select {
             selector: selector.clone(),
-            value: SecretValue::new(fill(value, "the value", inputs, false)?),
+            value: SecretValue::new(filled_value(value, inputs)?),
         }),
         StepAction::Wait {
             selector,
@@ -394,6 +477,7 @@ fn fill_step(
 }
 
 fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
+    at_most(&step.description, "the description", MAX_DESCRIPTION)?;
     if step.description.trim().is_empty() {
         return Err(PlanProblem::EmptyDescription);
     }
@@ -410,6 +494,9 @@ fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
     match &step.action {
         StepAction::Navigate { url } => {
             if let Some(url) = url {
+                if url.len() > MAX_URL {
+                    return Err(PlanProblem::NavigateUrl(UrlProblem::TooLong));
+                }
                 non_empty(url, "the navigate URL")?;
                 placeholders(url, "the navigate URL")?;
             }
@@ -420,6 +507,7 @@ fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
         }
         | StepAction::Select { selector, value } => {
             check_selector(selector)?;
+            at_most(value, "the value", MAX_VALUE)?;
             placeholders(value, "the value")?;
         }
         StepAction::Wait {
@@ -437,13 +525,16 @@ fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
                 check_selector(selector)?;
             }
             if let Some(url) = url {
+                at_most(url, "the wait's url", MAX_URL)?;
                 non_empty(url, "the wait's url")?;
             }
             if let Some(text) = text {
+                at_most(text, "the wait's text", MAX_TEXT)?;
                 non_empty(text, "the wait's text")?;
             }
         }
         StepAction::Extract { name, what } => {
+            at_most(name, "the extract name", MAX_NAME)?;
             non_empty(name, "the extract name")?;
             placeholders(name, "the extract name")?;
             check_extraction(what)?;
@@ -461,10 +552,40 @@ fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
 fn check_verification(verification: &TaskVerification) -> Result<(), PlanProblem> {
     match verification {
         TaskVerification::DomCheck { check } => check_dom(check),
-        TaskVerification::Screenshot { text } => non_empty(text, "the text to show"),
-        TaskVerification::ApiCallback { url } => http_url(url, None)
-            .map(drop)
-            .map_err(PlanProblem::CallbackUrl),
+        TaskVerification::Screenshot { text } => {
+            at_most(text, "the text to show", MAX_TEXT)?;
+            non_empty(text, "the text to show")
+        }
+        TaskVerification::ApiCallback { url } => {
+            literal_url(url).map(drop).map_err(PlanProblem::CallbackUrl)
+        }
+    }
+}
+
+/// The task's inputs: at most [`MAX_INPUTS`], each named as a placeholder can name it, each
+/// value at most [`MAX_VALUE`] bytes.
+fn check_inputs(inputs: &BTreeMap<String, SecretValue>) -> Result<(), PlanProblem> {
+    if inputs.len() > MAX_INPUTS {
+        return Err(PlanProblem::TooMany {
+            what: "the inputs",
+            max: MAX_INPUTS,
+        });
+    }
+    for (name, value) in inputs {
+        if !valid_input_name(name) {
+            return Err(PlanProblem::InputName);
+        }
+        at_most(value.expose(), "an input's value", MAX_VALUE)?;
+    }
+    Ok(())
+}
+
+/// `value` is at most `max` bytes.
+fn at_most(value: &str, what: &'static str, max: usize) -> Result<(), PlanProblem> {
+    if value.len() > max {
+        Err(PlanProblem::TooLong { what, max })
+    } else {
+        Ok(())
     }
 }
 
@@ -479,6 +600,7 @@ fn non_empty(value: &str, what: &'static str) -> Result<(), PlanProblem> {
 fn check_selector(selector: &Selector) -> Result<(), PlanProblem> {
     match selector {
         Selector::Css(css) => {
+            at_most(css, "the selector", MAX_TEXT)?;
             non_empty(css, "the selector").map_err(|_| PlanProblem::EmptySelector)
         }
         Selector::Explicit(spec) => {
@@ -492,6 +614,9 @@ fn check_selector(selector: &Selector) -> Result<(), PlanProblem> {
                 return Err(PlanProblem::NameWithoutRole);
             }
             let parts = [&spec.css, &spec.text, &spec.role, &spec.name];
+            for part in parts.into_iter().flatten() {
+                at_most(part, "the selector", MAX_TEXT)?;
+            }
             if parts.into_iter().flatten().any(|p| p.trim().is_empty()) {
                 return Err(PlanProblem::EmptySelector);
             }
@@ -508,6 +633,7 @@ fn check_dom(check: &DomCheck) -> Result<(), PlanProblem> {
         check_selector(selector)?;
     }
     if let Some(text) = &check.text {
+        at_most(text, "the check's text", MAX_TEXT)?;
         non_empty(text, "the check's text")?;
     }
     Ok(())
@@ -521,6 +647,7 @@ fn check_extraction(what: &Extraction) -> Result<(), PlanProblem> {
             attribute,
         } => {
             check_selector(selector)?;
+            at_most(attribute, "the attribute", MAX_NAME)?;
             non_empty(attribute, "the attribute")
         }
         Extraction::List { selector, fields } => {
@@ -528,7 +655,15 @@ fn check_extraction(what: &Extraction) -> Result<(), PlanProblem> {
             if fields.is_empty() {
                 return Err(PlanProblem::Empty("the list of fields"));
             }
+            if fields.len() > MAX_LIST_FIELDS {
+                return Err(PlanProblem::TooMany {
+                    what: "the list of fields",
+                    max: MAX_LIST_FIELDS,
+                });
+            }
             for (name, css) in fields {
+                at_most(name, "a field name", MAX_NAME)?;
+                at_most(css, "a field's selector", MAX_TEXT)?;
                 non_empty(name, "a field name")?;
                 non_empty(css, "a field's selector")?;
             }
@@ -553,15 +688,25 @@ fn check_screenshot_name(name: &str) -> Result<(), PlanProblem> {
     Ok(())
 }
 
-/// An http(s) URL without credentials; relative to `base` when given.
+/// A URL that is not templated (the target, a callback): at most [`MAX_URL`] bytes, no
+/// placeholder, http(s), no credentials.
+fn literal_url(value: &str) -> Result<Url, UrlProblem> {
+    if value.len() > MAX_URL {
+        return Err(UrlProblem::TooLong);
+    }
+    if value.contains("{{") {
+        return Err(UrlProblem::Templated);
+    }
+    http_url(value, None)
+}
+
+/// An http(s) URL without credentials, at most [`MAX_URL`] bytes; relative to `base` when
+/// given.
 fn http_url(value: &str, base: Option<&Url>) -> Result<Url, UrlProblem> {
-    let url = match (Url::parse(value.trim()), base) {
-        (Ok(url), _) => url,
-        (Err(url::ParseError::RelativeUrlWithoutBase), Some(base)) => {
-            base.join(value.trim()).map_err(|_| UrlProblem::Invalid)?
-        }
-        (Err(_), _) => return Err(UrlProblem::Invalid),
-    };
+    if value.len() > MAX_URL {
+        return Err(UrlProblem::TooLong);
+    }
+    let url = parse_url(value, base).ok_or(UrlProblem::Invalid)?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(UrlProblem::NotHttp);
     }
@@ -572,6 +717,59 @@ fn http_url(value: &str, base: Option<&Url>) -> Result<Url, UrlProblem> {
         return Err(UrlProblem::Credentials);
     }
     Ok(url)
+}
+
+/// Whether a placeholder of the navigate URL `template` (relative to `target`) could fill
+/// the URL's scheme, host, port or user name or password: the template is read with each
+/// placeholder standing in as letters, as the browser's URL parser reads it, and the
+/// stand-in must land in the path, the query or the fragment only. Refused too: a template
+/// that starts with a placeholder (whatever fills it is what the URL is: `{{u}}/path`), and
+/// one that does not parse with the stand-in (a placeholder where only digits or an address
+/// fit: a port, `[::{{x}}]`). A malformed placeholder is [`placeholders`]'s to refuse.
+fn placeholder_in_origin(template: &str, target: &Url) -> bool {
+    let Some(pieces) = pieces(template) else {
+        return false;
+    };
+    if !pieces.iter().any(|p| matches!(p, Piece::Input(_))) {
+        return false;
+    }
+    // Leading whitespace is trimmed (and the URL parser drops leading C0 controls).
+    let leading = pieces
+        .iter()
+        .map_while(|p| match p {
+            Piece::Text(t) => Some(*t),
+            Piece::Input(_) => None,
+        })
+        .collect::<String>();
+    if leading.chars().all(|c| c <= ' ' || c.is_whitespace()) {
+        return true;
+    }
+    let read: String = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Text(t) => *t,
+            Piece::Input(_) => STAND_IN,
+        })
+        .collect();
+    match parse_url(&read, Some(target)) {
+        Some(url) => {
+            url.scheme().contains(STAND_IN)
+                || url.host_str().is_some_and(|h| h.contains(STAND_IN))
+                || url.username().contains(STAND_IN)
+                || url.password().is_some_and(|p| p.contains(STAND_IN))
+        }
+        None => true,
+    }
+}
+
+/// `value` as a URL, relative to `base` only when it has no scheme of its own: how a plan's
+/// URLs are read, and how their templates are checked ([`placeholder_in_origin`]).
+fn parse_url(value: &str, base: Option<&Url>) -> Option<Url> {
+    match (Url::parse(value.trim()), base) {
+        (Ok(url), _) => Some(url),
+        (Err(url::ParseError::RelativeUrlWithoutBase), Some(base)) => base.join(value.trim()).ok(),
+        (Err(_), _) => None,
+    }
 }
 
 /// A piece of a templated string.
@@ -616,6 +814,16 @@ fn placeholders(template: &str, field: &'static str) -> Result<(), PlanProblem> 
     pieces(template)
         .map(drop)
         .ok_or(PlanProblem::MalformedPlaceholder(field))
+}
+
+/// A `type` or `select` value with its placeholders filled, at most [`MAX_VALUE`] bytes.
+fn filled_value(
+    template: &str,
+    inputs: &BTreeMap<String, SecretValue>,
+) -> Result<String, PlanProblem> {
+    let value = fill(template, "the value", inputs, false)?;
+    at_most(&value, "the value once filled", MAX_VALUE)?;
+    Ok(value)
 }
 
 /// Fills `template` from `inputs`; with `encode`, each value is percent-encoded as a URL
