@@ -79,6 +79,8 @@ codes! {
     EXECUTION_DENIED = "execution_denied", 403, No, "the platform's policy forbids this (unattended, or interactive capture)";
     /// A live-view socket from an origin that is neither the runner's nor an embedding app's.
     ORIGIN_NOT_ALLOWED = "origin_not_allowed", 403, No, "a live-view socket from another site (see `ABR_LIVE_EMBED_ORIGINS`)";
+    /// `/mcp` got a `Host` that names no host of this runner (against DNS rebinding).
+    HOST_NOT_ALLOWED = "host_not_allowed", 403, No, "`/mcp` got a `Host` header that names no host of this runner (loopback, the bind address, `ABR_PUBLIC_URL`'s host): refused against DNS rebinding";
     /// The tenant denied the site (or it is outside its allow list): nothing was opened.
     SITE_DENIED = "site_denied", 403, No, "the tenant denied this site (or it is outside the tenant's allow list): nothing was opened (PUT /v1/sites/{domain} decides)";
     /// No such endpoint.

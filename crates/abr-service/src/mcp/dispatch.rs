@@ -6,7 +6,7 @@ use abr_protocol::ErrorEnvelope;
 use abr_protocol::codes::{self, ErrorCode};
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
@@ -93,11 +93,62 @@ impl Caller {
     }
 }
 
-/// Sends `call` through `router` as `caller` and answers the tool result.
+/// Sends `call` through `router` as `caller` and answers the tool result. A read-only
+/// server's `browse_act` ([`Forward::read_only_session`]) is sent only once the session's
+/// record says it is read-only.
 pub(crate) async fn dispatch(router: &Router, caller: &Caller, call: Forward) -> CallToolResult {
+    if let Some(id) = &call.read_only_session
+        && let Some(refusal) = unless_read_only(router, caller, id).await
+    {
+        return refusal;
+    }
+    match send(router, caller, call).await {
+        Ok((status, body)) => result(status, body),
+        Err(refusal) => refusal,
+    }
+}
+
+/// `None` when the browse session `id` is read-only by its record (`GET /v1/tasks/{id}`,
+/// as `caller`: the platform's, or the request's that opened it); else the refusal. A
+/// session opened writable (over the API) is not acted on by a read-only server, whatever
+/// the action: the commit rule that would tell a harmless one needs the page, which only
+/// the API sees.
+async fn unless_read_only(router: &Router, caller: &Caller, id: &str) -> Option<CallToolResult> {
+    let record = Forward::new(Method::GET, format!("/v1/tasks/{id}"), None);
+    let (status, body) = match send(router, caller, record).await {
+        Ok(answer) => answer,
+        Err(refusal) => return Some(refusal),
+    };
+    if status == StatusCode::NOT_FOUND {
+        return Some(local_error(
+            codes::BROWSE_NOT_FOUND,
+            "no open browse session with this id for this tenant",
+        ));
+    }
+    if !status.is_success() {
+        return Some(result(status, body));
+    }
+    let record = body.unwrap_or_default();
+    if record["browse"] == json!(true) && record["readOnly"] == json!(true) {
+        return None;
+    }
+    Some(local_error(
+        codes::BLOCKED_ACTION,
+        "this MCP server is read-only: it acts only on browse sessions that are read-only, \
+         and this one was opened without readOnly (over the API). Nothing was done: open \
+         a session with browse_open (read-only here) to act",
+    ))
+}
+
+/// Sends `call` through `router` as `caller`: the status and the JSON body (if it is JSON).
+async fn send(
+    router: &Router,
+    caller: &Caller,
+    call: Forward,
+) -> Result<(StatusCode, Option<Value>), CallToolResult> {
     let request = match build(caller, call) {
         Ok(request) => request,
-        Err(message) => return local_error(codes::INVALID_REQUEST, &message),
+        Err(message) => return Err(local_error(codes::INVALID_REQUEST, &message)),
     };
     let response = match router.clone().oneshot(request).await {
         Ok(response) => response,
@@ -105,9 +156,16 @@ pub(crate) async fn dispatch(router: &Router, caller: &Caller, call: Forward) ->
     };
     let status = response.status();
     let Ok(bytes) = axum::body::to_bytes(response.into_body(), MAX_ANSWER_BYTES).await else {
-        return local_error(codes::INTERNAL, "the runner's answer could not be read");
+        return Err(local_error(
+            codes::INTERNAL,
+            "the runner's answer could not be read",
+        ));
     };
-    let body: Option<Value> = serde_json::from_slice(&bytes).ok();
+    Ok((status, serde_json::from_slice(&bytes).ok()))
+}
+
+/// The tool result of an API answer.
+fn result(status: StatusCode, body: Option<Value>) -> CallToolResult {
     match (status.is_success(), body) {
         (true, Some(value @ Value::Object(_))) => CallToolResult::structured(value),
         (true, Some(value)) => {

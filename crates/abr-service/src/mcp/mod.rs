@@ -16,10 +16,14 @@
 //! schema are an MCP invalid-params error.
 //!
 //! **Read-only** ([`McpSettings::read_only`]: `abr mcp --read-only`, `ABR_MCP_READ_ONLY`)
-//! is the operator's: `post` and `task_create` are neither listed nor callable, and every
-//! browse session opened through MCP is read-only whatever the model sends.
+//! is the operator's: `post` and `task_create` are neither listed nor callable, every
+//! browse session opened through MCP is read-only whatever the model sends, and
+//! `browse_act` acts only on sessions whose record is read-only (a session the orchestrator
+//! opened writable over the API is refused, `blocked_action`): read-only covers every
+//! session MCP touches, not only the ones it opened.
 
 mod dispatch;
+mod endpoint;
 mod server;
 mod settings;
 mod tools;
@@ -32,11 +36,13 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use crate::config::RunnerConfig;
 
+pub use endpoint::McpEndpoint;
 pub use server::McpServer;
 pub use settings::{McpSettings, McpSettingsError, READ_ONLY_VAR, TENANT_VAR};
 
-/// The streamable-HTTP MCP service mounted at `/mcp`.
-pub type McpHttpService = StreamableHttpService<McpServer, NeverSessionManager>;
+/// The MCP service mounted at `/mcp`: rmcp's streamable-HTTP service behind checks that
+/// answer every refusal in JSON ([`McpEndpoint`]).
+pub type McpHttpService = McpEndpoint;
 
 /// The streamable-HTTP MCP service of `abr serve`, dispatching to `api` (the runner's router
 /// without `/mcp`).
@@ -47,19 +53,26 @@ pub type McpHttpService = StreamableHttpService<McpServer, NeverSessionManager>;
 /// it makes (and the MCP request by that deadline plus a grace, so the API answers its own
 /// timeout first). The `Host` header must name this runner (loopback, the bind address or
 /// `ABR_PUBLIC_URL`'s host), against DNS rebinding.
+///
+/// Every refusal is JSON: a wrong method (`405`, `Allow: POST`), a foreign `Host` (`403
+/// host_not_allowed`), a body that is not JSON or not declared as JSON, or too large, is the
+/// API's envelope; a JSON-RPC message with an id that this server cannot take is a JSON-RPC
+/// error object answering that id.
 pub fn http_service(api: Router, config: &RunnerConfig, settings: McpSettings) -> McpHttpService {
     let server = McpServer::per_request(api, settings);
+    let hosts = allowed_hosts(config);
     let http = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
-        .with_allowed_hosts(allowed_hosts(config))
+        .with_allowed_hosts(hosts.clone())
         .with_max_request_body_bytes(config.limits.body_limit_bytes);
-    StreamableHttpService::new(
+    let inner = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(NeverSessionManager::default()),
         http,
-    )
+    );
+    McpEndpoint::new(inner, hosts, config.limits.body_limit_bytes)
 }
 
 /// The `Host` values `/mcp` accepts: loopback names, the bind address and the public URL's

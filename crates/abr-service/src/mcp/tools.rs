@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::json_detail::JsonDetail;
+use crate::json_detail::read_value;
 
 /// `browse_open`.
 pub(crate) const BROWSE_OPEN: &str = "browse_open";
@@ -158,7 +158,7 @@ pub(crate) struct TaskStatusArgs {
 
 /// What to publish (the schema of `post`'s `content`).
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[expect(
     dead_code,
     reason = "a schema only: `post` is checked as abr_protocol::PostRequest"
@@ -172,9 +172,10 @@ struct PostContentSchema {
     media: Option<Vec<JsonObject>>,
 }
 
-/// The schema of `post`'s arguments: the body of `POST /v1/post`.
+/// The schema of `post`'s arguments: the body of `POST /v1/post` (every field it takes, and
+/// no other: `additionalProperties: false`, as the API refuses unknown fields).
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[expect(
     dead_code,
     reason = "a schema only: `post` is checked as abr_protocol::PostRequest"
@@ -192,14 +193,17 @@ struct PostSchema {
     workspace_id: Option<String>,
     /// The account, recorded in audit events.
     account_id: Option<String>,
+    /// A narrower session scope for this post: `{cookieDomains, origins}`.
+    scope: Option<JsonObject>,
     /// A key naming this post: the same key again answers the first post's outcome instead
     /// of posting twice. Use one per intended post, and reuse it when retrying.
     idempotency_key: Option<String>,
 }
 
-/// The schema of `task_create`'s arguments: the body of `POST /v1/tasks`.
+/// The schema of `task_create`'s arguments: the body of `POST /v1/tasks` (every field it
+/// takes, and no other).
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[expect(
     dead_code,
     reason = "a schema only: checked as abr_protocol::TaskRequest"
@@ -212,8 +216,16 @@ struct TaskSchema {
     inputs: Option<std::collections::BTreeMap<String, String>>,
     /// A session stored on the runner to run with (its id).
     session_id: Option<String>,
+    /// A Playwright storageState to run with, scoped first.
+    session: Option<JsonObject>,
+    /// The session's scope: `{cookieDomains, origins}`.
+    scope: Option<JsonObject>,
     /// A platform whose policy and scope apply.
     platform: Option<String>,
+    /// The tenant: must be the caller's own when given.
+    tenant_id: Option<String>,
+    /// The orchestrator's id for the plan it proposed.
+    proposal_id: Option<String>,
     /// Rehearse: run up to the first committing step, refuse it and stop.
     dry_run: Option<bool>,
     /// Wait for a person when a handoff (captcha, sign-in...) is detected:
@@ -234,15 +246,19 @@ pub(crate) struct Forward {
     pub(crate) body: Option<Value>,
     /// The `Idempotency-Key` header, if any.
     pub(crate) idempotency_key: Option<String>,
+    /// A read-only server's `browse_act`: the browse session, which must be read-only
+    /// itself (its record says so) before the action is sent.
+    pub(crate) read_only_session: Option<String>,
 }
 
 impl Forward {
-    fn new(method: Method, path: String, body: Option<Value>) -> Self {
+    pub(crate) fn new(method: Method, path: String, body: Option<Value>) -> Self {
         Self {
             method,
             path,
             body,
             idempotency_key: None,
+            read_only_session: None,
         }
     }
 }
@@ -395,11 +411,17 @@ pub(crate) fn forward(
         BROWSE_ACT => {
             let args: BrowseActArgs = parse(name, arguments)?;
             let id = id(name, "browseId", &args.browse_id)?;
-            Ok(Forward::new(
+            let mut call = Forward::new(
                 Method::POST,
                 format!("/v1/browse/{id}/act"),
                 Some(to_body(&args)?),
-            ))
+            );
+            if read_only {
+                // Also a session opened writable over the API: read-only covers every
+                // session this server acts on.
+                call.read_only_session = Some(id.to_owned());
+            }
+            Ok(call)
         }
         BROWSE_CLOSE => {
             let args: BrowseIdArgs = parse(name, arguments)?;
@@ -448,17 +470,16 @@ fn body_tool<T: DeserializeOwned>(
         path: path.to_owned(),
         body: Some(Value::Object(arguments)),
         idempotency_key,
+        read_only_session: None,
     })
 }
 
-/// `arguments` as `T`, or an invalid-params error that quotes no value.
+/// `arguments` as `T`, or an invalid-params error that quotes no value but names the field
+/// and where it is (an unknown argument is refused by name, like an unknown API field).
 fn parse<T: DeserializeOwned>(name: &str, arguments: JsonObject) -> Result<T, ErrorData> {
-    serde_json::from_value(Value::Object(arguments)).map_err(|e| {
+    read_value(Value::Object(arguments)).map_err(|e| {
         ErrorData::invalid_params(
-            format!(
-                "{name}: the arguments do not match the tool's input schema: {}",
-                JsonDetail::new(&e)
-            ),
+            format!("{name}: the arguments do not match the tool's input schema: {e}"),
             None,
         )
     })
@@ -521,6 +542,27 @@ mod tests {
             assert!(schema.contains(&format!("\"{action}\"")), "{schema}");
         }
         assert!(schema.contains(ID_PATTERN), "{schema}");
+    }
+
+    #[test]
+    fn every_schema_refuses_additional_properties() {
+        for tool in list(false) {
+            assert_eq!(
+                tool.input_schema.get("additionalProperties"),
+                Some(&json!(false)),
+                "{}",
+                tool.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_read_only_servers_act_must_find_its_session_read_only() {
+        let act = json!({"browseId": "b_1", "action": "click", "ref": "e1"});
+        let f = forward(BROWSE_ACT, args(act.clone()), true).unwrap();
+        assert_eq!(f.read_only_session.as_deref(), Some("b_1"));
+        let f = forward(BROWSE_ACT, args(act), false).unwrap();
+        assert_eq!(f.read_only_session, None);
     }
 
     #[test]
