@@ -186,8 +186,9 @@ impl AgentRunnerClient {
     }
 
     /// `GET /v1/tasks/{id}/screenshots/{name}`: a screenshot the task took (its names are in
-    /// [`screenshots`](TaskRecord::screenshots)), as PNG bytes. An answer that is not
-    /// `image/png` is a [`ClientError::Decode`]. A read: safe to retry.
+    /// [`screenshots`](TaskRecord::screenshots)): a redacted frame, JPEG bytes (`image/png`
+    /// for screenshots kept before ABR redacted them). Any other answer is a
+    /// [`ClientError::Decode`]. A read: safe to retry.
     pub async fn task_screenshot(
         &self,
         tenant: &str,
@@ -197,7 +198,7 @@ impl AgentRunnerClient {
         non_empty("screenshot name", name)?;
         let builder = self
             .task_request(Method::GET, tenant, id, &["screenshots", name])?
-            .header(ACCEPT, HeaderValue::from_static("image/png"));
+            .header(ACCEPT, HeaderValue::from_static("image/jpeg, image/png"));
         let operation = Operation::TaskScreenshot;
         let (body, head) = self.send_raw(operation, builder).await?;
         let content_type = head
@@ -205,11 +206,11 @@ impl AgentRunnerClient {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
-        if !is_png_type(content_type) {
+        if !is_image_type(content_type) {
             return Err(ClientError::Decode {
                 operation,
                 status: head.status.as_u16(),
-                message: "the answer is not image/png".to_owned(),
+                message: "the answer is not image/jpeg or image/png".to_owned(),
             });
         }
         Ok(body)
@@ -333,11 +334,12 @@ fn wait_secs(wait: Duration) -> u64 {
 }
 
 /// Whether a `Content-Type` is `image/png` (parameters and case aside).
-fn is_png_type(content_type: &str) -> bool {
-    content_type
-        .split(';')
-        .next()
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case("image/png"))
+/// Whether a `Content-Type` is `image/jpeg` or `image/png` (parameters and case aside).
+fn is_image_type(content_type: &str) -> bool {
+    content_type.split(';').next().is_some_and(|t| {
+        let t = t.trim();
+        t.eq_ignore_ascii_case("image/jpeg") || t.eq_ignore_ascii_case("image/png")
+    })
 }
 
 #[cfg(test)]
@@ -355,10 +357,11 @@ mod tests {
 
     #[test]
     fn png_content_types() {
-        assert!(is_png_type("image/png"));
-        assert!(is_png_type("Image/PNG; charset=binary"));
-        assert!(!is_png_type("text/html"));
-        assert!(!is_png_type(""));
+        assert!(is_image_type("image/png"));
+        assert!(is_image_type("Image/PNG; charset=binary"));
+        assert!(is_image_type("image/jpeg"));
+        assert!(!is_image_type("text/html"));
+        assert!(!is_image_type(""));
     }
 
     #[test]

@@ -981,7 +981,8 @@ impl FakePage {
     }
 
     /// When the action `key` ([`action_key`]) runs, the page sends a request `method` to
-    /// `url` (through the network gate, once the action is done, like a script it started).
+    /// `url` (through the network gate, once the action is done, like a script it started);
+    /// also under the element's snapshot reference.
     pub fn request_on(&self, key: &str, method: &str, url: &str) {
         self.lock()
             .requests_on
@@ -1280,6 +1281,9 @@ impl crate::guard::PageProbe for FakeContext {
             let key = selector_key(&request.selector(&reference));
             if let Some(after) = page.text_after.get(&own).cloned() {
                 page.text_after.insert(key.clone(), after);
+            }
+            if let Some(requests) = page.requests_on.get(&own).cloned() {
+                page.requests_on.insert(key.clone(), requests);
             }
             elements.push(abr_protocol::SnapshotElement {
                 reference,

@@ -351,3 +351,90 @@ async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
         assert!(matches!(e, CoreError::InvalidInput(_)), "{idle}: {e:?}");
     }
 }
+
+#[tokio::test]
+async fn concurrent_opens_never_pass_the_runners_cap() {
+    // One slot; the first open holds it while its browser starts (it never does here).
+    let provider = Arc::new(FakeProvider::new());
+    provider.hang_acquires(true);
+    let dyn_provider: DynSessionProvider<FakeContext> = provider.clone();
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::default());
+    let runner = Arc::new(
+        TaskRunner::new(dyn_provider, store).with_browse_config(BrowseConfig {
+            max_open: 1,
+            ..BrowseConfig::default()
+        }),
+    );
+    let opens: Vec<_> = (0..4)
+        .map(|_| {
+            let runner = Arc::clone(&runner);
+            tokio::spawn(async move { runner.browse_open(T, open(false, false)).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut busy = 0;
+    for open in &opens {
+        if open.is_finished() {
+            busy += 1;
+        }
+    }
+    assert_eq!(busy, 3, "three of four opens are refused at once");
+    for open in opens {
+        if open.is_finished() {
+            let e = open.await.unwrap().unwrap_err();
+            assert_eq!(e.code(), "provider_busy", "{e}");
+        } else {
+            open.abort();
+        }
+    }
+    // The held slot is given back when its open is abandoned: the next open gets it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    provider.hang_acquires(false);
+    let opened = runner.browse_open(T, open(false, false)).await.unwrap();
+    runner.browse_close(T, &opened.browse_id).await.unwrap();
+}
+
+#[tokio::test]
+async fn what_a_page_posts_is_refused_under_read_only_and_committing_otherwise() {
+    // "Next page" is a link (harmless), but the page's script posts when it is clicked.
+    for read_only in [true, false] {
+        let h = h();
+        h.page
+            .request_on("#next", "POST", "https://shop.example/api/like");
+        let opened = h
+            .runner
+            .browse_open(T, open(read_only, false))
+            .await
+            .unwrap();
+        let next = opened.first.snapshot.elements[0].reference.clone();
+        let acted = h
+            .runner
+            .browse_act(T, &opened.browse_id, click(&next))
+            .await
+            .unwrap();
+        let record = h.runner.get(T, &opened.browse_id).await.unwrap();
+        if read_only {
+            assert_eq!(acted.outcome, ActOutcome::Refused);
+            assert!(!acted.committing);
+            let blocked = acted.blocked.unwrap();
+            assert_eq!(blocked.class, CommitClass::NetworkWrite);
+            assert_eq!(blocked.blocked_by, BlockedBy::ReadOnly);
+            assert_eq!(
+                (blocked.method.as_deref(), blocked.host.as_deref()),
+                (Some("POST"), Some("shop.example"))
+            );
+            assert!(h.page.sent().is_empty(), "nothing left the browser");
+            assert!(!record.step_results[1].committing);
+        } else {
+            assert_eq!(acted.outcome, ActOutcome::Done);
+            assert!(
+                acted.committing,
+                "the page's write makes the action committing"
+            );
+            assert_eq!(h.page.sent().len(), 1);
+            assert!(record.step_results[1].committing);
+        }
+        let closed = h.runner.browse_close(T, &opened.browse_id).await.unwrap();
+        assert_eq!(closed.committing, usize::from(!read_only));
+    }
+}

@@ -915,13 +915,16 @@ async fn a_proven_task_succeeds_with_its_results() {
         json!([{"email": "a@x"}, {"email": "b@x"}])
     );
     assert_eq!(record.screenshots, ["step-5"]);
-    assert!(
+    // The screenshot is a redacted frame (every field blurred and confirmed), not the page
+    // as a plain capture would show it.
+    assert_eq!(
         h.store
             .screenshot(T, &record.task_id, "step-5")
             .await
-            .unwrap()
-            .is_some()
+            .unwrap(),
+        Some(b"\xFF\xD8 fake jpeg".to_vec())
     );
+    assert_eq!(h.page.frames_taken(), 1);
     assert!(record.started_at.is_some() && record.finished_at.is_some());
     assert!(end.callback_url.is_none());
     // The browser did exactly the plan: the target URL, then the steps, then the check.
@@ -930,14 +933,7 @@ async fn a_proven_task_succeeds_with_its_results() {
     assert_eq!(
         kinds,
         [
-            "navigate",
-            "type",
-            "wait",
-            "click",
-            "wait",
-            "extract",
-            "screenshot",
-            "assert"
+            "navigate", "type", "wait", "click", "wait", "extract", "assert"
         ]
     );
     match &actions[1] {
@@ -1037,13 +1033,6 @@ async fn step_failures_fail_before_a_committing_step_and_are_uncertain_from_it_o
             TaskState::Uncertain,
             4,
             task_codes::STEP_PANICKED,
-        ),
-        (
-            "screenshot",
-            Fail(StepFailureKind::Rejected),
-            TaskState::Uncertain,
-            5,
-            task_codes::STEP_REJECTED,
         ),
     ];
     for (key, fault, state, step, code) in cases {
@@ -1203,14 +1192,6 @@ async fn every_verification_path_maps_to_one_outcome() {
         ),
         (
             true,
-            &shot,
-            "User created",
-            Some(("screenshot", FakeFault::Fail(StepFailureKind::Crashed))),
-            TaskState::Uncertain,
-            task_codes::BROWSER_CRASHED,
-        ),
-        (
-            true,
             &callback,
             "",
             None,
@@ -1244,6 +1225,70 @@ async fn every_verification_path_maps_to_one_outcome() {
         }
         assert_eq!(h.provider.open_leases(), 0, "{what}");
     }
+}
+
+#[tokio::test]
+async fn screenshots_are_redacted_evidence_kept_only_when_screenshots_are_on() {
+    // A frame that cannot be redacted is no screenshot, and no failure: the run goes on.
+    let h = h();
+    h.page.text_after(SUBMIT, "Saved");
+    h.page.fail_frames(true);
+    let record = h.run(form_plan()).await.record;
+    assert_eq!(record.state, TaskState::Succeeded);
+    assert!(record.screenshots.is_empty());
+    let shot = &record.step_results[5];
+    assert!(shot.ok);
+    assert_eq!(
+        shot.error.as_ref().map(|e| e.code.as_str()),
+        Some(task_codes::SCREENSHOT_NOT_TAKEN)
+    );
+    assert_eq!(
+        h.store
+            .screenshot(T, &record.task_id, "step-5")
+            .await
+            .unwrap(),
+        None
+    );
+
+    // Screenshots off for the platform: neither the step's nor the verification's image is
+    // taken; the verification still proves by the page's text.
+    let h = self::h();
+    h.page.set_text("User created");
+    let mut policy = abr_protocol::PlatformPolicy {
+        screenshots: Some(false),
+        ..abr_protocol::PlatformPolicy::default()
+    };
+    policy.allow_unattended = Some(true);
+    let strategy = Arc::new(abr_core::testing::ScriptedStrategy::new("quiet", &policy));
+    let mut platforms = abr_core::StrategyRegistry::new();
+    platforms.register(strategy).unwrap();
+    let runner = TaskRunner::new(
+        h.provider.clone() as DynSessionProvider<FakeContext>,
+        h.store.clone() as Arc<dyn TaskStore>,
+    )
+    .with_platforms(Arc::new(platforms));
+    let mut request = request(verified_plan(
+        false,
+        json!({"method": "screenshot", "text": "User created"}),
+    ));
+    request.plan.steps.push(
+        serde_json::from_value(json!({"type": "screenshot", "description": "Evidence"})).unwrap(),
+    );
+    request.platform = Some("quiet".into());
+    let created = runner.create(T, request, None).await.unwrap().record;
+    runner
+        .approve(T, &created.task_id, &approval(&created))
+        .await
+        .unwrap();
+    let record = runner.run(T, &created.task_id).await.unwrap().record;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert!(record.screenshots.is_empty(), "{:?}", record.screenshots);
+    assert_eq!(h.page.frames_taken(), 0, "no image of the page at all");
+    let last = record.step_results.last().unwrap();
+    assert_eq!(
+        last.error.as_ref().map(|e| e.code.as_str()),
+        Some(task_codes::SCREENSHOT_NOT_TAKEN)
+    );
 }
 
 #[tokio::test]

@@ -73,9 +73,21 @@ async fn frame<C: RunnerContext>(
         .frame(&tenant, &run_id, seq)
         .await?
         .ok_or(CoreError::FrameNotFound)?;
-    Ok((
+    Ok(image(frame.jpeg))
+}
+
+/// A page image (a replay frame, a task's screenshot) as an answer: its type from its first
+/// bytes (JPEG, or PNG for screenshots kept before they were redacted frames), never cached,
+/// never sniffed, never run as a document.
+pub(crate) fn image(bytes: Vec<u8>) -> Response {
+    let media = if bytes.starts_with(b"\x89PNG") {
+        "image/png"
+    } else {
+        "image/jpeg"
+    };
+    (
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static("image/jpeg")),
+            (header::CONTENT_TYPE, HeaderValue::from_static(media)),
             (
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("no-store, private"),
@@ -93,9 +105,9 @@ async fn frame<C: RunnerContext>(
                 HeaderValue::from_static("default-src 'none'; sandbox"),
             ),
         ],
-        frame.jpeg,
+        bytes,
     )
-        .into_response())
+        .into_response()
 }
 
 /// A frame's sequence number: a positive whole number in decimal digits.

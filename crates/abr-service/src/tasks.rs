@@ -383,7 +383,7 @@ async fn screenshot<C: RunnerContext>(
     let tenant = tenant.resolve(None)?;
     // The task must be the tenant's (404 otherwise), then the screenshot must exist.
     state.runner.tasks.get(&tenant, &id).await?;
-    let png = state
+    let image = state
         .runner
         .tasks
         .store()
@@ -392,15 +392,5 @@ async fn screenshot<C: RunnerContext>(
         .ok_or_else(|| {
             ApiError::new(codes::NOT_FOUND, "the task has no screenshot by this name")
         })?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, HeaderValue::from_static("image/png")),
-            (
-                header::CACHE_CONTROL,
-                HeaderValue::from_static("private, no-store"),
-            ),
-        ],
-        png,
-    )
-        .into_response())
+    Ok(crate::artifacts::image(image))
 }

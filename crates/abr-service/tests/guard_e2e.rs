@@ -143,7 +143,7 @@ async fn a_read_only_run_is_refused_on_exactly_the_committing_controls_of_the_co
                 );
             }
             None => {
-                if control.commits {
+                if control.read_only_commits {
                     expected_blocked.insert(steps.len());
                 }
                 steps.push(
@@ -206,7 +206,7 @@ async fn a_read_only_run_is_refused_on_exactly_the_committing_controls_of_the_co
     // The site's ground truth: no write; every harmless click reached the page.
     assert_eq!(stack.site.guard_writes(), Vec::<String>::new());
     let seen: BTreeSet<String> = stack.site.guard_seen().into_iter().collect();
-    for control in GUARD_CORPUS.iter().filter(|c| !c.commits) {
+    for control in GUARD_CORPUS.iter().filter(|c| !c.read_only_commits) {
         if control.enter_commits.is_none() || control.enter_commits == Some(false) {
             assert!(
                 seen.contains(control.id),

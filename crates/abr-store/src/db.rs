@@ -116,6 +116,9 @@ const MIGRATIONS: &[&str] = &[
         decided_at TEXT NOT NULL,
         PRIMARY KEY (tenant_id, domain)
     ) STRICT;",
+    // 5: a task's screenshots show a page: sealed like frames (rows written before this
+    // are plaintext PNGs, marked 0).
+    "ALTER TABLE screenshots ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// ABR's records in one SQLite file.

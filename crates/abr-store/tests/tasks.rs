@@ -22,6 +22,8 @@ use time::OffsetDateTime;
 
 const INPUT_CANARY: &str = "canary-task-input-8c2e";
 const COOKIE_CANARY: &str = "canary-task-cookie-1b9a";
+/// Pixels of a screenshot: the page it shows must not be readable on disk.
+const SHOT_CANARY: &str = "canary-task-screenshot-77d0";
 
 fn task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
     StoredTask {
@@ -112,7 +114,10 @@ async fn the_committing_mark_is_set_alone_and_never_cleared() {
     let store = SqliteStore::open(&path, Some(key()), false).unwrap();
     let marked = store.get("t1", "task-m").await.unwrap().unwrap();
     assert!(marked.committing_started, "durable across a reopen");
-    assert_eq!(marked.version, running.version, "the version is the run loop's");
+    assert_eq!(
+        marked.version, running.version,
+        "the version is the run loop's"
+    );
     // The run loop saves its copy, read before the mark: the mark stays.
     assert!(!running.committing_started);
     assert!(store.update(&running).await.unwrap());
@@ -160,14 +165,19 @@ async fn the_store_contract_holds_across_a_reopen() {
             "a stale version wins nothing"
         );
         store
-            .put_screenshot("t1", "task-a", "done", vec![0x89, b'P', b'N', b'G'])
+            .put_screenshot("t1", "task-a", "done", SHOT_CANARY.as_bytes().to_vec())
             .await
             .unwrap();
+        // Sealed, bound to its row: another task's (or name's) row does not open it.
+        assert_eq!(
+            store.screenshot("t1", "task-b", "done").await.unwrap(),
+            None
+        );
     }
     // Nothing secret in the clear on disk.
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-        for canary in [INPUT_CANARY, COOKIE_CANARY] {
+        for canary in [INPUT_CANARY, COOKIE_CANARY, SHOT_CANARY] {
             assert!(
                 !bytes.windows(canary.len()).any(|w| w == canary.as_bytes()),
                 "{canary} on disk in the clear"
@@ -190,7 +200,7 @@ async fn the_store_contract_holds_across_a_reopen() {
     assert_eq!(unfinished[0].id(), "task-a");
     assert_eq!(
         store.screenshot("t1", "task-a", "done").await.unwrap(),
-        Some(vec![0x89, b'P', b'N', b'G'])
+        Some(SHOT_CANARY.as_bytes().to_vec())
     );
     assert_eq!(
         store.screenshot("t2", "task-a", "done").await.unwrap(),
@@ -262,6 +272,16 @@ async fn without_a_key_a_task_holding_secrets_is_refused_whole() {
     plain.request.inputs.clear();
     plain.request.session = None;
     assert_eq!(store.insert(&plain, None).await.unwrap(), Inserted::New);
+    // A screenshot shows a page: without a key it is refused too.
+    let e = store
+        .put_screenshot("t1", "task-b", "shot", b"pixels".to_vec())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("ABR_SESSION_KEY"), "{e}");
+    assert_eq!(
+        store.screenshot("t1", "task-b", "shot").await.unwrap(),
+        None
+    );
 }
 
 #[tokio::test]

@@ -265,7 +265,6 @@ const HARMLESS_STEMS: &[&str] = &[
     "find",
     "next",
     "previous",
-    "prev",
     "more",
     "less",
     "show",
@@ -284,7 +283,6 @@ const HARMLESS_STEMS: &[&str] = &[
     "oldest",
     "latest",
     "popular",
-    "tab",
     "menu",
     "details",
     "detail",
@@ -404,6 +402,10 @@ const HARMLESS_STEMS: &[&str] = &[
     "подробн",
 ];
 
+/// Harmless words that match only whole (as stems they would match too much: `prev` is
+/// `preview`'s start).
+const HARMLESS_WORDS: &[&str] = &["prev", "tab", "tabs"];
+
 /// Harmless fragments for scripts without spaces between words.
 const HARMLESS_FRAGMENTS: &[&str] = &[
     // Japanese
@@ -497,7 +499,7 @@ pub fn harmless_name(name: &str, extra: &[String]) -> bool {
     extra.iter().any(extra_matches)
         || words
             .iter()
-            .any(|w| HARMLESS_STEMS.iter().any(|s| w.starts_with(s)))
+            .any(|w| HARMLESS_WORDS.contains(w) || HARMLESS_STEMS.iter().any(|s| w.starts_with(s)))
 }
 
 #[cfg(test)]
@@ -594,6 +596,8 @@ mod tests {
             "もっと見る",
             "キャンセル",
             "閉じる",
+            "Prev",
+            "Tabs",
         ] {
             assert!(harmless_name(name, &[]), "{name}");
         }
@@ -609,6 +613,8 @@ mod tests {
             "Go",
             "12345",
             "OK",
+            "Preview",
+            "Table",
         ] {
             assert!(!harmless_name(name, &[]), "{name}");
         }

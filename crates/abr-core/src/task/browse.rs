@@ -68,6 +68,9 @@ impl Default for BrowseConfig {
 /// The open browse sessions of a runner.
 pub(crate) struct Browses<C: TaskContext> {
     open: Mutex<HashMap<String, Arc<Entry<C>>>>,
+    /// Sessions open or opening: a slot is taken before anything starts, so that
+    /// concurrent opens never pass [`BrowseConfig::max_open`].
+    slots: Arc<std::sync::atomic::AtomicUsize>,
     pub(crate) config: BrowseConfig,
 }
 
@@ -75,12 +78,36 @@ impl<C: TaskContext> Default for Browses<C> {
     fn default() -> Self {
         Self {
             open: Mutex::new(HashMap::new()),
+            slots: Arc::default(),
             config: BrowseConfig::default(),
         }
     }
 }
 
+/// One of the runner's browse slots, given back when dropped (the session ended, or did
+/// not open).
+struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 impl<C: TaskContext> Browses<C> {
+    /// Takes a slot if fewer than `max_open` are taken, atomically.
+    fn take_slot(&self) -> Option<Slot> {
+        let max = self.config.max_open;
+        self.slots
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |n| (n < max).then_some(n + 1),
+            )
+            .ok()
+            .map(|_| Slot(Arc::clone(&self.slots)))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Entry<C>>>> {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -99,6 +126,8 @@ impl<C: TaskContext> Browses<C> {
 struct Entry<C: TaskContext> {
     tenant: String,
     idle: Duration,
+    /// Held while the session is open.
+    _slot: Slot,
     last_used: Mutex<Instant>,
     session: tokio::sync::Mutex<Option<Open<C>>>,
 }
@@ -236,7 +265,7 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         };
         let url = http_url(&request.url)?;
-        if self.browses.lock().len() >= config.max_open {
+        let Some(slot) = self.browses.take_slot() else {
             return Err(CoreError::Provider(crate::ProviderError::new(
                 crate::ProviderErrorKind::Busy,
                 format!(
@@ -245,7 +274,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     config.max_open
                 ),
             )));
-        }
+        };
         let task_request = TaskRequest {
             plan: StepPlan {
                 target_url: url.to_string(),
@@ -371,6 +400,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let entry = Arc::new(Entry {
             tenant: tenant.to_owned(),
             idle,
+            _slot: slot,
             last_used: Mutex::new(Instant::now()),
             session: tokio::sync::Mutex::new(Some(open)),
         });

@@ -23,6 +23,10 @@ pub const ASSERTION_FAILED: &str = "assertion_failed";
 pub const VERIFICATION_FAILED: &str = "verification_failed";
 /// `api_callback` verification after a committing step: the orchestrator proves it.
 pub const VERIFIED_BY_CALLBACK: &str = "verified_by_callback";
+/// A `screenshot` step (or the screenshot verification) kept no image: screenshots are off
+/// for the tenant or platform, or the blur over its fields could not be confirmed (on the
+/// step's result; the run goes on).
+pub const SCREENSHOT_NOT_TAKEN: &str = "screenshot_not_taken";
 /// An `extract` result over the task's cap: kept in part (on the step's result).
 pub const EXTRACT_TRUNCATED: &str = "extract_truncated";
 /// The runner stopped (a restart, a kill) while the task was queued or running.

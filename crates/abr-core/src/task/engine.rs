@@ -25,8 +25,8 @@ use super::store::{Counter, IdempotencyKey, Inserted, StoredTask, TaskSessions, 
 use super::{ApprovalRule, BrowserAction, StepFailure, StepFailureKind, StepOutput, TaskContext};
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome, AuditStep, Auditor};
 use crate::guard::{
-    FrameRecorder, FrameStore, OwnSites, ReadOnlySource, RequestGate, RunGuard, SitePolicy,
-    SiteStore, SiteVerdict,
+    FrameRecorder, FrameStore, MAX_FRAME_BYTES, OwnSites, ReadOnlySource, RequestGate, RunGuard,
+    SitePolicy, SiteStore, SiteVerdict,
 };
 use crate::handoff::{Handoffs, TakeoverSink};
 use crate::poster::ACQUIRING;
@@ -48,6 +48,14 @@ pub(super) fn unscoped_policy() -> StrategyPolicy {
         network: crate::guard::NetworkRules::default(),
         guard: None,
     }
+}
+
+/// What `keep` keeps a step's output with.
+struct Kept<'a> {
+    extracted_bytes: &'a mut usize,
+    result: &'a mut StepResult,
+    /// The run takes screenshots.
+    evidence: bool,
 }
 
 /// Longest free text (a rejection reason, an assertion's note), in bytes.
@@ -1003,6 +1011,7 @@ impl<C: TaskContext> TaskRunner<C> {
             .with_platform(policy.and_then(|p| p.guard.as_ref()));
         let network = self.run_network(task, &guard, target_url, steps, policy);
         let mut rails = Rails::new(guard, network, has_session, sites, wait);
+        rails.evidence = platform_frames;
         if let Some(store) = &self.frames {
             match FrameRecorder::begin(
                 Arc::clone(store),
@@ -1015,6 +1024,7 @@ impl<C: TaskContext> TaskRunner<C> {
             {
                 Ok((recorder, setting)) => {
                     task.record.replay = Some(setting);
+                    rails.evidence = recorder.is_on();
                     rails.frames = Some(recorder);
                 }
                 Err(e) => return Err((None, Failure::store(&e))),
@@ -1160,9 +1170,13 @@ impl<C: TaskContext> TaskRunner<C> {
                 .timeout_ms
                 .map_or(self.config.default_step_timeout, Duration::from_millis);
             let started = Instant::now();
-            let done = self
-                .guarded_step(task, rails, lease, index, &filled.action, timeout)
-                .await;
+            let done = if matches!(filled.action, BrowserAction::Screenshot) {
+                // Evidence, not an action: a redacted frame kept below (`keep`).
+                Ok((StepOutput::Done, false))
+            } else {
+                self.guarded_step(task, rails, lease, index, &filled.action, timeout)
+                    .await
+            };
             let committing = match &done {
                 Ok((_, committing)) | Err((_, committing)) => *committing,
             };
@@ -1177,8 +1191,12 @@ impl<C: TaskContext> TaskRunner<C> {
             };
             let failure = match done {
                 Ok((output, _)) => {
-                    self.keep(task, filled, output, &mut extracted_bytes, &mut result)
-                        .await
+                    let kept = Kept {
+                        extracted_bytes: &mut extracted_bytes,
+                        result: &mut result,
+                        evidence: rails.evidence,
+                    };
+                    self.keep(task, context, filled, output, kept).await
                 }
                 Err((failure, _)) => Some(failure),
             };
@@ -1228,7 +1246,8 @@ impl<C: TaskContext> TaskRunner<C> {
                 ),
             };
         }
-        self.verify(task, valid, context, committed).await
+        self.verify(task, valid, context, committed, rails.evidence)
+            .await
     }
 
     /// What the network did since the last step ended, put on that step's result (and the
@@ -1308,11 +1327,16 @@ impl<C: TaskContext> TaskRunner<C> {
     async fn keep(
         &self,
         task: &mut StoredTask,
+        context: &C,
         filled: &FilledStep,
         output: StepOutput,
-        extracted_bytes: &mut usize,
-        result: &mut StepResult,
+        kept: Kept<'_>,
     ) -> Option<Failure> {
+        let Kept {
+            extracted_bytes,
+            result,
+            evidence,
+        } = kept;
         match &filled.action {
             BrowserAction::Extract { .. } => {
                 let name = filled.name.clone().unwrap_or_default();
@@ -1345,7 +1369,14 @@ impl<C: TaskContext> TaskRunner<C> {
             }
             BrowserAction::Screenshot => {
                 let name = filled.name.clone().unwrap_or_default();
-                self.keep_screenshot(task, &name, output).await.err()
+                match self.evidence(task, context, &name, evidence).await {
+                    Ok(()) => None,
+                    Err(note) => {
+                        // Evidence that could not be taken is said, not fatal.
+                        result.error = Some(note);
+                        None
+                    }
+                }
             }
             BrowserAction::Assert { .. } => match output {
                 StepOutput::Checked(true) => None,
@@ -1362,22 +1393,53 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
-    async fn keep_screenshot(
+    /// A screenshot of the page kept as the task's evidence under `name`: a redacted frame
+    /// (every field blurred and the blur confirmed, as every replay frame), only when the
+    /// run takes screenshots. `Err`: the note why none was kept (screenshots off, or the
+    /// blur could not be confirmed, or the store refused it).
+    async fn evidence(
         &self,
         task: &mut StoredTask,
+        context: &C,
         name: &str,
-        output: StepOutput,
-    ) -> Result<(), Failure> {
-        let StepOutput::Screenshot(png) = output else {
-            return Err(Failure::new(
-                codes::STEP_REJECTED,
-                "the browser returned no screenshot",
+        on: bool,
+    ) -> Result<(), ErrorBody> {
+        if !on {
+            return Err(ErrorBody::new(
+                codes::SCREENSHOT_NOT_TAKEN,
+                "screenshots are off for this tenant or platform: none was taken",
             ));
+        }
+        let timeout = self.config.verify_timeout;
+        let frame = match guarded(
+            timeout + self.config.step_grace,
+            context.redacted_frame(MAX_FRAME_BYTES, timeout),
+        )
+        .await
+        {
+            Step::Done(frame) => frame,
+            Step::Error(e) => {
+                return Err(ErrorBody::new(
+                    codes::SCREENSHOT_NOT_TAKEN,
+                    format!("no screenshot was kept: {e}"),
+                ));
+            }
+            Step::TimedOut | Step::Panicked => {
+                return Err(ErrorBody::new(
+                    codes::SCREENSHOT_NOT_TAKEN,
+                    "no screenshot was kept: the browser did not take it in time",
+                ));
+            }
         };
         self.store
-            .put_screenshot(&task.tenant_id, &task.record.task_id, name, png)
+            .put_screenshot(&task.tenant_id, &task.record.task_id, name, frame.jpeg)
             .await
-            .map_err(|e| Failure::store(&e))?;
+            .map_err(|e| {
+                ErrorBody::new(
+                    codes::SCREENSHOT_NOT_TAKEN,
+                    format!("no screenshot was kept: {e}"),
+                )
+            })?;
         task.record.screenshots.push(name.to_owned());
         Ok(())
     }
@@ -1389,6 +1451,7 @@ impl<C: TaskContext> TaskRunner<C> {
         valid: &ValidPlan,
         context: &C,
         committed: bool,
+        evidence: bool,
     ) -> Outcome {
         let timeout = self.config.verify_timeout;
         match &valid.plan().verification {
@@ -1410,18 +1473,13 @@ impl<C: TaskContext> TaskRunner<C> {
                 }
             }
             TaskVerification::Screenshot { text } => {
-                let shot = match self
-                    .step(context, &BrowserAction::Screenshot, timeout)
+                // The image is evidence (redacted, only with screenshots on); the proof is
+                // the text the page shows.
+                if let Err(note) = self
+                    .evidence(task, context, VERIFICATION_SCREENSHOT, evidence)
                     .await
                 {
-                    Ok(output) => {
-                        self.keep_screenshot(task, VERIFICATION_SCREENSHOT, output)
-                            .await
-                    }
-                    Err(failure) => Err(failure),
-                };
-                if let Err(failure) = shot {
-                    return Outcome::interrupted(committed, None, failure);
+                    tracing::info!(code = %note.code, "verification screenshot not kept");
                 }
                 match self.page_text(context).await {
                     Ok(page) if shows(&page, text) => Outcome::Succeeded,

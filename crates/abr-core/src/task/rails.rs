@@ -81,6 +81,9 @@ pub(crate) struct Rails {
     pub(crate) rules: PauseRules,
     pub(crate) sites: Arc<SharedSites>,
     pub(crate) frames: Option<FrameRecorder>,
+    /// The run takes screenshots (its frames, and a plan's screenshot steps): the tenant's
+    /// switch and the platform's setting, as recorded when it started.
+    pub(crate) evidence: bool,
     /// How long a pause waits for a person; `None`: a handoff ends the run.
     pub(crate) handoff_wait: Option<Duration>,
     /// The run carries a session: check its cookies before the first committing action.
@@ -124,6 +127,7 @@ impl Rails {
             },
             sites: SharedSites::new(sites),
             frames: None,
+            evidence: true,
             handoff_wait,
             has_session,
             acknowledged: HashSet::new(),

@@ -45,8 +45,13 @@ pub const MAX_LEDGER: usize = 1000;
 pub struct GuardControl {
     /// Its `id` and `data-guard`: unique on the page.
     pub id: &'static str,
-    /// `data-commits`: whether ABR's commit guard counts a click on it as committing.
+    /// `data-commits`: whether ABR's commit guard counts a click on it as committing (in a
+    /// read-write run).
     pub commits: bool,
+    /// `data-read-only-commits` (else `data-commits`): whether a read-only run refuses a
+    /// click on it (the strict rule: a choice that may submit, a button with no harmless
+    /// meaning).
+    pub read_only_commits: bool,
     /// `data-enter-commits`, on the text fields it is set on: whether typing into it with
     /// Enter commits.
     pub enter_commits: Option<bool>,
@@ -58,6 +63,7 @@ const fn commits(id: &'static str, what: &'static str) -> GuardControl {
     GuardControl {
         id,
         commits: true,
+        read_only_commits: true,
         enter_commits: None,
         what,
     }
@@ -67,6 +73,19 @@ const fn harmless(id: &'static str, what: &'static str) -> GuardControl {
     GuardControl {
         id,
         commits: false,
+        read_only_commits: false,
+        enter_commits: None,
+        what,
+    }
+}
+
+/// Harmless in a read-write run, refused in a read-only one (a choice outside any form may
+/// save at once: the strict rule cannot tell).
+const fn strict_only(id: &'static str, what: &'static str) -> GuardControl {
+    GuardControl {
+        id,
+        commits: false,
+        read_only_commits: true,
         enter_commits: None,
         what,
     }
@@ -111,9 +130,9 @@ pub const GUARD_CORPUS: &[GuardControl] = &[
     harmless("next-page", "link styled as a button, \"Next page\""),
     harmless("show-more", "button \"Show more\" outside forms"),
     harmless("details", "button \"Details\" outside forms"),
-    harmless(
+    strict_only(
         "remember-filters",
-        "checkbox \"Remember filters\" outside forms",
+        "checkbox \"Remember filters\" outside forms: a read-only run refuses a choice that may save",
     ),
     harmless("tab-overview", "button role=tab \"Overview\" outside forms"),
     harmless(
@@ -123,6 +142,7 @@ pub const GUARD_CORPUS: &[GuardControl] = &[
     GuardControl {
         id: "search-js",
         commits: false,
+        read_only_commits: false,
         enter_commits: Some(false),
         what: "search box outside any form, Enter handled by script",
     },
@@ -131,13 +151,14 @@ pub const GUARD_CORPUS: &[GuardControl] = &[
     GuardControl {
         id: "search-in-form",
         commits: false,
-        enter_commits: Some(true),
-        what: "search box in a form with a submit button: clicking is harmless, Enter submits",
+        read_only_commits: false,
+        enter_commits: Some(false),
+        what: "search box in a GET form with a submit button: Enter submits it, a navigation",
     },
-    harmless("in-stock", "checkbox \"In stock only\" inside a form"),
-    commits(
+    harmless("in-stock", "checkbox \"In stock only\" inside a GET form"),
+    harmless(
         "search-submit",
-        "button \"Search\" without a type inside a form: submit control",
+        "button \"Search\" without a type inside a GET form: its submission is a navigation",
     ),
     // The comment form.
     harmless("comment-text", "textarea \"Comment\" inside a form"),
@@ -287,7 +308,7 @@ const CORPUS_BODY: &str = r##"<main>
 <a href="/guard?page=2" id="next-page" data-guard="next-page" data-commits="false" class="btn">Next page</a>
 <button type="button" id="show-more" data-guard="show-more" data-commits="false">Show more</button>
 <button type="button" id="details" data-guard="details" data-commits="false" aria-expanded="false" aria-controls="details-text">Details</button>
-<label><input type="checkbox" id="remember-filters" data-guard="remember-filters" data-commits="false"> Remember filters</label>
+<label><input type="checkbox" id="remember-filters" data-guard="remember-filters" data-commits="false" data-read-only-commits="true"> Remember filters</label>
 <span role="tablist" aria-label="Sections">
 <button type="button" role="tab" aria-selected="true" aria-controls="tab-panel" id="tab-overview" data-guard="tab-overview" data-commits="false">Overview</button>
 <button type="button" role="tab" aria-selected="false" aria-controls="tab-panel" id="tab-specs" data-guard="tab-specs" data-commits="false">Specifications</button>
@@ -300,9 +321,9 @@ const CORPUS_BODY: &str = r##"<main>
 <p id="tab-panel" role="tabpanel">Overview: a sturdy oak table.</p>
 <p id="search-js-results" role="status"></p>
 <form id="search-form" role="search" class="row" action="/guard" method="get">
-<label>Search <input type="search" id="search-in-form" name="q" data-guard="search-in-form" data-commits="false" data-enter-commits="true" autocomplete="off"></label>
+<label>Search <input type="search" id="search-in-form" name="q" data-guard="search-in-form" data-commits="false" data-enter-commits="false" autocomplete="off"></label>
 <label><input type="checkbox" id="in-stock" name="stock" data-guard="in-stock" data-commits="false"> In stock only</label>
-<button id="search-submit" data-guard="search-submit" data-commits="true">Search</button>
+<button id="search-submit" data-guard="search-submit" data-commits="false">Search</button>
 </form>
 <form id="comment-form" class="row" action="/guard" method="post">
 <label>Comment <textarea id="comment-text" name="comment" rows="1" data-guard="comment-text" data-commits="false"></textarea></label>
@@ -394,6 +415,11 @@ const CORPUS_BODY: &str = r##"<main>
     const form = e.target;
     const by = entered && form.contains(entered) ? entered : e.submitter;
     entered = null;
+    // A GET form's submission only reads (a search).
+    if (form.method === 'get') {
+      if (by && by.dataset.guard) saw(by);
+      return;
+    }
     wrote(by && by.dataset.guard ? by.dataset.guard : form.id);
   });
 })();
@@ -413,8 +439,9 @@ mod tests {
 
     use super::*;
 
-    /// `(data-guard, data-commits, data-enter-commits)` of every control, in page order.
-    fn marked(markup: &str) -> Vec<(String, bool, Option<bool>)> {
+    /// `(data-guard, data-commits, data-read-only-commits, data-enter-commits)` of every
+    /// control, in page order.
+    fn marked(markup: &str) -> Vec<(String, bool, bool, Option<bool>)> {
         let attr = |tag: &str, name: &str| {
             let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
             let len = tag.get(start..)?.find('"')?;
@@ -430,16 +457,25 @@ mod tests {
                 let commits = attr(tag, "data-commits").unwrap_or_default();
                 assert!(commits == "true" || commits == "false", "{tag}");
                 let enter = attr(tag, "data-enter-commits").map(|v| v == "true");
-                (id, commits == "true", enter)
+                let read_only =
+                    attr(tag, "data-read-only-commits").map_or(commits == "true", |v| v == "true");
+                (id, commits == "true", read_only, enter)
             })
             .collect()
     }
 
     #[test]
     fn the_markup_carries_the_corpus_table() {
-        let expected: Vec<(String, bool, Option<bool>)> = GUARD_CORPUS
+        let expected: Vec<(String, bool, bool, Option<bool>)> = GUARD_CORPUS
             .iter()
-            .map(|c| (c.id.to_owned(), c.commits, c.enter_commits))
+            .map(|c| {
+                (
+                    c.id.to_owned(),
+                    c.commits,
+                    c.read_only_commits,
+                    c.enter_commits,
+                )
+            })
             .collect();
         assert_eq!(marked(CORPUS_BODY), expected);
         let ids: HashSet<&str> = GUARD_CORPUS.iter().map(|c| c.id).collect();
@@ -464,6 +500,14 @@ mod tests {
         let in_form = |mut f: ElementFacts| {
             f.in_form = true;
             f.form_has_submit = true;
+            f.form_method = Some("post".to_owned());
+            f
+        };
+        let in_search_form = |mut f: ElementFacts| {
+            f.in_form = true;
+            f.form_has_submit = true;
+            f.form_method = Some("get".to_owned());
+            f.search = true;
             f
         };
         let card = |name: &str, hint: &str, autocomplete: &str| {
@@ -496,11 +540,14 @@ mod tests {
             "remember-filters" => el("input", Some("checkbox"), None, "Remember filters"),
             "tab-overview" => el("button", Some("button"), Some("tab"), "Overview"),
             "tab-specs" => el("button", Some("button"), Some("tab"), "Specifications"),
-            "search-js" => el("input", Some("search"), None, "Find on page"),
+            "search-js" => ElementFacts {
+                search: true,
+                ..el("input", Some("search"), None, "Find on page")
+            },
             "avatar-file" => el("input", Some("file"), None, "Profile photo"),
-            "search-in-form" => in_form(el("input", Some("search"), None, "Search")),
-            "in-stock" => in_form(el("input", Some("checkbox"), None, "In stock only")),
-            "search-submit" => in_form(el("button", None, None, "Search")),
+            "search-in-form" => in_search_form(el("input", Some("search"), None, "Search")),
+            "in-stock" => in_search_form(el("input", Some("checkbox"), None, "In stock only")),
+            "search-submit" => in_search_form(el("button", None, None, "Search")),
             "comment-text" => in_form(el("textarea", None, None, "Comment")),
             "preview" => in_form(button("Preview")),
             "submit-input" => in_form(el("input", Some("submit"), None, "Submit")),
@@ -521,25 +568,35 @@ mod tests {
             let click = BrowserAction::Click {
                 selector: selector.clone(),
             };
-            assert_eq!(
-                commit_class(&click, Some(&facts), &CommitRules::LENIENT).is_some(),
-                control.commits,
-                "click {}: {}",
-                control.id,
-                control.what
-            );
-            if let Some(enter) = control.enter_commits {
-                let typed = BrowserAction::Type {
-                    selector,
-                    value: SecretValue::new("oak table"),
-                    submit: true,
-                };
+            for (rules, expected) in [
+                (CommitRules::LENIENT, control.commits),
+                (CommitRules::STRICT, control.read_only_commits),
+            ] {
                 assert_eq!(
-                    commit_class(&typed, Some(&facts), &CommitRules::LENIENT).is_some(),
-                    enter,
-                    "enter {}",
-                    control.id
+                    commit_class(&click, Some(&facts), &rules).is_some(),
+                    expected,
+                    "click {} ({}): {}",
+                    control.id,
+                    if rules.strict {
+                        "read-only"
+                    } else {
+                        "read-write"
+                    },
+                    control.what
                 );
+                if let Some(enter) = control.enter_commits {
+                    let typed = BrowserAction::Type {
+                        selector: selector.clone(),
+                        value: SecretValue::new("oak table"),
+                        submit: true,
+                    };
+                    assert_eq!(
+                        commit_class(&typed, Some(&facts), &rules).is_some(),
+                        enter,
+                        "enter {}",
+                        control.id
+                    );
+                }
             }
         }
     }
