@@ -498,6 +498,53 @@ fn the_shipped_demo_file_parses_with_its_base_filled_in() {
     );
 }
 
+/// The README's `[policy.network]` and `[policy.guard]`, in the demo file: templated,
+/// validated, and a bad endpoint refused naming the field.
+#[test]
+fn a_platform_file_declares_its_network_and_guard() {
+    let with = |extra: &str| {
+        let text = DEMO_TOML.replacen("[policy]\n", &format!("[policy]\n{extra}"), 1);
+        DeclaredStrategy::parse_toml(&text, &vars())
+    };
+    let declared = with(
+        r#"network = { reads = [
+  { url = "{{base}}/graphql", graphql = "query" },
+  { url = "{{base}}/api/search", methods = ["POST"] },
+], telemetry = ["{{base}}/api/metrics*"], websockets = false }
+guard = { harmless = ["translate"], harmlessChoices = true }
+"#,
+    )
+    .unwrap();
+    let policy = WebPostStrategy::<FakePage>::policy(&declared);
+    let spec = policy.to_spec().network.unwrap();
+    assert_eq!(spec.reads[0].url, "http://127.0.0.1:8788/graphql");
+    assert_eq!(spec.reads[1].methods, ["POST"]);
+    assert_eq!(spec.telemetry, ["http://127.0.0.1:8788/api/metrics*"]);
+    assert!(
+        policy
+            .network
+            .is_telemetry("http://127.0.0.1:8788/api/metrics/v1?x=1")
+    );
+    let guard = policy.guard.clone().unwrap();
+    assert_eq!(guard.harmless, ["translate"]);
+    assert!(guard.harmless_choices);
+    for (bad, field) in [
+        (
+            r#"network = { reads = [{ url = "{{base}}/q?x=1" }] }
+"#,
+            "policy.network",
+        ),
+        (
+            r#"network = { reads = [{ url = "{{base}}/q", methods = ["GET"] }] }
+"#,
+            "policy.network",
+        ),
+    ] {
+        let e = with(bad).map(|_| ()).unwrap_err();
+        assert!(e.to_string().contains(field), "{e}");
+    }
+}
+
 #[test]
 fn the_same_platform_reads_from_json() {
     let file: PlatformFile = toml::from_str(DEMO_TOML).unwrap();

@@ -127,11 +127,11 @@ codes! {
     /// The takeover is over (resumed, ended or expired).
     TAKEOVER_OVER = "takeover_over", 409, No, "the takeover is already resumed, ended or expired";
     /// A post through a read-only platform.
-    BLOCKED_ACTION = "blocked_action", 409, No, "the platform or plan is read-only (or the request a dry run): the committing action was refused before it reached the page";
+    BLOCKED_ACTION = "blocked_action", 409, No, "the platform, plan or browse session is read-only (or the request a dry run): the committing action was refused before it reached the page, or its request before it left the browser";
     /// An `Idempotency-Key` reused with a different body.
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused", 409, No, "the `Idempotency-Key` was used with a different body";
-    /// A runner with this id is already connected to the hub from the same host.
-    RUNNER_CONFLICT = "runner_conflict", 409, No, "a runner with this id is already connected from this host (`abr up --force` replaces it)";
+    /// A runner with this id is already connected to the hub.
+    RUNNER_CONFLICT = "runner_conflict", 409, No, "a runner with this id is already connected to the hub (`abr up --force` replaces it)";
     /// The capture's browser is gone: it can never finish.
     CAPTURE_BROWSER_LOST = "capture_browser_lost", 410, No, "the capture's browser was lost (closed, crashed, or its remote session replaced): cancel it and start a new one";
     /// The body is over the limit.

@@ -43,10 +43,10 @@ pub struct RelayTokenResponse {
 pub struct RelayHello {
     /// The runner id (the one the token was minted for).
     pub runner_id: String,
-    /// The machine's name: a second runner with the same id and host is refused unless it
-    /// says `force`.
+    /// The machine's name, for display (it decides nothing: a second connection for a
+    /// runner id that is connected is refused unless it says `force`).
     pub host: String,
-    /// Replace a connected runner with the same id and host.
+    /// Replace the connected runner with this id.
     #[serde(default)]
     pub force: bool,
     /// The runner's version.
@@ -81,7 +81,7 @@ pub enum RelayFrame {
         /// The error envelope's body.
         error: ErrorBody,
     },
-    /// Hub → runner: another runner with the same id and host took this connection over
+    /// Hub → runner: another connection for the same runner id took this one over
     /// (`force`); the hub closes it next. Do not reconnect.
     Replaced,
     /// Hub → runner: run this API request (the body follows the frame).

@@ -8,8 +8,8 @@ use crate::relay::RelayError;
 use super::LocalError;
 
 /// Runs the link until `shutdown` says stop, or until the hub refuses it for good (an API
-/// token it does not take, a runner with this id already connected from this host without
-/// `--force`, another runner taking the connection over).
+/// token it does not take, a runner with this id already connected without `--force`,
+/// another runner taking the connection over).
 ///
 /// # Errors
 /// [`LocalError::Run`] with the relay's reason.
