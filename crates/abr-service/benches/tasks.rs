@@ -39,7 +39,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use abr_core::guard::FrameStore;
+use abr_core::guard::{
+    FrameStore, NetworkRules, OutgoingRequest, OwnSites, PageProbe, RequestGate, RequestKind,
+    classify,
+};
 use abr_core::task::{
     ApprovalRule, BrowserAction, Counter, IdempotencyKey, InMemoryTaskStore, Inserted, PlanLimits,
     StepOutput, StepRunner, StoredTask, TaskConfig, TaskRunner, TaskStore, TenantLimits, validate,
@@ -327,12 +330,42 @@ impl Abr {
     }
 }
 
-/// The same browser actions as the task runner, straight through `StepRunner` on a lease.
+/// A read-write run's network gate for the steps-only variant: the core's rule on every
+/// write (held until it answers), counting the writes to the run's own site, as a task's
+/// gate does before its durable mark.
+#[derive(Debug)]
+struct BenchGate {
+    own: OwnSites,
+    writes: AtomicU64,
+}
+
+#[async_trait]
+impl RequestGate for BenchGate {
+    async fn admit(&self, request: &OutgoingRequest<'_>) -> bool {
+        if classify(&NetworkRules::default(), &self.own, request) == RequestKind::Commits {
+            self.writes.fetch_add(1, Ordering::SeqCst);
+        }
+        true
+    }
+
+    fn websockets_guarded(&self) -> bool {
+        false
+    }
+
+    fn admit_websocket(&self, _url: &str) -> bool {
+        true
+    }
+}
+
+/// The same browser actions as the task runner, straight through `StepRunner` on a lease;
+/// with `gated`, the lease's context routed through a network gate first (the cost of the
+/// read-only invariant's interception, alone).
 async fn steps_only(
     provider: &LocalBrowserSessionProvider,
     plan: &StepPlan,
     session: &AgentSessionState,
     email: &str,
+    gated: bool,
 ) -> f64 {
     let inputs = inputs(email);
     let valid = validate(plan, &inputs, &PlanLimits::default()).unwrap();
@@ -357,6 +390,18 @@ async fn steps_only(
         .await
         .unwrap();
     let context = lease.context();
+    let gate = gated.then(|| {
+        let mut own = OwnSites::default();
+        own.add_url(valid.target_url().as_str());
+        Arc::new(BenchGate {
+            own,
+            writes: AtomicU64::new(0),
+        })
+    });
+    if let Some(gate) = &gate {
+        let gate: Arc<dyn RequestGate> = gate.clone();
+        context.guard_network(gate).await.unwrap();
+    }
     context.run(&target, STEP_TIMEOUT).await.unwrap();
     let mut table = None;
     for step in &steps {
@@ -367,6 +412,12 @@ async fn steps_only(
     }
     let checked = context.run(&verification, STEP_TIMEOUT).await.unwrap();
     lease.release().await.unwrap();
+    if let Some(gate) = &gate {
+        assert!(
+            gate.writes.load(Ordering::SeqCst) >= 1,
+            "the gate held the form's post"
+        );
+    }
     let ms = t0.elapsed().as_secs_f64() * 1000.0;
     assert_eq!(checked, StepOutput::Checked(true), "the DOM check failed");
     assert!(
@@ -495,6 +546,7 @@ fn paired(a: &[f64], b: &[f64]) -> Vec<f64> {
 enum Side {
     Node,
     Steps,
+    StepsGated,
     Memory,
     Sqlite,
     Framed,
@@ -544,12 +596,14 @@ async fn main() {
     let sides = [
         Side::Node,
         Side::Steps,
+        Side::StepsGated,
         Side::Memory,
         Side::Sqlite,
         Side::Framed,
     ];
     let (mut t_node, mut t_steps, mut t_memory, mut t_sqlite, mut t_framed) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut t_gated = Vec::new();
     let (mut admin_memory, mut admin_sqlite) = (Vec::new(), Vec::new());
     let (mut store_memory, mut store_sqlite) = (Vec::new(), Vec::new());
     let stamp = std::process::id();
@@ -566,9 +620,15 @@ async fn main() {
                     }
                 }
                 Side::Steps => {
-                    let ms = steps_only(&provider, &plan, &session, &email("steps")).await;
+                    let ms = steps_only(&provider, &plan, &session, &email("steps"), false).await;
                     if timed {
                         t_steps.push(ms);
+                    }
+                }
+                Side::StepsGated => {
+                    let ms = steps_only(&provider, &plan, &session, &email("gated"), true).await;
+                    if timed {
+                        t_gated.push(ms);
                     }
                 }
                 Side::Memory => {
@@ -617,7 +677,7 @@ async fn main() {
     );
     println!("| variant | median ms | p90 ms | median / Node |");
     println!("|---|---|---|---|");
-    let rows: [(&str, &[f64]); 5] = [
+    let rows: [(&str, &[f64]); 6] = [
         (
             "Node playwright-core script (newContext({storageState}), same browser work)",
             &t_node,
@@ -625,6 +685,10 @@ async fn main() {
         (
             "ABR steps only (StepRunner on a lease: acquire, target URL, 6 steps, DOM check, release)",
             &t_steps,
+        ),
+        (
+            "ABR steps only + the network gate (every request routed, every write held for the gate)",
+            &t_gated,
         ),
         (
             "ABR TaskRunner + InMemoryTaskStore (create → approve → run)",
@@ -648,6 +712,16 @@ async fn main() {
         );
     }
     let steps = median(&t_steps);
+    let gate_diffs = paired(&t_gated, &t_steps);
+    println!(
+        "\nThe network gate (the read-only invariant's interception, on in every task): {:+.1} ms \
+         (difference of medians, {:.1}% of a task with the SQLite store); per-round \
+         differences {:+.1} ms median, {:+.1} ms p90 (target: under 5% of a task)",
+        median(&t_gated) - steps,
+        (median(&t_gated) - steps) / median(&t_sqlite) * 100.0,
+        median(&gate_diffs),
+        p90(&gate_diffs),
+    );
     println!("\nABR overhead for approval, records, audit (task runner − steps only):");
     for (name, samples, admin, store) in [
         ("in-memory store", &t_memory, &admin_memory, &store_memory),
