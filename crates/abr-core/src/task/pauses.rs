@@ -46,12 +46,12 @@ fn blocked_message(blocked: &BlockedAction) -> String {
         }
         CommitClass::Upload => "an upload".to_owned(),
         CommitClass::NetworkWrite => format!(
-            "a {} request to {} (the browser never sent it)",
+            "a {} request to {} that the page sent",
             blocked.method.as_deref().unwrap_or("non-GET"),
             blocked.host.as_deref().unwrap_or("a site")
         ),
         CommitClass::WebSocket => format!(
-            "a WebSocket to {} (it never connected)",
+            "a WebSocket the page opened to {}",
             blocked.host.as_deref().unwrap_or("a site")
         ),
         CommitClass::Unknown => "an element that could not be inspected".to_owned(),
