@@ -62,6 +62,8 @@ pub(crate) struct RunNetwork {
     writes_read: AtomicU64,
     /// After the run ended nothing more may leave.
     closed: AtomicBool,
+    /// A person holds the browser (an active takeover): they act as themselves.
+    person: AtomicBool,
     pending: Mutex<Pending>,
 }
 
@@ -95,6 +97,7 @@ impl RunNetwork {
             writes: AtomicU64::new(0),
             writes_read: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            person: AtomicBool::new(false),
             pending: Mutex::new(Pending::default()),
         })
     }
@@ -121,6 +124,13 @@ impl RunNetwork {
     /// first write goes at once.
     pub(crate) fn already_marked(&self) {
         self.marked.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a person holds the browser through an active takeover. Meanwhile nothing is
+    /// refused (a person signs in or answers a challenge as themselves, through the live
+    /// view), and a read-write run still counts their writes as committing.
+    pub(crate) fn set_person(&self, holds: bool) {
+        self.person.store(holds, Ordering::SeqCst);
     }
 
     /// The run ended: from now on nothing but reads leaves (a late timer's post would
@@ -211,7 +221,12 @@ impl RequestGate for RunNetwork {
         if kind == RequestKind::Read {
             return true;
         }
+        let person = self.person.load(Ordering::SeqCst);
         if let Some(by) = self.refuse {
+            if person {
+                tracing::info!("network: a person's write during a takeover of a read-only run");
+                return true;
+            }
             self.block(
                 CommitClass::NetworkWrite,
                 Some(request.method),
@@ -236,11 +251,124 @@ impl RequestGate for RunNetwork {
 
     fn admit_websocket(&self, url: &str) -> bool {
         match self.refuse {
+            Some(_) if self.person.load(Ordering::SeqCst) => true,
             Some(by) if !self.rules.allows_websockets() => {
                 self.block(CommitClass::WebSocket, None, host_of(url), by);
                 false
             }
             _ => true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    fn post(url: &str) -> OutgoingRequest<'_> {
+        OutgoingRequest {
+            method: "POST",
+            url,
+            resource_type: "fetch",
+            content_type: None,
+            body: None,
+        }
+    }
+
+    fn gate(refuse: Option<BlockedBy>) -> (Arc<RunNetwork>, Arc<AtomicUsize>) {
+        let marks = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&marks);
+        let mark: MarkCommitting = Arc::new(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        });
+        let mut own = OwnSites::default();
+        own.add_url("https://shop.example/cart");
+        (
+            RunNetwork::new(NetworkRules::default(), own, refuse, mark),
+            marks,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_read_only_gate_refuses_every_write_and_says_which() {
+        let (gate, marks) = gate(Some(BlockedBy::ReadOnly));
+        let get = OutgoingRequest {
+            method: "GET",
+            ..post("https://shop.example/x")
+        };
+        assert!(gate.admit(&get).await, "reads go");
+        assert!(!gate.admit(&post("https://api.shop.example/like")).await);
+        assert!(!gate.admit(&post("https://tracker.other.net/t")).await);
+        assert!(gate.websockets_guarded());
+        assert!(!gate.admit_websocket("wss://chat.shop.example/socket"));
+        let seen = gate.take();
+        let blocked: Vec<_> = seen
+            .blocked
+            .iter()
+            .map(|b| (b.class, b.method.clone(), b.host.clone()))
+            .collect();
+        assert_eq!(
+            blocked,
+            [
+                (
+                    CommitClass::NetworkWrite,
+                    Some("POST".into()),
+                    Some("api.shop.example".into())
+                ),
+                (
+                    CommitClass::NetworkWrite,
+                    Some("POST".into()),
+                    Some("tracker.other.net".into())
+                ),
+                (
+                    CommitClass::WebSocket,
+                    None,
+                    Some("chat.shop.example".into())
+                ),
+            ]
+        );
+        assert!(!seen.wrote && !gate.committed());
+        assert_eq!(marks.load(Ordering::SeqCst), 0);
+        assert!(gate.take().blocked.is_empty(), "read once");
+        // A person holding the browser in a takeover acts as themselves.
+        gate.set_person(true);
+        assert!(gate.admit(&post("https://shop.example/login")).await);
+        assert!(gate.admit_websocket("wss://chat.shop.example/socket"));
+        gate.set_person(false);
+        assert!(!gate.admit(&post("https://shop.example/login")).await);
+    }
+
+    #[tokio::test]
+    async fn a_read_write_gate_marks_once_before_the_first_own_write_and_counts_them() {
+        let (gate, marks) = gate(None);
+        assert!(gate.admit(&post("https://tracker.other.net/t")).await);
+        assert!(!gate.take().wrote, "a third party's write is background");
+        assert_eq!(marks.load(Ordering::SeqCst), 0);
+        assert!(gate.admit(&post("https://shop.example/api/like")).await);
+        assert!(gate.admit(&post("https://api.shop.example/api/like")).await);
+        assert_eq!(
+            marks.load(Ordering::SeqCst),
+            1,
+            "marked once, before the first"
+        );
+        assert!(gate.take().wrote && gate.committed());
+        assert!(!gate.take().wrote, "nothing new since");
+        assert!(!gate.websockets_guarded());
+        // Once the run ended, nothing more leaves.
+        gate.close();
+        assert!(!gate.admit(&post("https://shop.example/api/late")).await);
+        // A mark that fails holds the write back, and says why.
+        let failing: MarkCommitting =
+            Arc::new(|| Box::pin(async { Err(CoreError::Store("disk full".into())) }));
+        let mut own = OwnSites::default();
+        own.add_host("shop.example");
+        let gate = RunNetwork::new(NetworkRules::default(), own, None, failing);
+        assert!(!gate.admit(&post("https://shop.example/api/like")).await);
+        let seen = gate.take();
+        assert!(!seen.wrote && seen.unannounced.is_some());
+        assert!(!gate.committed());
     }
 }

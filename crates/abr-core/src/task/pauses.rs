@@ -484,6 +484,7 @@ impl<C: TaskContext> TaskRunner<C> {
         self.save_progress(task).await?;
         let end = loop {
             let state = pending.next().await;
+            rails.network.set_person(state == TakeoverState::Active);
             if let Some(pause) = &mut task.record.pause {
                 pause.state = state;
             }
@@ -497,6 +498,7 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         };
         drop(pending);
+        rails.network.set_person(false);
         match end {
             TakeoverState::Resumed => {
                 if reason == PauseReason::ConsentRequired
