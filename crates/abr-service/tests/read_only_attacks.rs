@@ -30,7 +30,10 @@
 //!   batch with a mutation, a document mixing both and a persisted query without its text do
 //!   not;
 //! - the harmless corpus under read-only: at most 5% refused (the figure is printed), every
-//!   control that was let through reached the page, the ledger empty.
+//!   control that was let through reached the page, the ledger empty;
+//! - a property test over generated pages and actions: the ledger stays empty under
+//!   read-only in every case, and a control run of generated pages read-write shows that they
+//!   do write.
 //!
 //! Each test starts its own site and runner (playwright-rs binds its driver to the runtime
 //! that started it, and every test has its own runtime) and stops them; the tests run one
@@ -50,6 +53,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use abr_core::declared::DeclaredStrategy;
@@ -61,6 +65,9 @@ use abr_service::runner::{RunnerBuilder, RunnerStore};
 use abr_service::server::RunningServer;
 use abr_store::{SessionKey as StoreKey, SqliteStore};
 use common::*;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree as _;
+use proptest::test_runner::{Config as ProptestConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value, json};
 
 const TENANT: &str = "acme";
@@ -1770,5 +1777,660 @@ async fn wait(mut done: impl FnMut() -> bool, timeout: Duration) -> bool {
             return false;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+// ---- 7. the property: generated pages and actions -------------------------------------------
+
+/// Labels of generated controls: harmless, committing and neutral ones.
+const LABELS: &[&str] = &[
+    "Show more",
+    "Next",
+    "Search",
+    "Filter",
+    "Sort by date",
+    "Open",
+    "Close",
+    "Cancel",
+    "Details",
+    "Load more",
+    "Weiter",
+    "Suivant",
+    "Abbrechen",
+    "Pay",
+    "Post",
+    "Send",
+    "Delete",
+    "Like",
+    "Follow",
+    "Subscribe",
+    "Save",
+    "Confirm",
+    "Gefällt mir",
+    "Submit",
+    "Buy now",
+    "Continue",
+    "Done",
+    "OK",
+    "Go",
+    "Blue",
+    "Item 3",
+    "→",
+    "",
+];
+
+/// Keys and chords the generated actions press.
+const KEYS: &[&str] = &[
+    "Enter",
+    "Shift+Enter",
+    "Control+Enter",
+    "Enter+Shift",
+    "Space",
+    "Space+Shift",
+    "Tab",
+    "Shift+Tab",
+    "NumpadEnter",
+    "Meta+Enter",
+    "Alt+Enter",
+    "Control+Shift+Enter",
+    "a",
+    "Escape",
+];
+
+/// How a generated handler writes (`W(id, how, element)` in the page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    Fetch(&'static str),
+    Xhr,
+    Beacon,
+    Keepalive,
+    /// `form.requestSubmit()` of the element's POST form (a fetch POST outside one).
+    Submit,
+    /// `form.submit()`, which fires no submit event.
+    PlainSubmit,
+}
+
+impl Write {
+    fn how(self) -> String {
+        match self {
+            Self::Fetch(method) => format!("fetch-{method}"),
+            Self::Xhr => "xhr".to_owned(),
+            Self::Beacon => "beacon".to_owned(),
+            Self::Keepalive => "keepalive".to_owned(),
+            Self::Submit => "submit".to_owned(),
+            Self::PlainSubmit => "plain-submit".to_owned(),
+        }
+    }
+}
+
+/// When a generated text field writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FieldEvent {
+    EnterKey,
+    AnyKey,
+    Input,
+    Change,
+    Blur,
+}
+
+/// One part of a generated page.
+#[derive(Debug, Clone)]
+enum Part {
+    /// A POST form: text fields and, maybe, a submit button with a label.
+    PostForm {
+        fields: usize,
+        submit: Option<&'static str>,
+    },
+    /// A GET search form with a button: a navigation.
+    GetForm { label: &'static str },
+    /// A button whose click writes, in a POST form or not.
+    Button {
+        label: &'static str,
+        write: Write,
+        in_form: bool,
+    },
+    /// A `div role=button` whose click, Enter or Space writes.
+    DivButton { label: &'static str, write: Write },
+    /// A link to a plain page, maybe with a `ping`.
+    Link { label: &'static str, ping: bool },
+    /// A checkbox whose change writes.
+    Checkbox {
+        label: &'static str,
+        write: Write,
+        in_form: bool,
+    },
+    /// A `<select>` whose change writes.
+    Select { write: Write, in_form: bool },
+    /// A `role=switch` that saves on click.
+    Switch { label: &'static str, write: Write },
+    /// A text field that writes on a key, on input, on change or when it loses the focus.
+    Field {
+        on: FieldEvent,
+        write: Write,
+        in_form: bool,
+    },
+    /// A contenteditable box that sends on Enter.
+    Editable { write: Write },
+    /// A write from a timer after the load.
+    Timer { ms: u16, write: Write },
+    /// A write when the page is left (`pagehide`, `visibilitychange`, `beforeunload`).
+    Leave { event: &'static str, write: Write },
+}
+
+/// A generated page: its parts, the part whose control has `autofocus`, and a focus move
+/// by script (to a part's control, after some milliseconds).
+#[derive(Debug, Clone)]
+struct GenPage {
+    parts: Vec<Part>,
+    autofocus: Option<prop::sample::Index>,
+    focus_move: Option<(prop::sample::Index, u16)>,
+}
+
+/// One generated action, its element chosen among the snapshot's when it is played.
+#[derive(Debug, Clone)]
+enum GenAct {
+    Click(prop::sample::Index),
+    Type(prop::sample::Index, bool),
+    Press(Option<prop::sample::Index>, &'static str),
+    Select(prop::sample::Index, prop::sample::Index),
+}
+
+/// How often a generated part writes as the page is left.
+const LEAVE_WEIGHT: u32 = 2;
+
+const PAGE_SCRIPT: &str = r"<script>
+function W(id, how, el) {
+  const url = '/attack/api/gen';
+  const body = JSON.stringify({ id });
+  const form = el && el.closest ? el.closest('form') : null;
+  if (how === 'submit' && form) { form.requestSubmit(); return; }
+  if (how === 'plain-submit' && form) { form.submit(); return; }
+  if (how === 'beacon') { navigator.sendBeacon(url, body); return; }
+  if (how === 'xhr') { const x = new XMLHttpRequest(); x.open('POST', url); x.send(body); return; }
+  const method = how.startsWith('fetch-') ? how.slice(6) : 'POST';
+  fetch(url, { method, body, keepalive: how === 'keepalive',
+    headers: { 'content-type': 'application/json' } }).catch(() => {});
+}
+</script>";
+
+impl GenPage {
+    /// The id of each part's focusable control, where it has one.
+    fn focusables(&self) -> Vec<String> {
+        self.parts
+            .iter()
+            .enumerate()
+            .filter_map(|(n, part)| match part {
+                Part::PostForm {
+                    fields: 0,
+                    submit: None,
+                } => None,
+                Part::PostForm { fields: 0, .. } => Some(format!("g{n}-s")),
+                Part::PostForm { .. } => Some(format!("g{n}-f0")),
+                Part::GetForm { .. } => Some(format!("g{n}-q")),
+                Part::Timer { .. } | Part::Leave { .. } => None,
+                _ => Some(format!("g{n}")),
+            })
+            .collect()
+    }
+
+    fn markup(&self) -> String {
+        let focusables = self.focusables();
+        let pick = |i: &prop::sample::Index| {
+            (!focusables.is_empty()).then(|| focusables[i.index(focusables.len())].clone())
+        };
+        let autofocus = self.autofocus.as_ref().and_then(pick);
+        let af = |id: &str| {
+            if autofocus.as_deref() == Some(id) {
+                " autofocus"
+            } else {
+                ""
+            }
+        };
+        let mut body = String::new();
+        let mut script = String::new();
+        for (n, part) in self.parts.iter().enumerate() {
+            let id = format!("g{n}");
+            let form = |inner: String, in_form: bool| {
+                if in_form {
+                    format!(
+                        "<form method=\"post\" action=\"/attack/submit\"><input type=\"hidden\" \
+                         name=\"form\" value=\"{id}\">{inner}</form>"
+                    )
+                } else {
+                    format!("<div>{inner}</div>")
+                }
+            };
+            let call = |write: Write| format!("W('{id}', '{}', this)", write.how());
+            let html = match part {
+                Part::PostForm { fields, submit } => {
+                    let mut inner = String::new();
+                    for f in 0..*fields {
+                        write!(
+                            inner,
+                            "<label>Field {n}.{f} <input id=\"{id}-f{f}\" name=\"f{f}\"{}></label>",
+                            af(&format!("{id}-f{f}"))
+                        )
+                        .unwrap();
+                    }
+                    if let Some(label) = submit {
+                        write!(
+                            inner,
+                            "<button id=\"{id}-s\"{}>{label}</button>",
+                            af(&format!("{id}-s"))
+                        )
+                        .unwrap();
+                    }
+                    form(inner, true)
+                }
+                Part::GetForm { label } => format!(
+                    "<form method=\"get\" action=\"/harmless/results\" role=\"search\"><input \
+                     type=\"search\" id=\"{id}-q\" name=\"q\" aria-label=\"Find {n}\"{}> <button>{label}</button></form>",
+                    af(&format!("{id}-q"))
+                ),
+                Part::Button {
+                    label,
+                    write,
+                    in_form,
+                } => form(
+                    format!(
+                        "<button type=\"button\" id=\"{id}\" onclick=\"{}\"{}>{label}</button>",
+                        call(*write),
+                        af(&id)
+                    ),
+                    *in_form,
+                ),
+                Part::DivButton { label, write } => format!(
+                    "<div role=\"button\" tabindex=\"0\" id=\"{id}\" onclick=\"{c}\" \
+                     onkeydown=\"if (event.key === 'Enter' || event.key === ' ') {c}\"{}>{label}</div>",
+                    af(&id),
+                    c = call(*write)
+                ),
+                Part::Link { label, ping } => format!(
+                    "<p><a id=\"{id}\" href=\"/attack/landing\"{}{}>{}</a></p>",
+                    if *ping {
+                        " ping=\"/attack/api/ping\""
+                    } else {
+                        ""
+                    },
+                    af(&id),
+                    if label.is_empty() { "Read on" } else { label }
+                ),
+                Part::Checkbox {
+                    label,
+                    write,
+                    in_form,
+                } => form(
+                    format!(
+                        "<label><input type=\"checkbox\" id=\"{id}\" onchange=\"{}\"{}> {label} {n}</label>",
+                        call(*write),
+                        af(&id)
+                    ),
+                    *in_form,
+                ),
+                Part::Select { write, in_form } => form(
+                    format!(
+                        "<label>Choice {n} <select id=\"{id}\" name=\"s\" onchange=\"{}\"{}><option>One</option>\
+                         <option>Two</option><option>Three</option></select></label>",
+                        call(*write),
+                        af(&id)
+                    ),
+                    *in_form,
+                ),
+                Part::Switch { label, write } => format!(
+                    "<button type=\"button\" role=\"switch\" aria-checked=\"false\" id=\"{id}\" \
+                     onclick=\"this.setAttribute('aria-checked', String(this.getAttribute('aria-checked') !== 'true')); {}\"{}>{label} {n}</button>",
+                    call(*write),
+                    af(&id)
+                ),
+                Part::Field { on, write, in_form } => {
+                    let handler = match on {
+                        FieldEvent::EnterKey => {
+                            format!("onkeydown=\"if (event.key === 'Enter') {}\"", call(*write))
+                        }
+                        FieldEvent::AnyKey => format!("onkeydown=\"{}\"", call(*write)),
+                        FieldEvent::Input => format!("oninput=\"{}\"", call(*write)),
+                        FieldEvent::Change => format!("onchange=\"{}\"", call(*write)),
+                        FieldEvent::Blur => format!("onblur=\"{}\"", call(*write)),
+                    };
+                    form(
+                        format!(
+                            "<label>Text {n} <input id=\"{id}\" name=\"t\" {handler}{}></label>",
+                            af(&id)
+                        ),
+                        *in_form,
+                    )
+                }
+                Part::Editable { write } => format!(
+                    "<div id=\"{id}\" contenteditable=\"true\" role=\"textbox\" aria-label=\"Message {n}\" \
+                     onkeydown=\"if (event.key === 'Enter' &amp;&amp; !event.shiftKey) {{ event.preventDefault(); {} }}\"{}></div>",
+                    call(*write),
+                    af(&id)
+                ),
+                Part::Timer { ms, write } => {
+                    writeln!(
+                        script,
+                        "setTimeout(() => W('{id}-timer', '{}', null), {ms});",
+                        write.how()
+                    )
+                    .unwrap();
+                    String::new()
+                }
+                Part::Leave { event, write } => {
+                    writeln!(
+                        script,
+                        "addEventListener('{event}', () => W('{id}-leave', '{}', null));",
+                        write.how()
+                    )
+                    .unwrap();
+                    String::new()
+                }
+            };
+            body.push_str(&html);
+        }
+        if let Some((target, ms)) = &self.focus_move
+            && let Some(target) = pick(target)
+        {
+            writeln!(
+                script,
+                "setTimeout(() => document.getElementById('{target}').focus(), {ms});"
+            )
+            .unwrap();
+        }
+        format!(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Generated</title>\
+             {PAGE_SCRIPT}</head><body><main><h1>Generated</h1>{body}</main><script>{script}</script></body></html>"
+        )
+    }
+}
+
+fn write_strategy() -> impl Strategy<Value = Write> {
+    prop_oneof![
+        Just(Write::Fetch("POST")),
+        Just(Write::Fetch("PUT")),
+        Just(Write::Fetch("PATCH")),
+        Just(Write::Fetch("DELETE")),
+        Just(Write::Xhr),
+        Just(Write::Beacon),
+        Just(Write::Keepalive),
+        Just(Write::Submit),
+        Just(Write::PlainSubmit),
+    ]
+}
+
+fn label_strategy() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(LABELS)
+}
+
+fn part_strategy() -> impl Strategy<Value = Part> {
+    let field_event = prop_oneof![
+        Just(FieldEvent::EnterKey),
+        Just(FieldEvent::AnyKey),
+        Just(FieldEvent::Input),
+        Just(FieldEvent::Change),
+        Just(FieldEvent::Blur),
+    ];
+    let leave = prop::sample::select(&["pagehide", "visibilitychange", "beforeunload"][..]);
+    prop_oneof![
+        1 => (0usize..3, prop::option::of(label_strategy()))
+            .prop_map(|(fields, submit)| Part::PostForm { fields, submit }),
+        1 => label_strategy().prop_map(|label| Part::GetForm { label }),
+        4 => (label_strategy(), write_strategy(), any::<bool>())
+            .prop_map(|(label, write, in_form)| Part::Button { label, write, in_form }),
+        2 => (label_strategy(), write_strategy())
+            .prop_map(|(label, write)| Part::DivButton { label, write }),
+        2 => (label_strategy(), any::<bool>()).prop_map(|(label, ping)| Part::Link { label, ping }),
+        2 => (label_strategy(), write_strategy(), any::<bool>())
+            .prop_map(|(label, write, in_form)| Part::Checkbox { label, write, in_form }),
+        2 => (write_strategy(), any::<bool>())
+            .prop_map(|(write, in_form)| Part::Select { write, in_form }),
+        2 => (label_strategy(), write_strategy())
+            .prop_map(|(label, write)| Part::Switch { label, write }),
+        3 => (field_event, write_strategy(), any::<bool>())
+            .prop_map(|(on, write, in_form)| Part::Field { on, write, in_form }),
+        2 => write_strategy().prop_map(|write| Part::Editable { write }),
+        1 => (0u16..250, write_strategy()).prop_map(|(ms, write)| Part::Timer { ms, write }),
+        LEAVE_WEIGHT => (leave, write_strategy()).prop_map(|(event, write)| Part::Leave { event, write }),
+    ]
+}
+
+fn act_strategy() -> impl Strategy<Value = GenAct> {
+    prop_oneof![
+        3 => any::<prop::sample::Index>().prop_map(GenAct::Click),
+        2 => (any::<prop::sample::Index>(), any::<bool>()).prop_map(|(i, submit)| GenAct::Type(i, submit)),
+        3 => (prop::option::of(any::<prop::sample::Index>()), prop::sample::select(KEYS))
+            .prop_map(|(i, key)| GenAct::Press(i, key)),
+        1 => (any::<prop::sample::Index>(), any::<prop::sample::Index>())
+            .prop_map(|(i, o)| GenAct::Select(i, o)),
+    ]
+}
+
+fn case_strategy() -> impl Strategy<Value = (GenPage, Vec<GenAct>)> {
+    let page = (
+        prop::collection::vec(part_strategy(), 1..7),
+        prop::option::of(any::<prop::sample::Index>()),
+        prop::option::of((any::<prop::sample::Index>(), 0u16..300)),
+    )
+        .prop_map(|(parts, autofocus, focus_move)| GenPage {
+            parts,
+            autofocus,
+            focus_move,
+        });
+    (page, prop::collection::vec(act_strategy(), 2..7))
+}
+
+/// The action `act` on the session's page now, or `None` when the page offers nothing it
+/// applies to.
+fn resolve(s: &Browse<'_>, act: &GenAct) -> Option<Value> {
+    let elements: Vec<Value> = s.snapshot["elements"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let reference = |e: &Value| e["ref"].as_str().unwrap_or_default().to_owned();
+    let of_role = |roles: &[&str]| -> Vec<Value> {
+        elements
+            .iter()
+            .filter(|e| roles.contains(&e["role"].as_str().unwrap_or_default()))
+            .cloned()
+            .collect()
+    };
+    match act {
+        GenAct::Click(i) => {
+            (!elements.is_empty()).then(|| click(&reference(&elements[i.index(elements.len())])))
+        }
+        GenAct::Type(i, submit) => {
+            let fields = of_role(&["textbox", "searchbox"]);
+            (!fields.is_empty())
+                .then(|| type_into(&reference(&fields[i.index(fields.len())]), "ok", *submit))
+        }
+        GenAct::Press(None, key) => Some(press(None, key)),
+        GenAct::Press(Some(i), key) => (!elements.is_empty())
+            .then(|| press(Some(&reference(&elements[i.index(elements.len())])), key)),
+        GenAct::Select(i, o) => {
+            let lists = of_role(&["combobox", "listbox"]);
+            if lists.is_empty() {
+                return None;
+            }
+            let list = &lists[i.index(lists.len())];
+            let options: Vec<String> = list["options"]
+                .as_array()
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let option = if options.is_empty() {
+                "Two".to_owned()
+            } else {
+                options[o.index(options.len())].clone()
+            };
+            Some(json!({"action": "select", "ref": reference(list), "option": option}))
+        }
+    }
+}
+
+/// What one generated case did.
+#[derive(Debug, Default)]
+struct CaseRun {
+    /// What reached the site (also after the session closed).
+    ledger: Vec<LedgerEntry>,
+    /// Actions played.
+    actions: usize,
+    /// Answers `refused`.
+    refused: usize,
+    /// Requests the session's record says were refused below the page.
+    held: usize,
+    /// Answers that broke the read-only contract (committing, or not an answer).
+    bad: Vec<String>,
+}
+
+static CASE: AtomicUsize = AtomicUsize::new(0);
+
+/// Serves `page` and plays `acts` on it in a fresh browse session (read-only or not).
+async fn run_case(stack: &Stack, page: &GenPage, acts: &[GenAct], read_only: bool) -> CaseRun {
+    let site = &stack.site;
+    let name = format!("gen-{}", CASE.fetch_add(1, Ordering::SeqCst));
+    site.set_page(&name, page.markup()).unwrap();
+    site.reset_ledger();
+    let url = at(site, &format!("/attack/custom/{name}"));
+    let (mut s, opened) = Browse::open(stack, Via::Rest, &url, Some(read_only), None).await;
+    let mut run = CaseRun::default();
+    let mut answers = vec![opened];
+    for act in acts {
+        let Some(action) = resolve(&s, act) else {
+            continue;
+        };
+        run.actions += 1;
+        let answer = s.act(action.clone()).await;
+        if answer["outcome"] == "refused" {
+            run.refused += 1;
+        }
+        // A reference the page dropped since the snapshot is a typed 409, not an answer.
+        let stale =
+            answer["status"] == 409 && answer["callError"]["error"]["code"] == "ref_not_found";
+        if !stale && serde_json::from_value::<ActResponse>(answer.clone()).is_err() {
+            run.bad
+                .push(format!("{action}: not an answer: {}", brief(&answer)));
+        }
+        answers.push(answer);
+    }
+    // Timers fire within 250 ms of the load.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // One more read collects what the page sent since the last action.
+    s.act(json!({"action": "scroll"})).await;
+    let record = s.record().await;
+    run.held = refusals(&record)
+        .iter()
+        .filter(|(class, _, _)| class == "network_write" || class == "web_socket")
+        .count();
+    s.close().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    if read_only {
+        for answer in &answers {
+            if answer["committing"] == json!(true) {
+                run.bad
+                    .push(format!("answered committing: {}", brief(answer)));
+            }
+            if answer["outcome"] == "refused"
+                && let Err(e) = judge(answer, Expect::Refused)
+            {
+                run.bad.push(e);
+            }
+        }
+    }
+    run.ledger = site.ledger();
+    site.reset_ledger();
+    run
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_pages_and_actions_never_write_under_read_only() {
+    let _serial = SERIAL.lock().await;
+    let stack = attack_stack().await;
+    let started = Instant::now();
+    let handle = tokio::runtime::Handle::current();
+    let config = ProptestConfig {
+        cases: 32,
+        failure_persistence: None,
+        max_shrink_iters: 16,
+        ..ProptestConfig::default()
+    };
+
+    // The control: generated cases (the first ones of the same seed) played read-write do
+    // write, so the property below is not vacuous.
+    let mut control = TestRunner::new_with_rng(
+        config.clone(),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    let strategy = case_strategy();
+    let (mut wrote, mut by_actions, mut writes) = (0, 0, 0);
+    const CONTROL_CASES: usize = 8;
+    for _ in 0..CONTROL_CASES {
+        let (page, acts) = strategy.new_tree(&mut control).unwrap().current();
+        let run = run_case(&stack, &page, &acts, false).await;
+        writes += run.ledger.len();
+        if !run.ledger.is_empty() {
+            wrote += 1;
+        }
+        let from_actions = run.ledger.iter().any(|e| {
+            !e.detail
+                .as_deref()
+                .is_some_and(|d| d.ends_with("-timer") || d.ends_with("-leave"))
+        });
+        if from_actions {
+            by_actions += 1;
+        }
+    }
+    eprintln!(
+        "property control (read-write): {wrote} of {CONTROL_CASES} generated cases wrote \
+         ({writes} writes; {by_actions} cases with a write caused by an action)"
+    );
+
+    // The property.
+    let totals = std::sync::Mutex::new((0usize, 0usize, 0usize, 0usize));
+    let mut runner = TestRunner::new_with_rng(
+        config.clone(),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    let outcome = runner.run(&strategy, |(page, acts)| {
+        let run =
+            tokio::task::block_in_place(|| handle.block_on(run_case(&stack, &page, &acts, true)));
+        {
+            let mut t = totals.lock().unwrap();
+            t.0 += 1;
+            t.1 += run.actions;
+            t.2 += run.refused;
+            t.3 += run.held;
+        }
+        if !run.ledger.is_empty() || !run.bad.is_empty() {
+            return Err(TestCaseError::fail(format!(
+                "read-only, the ledger holds {:?}; answers: {:?}\npage: {}",
+                run.ledger,
+                run.bad,
+                page.markup()
+            )));
+        }
+        Ok(())
+    });
+    let (cases, actions, refused, held) = *totals.lock().unwrap();
+    eprintln!(
+        "property (read-only): {} cases, {cases} runs (with any shrinking), {actions} actions, \
+         {refused} refused, {held} requests held below the page; outcome: {}; in {:?}",
+        config.cases,
+        if outcome.is_ok() {
+            "the ledger stayed empty"
+        } else {
+            "FAILED"
+        },
+        started.elapsed()
+    );
+    stop(stack).await;
+    assert!(
+        wrote * 2 >= CONTROL_CASES && by_actions > 0,
+        "the generator should make pages that write without the guard: {wrote} of \
+         {CONTROL_CASES} wrote, {by_actions} by an action"
+    );
+    if let Err(e) = outcome {
+        panic!("{e}");
     }
 }
