@@ -22,7 +22,8 @@
 //!   read-only without asking), and an MCP act on a session opened over REST without
 //!   read-only: refused, whatever the action, while the same click over REST writes;
 //! - a read-only task whose harmless-looking click posts: `failed`, `blocked_action`, the
-//!   refused request named by method and host; read-write tasks whose page posts (a script's
+//!   refused request named by method and host; a read-only task that leaves the beacon page:
+//!   nothing reaches the ledger; read-write tasks whose page posts (a script's
 //!   POST, implicit submission) are `uncertain`, never "failed, retryable", also when the
 //!   runner is "killed" after the post left (it writes nothing more, while a second runner
 //!   on the same SQLite file ends the run at its start);
@@ -1260,6 +1261,29 @@ async fn tasks_tell_the_truth_about_the_pages_own_posts() {
         problems.push(format!(
             "read-only js-post: REACHED THE LEDGER {:?}",
             site.ledger()
+        ));
+    }
+    site.reset_ledger();
+
+    // A read-only task that only reads and leaves the beacon page (its pagehide beacon).
+    let mut body = plan(
+        site,
+        "/attack/beacon",
+        json!([
+            {"type": "extract", "name": "story", "kind": "text", "selector": "h1", "description": "Read the story"},
+            {"type": "navigate", "url": at(site, "/attack/landing"), "description": "Open the landing page"}
+        ]),
+    );
+    body["plan"]["readOnly"] = json!(true);
+    let record = run_task(&base, body).await;
+    tokio::time::sleep(SETTLE).await;
+    if !site.ledger().is_empty() {
+        problems.push(format!(
+            "read-only task leaving /attack/beacon: REACHED THE LEDGER {:?}; the task ended {} \
+             with blocked {}",
+            site.ledger(),
+            record["state"],
+            record["blocked"]
         ));
     }
     site.reset_ledger();
