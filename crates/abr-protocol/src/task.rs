@@ -202,7 +202,7 @@ pub enum StepAction {
 
 /// One step: an action, a description for the person approving it, an optional deadline.
 ///
-/// Read through [`wire::Step`], one flat struct per step type: a field no step of that type
+/// Read through `wire::Step`, one flat struct per step type: a field no step of that type
 /// has (`readOnly` on a click, `attribute` on a text extraction) is refused by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", try_from = "wire::Step")]
@@ -217,7 +217,7 @@ pub struct PlanStep {
     pub timeout_ms: Option<u64>,
 }
 
-/// How a task proves its outcome. Read through [`wire::Verification`] (flat, strict).
+/// How a task proves its outcome. Read through `wire::Verification` (flat, strict).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "method",

@@ -36,6 +36,7 @@ mod session;
 pub mod state;
 mod steel;
 mod steps;
+mod unload;
 
 pub use cdp::{CdpProviderConfig, CdpSessionProvider};
 pub use chromium::{ChromiumBinary, base_args, display_available, running_as_root};

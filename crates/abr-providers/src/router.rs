@@ -14,7 +14,10 @@
 //! WebSockets are routed separately (Playwright's WebSocket routing, set only for a gate
 //! that guards them): a refused socket is closed before it connects.
 //!
-//! Shared workers are the one source of requests Playwright does not route: job browsers
+//! Documents being left send writes Playwright does not route either (a `pagehide` beacon):
+//! the browser's own net catches those (`unload`).
+//!
+//! Shared workers are another source of requests Playwright does not route: job browsers
 //! this crate launches have none (`--disable-blink-features=SharedWorker`), and a guarded
 //! context of any other browser removes the constructor before each document's own scripts
 //! run.
@@ -24,10 +27,11 @@ use std::sync::{Arc, PoisonError, RwLock, Weak};
 use abr_core::guard::{OutgoingRequest, RequestGate, SiteFilter, is_safe_method};
 use playwright_rs::Error as PwError;
 use playwright_rs::protocol::{
-    BrowserContext, FulfillOptions, Route, WebSocketRoute, WebSocketRouteCloseOptions,
+    BrowserContext, FulfillOptions, Page, Route, WebSocketRoute, WebSocketRouteCloseOptions,
 };
 
 use crate::egress::UrlGate;
+use crate::unload::{self, Registration};
 
 /// The route pattern: every URL.
 const PATTERN: &str = "**";
@@ -54,6 +58,23 @@ pub(crate) struct RequestRouter {
     sites: RwLock<Option<Arc<dyn SiteFilter>>>,
     network: RwLock<Option<Arc<dyn RequestGate>>>,
     installed: tokio::sync::Mutex<Installed>,
+    /// The context's place in its browser's net (`unload`), while a network gate is set.
+    unload: std::sync::Mutex<Option<Registration>>,
+}
+
+impl Drop for RequestRouter {
+    fn drop(&mut self) {
+        let registration = self
+            .unload
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let (Some(registration), Ok(runtime)) =
+            (registration, tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(registration.release());
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -68,7 +89,10 @@ impl RequestRouter {
     pub(crate) fn with_egress(gate: Arc<UrlGate>) -> Self {
         Self {
             egress: Some(gate),
-            ..Self::default()
+            sites: RwLock::default(),
+            network: RwLock::default(),
+            installed: tokio::sync::Mutex::default(),
+            unload: std::sync::Mutex::default(),
         }
     }
 
@@ -77,6 +101,16 @@ impl RequestRouter {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The network gate, if one is set.
+    pub(crate) fn network_gate(&self) -> Option<Arc<dyn RequestGate>> {
+        self.network()
+    }
+
+    /// Whether the context's gate refuses every write (a read-only or dry run).
+    pub(crate) fn refuses_writes(&self) -> bool {
+        self.network().is_some_and(|gate| gate.refuses_writes())
     }
 
     fn network(&self) -> Option<Arc<dyn RequestGate>> {
@@ -110,11 +144,13 @@ impl RequestRouter {
         self.install(context).await
     }
 
-    /// Sets the network gate (a new one replaces the last), routes the context, and routes
-    /// its WebSockets when the gate guards them.
+    /// Sets the network gate (a new one replaces the last), routes the context, routes its
+    /// WebSockets when the gate guards them, and joins the browser's net for the requests
+    /// Playwright does not route (`unload`; `page` is the context's).
     pub(crate) async fn set_network(
         self: &Arc<Self>,
         context: &BrowserContext,
+        page: &Page,
         gate: Arc<dyn RequestGate>,
     ) -> Result<(), PwError> {
         let websockets = gate.websockets_guarded();
@@ -139,6 +175,33 @@ impl RequestRouter {
                 installed.websockets = true;
             }
         }
+        let registered = self
+            .unload
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        if !registered {
+            let Some(browser) = context.browser() else {
+                return Err(PwError::InvalidArgument(
+                    "the context has no browser to guard the requests of documents being left"
+                        .to_owned(),
+                ));
+            };
+            let registration = unload::register(&browser, context, page, self)
+                .await
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "the browser's net for documents being left");
+                    PwError::InvalidArgument(e)
+                })?;
+            let previous = self
+                .unload
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .replace(registration);
+            if let Some(previous) = previous {
+                previous.release().await;
+            }
+        }
         Ok(())
     }
 
@@ -147,6 +210,14 @@ impl RequestRouter {
     pub(crate) async fn remove(&self, context: &BrowserContext) -> Result<(), PwError> {
         *self.sites.write().unwrap_or_else(PoisonError::into_inner) = None;
         *self.network.write().unwrap_or_else(PoisonError::into_inner) = None;
+        let registration = self
+            .unload
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(registration) = registration {
+            registration.release().await;
+        }
         let mut installed = self.installed.lock().await;
         installed.requests = false;
         context.unroute(PATTERN).await

@@ -348,6 +348,10 @@ impl RequestGate for BenchGate {
         true
     }
 
+    fn refuses_writes(&self) -> bool {
+        false
+    }
+
     fn websockets_guarded(&self) -> bool {
         false
     }

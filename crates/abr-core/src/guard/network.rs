@@ -486,11 +486,17 @@ pub fn classify(
 /// - When [`websockets_guarded`](Self::websockets_guarded), every WebSocket the page opens
 ///   is asked about with [`admit_websocket`](Self::admit_websocket) before it connects;
 ///   refused, it never reaches the server.
-/// - The gate holds for the lease's whole life, from the call that installs it.
+/// - The gate holds for the lease's whole life, from the call that installs it, also for
+///   the writes of a document being left (a `pagehide` beacon), which the browser sends
+///   after its document is gone.
 #[async_trait]
 pub trait RequestGate: Send + Sync + std::fmt::Debug + 'static {
     /// Whether `request` may leave the browser.
     async fn admit(&self, request: &OutgoingRequest<'_>) -> bool;
+
+    /// Whether every write is refused now (a read-only or dry run): a write the provider
+    /// cannot attribute to a context is refused while any gate of its browser says so.
+    fn refuses_writes(&self) -> bool;
 
     /// Whether WebSockets must be asked about at all.
     fn websockets_guarded(&self) -> bool;

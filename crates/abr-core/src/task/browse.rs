@@ -162,6 +162,22 @@ struct Open<C: TaskContext> {
     started: Instant,
 }
 
+/// How long a read-only or dry-run session waits, after an action a page's script may
+/// answer with a request, before it reads what the network gate refused.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// Whether the page's own scripts may answer `action` by sending something.
+fn scripts_may_send(action: &BrowserAction) -> bool {
+    matches!(
+        action,
+        BrowserAction::Click { .. }
+            | BrowserAction::Type { .. }
+            | BrowserAction::Select { .. }
+            | BrowserAction::Press { .. }
+            | BrowserAction::Upload { .. }
+    )
+}
+
 /// What ended a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -602,6 +618,11 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         }
         let snapshot = self.read_page(open).await;
+        if open.rails.guard.refuses().is_some() && scripts_may_send(&browser) {
+            // A refusal is the answer: give what the action started (a handler's
+            // `requestSubmit`, a post behind a click) the moment it takes to reach the gate.
+            tokio::time::sleep(SETTLE).await;
+        }
         // What the action started after it returned (a script's post), seen by now.
         match self
             .network_after(&mut open.task, &mut open.rails, &open.lease, index)

@@ -245,6 +245,10 @@ impl RequestGate for RunNetwork {
         }
     }
 
+    fn refuses_writes(&self) -> bool {
+        self.refuse.is_some() && !self.person.load(Ordering::SeqCst)
+    }
+
     fn websockets_guarded(&self) -> bool {
         self.refuse.is_some() && !self.rules.allows_websockets()
     }

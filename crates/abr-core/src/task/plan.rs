@@ -88,7 +88,7 @@ pub enum UrlProblem {
     NotHttp,
     /// Has a user name or password in it.
     Credentials,
-    /// Longer than [`MAX_URL`].
+    /// Longer than 4096 bytes.
     TooLong,
     /// Has a `{{placeholder}}` where none is filled (the target and callback URLs).
     Templated,
@@ -195,8 +195,7 @@ pub enum PlanProblem {
         /// Its bound.
         max: usize,
     },
-    /// More inputs than [`MAX_INPUTS`], or a list extraction with more fields than
-    /// [`MAX_LIST_FIELDS`].
+    /// More than 64 inputs, or a list extraction with more than 64 fields.
     #[error("{what}: at most {max}")]
     TooMany {
         /// Of what.

@@ -1,0 +1,362 @@
+//! [`BrowserNet`]: the browser-level net under the context route, for the requests Playwright
+//! lets go without routing them.
+//!
+//! A document that is being left (a navigation, a link, a closed popup) may still send: a
+//! `navigator.sendBeacon` or a `fetch(…, {keepalive: true})` on `pagehide` or
+//! `visibilitychange` outlives its document, so the browser sends it itself. Chromium pauses
+//! such a request for interception like any other, but without a network id, and Playwright
+//! continues every paused request without one at once, without a route handler ever seeing
+//! it (measured: a read-only run's `pagehide` beacon reached the site). So while a guarded
+//! context lives in a browser, the browser's own CDP session intercepts the resource types
+//! that can carry such a write (ping, XHR, fetch, other, CSP reports) and judges the requests
+//! Playwright does not route: those without a network id and with a method that is not safe.
+//! Everything else goes on at once (Playwright's route judges it).
+//!
+//! A request is the run's whose frame is one of its context's: the frame's target (a page,
+//! an out-of-process frame); else, for a frame inside a page's process, the browser's only
+//! guarded context, or with several the one with a page whose frame tree still holds it. A
+//! frame no guarded context claims is refused while any guarded context of the browser
+//! refuses writes (a read-only run may not be the one to lose it), else let go (a
+//! read-write run does not count it). Interception stops when the browser's last guarded
+//! context goes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Weak};
+use std::time::Duration;
+
+use abr_core::guard::{OutgoingRequest, is_safe_method};
+use playwright_rs::protocol::{Browser, BrowserContext, CDPSession, Page};
+use playwright_rs::server::channel_owner::ChannelOwner as _;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::router::RequestRouter;
+
+/// Bound on one CDP call of the net.
+const CALL: Duration = Duration::from_secs(5);
+
+/// The resource types a write can leave a document with after it is gone.
+const PATTERNS: [&str; 5] = ["Ping", "XHR", "Fetch", "Other", "CSPViolationReport"];
+
+/// Every browser's net, by the browser's Playwright id.
+static NETS: LazyLock<tokio::sync::Mutex<HashMap<String, Arc<BrowserNet>>>> =
+    LazyLock::new(Default::default);
+
+/// One guarded context of a browser.
+struct Guarded {
+    router: Weak<RequestRouter>,
+    context: BrowserContext,
+}
+
+/// The browser-level net of one browser (see the module docs).
+pub(crate) struct BrowserNet {
+    browser: String,
+    cdp: CDPSession,
+    contexts: std::sync::Mutex<HashMap<String, Guarded>>,
+}
+
+impl std::fmt::Debug for BrowserNet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserNet").finish_non_exhaustive()
+    }
+}
+
+/// A guarded context's place in its browser's net, given back with
+/// [`Registration::release`].
+#[derive(Debug)]
+pub(crate) struct Registration {
+    net: Arc<BrowserNet>,
+    context_id: String,
+}
+
+impl Registration {
+    /// Takes the context out of the net (the last one stops the interception).
+    pub(crate) async fn release(self) {
+        let last = {
+            let mut contexts = self.net.lock();
+            contexts.remove(&self.context_id);
+            contexts.is_empty()
+        };
+        if last {
+            let mut nets = NETS.lock().await;
+            // Another context may have joined meanwhile, or a new net replaced this one.
+            let current = nets
+                .get(&self.net.browser)
+                .is_some_and(|net| Arc::ptr_eq(net, &self.net));
+            if self.net.lock().is_empty() && current {
+                nets.remove(&self.net.browser);
+                let _ = call(&self.net.cdp, "Fetch.disable", json!({})).await;
+                let _ = tokio::time::timeout(CALL, self.net.cdp.detach()).await;
+            }
+        }
+    }
+}
+
+/// One CDP command, bounded; its answer without Playwright's `{"result": …}` wrapper.
+async fn call(cdp: &CDPSession, method: &str, params: Value) -> Option<Value> {
+    match tokio::time::timeout(CALL, cdp.send(method, Some(params))).await {
+        Ok(Ok(Value::Object(mut answer))) if answer.len() == 1 && answer.contains_key("result") => {
+            answer.remove("result")
+        }
+        Ok(Ok(answer)) => Some(answer),
+        _ => None,
+    }
+}
+
+/// The id Chromium gives `page`'s browser context.
+async fn context_id(context: &BrowserContext, page: &Page) -> Option<String> {
+    let cdp = tokio::time::timeout(CALL, context.new_cdp_session(page))
+        .await
+        .ok()?
+        .ok()?;
+    let info = call(&cdp, "Target.getTargetInfo", json!({})).await;
+    let _ = tokio::time::timeout(CALL, cdp.detach()).await;
+    info?
+        .pointer("/targetInfo/browserContextId")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Joins `context` (whose page is `page`) to its browser's net, judged by `router`.
+///
+/// # Errors
+/// A description when the browser has no CDP session or the context cannot be told.
+pub(crate) async fn register(
+    browser: &Browser,
+    context: &BrowserContext,
+    page: &Page,
+    router: &Arc<RequestRouter>,
+) -> Result<Registration, String> {
+    let context_id = context_id(context, page)
+        .await
+        .ok_or("the browser did not say which context the page is in")?;
+    let mut nets = NETS.lock().await;
+    let net = match nets.get(browser.guid()) {
+        Some(net) => Arc::clone(net),
+        None => {
+            let cdp = tokio::time::timeout(CALL, browser.new_browser_cdp_session())
+                .await
+                .map_err(|_| "opening the browser's CDP session timed out".to_owned())?
+                .map_err(|e| format!("opening the browser's CDP session: {e}"))?;
+            let net = Arc::new(BrowserNet {
+                browser: browser.guid().to_owned(),
+                cdp,
+                contexts: std::sync::Mutex::default(),
+            });
+            let weak = Arc::downgrade(&net);
+            net.cdp.on("Fetch.requestPaused", move |params: Value| {
+                let net = weak.clone();
+                async move {
+                    if let Some(net) = net.upgrade() {
+                        net.paused(params).await;
+                    }
+                    Ok(())
+                }
+            });
+            let patterns: Vec<Value> = PATTERNS
+                .iter()
+                .map(|t| json!({"urlPattern": "*", "resourceType": t, "requestStage": "Request"}))
+                .collect();
+            call(&net.cdp, "Fetch.enable", json!({ "patterns": patterns }))
+                .await
+                .ok_or("the browser refused request interception")?;
+            nets.insert(net.browser.clone(), Arc::clone(&net));
+            net
+        }
+    };
+    net.lock().insert(
+        context_id.clone(),
+        Guarded {
+            router: Arc::downgrade(router),
+            context: context.clone(),
+        },
+    );
+    drop(nets);
+    Ok(Registration { net, context_id })
+}
+
+/// `Fetch.requestPaused`, the parts the net reads.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Paused {
+    request_id: String,
+    request: PausedRequest,
+    frame_id: Option<String>,
+    resource_type: Option<String>,
+    network_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PausedRequest {
+    url: String,
+    method: String,
+    #[serde(default)]
+    headers: HashMap<String, Value>,
+    post_data: Option<String>,
+}
+
+/// What the net found a request to belong to.
+enum Owner {
+    /// A guarded context's router.
+    Run(Arc<RequestRouter>),
+    /// No guarded context claims it.
+    Nobody,
+}
+
+impl BrowserNet {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Guarded>> {
+        self.contexts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn paused(&self, params: Value) {
+        let Ok(paused) = serde_json::from_value::<Paused>(params) else {
+            return;
+        };
+        let routed = paused.network_id.is_some();
+        let go = if routed || is_safe_method(&paused.request.method) {
+            true
+        } else {
+            self.judge(&paused).await
+        };
+        let (method, params) = if go {
+            (
+                "Fetch.continueRequest",
+                json!({ "requestId": paused.request_id }),
+            )
+        } else {
+            (
+                "Fetch.failRequest",
+                json!({ "requestId": paused.request_id, "errorReason": "BlockedByClient" }),
+            )
+        };
+        let _ = call(&self.cdp, method, params).await;
+    }
+
+    /// Whether a write Playwright would not route may leave.
+    async fn judge(&self, paused: &Paused) -> bool {
+        let router = match self.owner(paused.frame_id.as_deref()).await {
+            Owner::Run(router) => router,
+            Owner::Nobody => {
+                let refusing = self.routers().iter().any(|r| r.refuses_writes());
+                if refusing {
+                    tracing::info!(
+                        "network: refused a write of a document being left, that no run claims"
+                    );
+                }
+                return !refusing;
+            }
+        };
+        let Some(gate) = router.network_gate() else {
+            return true;
+        };
+        let content_type = paused
+            .request
+            .headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+            .and_then(|(_, value)| value.as_str());
+        let request = OutgoingRequest {
+            method: &paused.request.method,
+            url: &paused.request.url,
+            resource_type: paused.resource_type.as_deref().unwrap_or("other"),
+            content_type,
+            body: paused.request.post_data.as_deref().map(str::as_bytes),
+        };
+        gate.admit(&request).await
+    }
+
+    fn routers(&self) -> Vec<Arc<RequestRouter>> {
+        self.lock()
+            .values()
+            .filter_map(|g| g.router.upgrade())
+            .collect()
+    }
+
+    /// The guarded context the frame `frame_id` is in: its target's context, else the one
+    /// with a page whose frame tree holds it.
+    async fn owner(&self, frame_id: Option<&str>) -> Owner {
+        let Some(frame_id) = frame_id else {
+            return Owner::Nobody;
+        };
+        let info = call(
+            &self.cdp,
+            "Target.getTargetInfo",
+            json!({ "targetId": frame_id }),
+        )
+        .await;
+        if let Some(context_id) = info
+            .as_ref()
+            .and_then(|i| i.pointer("/targetInfo/browserContextId"))
+            .and_then(Value::as_str)
+        {
+            return match self.lock().get(context_id).and_then(|g| g.router.upgrade()) {
+                Some(router) => Owner::Run(router),
+                None => Owner::Nobody,
+            };
+        }
+        // A frame in a page's process. With one guarded context in the browser, it is that
+        // one's (a browser per job, a remote session, an attached browser); with several,
+        // look for it in each one's pages.
+        let contexts: Vec<(BrowserContext, Weak<RequestRouter>)> = self
+            .lock()
+            .values()
+            .map(|g| (g.context.clone(), g.router.clone()))
+            .collect();
+        if let [(_, only)] = contexts.as_slice() {
+            return only.upgrade().map_or(Owner::Nobody, Owner::Run);
+        }
+        for (context, router) in contexts {
+            for page in context.pages() {
+                if holds_frame(&context, &page, frame_id).await
+                    && let Some(router) = router.upgrade()
+                {
+                    return Owner::Run(router);
+                }
+            }
+        }
+        Owner::Nobody
+    }
+}
+
+/// Whether `page`'s frame tree holds the frame `frame_id`.
+async fn holds_frame(context: &BrowserContext, page: &Page, frame_id: &str) -> bool {
+    let Ok(Ok(cdp)) = tokio::time::timeout(CALL, context.new_cdp_session(page)).await else {
+        return false;
+    };
+    let tree = call(&cdp, "Page.getFrameTree", json!({})).await;
+    let _ = tokio::time::timeout(CALL, cdp.detach()).await;
+    tree.and_then(|t| t.get("frameTree").cloned())
+        .is_some_and(|t| tree_holds(&t, frame_id))
+}
+
+fn tree_holds(tree: &Value, frame_id: &str) -> bool {
+    tree.pointer("/frame/id").and_then(Value::as_str) == Some(frame_id)
+        || tree
+            .get("childFrames")
+            .and_then(Value::as_array)
+            .is_some_and(|children| children.iter().any(|c| tree_holds(c, frame_id)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_is_found_anywhere_in_its_tree() {
+        let tree = json!({
+            "frame": {"id": "main"},
+            "childFrames": [
+                {"frame": {"id": "a"}},
+                {"frame": {"id": "b"}, "childFrames": [{"frame": {"id": "deep"}}]}
+            ]
+        });
+        for id in ["main", "a", "b", "deep"] {
+            assert!(tree_holds(&tree, id), "{id}");
+        }
+        assert!(!tree_holds(&tree, "other"));
+        assert!(!tree_holds(&json!({}), "main"));
+    }
+}
