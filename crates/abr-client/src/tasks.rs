@@ -333,7 +333,6 @@ fn wait_secs(wait: Duration) -> u64 {
     wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
 }
 
-/// Whether a `Content-Type` is `image/png` (parameters and case aside).
 /// Whether a `Content-Type` is `image/jpeg` or `image/png` (parameters and case aside).
 fn is_image_type(content_type: &str) -> bool {
     content_type.split(';').next().is_some_and(|t| {

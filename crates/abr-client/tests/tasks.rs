@@ -319,7 +319,18 @@ async fn a_screenshot_is_png_bytes_and_anything_else_is_a_decode_error() {
         "/v1/tasks/t-1/screenshots/step-3",
         Some("acme"),
     );
-    assert_eq!(seen.header("accept"), Some("image/png"));
+    assert_eq!(seen.header("accept"), Some("image/jpeg, image/png"));
+
+    // A redacted frame is JPEG.
+    let jpeg_bytes: &[u8] = b"\xff\xd8\xff\xe0-rest-of-a-jpeg";
+    let jpeg =
+        FakeRunner::with(move |_| Reply::raw(200, "image/jpeg; charset=binary", jpeg_bytes)).await;
+    let got = jpeg
+        .client()
+        .task_screenshot("acme", "t-1", "step-3")
+        .await
+        .unwrap();
+    assert_eq!(got, jpeg_bytes);
 
     let html =
         FakeRunner::with(|_| Reply::raw(200, "text/html", b"<html>a portal</html>".to_vec())).await;
