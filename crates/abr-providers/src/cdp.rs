@@ -238,6 +238,7 @@ impl SessionProvider for CdpSessionProvider {
         let lease = Lease::new(session, move |session: Arc<BrowserSession>| {
             Box::pin(async move {
                 let result = if owned {
+                    session.router().leave_net().await;
                     session.context().close().await
                 } else {
                     // The default context outlives the lease: its route (the URL gate, this

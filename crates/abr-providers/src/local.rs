@@ -409,6 +409,7 @@ impl SessionProvider for LocalBrowserSessionProvider {
         };
         let lease = Lease::new(session, move |session: Arc<BrowserSession>| {
             Box::pin(async move {
+                session.router().leave_net().await;
                 if per_job {
                     browser
                         .close()

@@ -365,8 +365,11 @@ impl<B: RemoteBackend> SessionProvider for RemoteSessionProvider<B> {
                 return Err(e);
             }
         };
-        let lease = Lease::new(opened, move |_opened: Arc<BrowserSession>| {
-            Box::pin(teardown.run())
+        let lease = Lease::new(opened, move |opened: Arc<BrowserSession>| {
+            Box::pin(async move {
+                opened.router().leave_net().await;
+                teardown.run().await
+            })
         });
         Ok(match backend.viewer(&session) {
             Some(viewer) => lease.with_provider_viewer(viewer),

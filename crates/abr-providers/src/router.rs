@@ -205,11 +205,10 @@ impl RequestRouter {
         Ok(())
     }
 
-    /// Takes everything off a context that outlives the lease (a shared default context):
-    /// its route, and the judges a WebSocket route may still consult.
-    pub(crate) async fn remove(&self, context: &BrowserContext) -> Result<(), PwError> {
-        *self.sites.write().unwrap_or_else(PoisonError::into_inner) = None;
-        *self.network.write().unwrap_or_else(PoisonError::into_inner) = None;
+    /// Leaves the browser's net (`unload`) now: a lease's release calls it before the
+    /// context goes, so a refusing run's place cannot outlive it (a dropped router leaves
+    /// too, but later, from a spawned task).
+    pub(crate) async fn leave_net(&self) {
         let registration = self
             .unload
             .lock()
@@ -218,6 +217,14 @@ impl RequestRouter {
         if let Some(registration) = registration {
             registration.release().await;
         }
+    }
+
+    /// Takes everything off a context that outlives the lease (a shared default context):
+    /// its route, and the judges a WebSocket route may still consult.
+    pub(crate) async fn remove(&self, context: &BrowserContext) -> Result<(), PwError> {
+        *self.sites.write().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.network.write().unwrap_or_else(PoisonError::into_inner) = None;
+        self.leave_net().await;
         let mut installed = self.installed.lock().await;
         installed.requests = false;
         context.unroute(PATTERN).await
