@@ -12,6 +12,7 @@
     reason = "test code"
 )]
 
+#[path = "service/common/mod.rs"]
 mod common;
 
 use std::io;

@@ -1,0 +1,23 @@
+//! The demo site: its pages, its write ledger, its strategy on real Chromium.
+//!
+//! One test binary for the crate: each former test file is a module here, with one
+//! shared harness (`common`) where the crate has one.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    reason = "test code: a failed step is the test's failure"
+)]
+
+mod attack_browser;
+mod bin;
+mod browser;
+mod guard_pages;
+mod ledger;
+mod page_closed;
+mod recheck;
+mod site;

@@ -1,0 +1,212 @@
+//! The browse API over HTTP, in-process (`oneshot`) on the core's fakes: status codes and
+//! envelopes, tenant isolation, the runner's cap on open sessions, and the browsers given
+//! back when a session closes or the runner shuts down.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use crate::common;
+
+use abr_core::guard::ElementFacts;
+use abr_core::testing::FakeProvider;
+use axum::body::Body;
+use axum::http::{Method, StatusCode, header};
+use common::fake::*;
+use serde_json::{Value, json};
+
+async fn send(
+    app: &axum::Router,
+    method: Method,
+    path: &str,
+    tenant: &str,
+    body: Option<Value>,
+) -> Reply {
+    let builder = authed(method, path).header("x-tenant-id", tenant);
+    let request = match body {
+        Some(b) => builder
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(b.to_string())),
+        None => builder.body(Body::empty()),
+    };
+    call(app, request.unwrap()).await
+}
+
+fn fake_with_a_page() -> FakeStack {
+    let provider = FakeProvider::new();
+    provider.page().set_facts(
+        "#go",
+        ElementFacts {
+            tag: "a".into(),
+            name: "Go".into(),
+            ..ElementFacts::default()
+        },
+    );
+    fake_stack_with(provider, |c| c.limits.max_open_browses = 2)
+}
+
+#[tokio::test]
+async fn browse_over_http_answers_typed_statuses_and_keeps_tenants_apart() {
+    let stack = fake_with_a_page();
+    let app = &stack.app;
+    let opened = send(
+        app,
+        Method::POST,
+        "/v1/browse",
+        "acme",
+        Some(json!({"url": "https://fake.example/"})),
+    )
+    .await;
+    assert_eq!(opened.status, StatusCode::CREATED, "{}", opened.body);
+    let body = opened.json();
+    assert_eq!(body["outcome"], "done");
+    assert_eq!(body["snapshot"]["elements"][0]["ref"], "e1");
+    assert_eq!(body["snapshot"]["elements"][0]["name"], "Go");
+    let id = body["browseId"].as_str().unwrap().to_owned();
+
+    let snapshot = send(
+        app,
+        Method::GET,
+        &format!("/v1/browse/{id}/snapshot"),
+        "acme",
+        None,
+    )
+    .await;
+    assert_eq!(snapshot.status, StatusCode::OK);
+    let acted = send(
+        app,
+        Method::POST,
+        &format!("/v1/browse/{id}/act"),
+        "acme",
+        Some(json!({"action": "click", "ref": "e1"})),
+    )
+    .await;
+    assert_eq!(acted.status, StatusCode::OK, "{}", acted.body);
+    assert_eq!(acted.json()["outcome"], "done");
+
+    // Bad input: typed envelopes, never a panic.
+    for (body, status, code) in [
+        (
+            json!({"action": "click", "ref": "e77"}),
+            409,
+            "ref_not_found",
+        ),
+        (
+            json!({"action": "click", "ref": "#go"}),
+            422,
+            "invalid_request",
+        ),
+        (json!({"action": "fly"}), 422, "invalid_request"),
+        (
+            json!({"action": "type", "ref": "e1"}),
+            422,
+            "invalid_request",
+        ),
+    ] {
+        let reply = send(
+            app,
+            Method::POST,
+            &format!("/v1/browse/{id}/act"),
+            "acme",
+            Some(body.clone()),
+        )
+        .await;
+        let (got, got_code, _) = reply.error();
+        assert_eq!((got, got_code.as_str()), (status, code), "{body}");
+    }
+    for body in [
+        json!({"url": "ftp://fake.example/"}),
+        json!({"url": "https://fake.example/", "idleSeconds": 0}),
+        json!({"url": "https://fake.example/", "surprise": true}),
+        json!({"url": "https://fake.example/", "session": {"cookies": [], "origins": []}}),
+    ] {
+        let reply = send(app, Method::POST, "/v1/browse", "acme", Some(body.clone())).await;
+        assert_eq!(reply.error().0, 422, "{body}: {}", reply.body);
+    }
+
+    // Another tenant: not found, on every verb.
+    for (method, path, body) in [
+        (Method::GET, format!("/v1/browse/{id}/snapshot"), None),
+        (
+            Method::POST,
+            format!("/v1/browse/{id}/act"),
+            Some(json!({"action": "back"})),
+        ),
+        (Method::DELETE, format!("/v1/browse/{id}"), None),
+    ] {
+        let reply = send(app, method, &path, "mallory", body).await;
+        assert_eq!(reply.error().1, "browse_not_found", "{path}");
+    }
+    // No token: 401.
+    let anonymous = call(
+        app,
+        axum::http::Request::builder()
+            .method(Method::GET)
+            .uri(format!("/v1/browse/{id}/snapshot"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+
+    // The record is the tenant's task record.
+    let record = send(app, Method::GET, &format!("/v1/tasks/{id}"), "acme", None).await;
+    assert_eq!(record.json()["browse"], true);
+
+    let closed = send(
+        app,
+        Method::DELETE,
+        &format!("/v1/browse/{id}"),
+        "acme",
+        None,
+    )
+    .await;
+    assert_eq!(closed.status, StatusCode::OK);
+    assert_eq!(closed.json()["actions"], 2);
+    assert_eq!(stack.provider.open_leases(), 0);
+    let again = send(
+        app,
+        Method::DELETE,
+        &format!("/v1/browse/{id}"),
+        "acme",
+        None,
+    )
+    .await;
+    assert_eq!(again.error().1, "browse_not_found");
+}
+
+#[tokio::test]
+async fn the_runner_caps_open_sessions_and_closes_them_at_shutdown() {
+    let stack = fake_with_a_page();
+    let app = &stack.app;
+    let open = || {
+        send(
+            app,
+            Method::POST,
+            "/v1/browse",
+            "acme",
+            Some(json!({"url": "https://fake.example/"})),
+        )
+    };
+    assert_eq!(open().await.status, StatusCode::CREATED);
+    assert_eq!(open().await.status, StatusCode::CREATED);
+    let third = open().await;
+    let (status, code, retryable) = third.error();
+    assert_eq!(
+        (status, code.as_str()),
+        (429, "provider_busy"),
+        "{}",
+        third.body
+    );
+    assert!(retryable);
+    assert_eq!(stack.provider.open_leases(), 2);
+    stack.runner.shutdown().await;
+    assert_eq!(
+        stack.provider.open_leases(),
+        0,
+        "shutdown closes open sessions"
+    );
+}

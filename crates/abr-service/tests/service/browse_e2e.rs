@@ -1,0 +1,242 @@
+//! The browse API end to end on real Chromium, through the HTTP API and abr-client, checked
+//! against the demo site's ground truth (`/api/posts`): a brain's snapshot/act loop posts
+//! on the demo site; a read-only session is refused at the submit with the guard's reason
+//! and nothing is posted; bad input is a typed 4xx; another tenant sees nothing; a closed
+//! session is gone and its record says what it did, never what was typed.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use crate::common;
+
+use abr_client::ClientError;
+use abr_client::protocol::{
+    ActOutcome, BlockedBy, BrowseAction, BrowseRequest, CommitClass, PauseReason, SecretValue,
+    Snapshot, TaskState,
+};
+use common::*;
+use serde_json::{Value, json};
+
+const TENANT: &str = "acme";
+
+fn reference(snapshot: &Snapshot, role: &str, name: &str) -> String {
+    snapshot
+        .elements
+        .iter()
+        .find(|e| e.role == role && e.name == name)
+        .unwrap_or_else(|| panic!("no {role} {name:?} in {:#?}", snapshot.elements))
+        .reference
+        .clone()
+}
+
+async fn posts_with(stack: &Stack, text: &str) -> usize {
+    let posts: Vec<Value> = reqwest::get(format!("{}/api/posts", stack.site.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    posts.iter().filter(|p| p["text"] == text).count()
+}
+
+async fn open_composer(stack: &Stack, read_only: bool) -> BrowseRequest {
+    let session = signed_in_session(&stack.site, "alice").await;
+    serde_json::from_value(json!({
+        "url": format!("{}/compose", stack.site.base_url()),
+        "platform": "demo",
+        "session": session,
+        "readOnly": read_only,
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_brain_posts_through_snapshots_and_a_read_only_session_cannot() {
+    let stack = stack().await;
+    let client = &stack.client;
+
+    // --- The loop posts.
+    let text = format!("browse post {}", random_suffix());
+    let opened = client
+        .browse_open(TENANT, &open_composer(&stack, false).await)
+        .await
+        .unwrap();
+    assert_eq!(opened.first.outcome, ActOutcome::Done, "{:?}", opened.first);
+    assert!(!opened.read_only);
+    let page = &opened.first.snapshot;
+    assert!(page.url.ends_with("/compose"), "{}", page.url);
+    let field = reference(page, "textbox", "What's happening?");
+    let submit = reference(page, "button", "Post");
+    let id = opened.browse_id.clone();
+    let typed = client
+        .browse_act(
+            TENANT,
+            &id,
+            &BrowseAction::Type {
+                reference: field.clone(),
+                text: SecretValue::new(text.clone()),
+                submit: false,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(typed.outcome, ActOutcome::Done);
+    assert!(!typed.committing);
+    let field_now = typed
+        .snapshot
+        .elements
+        .iter()
+        .find(|e| e.reference == field)
+        .unwrap();
+    assert_eq!(field_now.value.as_deref(), Some("[redacted]"));
+    assert!(
+        !serde_json::to_string(&typed.snapshot)
+            .unwrap()
+            .contains(&text),
+        "the snapshot never carries a field's value"
+    );
+    let posted = client
+        .browse_act(TENANT, &id, &BrowseAction::Click { reference: submit })
+        .await
+        .unwrap();
+    assert_eq!(posted.outcome, ActOutcome::Done, "{posted:?}");
+    assert!(posted.committing, "the submit is committing");
+    assert!(
+        posted.snapshot.text.contains("Your post is live"),
+        "{}",
+        posted.snapshot.text
+    );
+    assert_eq!(posts_with(&stack, &text).await, 1, "ground truth: one post");
+    let closed = client.browse_close(TENANT, &id).await.unwrap();
+    assert_eq!((closed.actions, closed.committing), (3, 1));
+    let record = client.get_task(TENANT, &id).await.unwrap();
+    assert!(record.browse);
+    assert_eq!(record.state, TaskState::Closed);
+    assert!(
+        !serde_json::to_string(&record).unwrap().contains(&text),
+        "what was typed is not in the record"
+    );
+    let gone = client.browse_snapshot(TENANT, &id).await.unwrap_err();
+    assert_eq!(api_error(&gone).1, "browse_not_found");
+
+    // --- A read-only session: the composer calls for a person (it has a file input), the
+    // brain may type, and the submit is refused before it reaches the page.
+    let text = format!("read-only post {}", random_suffix());
+    let opened = client
+        .browse_open(TENANT, &open_composer(&stack, true).await)
+        .await
+        .unwrap();
+    assert!(opened.read_only);
+    assert_eq!(
+        opened.first.outcome,
+        ActOutcome::Paused,
+        "{:?}",
+        opened.first
+    );
+    assert_eq!(
+        opened.first.pause.as_ref().unwrap().reason,
+        PauseReason::WriteAffordance
+    );
+    let id = opened.browse_id.clone();
+    let page = &opened.first.snapshot;
+    let field = reference(page, "textbox", "What's happening?");
+    let submit = reference(page, "button", "Post");
+    let typed = client
+        .browse_act(
+            TENANT,
+            &id,
+            &BrowseAction::Type {
+                reference: field,
+                text: SecretValue::new(text.clone()),
+                submit: false,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(typed.outcome, ActOutcome::Done, "typing is not committing");
+    for action in [
+        BrowseAction::Click {
+            reference: submit.clone(),
+        },
+        BrowseAction::Press {
+            reference: Some(submit.clone()),
+            key: "Enter".into(),
+        },
+    ] {
+        let refused = client.browse_act(TENANT, &id, &action).await.unwrap();
+        assert_eq!(refused.outcome, ActOutcome::Refused, "{refused:?}");
+        let blocked = refused.blocked.unwrap();
+        assert_eq!(blocked.blocked_by, BlockedBy::ReadOnly);
+        assert_eq!(blocked.class, CommitClass::SubmitControl);
+        let error = refused.error.unwrap();
+        assert_eq!(error.code, "blocked_action");
+        assert!(error.message.contains("read-only"), "{}", error.message);
+        assert!(refused.snapshot.url.ends_with("/compose"), "still there");
+    }
+    assert_eq!(
+        posts_with(&stack, &text).await,
+        0,
+        "ground truth: nothing posted"
+    );
+
+    // --- Bad input is a typed 4xx, and another tenant sees nothing.
+    let http = raw_http();
+    let base = stack.server.base_url();
+    let act = format!("{base}/v1/browse/{id}/act");
+    for (body, status, code) in [
+        (json!({"action": "click"}), 422, "invalid_request"),
+        (
+            json!({"action": "hover", "ref": "e1"}),
+            422,
+            "invalid_request",
+        ),
+        (
+            json!({"action": "click", "ref": "e1\"], #submit, [x=\""}),
+            422,
+            "invalid_request",
+        ),
+        (
+            json!({"action": "click", "ref": "e99999"}),
+            409,
+            "ref_not_found",
+        ),
+        (
+            json!({"action": "navigate", "url": "file:///etc/passwd"}),
+            422,
+            "invalid_request",
+        ),
+    ] {
+        let response = http
+            .post(&act)
+            .bearer_auth(TOKEN)
+            .header("x-tenant-id", TENANT)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let error = raw_error(response).await;
+        assert_eq!(
+            (error.status, error.code.as_str()),
+            (status, code),
+            "{body}"
+        );
+    }
+    let stranger = client.browse_snapshot("intruder", &id).await.unwrap_err();
+    assert_eq!(api_error(&stranger).0, 404);
+    let unauthenticated = http
+        .post(&act)
+        .json(&json!({"action": "back"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+    let e: ClientError = client.browse_close("intruder", &id).await.unwrap_err();
+    assert_eq!(api_error(&e).1, "browse_not_found");
+    client.browse_close(TENANT, &id).await.unwrap();
+
+    stack.server.shutdown().await;
+}

@@ -1,0 +1,777 @@
+//! The guard rails end to end on real Chromium, through the HTTP API, each checked against
+//! the demo site's ground truth:
+//!
+//! - a read-only run clicks every control of the guard corpus (`/guard`) and is refused on
+//!   exactly the committing ones; the site records no write;
+//! - every pause reason on its demo page: the run pauses with that reason, a second
+//!   headless browser takes over through the live view and clears it, the run resumes and
+//!   finishes; an expired takeover ends the run without acting;
+//! - site consent: a link to a site nobody decided on pauses the run until the tenant
+//!   allows it; the decision stands for the next run;
+//! - replay frames of a run: taken, served to the tenant only, none with screenshots off.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use abr_demo::DemoSite;
+use abr_demo::site::GUARD_CORPUS;
+use abr_protocol::{PauseReason, TakeoverState, TaskRecord, TaskState};
+use common::*;
+use serde_json::{Value, json};
+
+const TENANT: &str = "acme";
+const SESSION_KEY: &str = "4b0b7f1c2d3e4f5061728394a5b6c7d8e9fa0b1c2d3e4f5061728394a5b6c7d8";
+
+/// A runner whose plans need no approval (the tests are about the rails), with frames kept
+/// (a session key), and `localhost:<site port>` allowed besides `127.0.0.1:<port>` (a second
+/// site for consent).
+async fn guard_stack() -> Stack {
+    stack_with(
+        |c| {
+            c.store.session_key = Some(SESSION_KEY.to_owned().into());
+            c.tasks.approval = abr_core::task::ApprovalRule::Off;
+            c.pacing = None;
+            let port = c.demo_site_url.as_ref().and_then(url::Url::port).unwrap();
+            c.egress = c.egress.clone().allow_private(abr_core::AllowedPrivate {
+                host: "localhost".into(),
+                port,
+            });
+        },
+        |b| b,
+    )
+    .await
+}
+
+/// An authenticated call as the tenant.
+async fn api(stack: &Stack, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    let (status, value) = api_status(stack, method, path, body).await;
+    assert!(status.is_success(), "{path}: {status} {value}");
+    value
+}
+
+async fn api_status(
+    stack: &Stack,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (reqwest::StatusCode, Value) {
+    let mut request = raw_http()
+        .request(method, format!("{}{path}", stack.server.base_url()))
+        .bearer_auth(TOKEN)
+        .header("x-tenant-id", TENANT);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let bytes = response.bytes().await.unwrap();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, value)
+}
+
+async fn create(stack: &Stack, body: Value) -> String {
+    let record = api(stack, reqwest::Method::POST, "/v1/tasks", Some(body)).await;
+    record["taskId"].as_str().unwrap().to_owned()
+}
+
+async fn record(stack: &Stack, id: &str) -> TaskRecord {
+    let value = api(
+        stack,
+        reqwest::Method::GET,
+        &format!("/v1/tasks/{id}"),
+        None,
+    )
+    .await;
+    serde_json::from_value(value).unwrap()
+}
+
+async fn until(stack: &Stack, id: &str, done: impl Fn(&TaskRecord) -> bool) -> TaskRecord {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let r = record(stack, id).await;
+        if done(&r) {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "never got there: {r:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn ended(stack: &Stack, id: &str) -> TaskRecord {
+    until(stack, id, |r| r.state.is_final()).await
+}
+
+async fn paused(stack: &Stack, id: &str) -> TaskRecord {
+    until(stack, id, |r| {
+        r.state == TaskState::Paused || r.state.is_final()
+    })
+    .await
+}
+
+fn page(site: &DemoSite, path: &str) -> String {
+    format!("{}{path}", site.base_url())
+}
+
+// ---- the commit guard -------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_run_is_refused_on_exactly_the_committing_controls_of_the_corpus() {
+    let stack = guard_stack().await;
+    let mut steps = Vec::new();
+    let mut expected_blocked = BTreeSet::new();
+    for control in GUARD_CORPUS {
+        let selector = format!("#{}", control.id);
+        match control.enter_commits {
+            Some(enter_commits) => {
+                if enter_commits {
+                    expected_blocked.insert(steps.len());
+                }
+                steps.push(
+                    json!({"type": "type", "selector": selector, "value": "shoes", "submit": true,
+                    "timeoutMs": 3000, "description": format!("Search in {}", control.id)}),
+                );
+            }
+            None => {
+                if control.read_only_commits {
+                    expected_blocked.insert(steps.len());
+                }
+                steps.push(
+                    json!({"type": "click", "selector": selector, "timeoutMs": 3000,
+                    "description": format!("Click {}", control.id)}),
+                );
+            }
+        }
+    }
+    let id = create(
+        &stack,
+        json!({
+            "plan": {
+                "targetUrl": page(&stack.site, "/guard"),
+                "readOnly": true,
+                "steps": steps,
+                "verification": {"method": "dom_check", "selector": "#tab-overview"}
+            },
+            "handoff": {"waitSeconds": 60}
+        }),
+    )
+    .await;
+    // The corpus has card fields and a file input: a read-only run stops there first, and
+    // the person lets it read the page.
+    let r = paused(&stack, &id).await;
+    assert_eq!(r.pause.unwrap().reason, PauseReason::WriteAffordance);
+    api(
+        &stack,
+        reqwest::Method::POST,
+        &format!("/v1/tasks/{id}/takeover/resume"),
+        None,
+    )
+    .await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.state, TaskState::Failed);
+    assert_eq!(r.error.as_ref().unwrap().code, "blocked_action");
+    assert!(!r.error.as_ref().unwrap().retryable);
+    let blocked: BTreeSet<usize> = r.blocked.iter().map(|b| b.step.unwrap()).collect();
+    assert_eq!(
+        blocked, expected_blocked,
+        "refused exactly the committing controls"
+    );
+    assert!(
+        r.blocked
+            .iter()
+            .all(|b| b.blocked_by == abr_protocol::BlockedBy::ReadOnly)
+    );
+    assert_eq!(
+        r.step_results.len(),
+        GUARD_CORPUS.len(),
+        "every control was tried"
+    );
+    for (i, result) in r.step_results.iter().enumerate() {
+        assert_eq!(
+            result.ok,
+            !expected_blocked.contains(&i),
+            "step {i}: {result:?}"
+        );
+    }
+    // The site's ground truth: no write; every harmless click reached the page.
+    assert_eq!(stack.site.guard_writes(), Vec::<String>::new());
+    let seen: BTreeSet<String> = stack.site.guard_seen().into_iter().collect();
+    for control in GUARD_CORPUS.iter().filter(|c| !c.read_only_commits) {
+        if control.enter_commits.is_none() || control.enter_commits == Some(false) {
+            assert!(
+                seen.contains(control.id),
+                "{} never reached the page",
+                control.id
+            );
+        }
+    }
+    // Frames: taken at the blockers too, never more than 60.
+    let frames = api(
+        &stack,
+        reqwest::Method::GET,
+        &format!("/v1/runs/{id}/frames"),
+        None,
+    )
+    .await;
+    let count = frames["frames"].as_array().unwrap().len();
+    assert!(count > 20 && count <= 60, "{count} frames");
+    stack.server.shutdown().await;
+}
+
+// ---- pauses and takeovers -------------------------------------------------------------------
+
+/// The person: a second headless browser on the live-view page, with a keyboard.
+type Person = UserBrowser;
+
+/// Waits (at most 10 s) for the site to show what the person did.
+async fn wait_until(done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "the person's input never reached the site"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Takes the paused run over: the live view is refused before, served while active.
+async fn take_over(stack: &Stack, id: &str) -> (String, Person) {
+    let started = api(
+        stack,
+        reqwest::Method::POST,
+        &format!("/v1/tasks/{id}/takeover"),
+        None,
+    )
+    .await;
+    assert_eq!(started["state"], "active");
+    let url = started["liveViewUrl"].as_str().unwrap().to_owned();
+    let person = open_live_view(&url).await;
+    (url, person)
+}
+
+async fn resume(stack: &Stack, id: &str) {
+    let answer = api(
+        stack,
+        reqwest::Method::POST,
+        &format!("/v1/tasks/{id}/takeover/resume"),
+        None,
+    )
+    .await;
+    assert_eq!(answer["state"], "resumed");
+}
+
+/// A plan that opens `path` and proves the page shows `#content` with `text`.
+fn cleared_plan(site: &DemoSite, path: &str, text: &str) -> Value {
+    json!({
+        "plan": {
+            "targetUrl": page(site, path),
+            "steps": [
+                {"type": "wait", "selector": "#content", "timeoutMs": 5000, "description": "Wait for the content"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#content", "text": text}
+        },
+        "handoff": {"waitSeconds": 60}
+    })
+}
+
+/// Pauses on `path` for `reason`, lets the person do `clear` in the live view, resumes,
+/// and checks the run finished, the events, and that the live view is refused after.
+async fn pause_clear_resume<F, Fut>(
+    stack: &Stack,
+    body: Value,
+    reason: PauseReason,
+    clear: F,
+) -> TaskRecord
+where
+    F: FnOnce(Person) -> Fut,
+    Fut: std::future::Future<Output = Person>,
+{
+    let id = create(stack, body).await;
+    let r = paused(stack, &id).await;
+    assert_eq!(r.state, TaskState::Paused, "{r:?}");
+    let pause = r.pause.clone().unwrap();
+    assert_eq!(pause.reason, reason);
+    assert_eq!(pause.state, TakeoverState::Requested);
+    let (url, person) = take_over(stack, &id).await;
+    let person = clear(person).await;
+    // The person resumes once they see the page cleared (its reload done).
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    resume(stack, &id).await;
+    let r = ended(stack, &id).await;
+    // The live view is over with the takeover.
+    let (status, _) = api_status(
+        stack,
+        reqwest::Method::GET,
+        url.trim_start_matches(&stack.server.base_url()),
+        None,
+    )
+    .await;
+    assert!(
+        status.is_client_error(),
+        "the live view after the resume: {status}"
+    );
+    person.close().await;
+    let events: Vec<&str> = r.takeover_events.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(
+        events,
+        ["takeover_required", "takeover_active", "takeover_resumed"],
+        "{r:?}"
+    );
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_pause_reason_is_detected_taken_over_cleared_and_resumed() {
+    let stack = guard_stack().await;
+    let site = &stack.site;
+
+    // challenge: a captcha widget; the person ticks "I am human".
+    let r = pause_clear_resume(
+        &stack,
+        cleared_plan(site, "/pause/challenge", "Cleared"),
+        PauseReason::Challenge,
+        |p| async move {
+            p.press("Tab").await;
+            p.press("Enter").await;
+            p
+        },
+    )
+    .await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+    assert!(site.pause_state().challenge);
+
+    // paywall
+    let r = pause_clear_resume(
+        &stack,
+        cleared_plan(site, "/pause/paywall", "Cleared"),
+        PauseReason::Paywall,
+        |p| async move {
+            p.press("Tab").await;
+            p.press("Enter").await;
+            p
+        },
+    )
+    .await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+
+    // access_blocked: a 403 "Access Denied" page.
+    let r = pause_clear_resume(
+        &stack,
+        cleared_plan(site, "/pause/blocked", "Cleared"),
+        PauseReason::AccessBlocked,
+        |p| async move {
+            p.press("Tab").await;
+            p.press("Enter").await;
+            p
+        },
+    )
+    .await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+
+    // login_required: a run with a session must not sign in; the person does.
+    let mut body = cleared_plan(site, "/pause/login", "Cleared");
+    body["session"] = serde_json::to_value(signed_in_session(site, "ada").await).unwrap();
+    body["scope"] = json!({"cookieDomains": ["127.0.0.1"]});
+    let r = pause_clear_resume(&stack, body, PauseReason::LoginRequired, |p| async move {
+        p.press("Tab").await;
+        p.type_text("person-typed-password").await;
+        p.press("Enter").await;
+        wait_until(|| site.pause_state().login).await;
+        p
+    })
+    .await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+    assert!(site.pause_state().login);
+
+    // stuck: an overlay covers "Next step"; the person closes it.
+    let body = json!({
+        "plan": {
+            "targetUrl": page(site, "/pause/stuck"),
+            "steps": [
+                {"type": "click", "selector": "#go", "timeoutMs": 1500, "description": "Next step"},
+                {"type": "wait", "selector": "#content", "timeoutMs": 5000, "description": "Wait"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#content", "text": "Cleared"}
+        },
+        "handoff": {"waitSeconds": 60}
+    });
+    let r = pause_clear_resume(&stack, body, PauseReason::Stuck, |p| async move {
+        p.press("Tab").await;
+        p.press("Tab").await;
+        p.press("Enter").await;
+        wait_until(|| site.pause_state().stuck).await;
+        p
+    })
+    .await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+    assert_eq!(site.pause_state().go_clicks, 1);
+
+    // needs_input: the form requires a code the plan does not have; the person types it.
+    let body = json!({
+        "plan": {
+            "targetUrl": page(site, "/pause/needs-input"),
+            "steps": [
+                {"type": "click", "selector": "#send", "timeoutMs": 3000, "description": "Continue"},
+                {"type": "wait", "selector": "#content", "timeoutMs": 5000, "description": "Wait"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#content", "text": "Cleared"}
+        },
+        "handoff": {"waitSeconds": 60}
+    });
+    let before = site.pause_state().submissions.len();
+    let r = pause_clear_resume(&stack, body, PauseReason::NeedsInput, |p| async move {
+        p.press("Tab").await;
+        p.type_text("REF-42").await;
+        p
+    })
+    .await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+    let state = site.pause_state();
+    assert_eq!(state.submissions.len(), before + 1, "submitted once");
+    assert_eq!(state.submissions.last(), Some(&6));
+
+    // write_affordance: a read-only run reaches an application form; the person lets it
+    // read the page; the form stays untouchable.
+    let body = json!({
+        "plan": {
+            "targetUrl": page(site, "/pause/write"),
+            "readOnly": true,
+            "steps": [
+                {"type": "extract", "name": "job", "kind": "text", "selector": "#content", "description": "Read the job"},
+                {"type": "click", "selector": "#apply", "timeoutMs": 3000, "description": "Apply"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#content"}
+        },
+        "handoff": {"waitSeconds": 60}
+    });
+    let r = pause_clear_resume(
+        &stack,
+        body,
+        PauseReason::WriteAffordance,
+        |p| async move { p },
+    )
+    .await;
+    assert_eq!(r.state, TaskState::Failed);
+    assert_eq!(r.error.unwrap().code, "blocked_action");
+    assert!(
+        r.extracted["job"]
+            .as_str()
+            .unwrap()
+            .starts_with("Job details")
+    );
+    assert_eq!(site.pause_state().applications, 0);
+
+    stack.server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_takeover_ends_the_run_without_acting_and_an_ended_one_too() {
+    let stack = guard_stack().await;
+    let site = &stack.site;
+    let body = json!({
+        "plan": {
+            "targetUrl": page(site, "/pause/challenge"),
+            "steps": [
+                {"type": "click", "selector": "#human", "timeoutMs": 3000, "description": "Tick it"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#content"}
+        },
+        "handoff": {"waitSeconds": 2}
+    });
+    let id = create(&stack, body.clone()).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.state, TaskState::Failed);
+    assert_eq!(r.error.as_ref().unwrap().code, "takeover_expired");
+    assert_eq!(r.pause.as_ref().unwrap().state, TakeoverState::Expired);
+    assert!(
+        !site.pause_state().challenge,
+        "the run never clicked past the challenge"
+    );
+    let (status, error) = api_status(
+        &stack,
+        reqwest::Method::POST,
+        &format!("/v1/tasks/{id}/takeover"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{error}");
+    assert_eq!(error["error"]["code"], "no_takeover");
+
+    let mut body = body;
+    body["handoff"] = json!({"waitSeconds": 60});
+    let id = create(&stack, body).await;
+    paused(&stack, &id).await;
+    // Another tenant cannot take it over.
+    let intruder = raw_http()
+        .post(format!(
+            "{}/v1/tasks/{id}/takeover",
+            stack.server.base_url()
+        ))
+        .bearer_auth(TOKEN)
+        .header("x-tenant-id", "intruder")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(intruder.status(), 404);
+    api(
+        &stack,
+        reqwest::Method::POST,
+        &format!("/v1/tasks/{id}/takeover/end"),
+        None,
+    )
+    .await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.error.unwrap().code, "takeover_ended");
+    assert!(!site.pause_state().challenge);
+    stack.server.shutdown().await;
+}
+
+// ---- sites ----------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_site_asks_for_consent_once_and_a_denied_site_is_never_opened() {
+    let stack = guard_stack().await;
+    let site = &stack.site;
+    let body = json!({
+        "plan": {
+            "targetUrl": page(site, "/pause/elsewhere"),
+            "steps": [
+                {"type": "click", "selector": "#away", "timeoutMs": 3000, "description": "Next page"},
+                {"type": "wait", "selector": "#content", "timeoutMs": 5000, "description": "Wait"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#content", "text": "Landing"}
+        },
+        "handoff": {"waitSeconds": 60}
+    });
+    let id = create(&stack, body.clone()).await;
+    let r = paused(&stack, &id).await;
+    assert_eq!(r.pause.unwrap().reason, PauseReason::ConsentRequired);
+    // The owner looks at the page through the live view, allows the site, resumes.
+    let (_, person) = take_over(&stack, &id).await;
+    api(
+        &stack,
+        reqwest::Method::PUT,
+        "/v1/sites/localhost",
+        Some(json!({"decision": "allow", "decidedBy": "alice"})),
+    )
+    .await;
+    resume(&stack, &id).await;
+    person.close().await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+
+    // The decision stands: the next run does not ask.
+    let id = create(&stack, body.clone()).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+    assert!(r.pause.is_none());
+
+    // Denied: a run whose plan opens the site never starts a browser there; a link to it
+    // is aborted before the request leaves.
+    api(
+        &stack,
+        reqwest::Method::PUT,
+        "/v1/sites/localhost",
+        Some(json!({"decision": "deny", "decidedBy": "alice"})),
+    )
+    .await;
+    let id = create(&stack, body).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.state, TaskState::Failed);
+    assert_eq!(r.error.unwrap().code, "site_denied", "{:?}", r.step_results);
+    stack.server.shutdown().await;
+}
+
+// ---- frames ---------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_are_served_to_their_tenant_only_and_none_are_taken_with_screenshots_off() {
+    let stack = guard_stack().await;
+    let site = &stack.site;
+    let mut body = cleared_plan(site, "/guard", "Overview");
+    body["plan"]["steps"] = json!([
+        {"type": "click", "selector": "#show-more", "timeoutMs": 3000, "description": "Show more"}
+    ]);
+    body["plan"]["verification"] = json!({"method": "dom_check", "selector": "#tab-overview"});
+    body["plan"]["readOnly"] = json!(false);
+    let id = create(&stack, body.clone()).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+    assert_eq!(
+        r.replay.unwrap().screenshots,
+        abr_protocol::ScreenshotsMode::On
+    );
+    let frames = api(
+        &stack,
+        reqwest::Method::GET,
+        &format!("/v1/runs/{id}/frames"),
+        None,
+    )
+    .await;
+    let points: Vec<&str> = frames["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["point"].as_str().unwrap())
+        .collect();
+    assert_eq!(points, ["navigation", "click", "completion"]);
+    let first = &frames["frames"][0];
+    assert!(!first["url"].as_str().unwrap().contains('?'));
+    let jpeg = raw_http()
+        .get(format!("{}/v1/runs/{id}/frames/1", stack.server.base_url()))
+        .bearer_auth(TOKEN)
+        .header("x-tenant-id", TENANT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(jpeg.status(), 200);
+    assert_eq!(jpeg.headers()["content-type"], "image/jpeg");
+    assert!(jpeg.bytes().await.unwrap().starts_with(&[0xFF, 0xD8]));
+    // Another tenant asks for it by its ids.
+    let stolen = raw_http()
+        .get(format!("{}/v1/runs/{id}/frames/1", stack.server.base_url()))
+        .bearer_auth(TOKEN)
+        .header("x-tenant-id", "intruder")
+        .send()
+        .await
+        .unwrap();
+    let status = stolen.status();
+    let text = stolen.text().await.unwrap_or_default();
+    assert_eq!(status, 404, "{}", &text[..text.len().min(300)]);
+
+    api(
+        &stack,
+        reqwest::Method::PUT,
+        "/v1/settings/screenshots",
+        Some(json!({"enabled": false})),
+    )
+    .await;
+    let id = create(&stack, body).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+    let replay = r.replay.unwrap();
+    assert_eq!(replay.screenshots, abr_protocol::ScreenshotsMode::Off);
+    assert_eq!(replay.reason.as_deref(), Some("tenant_setting"));
+    let frames = api(
+        &stack,
+        reqwest::Method::GET,
+        &format!("/v1/runs/{id}/frames"),
+        None,
+    )
+    .await;
+    assert_eq!(frames["frames"], json!([]));
+    assert_eq!(frames["screenshots"]["screenshots"], "off");
+    stack.server.shutdown().await;
+}
+
+// ---- the events webhook ---------------------------------------------------------------------
+
+/// An HTTP receiver on loopback that keeps every JSON body posted to it.
+async fn receiver() -> (SocketAddr, Arc<Mutex<Vec<Value>>>) {
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&bodies);
+    let app = axum::Router::new().route(
+        "/events",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let kept = Arc::clone(&kept);
+            async move {
+                kept.lock().unwrap().push(body);
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, bodies)
+}
+
+fn expiring_challenge(site: &DemoSite) -> Value {
+    json!({
+        "plan": {
+            "targetUrl": page(site, "/pause/challenge"),
+            "steps": [
+                {"type": "click", "selector": "#human", "timeoutMs": 3000, "description": "Tick it"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#content"}
+        },
+        "handoff": {"waitSeconds": 1}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takeover_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_loopback() {
+    // Allowed: the receiver's exact address is in the egress allowances.
+    let (addr, bodies) = receiver().await;
+    let stack = stack_with(
+        |c| {
+            c.tasks.approval = abr_core::task::ApprovalRule::Off;
+            c.tasks.events_webhook =
+                Some(url::Url::parse(&format!("http://{addr}/events")).unwrap());
+            c.egress = c.egress.clone().allow_addr(addr);
+        },
+        |b| b,
+    )
+    .await;
+    let id = create(&stack, expiring_challenge(&stack.site)).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.error.unwrap().code, "takeover_expired");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while bodies.lock().unwrap().len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the webhook got {:?}",
+            bodies.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let got = bodies.lock().unwrap().clone();
+    let events: Vec<&str> = got.iter().map(|b| b["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["takeover_required", "takeover_expired"]);
+    for body in &got {
+        assert_eq!(body["runId"], id.as_str());
+        let keys: BTreeSet<&str> = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from(["event", "runId", "takeoverId", "reason", "state", "at"]),
+            "ids only"
+        );
+        assert!(!body.to_string().contains("127.0.0.1"), "no URL: {body}");
+    }
+    stack.server.shutdown().await;
+
+    // The attack: a webhook pointing at a service on the runner's own machine that the
+    // operator did not allow. It is never reached.
+    let (victim, hits) = receiver().await;
+    let stack = stack_with(
+        |c| {
+            c.tasks.approval = abr_core::task::ApprovalRule::Off;
+            c.tasks.events_webhook =
+                Some(url::Url::parse(&format!("http://{victim}/events")).unwrap());
+        },
+        |b| b,
+    )
+    .await;
+    let id = create(&stack, expiring_challenge(&stack.site)).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.error.unwrap().code, "takeover_expired");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(hits.lock().unwrap().is_empty(), "the victim was reached");
+    stack.server.shutdown().await;
+}
