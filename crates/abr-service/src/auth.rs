@@ -64,21 +64,28 @@ impl std::fmt::Debug for TokenSet {
 impl TokenSet {
     /// Whether `headers` carry exactly one `Authorization: Bearer <accepted token>`.
     pub(crate) fn authorizes(&self, headers: &axum::http::HeaderMap) -> bool {
-        let mut values = headers.get_all(header::AUTHORIZATION).iter();
-        let presented = match (values.next(), values.next()) {
-            (Some(value), None) => value
-                .to_str()
-                .ok()
-                .and_then(|v| v.split_once(' '))
-                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-                .map(|(_, token)| token.trim())
-                .filter(|t| !t.is_empty()),
-            _ => None,
-        };
-        match presented {
+        match bearer(headers) {
             Some(token) => self.accepts(token),
             None => self.open,
         }
+    }
+}
+
+/// The token of exactly one `Authorization: Bearer <token>` header (scheme in any case,
+/// the token trimmed and not empty); `None` for none, two, another scheme or an empty
+/// token. The one parser of the bearer header: the API, the relay hub's connect and the
+/// local runner's control endpoint all read it here (`.ci/check-layering` finds a second).
+pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    match (values.next(), values.next()) {
+        (Some(value), None) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|t| !t.is_empty()),
+        _ => None,
     }
 }
 
@@ -101,5 +108,40 @@ pub(crate) async fn require_bearer<C: RunnerContext>(
         next.run(request).await
     } else {
         ApiError::unauthorized().into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue, header};
+
+    use super::bearer;
+
+    fn with(values: &[&str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for v in values {
+            if let Ok(v) = HeaderValue::from_str(v) {
+                headers.append(header::AUTHORIZATION, v);
+            }
+        }
+        headers
+    }
+
+    #[test]
+    fn one_bearer_header_with_a_token_or_nothing() {
+        assert_eq!(bearer(&with(&["Bearer abc"])), Some("abc"));
+        assert_eq!(bearer(&with(&["bearer  abc "])), Some("abc"));
+        assert_eq!(bearer(&with(&["BEARER abc"])), Some("abc"));
+        for refused in [
+            &[][..],
+            &["Bearer "][..],
+            &["Bearer    "][..],
+            &["Bearer"][..],
+            &["Basic abc"][..],
+            &["abc"][..],
+            &["Bearer abc", "Bearer abc"][..],
+        ] {
+            assert_eq!(bearer(&with(refused)), None, "{refused:?}");
+        }
     }
 }

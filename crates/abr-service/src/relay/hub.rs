@@ -480,20 +480,6 @@ fn invalid_runner_id() -> ApiError {
     )
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let mut values = headers.get_all(header::AUTHORIZATION).iter();
-    match (values.next(), values.next()) {
-        (Some(value), None) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|t| !t.is_empty()),
-        _ => None,
-    }
-}
-
 /// `GET /v1/relay/{runnerId}/connect`: only a relay token minted for this runner id (the
 /// long-lived API credential is not one).
 async fn connect(
@@ -512,7 +498,8 @@ async fn connect(
         )
         .into_response();
     };
-    let authorized = bearer(&headers).is_some_and(|t| hub.inner.tokens.redeem(t, &runner_id));
+    let authorized =
+        crate::auth::bearer(&headers).is_some_and(|t| hub.inner.tokens.redeem(t, &runner_id));
     if !authorized {
         return ApiError::new(
             codes::UNAUTHORIZED,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use abr_protocol::codes;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -77,17 +77,7 @@ async fn require_token(
     request: Request,
     next: Next,
 ) -> Response {
-    let mut values = request.headers().get_all(header::AUTHORIZATION).iter();
-    let presented = match (values.next(), values.next()) {
-        (Some(value), None) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim()),
-        _ => None,
-    };
-    if presented.is_some_and(|t| control.token.matches(t)) {
+    if crate::auth::bearer(request.headers()).is_some_and(|t| control.token.matches(t)) {
         next.run(request).await
     } else {
         ApiError::new(codes::UNAUTHORIZED, "no valid control token").into_response()
@@ -164,7 +154,7 @@ pub(crate) async fn request_stop(state: &RunnerState, drain: bool) -> Result<(),
 #[cfg(test)]
 mod tests {
     use axum::body::Body;
-    use axum::http::Request;
+    use axum::http::{Request, header};
     use tower::ServiceExt as _;
 
     use super::*;
