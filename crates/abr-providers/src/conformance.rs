@@ -525,8 +525,8 @@ const WRITES: [&str; 16] = [
 ];
 
 /// Every HTTP write [`WRITES_PAGE`] makes, as the ledger writes it (a guarded context has
-/// no shared worker: it never makes the last). The last but one three are sent as the page
-/// is left.
+/// no shared worker: it never makes the last). The three before the last are sent as the
+/// page is left.
 const HTTP_WRITES: [&str; 17] = [
     "POST /api/fetch",
     "PUT /api/put",
