@@ -31,11 +31,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use abr_core::{
-    AcquireMode, AcquireRequest, AgentPoster, DynSessionProvider, PostProgress, SessionContext,
-    SessionProvider, StrategyError, StrategyPolicy, StrategyRegistry, SubmitReceipt, VerifyOutcome,
-    WebPostStrategy,
+    AcquireMode, AcquireRequest, DynSessionProvider, PostProgress, SessionContext, SessionProvider,
+    StrategyError, StrategyPolicy, StrategyRegistry, SubmitReceipt, VerifyOutcome, WebPostStrategy,
 };
 use abr_demo::{DemoSite, FaultMode, site::DEMO_PASSWORD};
+use abr_engine::AgentPoster;
 use abr_protocol::{
     AgentPostResult, AgentSessionState, FailureStage, PlatformPolicy, PostContent, PostOutcome,
     PostRequest, SessionScopeSpec, Verification, VerificationEvidence, VerificationMethod,

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use crate::StepTimeouts;
+use crate::clock::RandomSource;
 
 /// Every deadline of a request, as shares of one request deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +142,63 @@ impl Default for DeadlineBudget {
             steps: StepTimeouts::default(),
             capture_acquire: acquire,
             capture_step: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A randomized delay before acting, to keep an account's activity human-scale.
+/// Per-account spacing and hourly caps belong to the orchestrator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pacing {
+    /// Shortest delay.
+    pub min: Duration,
+    /// Longest delay.
+    pub max: Duration,
+}
+
+impl Pacing {
+    /// A delay in `[min, max]` drawn from `random`, at millisecond resolution.
+    pub fn pick(&self, random: &dyn RandomSource) -> Duration {
+        let min = u64::try_from(self.min.as_millis()).unwrap_or(u64::MAX);
+        let max = u64::try_from(self.max.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(min);
+        let span = max - min;
+        let offset = if span == u64::MAX {
+            random.next_u64()
+        } else {
+            random.next_u64() % (span + 1)
+        };
+        Duration::from_millis(min + offset)
+    }
+}
+
+/// Deadlines of each step of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepTimeouts {
+    /// Acquiring the browser context.
+    pub acquire: Duration,
+    /// `is_authenticated`.
+    pub precheck: Duration,
+    /// `post` (compose, media, submit).
+    pub post: Duration,
+    /// `verify`.
+    pub verify: Duration,
+    /// Exporting the refreshed state.
+    pub export: Duration,
+    /// Releasing the lease.
+    pub release: Duration,
+}
+
+impl Default for StepTimeouts {
+    fn default() -> Self {
+        Self {
+            acquire: Duration::from_secs(30),
+            precheck: Duration::from_secs(30),
+            post: Duration::from_secs(90),
+            verify: Duration::from_secs(30),
+            export: Duration::from_secs(10),
+            release: Duration::from_secs(10),
         }
     }
 }

@@ -6,8 +6,12 @@ use std::time::Duration;
 use abr_protocol::ErrorBody;
 use abr_protocol::codes::{self, ErrorCode};
 
-use crate::ScopeError;
-use crate::task::{PlanError, TenantLimit};
+use crate::limits::TenantLimit;
+use crate::scope::ScopeError;
+
+pub mod plan;
+
+pub use plan::{PlanError, PlanLocation, PlanProblem, UrlProblem};
 
 /// The broad category of an error: what a caller branches on (and what the HTTP layer maps
 /// to a status code).
@@ -36,7 +40,7 @@ pub enum ErrorKind {
     Internal,
 }
 
-/// An error of a [`SessionProvider`](crate::SessionProvider).
+/// An error of a [`SessionProvider`](crate::provider::SessionProvider).
 ///
 /// Providers construct it with [`ProviderError::new`]; the message must not contain cookie
 /// values, tokens or URLs that carry credentials.
@@ -267,6 +271,23 @@ pub enum CoreError {
     /// An idempotency key reused with a different body.
     #[error("the idempotency key was used with a different body")]
     IdempotencyKeyReused,
+    /// Every job slot is busy and the queue is full (or the runner is shutting down):
+    /// nothing ran.
+    #[error("the runner is at capacity; retry later")]
+    Overloaded {
+        /// Suggested wait (`Retry-After`).
+        retry_after: Duration,
+    },
+    /// The job waited in the queue for its whole queue deadline: nothing ran.
+    #[error("no job slot came free within the queue deadline; nothing ran: retry later")]
+    QueueTimeout {
+        /// Suggested wait (`Retry-After`).
+        retry_after: Duration,
+    },
+    /// A job panicked in its slot; only this request failed. The message says what may
+    /// have happened (a post: it may have been published).
+    #[error("{0}")]
+    JobPanicked(&'static str),
     /// A per-tenant limit is reached.
     #[error("{limit} limit reached (at most {max})")]
     TenantLimit {
@@ -324,6 +345,8 @@ impl CoreError {
             | Self::AlreadyAsserted
             | Self::IdempotencyKeyReused => ErrorKind::Conflict,
             Self::TenantLimit { .. } => ErrorKind::LimitExceeded,
+            Self::Overloaded { .. } | Self::QueueTimeout { .. } => ErrorKind::LimitExceeded,
+            Self::JobPanicked(_) => ErrorKind::Internal,
         }
     }
 
@@ -335,7 +358,9 @@ impl CoreError {
             | Self::CaptureLimit(_)
             | Self::LiveViewLimit(_)
             | Self::Timeout(_)
-            | Self::Store(_) => true,
+            | Self::Store(_)
+            | Self::Overloaded { .. }
+            | Self::QueueTimeout { .. } => true,
             Self::TenantLimit { limit, .. } => limit.is_retryable(),
             Self::Strategy(e) => e.kind == StrategyErrorKind::Failed,
             _ => false,
@@ -392,6 +417,9 @@ impl CoreError {
             Self::AlreadyAsserted => codes::ALREADY_ASSERTED,
             Self::IdempotencyKeyReused => codes::IDEMPOTENCY_KEY_REUSED,
             Self::TenantLimit { limit, .. } => limit.error_code(),
+            Self::Overloaded { .. } => codes::OVERLOADED,
+            Self::QueueTimeout { .. } => codes::QUEUE_TIMEOUT,
+            Self::JobPanicked(_) => codes::JOB_PANICKED,
         }
     }
 
@@ -401,6 +429,9 @@ impl CoreError {
         match self {
             Self::Provider(e) => e.retry_after(),
             Self::TenantLimit { retry_after, .. } => *retry_after,
+            Self::Overloaded { retry_after } | Self::QueueTimeout { retry_after } => {
+                Some(*retry_after)
+            }
             _ => None,
         }
     }
@@ -425,7 +456,7 @@ pub enum StrategyErrorKind {
     NotPosted,
 }
 
-/// A failure reported by a [`WebPostStrategy`](crate::WebPostStrategy) step.
+/// A failure reported by a [`WebPostStrategy`](crate::strategy::WebPostStrategy) step.
 ///
 /// `code` is a stable snake_case identifier chosen by the strategy; `message` is shown to
 /// operators and must not contain the posted content or session values.

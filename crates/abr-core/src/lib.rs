@@ -1,71 +1,68 @@
-//! The pure core of the Agent Browser Runtime (ABR): contracts and orchestration.
+//! The pure core of the Agent Browser Runtime (ABR): its contracts and the policies that
+//! decide, without acting.
 //!
 //! Architecture invariant: this crate performs no HTTP, reads no environment variables and
-//! links no browser library. It orchestrates through four contracts:
+//! links no browser library; nothing in it imports upward (`.ci/check-imports`). The
+//! application that runs on these contracts is `abr-engine`.
 //!
-//! - [`SessionProvider`]: turns a stored session into an isolated browser context
-//!   ([`Lease`]) and takes it away again. The context type is an associated type, so
-//!   strategies get the full browser API of the real providers while the core is tested
-//!   with in-memory fakes (the `testing` module, behind the feature of that name).
-//! - [`WebPostStrategy`]: acts on one platform and proves the outcome.
-//! - [`SessionStore`]: keeps sessions between jobs ([`InMemorySessionStore`]).
-//! - [`AuditSink`]: receives redacted events, best effort ([`Auditor`]).
-//! - [`LiveSurface`]: what a person's live view needs from a context (frames out, input in).
+//! Contracts:
+//! - [`SessionProvider`] ([`provider`]): turns a stored session into an isolated browser
+//!   context ([`Lease`]) and takes it away again. The context type is an associated type, so
+//!   strategies get the full browser API of the real providers while the engine is tested
+//!   with in-memory fakes (the [`testing`] module, behind the feature of that name).
+//! - [`StepRunner`](step_runner::StepRunner) and [`PageProbe`](guard::PageProbe): the
+//!   browser mechanics of a step, and what the guard rails read from a page;
+//!   [`TaskContext`](context::TaskContext) is all of it together.
+//! - [`LiveSurface`] ([`live`]): what a person's live view needs from a context.
+//! - [`WebPostStrategy`] ([`strategy`]): acts on one platform and proves the outcome.
+//! - [`store`]: where durable records live (sessions, tasks, posts, counters), with
+//!   in-memory implementations; [`AuditSink`] ([`audit`]): redacted events, best effort.
 //!
-//! On top of them: [`SessionScope`] (what state may enter or leave), [`AgentPoster`] (the
-//! three-outcome posting pipeline), [`PostJournal`] (every post recorded, at most once per
-//! idempotency key), [`SessionCaptureManager`] (interactive capture with a
-//! live view, [`LiveAttachment`]), [`SerializedProvider`] (one session at a time) and
-//! [`EgressPolicy`] (where a driven browser may connect).
+//! Policies: [`SessionScope`] ([`scope`], what state may enter or leave), [`EgressPolicy`]
+//! ([`egress`], where a driven browser may connect), the guard rails ([`guard`]: the one
+//! commit rule, the network rule, pause detection, site policy, frames), plan validation and
+//! templating ([`plan`]), the approval rule ([`approval`]), per-tenant limits ([`limits`]),
+//! every deadline of a request ([`budget`]), the bounds of ids ([`tenant`]), the digests
+//! idempotency keys and approvals are bound to ([`digest`]), and [`SerializedProvider`]
+//! (one session at a time).
 
-mod audit;
-mod budget;
-mod capture;
-mod clock;
-pub mod commit_watch;
-pub mod declared;
+pub mod approval;
+pub mod audit;
+pub mod budget;
+pub mod clock;
+pub mod codes;
+pub mod context;
+pub mod digest;
 pub mod egress;
-mod error;
+pub mod error;
 pub mod guard;
-mod handoff;
-mod live;
-mod live_access;
-mod post_journal;
-mod poster;
-mod provider;
-mod records;
+pub mod limits;
+pub mod live;
+pub mod plan;
+pub mod provider;
 pub mod scope;
-mod scope_io;
-mod serialized;
-mod step;
-mod store;
-mod stored_sessions;
-mod strategy;
-pub mod task;
-mod tenant;
+pub mod scope_io;
+pub mod serialized;
+pub mod step_runner;
+pub mod store;
+pub mod strategy;
+pub mod tenant;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use audit::{
     AuditAction, AuditError, AuditEvent, AuditOutcome, AuditSink, Auditor, MemoryAuditSink,
 };
-pub use budget::{BudgetError, DeadlineBudget};
-pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
+pub use budget::{BudgetError, DeadlineBudget, Pacing, StepTimeouts};
 pub use clock::{Clock, OsRandom, RandomSource, SystemClock, new_token};
 pub use egress::{AllowedPrivate, EgressDenied, EgressPolicy};
 pub use error::{
     CoreError, ErrorKind, ProviderError, ProviderErrorKind, StrategyError, StrategyErrorKind,
 };
-pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff, TakeoverSink};
 pub use live::{
     LiveFeed, LiveFrame, LiveInput, LiveKey, LiveSurface, MAX_LIVE_TEXT, Modifiers, PageLocation,
     PointerAction, PointerButton,
 };
-pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal, LiveSites};
-pub use post_journal::{
-    InMemoryPostStore, PostJournal, PostReply, PostStore, Posted, StoredPost, post_request_hash,
-};
-pub use poster::{AgentPoster, Pacing, PosterConfig, StepTimeouts};
 pub use provider::{
     AcquireMode, AcquireRequest, DynSessionProvider, Lease, ProviderCapabilities, ProviderViewer,
     ReleaseFn, SessionContext, SessionProvider,
@@ -73,7 +70,6 @@ pub use provider::{
 pub use scope::{ScopeError, SessionScope};
 pub use serialized::SerializedProvider;
 pub use store::{InMemorySessionStore, STORED_SESSION_PLATFORM, SessionKey, SessionStore};
-pub use stored_sessions::StoredSessions;
 pub use strategy::{
     PlatformPacing, PolicyError, PostProgress, ReceiptNote, RecheckOutcome, StrategyPolicy,
     StrategyRegistry, SubmitGate, SubmitReceipt, VerifyOutcome, WebPostStrategy,

@@ -3,11 +3,11 @@
 //! A live view shows the page (frames out) and takes a person's input (pointer, keyboard,
 //! text, navigation in). The provider implements it once on top of its browser protocol;
 //! the runner only moves these values between a socket and the surface, and the core
-//! ([`LiveAttachment`](crate::LiveAttachment)) decides which inputs may reach it.
+//! (`abr-engine`'s `LiveAttachment`) decides which inputs may reach it.
 
 use async_trait::async_trait;
 
-use crate::ProviderError;
+use crate::error::ProviderError;
 
 /// One picture of the page.
 #[derive(Clone, PartialEq, Eq)]
@@ -277,9 +277,9 @@ pub trait LiveFeed: Send + 'static {
 /// - Any number of feeds may be open at once; each gets every frame it asks for.
 /// - `input` performs exactly the input given on the page the feeds show, in order for one
 ///   caller. It does not check whether the input is allowed: the core does that before
-///   ([`LiveAttachment`](crate::LiveAttachment)).
+///   (`abr-engine`'s `LiveAttachment`).
 /// - Failures are typed [`ProviderError`]s; a page that is gone is
-///   [`Crashed`](crate::ProviderErrorKind::Crashed), never a panic or a hang.
+///   [`Crashed`](crate::error::ProviderErrorKind::Crashed), never a panic or a hang.
 #[async_trait]
 pub trait LiveSurface: Send + Sync + 'static {
     /// Starts a frame feed for one viewer.

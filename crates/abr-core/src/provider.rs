@@ -8,7 +8,7 @@ use abr_protocol::{AgentSessionState, SecretValue};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 
-use crate::ProviderError;
+use crate::error::ProviderError;
 
 /// What a provider can do. The core checks these before dispatching, and the conformance
 /// suite registers its tests from them.
@@ -43,7 +43,7 @@ pub struct AcquireRequest {
 
 /// A provider's own viewer of a leased browser (Steel's debug page, Kernel's live view).
 ///
-/// The runner serves its own view of every browser from the [`LiveSurface`](crate::LiveSurface);
+/// The runner serves its own view of every browser from the [`LiveSurface`](crate::live::LiveSurface);
 /// an operator may opt in to proxying the provider's viewer instead, and then only `paths`
 /// are reachable through the proxy: never the provider's REST API or a CDP endpoint.
 #[derive(Clone, PartialEq, Eq)]
@@ -93,7 +93,7 @@ pub type ReleaseFn<C> =
 /// A lease is always released exactly once. If it is dropped without an explicit release
 /// (cancellation, a panic unwinding through the job), `Drop` spawns the release on the
 /// current tokio runtime. Guards added with [`Lease::hold`] (e.g. the permit of a
-/// [`SerializedProvider`](crate::SerializedProvider)) are dropped only after the release
+/// [`SerializedProvider`](crate::serialized::SerializedProvider)) are dropped only after the release
 /// finished, so the next job never starts on a browser still being cleaned up.
 pub struct Lease<C: Send + Sync + 'static> {
     context: Arc<C>,
@@ -202,7 +202,7 @@ impl<C: Send + Sync + 'static> std::fmt::Debug for Lease<C> {
 /// - Whatever it acquired is released by the returned [`Lease`], also when dropped.
 ///
 /// # Wrappers
-/// Wrappers ([`SerializedProvider`](crate::SerializedProvider)) own their inner provider and
+/// Wrappers ([`SerializedProvider`](crate::serialized::SerializedProvider)) own their inner provider and
 /// forward every method.
 #[async_trait]
 pub trait SessionProvider: Send + Sync + 'static {

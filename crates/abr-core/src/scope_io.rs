@@ -4,24 +4,25 @@
 use abr_protocol::{AgentSessionState, ScopeReport, SessionMetadata, SessionScopeSpec};
 use time::OffsetDateTime;
 
-use crate::{CoreError, SessionScope, StrategyPolicy};
+use crate::error::CoreError;
+use crate::scope::SessionScope;
+use crate::strategy::StrategyPolicy;
 
 /// The scopes of one job.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Scopes<'a> {
+pub struct Scopes<'a> {
     platform: Option<&'a SessionScope>,
     request: Option<&'a SessionScope>,
 }
 
 /// Validates a request's extra scope.
-pub(crate) fn request_scope(
-    spec: Option<&SessionScopeSpec>,
-) -> Result<Option<SessionScope>, CoreError> {
+pub fn request_scope(spec: Option<&SessionScopeSpec>) -> Result<Option<SessionScope>, CoreError> {
     Ok(spec.map(SessionScope::new).transpose()?)
 }
 
 impl<'a> Scopes<'a> {
-    pub(crate) fn new(policy: &'a StrategyPolicy, request: Option<&'a SessionScope>) -> Self {
+    /// The scopes of a job on a platform with `policy`, narrowed by the request's own.
+    pub fn new(policy: &'a StrategyPolicy, request: Option<&'a SessionScope>) -> Self {
         Self {
             platform: policy.scope.as_ref(),
             request,
@@ -29,7 +30,7 @@ impl<'a> Scopes<'a> {
     }
 
     /// Scopes `state` (unfiltered when neither scope is set: legacy strategies).
-    pub(crate) fn apply(&self, state: &AgentSessionState) -> (AgentSessionState, ScopeReport) {
+    pub fn apply(&self, state: &AgentSessionState) -> (AgentSessionState, ScopeReport) {
         let mut current = state.clone();
         let mut dropped = ScopeReport::default().dropped;
         for scope in [self.platform, self.request].into_iter().flatten() {
@@ -48,7 +49,7 @@ impl<'a> Scopes<'a> {
     }
 
     /// Scopes a state leaving the runtime and stamps it with the platform and time.
-    pub(crate) fn apply_out(
+    pub fn apply_out(
         &self,
         state: &AgentSessionState,
         platform: &str,

@@ -7,10 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
-use crate::{
-    AcquireMode, AcquireRequest, Lease, ProviderCapabilities, ProviderError, ProviderErrorKind,
-    SessionProvider,
-};
+use crate::error::{ProviderError, ProviderErrorKind};
+use crate::provider::{AcquireMode, AcquireRequest, Lease, ProviderCapabilities, SessionProvider};
 
 /// `Retry-After` of a refusal while a job holds the session (jobs take seconds).
 const RETRY_AFTER_JOB: Duration = Duration::from_secs(2);

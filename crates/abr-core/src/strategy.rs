@@ -9,8 +9,9 @@ use abr_protocol::{
 };
 use async_trait::async_trait;
 
-use crate::guard::{NetworkRuleError, NetworkRules};
-use crate::{CoreError, ScopeError, SessionScope, StrategyError};
+use crate::error::{CoreError, StrategyError};
+use crate::guard::network::{NetworkRuleError, NetworkRules};
+use crate::scope::{ScopeError, SessionScope};
 
 /// A platform policy that is not usable: its session scope or its network declaration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,7 +46,7 @@ pub struct StrategyPolicy {
     /// Session scope applied going in and coming out; `None`: legacy, unfiltered.
     pub scope: Option<SessionScope>,
     /// The platform only observes: posts are refused and tasks on it refuse every committing
-    /// action (see [`RunGuard`](crate::guard::RunGuard)).
+    /// action (see [`RunGuard`](crate::guard::run_guard::RunGuard)).
     pub read_only: bool,
     /// Whether runs on the platform take replay frames.
     pub screenshots: bool,
@@ -96,7 +97,7 @@ impl StrategyPolicy {
 /// submitted. Stages only move forward.
 ///
 /// Before the action that may publish, a strategy awaits [`PostProgress::submit`]: it enters
-/// the submit stage and, when the post is journaled ([`PostJournal`](crate::PostJournal)),
+/// the submit stage and, when the post is journaled (`abr-engine`'s `PostJournal`),
 /// returns only once the journal durably recorded that the submit started, so that a
 /// runner killed during the click recovers the post as uncertain, never as safe to retry.
 pub struct PostProgress {
@@ -174,7 +175,7 @@ impl PostProgress {
     /// Call it right before the action that may publish, and stop when it fails.
     ///
     /// # Errors
-    /// A [`StrategyErrorKind::NotPosted`](crate::StrategyErrorKind::NotPosted) error when the
+    /// A [`StrategyErrorKind::NotPosted`](crate::error::StrategyErrorKind::NotPosted) error when the
     /// journal could not record the submit: nothing was submitted.
     pub async fn submit(&self) -> Result<(), StrategyError> {
         self.stage
@@ -197,7 +198,7 @@ impl PostProgress {
     }
 
     /// Progress whose submit stage passes through `gate`.
-    pub(crate) fn gated(gate: Option<Arc<dyn SubmitGate>>) -> Self {
+    pub fn gated(gate: Option<Arc<dyn SubmitGate>>) -> Self {
         Self {
             gate,
             ..Self::default()
@@ -359,7 +360,7 @@ pub enum PlatformPacing {
     /// No delay (a local test site).
     Off,
     /// This range, whatever the runner's.
-    Range(crate::Pacing),
+    Range(crate::budget::Pacing),
 }
 
 /// Registered strategies by platform id.

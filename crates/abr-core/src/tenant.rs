@@ -1,7 +1,7 @@
 //! Tenant ids (`workspaceId`, `accountId`): the same bounds on every operation, checked
 //! before anything records them (audit events carry them).
 
-use crate::CoreError;
+use crate::error::CoreError;
 
 /// Longest tenant id, in bytes.
 pub(crate) const MAX_TENANT_ID: usize = 256;

@@ -29,7 +29,7 @@ use abr_core::guard::{
     ElementFacts, FormFacts, FrameError, PageProbe, PageSignals, RedactedFrame, RequestGate,
     SiteFilter, SnapshotRequest,
 };
-use abr_core::task::{StepFailure, StepFailureKind};
+use abr_core::step_runner::{StepFailure, StepFailureKind};
 use abr_protocol::{Selector, Snapshot};
 use async_trait::async_trait;
 use playwright_rs::Error as PwError;

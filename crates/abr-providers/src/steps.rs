@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use abr_core::task::{
+use abr_core::step_runner::{
     BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner, UploadFile,
 };
 use abr_protocol::{DomCheck, Extraction, Selector};

@@ -24,8 +24,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use abr_client::AgentRunnerClient;
-use abr_core::{AgentPoster, StrategyRegistry};
+use abr_core::StrategyRegistry;
 use abr_demo::{DemoSite, DemoStrategy};
+use abr_engine::AgentPoster;
 use abr_protocol::{
     AgentSessionState, Cookie, LocalStorageItem, OriginState, PostContent, PostRequest,
 };

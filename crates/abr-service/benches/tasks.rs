@@ -39,18 +39,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use abr_core::approval::ApprovalRule;
 use abr_core::guard::{
     FrameStore, NetworkRules, OutgoingRequest, OwnSites, PageProbe, RequestGate, RequestKind,
     classify,
 };
-use abr_core::task::{
-    ApprovalRule, BrowserAction, Counter, IdempotencyKey, InMemoryTaskStore, Inserted, PlanLimits,
-    StepOutput, StepRunner, StoredTask, TaskConfig, TaskRunner, TaskStore, TenantLimits, validate,
+use abr_core::limits::TenantLimits;
+use abr_core::plan::{PlanLimits, validate};
+use abr_core::step_runner::{BrowserAction, StepOutput, StepRunner};
+use abr_core::store::{
+    Counter, CounterStore, IdempotencyKey, InMemoryTaskStore, Inserted, RecordStore,
+    ScreenshotStore, StoredTask, TaskStore,
 };
 use abr_core::{
     AcquireMode, AcquireRequest, Auditor, CoreError, EgressPolicy, MemoryAuditSink, SessionProvider,
 };
 use abr_demo::DemoSite;
+use abr_engine::task::{TaskConfig, TaskRunner};
 use abr_protocol::{
     AgentSessionState, ApproveRequest, Cookie, DomCheck, SecretValue, SessionScopeSpec, StepPlan,
     TaskRequest, TaskState, TaskVerification,
@@ -58,7 +63,7 @@ use abr_protocol::{
 use abr_providers::{
     BrowserSession, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args,
 };
-use abr_store::{SessionKey, SqliteStore};
+use abr_store::{SealingKey, SqliteStore};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -158,7 +163,7 @@ impl TimedStore {
 }
 
 #[async_trait]
-impl TaskStore for TimedStore {
+impl RecordStore<StoredTask> for TimedStore {
     async fn insert(
         &self,
         task: &StoredTask,
@@ -179,13 +184,16 @@ impl TaskStore for TimedStore {
     async fn update(&self, task: &StoredTask) -> Result<bool, CoreError> {
         self.timed(self.inner.update(task)).await
     }
-    async fn mark_committing(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
-        self.timed(self.inner.mark_committing(tenant, task_id))
-            .await
+    async fn mark(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
+        self.timed(self.inner.mark(tenant, task_id)).await
     }
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
         self.timed(self.inner.unfinished()).await
     }
+}
+
+#[async_trait]
+impl CounterStore for TimedStore {
     async fn increment(
         &self,
         tenant: &str,
@@ -203,6 +211,10 @@ impl TaskStore for TimedStore {
     async fn clear_sessions(&self) -> Result<(), CoreError> {
         self.timed(self.inner.clear_sessions()).await
     }
+}
+
+#[async_trait]
+impl ScreenshotStore for TimedStore {
     async fn put_screenshot(
         &self,
         tenant: &str,
@@ -583,7 +595,7 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let sqlite_store = SqliteStore::open(
         &dir.path().join("abr.db"),
-        Some(SessionKey::from_bytes([7; 32])),
+        Some(SealingKey::from_bytes([7; 32])),
         false,
     )
     .unwrap();

@@ -18,7 +18,6 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
 use crate::json_detail::{ReadError, read_slice};
-use crate::runner::NotAdmitted;
 
 /// An error answered as the JSON envelope with a status code.
 #[derive(Debug)]
@@ -44,30 +43,8 @@ impl ApiError {
         &self.body.code
     }
 
-    fn retry_after(mut self, after: Duration) -> Self {
-        self.retry_after = Some(after);
-        self.body.retryable = true;
-        self
-    }
-
     pub(crate) fn unauthorized() -> Self {
         Self::new(codes::UNAUTHORIZED, "a valid bearer token is required")
-    }
-}
-
-impl From<NotAdmitted> for ApiError {
-    fn from(refused: NotAdmitted) -> Self {
-        match refused {
-            NotAdmitted::Overloaded { retry_after } => {
-                Self::new(codes::OVERLOADED, "the runner is at capacity; retry later")
-                    .retry_after(retry_after)
-            }
-            NotAdmitted::QueueTimeout { retry_after } => Self::new(
-                codes::QUEUE_TIMEOUT,
-                "no job slot came free within the queue deadline; nothing ran: retry later",
-            )
-            .retry_after(retry_after),
-        }
     }
 }
 
@@ -84,7 +61,9 @@ impl From<CoreError> for ApiError {
             _ => e.retry_after(),
         };
         let mut body = e.to_body();
-        if status == StatusCode::INTERNAL_SERVER_ERROR {
+        // A panicked job's message says what may have happened (a post: it may have been
+        // published); every other internal error's is the log's.
+        if status == StatusCode::INTERNAL_SERVER_ERROR && !matches!(e, CoreError::JobPanicked(_)) {
             tracing::error!(code = body.code, "internal error: {e}");
             body.message = "internal error".into();
         }

@@ -15,9 +15,9 @@ use axum::routing::get;
 use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson};
-use crate::runner::RunnerContext;
 use crate::state::AppState;
 use crate::tenant::{TenantHeader, one_header};
+use abr_core::context::TaskContext;
 
 /// The `platform` of audit events about a tenant's own settings (no platform involved).
 pub(crate) const SETTINGS_PLATFORM: &str = "settings";
@@ -26,7 +26,7 @@ pub(crate) const SETTINGS_PLATFORM: &str = "settings";
 const UNKNOWN_ACTOR: &str = "unknown";
 
 /// The routes (behind the bearer check).
-pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
     Router::new()
         .route("/v1/runs/{run_id}/frames", get(frames::<C>))
         .route("/v1/runs/{run_id}/frames/{seq}", get(frame::<C>))
@@ -37,14 +37,14 @@ pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
 }
 
 /// `GET /v1/runs/{runId}/frames`: the setting the run recorded and its frames' metadata.
-async fn frames<C: RunnerContext>(
+async fn frames<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<FramesResponse>, ApiError> {
     let tenant = tenant.resolve(None)?;
     let Path(run_id) = path.map_err(|_| bad_path())?;
-    let store = &state.runner.frames;
+    let store = state.runner.engine.frames();
     let screenshots = store
         .run_setting(&tenant, &run_id)
         .await?
@@ -59,7 +59,7 @@ async fn frames<C: RunnerContext>(
 
 /// `GET /v1/runs/{runId}/frames/{seq}`: one frame's JPEG, never cached, never sniffed,
 /// never run as a document.
-async fn frame<C: RunnerContext>(
+async fn frame<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     path: Result<Path<(String, String)>, PathRejection>,
@@ -69,7 +69,8 @@ async fn frame<C: RunnerContext>(
     let seq = frame_number(&seq)?;
     let frame = state
         .runner
-        .frames
+        .engine
+        .frames()
         .frame(&tenant, &run_id, seq)
         .await?
         .ok_or(CoreError::FrameNotFound)?;
@@ -130,19 +131,24 @@ fn bad_path() -> ApiError {
 }
 
 /// `GET /v1/settings/screenshots`: whether the tenant's runs take replay frames.
-async fn screenshots<C: RunnerContext>(
+async fn screenshots<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
 ) -> Result<Json<ScreenshotsSetting>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let enabled = state.runner.frames.screenshots_enabled(&tenant).await?;
+    let enabled = state
+        .runner
+        .engine
+        .frames()
+        .screenshots_enabled(&tenant)
+        .await?;
     Ok(Json(ScreenshotsSetting { enabled }))
 }
 
 /// `PUT /v1/settings/screenshots`: switches the tenant's frames on or off for the runs that
 /// start from now on (a run going keeps the setting it started with). Audited with the
 /// person named by `x-actor` (`unknown` without).
-async fn set_screenshots<C: RunnerContext>(
+async fn set_screenshots<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     headers: HeaderMap,
@@ -152,7 +158,8 @@ async fn set_screenshots<C: RunnerContext>(
     let actor = actor(&headers)?;
     let runner = &state.runner;
     runner
-        .frames
+        .engine
+        .frames()
         .set_screenshots_enabled(&tenant, setting.enabled)
         .await?;
     let mut event = AuditEvent::new(
@@ -164,7 +171,7 @@ async fn set_screenshots<C: RunnerContext>(
     .tenant(Some(&tenant), None);
     event.actor = Some(actor);
     event.screenshots_enabled = Some(setting.enabled);
-    runner.audit.emit(event);
+    runner.engine.audit().emit(event);
     Ok(Json(setting))
 }
 

@@ -1,7 +1,7 @@
 //! Bearer authentication: SHA-256 digests of the accepted tokens, compared in constant
 //! time; several tokens for rotation.
 
-use crate::runner::RunnerContext;
+use abr_core::context::TaskContext;
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -92,7 +92,7 @@ pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
 /// Refuses a request without exactly one `Authorization: Bearer <accepted token>` header,
 /// unless the runner's relay link hands it over in-process (the hub authenticated it; see
 /// [`Relayed`](crate::relay::Relayed): no request from the network carries that mark).
-pub(crate) async fn require_bearer<C: RunnerContext>(
+pub(crate) async fn require_bearer<C: TaskContext>(
     State(state): State<AppState<C>>,
     request: Request,
     next: Next,

@@ -1,6 +1,6 @@
 //! The browse API (`/v1/browse`): a guarded browser session driven one action at a time by
 //! a brain outside ABR, on the core's browse sessions
-//! ([`TaskRunner::browse_open`](abr_core::task::TaskRunner::browse_open)).
+//! ([`TaskRunner::browse_open`](abr_engine::task::TaskRunner::browse_open)).
 //!
 //! A session is visible to its tenant only (`x-tenant-id`, or the body's `tenantId` on
 //! open): another tenant's id is a 404, like a closed one. Opening and acting use a job slot
@@ -18,13 +18,12 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
-use crate::job::in_slot;
-use crate::runner::RunnerContext;
 use crate::state::AppState;
 use crate::tenant::TenantHeader;
+use abr_core::context::TaskContext;
 
 /// The routes of the browse API (behind the bearer check).
-pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
     Router::new()
         .route("/v1/browse", post(open::<C>))
         .route("/v1/browse/{id}", delete(close::<C>))
@@ -33,71 +32,46 @@ pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
 }
 
 /// `POST /v1/browse`: opens a session and its first page; 201 with the first snapshot.
-async fn open<C: RunnerContext>(
+async fn open<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiJson(request): ApiJson<BrowseRequest>,
 ) -> Result<(StatusCode, Json<BrowseOpened>), ApiError> {
     let tenant = tenant.resolve(request.tenant_id.as_deref())?;
-    let opened = in_slot(
-        &state.runner,
-        "opening the browse session failed unexpectedly",
-        move |runner| async move { runner.tasks.browse_open(&tenant, request).await },
-    )
-    .await?;
+    let opened = state.runner.engine.browse_open(&tenant, request).await?;
     Ok((StatusCode::CREATED, Json(opened)))
 }
 
 /// `GET /v1/browse/{id}/snapshot`: the page now.
-async fn snapshot<C: RunnerContext>(
+async fn snapshot<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Snapshot>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let snapshot = in_slot(
-        &state.runner,
-        "reading the page failed unexpectedly",
-        move |runner| async move { runner.tasks.browse_snapshot(&tenant, &id).await },
-    )
-    .await?;
+    let snapshot = state.runner.engine.browse_snapshot(&tenant, &id).await?;
     Ok(Json(snapshot))
 }
 
 /// `POST /v1/browse/{id}/act`: one action on a reference, through the guard.
-async fn act<C: RunnerContext>(
+async fn act<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
     ApiJson(action): ApiJson<BrowseAction>,
 ) -> Result<Json<ActResponse>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let response = in_slot(
-        &state.runner,
-        "the action failed unexpectedly",
-        move |runner| async move { runner.tasks.browse_act(&tenant, &id, action).await },
-    )
-    .await?;
+    let response = state.runner.engine.browse_act(&tenant, &id, action).await?;
     Ok(Json(response))
 }
 
 /// `DELETE /v1/browse/{id}`: closes the session (its browser released, its record
 /// `closed`).
-async fn close<C: RunnerContext>(
+async fn close<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<BrowseClosed>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    // Not in a job slot: closing frees resources and must not wait behind the queue.
-    let runner = state.runner.clone();
-    let closed = tokio::spawn(async move { runner.tasks.browse_close(&tenant, &id).await })
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                abr_protocol::codes::JOB_PANICKED,
-                "closing the browse session failed unexpectedly",
-            )
-        })??;
-    Ok(Json(closed))
+    Ok(Json(state.runner.engine.browse_close(&tenant, &id).await?))
 }

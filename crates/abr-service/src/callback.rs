@@ -6,15 +6,16 @@
 //! `ABR_EGRESS_ALLOW_PRIVATE`), the connection goes to the very address that was checked
 //! (no second DNS answer), and redirects are not followed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::Arc;
-
-use abr_core::{EgressPolicy, TakeoverSink};
+use abr_core::EgressPolicy;
+use abr_engine::task::TaskEnd;
+use abr_engine::{TakeoverSink, TaskCompletion};
 use abr_protocol::{TakeoverEvent, TaskRecord};
+use url::Url;
 
 use crate::config::RunnerConfig;
-use url::Url;
 
 /// How long the orchestrator has to answer.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -86,6 +87,35 @@ pub(crate) async fn post_json<T: serde::Serialize + ?Sized>(
             "the orchestrator answered {}",
             response.status()
         )))
+    }
+}
+
+/// The runner's [`TaskCompletion`] sink: posts an ended task's record to the plan's
+/// `api_callback` URL, once, in the background, through the egress policy. A failure is
+/// logged (without the URL); the record already says how the task ended.
+#[derive(Debug)]
+pub(crate) struct CallbackSink {
+    egress: EgressPolicy,
+}
+
+impl CallbackSink {
+    /// Deliveries through `egress`.
+    pub(crate) fn new(egress: EgressPolicy) -> Self {
+        Self { egress }
+    }
+}
+
+impl TaskCompletion for CallbackSink {
+    fn completed(&self, end: TaskEnd) {
+        let Some(url) = end.callback_url else {
+            return;
+        };
+        let egress = self.egress.clone();
+        tokio::spawn(async move {
+            if let Err(e) = post_record(&egress, &url, &end.record).await {
+                tracing::warn!(task_id = %end.record.task_id, error = %e, "the task's callback failed");
+            }
+        });
     }
 }
 

@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use abr_core::task::{ApprovalRule, TenantLimits};
+use abr_core::approval::ApprovalRule;
+use abr_core::limits::TenantLimits;
 use abr_core::{AllowedPrivate, DeadlineBudget, EgressPolicy, Pacing};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
@@ -785,6 +786,23 @@ impl RunnerConfig {
             runner.max(platform_pacing_max),
         )
         .map_err(|e| invalid("ABR_REQUEST_TIMEOUT_SECS", e.to_string()))
+    }
+
+    /// The engine's share of the configuration.
+    pub fn engine(&self) -> abr_engine::EngineConfig {
+        abr_engine::EngineConfig {
+            request_timeout: self.limits.request_timeout,
+            max_concurrent_jobs: self.limits.max_concurrent_jobs,
+            max_queued_jobs: self.limits.max_queued_jobs,
+            capture_ttl: self.limits.capture_ttl,
+            max_open_captures: self.limits.max_open_captures,
+            max_open_browses: self.limits.max_open_browses,
+            max_live_sockets: self.live.max_sockets_per_token,
+            live_view_base: format!("{}/live/", self.public_base()),
+            pacing: self.pacing,
+            approval: self.tasks.approval,
+            tenant_limits: self.tasks.limits,
+        }
     }
 
     /// The runner's public origin (`scheme://host[:port]`): what a browser showing the live

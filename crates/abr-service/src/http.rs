@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::runner::RunnerContext;
 use abr_core::LiveSurface;
+use abr_core::context::TaskContext;
 use abr_protocol::codes::{self};
 use abr_protocol::{
     CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,
@@ -21,7 +21,6 @@ use axum::{Json, Router};
 
 pub use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::auth::{TokenSet, require_bearer};
-use crate::job::in_slot;
 use crate::live::LiveState;
 use crate::runner::Runner;
 pub use crate::state::AppState;
@@ -49,7 +48,7 @@ async fn access_log(request: Request, next: Next) -> Response {
 /// Bounds every request by the configured deadline; `/mcp` by that deadline plus
 /// [`MCP_GRACE`]: each of its tool calls is an API request bounded by the deadline itself,
 /// which must answer first (a post's `timeout_outcome_unknown` is the API's to give).
-async fn deadline<C: RunnerContext>(
+async fn deadline<C: TaskContext>(
     State(state): State<AppState<C>>,
     request: Request,
     next: Next,
@@ -143,51 +142,42 @@ async fn health() -> Json<Health> {
     })
 }
 
-async fn platforms<C: RunnerContext>(State(state): State<AppState<C>>) -> Json<PlatformsResponse> {
+async fn platforms<C: TaskContext>(State(state): State<AppState<C>>) -> Json<PlatformsResponse> {
     Json(PlatformsResponse {
-        platforms: state.runner.poster.strategies().platforms(),
+        platforms: state.runner.engine.platforms(),
     })
 }
 
-async fn capture_start<C: RunnerContext>(
+async fn capture_start<C: TaskContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureStartRequest>,
 ) -> Result<Json<CaptureStartResponse>, ApiError> {
-    let _slot = state.runner.jobs.enter().await?;
-    Ok(Json(state.runner.captures.start(request).await?))
+    Ok(Json(state.runner.engine.capture_start(request).await?))
 }
 
 /// Finishes a capture; with `storeAs`, also keeps the session on the runner for the
 /// capture's tenant (its `workspaceId`). A capture that finished but could not be stored
 /// still answers its session (the browser is gone: the session would be lost otherwise),
 /// with `storedAs` absent; the failure is logged.
-async fn capture_finish<C: RunnerContext>(
+async fn capture_finish<C: TaskContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureFinishRequest>,
 ) -> Result<Json<CaptureFinishResponse>, ApiError> {
     let CaptureFinishRequest { capture, store_as } = request;
-    // Checked before the capture ends: a bad id must not cost the user the session.
-    abr_core::check_tenant_id("storeAs", store_as.as_deref())?;
-    let mut response = state.runner.captures.finish(&capture).await?;
-    if let Some(id) = store_as {
-        match state
+    Ok(Json(
+        state
             .runner
-            .sessions
-            .put_scoped(&capture.workspace_id, &id, response.session.clone())
-            .await
-        {
-            Ok(()) => response.stored_as = Some(id),
-            Err(e) => tracing::warn!(error = %e, "the captured session could not be stored"),
-        }
-    }
-    Ok(Json(response))
+            .engine
+            .capture_finish(&capture, store_as)
+            .await?,
+    ))
 }
 
-async fn capture_cancel<C: RunnerContext>(
+async fn capture_cancel<C: TaskContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureCancelResponse>, ApiError> {
-    Ok(Json(state.runner.captures.cancel(&request).await?))
+    Ok(Json(state.runner.engine.capture_cancel(&request).await?))
 }
 
 /// The tenant a capture status is asked for, in the query of `GET /v1/capture/{id}`.
@@ -199,7 +189,7 @@ struct TenantQuery {
 }
 
 /// `GET /v1/capture/{id}?workspaceId=…&accountId=…`: bound like finish and cancel.
-async fn capture_status<C: RunnerContext>(
+async fn capture_status<C: TaskContext>(
     State(state): State<AppState<C>>,
     ApiPath(capture_id): ApiPath<String>,
     query: Result<axum::extract::Query<TenantQuery>, axum::extract::rejection::QueryRejection>,
@@ -220,29 +210,23 @@ async fn capture_status<C: RunnerContext>(
         workspace_id,
         account_id,
     };
-    Ok(Json(state.runner.captures.status(&r).await?))
+    Ok(Json(state.runner.engine.capture_status(&r).await?))
 }
 
 /// `POST /v1/capture/status`: the same, with the capture id in the body rather than the
 /// path (a capture id is a credential; paths end up in proxies' logs).
-async fn capture_status_body<C: RunnerContext>(
+async fn capture_status_body<C: TaskContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureStatus>, ApiError> {
-    Ok(Json(state.runner.captures.status(&request).await?))
+    Ok(Json(state.runner.engine.capture_status(&request).await?))
 }
 
-async fn probe<C: RunnerContext>(
+async fn probe<C: TaskContext>(
     State(state): State<AppState<C>>,
     ApiJson(request): ApiJson<ProbeRequest>,
 ) -> Result<Json<ProbeResponse>, ApiError> {
-    let response = in_slot(
-        &state.runner,
-        "the probe failed unexpectedly",
-        move |runner| async move { runner.poster.probe(request).await },
-    )
-    .await?;
-    Ok(Json(response))
+    Ok(Json(state.runner.engine.probe(request).await?))
 }
 
 /// Where the MCP endpoint is mounted.
@@ -255,14 +239,14 @@ const MCP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 /// The router of the runner: the API, the MCP endpoint (`/mcp`, read-only when
 /// `ABR_MCP_READ_ONLY` says so), the live view, and the relay's hub side with the default
 /// [`HubSettings`](crate::relay::HubSettings).
-pub fn app<C: RunnerContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
+pub fn app<C: TaskContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
     let mcp = http_mcp_settings(&runner);
     app_with(runner, mcp, crate::relay::Hub::default())
 }
 
 /// The `/mcp` endpoint's settings: read-only from the configuration; the tenant is each
 /// caller's own.
-fn http_mcp_settings<C: RunnerContext>(runner: &Runner<C>) -> crate::mcp::McpSettings {
+fn http_mcp_settings<C: TaskContext>(runner: &Runner<C>) -> crate::mcp::McpSettings {
     crate::mcp::McpSettings {
         read_only: runner.config.mcp_read_only,
         tenant: None,
@@ -270,7 +254,7 @@ fn http_mcp_settings<C: RunnerContext>(runner: &Runner<C>) -> crate::mcp::McpSet
 }
 
 /// [`app`] with the MCP endpoint's settings given rather than from the configuration.
-pub fn app_with_mcp<C: RunnerContext + LiveSurface>(
+pub fn app_with_mcp<C: TaskContext + LiveSurface>(
     runner: Arc<Runner<C>>,
     mcp: crate::mcp::McpSettings,
 ) -> Router {
@@ -279,7 +263,7 @@ pub fn app_with_mcp<C: RunnerContext + LiveSurface>(
 
 /// [`app`] with the relay's hub side given: runners connect to `hub`, and calls naming one
 /// (`x-abr-runner`) are forwarded over its socket.
-pub fn app_with_relay<C: RunnerContext + LiveSurface>(
+pub fn app_with_relay<C: TaskContext + LiveSurface>(
     runner: Arc<Runner<C>>,
     hub: crate::relay::Hub,
 ) -> Router {
@@ -288,7 +272,7 @@ pub fn app_with_relay<C: RunnerContext + LiveSurface>(
 }
 
 /// The router with both the MCP settings and the hub given.
-pub fn app_with<C: RunnerContext + LiveSurface>(
+pub fn app_with<C: TaskContext + LiveSurface>(
     runner: Arc<Runner<C>>,
     mcp: crate::mcp::McpSettings,
     hub: crate::relay::Hub,
@@ -315,7 +299,7 @@ pub fn app_with<C: RunnerContext + LiveSurface>(
 }
 
 /// The router on `state`, with `/mcp` served by `mcp` when given.
-fn router<C: RunnerContext + LiveSurface>(
+fn router<C: TaskContext + LiveSurface>(
     state: AppState<C>,
     mcp: Option<crate::mcp::McpHttpService>,
     hub: &crate::relay::Hub,

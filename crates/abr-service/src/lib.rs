@@ -19,7 +19,6 @@ mod callback;
 pub mod cli;
 pub mod config;
 pub mod http;
-mod job;
 mod json_detail;
 mod live;
 pub mod logging;

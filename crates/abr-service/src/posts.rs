@@ -1,4 +1,4 @@
-//! Posts over HTTP: `POST /v1/post` through the core's [`PostJournal`](abr_core::PostJournal)
+//! Posts over HTTP: `POST /v1/post` through the core's [`PostJournal`](abr_engine::PostJournal)
 //! (a durable record per post, at most once per `Idempotency-Key`), and the record of a
 //! post: `GET /v1/posts/{id}`, a read-only `recheck` and the owner's `assert-not-posted`
 //! for an uncertain one.
@@ -6,7 +6,7 @@
 //! The tenant is `x-tenant-id`, else the body's `workspaceId`, else `default`; another
 //! tenant's post id is a 404.
 
-use abr_core::PostReply;
+use abr_engine::PostReply;
 use abr_protocol::{AssertNotPostedRequest, PostRecord, PostRequest, RecheckResult};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -15,13 +15,12 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
-use crate::job::in_slot;
-use crate::runner::RunnerContext;
 use crate::state::AppState;
 use crate::tenant::{TenantHeader, one_header};
+use abr_core::context::TaskContext;
 
 /// The routes (behind the bearer check).
-pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
     Router::new()
         .route("/v1/post", post(post_job::<C>))
         .route("/v1/posts/{id}", get(get_post::<C>))
@@ -36,7 +35,7 @@ pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
 /// repeated `Idempotency-Key` answers the original (`idempotent-replayed: true`), waiting
 /// for it when it is still running here; `202` with the record when it is running
 /// elsewhere.
-async fn post_job<C: RunnerContext>(
+async fn post_job<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     headers: HeaderMap,
@@ -48,12 +47,11 @@ async fn post_job<C: RunnerContext>(
     abr_core::check_tenant_id("accountId", request.account_id.as_deref())?;
     let tenant = tenant.resolve(request.workspace_id.as_deref())?;
     let key = one_header(&headers, "idempotency-key")?;
-    let posted = in_slot(
-        &state.runner,
-        "the job failed unexpectedly; it may have been published: do not retry automatically",
-        move |runner| async move { runner.posts.post(&tenant, key.as_deref(), request).await },
-    )
-    .await?;
+    let posted = state
+        .runner
+        .engine
+        .post(&tenant, key.as_deref(), request)
+        .await?;
     let mut response = match posted.reply {
         PostReply::Result(result) => (StatusCode::OK, Json(*result)).into_response(),
         PostReply::Record(record) => (StatusCode::ACCEPTED, Json(*record)).into_response(),
@@ -66,31 +64,25 @@ async fn post_job<C: RunnerContext>(
     Ok(response)
 }
 
-async fn get_post<C: RunnerContext>(
+async fn get_post<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<PostRecord>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    Ok(Json(state.runner.posts.get(&tenant, &id).await?))
+    Ok(Json(state.runner.engine.posts().get(&tenant, &id).await?))
 }
 
-async fn recheck<C: RunnerContext>(
+async fn recheck<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RecheckResult>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let result = in_slot(
-        &state.runner,
-        "the re-check failed unexpectedly",
-        move |runner| async move { runner.posts.recheck(&tenant, &id).await },
-    )
-    .await?;
-    Ok(Json(result))
+    Ok(Json(state.runner.engine.recheck_post(&tenant, &id).await?))
 }
 
-async fn assert_not_posted<C: RunnerContext>(
+async fn assert_not_posted<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
@@ -100,7 +92,8 @@ async fn assert_not_posted<C: RunnerContext>(
     Ok(Json(
         state
             .runner
-            .posts
+            .engine
+            .posts()
             .assert_not_posted(&tenant, &id, &request)
             .await?,
     ))

@@ -184,7 +184,7 @@ mod tests {
             scope: None,
         };
         let started = Instant::now();
-        let result = runner.poster.post(request).await.unwrap();
+        let result = runner.engine.poster().post(request).await.unwrap();
         if result
             .error
             .as_ref()
@@ -212,7 +212,7 @@ mod tests {
     ) -> Raced {
         tokio::time::sleep(Duration::from_millis(offset)).await;
         let started = Instant::now();
-        let capture = match runner.captures.start(capture_request()).await {
+        let capture = match runner.engine.captures().start(capture_request()).await {
             Ok(capture) => capture,
             Err(e) => {
                 assert_eq!(e.code(), "provider_busy", "{e}");
@@ -228,7 +228,8 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(signing_in)).await;
         sign_in(&cdp_url, &site.base_url(), &username).await;
         let finished = runner
-            .captures
+            .engine
+            .captures()
             .finish(&capture_ref(&capture.capture_id))
             .await
             .unwrap_or_else(|e| panic!("the capture of {username} was destroyed: {e}"));

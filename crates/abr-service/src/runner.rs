@@ -1,236 +1,82 @@
-//! [`Runner`]: the core's poster and capture manager on the configured providers, with the
-//! registered strategies and a bounded job queue.
+//! The runner's assembly: configuration → providers → store → [`Engine`] → (the HTTP router
+//! is [`crate::http::app`]). [`RunnerBuilder`] takes the configuration and the caller's
+//! strategies, makes the providers the configuration names (or takes the caller's), opens
+//! the store in the data directory (holding its lock), and builds the engine with the
+//! runner's sinks (the `api_callback` delivery, the events webhook).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use abr_core::guard::{FrameSource, FrameStore, SiteStore};
-use abr_core::task::{
-    BrowseConfig, TaskConfig, TaskContext, TaskRunner, TaskSessions, TaskStore, TenantAdmission,
-};
+use abr_core::context::TaskContext;
 use abr_core::{
-    AgentPoster, AuditError, AuditEvent, AuditSink, Auditor, CaptureConfig, CoreError,
-    DeadlineBudget, DynSessionProvider, LiveAttachment, LiveTarget, PostJournal, PostStore,
-    PosterConfig, SessionCaptureManager, SessionStore, StoredSessions, StrategyRegistry,
-    SystemClock, WebPostStrategy, new_token,
+    AuditSink, CoreError, DeadlineBudget, DynSessionProvider, StrategyRegistry, WebPostStrategy,
+    new_token,
 };
+use abr_engine::{Engine, EngineBuilder, EngineStore, PosterConfig};
 use abr_protocol::SecretValue;
 use abr_providers::{
     BrowserSession, CdpProviderConfig, CdpSessionProvider, ChromiumBinary, Isolation,
     LocalBrowserSessionProvider, LocalProviderConfig,
 };
-use abr_store::{SessionKey, SqliteStore};
-use async_trait::async_trait;
+use abr_store::{SealingKey, SqliteStore};
 use secrecy::ExposeSecret;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{ProviderChoice, RunnerConfig};
-
-/// What the runner drives: a browser context that posts, captures
-/// ([`SessionContext`](abr_core::SessionContext)), runs task steps
-/// ([`StepRunner`](abr_core::task::StepRunner)) through the guard rails
-/// ([`PageProbe`](abr_core::guard::PageProbe)) and can be handed to a person
-/// ([`LiveSurface`](abr_core::LiveSurface)): a [`TaskContext`]. [`BrowserSession`] in
-/// production, the core's fakes in tests.
-pub trait RunnerContext: TaskContext {}
-
-impl<C: TaskContext> RunnerContext for C {}
-
-/// Where the runner keeps durable records: tasks, idempotency keys, per-tenant counters,
-/// sessions stored by id, replay frames and the screenshots switch, site decisions.
-/// [`SqliteStore`] by default.
-pub trait RunnerStore:
-    TaskStore + TaskSessions + SessionStore + PostStore + FrameStore + SiteStore
-{
-}
-
-impl<S: TaskStore + TaskSessions + SessionStore + PostStore + FrameStore + SiteStore> RunnerStore
-    for S
-{
-}
 
 /// A strategy runnable by the runner's providers.
 pub type DynStrategy = Arc<dyn WebPostStrategy<BrowserSession>>;
 
-/// Why a job was not admitted. Either way nothing ran: retrying is safe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotAdmitted {
-    /// Every slot is busy and the queue is full (or the runner is shutting down).
-    Overloaded {
-        /// Suggested wait.
-        retry_after: Duration,
-    },
-    /// The job waited in the queue for its whole queue deadline.
-    QueueTimeout {
-        /// Suggested wait.
-        retry_after: Duration,
-    },
-}
-
-/// Bounded job concurrency with a bounded queue and a bounded wait in it: beyond them,
-/// callers are refused instead of piling up in memory or spending their request deadline
-/// waiting.
-#[derive(Debug)]
-pub struct JobGate {
-    permits: Arc<Semaphore>,
-    queued: AtomicUsize,
-    max_queued: usize,
-    max_wait: Duration,
-}
-
-struct QueueSlot<'a>(&'a AtomicUsize);
-
-impl Drop for QueueSlot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl JobGate {
-    /// `max_concurrent` jobs at once, `max_queued` more waiting, each at most `max_wait`.
-    pub fn new(max_concurrent: usize, max_queued: usize, max_wait: Duration) -> Self {
-        Self {
-            permits: Arc::new(Semaphore::new(max_concurrent)),
-            queued: AtomicUsize::new(0),
-            max_queued,
-            max_wait,
-        }
-    }
-
-    /// A slot to run one job, waiting in the queue if needed.
-    ///
-    /// # Errors
-    /// [`NotAdmitted::Overloaded`] when all slots are busy and the queue is full,
-    /// [`NotAdmitted::QueueTimeout`] when no slot came free within the queue deadline.
-    pub async fn enter(&self) -> Result<OwnedSemaphorePermit, NotAdmitted> {
-        if let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() {
-            return Ok(permit);
-        }
-        if self.queued.fetch_add(1, Ordering::SeqCst) >= self.max_queued {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
-            return Err(NotAdmitted::Overloaded {
-                retry_after: Duration::from_secs(2),
-            });
-        }
-        // Leaves the queue also when the waiting request is cancelled.
-        let _slot = QueueSlot(&self.queued);
-        let wait = Arc::clone(&self.permits).acquire_owned();
-        match tokio::time::timeout(self.max_wait, wait).await {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_closed)) => Err(NotAdmitted::Overloaded {
-                retry_after: Duration::from_secs(5),
-            }),
-            Err(_) => Err(NotAdmitted::QueueTimeout {
-                retry_after: Duration::from_secs(5),
-            }),
-        }
-    }
-
-    /// A slot for a job that must run eventually (an approved task): waits as long as it
-    /// takes, outside the bounded queue (the tenants' limits bound how many wait).
-    ///
-    /// # Errors
-    /// [`NotAdmitted::Overloaded`] once the gate is closed (shutdown).
-    pub async fn wait(&self) -> Result<OwnedSemaphorePermit, NotAdmitted> {
-        Arc::clone(&self.permits)
-            .acquire_owned()
-            .await
-            .map_err(|_closed| NotAdmitted::Overloaded {
-                retry_after: Duration::from_secs(5),
-            })
-    }
-
-    /// Jobs waiting now.
-    pub fn queued(&self) -> usize {
-        self.queued.load(Ordering::SeqCst)
-    }
-
-    /// Stops admitting jobs (graceful shutdown): waiting and new callers are refused.
-    pub fn close(&self) {
-        self.permits.close();
-    }
-}
-
-/// Writes audit events as structured log lines (target `abr::audit`). Events carry ids,
-/// outcomes and counts only.
-#[derive(Debug, Default)]
-pub struct TracingAuditSink;
-
-#[async_trait]
-impl AuditSink for TracingAuditSink {
-    async fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
-        let json = serde_json::to_string(event).map_err(|e| AuditError(e.to_string()))?;
-        tracing::info!(target: "abr::audit", event = %json);
-        Ok(())
-    }
-}
-
 /// Something to do at shutdown (close warm browsers, disconnect).
 type ShutdownHook = Box<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
-/// The runner: posting, probing and capture on the configured providers. Generic over the
-/// browser context so that the HTTP layer can be tested on the core's fakes; in production
-/// it is [`BrowserSession`].
-pub struct Runner<C: RunnerContext = BrowserSession> {
-    /// Posting and probing.
-    pub poster: Arc<AgentPoster<C>>,
-    /// Posts with durable records and idempotency keys (`POST /v1/post`, `/v1/posts/{id}`).
-    pub posts: PostJournal<C>,
-    /// Browser tasks: approved step plans.
-    pub tasks: Arc<TaskRunner<C>>,
-    /// Sessions tenants stored by id (`/v1/sessions/{id}`, `sessionId`).
-    pub sessions: StoredSessions<C>,
-    /// Interactive capture.
-    pub captures: Arc<SessionCaptureManager<C>>,
-    /// Admission control for jobs.
-    pub jobs: JobGate,
-    /// Replay frames and the tenants' screenshots switch.
-    pub frames: Arc<dyn FrameStore>,
-    /// The tenants' site decisions.
-    pub sites: Arc<dyn SiteStore>,
-    /// Where audit events go (the switch and site decisions are audited here).
-    pub audit: Auditor,
+/// The runner: the [`Engine`] on the configured providers and store, with the configuration
+/// it was assembled from. Generic over the browser context so that the HTTP layer can be
+/// tested on the core's fakes; in production it is [`BrowserSession`].
+pub struct Runner<C: TaskContext = BrowserSession> {
+    /// The application.
+    pub engine: Engine<C>,
     /// The configuration it was built from.
     pub config: RunnerConfig,
-    /// Every deadline of a request, derived from the request timeout.
-    pub budget: DeadlineBudget,
     shutdown_hooks: Vec<ShutdownHook>,
-    reaper: tokio::task::JoinHandle<()>,
-    browse_reaper: tokio::task::JoinHandle<()>,
     /// Held while the runner lives: one runner process per data directory.
     _data_lock: Option<std::fs::File>,
 }
 
-impl<C: RunnerContext> Runner<C> {
-    /// What a live token shows: an open capture's browser, or a paused task's while its
-    /// takeover is active (`None` otherwise: the live view is refused).
-    pub fn live_target(&self, token: &str) -> Option<LiveTarget> {
-        self.captures
-            .live_target(token)
-            .or_else(|| self.tasks.handoffs().live_target(token))
-    }
-
-    /// Attaches a viewer socket to the browser a live token resolves to (see
-    /// [`Runner::live_target`]).
-    ///
-    /// # Errors
-    /// [`CoreError::LiveViewNotFound`] or [`CoreError::LiveViewLimit`].
-    pub fn attach_live(&self, token: &str) -> Result<LiveAttachment<C>, CoreError> {
-        match self.captures.attach_live(token) {
-            Err(CoreError::LiveViewNotFound) => self.tasks.handoffs().attach_live(token),
-            attached => attached,
-        }
+impl<C: TaskContext> std::fmt::Debug for Runner<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("engine", &self.engine)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
-impl<C: RunnerContext> std::fmt::Debug for Runner<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runner")
-            .field("poster", &self.poster)
-            .field("captures", &self.captures)
-            .field("config", &self.config)
-            .finish_non_exhaustive()
+impl<C: TaskContext> Runner<C> {
+    /// Ends, honestly, the posts and tasks a previous process left unfinished (call once at
+    /// start, before serving); see [`Engine::recover`].
+    ///
+    /// # Errors
+    /// The store could not be read or written.
+    pub async fn recover(&self) -> Result<usize, CoreError> {
+        self.engine.recover().await
+    }
+
+    /// Graceful shutdown, after the HTTP server stopped accepting: the engine's (no new
+    /// jobs, captures released), then the browsers the runner launched are closed.
+    pub async fn shutdown(&self) {
+        self.engine.shutdown().await;
+        self.close_providers().await;
+    }
+
+    /// Waits for every admitted job to end, then shuts down ([`Engine::drain`]).
+    pub async fn drain(&self) {
+        self.engine.drain().await;
+        self.close_providers().await;
+    }
+
+    async fn close_providers(&self) {
+        for hook in &self.shutdown_hooks {
+            hook().await;
+        }
     }
 }
 
@@ -241,10 +87,11 @@ type ProviderFactory<C> = Box<
         + Send,
 >;
 
-/// Builds a [`Runner`]: register the caller's strategies, optionally override providers.
-pub struct RunnerBuilder<C: RunnerContext = BrowserSession> {
+/// Builds a [`Runner`]: register the caller's strategies, optionally override providers and
+/// the store.
+pub struct RunnerBuilder<C: TaskContext = BrowserSession> {
     config: RunnerConfig,
-    store: Option<Arc<dyn RunnerStore>>,
+    store: Option<Arc<dyn EngineStore>>,
     strategies: StrategyRegistry<C>,
     job_provider: Option<DynSessionProvider<C>>,
     capture_provider: Option<DynSessionProvider<C>>,
@@ -253,7 +100,7 @@ pub struct RunnerBuilder<C: RunnerContext = BrowserSession> {
     poster_config: Option<PosterConfig>,
 }
 
-impl<C: RunnerContext> std::fmt::Debug for RunnerBuilder<C> {
+impl<C: TaskContext> std::fmt::Debug for RunnerBuilder<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunnerBuilder")
             .field("strategies", &self.strategies)
@@ -272,7 +119,7 @@ impl RunnerBuilder<BrowserSession> {
     }
 }
 
-impl<C: RunnerContext> RunnerBuilder<C> {
+impl<C: TaskContext> RunnerBuilder<C> {
     /// A builder for `config` running jobs on `jobs` and captures on `captures` (the same
     /// provider may serve both), whatever `config` names: for embedders with their own
     /// providers, and for tests on the core's fakes.
@@ -326,7 +173,7 @@ impl<C: RunnerContext> RunnerBuilder<C> {
     /// Keeps durable records in `store` instead of the configured SQLite file (or, for a
     /// configuration without a data directory, an in-memory database).
     #[must_use]
-    pub fn store(mut self, store: Arc<dyn RunnerStore>) -> Self {
+    pub fn store(mut self, store: Arc<dyn EngineStore>) -> Self {
         self.store = Some(store);
         self
     }
@@ -351,26 +198,17 @@ impl<C: RunnerContext> RunnerBuilder<C> {
     ///
     /// # Errors
     /// [`CoreError::InvalidInput`] when a role has no provider (a builder from
-    /// [`RunnerBuilder::with_providers`] always has both), or when the deadlines do not fit
-    /// in the request timeout (a platform's pacing, or step deadlines set with
-    /// [`poster_config`](Self::poster_config)).
+    /// [`RunnerBuilder::with_providers`] always has both), when the deadlines do not fit in
+    /// the request timeout (a platform's pacing, or step deadlines set with
+    /// [`poster_config`](Self::poster_config)), or when the data directory is in use or the
+    /// store cannot be opened.
     pub fn build(self) -> Result<Runner<C>, CoreError> {
         let config = self.config;
-        let invalid = |e: String| CoreError::InvalidInput(e);
-        let mut budget = config
-            .budget(self.strategies.longest_pacing())
-            .map_err(|e| invalid(e.to_string()))?;
-        let poster_config = match self.poster_config {
-            Some(given) => {
-                budget.steps = given.timeouts;
-                budget.pacing_max = budget
-                    .pacing_max
-                    .max(given.pacing.map_or(Duration::ZERO, |p| p.max));
-                budget.check().map_err(|e| invalid(e.to_string()))?;
-                given
-            }
-            None => PosterConfig::from_budget(&budget, config.pacing),
-        };
+        let engine_config = config.engine();
+        let (budget, _) = engine_config.deadlines(
+            self.strategies.longest_pacing(),
+            self.poster_config.as_ref(),
+        )?;
         let mut hooks: Vec<ShutdownHook> = Vec::new();
         let mut factory = self.factory;
         let mut provider = |given: Option<DynSessionProvider<C>>,
@@ -391,115 +229,28 @@ impl<C: RunnerContext> RunnerBuilder<C> {
             Some(store) => store,
             None => open_store(&config)?,
         };
-        let strategies = Arc::new(self.strategies);
-        let sink = self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink));
-        let auditor = Auditor::new(sink, Duration::from_secs(5));
-        let poster = Arc::new(
-            AgentPoster::new(Arc::clone(&jobs_provider), Arc::clone(&strategies))
-                .with_audit(auditor.clone())
-                .with_frames(Arc::new(FrameSource::new(
-                    Arc::clone(&store) as Arc<dyn FrameStore>,
-                    Arc::new(SystemClock),
-                )))
-                .with_config(poster_config),
-        );
-        let body_key = body_hash_key(&config)?;
-        let posts = PostJournal::new(
-            Arc::clone(&poster),
-            Arc::clone(&store) as Arc<dyn PostStore>,
-            body_key.clone(),
-        )
-        .with_sessions(Arc::clone(&store) as Arc<dyn SessionStore>)
-        .with_admission(TenantAdmission::new(
-            Arc::clone(&store) as Arc<dyn TaskStore>,
-            config.tasks.limits,
-            Arc::new(SystemClock),
-        ))
-        .with_audit(auditor.clone());
-        let task_store: Arc<dyn TaskStore> = Arc::clone(&store) as Arc<dyn TaskStore>;
-        let task_sessions: Arc<dyn TaskSessions> = Arc::clone(&store) as Arc<dyn TaskSessions>;
-        let sessions = StoredSessions::new(
-            Arc::clone(&store) as Arc<dyn SessionStore>,
-            Arc::clone(&strategies),
-            Arc::new(SystemClock),
-        );
-        let mut tasks = TaskRunner::new(jobs_provider, task_store)
-            .with_config(TaskConfig {
-                approval: config.tasks.approval,
-                limits: config.tasks.limits,
-                ..TaskConfig::default().with_budget(&budget)
-            })
-            .with_browse_config(BrowseConfig {
-                max_open: config.limits.max_open_browses,
-                ..BrowseConfig::default()
-            })
-            .with_platforms(Arc::clone(&strategies))
-            .with_sessions(task_sessions)
-            .with_body_hash_key(body_key)
-            .with_frames(Arc::clone(&store) as Arc<dyn FrameStore>)
-            .with_sites(Arc::clone(&store) as Arc<dyn SiteStore>)
-            .with_audit(auditor.clone());
-        if let Some(sink) = crate::callback::takeover_sink(&config) {
-            tasks = tasks.with_takeover_sink(sink);
+        let mut engine = EngineBuilder::new(engine_config, jobs_provider, capture_provider, store)
+            .strategies(self.strategies)
+            .body_hash_key(body_hash_key(&config)?)
+            .completion(Arc::new(crate::callback::CallbackSink::new(
+                config.egress.clone(),
+            )));
+        if let Some(sink) = self.audit {
+            engine = engine.audit(sink);
         }
-        let tasks = Arc::new(tasks);
-        let captures = Arc::new(
-            SessionCaptureManager::new(
-                capture_provider,
-                strategies,
-                CaptureConfig {
-                    ttl: config.limits.capture_ttl,
-                    max_open: config.limits.max_open_captures,
-                    live_view_base: format!("{}/live/", config.public_base()),
-                    max_live_sockets: config.live.max_sockets_per_token,
-                    ..CaptureConfig::default()
-                }
-                .with_budget(&budget),
-            )
-            .with_audit(auditor.clone()),
-        );
-        let reaper = captures.spawn_reaper(Duration::from_secs(5));
-        let browse_reaper = spawn_browse_reaper(Arc::clone(&tasks), Duration::from_secs(5));
+        if let Some(poster) = self.poster_config {
+            engine = engine.poster_config(poster);
+        }
+        if let Some(sink) = crate::callback::takeover_sink(&config) {
+            engine = engine.takeover_sink(sink);
+        }
         Ok(Runner {
-            poster,
-            posts,
-            tasks,
-            sessions,
-            captures,
-            jobs: JobGate::new(
-                config.limits.max_concurrent_jobs,
-                config.limits.max_queued_jobs,
-                budget.queue_wait,
-            ),
-            frames: Arc::clone(&store) as Arc<dyn FrameStore>,
-            sites: Arc::clone(&store) as Arc<dyn SiteStore>,
-            audit: auditor,
+            engine: engine.build()?,
             config,
-            budget,
             shutdown_hooks: hooks,
-            reaper,
-            browse_reaper,
             _data_lock: data_lock,
         })
     }
-}
-
-/// Closes idle browse sessions every `every`.
-fn spawn_browse_reaper<C: RunnerContext>(
-    tasks: Arc<TaskRunner<C>>,
-    every: Duration,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let closed = tasks.browse_sweep().await;
-            if closed > 0 {
-                tracing::info!(closed, "closed idle browse sessions");
-            }
-        }
-    })
 }
 
 /// The providers `config` names: **one instance per backend**, shared by both roles when jobs
@@ -613,12 +364,12 @@ fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, CoreError> {
     }
 }
 
-fn open_store(config: &RunnerConfig) -> Result<Arc<dyn RunnerStore>, CoreError> {
+fn open_store(config: &RunnerConfig) -> Result<Arc<dyn EngineStore>, CoreError> {
     let key = config
         .store
         .session_key
         .as_ref()
-        .map(|k| SessionKey::from_hex(k.expose_secret()))
+        .map(|k| SealingKey::from_hex(k.expose_secret()))
         .transpose()
         .map_err(|e| CoreError::InvalidInput(format!("ABR_SESSION_KEY: {e}")))?;
     let store = match &config.store.data_dir {
@@ -627,114 +378,4 @@ fn open_store(config: &RunnerConfig) -> Result<Arc<dyn RunnerStore>, CoreError> 
     }
     .map_err(CoreError::from)?;
     Ok(Arc::new(store))
-}
-
-impl<C: RunnerContext> Runner<C> {
-    /// Ends, honestly, the posts and tasks a previous process left unfinished (call once at
-    /// start, before serving): `uncertain` if a submit or committing step had started, else
-    /// `failed` and safe to retry. Answers how many were ended.
-    ///
-    /// # Errors
-    /// The store could not be read or written.
-    pub async fn recover(&self) -> Result<usize, CoreError> {
-        let posts = self.posts.recover_unfinished().await?;
-        for record in &posts {
-            tracing::warn!(
-                post_id = %record.post_id,
-                state = ?record.state,
-                "a post was unfinished when the runner stopped"
-            );
-        }
-        let ended = self.tasks.recover_unfinished().await?;
-        for end in &ended {
-            tracing::warn!(
-                task_id = %end.record.task_id,
-                state = ?end.record.state,
-                "a task was unfinished when the runner stopped"
-            );
-        }
-        Ok(ended.len() + posts.len())
-    }
-
-    /// Graceful shutdown, after the HTTP server stopped accepting: refuses new jobs,
-    /// releases every open capture, and closes the browsers the runner launched.
-    pub async fn shutdown(&self) {
-        self.jobs.close();
-        self.reaper.abort();
-        self.browse_reaper.abort();
-        self.tasks.browse_close_all().await;
-        let released = self.captures.close_all().await;
-        if released > 0 {
-            tracing::info!(released, "released open captures at shutdown");
-        }
-        for hook in &self.shutdown_hooks {
-            hook().await;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn the_gate_queues_up_to_its_bound_then_refuses() {
-        let gate = Arc::new(JobGate::new(1, 1, Duration::from_secs(60)));
-        let running = gate.enter().await.unwrap();
-        let waiting = {
-            let gate = Arc::clone(&gate);
-            tokio::spawn(async move { gate.enter().await.map(|_| ()) })
-        };
-        for _ in 0..100 {
-            if gate.queued() == 1 {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        assert_eq!(gate.queued(), 1);
-        let refused = gate.enter().await.unwrap_err();
-        assert!(
-            matches!(refused, NotAdmitted::Overloaded { retry_after } if retry_after > Duration::ZERO)
-        );
-        drop(running);
-        waiting.await.unwrap().unwrap();
-        assert_eq!(gate.queued(), 0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_waiter_is_refused_once_its_queue_deadline_passed() {
-        let gate = Arc::new(JobGate::new(1, 4, Duration::from_secs(3)));
-        let _running = gate.enter().await.unwrap();
-        let started = tokio::time::Instant::now();
-        let refused = gate.enter().await.unwrap_err();
-        assert!(
-            matches!(refused, NotAdmitted::QueueTimeout { .. }),
-            "{refused:?}"
-        );
-        assert_eq!(started.elapsed(), Duration::from_secs(3));
-        assert_eq!(gate.queued(), 0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_cancelled_waiter_leaves_the_queue() {
-        let gate = Arc::new(JobGate::new(1, 1, Duration::from_secs(60)));
-        let _running = gate.enter().await.unwrap();
-        let waiting = {
-            let gate = Arc::clone(&gate);
-            tokio::spawn(async move { gate.enter().await.map(|_| ()) })
-        };
-        for _ in 0..100 {
-            if gate.queued() == 1 {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        waiting.abort();
-        let _ = waiting.await;
-        assert_eq!(
-            gate.queued(),
-            0,
-            "a cancelled request still holds a queue slot"
-        );
-    }
 }

@@ -10,8 +10,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::runner::RunnerContext;
 use abr_core::LiveSurface;
+use abr_core::context::TaskContext;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -22,14 +22,14 @@ use crate::config::Limits;
 use crate::runner::Runner;
 
 /// A runner serving HTTP in the background.
-pub struct RunningServer<C: RunnerContext = abr_providers::BrowserSession> {
+pub struct RunningServer<C: TaskContext = abr_providers::BrowserSession> {
     addr: SocketAddr,
     runner: Arc<Runner<C>>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
 
-impl<C: RunnerContext> std::fmt::Debug for RunningServer<C> {
+impl<C: TaskContext> std::fmt::Debug for RunningServer<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunningServer")
             .field("addr", &self.addr)
@@ -37,7 +37,7 @@ impl<C: RunnerContext> std::fmt::Debug for RunningServer<C> {
     }
 }
 
-impl<C: RunnerContext + LiveSurface> RunningServer<C> {
+impl<C: TaskContext + LiveSurface> RunningServer<C> {
     /// Serves `runner` on `listener` until [`RunningServer::shutdown`].
     ///
     /// # Errors
@@ -78,7 +78,7 @@ impl<C: RunnerContext + LiveSurface> RunningServer<C> {
     }
 }
 
-impl<C: RunnerContext> RunningServer<C> {
+impl<C: TaskContext> RunningServer<C> {
     /// Where it listens.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
@@ -118,18 +118,7 @@ impl<C: RunnerContext> RunningServer<C> {
         if let Err(e) = (&mut self.task).await {
             tracing::warn!(error = %e, "the server task failed");
         }
-        // Holding every slot means no job runs any more. The semaphore is fair, so the
-        // jobs already waiting for a slot get theirs first.
-        let slots = self.runner.config.limits.max_concurrent_jobs;
-        let mut held = Vec::with_capacity(slots);
-        for _ in 0..slots {
-            match self.runner.jobs.wait().await {
-                Ok(permit) => held.push(permit),
-                Err(_closed) => break,
-            }
-        }
-        self.runner.shutdown().await;
-        drop(held);
+        self.runner.drain().await;
     }
 
     /// Stops at once: no new connection, in-flight requests and running jobs are cut (their

@@ -9,12 +9,12 @@ use axum::routing::put;
 use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
-use crate::runner::RunnerContext;
 use crate::state::AppState;
 use crate::tenant::TenantHeader;
+use abr_core::context::TaskContext;
 
 /// The routes (behind the bearer check).
-pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
     Router::new().route(
         "/v1/sessions/{id}",
         put(store::<C>).get(restore::<C>).delete(forget::<C>),
@@ -22,7 +22,7 @@ pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
 }
 
 /// `PUT /v1/sessions/{id}`: keeps the session, scoped; answers counts, never values.
-async fn store<C: RunnerContext>(
+async fn store<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
@@ -30,27 +30,33 @@ async fn store<C: RunnerContext>(
 ) -> Result<Json<StoredSessionInfo>, ApiError> {
     let tenant = tenant.resolve(None)?;
     Ok(Json(
-        state.runner.sessions.put(&tenant, &id, &request).await?,
+        state
+            .runner
+            .engine
+            .store_session(&tenant, &id, &request)
+            .await?,
     ))
 }
 
 /// `GET /v1/sessions/{id}`: the session as kept, with every refresh since (restore).
-async fn restore<C: RunnerContext>(
+async fn restore<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<StoredSession>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    Ok(Json(state.runner.sessions.get(&tenant, &id).await?))
+    Ok(Json(
+        state.runner.engine.sessions().get(&tenant, &id).await?,
+    ))
 }
 
 /// `DELETE /v1/sessions/{id}`: 204, or 404 when there was none.
-async fn forget<C: RunnerContext>(
+async fn forget<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let tenant = tenant.resolve(None)?;
-    state.runner.sessions.delete(&tenant, &id).await?;
+    state.runner.engine.sessions().delete(&tenant, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -14,24 +14,24 @@ use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson};
 use crate::artifacts::SETTINGS_PLATFORM;
-use crate::runner::RunnerContext;
 use crate::state::AppState;
 use crate::tenant::TenantHeader;
+use abr_core::context::TaskContext;
 
 /// The routes (behind the bearer check).
-pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
     Router::new()
         .route("/v1/sites", get(list::<C>))
         .route("/v1/sites/{domain}", put(decide::<C>).delete(remove::<C>))
 }
 
 /// `GET /v1/sites`: the tenant's decisions, sorted by domain.
-async fn list<C: RunnerContext>(
+async fn list<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
 ) -> Result<Json<SitesResponse>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let mut sites = state.runner.sites.sites(&tenant).await?;
+    let mut sites = state.runner.engine.sites().sites(&tenant).await?;
     sites.sort_by(|a, b| a.domain.cmp(&b.domain));
     Ok(Json(SitesResponse { sites }))
 }
@@ -39,7 +39,7 @@ async fn list<C: RunnerContext>(
 /// `PUT /v1/sites/{domain}`: allows or denies the site (replacing an earlier decision);
 /// answers the entry as stored. The domain is normalized (lower case, no trailing dot): a
 /// scheme, port, path or wildcard is a 422.
-async fn decide<C: RunnerContext>(
+async fn decide<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     path: Result<Path<String>, PathRejection>,
@@ -55,17 +55,17 @@ async fn decide<C: RunnerContext>(
         decided_at: time::OffsetDateTime::now_utc(),
     };
     let runner = &state.runner;
-    runner.sites.decide(&tenant, entry.clone()).await?;
+    runner.engine.sites().decide(&tenant, entry.clone()).await?;
     let mut event = event(AuditAction::SiteDecided, &tenant, &entry.domain);
     event.actor = Some(entry.decided_by.clone());
     event.decision = Some(entry.decision);
-    runner.audit.emit(event);
+    runner.engine.audit().emit(event);
     Ok(Json(entry))
 }
 
 /// `DELETE /v1/sites/{domain}`: 204, or 404 `site_not_found` when the tenant had no
 /// decision about it. The site is then undecided again (a run reaching it asks).
-async fn remove<C: RunnerContext>(
+async fn remove<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     path: Result<Path<String>, PathRejection>,
@@ -73,14 +73,15 @@ async fn remove<C: RunnerContext>(
     let tenant = tenant.resolve(None)?;
     let domain = domain(path)?;
     let runner = &state.runner;
-    if !runner.sites.remove(&tenant, &domain).await? {
+    if !runner.engine.sites().remove(&tenant, &domain).await? {
         return Err(ApiError::new(
             codes::SITE_NOT_FOUND,
             "the tenant has no decision about this site",
         ));
     }
     runner
-        .audit
+        .engine
+        .audit()
         .emit(event(AuditAction::SiteRemoved, &tenant, &domain));
     Ok(StatusCode::NO_CONTENT)
 }

@@ -2,21 +2,21 @@
 
 use std::sync::Arc;
 
-use crate::runner::RunnerContext;
+use abr_core::context::TaskContext;
 
 use crate::auth::TokenSet;
 use crate::live::LiveState;
 use crate::runner::Runner;
 
 /// Shared state of the HTTP handlers.
-pub struct AppState<C: RunnerContext> {
+pub struct AppState<C: TaskContext> {
     /// The runner.
     pub runner: Arc<Runner<C>>,
     pub(crate) tokens: Arc<TokenSet>,
     pub(crate) live: Arc<LiveState>,
 }
 
-impl<C: RunnerContext> Clone for AppState<C> {
+impl<C: TaskContext> Clone for AppState<C> {
     fn clone(&self) -> Self {
         Self {
             runner: Arc::clone(&self.runner),
@@ -26,7 +26,7 @@ impl<C: RunnerContext> Clone for AppState<C> {
     }
 }
 
-impl<C: RunnerContext> std::fmt::Debug for AppState<C> {
+impl<C: TaskContext> std::fmt::Debug for AppState<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
             .field("tokens", &self.tokens.len())

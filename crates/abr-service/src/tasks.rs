@@ -1,5 +1,5 @@
 //! The task API (`/v1/tasks`): create → approve → run → prove, on the core's
-//! [`TaskRunner`](abr_core::task::TaskRunner).
+//! [`TaskRunner`](abr_engine::task::TaskRunner).
 //!
 //! A task is visible to its tenant only (`x-tenant-id`, or the body's `tenantId` on
 //! create; `default` without either): another tenant's id is a 404, like an unknown one.
@@ -11,7 +11,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abr_core::task::TaskEnd;
 use abr_protocol::codes;
 use abr_protocol::{
     ApproveRequest, AssertNotPostedRequest, PlanStep, RecheckResult, RejectRequest, TakeoverAnswer,
@@ -26,12 +25,10 @@ use axum::{Json, Router};
 use futures::Stream;
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
-use crate::callback;
-use crate::job::in_slot;
 use crate::json_detail::{JsonDetail, read_value};
-use crate::runner::{Runner, RunnerContext};
 use crate::state::AppState;
 use crate::tenant::{TenantHeader, one_header};
+use abr_core::context::TaskContext;
 
 /// Longest long poll (`waitSecs`).
 const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -39,7 +36,7 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 const POLL_EVERY: Duration = Duration::from_millis(200);
 
 /// The routes of the task API (behind the bearer check).
-pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
+pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
     Router::new()
         .route("/v1/tasks", post(create::<C>))
         .route("/v1/tasks/{id}", get(get_task::<C>))
@@ -61,13 +58,13 @@ pub(crate) fn routes<C: RunnerContext>() -> Router<AppState<C>> {
 /// `POST /v1/tasks/{id}/takeover`: `requested → active` for a paused task; answers the live
 /// view URL (with its token) for the person taking over. The live view is served only while
 /// the takeover is active.
-async fn take_over<C: RunnerContext>(
+async fn take_over<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TakeoverStarted>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let active = state.runner.tasks.take_over(&tenant, &id).await?;
+    let active = state.runner.engine.tasks().take_over(&tenant, &id).await?;
     Ok(Json(TakeoverStarted {
         takeover_id: active.takeover_id,
         state: TakeoverState::Active,
@@ -81,13 +78,13 @@ async fn take_over<C: RunnerContext>(
 }
 
 /// `POST /v1/tasks/{id}/takeover/resume`: the run continues where it stopped.
-async fn resume<C: RunnerContext>(
+async fn resume<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TakeoverAnswer>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let takeover_id = state.runner.tasks.resume(&tenant, &id).await?;
+    let takeover_id = state.runner.engine.tasks().resume(&tenant, &id).await?;
     Ok(Json(TakeoverAnswer {
         takeover_id,
         state: TakeoverState::Resumed,
@@ -95,48 +92,28 @@ async fn resume<C: RunnerContext>(
 }
 
 /// `POST /v1/tasks/{id}/takeover/end`: the run stops without acting.
-async fn end_takeover<C: RunnerContext>(
+async fn end_takeover<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TakeoverAnswer>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let takeover_id = state.runner.tasks.end_takeover(&tenant, &id).await?;
+    let takeover_id = state
+        .runner
+        .engine
+        .tasks()
+        .end_takeover(&tenant, &id)
+        .await?;
     Ok(Json(TakeoverAnswer {
         takeover_id,
         state: TakeoverState::Ended,
     }))
 }
 
-/// Runs a queued task in the background, holding a job slot (waiting for one as long as it
-/// takes: the tenant's limits already bound how many wait). The record tells how it went.
-pub(crate) fn spawn_run<C: RunnerContext>(runner: &Arc<Runner<C>>, tenant: String, id: String) {
-    let runner = Arc::clone(runner);
-    tokio::spawn(async move {
-        let Ok(_slot) = runner.jobs.wait().await else {
-            // Shutting down: the task stays queued, and the next start ends it honestly.
-            return;
-        };
-        match runner.tasks.run(&tenant, &id).await {
-            Ok(end) => report(&runner, end).await,
-            Err(e) => tracing::warn!(task_id = %id, error = %e, "a task could not run"),
-        }
-    });
-}
-
-/// After a run: posts the record to the orchestrator's callback, if the plan names one.
-async fn report<C: RunnerContext>(runner: &Runner<C>, end: TaskEnd) {
-    if let Some(url) = end.callback_url
-        && let Err(e) = callback::post_record(&runner.config.egress, &url, &end.record).await
-    {
-        tracing::warn!(task_id = %end.record.task_id, error = %e, "the task's callback failed");
-    }
-}
-
 /// `POST /v1/tasks`: 201 with the new task (`pending_approval`, or `queued` and running when
 /// the approval rule lets it through); 200 with the original for a repeated
 /// `Idempotency-Key`.
-async fn create<C: RunnerContext>(
+async fn create<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     headers: HeaderMap,
@@ -156,14 +133,11 @@ async fn create<C: RunnerContext>(
         _ => {}
     }
     let key = one_header(&headers, "idempotency-key")?;
-    let runner = &state.runner;
-    let created = runner
-        .tasks
-        .create(&tenant, request, key.as_deref())
+    let created = state
+        .runner
+        .engine
+        .create_task(&tenant, request, key.as_deref())
         .await?;
-    if created.should_run() {
-        spawn_run(runner, tenant, created.record.task_id.clone());
-    }
     let status = if created.replayed {
         StatusCode::OK
     } else {
@@ -220,7 +194,7 @@ struct WaitQuery {
     wait_secs: Option<u64>,
 }
 
-async fn get_task<C: RunnerContext>(
+async fn get_task<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
@@ -245,7 +219,7 @@ async fn get_task<C: RunnerContext>(
         .saturating_sub(Duration::from_secs(1));
     let until = tokio::time::Instant::now() + wait.min(MAX_WAIT).min(limit);
     loop {
-        let record = state.runner.tasks.get(&tenant, &id).await?;
+        let record = state.runner.engine.tasks().get(&tenant, &id).await?;
         if record.state.is_final() || tokio::time::Instant::now() >= until {
             return Ok(Json(record));
         }
@@ -255,14 +229,14 @@ async fn get_task<C: RunnerContext>(
 
 /// `GET /v1/tasks/{id}/events`: the record as a `task` event now and at every change, until
 /// it ends (the stream then closes).
-async fn events<C: RunnerContext>(
+async fn events<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let tenant = tenant.resolve(None)?;
     // Unknown and foreign ids are refused before the stream starts.
-    let first = state.runner.tasks.get(&tenant, &id).await?;
+    let first = state.runner.engine.tasks().get(&tenant, &id).await?;
     let runner = Arc::clone(&state.runner);
     let stream = futures::stream::unfold(
         (Some(first), None::<String>, false),
@@ -278,7 +252,7 @@ async fn events<C: RunnerContext>(
                 loop {
                     let current = match record.take() {
                         Some(r) => r,
-                        None => match runner.tasks.get(&tenant, &id).await {
+                        None => match runner.engine.tasks().get(&tenant, &id).await {
                             Ok(r) => r,
                             Err(e) => {
                                 let event = Event::default()
@@ -303,19 +277,23 @@ async fn events<C: RunnerContext>(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-async fn approve<C: RunnerContext>(
+async fn approve<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<ApproveRequest>,
 ) -> Result<Json<TaskRecord>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let record = state.runner.tasks.approve(&tenant, &id, &request).await?;
-    spawn_run(&state.runner, tenant, id);
-    Ok(Json(record))
+    Ok(Json(
+        state
+            .runner
+            .engine
+            .approve_task(&tenant, &id, &request)
+            .await?,
+    ))
 }
 
-async fn reject<C: RunnerContext>(
+async fn reject<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
@@ -323,26 +301,25 @@ async fn reject<C: RunnerContext>(
 ) -> Result<Json<TaskRecord>, ApiError> {
     let tenant = tenant.resolve(None)?;
     Ok(Json(
-        state.runner.tasks.reject(&tenant, &id, &request).await?,
+        state
+            .runner
+            .engine
+            .tasks()
+            .reject(&tenant, &id, &request)
+            .await?,
     ))
 }
 
-async fn recheck<C: RunnerContext>(
+async fn recheck<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RecheckResult>, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let result = in_slot(
-        &state.runner,
-        "the re-check failed unexpectedly",
-        move |runner| async move { runner.tasks.recheck(&tenant, &id).await },
-    )
-    .await?;
-    Ok(Json(result))
+    Ok(Json(state.runner.engine.recheck_task(&tenant, &id).await?))
 }
 
-async fn assert_not_posted<C: RunnerContext>(
+async fn assert_not_posted<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
@@ -352,22 +329,20 @@ async fn assert_not_posted<C: RunnerContext>(
     Ok(Json(
         state
             .runner
-            .tasks
+            .engine
+            .tasks()
             .assert_not_posted(&tenant, &id, &request)
             .await?,
     ))
 }
 
-async fn retry<C: RunnerContext>(
+async fn retry<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     let tenant = tenant.resolve(None)?;
-    let created = state.runner.tasks.retry(&tenant, &id).await?;
-    if created.should_run() {
-        spawn_run(&state.runner, tenant, created.record.task_id.clone());
-    }
+    let created = state.runner.engine.retry_task(&tenant, &id).await?;
     Ok(with_location(
         StatusCode::CREATED,
         created.record,
@@ -375,17 +350,18 @@ async fn retry<C: RunnerContext>(
     ))
 }
 
-async fn screenshot<C: RunnerContext>(
+async fn screenshot<C: TaskContext>(
     State(state): State<AppState<C>>,
     tenant: TenantHeader,
     ApiPath((id, name)): ApiPath<(String, String)>,
 ) -> Result<Response, ApiError> {
     let tenant = tenant.resolve(None)?;
     // The task must be the tenant's (404 otherwise), then the screenshot must exist.
-    state.runner.tasks.get(&tenant, &id).await?;
+    state.runner.engine.tasks().get(&tenant, &id).await?;
     let image = state
         .runner
-        .tasks
+        .engine
+        .tasks()
         .store()
         .screenshot(&tenant, &id, &name)
         .await?

@@ -13,15 +13,15 @@ use crate::StoreError;
 const NONCE_LEN: usize = 24;
 
 /// The key sessions are encrypted with.
-pub struct SessionKey(SecretBox<[u8; 32]>);
+pub struct SealingKey(SecretBox<[u8; 32]>);
 
-impl std::fmt::Debug for SessionKey {
+impl std::fmt::Debug for SealingKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SessionKey(<redacted>)")
+        f.write_str("SealingKey(<redacted>)")
     }
 }
 
-impl SessionKey {
+impl SealingKey {
     /// Parses 64 hex characters (32 bytes).
     ///
     /// # Errors
@@ -68,7 +68,7 @@ impl SessionKey {
         Ok(out)
     }
 
-    /// The plaintext of `sealed` (from [`SessionKey::seal`] with the same `aad`).
+    /// The plaintext of `sealed` (from [`SealingKey::seal`] with the same `aad`).
     pub(crate) fn open(&self, sealed: &[u8], aad: &[u8]) -> Result<Vec<u8>, StoreError> {
         if sealed.len() < NONCE_LEN {
             return Err(StoreError::Crypto);
@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn sealed_values_open_only_with_their_key_and_row() {
-        let key = SessionKey::from_bytes([7; 32]);
+        let key = SealingKey::from_bytes([7; 32]);
         let sealed = key.seal(b"cookie=secret", b"row-1").unwrap_or_default();
         assert!(!sealed.windows(6).any(|w| w == b"secret"), "not plaintext");
         assert_eq!(
@@ -102,7 +102,7 @@ mod tests {
         );
         assert!(key.open(&sealed, b"row-2").is_err(), "another row");
         assert!(
-            SessionKey::from_bytes([8; 32])
+            SealingKey::from_bytes([8; 32])
                 .open(&sealed, b"row-1")
                 .is_err(),
             "another key"
@@ -118,12 +118,12 @@ mod tests {
 
     #[test]
     fn keys_parse_from_64_hex_characters_only() {
-        assert!(SessionKey::from_hex(&"ab".repeat(32)).is_ok());
+        assert!(SealingKey::from_hex(&"ab".repeat(32)).is_ok());
         for bad in ["", "ab", &"zz".repeat(32), &"ab".repeat(33)] {
-            let e = SessionKey::from_hex(bad).unwrap_err();
+            let e = SealingKey::from_hex(bad).unwrap_err();
             assert!(matches!(e, StoreError::InvalidKey));
             assert!(bad.is_empty() || !e.to_string().contains(bad));
         }
-        assert!(!format!("{:?}", SessionKey::from_bytes([9; 32])).contains('9'));
+        assert!(!format!("{:?}", SealingKey::from_bytes([9; 32])).contains('9'));
     }
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::Connection;
 
-use crate::{SessionKey, StoreError};
+use crate::{SealingKey, StoreError};
 
 /// The schema, one migration per entry; `PRAGMA user_version` records how many ran.
 const MIGRATIONS: &[&str] = &[
@@ -125,7 +125,7 @@ const MIGRATIONS: &[&str] = &[
 #[derive(Clone)]
 pub struct SqliteStore {
     pub(crate) conn: Arc<Mutex<Connection>>,
-    pub(crate) key: Option<Arc<SessionKey>>,
+    pub(crate) key: Option<Arc<SealingKey>>,
     pub(crate) plaintext_allowed: bool,
     path: PathBuf,
 }
@@ -148,7 +148,7 @@ impl SqliteStore {
     /// [`StoreError::Database`] when the file cannot be opened or migrated.
     pub fn open(
         path: &Path,
-        key: Option<SessionKey>,
+        key: Option<SealingKey>,
         plaintext_allowed: bool,
     ) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent() {
@@ -173,7 +173,7 @@ impl SqliteStore {
     ///
     /// # Errors
     /// [`StoreError::Database`] when SQLite cannot set it up.
-    pub fn in_memory(key: Option<SessionKey>) -> Result<Self, StoreError> {
+    pub fn in_memory(key: Option<SealingKey>) -> Result<Self, StoreError> {
         let conn = Connection::open_in_memory()?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrate(&conn)?;

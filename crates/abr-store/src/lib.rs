@@ -1,7 +1,7 @@
 //! ABR's durable records on an embedded SQLite database.
 //!
 //! One file (under `ABR_DATA_DIR`) holds what must survive a restart or a `kill -9`:
-//! sessions (encrypted at rest, [`SessionKey`]), and the records of tasks, idempotency keys
+//! sessions (encrypted at rest, [`SealingKey`]), and the records of tasks, idempotency keys
 //! and per-tenant counters; replay frames (their JPEGs encrypted like sessions) with the
 //! screenshots setting each run recorded, the tenants' screenshots switch, and their site
 //! decisions. It implements the core's store traits, so a shared database can replace it
@@ -16,16 +16,18 @@
 //! between them, never a mark: an interrupted task or post is still recovered `uncertain`
 //! when something committing may have run.
 
+mod counters;
 mod crypto;
 mod db;
 mod frames;
 mod posts;
 mod records;
+mod screenshots;
 mod sessions;
 mod sites;
 mod tasks;
 
-pub use crypto::SessionKey;
+pub use crypto::SealingKey;
 pub use db::SqliteStore;
 
 /// A store failure.

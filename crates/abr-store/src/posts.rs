@@ -1,9 +1,9 @@
-//! [`PostStore`] on SQLite. A post's request holds its content and a session (or a session
+//! The post records ([`RecordStore`] of [`StoredPost`]) on SQLite. A post's request holds its content and a session (or a session
 //! id): it is encrypted like stored sessions, bound to its row, and dropped (NULL) once the
 //! post can no longer be re-checked.
 
-use abr_core::task::{IdempotencyKey, Inserted};
-use abr_core::{CoreError, PostStore, StoredPost};
+use abr_core::CoreError;
+use abr_core::store::{IdempotencyKey, Inserted, RecordStore, StoredPost};
 use abr_protocol::{PostRecord, PostRequest, PostState};
 use async_trait::async_trait;
 
@@ -70,7 +70,7 @@ fn decode(read: Read) -> Result<StoredPost, StoreError> {
 }
 
 #[async_trait]
-impl PostStore for SqliteStore {
+impl RecordStore<StoredPost> for SqliteStore {
     async fn insert(
         &self,
         post: &StoredPost,
@@ -97,6 +97,10 @@ impl PostStore for SqliteStore {
 
     async fn update(&self, post: &StoredPost) -> Result<bool, CoreError> {
         Ok(POSTS.update(self, fields(post)?).await?)
+    }
+
+    async fn mark(&self, tenant: &str, post_id: &str) -> Result<(), CoreError> {
+        Ok(POSTS.mark(self, tenant, post_id).await?)
     }
 
     async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {

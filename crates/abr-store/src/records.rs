@@ -1,11 +1,11 @@
 //! The mechanics tasks and posts share: a table of records, one row per tenant and id,
 //! each with a version for compare-and-swap, its record (JSON), its request (JSON, sealed
-//! with the [`SessionKey`](crate::SessionKey) and bound to its row), a mark saved before
+//! with the [`SealingKey`](crate::SealingKey) and bound to its row), a mark saved before
 //! something committing starts, and the id of its retry; beside it, a table of idempotency
 //! keys. Only the names differ between tasks and posts (the schema is in `db.rs`). The
 //! sealing and opening of a payload bound to its row is shared with stored sessions.
 
-use abr_core::task::{IdempotencyKey, Inserted};
+use abr_core::store::{IdempotencyKey, Inserted};
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -276,8 +276,8 @@ impl Table {
             .with(move |conn| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 if let Some(idem) = &idempotency {
-                    if let Some((task_id, body_hash)) = self.find_key(&tx, &c.tenant, &idem.key)? {
-                        return Ok(Inserted::Existing { task_id, body_hash });
+                    if let Some((id, body_hash)) = self.find_key(&tx, &c.tenant, &idem.key)? {
+                        return Ok(Inserted::Existing { id, body_hash });
                     }
                     tx.execute(
                         &format!(

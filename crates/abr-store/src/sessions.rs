@@ -1,6 +1,7 @@
 //! [`SessionStore`] on SQLite: sessions encrypted at rest, bound to their row.
 
-use abr_core::{CoreError, SessionKey as Key, SessionStore};
+use abr_core::SessionKey as Key;
+use abr_core::{CoreError, SessionStore};
 use abr_protocol::AgentSessionState;
 use async_trait::async_trait;
 use rusqlite::OptionalExtension as _;

@@ -2,8 +2,9 @@
 
 use abr_protocol::{CommitClass, GuardPolicySpec};
 
-use super::{ElementFacts, committing_verb, harmless_name};
-use crate::task::BrowserAction;
+use crate::guard::element::ElementFacts;
+use crate::guard::verbs::{committing_verb, harmless_name};
+use crate::step_runner::BrowserAction;
 
 /// Why an action commits: its class, and the verb when a label matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,7 +28,7 @@ pub struct CommitRules {
     /// A read-only or dry run: an action whose effect cannot be told (a choice, a button
     /// with no recognised harmless meaning, Enter in an editor) counts as committing, so
     /// that it is refused. A read-write run counts only what commits by its form (its
-    /// outcome also counts what the network saw, see [`network`](super::classify)).
+    /// outcome also counts what the network saw, see [`network`](crate::guard::network::classify)).
     pub strict: bool,
     /// Lower-case words or phrases that make a control harmless on the platform.
     pub harmless: Vec<String>,
@@ -70,7 +71,7 @@ impl CommitRules {
 /// delete, upload, save, sign up), and why. The only place this is decided: the read-only
 /// and dry-run guard refuses what it returns, and a run's outcome counts from the first
 /// action it returns (`failed` before, `uncertain` after) and from the first write the
-/// network saw (see [`network`](super::classify)), whichever comes first.
+/// network saw (see [`network`](crate::guard::network::classify)), whichever comes first.
 ///
 /// # Rules, in every run
 /// - Navigating, going back, scrolling, waiting, reading, screenshots and DOM checks never

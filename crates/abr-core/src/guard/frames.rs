@@ -7,8 +7,9 @@ use std::time::Duration;
 use abr_protocol::{FrameInfo, FramePoint, RunScreenshots, ScreenshotsMode};
 use async_trait::async_trait;
 
-use super::{PageProbe, RedactedFrame};
-use crate::{Clock, CoreError};
+use crate::clock::Clock;
+use crate::error::CoreError;
+use crate::guard::probe::{PageProbe, RedactedFrame};
 
 /// Most frames one run keeps.
 pub const MAX_FRAMES_PER_RUN: u32 = 60;

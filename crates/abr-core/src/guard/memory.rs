@@ -6,10 +6,11 @@ use std::sync::Mutex;
 use abr_protocol::{FrameInfo, RunScreenshots, ScreenshotsMode, SiteEntry};
 use async_trait::async_trait;
 
-use super::{
-    FrameRefused, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN, SiteStore, StoredFrame,
+use crate::error::CoreError;
+use crate::guard::frames::{
+    FrameRefused, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN, StoredFrame,
 };
-use crate::CoreError;
+use crate::guard::sites::SiteStore;
 
 type RunKey = (String, String);
 

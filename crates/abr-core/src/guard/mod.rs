@@ -13,16 +13,16 @@
 //!   run no write leaves the browser; in every run a write to the run's own sites commits.
 //! - [`PageProbe`]: what the browser provides for all of it, without acting on the page.
 
-mod commit;
-mod element;
-mod frames;
-mod memory;
-mod network;
-mod pause;
-mod probe;
-mod run_guard;
-mod sites;
-mod verbs;
+pub(crate) mod commit;
+pub(crate) mod element;
+pub(crate) mod frames;
+pub(crate) mod memory;
+pub(crate) mod network;
+pub(crate) mod pause;
+pub(crate) mod probe;
+pub(crate) mod run_guard;
+pub(crate) mod sites;
+pub(crate) mod verbs;
 
 pub use commit::{CommitRules, Committing, activation_key, commit_class, is_committing};
 pub use element::ElementFacts;

@@ -2,7 +2,8 @@
 
 use abr_protocol::PauseReason;
 
-use super::{PageSignals, committing_verb};
+use crate::guard::probe::PageSignals;
+use crate::guard::verbs::committing_verb;
 
 /// What the run is allowed to do, for the detector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -116,7 +117,7 @@ fn write_affordance(signals: &PageSignals) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guard::FormFacts;
+    use crate::guard::probe::FormFacts;
 
     fn page(text: &str) -> PageSignals {
         PageSignals {

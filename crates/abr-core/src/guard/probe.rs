@@ -5,8 +5,9 @@ use std::time::Duration;
 use abr_protocol::Selector;
 use async_trait::async_trait;
 
-use super::{ElementFacts, RequestGate};
-use crate::task::StepFailure;
+use crate::guard::element::ElementFacts;
+use crate::guard::network::RequestGate;
+use crate::step_runner::StepFailure;
 
 /// One form on the page, as the pause detector sees it: kinds of fields, never values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -2,8 +2,9 @@
 
 use abr_protocol::{BlockedAction, BlockedBy};
 
-use super::{CommitRules, Committing, ElementFacts, commit_class};
-use crate::task::BrowserAction;
+use crate::guard::commit::{CommitRules, Committing, commit_class};
+use crate::guard::element::ElementFacts;
+use crate::step_runner::BrowserAction;
 
 /// Where a run's read-only property came from. Only definitions can set it: never a
 /// request, a trigger or a model.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use abr_protocol::{SiteDecision, SiteEntry};
 use async_trait::async_trait;
 
-use crate::CoreError;
+use crate::error::CoreError;
 
 /// What the policy says about a host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,7 +1,6 @@
-//! abr-core's contracts and services on the fakes (the `testing` feature).
+//! abr-core's contracts and policies on the fakes (the `testing` feature).
 //!
-//! One test binary for the crate: each former test file is a module here, with one
-//! shared harness (`common`) where the crate has one.
+//! One test binary for the crate: each former test file is a module here.
 
 #![allow(
     clippy::unwrap_used,
@@ -13,15 +12,7 @@
     reason = "test code: a failed step is the test's failure"
 )]
 
-mod browse;
-mod capture;
-mod codes;
-mod declared;
-mod guard;
 mod lease;
-mod live;
 mod plan_rules;
-mod post_journal;
-mod poster;
 mod serialized;
-mod tasks;
+mod store_conformance;

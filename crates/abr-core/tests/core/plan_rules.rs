@@ -13,9 +13,10 @@
 
 use std::collections::BTreeMap;
 
-use abr_core::task::{
-    ApprovalRule, BrowserAction, PlanLimits, PlanLocation, PlanProblem, UrlProblem, validate,
-};
+use abr_core::approval::ApprovalRule;
+use abr_core::error::{PlanLocation, PlanProblem, UrlProblem};
+use abr_core::plan::{PlanLimits, validate};
+use abr_core::step_runner::BrowserAction;
 use abr_protocol::{Risk, SecretValue, StepPlan};
 use serde_json::{Value, json};
 

@@ -434,7 +434,7 @@ mod tests {
     use std::collections::HashSet;
 
     use abr_core::guard::{CommitRules, ElementFacts, commit_class};
-    use abr_core::task::BrowserAction;
+    use abr_core::step_runner::BrowserAction;
     use abr_protocol::{SecretValue, Selector};
 
     use super::*;

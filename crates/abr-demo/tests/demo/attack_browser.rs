@@ -35,7 +35,7 @@ use abr_providers::{LocalBrowserSessionProvider, LocalProviderConfig};
 use playwright_rs::protocol::Page;
 
 /// How long a write may take to reach the ledger.
-const WRITE_WAIT: Duration = Duration::from_secs(5);
+const WRITE_WAIT: Duration = Duration::from_secs(15);
 /// How long a test watches for a write that must not happen.
 const QUIET_WAIT: Duration = Duration::from_millis(500);
 
@@ -165,7 +165,16 @@ async fn chord(tab: &Tab<'_>, at: ChordAt, key: &str, commits: bool) -> Outcome 
         ChordAt::Pay => tab.page.locator("#pay").press(key, None).await,
         ChordAt::Field => tab.page.locator("#field").press(key, None).await,
         ChordAt::Page => {
-            let focused = tab.focused_id().await;
+            // `autofocus` is applied after the page loaded: wait for it (a loaded machine
+            // may take a moment), then require it.
+            let mut focused = tab.focused_id().await;
+            for _ in 0..100 {
+                if focused == "pay" {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                focused = tab.focused_id().await;
+            }
             if focused != "pay" {
                 return Err(format!("autofocus put the focus on {focused:?}, not #pay"));
             }

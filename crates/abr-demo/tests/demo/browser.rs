@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abr_core::{
-    AcquireMode, AcquireRequest, AgentPoster, DynSessionProvider, SessionContext, SessionProvider,
+    AcquireMode, AcquireRequest, DynSessionProvider, SessionContext, SessionProvider,
     StrategyRegistry,
 };
 use abr_demo::{DemoSite, DemoStrategy, FaultMode, Post};
+use abr_engine::AgentPoster;
 use abr_protocol::{
     AgentPostResult, AgentSessionState, FailureStage, MediaAttachment, PostContent, PostOutcome,
     PostRequest, ProbeRequest, VerificationMethod,

@@ -16,10 +16,11 @@
 use std::sync::Arc;
 
 use abr_core::{
-    AcquireMode, AcquireRequest, AgentPoster, DynSessionProvider, EgressPolicy, RecheckOutcome,
-    SessionProvider, StrategyRegistry, WebPostStrategy,
+    AcquireMode, AcquireRequest, DynSessionProvider, EgressPolicy, RecheckOutcome, SessionProvider,
+    StrategyRegistry, WebPostStrategy,
 };
 use abr_demo::{DemoSite, DemoStrategy};
+use abr_engine::AgentPoster;
 use abr_protocol::{
     AgentSessionState, Cookie, PostContent, PostOutcome, PostRequest, VerificationMethod,
 };

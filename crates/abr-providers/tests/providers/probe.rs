@@ -21,7 +21,7 @@ use abr_core::guard::{
     CommitRules, ElementFacts, FrameError, MAX_FRAME_BYTES, PageProbe, RedactedFrame, SiteFilter,
     commit_class,
 };
-use abr_core::task::{BrowserAction, StepFailureKind, StepRunner, UploadFile};
+use abr_core::step_runner::{BrowserAction, StepFailureKind, StepRunner, UploadFile};
 use abr_core::{AcquireMode, AcquireRequest, AllowedPrivate, EgressPolicy, Lease, SessionProvider};
 use abr_doubles::{SteelDouble, SteelOptions};
 use abr_protocol::{CommitClass, SecretValue, Selector};

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use abr_core::task::{BrowserAction, StepFailureKind, StepOutput, StepRunner, UploadFile};
+use abr_core::step_runner::{BrowserAction, StepFailureKind, StepOutput, StepRunner, UploadFile};
 use abr_core::{AcquireMode, AcquireRequest, EgressPolicy, Lease, SessionProvider};
 use abr_protocol::{DomCheck, Extraction, SecretValue, Selector, SelectorSpec};
 use abr_providers::{BrowserSession, LocalBrowserSessionProvider, LocalProviderConfig};

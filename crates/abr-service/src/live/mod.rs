@@ -16,8 +16,9 @@ mod proxy;
 mod socket;
 pub(crate) mod wire;
 
-use crate::runner::RunnerContext;
-use abr_core::{LiveAttachment, LiveSurface, new_token};
+use abr_core::{LiveSurface, new_token};
+use abr_engine::LiveAttachment;
+use abr_protocol::codes;
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{FromRequestParts, Path, Request, State};
@@ -25,12 +26,11 @@ use axum::http::{HeaderMap, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
-use crate::config::RunnerConfig;
-use abr_protocol::codes;
-
 use crate::api_error::ApiError;
+use crate::config::RunnerConfig;
 use crate::relay::RelayedLive;
 use crate::state::AppState;
+use abr_core::context::TaskContext;
 
 /// What the live view needs besides the runner: who may open sockets and frame the page,
 /// and the opt-in provider-viewer proxy.
@@ -68,7 +68,7 @@ impl LiveState {
     }
 }
 
-pub(crate) fn routes<C: RunnerContext + LiveSurface>() -> Router<AppState<C>> {
+pub(crate) fn routes<C: TaskContext + LiveSurface>() -> Router<AppState<C>> {
     Router::new()
         .route("/live/{token}", get(viewer::<C>))
         .route("/live/{token}/ws", get(screencast::<C>))
@@ -112,11 +112,11 @@ pub(crate) fn check_origin(state: &LiveState, headers: &HeaderMap) -> Result<(),
     }
 }
 
-async fn viewer<C: RunnerContext + LiveSurface>(
+async fn viewer<C: TaskContext + LiveSurface>(
     State(state): State<AppState<C>>,
     Path(token): Path<String>,
 ) -> Result<Response, ApiError> {
-    let target = state.runner.live_target(&token).ok_or_else(gone)?;
+    let target = state.runner.engine.live_target(&token).ok_or_else(gone)?;
     let nonce = nonce()?;
     let live = &state.live;
     let proxied = live.proxy.is_some() && target.provider_viewer.is_some();
@@ -140,7 +140,7 @@ async fn viewer<C: RunnerContext + LiveSurface>(
 }
 
 /// The socket of the runner's own viewer.
-async fn screencast<C: RunnerContext + LiveSurface>(
+async fn screencast<C: TaskContext + LiveSurface>(
     State(state): State<AppState<C>>,
     Path(token): Path<String>,
     request: Request,
@@ -150,7 +150,7 @@ async fn screencast<C: RunnerContext + LiveSurface>(
     if request.extensions().get::<RelayedLive>().is_none() {
         check_origin(&state.live, request.headers())?;
     }
-    let live = state.runner.attach_live(&token)?;
+    let live = state.runner.engine.attach_live(&token)?;
     let upgrade = upgrade_of(request).await?;
     Ok(upgrade.on_upgrade(move |socket| socket::serve(socket, live)))
 }
@@ -172,7 +172,7 @@ pub(crate) async fn upgrade_of(request: Request) -> Result<WebSocketUpgrade, Api
 
 /// The opt-in proxy of the provider's viewer: pages and assets over HTTP, its socket over a
 /// tracked WebSocket.
-async fn proxied<C: RunnerContext + LiveSurface>(
+async fn proxied<C: TaskContext + LiveSurface>(
     State(state): State<AppState<C>>,
     Path(params): Path<Vec<(String, String)>>,
     request: Request,
@@ -185,7 +185,12 @@ async fn proxied<C: RunnerContext + LiveSurface>(
     let Some(client) = state.live.proxy.as_ref() else {
         return Err(gone());
     };
-    let target = state.runner.captures.live_target(&token).ok_or_else(gone)?;
+    let target = state
+        .runner
+        .engine
+        .captures()
+        .live_target(&token)
+        .ok_or_else(gone)?;
     let viewer = target.provider_viewer.ok_or_else(gone)?;
     let suffix = proxy::view_suffix(request.uri().path()).ok_or_else(gone)?;
     let upstream = proxy::upstream_url(&viewer, suffix, request.uri().query()).ok_or_else(gone)?;
@@ -195,7 +200,7 @@ async fn proxied<C: RunnerContext + LiveSurface>(
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
     if is_upgrade {
         check_origin(&state.live, request.headers())?;
-        let live: LiveAttachment<C> = state.runner.captures.attach_live(&token)?;
+        let live: LiveAttachment<C> = state.runner.engine.captures().attach_live(&token)?;
         let upgrade = upgrade_of(request).await?;
         let server = proxy::connect(upstream).await.ok_or_else(|| {
             ApiError::new(

@@ -11,7 +11,9 @@
 
 use std::time::Duration;
 
-use abr_core::{LiveAttachment, ProviderViewer};
+use abr_core::ProviderViewer;
+use abr_engine::LiveAttachment;
+use abr_protocol::codes;
 use axum::body::Body;
 use axum::extract::ws::{Message, WebSocket};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -21,8 +23,6 @@ use tokio_tungstenite::tungstenite::Message as Upstream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::wire::MAX_MESSAGE;
-use abr_protocol::codes;
-
 use crate::api_error::ApiError;
 
 /// Largest proxied response body.

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use abr_core::{LiveAttachment, LiveInputError, LiveSurface, PageLocation};
+use abr_core::{LiveSurface, PageLocation};
+use abr_engine::{LiveAttachment, LiveInputError};
 use abr_protocol::LiveViewEvent;
 use axum::extract::ws::{Message, WebSocket};
 use futures::{SinkExt, StreamExt};

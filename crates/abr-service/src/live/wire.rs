@@ -1,7 +1,7 @@
 //! The live view's socket protocol ([`abr_protocol::LiveViewInput`] in,
 //! [`abr_protocol::LiveViewEvent`] out) and how an input becomes a core [`LiveInput`].
 //! Parsing only: whether an input is allowed is decided by the core's
-//! [`LiveAttachment`](abr_core::LiveAttachment).
+//! [`LiveAttachment`](abr_engine::LiveAttachment).
 
 use abr_core::{LiveInput, LiveKey, MAX_LIVE_TEXT, Modifiers, PointerAction, PointerButton};
 use abr_protocol::{LiveModifiers, LivePointerAction, LivePointerButton, LiveViewInput};

@@ -7,14 +7,15 @@
 //! full jitter (a fresh token each time) when the hub goes away or restarts. A request in
 //! flight when the connection drops goes on to its end on the runner (its record answers
 //! a repeat later), unless it had not passed its commit point: then it does not commit
-//! (see `abr_core::commit_watch`), since the hub answered "nothing was done".
+//! (see `abr_engine::commit_watch`), since the hub answered "nothing was done".
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use abr_core::commit_watch::{self, CommitHook, CommitRefused, CommitWatch};
 use abr_core::{OsRandom, RandomSource};
+use abr_engine::commit_watch;
+use abr_engine::commit_watch::{CommitHook, CommitRefused, CommitWatch};
 use abr_protocol::relay::{RelayFrame, RelayHello, RelayTokenRequest, RelayTokenResponse};
 use abr_protocol::{ErrorEnvelope, codes};
 use async_trait::async_trait;

@@ -20,7 +20,7 @@
 //!   socket that drops with requests in flight answers each once: `runner_disconnected`
 //!   (retryable, nothing was done) before its commit point, `runner_outcome_unknown` (never
 //!   retryable) after. The runner announces the commit point with a `progress` frame and
-//!   waits for the hub's `commitAck` before it acts (`abr_core::commit_watch`); without the
+//!   waits for the hub's `commitAck` before it acts (`abr_engine::commit_watch`); without the
 //!   acknowledgement it does not commit. That holds also when the hub no longer waits for
 //!   the answer (its caller went away, or the hub's request deadline passed): a request
 //!   nobody will hear the outcome of does not pass its commit point; its record on the

@@ -10,14 +10,14 @@
     reason = "test code"
 )]
 
-use crate::common;
-
 use abr_core::testing::{Script, StrategyScript};
 use axum::body::Body;
 use axum::http::{Method, Request, header};
 use common::fake::*;
 use common::random_suffix;
 use serde_json::json;
+
+use crate::common;
 
 fn post_body(platform: &str) -> serde_json::Value {
     json!({ "platform": platform, "session": {"cookies": [], "origins": []},
@@ -440,7 +440,7 @@ async fn a_post_that_never_left_the_queue_is_retryable() {
         c.limits.max_queued_jobs = 4;
         c.limits.request_timeout = std::time::Duration::from_secs(4);
     });
-    let queue_wait = s.runner.budget.queue_wait;
+    let queue_wait = s.runner.engine.budget().queue_wait;
     assert!(
         queue_wait < std::time::Duration::from_secs(1),
         "{queue_wait:?}"
@@ -483,7 +483,8 @@ async fn a_post_that_never_left_the_queue_is_retryable() {
 
 #[test]
 fn deadlines_that_do_not_fit_the_request_are_refused_when_the_runner_is_built() {
-    use abr_core::{PosterConfig, StepTimeouts};
+    use abr_core::StepTimeouts;
+    use abr_engine::PosterConfig;
     let mut config = fake_config();
     config.limits.request_timeout = std::time::Duration::from_secs(60);
     let provider: abr_core::DynSessionProvider<abr_core::testing::FakeContext> =

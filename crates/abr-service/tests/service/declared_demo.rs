@@ -12,15 +12,13 @@
     reason = "test code"
 )]
 
-use crate::common;
-
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use abr_client::AgentRunnerClient;
-use abr_core::declared::DeclaredStrategy;
 use abr_demo::{DemoSite, DemoStrategy, FaultMode};
+use abr_engine::declared::DeclaredStrategy;
 use abr_protocol::{
     AgentPostResult, CaptureStartRequest, FailureStage, MediaAttachment, PostContent, PostOutcome,
     PostRequest, VerificationMethod,
@@ -28,6 +26,8 @@ use abr_protocol::{
 use abr_service::runner::RunnerBuilder;
 use abr_service::server::RunningServer;
 use common::*;
+
+use crate::common;
 
 const DEMO_TOML: &str = include_str!("../../../abr-demo/platforms/demo.toml");
 const COMPILED: &str = "demo";

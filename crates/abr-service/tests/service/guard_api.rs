@@ -135,13 +135,15 @@ async fn record_run(
     frames: u32,
 ) {
     runner
-        .frames
+        .engine
+        .frames()
         .begin_run(tenant, run_id, &on())
         .await
         .unwrap();
     for i in 1..=frames {
         let seq = runner
-            .frames
+            .engine
+            .frames()
             .put_frame(
                 tenant,
                 run_id,
@@ -275,7 +277,7 @@ async fn a_run_recorded_with_screenshots_off_lists_no_frame() {
     .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     let (recorder, setting) = FrameRecorder::begin(
-        Arc::clone(&s.runner.frames),
+        Arc::clone(s.runner.engine.frames()),
         Arc::new(SystemClock),
         VICTIM,
         "task-off",
@@ -288,7 +290,8 @@ async fn a_run_recorded_with_screenshots_off_lists_no_frame() {
     // Even a frame written past the recorder is refused by the store.
     let refused = s
         .runner
-        .frames
+        .engine
+        .frames()
         .put_frame(VICTIM, "task-off", frame("https://app.example/"))
         .await;
     assert!(

@@ -17,8 +17,6 @@
     reason = "test code"
 )]
 
-use crate::common;
-
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -30,6 +28,8 @@ use abr_protocol::{PauseReason, TakeoverState, TaskRecord, TaskState};
 use common::*;
 use serde_json::{Value, json};
 
+use crate::common;
+
 const TENANT: &str = "acme";
 const SESSION_KEY: &str = "4b0b7f1c2d3e4f5061728394a5b6c7d8e9fa0b1c2d3e4f5061728394a5b6c7d8";
 
@@ -40,7 +40,7 @@ async fn guard_stack() -> Stack {
     stack_with(
         |c| {
             c.store.session_key = Some(SESSION_KEY.to_owned().into());
-            c.tasks.approval = abr_core::task::ApprovalRule::Off;
+            c.tasks.approval = abr_core::approval::ApprovalRule::Off;
             c.pacing = None;
             let port = c.demo_site_url.as_ref().and_then(url::Url::port).unwrap();
             c.egress = c.egress.clone().allow_private(abr_core::AllowedPrivate {
@@ -716,7 +716,7 @@ async fn takeover_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_
     let (addr, bodies) = receiver().await;
     let stack = stack_with(
         |c| {
-            c.tasks.approval = abr_core::task::ApprovalRule::Off;
+            c.tasks.approval = abr_core::approval::ApprovalRule::Off;
             c.tasks.events_webhook =
                 Some(url::Url::parse(&format!("http://{addr}/events")).unwrap());
             c.egress = c.egress.clone().allow_addr(addr);
@@ -761,7 +761,7 @@ async fn takeover_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_
     let (victim, hits) = receiver().await;
     let stack = stack_with(
         |c| {
-            c.tasks.approval = abr_core::task::ApprovalRule::Off;
+            c.tasks.approval = abr_core::approval::ApprovalRule::Off;
             c.tasks.events_webhook =
                 Some(url::Url::parse(&format!("http://{victim}/events")).unwrap());
         },

@@ -48,8 +48,6 @@
     reason = "test code"
 )]
 
-use crate::common;
-
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -57,19 +55,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use abr_core::declared::DeclaredStrategy;
 use abr_demo::DemoSite;
 use abr_demo::site::{ATTACK_BUTTONS, HARMLESS_CORPUS, HarmlessAction, LedgerEntry};
+use abr_engine::EngineStore;
+use abr_engine::declared::DeclaredStrategy;
 use abr_protocol::{ActOutcome, ActResponse, BlockedAction, BlockedBy, CommitClass};
 use abr_service::config::RunnerConfig;
-use abr_service::runner::{RunnerBuilder, RunnerStore};
+use abr_service::runner::RunnerBuilder;
 use abr_service::server::RunningServer;
-use abr_store::{SessionKey as StoreKey, SqliteStore};
+use abr_store::{SealingKey as StoreKey, SqliteStore};
 use common::*;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree as _;
 use proptest::test_runner::{Config as ProptestConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value, json};
+
+use crate::common;
 
 const TENANT: &str = "acme";
 /// How long a test watches for a write after an action.
@@ -83,7 +84,7 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// The runner settings of these tests: plans need no approval (the tests are about the
 /// rails), no pacing, and no daily limit in the way.
 fn attack_config(c: &mut RunnerConfig) {
-    c.tasks.approval = abr_core::task::ApprovalRule::Off;
+    c.tasks.approval = abr_core::approval::ApprovalRule::Off;
     c.pacing = None;
     c.tasks.limits.daily_executions = 100_000;
 }
@@ -1361,7 +1362,7 @@ async fn runner_on(site: &DemoSite, db: &std::path::Path) -> RunningServer {
     let listener = tokio::net::TcpListener::bind(config.bind).await.unwrap();
     config.public_url =
         Some(url::Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap());
-    let store: Arc<dyn RunnerStore> =
+    let store: Arc<dyn EngineStore> =
         Arc::new(SqliteStore::open(db, Some(StoreKey::from_bytes([7; 32])), false).unwrap());
     let demo = abr_demo::DemoStrategy::new(&site.base_url()).unwrap();
     let runner = RunnerBuilder::new(config)

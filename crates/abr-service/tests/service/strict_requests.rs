@@ -16,13 +16,11 @@
     reason = "test code"
 )]
 
-use crate::common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use abr_core::approval::ApprovalRule;
 use abr_core::guard::ElementFacts;
-use abr_core::task::ApprovalRule;
 use abr_core::testing::FakeProvider;
 use abr_service::mcp::McpSettings;
 use axum::Router;
@@ -30,6 +28,8 @@ use axum::body::Body;
 use axum::http::{Method, header};
 use common::fake::*;
 use serde_json::{Value, json};
+
+use crate::common;
 
 /// A value no error message may repeat.
 const CANARY: &str = "canary-value-5f1e";

@@ -12,20 +12,21 @@
     reason = "test code"
 )]
 
-use crate::common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use abr_core::task::ApprovalRule;
+use abr_core::approval::ApprovalRule;
 use abr_core::testing::{FakeContext, FakeFault, FakeProvider};
 use abr_core::{DynSessionProvider, WebPostStrategy};
-use abr_service::runner::{RunnerBuilder, RunnerStore};
-use abr_store::{SessionKey as StoreKey, SqliteStore};
+use abr_engine::EngineStore;
+use abr_service::runner::RunnerBuilder;
+use abr_store::{SealingKey as StoreKey, SqliteStore};
 use axum::body::Body;
 use axum::http::{Method, header};
 use common::fake::*;
 use serde_json::{Value, json};
+
+use crate::common;
 
 const SUBMIT: &str = "role=button[name=Submit]";
 
@@ -665,7 +666,7 @@ async fn the_callback_never_reaches_loopback_unless_allowed() {
 }
 
 /// A runner on `store` (shared across "restarts").
-fn stack_on(store: Arc<dyn RunnerStore>) -> FakeStack {
+fn stack_on(store: Arc<dyn EngineStore>) -> FakeStack {
     let provider = Arc::new(FakeProvider::new());
     let strategy = Arc::new(abr_core::testing::ScriptedStrategy::new(
         FAKE_PLATFORM,

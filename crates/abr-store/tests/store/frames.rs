@@ -17,18 +17,18 @@ use abr_core::guard::{
     FrameRefused, FrameStore, InMemoryFrameStore, InMemorySiteStore, MAX_FRAME_BYTES,
     MAX_FRAMES_PER_RUN, SiteStore, StoredFrame,
 };
-use abr_core::task::{Counter, TaskStore};
+use abr_core::store::{Counter, CounterStore, ScreenshotStore};
 use abr_protocol::{
     FrameInfo, FramePoint, RunScreenshots, ScreenshotsMode, SiteDecision, SiteEntry,
 };
-use abr_store::{SessionKey, SqliteStore};
+use abr_store::{SealingKey, SqliteStore};
 use time::macros::datetime;
 
 /// A byte pattern that must never be found on disk in the clear.
 const CANARY: &[u8] = b"ABR-FRAME-CANARY-3f9e71";
 
-fn key() -> SessionKey {
-    SessionKey::from_hex(&"6c".repeat(32)).unwrap()
+fn key() -> SealingKey {
+    SealingKey::from_hex(&"6c".repeat(32)).unwrap()
 }
 
 /// A JPEG-looking frame holding `tag` (so two frames differ).
@@ -437,7 +437,7 @@ async fn a_wrong_key_or_a_moved_row_cannot_read_a_frame() {
         store.put_frame("t1", "run-1", frame(1)).await.unwrap();
         store.put_frame("t1", "run-1", frame(2)).await.unwrap();
     }
-    let wrong = SqliteStore::open(&path, Some(SessionKey::from_bytes([1; 32])), false).unwrap();
+    let wrong = SqliteStore::open(&path, Some(SealingKey::from_bytes([1; 32])), false).unwrap();
     let e = wrong.frame("t1", "run-1", 1).await.unwrap_err();
     assert!(matches!(e, CoreError::Store(_)), "{e:?}");
     assert_eq!(e.code(), "store_failed");

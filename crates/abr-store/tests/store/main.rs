@@ -13,6 +13,7 @@
     reason = "test code: a failed step is the test's failure"
 )]
 
+mod conformance;
 mod frames;
 mod posts;
 mod sessions;

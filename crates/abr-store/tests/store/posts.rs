@@ -13,21 +13,22 @@
 
 use std::sync::Arc;
 
-use abr_core::task::{IdempotencyKey, Inserted, TaskStore};
+use abr_core::StrategyRegistry;
+use abr_core::store::{IdempotencyKey, Inserted, RecordStore, StoredPost};
 use abr_core::testing::{FakeProvider, ScriptedStrategy};
-use abr_core::{AgentPoster, PostJournal, PostReply, PostStore, StoredPost, StrategyRegistry};
+use abr_engine::{AgentPoster, PostJournal, PostReply};
 use abr_protocol::{
     AgentSessionState, Cookie, PlatformPolicy, PostContent, PostRecord, PostRequest, PostState,
     SecretValue, SessionScopeSpec,
 };
-use abr_store::{SessionKey, SqliteStore};
+use abr_store::{SealingKey, SqliteStore};
 use time::OffsetDateTime;
 
 const CONTENT_CANARY: &str = "canary-post-content-41f7";
 const COOKIE_CANARY: &str = "canary-post-cookie-9d03";
 
-fn key() -> SessionKey {
-    SessionKey::from_hex(&"6c".repeat(32)).unwrap()
+fn key() -> SealingKey {
+    SealingKey::from_hex(&"6c".repeat(32)).unwrap()
 }
 
 fn request(text: &str) -> PostRequest {
@@ -90,19 +91,23 @@ async fn the_post_store_contract_holds_across_a_reopen() {
         let store = SqliteStore::open(&path, Some(key()), false).unwrap();
         let a = post("t1", "post-a");
         assert_eq!(
-            PostStore::insert(&store, &a, Some(&idem)).await.unwrap(),
+            RecordStore::<StoredPost>::insert(&store, &a, Some(&idem))
+                .await
+                .unwrap(),
             Inserted::New
         );
         let b = post("t1", "post-b");
         assert_eq!(
-            PostStore::insert(&store, &b, Some(&idem)).await.unwrap(),
+            RecordStore::<StoredPost>::insert(&store, &b, Some(&idem))
+                .await
+                .unwrap(),
             Inserted::Existing {
-                task_id: "post-a".into(),
+                id: "post-a".into(),
                 body_hash: "b1".into()
             }
         );
         assert!(
-            PostStore::get(&store, "t1", "post-b")
+            RecordStore::<StoredPost>::get(&store, "t1", "post-b")
                 .await
                 .unwrap()
                 .is_none()
@@ -110,47 +115,61 @@ async fn the_post_store_contract_holds_across_a_reopen() {
         // Another tenant may use the same key, and cannot see t1's post.
         let c = post("t2", "post-c");
         assert_eq!(
-            PostStore::insert(&store, &c, Some(&idem)).await.unwrap(),
+            RecordStore::<StoredPost>::insert(&store, &c, Some(&idem))
+                .await
+                .unwrap(),
             Inserted::New
         );
         assert!(
-            PostStore::get(&store, "t2", "post-a")
+            RecordStore::<StoredPost>::get(&store, "t2", "post-a")
                 .await
                 .unwrap()
                 .is_none()
         );
         // Post keys are apart from task keys.
         assert!(
-            TaskStore::find_idempotency(&store, "t1", "k1")
+            RecordStore::<abr_core::store::StoredTask>::find_idempotency(&store, "t1", "k1")
                 .await
                 .unwrap()
                 .is_none()
         );
         // Compare-and-swap.
-        let mut started = PostStore::get(&store, "t1", "post-a")
+        let mut started = RecordStore::<StoredPost>::get(&store, "t1", "post-a")
             .await
             .unwrap()
             .unwrap();
         assert_eq!(started, a);
         started.submit_started = true;
-        assert!(PostStore::update(&store, &started).await.unwrap());
         assert!(
-            !PostStore::update(&store, &started).await.unwrap(),
+            RecordStore::<StoredPost>::update(&store, &started)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !RecordStore::<StoredPost>::update(&store, &started)
+                .await
+                .unwrap(),
             "a stale version wins nothing"
         );
-        assert_eq!(PostStore::unfinished(&store).await.unwrap().len(), 2);
+        assert_eq!(
+            RecordStore::<StoredPost>::unfinished(&store)
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
         // "Killed" here: the store is dropped without any shutdown.
     }
     assert_not_on_disk(dir.path());
     let store = SqliteStore::open(&path, Some(key()), false).unwrap();
-    let mut a = PostStore::get(&store, "t1", "post-a")
+    let mut a = RecordStore::<StoredPost>::get(&store, "t1", "post-a")
         .await
         .unwrap()
         .unwrap();
     assert_eq!((a.version, a.submit_started), (1, true));
     assert_eq!(a.request.as_ref().unwrap().content.text, CONTENT_CANARY);
     assert_eq!(
-        PostStore::find_idempotency(&store, "t1", "k1")
+        RecordStore::<StoredPost>::find_idempotency(&store, "t1", "k1")
             .await
             .unwrap(),
         Some(("post-a".into(), "b1".into()))
@@ -158,39 +177,59 @@ async fn the_post_store_contract_holds_across_a_reopen() {
     // Ended and no longer re-checkable: the request is dropped.
     a.record.state = PostState::Failed;
     a.request = None;
-    assert!(PostStore::update(&store, &a).await.unwrap());
-    let a = PostStore::get(&store, "t1", "post-a")
+    assert!(RecordStore::<StoredPost>::update(&store, &a).await.unwrap());
+    let a = RecordStore::<StoredPost>::get(&store, "t1", "post-a")
         .await
         .unwrap()
         .unwrap();
     assert!(a.request.is_none());
     assert_eq!(a.record.state, PostState::Failed);
-    assert_eq!(PostStore::unfinished(&store).await.unwrap().len(), 1);
+    assert_eq!(
+        RecordStore::<StoredPost>::unfinished(&store)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     // Another key does not open the request.
     drop(store);
-    let wrong = SqliteStore::open(&path, Some(SessionKey::from_bytes([1; 32])), false).unwrap();
-    assert!(PostStore::get(&wrong, "t2", "post-c").await.is_err());
+    let wrong = SqliteStore::open(&path, Some(SealingKey::from_bytes([1; 32])), false).unwrap();
+    assert!(
+        RecordStore::<StoredPost>::get(&wrong, "t2", "post-c")
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
 async fn without_a_key_a_post_with_its_request_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("abr.db"), None, false).unwrap();
-    let e = PostStore::insert(&store, &post("t1", "p"), None)
+    let e = RecordStore::<StoredPost>::insert(&store, &post("t1", "p"), None)
         .await
         .unwrap_err();
     assert!(e.to_string().contains("ABR_SESSION_KEY"), "{e}");
-    assert!(PostStore::get(&store, "t1", "p").await.unwrap().is_none());
+    assert!(
+        RecordStore::<StoredPost>::get(&store, "t1", "p")
+            .await
+            .unwrap()
+            .is_none()
+    );
     // A record without a request needs no key.
     let mut bare = post("t1", "q");
     bare.request = None;
-    PostStore::insert(&store, &bare, None).await.unwrap();
-    // In --insecure-dev it is kept in plaintext.
-    let dev = SqliteStore::open(&dir.path().join("dev.db"), None, true).unwrap();
-    PostStore::insert(&dev, &post("t1", "p"), None)
+    RecordStore::<StoredPost>::insert(&store, &bare, None)
         .await
         .unwrap();
-    let p = PostStore::get(&dev, "t1", "p").await.unwrap().unwrap();
+    // In --insecure-dev it is kept in plaintext.
+    let dev = SqliteStore::open(&dir.path().join("dev.db"), None, true).unwrap();
+    RecordStore::<StoredPost>::insert(&dev, &post("t1", "p"), None)
+        .await
+        .unwrap();
+    let p = RecordStore::<StoredPost>::get(&dev, "t1", "p")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(p.request.unwrap().content.text, CONTENT_CANARY);
 }
 

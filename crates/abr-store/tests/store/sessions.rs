@@ -9,9 +9,10 @@
     reason = "test code"
 )]
 
-use abr_core::{SessionKey as Key, SessionStore};
+use abr_core::SessionKey as Key;
+use abr_core::SessionStore;
 use abr_protocol::{AgentSessionState, Cookie};
-use abr_store::{SessionKey, SqliteStore};
+use abr_store::{SealingKey, SqliteStore};
 
 const CANARY: &str = "canary-session-cookie-5f1d2c";
 
@@ -22,8 +23,8 @@ fn state() -> AgentSessionState {
     }
 }
 
-fn key() -> SessionKey {
-    SessionKey::from_hex(&"4a".repeat(32)).unwrap()
+fn key() -> SealingKey {
+    SealingKey::from_hex(&"4a".repeat(32)).unwrap()
 }
 
 fn files_contain(dir: &std::path::Path, needle: &str) -> bool {
@@ -50,7 +51,7 @@ async fn a_session_is_encrypted_at_rest_and_reads_back_with_its_key() {
     // Reopened: still there, only with the right key.
     let store = SqliteStore::open(&path, Some(key()), false).unwrap();
     assert_eq!(store.load(&k).await.unwrap(), Some(state()));
-    let wrong = SqliteStore::open(&path, Some(SessionKey::from_bytes([1; 32])), false).unwrap();
+    let wrong = SqliteStore::open(&path, Some(SealingKey::from_bytes([1; 32])), false).unwrap();
     let e = wrong.load(&k).await.unwrap_err();
     assert_eq!(e.code(), "store_failed");
     assert!(!e.to_string().contains(CANARY));

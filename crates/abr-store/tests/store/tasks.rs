@@ -12,12 +12,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use abr_core::task::{Counter, IdempotencyKey, Inserted, StoredTask, TaskSessions, TaskStore};
+use abr_core::store::{
+    Counter, CounterStore, IdempotencyKey, Inserted, RecordStore, ScreenshotStore, SessionKey,
+    SessionStore, StoredTask,
+};
 use abr_protocol::{
     AgentSessionState, Cookie, DomCheck, Risk, SecretValue, StepPlan, TaskRecord, TaskRequest,
     TaskState, TaskVerification,
 };
-use abr_store::{SessionKey, SqliteStore};
+use abr_store::{SealingKey, SqliteStore};
 use time::OffsetDateTime;
 
 const INPUT_CANARY: &str = "canary-task-input-8c2e";
@@ -87,8 +90,13 @@ fn task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
     }
 }
 
-fn key() -> SessionKey {
-    SessionKey::from_hex(&"5b".repeat(32)).unwrap()
+/// The task records of `store` (it also keeps posts: the kind is named).
+fn tasks(store: &SqliteStore) -> &dyn RecordStore<StoredTask> {
+    store
+}
+
+fn key() -> SealingKey {
+    SealingKey::from_hex(&"5b".repeat(32)).unwrap()
 }
 
 /// The network gate marks a running task committing outside the compare-and-swap: the mark
@@ -104,15 +112,15 @@ async fn the_committing_mark_is_set_alone_and_never_cleared() {
             .insert(&task("t1", "task-m", TaskState::Running), None)
             .await
             .unwrap();
-        let before = store.get("t1", "task-m").await.unwrap().unwrap();
-        store.mark_committing("t1", "task-m").await.unwrap();
+        let before = tasks(&store).get("t1", "task-m").await.unwrap().unwrap();
+        tasks(&store).mark("t1", "task-m").await.unwrap();
         // Unknown tasks and other tenants' are left alone.
-        store.mark_committing("t2", "task-m").await.unwrap();
-        store.mark_committing("t1", "nope").await.unwrap();
+        tasks(&store).mark("t2", "task-m").await.unwrap();
+        tasks(&store).mark("t1", "nope").await.unwrap();
         before
     };
     let store = SqliteStore::open(&path, Some(key()), false).unwrap();
-    let marked = store.get("t1", "task-m").await.unwrap().unwrap();
+    let marked = tasks(&store).get("t1", "task-m").await.unwrap().unwrap();
     assert!(marked.committing_started, "durable across a reopen");
     assert_eq!(
         marked.version, running.version,
@@ -121,10 +129,10 @@ async fn the_committing_mark_is_set_alone_and_never_cleared() {
     // The run loop saves its copy, read before the mark: the mark stays.
     assert!(!running.committing_started);
     assert!(store.update(&running).await.unwrap());
-    let after = store.get("t1", "task-m").await.unwrap().unwrap();
+    let after = tasks(&store).get("t1", "task-m").await.unwrap().unwrap();
     assert!(after.committing_started, "an update never clears the mark");
     assert_eq!(after.version, running.version + 1);
-    let unfinished = store.unfinished().await.unwrap();
+    let unfinished = tasks(&store).unfinished().await.unwrap();
     assert!(unfinished.iter().all(|t| t.committing_started));
 }
 
@@ -145,17 +153,17 @@ async fn the_store_contract_holds_across_a_reopen() {
         assert_eq!(
             store.insert(&b, Some(&idem)).await.unwrap(),
             Inserted::Existing {
-                task_id: "task-a".into(),
+                id: "task-a".into(),
                 body_hash: "b1".into()
             }
         );
-        assert!(store.get("t1", "task-b").await.unwrap().is_none());
+        assert!(tasks(&store).get("t1", "task-b").await.unwrap().is_none());
         // Another tenant may use the same key, and cannot see t1's task.
         let c = task("t2", "task-c", TaskState::PendingApproval);
         assert_eq!(store.insert(&c, Some(&idem)).await.unwrap(), Inserted::New);
-        assert!(store.get("t2", "task-a").await.unwrap().is_none());
+        assert!(tasks(&store).get("t2", "task-a").await.unwrap().is_none());
         // Compare-and-swap.
-        let mut approved = store.get("t1", "task-a").await.unwrap().unwrap();
+        let mut approved = tasks(&store).get("t1", "task-a").await.unwrap().unwrap();
         assert_eq!(approved.version, 0);
         approved.record.state = TaskState::Running;
         approved.committing_started = true;
@@ -185,7 +193,7 @@ async fn the_store_contract_holds_across_a_reopen() {
         }
     }
     let store = SqliteStore::open(&path, Some(key()), false).unwrap();
-    let a = store.get("t1", "task-a").await.unwrap().unwrap();
+    let a = tasks(&store).get("t1", "task-a").await.unwrap().unwrap();
     assert_eq!(
         (a.version, a.record.state, a.committing_started),
         (1, TaskState::Running, true)
@@ -195,7 +203,7 @@ async fn the_store_contract_holds_across_a_reopen() {
         INPUT_CANARY,
         "inputs read back to run after a restart"
     );
-    let unfinished = store.unfinished().await.unwrap();
+    let unfinished = tasks(&store).unfinished().await.unwrap();
     assert_eq!(unfinished.len(), 1);
     assert_eq!(unfinished[0].id(), "task-a");
     assert_eq!(
@@ -207,7 +215,7 @@ async fn the_store_contract_holds_across_a_reopen() {
         None
     );
     assert_eq!(
-        store.find_idempotency("t1", "k1").await.unwrap(),
+        tasks(&store).find_idempotency("t1", "k1").await.unwrap(),
         Some(("task-a".into(), "b1".into()))
     );
 }
@@ -264,7 +272,7 @@ async fn without_a_key_a_task_holding_secrets_is_refused_whole() {
         .unwrap_err();
     assert!(e.to_string().contains("ABR_SESSION_KEY"), "{e}");
     assert!(
-        store.get("t1", "task-a").await.unwrap().is_none(),
+        tasks(&store).get("t1", "task-a").await.unwrap().is_none(),
         "nothing half-stored"
     );
     // A task with no inputs and no session holds nothing secret.
@@ -293,14 +301,17 @@ async fn sessions_stored_by_id_belong_to_their_tenant() {
         ..AgentSessionState::default()
     };
     store
-        .store_refreshed("t1", "s1", state.clone())
+        .save(&SessionKey::stored("t1", "s1"), state.clone())
         .await
         .unwrap();
     assert_eq!(
-        TaskSessions::load(&store, "t1", "s1").await.unwrap(),
+        store.load(&SessionKey::stored("t1", "s1")).await.unwrap(),
         Some(state)
     );
-    assert_eq!(TaskSessions::load(&store, "t2", "s1").await.unwrap(), None);
+    assert_eq!(
+        store.load(&SessionKey::stored("t2", "s1")).await.unwrap(),
+        None
+    );
 }
 
 #[tokio::test]
@@ -313,7 +324,7 @@ async fn a_paused_task_is_unfinished_work_and_a_pending_one_is_not() {
     ] {
         store.insert(&task("t1", id, state), None).await.unwrap();
     }
-    let unfinished: Vec<String> = store
+    let unfinished: Vec<String> = tasks(&store)
         .unfinished()
         .await
         .unwrap()

@@ -1,0 +1,26 @@
+//! Where durable records live: the store contracts, and in-memory implementations for tests
+//! and single-process embedders. `abr-store` implements them on SQLite; the conformance
+//! suite (`testing::store`, feature `testing`) checks every implementation against them.
+//!
+//! - [`RecordStore`]: the one contract of a ledger's records ([`LedgerRecord`]: tasks and
+//!   posts): atomic insert with an idempotency key, compare-and-swap, the mark before the
+//!   commit point, the unfinished records; [`InMemoryRecordStore`].
+//! - [`CounterStore`]: per-tenant counters; [`ScreenshotStore`]: a task's screenshots.
+//! - [`TaskStore`] and [`PostStore`]: what the task part and the post journal need, as
+//!   bundles of the above.
+//! - [`SessionStore`]: sessions kept between jobs, by [`SessionKey`] (a tenant's sessions
+//!   stored by id are [`SessionKey::stored`]).
+
+pub(crate) mod counters;
+pub(crate) mod posts;
+pub(crate) mod records;
+pub(crate) mod screenshots;
+pub(crate) mod sessions;
+pub(crate) mod tasks;
+
+pub use counters::{Counter, CounterStore, InMemoryCounters};
+pub use posts::{InMemoryPostStore, PostStore, StoredPost};
+pub use records::{IdempotencyKey, InMemoryRecordStore, Inserted, LedgerRecord, RecordStore};
+pub use screenshots::{InMemoryScreenshots, ScreenshotStore};
+pub use sessions::{InMemorySessionStore, STORED_SESSION_PLATFORM, SessionKey, SessionStore};
+pub use tasks::{InMemoryTaskStore, StoredTask, TaskStore};

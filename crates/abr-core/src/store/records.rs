@@ -1,0 +1,260 @@
+//! [`RecordStore`]: the one contract of the records a ledger keeps (tasks and posts): one
+//! record per tenant and id, an idempotency key per tenant naming one record, a
+//! compare-and-swap on a version, a mark saved before the commit point, and the unfinished
+//! records a restart must end. [`InMemoryRecordStore`] implements it for any
+//! [`LedgerRecord`].
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use abr_protocol::OwnerAssertion;
+use async_trait::async_trait;
+
+use crate::error::CoreError;
+
+/// An idempotency key and the hash of the body it was first used with.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey {
+    /// The key (`Idempotency-Key`), per tenant.
+    pub key: String,
+    /// The keyed hash of the body ([`request_hash`](crate::digest::request_hash),
+    /// [`post_request_hash`](crate::digest::post_request_hash)).
+    pub body_hash: String,
+}
+
+/// What [`RecordStore::insert`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inserted {
+    /// The record is stored (and the key, if one was given, now names it).
+    New,
+    /// The key was already taken: nothing was stored.
+    Existing {
+        /// The record the key names.
+        id: String,
+        /// The hash of the body it was used with.
+        body_hash: String,
+    },
+}
+
+/// A record a ledger keeps: found by its tenant and id, replaced by version, marked before
+/// its commit point, ended honestly after a restart, asserted on by its owner and retried
+/// at most once.
+pub trait LedgerRecord: Clone + Send + Sync + 'static {
+    /// What it is, in messages ("task", "post").
+    const KIND: &'static str;
+
+    /// Its tenant; a record is visible to its tenant only.
+    fn tenant(&self) -> &str;
+    /// Its id.
+    fn id(&self) -> &str;
+    /// The store's version, for the compare-and-swap.
+    fn version(&self) -> u64;
+    /// The version, to follow the stored one.
+    fn version_mut(&mut self) -> &mut u64;
+    /// Whether it is work a stopped runner left unfinished (`running`, ...).
+    fn is_unfinished(&self) -> bool;
+    /// Whether its outcome is uncertain (it may have happened).
+    fn is_uncertain(&self) -> bool;
+    /// The mark saved before its commit point (a task's committing step, a post's submit).
+    fn is_marked(&self) -> bool;
+    /// Sets the mark.
+    fn set_marked(&mut self);
+    /// The owner's assertion that it did not happen, if any.
+    fn assertion_mut(&mut self) -> &mut Option<OwnerAssertion>;
+    /// The attempt that retries it, once there is one.
+    fn retried_by(&self) -> Option<&str>;
+    /// Sets the attempt that retries it.
+    fn set_retried_by(&mut self, attempt: &str);
+    /// The first attempt of its chain (itself, or the one it retries).
+    fn first_attempt(&self) -> &str;
+    /// The error for an unknown id (or another tenant's).
+    fn not_found() -> CoreError;
+}
+
+/// Where a ledger's records live.
+///
+/// # Contract
+/// - A record is found only with its tenant: [`get`](Self::get) with another tenant's id
+///   answers `None`, as if it did not exist.
+/// - [`insert`](Self::insert) stores the record and claims the idempotency key (per tenant
+///   and per kind of record: tasks' keys and posts' keys are namespaces of their own) in
+///   one atomic step: when the key is already taken, nothing is stored and the existing
+///   record is named.
+/// - [`update`](Self::update) is a compare-and-swap on the version: it replaces the stored
+///   record only if the stored version equals the record's, and stores it with
+///   `version + 1`. This is what makes approval, running, retries and assertions happen
+///   exactly once. It never clears the mark.
+/// - [`mark`](Self::mark) sets the mark alone, outside the compare-and-swap (the version
+///   stays), and is durable when it returns: it is written before the commit point, whatever
+///   the run loop is doing.
+/// - [`unfinished`](Self::unfinished) answers every record, of any tenant, that
+///   [`LedgerRecord::is_unfinished`] keeps.
+/// - Every write that returned is durable (for a durable store): a process killed after a
+///   write finds it after the restart.
+/// - A record's request holds credentials (inputs, sessions, content): a durable store
+///   encrypts it at rest.
+#[async_trait]
+pub trait RecordStore<R: LedgerRecord>: Send + Sync + 'static {
+    /// Stores a new record (with its version as given, normally 0), claiming `idempotency`
+    /// for its tenant when given.
+    async fn insert(
+        &self,
+        record: &R,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<Inserted, CoreError>;
+
+    /// The record an idempotency key of `tenant` names, and the hash of the body it was
+    /// first used with.
+    async fn find_idempotency(
+        &self,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, CoreError>;
+
+    /// The record `id` of `tenant`, if any.
+    async fn get(&self, tenant: &str, id: &str) -> Result<Option<R>, CoreError>;
+
+    /// Replaces the record if the stored version is the record's; whether it did. The mark
+    /// is sticky: an update never clears a mark that is set.
+    async fn update(&self, record: &R) -> Result<bool, CoreError>;
+
+    /// Sets the mark of the record `id` of `tenant` without touching its version, durably,
+    /// before it returns. Unknown records are left alone.
+    async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError>;
+
+    /// Every unfinished record, of any tenant.
+    async fn unfinished(&self) -> Result<Vec<R>, CoreError>;
+}
+
+/// A record's (or an idempotency key's) tenant and id.
+type TenantKey = (String, String);
+
+fn tenant_key(tenant: &str, id: &str) -> TenantKey {
+    (tenant.to_owned(), id.to_owned())
+}
+
+#[derive(Debug)]
+struct Records<R> {
+    records: HashMap<TenantKey, R>,
+    /// (tenant, key) → (record id, body hash).
+    idempotency: HashMap<TenantKey, (String, String)>,
+}
+
+impl<R> Default for Records<R> {
+    fn default() -> Self {
+        Self {
+            records: HashMap::new(),
+            idempotency: HashMap::new(),
+        }
+    }
+}
+
+/// A process-local [`RecordStore`] for any record (tests, demos, single-process embedders):
+/// everything is lost when the process ends.
+#[derive(Debug)]
+pub struct InMemoryRecordStore<R> {
+    inner: Mutex<Records<R>>,
+}
+
+impl<R> Default for InMemoryRecordStore<R> {
+    fn default() -> Self {
+        Self {
+            inner: Mutex::new(Records::default()),
+        }
+    }
+}
+
+impl<R: LedgerRecord> InMemoryRecordStore<R> {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Records<R>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every record of every tenant (for tests).
+    pub fn all(&self) -> Vec<R> {
+        self.lock().records.values().cloned().collect()
+    }
+}
+
+#[async_trait]
+impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
+    async fn insert(
+        &self,
+        record: &R,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<Inserted, CoreError> {
+        let mut inner = self.lock();
+        if let Some(idem) = idempotency {
+            let k = tenant_key(record.tenant(), &idem.key);
+            if let Some((id, body_hash)) = inner.idempotency.get(&k) {
+                return Ok(Inserted::Existing {
+                    id: id.clone(),
+                    body_hash: body_hash.clone(),
+                });
+            }
+            inner
+                .idempotency
+                .insert(k, (record.id().to_owned(), idem.body_hash.clone()));
+        }
+        inner
+            .records
+            .insert(tenant_key(record.tenant(), record.id()), record.clone());
+        Ok(Inserted::New)
+    }
+
+    async fn find_idempotency(
+        &self,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, CoreError> {
+        Ok(self
+            .lock()
+            .idempotency
+            .get(&tenant_key(tenant, key))
+            .cloned())
+    }
+
+    async fn get(&self, tenant: &str, id: &str) -> Result<Option<R>, CoreError> {
+        Ok(self.lock().records.get(&tenant_key(tenant, id)).cloned())
+    }
+
+    async fn update(&self, record: &R) -> Result<bool, CoreError> {
+        let mut inner = self.lock();
+        match inner
+            .records
+            .get_mut(&tenant_key(record.tenant(), record.id()))
+        {
+            Some(stored) if stored.version() == record.version() => {
+                let marked = stored.is_marked();
+                *stored = record.clone();
+                *stored.version_mut() += 1;
+                if marked {
+                    stored.set_marked();
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
+        if let Some(stored) = self.lock().records.get_mut(&tenant_key(tenant, id)) {
+            stored.set_marked();
+        }
+        Ok(())
+    }
+
+    async fn unfinished(&self) -> Result<Vec<R>, CoreError> {
+        Ok(self
+            .lock()
+            .records
+            .values()
+            .filter(|r| r.is_unfinished())
+            .cloned()
+            .collect())
+    }
+}

@@ -1,0 +1,237 @@
+//! [`InMemoryStore`]: every store contract in memory, in one object, for building an engine
+//! in tests and examples without a database.
+
+use abr_protocol::{AgentSessionState, FrameInfo, RunScreenshots, SiteEntry};
+use async_trait::async_trait;
+
+use crate::error::CoreError;
+use crate::guard::frames::{FrameRefused, FrameStore, StoredFrame};
+use crate::guard::memory::{InMemoryFrameStore, InMemorySiteStore};
+use crate::guard::sites::SiteStore;
+use crate::store::counters::{Counter, CounterStore};
+use crate::store::posts::{InMemoryPostStore, StoredPost};
+use crate::store::records::{IdempotencyKey, Inserted, RecordStore};
+use crate::store::screenshots::ScreenshotStore;
+use crate::store::sessions::{InMemorySessionStore, SessionKey, SessionStore};
+use crate::store::tasks::{InMemoryTaskStore, StoredTask};
+
+/// Tasks, posts, counters, screenshots, sessions, frames and site decisions, in memory:
+/// everything is lost when the process ends.
+#[derive(Debug, Default)]
+pub struct InMemoryStore {
+    /// Task records, counters and screenshots.
+    pub tasks: InMemoryTaskStore,
+    /// Post records.
+    pub posts: InMemoryPostStore,
+    /// Sessions.
+    pub sessions: InMemorySessionStore,
+    /// Replay frames and the screenshots switch.
+    pub frames: InMemoryFrameStore,
+    /// Site decisions.
+    pub sites: InMemorySiteStore,
+}
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl RecordStore<StoredTask> for InMemoryStore {
+    async fn insert(
+        &self,
+        task: &StoredTask,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<Inserted, CoreError> {
+        self.tasks.insert(task, idempotency).await
+    }
+
+    async fn find_idempotency(
+        &self,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, CoreError> {
+        RecordStore::<StoredTask>::find_idempotency(&self.tasks, tenant, key).await
+    }
+
+    async fn get(&self, tenant: &str, id: &str) -> Result<Option<StoredTask>, CoreError> {
+        RecordStore::<StoredTask>::get(&self.tasks, tenant, id).await
+    }
+
+    async fn update(&self, task: &StoredTask) -> Result<bool, CoreError> {
+        self.tasks.update(task).await
+    }
+
+    async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
+        RecordStore::<StoredTask>::mark(&self.tasks, tenant, id).await
+    }
+
+    async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
+        RecordStore::<StoredTask>::unfinished(&self.tasks).await
+    }
+}
+
+#[async_trait]
+impl RecordStore<StoredPost> for InMemoryStore {
+    async fn insert(
+        &self,
+        post: &StoredPost,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<Inserted, CoreError> {
+        self.posts.insert(post, idempotency).await
+    }
+
+    async fn find_idempotency(
+        &self,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, CoreError> {
+        self.posts.find_idempotency(tenant, key).await
+    }
+
+    async fn get(&self, tenant: &str, id: &str) -> Result<Option<StoredPost>, CoreError> {
+        self.posts.get(tenant, id).await
+    }
+
+    async fn update(&self, post: &StoredPost) -> Result<bool, CoreError> {
+        self.posts.update(post).await
+    }
+
+    async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
+        self.posts.mark(tenant, id).await
+    }
+
+    async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {
+        self.posts.unfinished().await
+    }
+}
+
+#[async_trait]
+impl CounterStore for InMemoryStore {
+    async fn increment(
+        &self,
+        tenant: &str,
+        counter: &Counter,
+        max: u32,
+    ) -> Result<bool, CoreError> {
+        self.tasks.increment(tenant, counter, max).await
+    }
+
+    async fn decrement(&self, tenant: &str, counter: &Counter) -> Result<(), CoreError> {
+        self.tasks.decrement(tenant, counter).await
+    }
+
+    async fn count(&self, tenant: &str, counter: &Counter) -> Result<u32, CoreError> {
+        self.tasks.count(tenant, counter).await
+    }
+
+    async fn clear_sessions(&self) -> Result<(), CoreError> {
+        self.tasks.clear_sessions().await
+    }
+}
+
+#[async_trait]
+impl ScreenshotStore for InMemoryStore {
+    async fn put_screenshot(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        name: &str,
+        image: Vec<u8>,
+    ) -> Result<(), CoreError> {
+        self.tasks
+            .put_screenshot(tenant, task_id, name, image)
+            .await
+    }
+
+    async fn screenshot(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, CoreError> {
+        self.tasks.screenshot(tenant, task_id, name).await
+    }
+}
+
+#[async_trait]
+impl SessionStore for InMemoryStore {
+    async fn load(&self, key: &SessionKey) -> Result<Option<AgentSessionState>, CoreError> {
+        self.sessions.load(key).await
+    }
+
+    async fn save(&self, key: &SessionKey, state: AgentSessionState) -> Result<(), CoreError> {
+        self.sessions.save(key, state).await
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<bool, CoreError> {
+        self.sessions.delete(key).await
+    }
+}
+
+#[async_trait]
+impl FrameStore for InMemoryStore {
+    async fn begin_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        setting: &RunScreenshots,
+    ) -> Result<RunScreenshots, CoreError> {
+        self.frames.begin_run(tenant, run_id, setting).await
+    }
+
+    async fn run_setting(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<Option<RunScreenshots>, CoreError> {
+        self.frames.run_setting(tenant, run_id).await
+    }
+
+    async fn put_frame(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        frame: StoredFrame,
+    ) -> Result<u32, FrameRefused> {
+        self.frames.put_frame(tenant, run_id, frame).await
+    }
+
+    async fn frames(&self, tenant: &str, run_id: &str) -> Result<Vec<FrameInfo>, CoreError> {
+        self.frames.frames(tenant, run_id).await
+    }
+
+    async fn frame(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        seq: u32,
+    ) -> Result<Option<StoredFrame>, CoreError> {
+        self.frames.frame(tenant, run_id, seq).await
+    }
+
+    async fn screenshots_enabled(&self, tenant: &str) -> Result<bool, CoreError> {
+        self.frames.screenshots_enabled(tenant).await
+    }
+
+    async fn set_screenshots_enabled(&self, tenant: &str, enabled: bool) -> Result<(), CoreError> {
+        self.frames.set_screenshots_enabled(tenant, enabled).await
+    }
+}
+
+#[async_trait]
+impl SiteStore for InMemoryStore {
+    async fn sites(&self, tenant: &str) -> Result<Vec<SiteEntry>, CoreError> {
+        self.sites.sites(tenant).await
+    }
+
+    async fn decide(&self, tenant: &str, entry: SiteEntry) -> Result<(), CoreError> {
+        self.sites.decide(tenant, entry).await
+    }
+
+    async fn remove(&self, tenant: &str, domain: &str) -> Result<bool, CoreError> {
+        self.sites.remove(tenant, domain).await
+    }
+}

@@ -1,0 +1,781 @@
+//! The store conformance suite: every store contract's promises, as checks any
+//! implementation runs (the in-memory stores of the core, `abr-store`'s SQLite, and the next
+//! shared store), like the providers' conformance suite.
+//!
+//! A store is handed in through a [`StoreHarness`]: it opens a fresh store, reopens it as
+//! the next process would find it (a durable store; a store in memory keeps nothing across
+//! processes and says so), and shows what it keeps at rest (its files), so that the suite
+//! can look for secrets there. Each check is a plain `async fn` that panics with what broke.
+//!
+//! - [`task_records`], [`post_records`]: the one [`RecordStore`] contract, for tasks and for
+//!   posts: a record is found only with its tenant; insert claims an idempotency key
+//!   atomically (of racing inserts with one key, exactly one stores); update is a
+//!   compare-and-swap (of racing updates from one version, exactly one wins); the mark is
+//!   set outside it and is sticky; the unfinished records are every tenant's; all of it
+//!   survives a reopen.
+//! - [`keys_apart`]: tasks' and posts' idempotency keys are namespaces of their own.
+//! - [`counters`]: increments below a bound are atomic under concurrency; per tenant; never
+//!   below zero; sessions cleared alone.
+//! - [`screenshots`], [`sessions`], [`frames`], [`sites`]: per tenant, as their contracts
+//!   say; frames refused beyond the run's bounds by the store itself.
+//! - [`sealed`]: inputs, cookies, post content and screenshots are not readable at rest.
+
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a conformance check fails by panicking with what broke"
+)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use abr_protocol::{
+    AgentPostResult, AgentSessionState, Cookie, DomCheck, FrameInfo, FramePoint, PostContent,
+    PostRecord, PostRequest, PostState, Risk, RunScreenshots, ScreenshotsMode, SecretValue,
+    SiteDecision, SiteEntry, StepPlan, TaskRecord, TaskRequest, TaskState, TaskVerification,
+};
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::guard::frames::{
+    FrameRefused, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN, StoredFrame,
+};
+use crate::guard::sites::SiteStore;
+use crate::store::counters::{Counter, CounterStore};
+use crate::store::posts::StoredPost;
+use crate::store::records::{IdempotencyKey, Inserted, LedgerRecord, RecordStore};
+use crate::store::screenshots::ScreenshotStore;
+use crate::store::sessions::{SessionKey, SessionStore};
+use crate::store::tasks::StoredTask;
+
+/// A store under test.
+#[async_trait]
+pub trait StoreHarness<S: ?Sized>: Send {
+    /// A new, empty store.
+    async fn open(&mut self) -> Arc<S>;
+
+    /// The store the next process finds, after this one was killed: a durable store lets
+    /// go of `store` and opens again what was written; a store that keeps nothing across
+    /// processes answers `None` (the checks after a restart are then skipped, and say so).
+    async fn reopen(&mut self, store: Arc<S>) -> Option<Arc<S>>;
+
+    /// Every byte the store keeps at rest (its files); `None` when it keeps nothing at rest.
+    fn at_rest(&self) -> Option<Vec<u8>>;
+}
+
+/// A secret input of the sample task: never readable at rest.
+pub const INPUT_CANARY: &str = "canary-conformance-input-6a1f";
+/// A cookie value of the sample records and sessions: never readable at rest.
+pub const COOKIE_CANARY: &str = "canary-conformance-cookie-90bd";
+/// The content of the sample post: never readable at rest.
+pub const CONTENT_CANARY: &str = "canary-conformance-content-3e57";
+/// The pixels of the sample screenshot and frame: never readable at rest.
+pub const PIXEL_CANARY: &str = "canary-conformance-pixels-c4d2";
+
+fn session_state() -> AgentSessionState {
+    AgentSessionState {
+        cookies: vec![Cookie::new("sid", COOKIE_CANARY, "example.com")],
+        ..AgentSessionState::default()
+    }
+}
+
+/// A task of `tenant` with id `id`, `running` when `unfinished`, else `succeeded`; its
+/// request holds an input and a session (credentials).
+pub fn sample_task(tenant: &str, id: &str, unfinished: bool) -> StoredTask {
+    StoredTask {
+        tenant_id: tenant.into(),
+        request: TaskRequest {
+            plan: StepPlan {
+                target_url: "https://example.com/".into(),
+                steps: vec![],
+                verification: TaskVerification::DomCheck {
+                    check: DomCheck::default(),
+                },
+                risk: Risk::Low,
+                reasoning: None,
+                confidence: None,
+                read_only: false,
+            },
+            inputs: BTreeMap::from([("password".to_owned(), SecretValue::new(INPUT_CANARY))]),
+            session: Some(session_state()),
+            session_id: None,
+            scope: None,
+            platform: None,
+            tenant_id: Some(tenant.into()),
+            proposal_id: None,
+            dry_run: false,
+            handoff: None,
+        },
+        record: TaskRecord {
+            task_id: id.into(),
+            state: if unfinished {
+                TaskState::Running
+            } else {
+                TaskState::Succeeded
+            },
+            plan_hash: "h".into(),
+            steps: vec![],
+            risk: Risk::Low,
+            approval_rule: "all".into(),
+            approval: None,
+            proposal_id: None,
+            step_results: vec![],
+            extracted: BTreeMap::new(),
+            screenshots: vec![],
+            failed_step: None,
+            error: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            started_at: None,
+            finished_at: None,
+            retry_of: None,
+            assertion: None,
+            read_only: false,
+            dry_run: false,
+            blocked: Vec::new(),
+            pause: None,
+            takeover_events: vec![],
+            replay: None,
+            session_check: None,
+            browse: false,
+        },
+        version: 0,
+        committing_started: false,
+        retried_by: None,
+    }
+}
+
+/// A post of `tenant` with id `id`, `running` when `unfinished`, else `succeeded`; its
+/// request holds content and a session.
+pub fn sample_post(tenant: &str, id: &str, unfinished: bool) -> StoredPost {
+    StoredPost {
+        tenant_id: tenant.into(),
+        record: PostRecord {
+            post_id: id.into(),
+            platform: "conformance".into(),
+            state: if unfinished {
+                PostState::Running
+            } else {
+                PostState::Succeeded
+            },
+            result: (!unfinished).then(|| AgentPostResult {
+                ok: true,
+                verification: None,
+                uncertain: false,
+                needs_reauth: false,
+                failure_stage: None,
+                error: None,
+                refreshed_session: None,
+                timing: abr_protocol::Timing::default(),
+                post_id: Some(id.into()),
+            }),
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            finished_at: None,
+            retry_of: None,
+            assertion: None,
+            recheck: None,
+        },
+        request: Some(PostRequest {
+            platform: "conformance".into(),
+            session: session_state(),
+            session_id: None,
+            content: PostContent::text(CONTENT_CANARY),
+            workspace_id: None,
+            account_id: None,
+            scope: None,
+        }),
+        version: 0,
+        submit_started: false,
+        retried_by: None,
+    }
+}
+
+fn key(key: &str, body: &str) -> IdempotencyKey {
+    IdempotencyKey {
+        key: key.into(),
+        body_hash: body.into(),
+    }
+}
+
+/// The [`RecordStore`] contract for task records.
+pub async fn task_records<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: RecordStore<StoredTask> + ?Sized,
+{
+    records(harness, sample_task).await;
+}
+
+/// The [`RecordStore`] contract for post records.
+pub async fn post_records<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: RecordStore<StoredPost> + ?Sized,
+{
+    records(harness, sample_post).await;
+}
+
+async fn records<R, S>(harness: &mut impl StoreHarness<S>, sample: fn(&str, &str, bool) -> R)
+where
+    R: LedgerRecord + std::fmt::Debug,
+    S: RecordStore<R> + ?Sized,
+{
+    let kind = R::KIND;
+    let store = harness.open().await;
+
+    // Found only with its tenant.
+    let a = sample("t1", "rec-a", true);
+    assert_eq!(store.insert(&a, None).await.unwrap(), Inserted::New);
+    let got = store.get("t1", "rec-a").await.unwrap();
+    assert!(got.is_some(), "{kind}: a stored record is found");
+    assert!(
+        store.get("t2", "rec-a").await.unwrap().is_none(),
+        "{kind}: another tenant's record is found as if it were one's own"
+    );
+    assert!(store.get("t1", "nope").await.unwrap().is_none());
+
+    // Of racing inserts with one key, exactly one stores; the others name it.
+    let racers = 8;
+    let mut joins = Vec::new();
+    for i in 0..racers {
+        let store = Arc::clone(&store);
+        let record = sample("t1", &format!("race-{i}"), true);
+        joins.push(tokio::spawn(async move {
+            let inserted = store
+                .insert(&record, Some(&key("k-race", &format!("body-{i}"))))
+                .await
+                .unwrap();
+            (i, inserted)
+        }));
+    }
+    let mut winners = Vec::new();
+    let mut named = BTreeSet::new();
+    for join in joins {
+        match join.await.unwrap() {
+            (i, Inserted::New) => winners.push(i),
+            (_, Inserted::Existing { id, body_hash }) => {
+                named.insert((id, body_hash));
+            }
+        }
+    }
+    assert_eq!(
+        winners.len(),
+        1,
+        "{kind}: {} racing inserts with one idempotency key stored {}",
+        racers,
+        winners.len()
+    );
+    let winner = winners[0];
+    assert!(
+        named
+            .iter()
+            .all(|(id, body)| id == &format!("race-{winner}") && body == &format!("body-{winner}")),
+        "{kind}: a taken key names another record or body than the one stored: {named:?}"
+    );
+    for i in (0..racers).filter(|i| *i != winner) {
+        assert!(
+            store
+                .get("t1", &format!("race-{i}"))
+                .await
+                .unwrap()
+                .is_none(),
+            "{kind}: a record whose key was taken was stored anyway"
+        );
+    }
+    assert_eq!(
+        store.find_idempotency("t1", "k-race").await.unwrap(),
+        Some((format!("race-{winner}"), format!("body-{winner}")))
+    );
+    // Keys are per tenant.
+    assert_eq!(
+        store
+            .insert(&sample("t2", "race-t2", true), Some(&key("k-race", "x")))
+            .await
+            .unwrap(),
+        Inserted::New,
+        "{kind}: one tenant's key blocks another's"
+    );
+
+    // Update is a compare-and-swap on the version.
+    let mut current = store.get("t1", "rec-a").await.unwrap().unwrap();
+    let version = current.version();
+    assert!(store.update(&current).await.unwrap());
+    let stored = store.get("t1", "rec-a").await.unwrap().unwrap();
+    assert_eq!(
+        stored.version(),
+        version + 1,
+        "{kind}: an update stores version + 1"
+    );
+    assert!(
+        !store.update(&current).await.unwrap(),
+        "{kind}: an update from a stale version was accepted"
+    );
+    *current.version_mut() = stored.version();
+    // Of racing updates from one version, exactly one wins.
+    let mut joins = Vec::new();
+    for _ in 0..racers {
+        let (store, record) = (Arc::clone(&store), current.clone());
+        joins.push(tokio::spawn(
+            async move { store.update(&record).await.unwrap() },
+        ));
+    }
+    let mut won = 0;
+    for join in joins {
+        won += usize::from(join.await.unwrap());
+    }
+    assert_eq!(
+        won, 1,
+        "{kind}: {racers} updates from one version: {won} won (approval, retries and \
+         assertions would happen {won} times)"
+    );
+
+    // The mark: outside the compare-and-swap, and sticky.
+    let before = store.get("t1", "rec-a").await.unwrap().unwrap();
+    assert!(!before.is_marked());
+    store.mark("t1", "rec-a").await.unwrap();
+    let marked = store.get("t1", "rec-a").await.unwrap().unwrap();
+    assert!(marked.is_marked(), "{kind}: the mark was not kept");
+    assert_eq!(
+        marked.version(),
+        before.version(),
+        "{kind}: the mark moved the version"
+    );
+    // An update from a copy read before the mark does not clear it.
+    assert!(store.update(&before).await.unwrap());
+    let after = store.get("t1", "rec-a").await.unwrap().unwrap();
+    assert!(after.is_marked(), "{kind}: an update cleared the mark");
+    // Another tenant's mark and an unknown id change nothing.
+    store.mark("t2", "rec-a").await.unwrap();
+    store.mark("t1", "nope").await.unwrap();
+    assert!(store.get("t1", "nope").await.unwrap().is_none());
+
+    // The unfinished records are every tenant's, and only those.
+    store
+        .insert(&sample("t1", "done", false), None)
+        .await
+        .unwrap();
+    store
+        .insert(&sample("t3", "open-t3", true), None)
+        .await
+        .unwrap();
+    let unfinished: BTreeSet<(String, String)> = store
+        .unfinished()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.tenant().to_owned(), r.id().to_owned()))
+        .collect();
+    assert!(unfinished.contains(&("t1".to_owned(), "rec-a".to_owned())));
+    assert!(unfinished.contains(&("t3".to_owned(), "open-t3".to_owned())));
+    assert!(
+        !unfinished.contains(&("t1".to_owned(), "done".to_owned())),
+        "{kind}: a finished record is listed as unfinished"
+    );
+
+    // After a restart: records, the mark, the keys and the unfinished list are there.
+    let Some(store) = harness.reopen(store).await else {
+        eprintln!("{kind} records: the store keeps nothing across processes: no restart check");
+        return;
+    };
+    let again = store.get("t1", "rec-a").await.unwrap().unwrap();
+    assert!(
+        again.is_marked(),
+        "{kind}: the mark did not survive a restart"
+    );
+    assert_eq!(again.version(), after.version());
+    assert_eq!(
+        store.find_idempotency("t1", "k-race").await.unwrap(),
+        Some((format!("race-{winner}"), format!("body-{winner}"))),
+        "{kind}: an idempotency key did not survive a restart"
+    );
+    let unfinished_again: BTreeSet<(String, String)> = store
+        .unfinished()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.tenant().to_owned(), r.id().to_owned()))
+        .collect();
+    assert_eq!(
+        unfinished_again, unfinished,
+        "{kind}: the unfinished records changed across a restart"
+    );
+}
+
+/// Tasks' and posts' idempotency keys are namespaces of their own, in a store that keeps
+/// both.
+pub async fn keys_apart<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: RecordStore<StoredTask> + RecordStore<StoredPost> + ?Sized,
+{
+    let store = harness.open().await;
+    let k = key("shared-key", "body");
+    let task = sample_task("t1", "task-1", true);
+    let post = sample_post("t1", "post-1", true);
+    assert_eq!(
+        RecordStore::<StoredTask>::insert(&*store, &task, Some(&k))
+            .await
+            .unwrap(),
+        Inserted::New
+    );
+    assert_eq!(
+        RecordStore::<StoredPost>::insert(&*store, &post, Some(&k))
+            .await
+            .unwrap(),
+        Inserted::New,
+        "a task's key blocked a post's"
+    );
+}
+
+/// The [`CounterStore`] contract.
+pub async fn counters<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: CounterStore + ?Sized,
+{
+    let store = harness.open().await;
+    let day = Counter::Executions {
+        day: time::macros::date!(2026 - 06 - 09),
+    };
+    // Below the bound only.
+    for _ in 0..3 {
+        assert!(store.increment("t1", &day, 3).await.unwrap());
+    }
+    assert!(
+        !store.increment("t1", &day, 3).await.unwrap(),
+        "a counter went past its bound"
+    );
+    assert_eq!(store.count("t1", &day).await.unwrap(), 3);
+    assert_eq!(
+        store.count("t2", &day).await.unwrap(),
+        0,
+        "counters leak across tenants"
+    );
+    // Racing for the last units: exactly the bound is handed out.
+    let mut joins = Vec::new();
+    for _ in 0..16 {
+        let store = Arc::clone(&store);
+        joins.push(tokio::spawn(async move {
+            store.increment("t1", &Counter::Sessions, 5).await.unwrap()
+        }));
+    }
+    let mut granted = 0;
+    for join in joins {
+        granted += usize::from(join.await.unwrap());
+    }
+    assert_eq!(granted, 5, "16 racing increments below 5 granted {granted}");
+    // Never below zero.
+    let retries = Counter::Retries {
+        task_id: "task-1".into(),
+    };
+    store.decrement("t1", &retries).await.unwrap();
+    assert_eq!(store.count("t1", &retries).await.unwrap(), 0);
+    assert!(store.increment("t1", &retries, 1).await.unwrap());
+    store.decrement("t1", &retries).await.unwrap();
+    store.decrement("t1", &retries).await.unwrap();
+    assert_eq!(store.count("t1", &retries).await.unwrap(), 0);
+    assert!(store.increment("t1", &retries, 1).await.unwrap());
+    // Sessions are cleared alone, for every tenant.
+    assert!(store.increment("t2", &Counter::Sessions, 5).await.unwrap());
+    store.clear_sessions().await.unwrap();
+    assert_eq!(store.count("t1", &Counter::Sessions).await.unwrap(), 0);
+    assert_eq!(store.count("t2", &Counter::Sessions).await.unwrap(), 0);
+    assert_eq!(
+        store.count("t1", &day).await.unwrap(),
+        3,
+        "clearing the sessions cleared another counter"
+    );
+    let Some(store) = harness.reopen(store).await else {
+        eprintln!("counters: the store keeps nothing across processes: no restart check");
+        return;
+    };
+    assert_eq!(store.count("t1", &day).await.unwrap(), 3);
+    assert_eq!(store.count("t1", &retries).await.unwrap(), 1);
+}
+
+/// The [`ScreenshotStore`] contract.
+pub async fn screenshots<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: ScreenshotStore + ?Sized,
+{
+    let store = harness.open().await;
+    let image = PIXEL_CANARY.as_bytes().to_vec();
+    store
+        .put_screenshot("t1", "task-1", "end", image.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.screenshot("t1", "task-1", "end").await.unwrap(),
+        Some(image.clone())
+    );
+    assert_eq!(
+        store.screenshot("t2", "task-1", "end").await.unwrap(),
+        None,
+        "another tenant's screenshot is readable"
+    );
+    assert_eq!(
+        store.screenshot("t1", "task-1", "other").await.unwrap(),
+        None
+    );
+    store
+        .put_screenshot("t1", "task-1", "end", b"replaced".to_vec())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.screenshot("t1", "task-1", "end").await.unwrap(),
+        Some(b"replaced".to_vec())
+    );
+    let Some(store) = harness.reopen(store).await else {
+        eprintln!("screenshots: the store keeps nothing across processes: no restart check");
+        return;
+    };
+    assert_eq!(
+        store.screenshot("t1", "task-1", "end").await.unwrap(),
+        Some(b"replaced".to_vec())
+    );
+}
+
+/// The [`SessionStore`] contract.
+pub async fn sessions<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: SessionStore + ?Sized,
+{
+    let store = harness.open().await;
+    let mine = SessionKey::new("w1", "a1", "demo");
+    store.save(&mine, session_state()).await.unwrap();
+    assert_eq!(store.load(&mine).await.unwrap(), Some(session_state()));
+    for other in [
+        SessionKey::new("w2", "a1", "demo"),
+        SessionKey::new("w1", "a2", "demo"),
+        SessionKey::new("w1", "a1", "other"),
+        SessionKey::stored("w1", "a1"),
+    ] {
+        assert_eq!(
+            store.load(&other).await.unwrap(),
+            None,
+            "a session is found under another key: {other:?}"
+        );
+    }
+    // Replaced, then deleted once.
+    let replaced = AgentSessionState::default();
+    store.save(&mine, replaced.clone()).await.unwrap();
+    assert_eq!(store.load(&mine).await.unwrap(), Some(replaced));
+    let stored = SessionKey::stored("w1", "s1");
+    store.save(&stored, session_state()).await.unwrap();
+    assert!(store.delete(&mine).await.unwrap());
+    assert!(!store.delete(&mine).await.unwrap());
+    assert_eq!(store.load(&mine).await.unwrap(), None);
+    let Some(store) = harness.reopen(store).await else {
+        eprintln!("sessions: the store keeps nothing across processes: no restart check");
+        return;
+    };
+    assert_eq!(store.load(&stored).await.unwrap(), Some(session_state()));
+    assert_eq!(store.load(&mine).await.unwrap(), None);
+}
+
+fn frame(tag: u8, bytes: usize) -> StoredFrame {
+    let mut jpeg = vec![0xFF, 0xD8, tag];
+    jpeg.extend_from_slice(PIXEL_CANARY.as_bytes());
+    jpeg.resize(bytes.max(jpeg.len()), tag);
+    StoredFrame {
+        info: FrameInfo {
+            seq: 0,
+            point: FramePoint::Click,
+            url: "https://example.com/inbox".into(),
+            domain: "example.com".into(),
+            action: "click".into(),
+            bytes: 0,
+            taken_at: OffsetDateTime::UNIX_EPOCH,
+        },
+        jpeg,
+    }
+}
+
+fn screenshots_on() -> RunScreenshots {
+    RunScreenshots {
+        screenshots: ScreenshotsMode::On,
+        reason: None,
+    }
+}
+
+/// The [`FrameStore`] contract: the bounds are the store's own.
+pub async fn frames<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: FrameStore + ?Sized,
+{
+    let store = harness.open().await;
+    let off = RunScreenshots {
+        screenshots: ScreenshotsMode::Off,
+        reason: Some("tenant_setting".into()),
+    };
+    // The setting is recorded once.
+    assert_eq!(
+        store
+            .begin_run("t1", "run-on", &screenshots_on())
+            .await
+            .unwrap(),
+        screenshots_on()
+    );
+    assert_eq!(
+        store.begin_run("t1", "run-on", &off).await.unwrap(),
+        screenshots_on(),
+        "a run's screenshots setting changed mid-run"
+    );
+    store.begin_run("t1", "run-off", &off).await.unwrap();
+    // Refusals: off, unknown run, too large, too many.
+    assert!(matches!(
+        store.put_frame("t1", "run-off", frame(1, 64)).await,
+        Err(FrameRefused::ScreenshotsOff)
+    ));
+    assert!(matches!(
+        store.put_frame("t1", "run-unknown", frame(1, 64)).await,
+        Err(FrameRefused::UnknownRun)
+    ));
+    assert!(matches!(
+        store
+            .put_frame("t1", "run-on", frame(1, MAX_FRAME_BYTES + 1))
+            .await,
+        Err(FrameRefused::TooLarge(_))
+    ));
+    for i in 1..=MAX_FRAMES_PER_RUN {
+        let seq = store
+            .put_frame(
+                "t1",
+                "run-on",
+                frame(u8::try_from(i % 250).unwrap_or(0), 64),
+            )
+            .await
+            .unwrap();
+        assert_eq!(seq, i, "frames are numbered from 1, in order");
+    }
+    assert!(
+        matches!(
+            store.put_frame("t1", "run-on", frame(0, 64)).await,
+            Err(FrameRefused::TooMany(_))
+        ),
+        "a frame beyond the run's bound was stored"
+    );
+    assert_eq!(
+        store.frames("t1", "run-on").await.unwrap().len(),
+        usize::try_from(MAX_FRAMES_PER_RUN).unwrap_or(usize::MAX)
+    );
+    // Reads are per tenant.
+    assert!(store.frames("t2", "run-on").await.unwrap().is_empty());
+    assert!(store.frame("t2", "run-on", 1).await.unwrap().is_none());
+    assert!(store.run_setting("t2", "run-on").await.unwrap().is_none());
+    let first = store.frame("t1", "run-on", 1).await.unwrap().unwrap();
+    assert_eq!(first.jpeg, frame(1, 64).jpeg);
+    // The switch is per tenant, on by default.
+    assert!(store.screenshots_enabled("t1").await.unwrap());
+    store.set_screenshots_enabled("t1", false).await.unwrap();
+    assert!(!store.screenshots_enabled("t1").await.unwrap());
+    assert!(store.screenshots_enabled("t2").await.unwrap());
+    let Some(store) = harness.reopen(store).await else {
+        eprintln!("frames: the store keeps nothing across processes: no restart check");
+        return;
+    };
+    assert!(!store.screenshots_enabled("t1").await.unwrap());
+    assert_eq!(store.run_setting("t1", "run-off").await.unwrap(), Some(off));
+    assert!(store.frame("t1", "run-on", 1).await.unwrap().is_some());
+}
+
+fn site(domain: &str, decision: SiteDecision) -> SiteEntry {
+    SiteEntry {
+        domain: domain.into(),
+        decision,
+        decided_by: "owner@example.com".into(),
+        decided_at: OffsetDateTime::UNIX_EPOCH,
+    }
+}
+
+/// The [`SiteStore`] contract.
+pub async fn sites<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: SiteStore + ?Sized,
+{
+    let store = harness.open().await;
+    store
+        .decide("t1", site("zeta.example", SiteDecision::Deny))
+        .await
+        .unwrap();
+    store
+        .decide("t1", site("alpha.example", SiteDecision::Allow))
+        .await
+        .unwrap();
+    store
+        .decide("t2", site("other.example", SiteDecision::Deny))
+        .await
+        .unwrap();
+    let domains: Vec<String> = store
+        .sites("t1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.domain)
+        .collect();
+    assert_eq!(
+        domains,
+        ["alpha.example", "zeta.example"],
+        "sorted, the tenant's only"
+    );
+    // A decision replaces the domain's earlier one.
+    store
+        .decide("t1", site("zeta.example", SiteDecision::Allow))
+        .await
+        .unwrap();
+    let zeta = store.sites("t1").await.unwrap();
+    assert_eq!(zeta.len(), 2);
+    assert!(zeta.iter().all(|e| e.decision == SiteDecision::Allow));
+    assert!(store.remove("t1", "alpha.example").await.unwrap());
+    assert!(!store.remove("t1", "alpha.example").await.unwrap());
+    assert!(
+        !store.remove("t1", "other.example").await.unwrap(),
+        "a tenant removed another's decision"
+    );
+    let Some(store) = harness.reopen(store).await else {
+        eprintln!("sites: the store keeps nothing across processes: no restart check");
+        return;
+    };
+    assert_eq!(store.sites("t1").await.unwrap().len(), 1);
+    assert_eq!(store.sites("t2").await.unwrap().len(), 1);
+}
+
+/// What holds credentials or shows pages is not readable at rest: a task's inputs and
+/// session, a post's content and session, a stored session, a screenshot, a frame.
+pub async fn sealed<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: RecordStore<StoredTask>
+        + RecordStore<StoredPost>
+        + SessionStore
+        + ScreenshotStore
+        + FrameStore
+        + ?Sized,
+{
+    let store = harness.open().await;
+    RecordStore::<StoredTask>::insert(&*store, &sample_task("t1", "task-1", true), None)
+        .await
+        .unwrap();
+    RecordStore::<StoredPost>::insert(&*store, &sample_post("t1", "post-1", true), None)
+        .await
+        .unwrap();
+    store
+        .save(&SessionKey::stored("t1", "s1"), session_state())
+        .await
+        .unwrap();
+    store
+        .put_screenshot("t1", "task-1", "end", PIXEL_CANARY.as_bytes().to_vec())
+        .await
+        .unwrap();
+    store
+        .begin_run("t1", "task-1", &screenshots_on())
+        .await
+        .unwrap();
+    store.put_frame("t1", "task-1", frame(7, 64)).await.unwrap();
+    let Some(bytes) = harness.at_rest() else {
+        eprintln!("sealed: the store keeps nothing at rest: nothing to look at");
+        return;
+    };
+    for canary in [INPUT_CANARY, COOKIE_CANARY, CONTENT_CANARY, PIXEL_CANARY] {
+        assert!(
+            !bytes.windows(canary.len()).any(|w| w == canary.as_bytes()),
+            "{canary} is readable at rest"
+        );
+    }
+    drop(store);
+}

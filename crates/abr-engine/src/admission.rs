@@ -1,0 +1,120 @@
+//! [`TenantAdmission`]: admission by the per-tenant limits, once for every kind of
+//! execution (tasks, posts, browse sessions), on the counters of the store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_core::clock::Clock;
+use abr_core::error::CoreError;
+use abr_core::limits::{TenantLimit, TenantLimits, until_next_utc_day, utc_day};
+use abr_core::store::{Counter, CounterStore};
+
+/// How long a tenant at its concurrency limit is asked to wait (`Retry-After`).
+const SESSION_RETRY_AFTER: Duration = Duration::from_secs(10);
+
+/// Admission by the per-tenant limits, on the counters of a [`CounterStore`]: one for every
+/// kind of execution (tasks, posts), so a tenant's budgets count them all.
+#[derive(Clone)]
+pub struct TenantAdmission {
+    store: Arc<dyn CounterStore>,
+    limits: TenantLimits,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for TenantAdmission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TenantAdmission")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TenantAdmission {
+    /// Admission by `limits` on the counters of `store`, days by `clock`.
+    pub fn new(store: Arc<dyn CounterStore>, limits: TenantLimits, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            store,
+            limits,
+            clock,
+        }
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> TenantLimits {
+        self.limits
+    }
+
+    /// Takes a browser session of the tenant and counts an execution of the UTC day; the
+    /// day it was counted on (give both back with [`Self::refund`] if the execution does
+    /// not start, the session with [`Self::release_session`] when it ends).
+    ///
+    /// # Errors
+    /// [`CoreError::TenantLimit`] (nothing is taken), a store failure.
+    pub async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
+        self.take_session(tenant).await?;
+        let now = self.clock.now();
+        let day = utc_day(now);
+        let max = self.limits.daily_executions;
+        let counted = self
+            .store
+            .increment(tenant, &Counter::Executions { day }, max)
+            .await;
+        match counted {
+            Ok(true) => Ok(day),
+            Ok(false) => {
+                self.release_session(tenant).await;
+                Err(CoreError::TenantLimit {
+                    limit: TenantLimit::DailyExecutions,
+                    max,
+                    retry_after: Some(until_next_utc_day(now)),
+                })
+            }
+            Err(e) => {
+                self.release_session(tenant).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes a browser session of the tenant (a re-check: no execution is counted).
+    ///
+    /// # Errors
+    /// [`CoreError::TenantLimit`], a store failure.
+    pub async fn take_session(&self, tenant: &str) -> Result<(), CoreError> {
+        let max = self.limits.concurrent_sessions;
+        if self
+            .store
+            .increment(tenant, &Counter::Sessions, max)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(CoreError::TenantLimit {
+                limit: TenantLimit::ConcurrentSessions,
+                max,
+                retry_after: Some(SESSION_RETRY_AFTER),
+            })
+        }
+    }
+
+    /// Gives back a browser session of the tenant.
+    pub async fn release_session(&self, tenant: &str) {
+        self.uncount(tenant, &Counter::Sessions).await;
+    }
+
+    /// Gives back what [`Self::admit`] took, when the execution did not start.
+    pub async fn refund(&self, tenant: &str, admitted: Option<time::Date>) {
+        if let Some(day) = admitted {
+            self.release_session(tenant).await;
+            self.uncount(tenant, &Counter::Executions { day }).await;
+        }
+    }
+
+    /// Takes one from `counter` of `tenant`, logging a failure (the counter then errs on
+    /// the side of refusing).
+    pub async fn uncount(&self, tenant: &str, counter: &Counter) {
+        if let Err(e) = self.store.decrement(tenant, counter).await {
+            tracing::warn!(error = %e, ?counter, "could not decrement a tenant counter");
+        }
+    }
+}

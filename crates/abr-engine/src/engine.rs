@@ -1,0 +1,862 @@
+//! [`Engine`]: the application behind one facade. Built by [`EngineBuilder`] from an
+//! [`EngineConfig`] with the providers, the store and the sinks handed in, it owns every
+//! job's admission (the machine's [`JobSlots`] and the tenants' limits), a task's whole
+//! lifecycle (a queued task runs in a slot of its own and its end goes to the
+//! [`TaskCompletion`] sink) and the background sweeps (expired captures, idle browse
+//! sessions).
+//!
+//! An embedder builds an `Engine` and posts, runs tasks and browse sessions with it;
+//! `abr-service` puts the same calls behind HTTP, MCP and the relay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_core::approval::ApprovalRule;
+use abr_core::audit::{AuditError, AuditEvent, AuditSink, Auditor};
+use abr_core::budget::{DeadlineBudget, Pacing};
+use abr_core::clock::{SystemClock, new_token};
+use abr_core::context::TaskContext;
+use abr_core::error::CoreError;
+use abr_core::guard::{FrameSource, FrameStore, SiteStore};
+use abr_core::limits::TenantLimits;
+use abr_core::provider::DynSessionProvider;
+use abr_core::store::{CounterStore, PostStore, SessionStore, TaskStore};
+use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
+use abr_protocol::{
+    ActResponse, ApproveRequest, BrowseAction, BrowseClosed, BrowseOpened, BrowseRequest,
+    CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
+    CaptureStartResponse, CaptureStatus, PlatformInfo, PostRequest, ProbeRequest, ProbeResponse,
+    RecheckResult, SecretValue, Snapshot, StoreSessionRequest, StoredSessionInfo, TaskRecord,
+    TaskRequest,
+};
+use async_trait::async_trait;
+
+use crate::admission::TenantAdmission;
+use crate::capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
+use crate::handoff::TakeoverSink;
+use crate::jobs::JobSlots;
+use crate::live_access::LiveAttachment;
+use crate::poster::{AgentPoster, PosterConfig};
+use crate::posts::{PostJournal, Posted};
+use crate::stored_sessions::StoredSessions;
+use crate::task::browses::BrowseConfig;
+use crate::task::runner::{Created, TaskConfig, TaskEnd, TaskRunner};
+
+/// Where the engine keeps durable records: tasks, idempotency keys, per-tenant counters,
+/// sessions stored by id, journaled posts, replay frames and the screenshots switch, site
+/// decisions. `abr-store`'s SQLite store in the runner; the core's in-memory stores in tests.
+pub trait EngineStore: TaskStore + PostStore + SessionStore + FrameStore + SiteStore {}
+
+impl<S: TaskStore + PostStore + SessionStore + FrameStore + SiteStore> EngineStore for S {}
+
+/// Told when a task ended, whether its run ended or a restart ended it
+/// ([`Engine::recover`]): the runner posts the record to the plan's `api_callback` URL.
+/// Called once per end; an implementation delivers in the background, best effort (a slow
+/// or failing receiver never holds a run).
+pub trait TaskCompletion: Send + Sync + std::fmt::Debug + 'static {
+    /// `end` is the task's final record (and its callback URL, if the plan names one).
+    fn completed(&self, end: TaskEnd);
+}
+
+/// Writes audit events as structured log lines (target `abr::audit`). Events carry ids,
+/// outcomes and counts only. The engine's default sink.
+#[derive(Debug, Default)]
+pub struct TracingAuditSink;
+
+#[async_trait]
+impl AuditSink for TracingAuditSink {
+    async fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        let json = serde_json::to_string(event).map_err(|e| AuditError(e.to_string()))?;
+        tracing::info!(target: "abr::audit", event = %json);
+        Ok(())
+    }
+}
+
+/// What the engine is configured with: its share of the runner's configuration (the HTTP
+/// server's, the providers' and the store's settings stay with the runner).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// The deadline of one request: every other deadline is a share of it
+    /// ([`DeadlineBudget`]).
+    pub request_timeout: Duration,
+    /// Jobs (post, probe, capture start, browse call, task run) running at once.
+    pub max_concurrent_jobs: usize,
+    /// Jobs waiting for a slot; beyond it, [`CoreError::Overloaded`].
+    pub max_queued_jobs: usize,
+    /// How long a capture stays open.
+    pub capture_ttl: Duration,
+    /// Captures open at once.
+    pub max_open_captures: usize,
+    /// Browse sessions open at once, all tenants together.
+    pub max_open_browses: usize,
+    /// Sockets one live token may hold open at once.
+    pub max_live_sockets: usize,
+    /// Prefix of live-view URLs; a live token is appended (`https://runner.example/live/`).
+    pub live_view_base: String,
+    /// The randomized delay before a post acts, for platforms that take the runner's.
+    pub pacing: Option<Pacing>,
+    /// Which tasks wait for a person's approval.
+    pub approval: ApprovalRule,
+    /// Per-tenant limits of every execution (tasks, posts, browse sessions).
+    pub tenant_limits: TenantLimits,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(240),
+            max_concurrent_jobs: 2,
+            max_queued_jobs: 16,
+            capture_ttl: Duration::from_secs(15 * 60),
+            max_open_captures: 4,
+            max_open_browses: 4,
+            max_live_sockets: 2,
+            live_view_base: "http://127.0.0.1:8787/live/".to_owned(),
+            pacing: None,
+            approval: ApprovalRule::All,
+            tenant_limits: TenantLimits::default(),
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Every deadline of a request, for platforms whose longest pacing is
+    /// `platform_pacing_max`, and the poster's settings: `poster` when given (its step
+    /// deadlines replace the budget's, checked to fit in the request), else the budget's.
+    ///
+    /// # Errors
+    /// [`CoreError::InvalidInput`] when the deadlines do not fit in the request timeout.
+    pub fn deadlines(
+        &self,
+        platform_pacing_max: Duration,
+        poster: Option<&PosterConfig>,
+    ) -> Result<(DeadlineBudget, PosterConfig), CoreError> {
+        let invalid = |e: abr_core::budget::BudgetError| CoreError::InvalidInput(e.to_string());
+        let runner = self.pacing.map_or(Duration::ZERO, |p| p.max);
+        let mut budget = DeadlineBudget::from_request_timeout(
+            self.request_timeout,
+            runner.max(platform_pacing_max),
+        )
+        .map_err(invalid)?;
+        let poster = match poster {
+            Some(given) => {
+                budget.steps = given.timeouts;
+                budget.pacing_max = budget
+                    .pacing_max
+                    .max(given.pacing.map_or(Duration::ZERO, |p| p.max));
+                budget.check().map_err(invalid)?;
+                given.clone()
+            }
+            None => PosterConfig::from_budget(&budget, self.pacing),
+        };
+        Ok((budget, poster))
+    }
+}
+
+/// Builds an [`Engine`]: the configuration, the providers, the store, then the strategies
+/// and sinks.
+pub struct EngineBuilder<C: TaskContext> {
+    config: EngineConfig,
+    jobs: DynSessionProvider<C>,
+    captures: DynSessionProvider<C>,
+    store: Arc<dyn EngineStore>,
+    strategies: StrategyRegistry<C>,
+    audit: Option<Arc<dyn AuditSink>>,
+    poster_config: Option<PosterConfig>,
+    body_key: Option<SecretValue>,
+    takeover_sink: Option<Arc<dyn TakeoverSink>>,
+    completion: Option<Arc<dyn TaskCompletion>>,
+}
+
+impl<C: TaskContext> std::fmt::Debug for EngineBuilder<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("config", &self.config)
+            .field("strategies", &self.strategies)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: TaskContext> EngineBuilder<C> {
+    /// An engine running jobs on `jobs` and captures on `captures` (the same provider may
+    /// serve both), keeping its records in `store`.
+    pub fn new(
+        config: EngineConfig,
+        jobs: DynSessionProvider<C>,
+        captures: DynSessionProvider<C>,
+        store: Arc<dyn EngineStore>,
+    ) -> Self {
+        Self {
+            config,
+            jobs,
+            captures,
+            store,
+            strategies: StrategyRegistry::new(),
+            audit: None,
+            poster_config: None,
+            body_key: None,
+            takeover_sink: None,
+            completion: None,
+        }
+    }
+
+    /// Registers a platform strategy.
+    ///
+    /// # Errors
+    /// A duplicate or empty platform id.
+    pub fn strategy(mut self, strategy: Arc<dyn WebPostStrategy<C>>) -> Result<Self, CoreError> {
+        self.strategies.register(strategy)?;
+        Ok(self)
+    }
+
+    /// Uses `strategies` as the registered platforms (replacing any registered so far).
+    #[must_use]
+    pub fn strategies(mut self, strategies: StrategyRegistry<C>) -> Self {
+        self.strategies = strategies;
+        self
+    }
+
+    /// Sends audit events to `sink` (default: [`TracingAuditSink`]).
+    #[must_use]
+    pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
+    /// Pacing and step deadlines of posts, instead of those derived from the request
+    /// timeout; [`build`](Self::build) checks that they fit in it.
+    #[must_use]
+    pub fn poster_config(mut self, config: PosterConfig) -> Self {
+        self.poster_config = Some(config);
+        self
+    }
+
+    /// Binds idempotency keys to request bodies with a hash keyed by `key`, a secret that
+    /// survives restarts with the records (default: random per process, so a replay after a
+    /// restart counts as another body).
+    #[must_use]
+    pub fn body_hash_key(mut self, key: SecretValue) -> Self {
+        self.body_key = Some(key);
+        self
+    }
+
+    /// Sends every takeover transition to `sink` (a webhook), besides the task record.
+    #[must_use]
+    pub fn takeover_sink(mut self, sink: Arc<dyn TakeoverSink>) -> Self {
+        self.takeover_sink = Some(sink);
+        self
+    }
+
+    /// Tells `sink` of every task that ended (the `api_callback` delivery).
+    #[must_use]
+    pub fn completion(mut self, sink: Arc<dyn TaskCompletion>) -> Self {
+        self.completion = Some(sink);
+        self
+    }
+
+    /// Builds the engine and starts its sweeps. Must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    /// [`CoreError::InvalidInput`] when the deadlines do not fit in the request timeout (a
+    /// platform's pacing, or step deadlines set with [`poster_config`](Self::poster_config));
+    /// [`CoreError::Internal`] without randomness for the body-hash key.
+    pub fn build(self) -> Result<Engine<C>, CoreError> {
+        let config = self.config;
+        let (budget, poster_config) = config.deadlines(
+            self.strategies.longest_pacing(),
+            self.poster_config.as_ref(),
+        )?;
+        let store = self.store;
+        let body_key = match self.body_key {
+            Some(key) => key,
+            None => new_token()
+                .map(SecretValue::new)
+                .map_err(|_| CoreError::Internal("no randomness for the body-hash key"))?,
+        };
+        let strategies = Arc::new(self.strategies);
+        let sink = self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink));
+        let audit = Auditor::new(sink, Duration::from_secs(5));
+        let frames: Arc<dyn FrameStore> = Arc::clone(&store) as Arc<dyn FrameStore>;
+        let sites: Arc<dyn SiteStore> = Arc::clone(&store) as Arc<dyn SiteStore>;
+        let task_store: Arc<dyn TaskStore> = Arc::clone(&store) as Arc<dyn TaskStore>;
+        let poster = Arc::new(
+            AgentPoster::new(Arc::clone(&self.jobs), Arc::clone(&strategies))
+                .with_audit(audit.clone())
+                .with_frames(Arc::new(FrameSource::new(
+                    Arc::clone(&frames),
+                    Arc::new(SystemClock),
+                )))
+                .with_config(poster_config),
+        );
+        let sessions = StoredSessions::new(
+            Arc::clone(&store) as Arc<dyn SessionStore>,
+            Arc::new(SystemClock),
+        );
+        let posts = PostJournal::new(
+            Arc::clone(&poster),
+            Arc::clone(&store) as Arc<dyn PostStore>,
+            body_key.clone(),
+        )
+        .with_sessions(sessions.clone())
+        .with_admission(TenantAdmission::new(
+            Arc::clone(&task_store) as Arc<dyn CounterStore>,
+            config.tenant_limits,
+            Arc::new(SystemClock),
+        ))
+        .with_audit(audit.clone());
+        let mut tasks = TaskRunner::new(self.jobs, task_store)
+            .with_config(TaskConfig {
+                approval: config.approval,
+                limits: config.tenant_limits,
+                ..TaskConfig::default().with_budget(&budget)
+            })
+            .with_browse_config(BrowseConfig {
+                max_open: config.max_open_browses,
+                ..BrowseConfig::default()
+            })
+            .with_platforms(Arc::clone(&strategies))
+            .with_sessions(sessions.clone())
+            .with_body_hash_key(body_key)
+            .with_frames(Arc::clone(&frames))
+            .with_sites(Arc::clone(&sites))
+            .with_audit(audit.clone());
+        if let Some(sink) = self.takeover_sink {
+            tasks = tasks.with_takeover_sink(sink);
+        }
+        let tasks = Arc::new(tasks);
+        let captures = Arc::new(
+            SessionCaptureManager::new(
+                self.captures,
+                strategies,
+                CaptureConfig {
+                    ttl: config.capture_ttl,
+                    max_open: config.max_open_captures,
+                    live_view_base: config.live_view_base.clone(),
+                    max_live_sockets: config.max_live_sockets,
+                    ..CaptureConfig::default()
+                }
+                .with_budget(&budget),
+            )
+            .with_audit(audit.clone()),
+        );
+        let sweeps = vec![
+            captures.spawn_reaper(SWEEP_EVERY),
+            spawn_browse_sweep(Arc::clone(&tasks), SWEEP_EVERY),
+        ];
+        Ok(Engine {
+            jobs: Arc::new(JobSlots::new(
+                config.max_concurrent_jobs,
+                config.max_queued_jobs,
+                budget.queue_wait,
+            )),
+            poster,
+            posts,
+            tasks,
+            sessions,
+            captures,
+            frames,
+            sites,
+            audit,
+            completion: self.completion,
+            config,
+            budget,
+            sweeps,
+        })
+    }
+}
+
+/// How often expired captures and idle browse sessions are swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// Closes idle browse sessions every `every`.
+fn spawn_browse_sweep<C: TaskContext>(
+    tasks: Arc<TaskRunner<C>>,
+    every: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let closed = tasks.browse_sweep().await;
+            if closed > 0 {
+                tracing::info!(closed, "closed idle browse sessions");
+            }
+        }
+    })
+}
+
+/// The application: posting, tasks, browse sessions, capture and handoffs on the configured
+/// providers, every job admitted once. Generic over the browser context, so that an
+/// embedder's tests (and the runner's HTTP tests) run it on the core's fakes.
+pub struct Engine<C: TaskContext> {
+    poster: Arc<AgentPoster<C>>,
+    posts: PostJournal<C>,
+    tasks: Arc<TaskRunner<C>>,
+    sessions: StoredSessions,
+    captures: Arc<SessionCaptureManager<C>>,
+    jobs: Arc<JobSlots>,
+    frames: Arc<dyn FrameStore>,
+    sites: Arc<dyn SiteStore>,
+    audit: Auditor,
+    completion: Option<Arc<dyn TaskCompletion>>,
+    config: EngineConfig,
+    budget: DeadlineBudget,
+    sweeps: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl<C: TaskContext> std::fmt::Debug for Engine<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("poster", &self.poster)
+            .field("captures", &self.captures)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: TaskContext> Drop for Engine<C> {
+    fn drop(&mut self) {
+        for sweep in &self.sweeps {
+            sweep.abort();
+        }
+    }
+}
+
+/// What a panicking post job answers: it may have been published.
+const POST_PANICKED: &str =
+    "the job failed unexpectedly; it may have been published: do not retry automatically";
+
+impl<C: TaskContext> Engine<C> {
+    // ---- the parts ----------------------------------------------------------------------
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Every deadline of a request.
+    pub fn budget(&self) -> &DeadlineBudget {
+        &self.budget
+    }
+
+    /// The machine's job slots.
+    pub fn jobs(&self) -> &JobSlots {
+        &self.jobs
+    }
+
+    /// The poster (its strategies, probing).
+    pub fn poster(&self) -> &AgentPoster<C> {
+        &self.poster
+    }
+
+    /// The post journal.
+    pub fn posts(&self) -> &PostJournal<C> {
+        &self.posts
+    }
+
+    /// The task part: records, takeovers, browse sessions. Its `create`, `approve` and
+    /// `retry` do not run a task: [`Self::create_task`], [`Self::approve_task`] and
+    /// [`Self::retry_task`] do.
+    pub fn tasks(&self) -> &Arc<TaskRunner<C>> {
+        &self.tasks
+    }
+
+    /// Sessions tenants keep by id.
+    pub fn sessions(&self) -> &StoredSessions {
+        &self.sessions
+    }
+
+    /// Interactive captures.
+    pub fn captures(&self) -> &Arc<SessionCaptureManager<C>> {
+        &self.captures
+    }
+
+    /// Replay frames and the tenants' screenshots switch.
+    pub fn frames(&self) -> &Arc<dyn FrameStore> {
+        &self.frames
+    }
+
+    /// The tenants' site decisions.
+    pub fn sites(&self) -> &Arc<dyn SiteStore> {
+        &self.sites
+    }
+
+    /// Where audit events go.
+    pub fn audit(&self) -> &Auditor {
+        &self.audit
+    }
+
+    /// The registered platforms.
+    pub fn platforms(&self) -> Vec<PlatformInfo> {
+        self.poster.strategies().platforms()
+    }
+
+    /// Keeps a session a tenant stores under an id of its own, scoped by the platform it
+    /// names (a registered one) and the request's scope ([`StoredSessions::put`]).
+    ///
+    /// # Errors
+    /// An unknown platform, [`StoredSessions::put`]'s.
+    pub async fn store_session(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        request: &StoreSessionRequest,
+    ) -> Result<StoredSessionInfo, CoreError> {
+        let policy = match &request.platform {
+            Some(platform) => Some(self.poster.strategies().get(platform)?.policy().clone()),
+            None => None,
+        };
+        self.sessions
+            .put(tenant, session_id, request, policy.as_ref())
+            .await
+    }
+
+    // ---- posts ----------------------------------------------------------------------------
+
+    /// Posts `request` for `tenant` in a job slot, recorded, at most once per idempotency
+    /// key ([`PostJournal::post`]).
+    ///
+    /// # Errors
+    /// Not admitted, the journal's refusals, or a panic ([`CoreError::JobPanicked`]: it may
+    /// have been published).
+    pub async fn post(
+        &self,
+        tenant: &str,
+        idempotency_key: Option<&str>,
+        request: PostRequest,
+    ) -> Result<Posted, CoreError> {
+        let posts = self.posts.clone();
+        let (tenant, key) = (tenant.to_owned(), idempotency_key.map(str::to_owned));
+        self.jobs
+            .run(POST_PANICKED, async move {
+                posts.post(&tenant, key.as_deref(), request).await
+            })
+            .await
+    }
+
+    /// Re-checks an uncertain post in a job slot ([`PostJournal::recheck`]).
+    ///
+    /// # Errors
+    /// Not admitted, the journal's refusals.
+    pub async fn recheck_post(
+        &self,
+        tenant: &str,
+        post_id: &str,
+    ) -> Result<RecheckResult, CoreError> {
+        let posts = self.posts.clone();
+        let (tenant, id) = (tenant.to_owned(), post_id.to_owned());
+        self.jobs
+            .run("the re-check failed unexpectedly", async move {
+                posts.recheck(&tenant, &id).await
+            })
+            .await
+    }
+
+    /// Whether the platform's browser is signed in, in a job slot.
+    ///
+    /// # Errors
+    /// Not admitted, the poster's refusals.
+    pub async fn probe(&self, request: ProbeRequest) -> Result<ProbeResponse, CoreError> {
+        let poster = Arc::clone(&self.poster);
+        self.jobs
+            .run("the probe failed unexpectedly", async move {
+                poster.probe(request).await
+            })
+            .await
+    }
+
+    // ---- tasks ----------------------------------------------------------------------------
+
+    /// Creates a task ([`TaskRunner::create`]) and, when the approval rule lets it through,
+    /// runs it: in a job slot of its own, its end told to the [`TaskCompletion`] sink.
+    ///
+    /// # Errors
+    /// [`TaskRunner::create`]'s.
+    pub async fn create_task(
+        &self,
+        tenant: &str,
+        request: TaskRequest,
+        idempotency_key: Option<&str>,
+    ) -> Result<Created, CoreError> {
+        let created = self.tasks.create(tenant, request, idempotency_key).await?;
+        if created.should_run() {
+            self.spawn_run(tenant, &created.record.task_id);
+        }
+        Ok(created)
+    }
+
+    /// Approves a pending task ([`TaskRunner::approve`]) and runs it.
+    ///
+    /// # Errors
+    /// [`TaskRunner::approve`]'s.
+    pub async fn approve_task(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        request: &ApproveRequest,
+    ) -> Result<TaskRecord, CoreError> {
+        let record = self.tasks.approve(tenant, task_id, request).await?;
+        self.spawn_run(tenant, task_id);
+        Ok(record)
+    }
+
+    /// A new attempt of a task ([`TaskRunner::retry`]), run when the approval rule lets it
+    /// through.
+    ///
+    /// # Errors
+    /// [`TaskRunner::retry`]'s.
+    pub async fn retry_task(&self, tenant: &str, task_id: &str) -> Result<Created, CoreError> {
+        let created = self.tasks.retry(tenant, task_id).await?;
+        if created.should_run() {
+            self.spawn_run(tenant, &created.record.task_id);
+        }
+        Ok(created)
+    }
+
+    /// Re-checks an uncertain task in a job slot ([`TaskRunner::recheck`]).
+    ///
+    /// # Errors
+    /// Not admitted, [`TaskRunner::recheck`]'s.
+    pub async fn recheck_task(
+        &self,
+        tenant: &str,
+        task_id: &str,
+    ) -> Result<RecheckResult, CoreError> {
+        let tasks = Arc::clone(&self.tasks);
+        let (tenant, id) = (tenant.to_owned(), task_id.to_owned());
+        self.jobs
+            .run("the re-check failed unexpectedly", async move {
+                tasks.recheck(&tenant, &id).await
+            })
+            .await
+    }
+
+    /// Runs a queued task in the background, holding a job slot (waiting for one as long as
+    /// it takes: the tenants' limits already bound how many wait); its end goes to the
+    /// completion sink. The record tells how it went.
+    fn spawn_run(&self, tenant: &str, task_id: &str) {
+        let (tasks, jobs) = (Arc::clone(&self.tasks), Arc::clone(&self.jobs));
+        let completion = self.completion.clone();
+        let (tenant, id) = (tenant.to_owned(), task_id.to_owned());
+        tokio::spawn(async move {
+            let Ok(_slot) = jobs.wait().await else {
+                // Shutting down: the task stays queued, and the next start ends it honestly.
+                return;
+            };
+            match tasks.run(&tenant, &id).await {
+                Ok(end) => {
+                    if let Some(sink) = &completion {
+                        sink.completed(end);
+                    }
+                }
+                Err(e) => tracing::warn!(task_id = %id, error = %e, "a task could not run"),
+            }
+        });
+    }
+
+    // ---- browse sessions ------------------------------------------------------------------
+
+    /// Opens a browse session in a job slot ([`TaskRunner::browse_open`]).
+    ///
+    /// # Errors
+    /// Not admitted, [`TaskRunner::browse_open`]'s.
+    pub async fn browse_open(
+        &self,
+        tenant: &str,
+        request: BrowseRequest,
+    ) -> Result<BrowseOpened, CoreError> {
+        let tasks = Arc::clone(&self.tasks);
+        let tenant = tenant.to_owned();
+        self.jobs
+            .run(
+                "opening the browse session failed unexpectedly",
+                async move { tasks.browse_open(&tenant, request).await },
+            )
+            .await
+    }
+
+    /// The page of a browse session now, in a job slot.
+    ///
+    /// # Errors
+    /// Not admitted, [`TaskRunner::browse_snapshot`]'s.
+    pub async fn browse_snapshot(&self, tenant: &str, id: &str) -> Result<Snapshot, CoreError> {
+        let tasks = Arc::clone(&self.tasks);
+        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        self.jobs
+            .run("reading the page failed unexpectedly", async move {
+                tasks.browse_snapshot(&tenant, &id).await
+            })
+            .await
+    }
+
+    /// One action of a browse session, through the guard, in a job slot.
+    ///
+    /// # Errors
+    /// Not admitted, [`TaskRunner::browse_act`]'s.
+    pub async fn browse_act(
+        &self,
+        tenant: &str,
+        id: &str,
+        action: BrowseAction,
+    ) -> Result<ActResponse, CoreError> {
+        let tasks = Arc::clone(&self.tasks);
+        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        self.jobs
+            .run("the action failed unexpectedly", async move {
+                tasks.browse_act(&tenant, &id, action).await
+            })
+            .await
+    }
+
+    /// Closes a browse session: not in a job slot (closing frees resources and must not wait
+    /// behind the queue), but in a task of its own, so that a caller who goes away does not
+    /// cut it in half and a panic stays there.
+    ///
+    /// # Errors
+    /// [`TaskRunner::browse_close`]'s, or [`CoreError::JobPanicked`].
+    pub async fn browse_close(&self, tenant: &str, id: &str) -> Result<BrowseClosed, CoreError> {
+        let tasks = Arc::clone(&self.tasks);
+        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        tokio::spawn(async move { tasks.browse_close(&tenant, &id).await })
+            .await
+            .map_err(|_| CoreError::JobPanicked("closing the browse session failed unexpectedly"))?
+    }
+
+    // ---- capture and the live view --------------------------------------------------------
+
+    /// Starts a capture, holding a job slot while its browser starts.
+    ///
+    /// # Errors
+    /// Not admitted, [`SessionCaptureManager::start`]'s.
+    pub async fn capture_start(
+        &self,
+        request: CaptureStartRequest,
+    ) -> Result<CaptureStartResponse, CoreError> {
+        let _slot = self.jobs.enter().await?;
+        self.captures.start(request).await
+    }
+
+    /// Finishes a capture; with `store_as`, also keeps the session for the capture's tenant
+    /// (its `workspaceId`). A capture that finished but could not be stored still answers
+    /// its session (the browser is gone: the session would be lost otherwise), with
+    /// `storedAs` absent; the failure is logged.
+    ///
+    /// # Errors
+    /// A bad `store_as` (checked before the capture ends: a bad id must not cost the user
+    /// the session), [`SessionCaptureManager::finish`]'s.
+    pub async fn capture_finish(
+        &self,
+        capture: &CaptureRef,
+        store_as: Option<String>,
+    ) -> Result<CaptureFinishResponse, CoreError> {
+        abr_core::tenant::check("storeAs", store_as.as_deref())?;
+        let mut response = self.captures.finish(capture).await?;
+        if let Some(id) = store_as {
+            match self
+                .sessions
+                .put_scoped(&capture.workspace_id, &id, response.session.clone())
+                .await
+            {
+                Ok(()) => response.stored_as = Some(id),
+                Err(e) => tracing::warn!(error = %e, "the captured session could not be stored"),
+            }
+        }
+        Ok(response)
+    }
+
+    /// Cancels a capture.
+    ///
+    /// # Errors
+    /// [`SessionCaptureManager::cancel`]'s.
+    pub async fn capture_cancel(
+        &self,
+        capture: &CaptureRef,
+    ) -> Result<CaptureCancelResponse, CoreError> {
+        self.captures.cancel(capture).await
+    }
+
+    /// A capture's status.
+    ///
+    /// # Errors
+    /// [`SessionCaptureManager::status`]'s.
+    pub async fn capture_status(&self, capture: &CaptureRef) -> Result<CaptureStatus, CoreError> {
+        self.captures.status(capture).await
+    }
+
+    /// What a live token shows: an open capture's browser, or a paused task's while its
+    /// takeover is active (`None` otherwise: the live view is refused).
+    pub fn live_target(&self, token: &str) -> Option<LiveTarget> {
+        self.captures
+            .live_target(token)
+            .or_else(|| self.tasks.handoffs().live_target(token))
+    }
+
+    /// Attaches a viewer socket to the browser a live token resolves to (see
+    /// [`Self::live_target`]).
+    ///
+    /// # Errors
+    /// [`CoreError::LiveViewNotFound`] or [`CoreError::LiveViewLimit`].
+    pub fn attach_live(&self, token: &str) -> Result<LiveAttachment<C>, CoreError> {
+        match self.captures.attach_live(token) {
+            Err(CoreError::LiveViewNotFound) => self.tasks.handoffs().attach_live(token),
+            attached => attached,
+        }
+    }
+
+    // ---- start and stop -------------------------------------------------------------------
+
+    /// Ends, honestly, the posts and tasks a previous process left unfinished (call once at
+    /// start, before serving): `uncertain` if a submit or committing step had started, else
+    /// `failed` and safe to retry; every ended task goes to the completion sink. Answers how
+    /// many were ended.
+    ///
+    /// # Errors
+    /// The store could not be read or written.
+    pub async fn recover(&self) -> Result<usize, CoreError> {
+        let posts = self.posts.recover_unfinished().await?;
+        for record in &posts {
+            tracing::warn!(
+                post_id = %record.post_id,
+                state = ?record.state,
+                "a post was unfinished when the runner stopped"
+            );
+        }
+        let ended = self.tasks.recover_unfinished().await?;
+        let count = ended.len() + posts.len();
+        for end in ended {
+            tracing::warn!(
+                task_id = %end.record.task_id,
+                state = ?end.record.state,
+                "a task was unfinished when the runner stopped"
+            );
+            if let Some(sink) = &self.completion {
+                sink.completed(end);
+            }
+        }
+        Ok(count)
+    }
+
+    /// Waits until every job admitted so far ended (background tasks already admitted run to
+    /// their end; a task still waiting for a slot stays queued and is ended honestly at the
+    /// next start), then shuts down as [`Self::shutdown`] does.
+    pub async fn drain(&self) {
+        let held = self.jobs.drain().await;
+        self.shutdown().await;
+        drop(held);
+    }
+
+    /// Graceful shutdown: refuses new jobs, stops the sweeps, closes every browse session and
+    /// releases every open capture.
+    pub async fn shutdown(&self) {
+        self.jobs.close();
+        for sweep in &self.sweeps {
+            sweep.abort();
+        }
+        self.tasks.browse_close_all().await;
+        let released = self.captures.close_all().await;
+        if released > 0 {
+            tracing::info!(released, "released open captures at shutdown");
+        }
+    }
+}

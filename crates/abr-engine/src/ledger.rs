@@ -1,0 +1,300 @@
+//! [`Ledger`]: "never twice", once, for posts and tasks alike, over the one
+//! [`RecordStore`] contract.
+//!
+//! - Record before acting: a record is stored (and its idempotency key claimed) before
+//!   anything runs ([`Ledger::record`]); a repeated key with the same body names the
+//!   original ([`Ledger::find`]), with another body it is
+//!   [`CoreError::IdempotencyKeyReused`].
+//! - Every change is a compare-and-swap on the record's version ([`Ledger::save`]), retried
+//!   on a fresh read where the change can be made again ([`Ledger::update_with`]).
+//! - The mark before the commit point is written durably before it, outside the
+//!   compare-and-swap ([`Ledger::mark`]).
+//! - An uncertain record is never run again on its own: the owner's assertion that it did
+//!   not happen is recorded as an assertion, never proof ([`Ledger::assert_not_happened`]),
+//!   and allows exactly one new attempt ([`Ledger::claim_attempt`]).
+//! - After a restart, every unfinished record is ended honestly ([`Ledger::recover`]).
+
+use std::sync::Arc;
+
+use abr_core::error::CoreError;
+use abr_core::store::{IdempotencyKey, Inserted, LedgerRecord, RecordStore};
+use abr_protocol::{AssertNotPostedRequest, OwnerAssertion};
+
+/// How often a lost compare-and-swap is retried by an operation that re-reads the record.
+pub(crate) const CAS_ATTEMPTS: usize = 8;
+
+/// Longest free text (a rejection reason, an assertion's note), in bytes.
+pub(crate) const MAX_NOTE: usize = 4096;
+
+/// A free-text field of at most [`MAX_NOTE`] bytes.
+///
+/// # Errors
+/// [`CoreError::InvalidInput`] naming `field`.
+pub(crate) fn note(field: &str, value: Option<&String>) -> Result<(), CoreError> {
+    match value {
+        Some(v) if v.len() > MAX_NOTE => Err(CoreError::InvalidInput(format!(
+            "{field} is at most {MAX_NOTE} bytes"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// What [`Ledger::record`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Recorded {
+    /// The record is stored; the key, if any, names it.
+    New,
+    /// The key already names this record (with the same body): nothing was stored.
+    Existing(String),
+}
+
+/// An owner's assertion that an uncertain task or post did not happen, checked
+/// (`assertedBy` not empty, `note` not over-long) before the record is read.
+pub(crate) struct Assertion<'a> {
+    /// Who asserts.
+    pub(crate) by: String,
+    request: &'a AssertNotPostedRequest,
+}
+
+impl<'a> Assertion<'a> {
+    /// Checks `request`.
+    ///
+    /// # Errors
+    /// An empty `assertedBy`, an over-long note.
+    pub(crate) fn check(request: &'a AssertNotPostedRequest) -> Result<Self, CoreError> {
+        let by = abr_core::tenant::person("assertedBy", &request.asserted_by)?;
+        note("note", request.note.as_ref())?;
+        Ok(Self { by, request })
+    }
+
+    /// Records it in `assertion`, the slot of a record that is `uncertain` (an assertion,
+    /// never proof: the record stays `uncertain`).
+    fn record(
+        &self,
+        uncertain: bool,
+        assertion: &mut Option<OwnerAssertion>,
+        now: time::OffsetDateTime,
+    ) -> Result<(), CoreError> {
+        if !uncertain {
+            return Err(CoreError::NotUncertain);
+        }
+        if assertion.is_some() {
+            return Err(CoreError::AlreadyAsserted);
+        }
+        *assertion = Some(OwnerAssertion {
+            asserted_by: self.by.clone(),
+            note: self.request.note.clone(),
+            asserted_at: now,
+            spent_by: None,
+        });
+        Ok(())
+    }
+}
+
+/// The records of one kind (tasks, or posts) and the rules that keep them honest.
+pub(crate) struct Ledger<R: LedgerRecord> {
+    store: Arc<dyn RecordStore<R>>,
+}
+
+impl<R: LedgerRecord> Clone for Ledger<R> {
+    fn clone(&self) -> Self {
+        Self {
+            store: Arc::clone(&self.store),
+        }
+    }
+}
+
+impl<R: LedgerRecord> std::fmt::Debug for Ledger<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger").field("kind", &R::KIND).finish()
+    }
+}
+
+impl<R: LedgerRecord> Ledger<R> {
+    /// The records in `store`.
+    pub(crate) fn new(store: Arc<dyn RecordStore<R>>) -> Self {
+        Self { store }
+    }
+
+    /// The store.
+    pub(crate) fn store(&self) -> &Arc<dyn RecordStore<R>> {
+        &self.store
+    }
+
+    /// The record `id` of `tenant`.
+    ///
+    /// # Errors
+    /// A bad tenant id, [`LedgerRecord::not_found`] (also for another tenant's id), a store
+    /// failure.
+    pub(crate) async fn load(&self, tenant: &str, id: &str) -> Result<R, CoreError> {
+        abr_core::tenant::check("tenantId", Some(tenant))?;
+        self.store.get(tenant, id).await?.ok_or_else(R::not_found)
+    }
+
+    /// Compare-and-swap; on success the in-memory copy follows the stored version.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub(crate) async fn save(&self, record: &mut R) -> Result<bool, CoreError> {
+        let saved = self.store.update(record).await?;
+        if saved {
+            *record.version_mut() += 1;
+        }
+        Ok(saved)
+    }
+
+    /// The record an idempotency key of `tenant` names, if any.
+    ///
+    /// # Errors
+    /// [`CoreError::IdempotencyKeyReused`] when the key was used with another body; a store
+    /// failure.
+    pub(crate) async fn find(
+        &self,
+        tenant: &str,
+        key: &IdempotencyKey,
+    ) -> Result<Option<String>, CoreError> {
+        match self.store.find_idempotency(tenant, &key.key).await? {
+            Some((id, body_hash)) => same_body(id, &body_hash, key).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Records `record` before anything acts, claiming `key` when given, in one atomic step.
+    ///
+    /// # Errors
+    /// [`CoreError::IdempotencyKeyReused`] when another request claimed the key first with
+    /// another body; a store failure.
+    pub(crate) async fn record(
+        &self,
+        record: &R,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<Recorded, CoreError> {
+        match self.store.insert(record, key).await? {
+            Inserted::New => Ok(Recorded::New),
+            Inserted::Existing { id, body_hash } => {
+                let key = key.ok_or(CoreError::Internal(
+                    "the store named a key it was not given",
+                ))?;
+                same_body(id, &body_hash, key).map(Recorded::Existing)
+            }
+        }
+    }
+
+    /// Changes `record` with `change` and saves it; on a lost compare-and-swap, reads it again
+    /// and changes that, at most [`CAS_ATTEMPTS`] times. `change` answers whether it changed
+    /// anything (nothing to save: the record as it is is answered).
+    ///
+    /// # Errors
+    /// `change`'s error; a store failure; a record that kept changing.
+    pub(crate) async fn update_with(
+        &self,
+        mut record: R,
+        mut change: impl FnMut(&mut R) -> Result<bool, CoreError>,
+    ) -> Result<R, CoreError> {
+        for _ in 0..CAS_ATTEMPTS {
+            if !change(&mut record)? || self.save(&mut record).await? {
+                return Ok(record);
+            }
+            record = self.load(record.tenant(), record.id()).await?;
+        }
+        Err(CoreError::Store(format!(
+            "the {}'s record kept changing while it was written",
+            R::KIND
+        )))
+    }
+
+    /// Marks the record durably before its commit point (outside the compare-and-swap).
+    ///
+    /// # Errors
+    /// A store failure: the commit point must then not be passed.
+    pub(crate) async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
+        self.store.mark(tenant, id).await
+    }
+
+    /// Records the owner's assertion that the uncertain record `id` did not happen (an
+    /// assertion, never proof: it stays uncertain). It allows exactly one new attempt.
+    /// Answers the record and who asserted.
+    ///
+    /// # Errors
+    /// An empty `assertedBy`, an over-long note, an unknown record,
+    /// [`CoreError::NotUncertain`], [`CoreError::AlreadyAsserted`] (also when another
+    /// assertion won the race), a store failure.
+    pub(crate) async fn assert_not_happened(
+        &self,
+        tenant: &str,
+        id: &str,
+        request: &AssertNotPostedRequest,
+        now: time::OffsetDateTime,
+    ) -> Result<(R, String), CoreError> {
+        let assertion = Assertion::check(request)?;
+        let mut record = self.load(tenant, id).await?;
+        let uncertain = record.is_uncertain();
+        assertion.record(uncertain, record.assertion_mut(), now)?;
+        if !self.save(&mut record).await? {
+            return Err(CoreError::AlreadyAsserted);
+        }
+        Ok((record, assertion.by))
+    }
+
+    /// Whether `record` may be attempted again on its owner's word: uncertain, with an
+    /// assertion not spent yet.
+    pub(crate) fn has_unspent_assertion(record: &mut R) -> bool {
+        record.is_uncertain()
+            && record
+                .assertion_mut()
+                .as_ref()
+                .is_some_and(|a| a.spent_by.is_none())
+    }
+
+    /// Claims `original`'s one new attempt for `attempt` (its assertion, if any, spent by
+    /// it), by compare-and-swap: `false` when another request claimed it first. A claimed
+    /// original stays claimed even if the attempt is then lost: a lost attempt, never a
+    /// second one.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub(crate) async fn claim_attempt(
+        &self,
+        original: &mut R,
+        attempt: &str,
+    ) -> Result<bool, CoreError> {
+        original.set_retried_by(attempt);
+        if let Some(assertion) = original.assertion_mut() {
+            assertion.spent_by = Some(attempt.to_owned());
+        }
+        self.save(original).await
+    }
+
+    /// Ends every unfinished record a stopped runner left (except those `skip` keeps:
+    /// records whose job runs in this process) with `end`, and saves it; answers the ended
+    /// ones. A record another writer changed meanwhile is left to it.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub(crate) async fn recover(
+        &self,
+        skip: impl Fn(&R) -> bool,
+        mut end: impl FnMut(&mut R),
+    ) -> Result<Vec<R>, CoreError> {
+        let mut ended = Vec::new();
+        for mut record in self.store.unfinished().await? {
+            if skip(&record) {
+                continue;
+            }
+            end(&mut record);
+            if self.save(&mut record).await? {
+                ended.push(record);
+            }
+        }
+        Ok(ended)
+    }
+}
+
+/// `id` when the key was first used with `key`'s body.
+fn same_body(id: String, body_hash: &str, key: &IdempotencyKey) -> Result<String, CoreError> {
+    if body_hash == key.body_hash {
+        Ok(id)
+    } else {
+        Err(CoreError::IdempotencyKeyReused)
+    }
+}

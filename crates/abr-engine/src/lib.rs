@@ -1,0 +1,48 @@
+//! The application of the Agent Browser Runtime (ABR), on `abr-core`'s contracts: posts
+//! recorded "never twice", approved step plans run through the guard rails, browse sessions
+//! for an external brain, interactive capture with a live view, and the handoffs a person
+//! resolves.
+//!
+//! Architecture invariant: like the core, this crate performs no HTTP, reads no environment
+//! variables and links no browser library; providers, stores and sinks are handed in.
+//! `abr-service` puts it behind HTTP; an embedder uses it directly.
+//!
+//! - [`Engine`] ([`engine`]): the facade an embedder (and `abr-service`) uses, built by
+//!   [`EngineBuilder`]; it owns every job's admission ([`JobSlots`], [`TenantAdmission`])
+//!   and a task's whole lifecycle.
+//! - [`AgentPoster`] ([`poster`]): the three-outcome posting pipeline; [`PostJournal`]
+//!   ([`posts`]): every post recorded, at most once per idempotency key.
+//! - [`TaskRunner`](task::TaskRunner) ([`task`]): step plans and browse sessions.
+//! - [`SessionCaptureManager`] ([`capture`]): interactive capture with a live view
+//!   ([`LiveAttachment`]); [`Handoffs`] ([`handoff`]): paused runs' takeovers.
+//! - [`StoredSessions`] ([`stored_sessions`]): sessions a tenant keeps by id.
+//! - [`TenantAdmission`] ([`admission`]): the per-tenant limits, once for every execution.
+//! - [`commit_watch`]: the hook told before anything commits; [`declared`]: platforms
+//!   declared as data.
+
+pub mod admission;
+pub mod capture;
+pub mod commit_watch;
+pub mod declared;
+pub mod engine;
+pub mod handoff;
+pub mod jobs;
+pub(crate) mod ledger;
+pub mod live_access;
+pub mod poster;
+pub mod posts;
+pub(crate) mod step;
+pub mod stored_sessions;
+pub mod task;
+
+pub use admission::TenantAdmission;
+pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
+pub use engine::{
+    Engine, EngineBuilder, EngineConfig, EngineStore, TaskCompletion, TracingAuditSink,
+};
+pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff, TakeoverSink};
+pub use jobs::{JobSlot, JobSlots};
+pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal, LiveSites};
+pub use poster::{AgentPoster, PosterConfig};
+pub use posts::{PostJournal, PostReply, Posted};
+pub use stored_sessions::StoredSessions;

@@ -1,0 +1,189 @@
+//! [`StoredSessions`]: sessions a tenant keeps on the runner under ids of its own
+//! (`/v1/sessions/{id}`, `sessionId` in tasks and posts), scoped going in like every
+//! session, on any [`SessionStore`] (under [`SessionKey::stored`]). The one way the engine
+//! keeps a session by id: the HTTP API, the post journal and the task part all go through
+//! it.
+
+use std::sync::Arc;
+
+use abr_core::clock::Clock;
+use abr_core::error::CoreError;
+use abr_core::scope_io;
+use abr_core::scope_io::Scopes;
+use abr_core::store::{SessionKey, SessionStore};
+use abr_core::strategy::StrategyPolicy;
+use abr_protocol::{AgentSessionState, StoreSessionRequest, StoredSession, StoredSessionInfo};
+
+/// Sessions stored by id, per tenant.
+#[derive(Clone)]
+pub struct StoredSessions {
+    store: Arc<dyn SessionStore>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for StoredSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredSessions").finish_non_exhaustive()
+    }
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+impl StoredSessions {
+    /// Sessions in `store`; `clock` stamps what a refresh wrote.
+    pub fn new(store: Arc<dyn SessionStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+
+    /// Keeps `request.session` under `session_id`, scoped by the policy of the platform it
+    /// names (`platform`: the registered strategy's, looked up by the caller) and the
+    /// request's scope (at least one is required), replacing what was there.
+    ///
+    /// # Errors
+    /// A bad id, no scope, an invalid scope, a platform named but not given, a store failure
+    /// (e.g. no key to encrypt it with).
+    pub async fn put(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        request: &StoreSessionRequest,
+        platform: Option<&StrategyPolicy>,
+    ) -> Result<StoredSessionInfo, CoreError> {
+        abr_core::tenant::check("tenant", Some(tenant))?;
+        abr_core::tenant::check("sessionId", Some(session_id))?;
+        let extra = scope_io::request_scope(request.scope.as_ref())?;
+        let unscoped = StrategyPolicy {
+            allow_interactive_capture: false,
+            allow_unattended: false,
+            scope: None,
+            read_only: false,
+            screenshots: true,
+            network: abr_core::guard::NetworkRules::default(),
+            guard: None,
+        };
+        let (policy, platform) = match (&request.platform, platform) {
+            (Some(p), Some(policy)) => (policy.clone(), p.as_str()),
+            (Some(p), None) => return Err(CoreError::UnknownPlatform(p.clone())),
+            (None, _) if extra.is_some() => (unscoped, "stored"),
+            (None, _) => {
+                return Err(CoreError::InvalidInput(
+                    "a stored session needs a platform or a scope: nothing is kept unscoped".into(),
+                ));
+            }
+        };
+        if policy.scope.is_none() && extra.is_none() {
+            return Err(CoreError::InvalidInput(format!(
+                "the platform {platform} declares no session scope: give a scope"
+            )));
+        }
+        let scopes = Scopes::new(&policy, extra.as_ref());
+        let (state, report) = scopes.apply_out(&request.session, platform, self.clock.now());
+        let info = StoredSessionInfo {
+            session_id: session_id.to_owned(),
+            cookie_count: count(state.cookies.len()),
+            origin_count: count(state.origins.len()),
+            scope_report: Some(report),
+        };
+        self.store
+            .save(&SessionKey::stored(tenant, session_id), state)
+            .await?;
+        Ok(info)
+    }
+
+    /// Keeps a session that is already scoped (a capture's), under `session_id`.
+    ///
+    /// # Errors
+    /// A bad id, a store failure (e.g. no key to encrypt it with).
+    pub async fn put_scoped(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        state: AgentSessionState,
+    ) -> Result<(), CoreError> {
+        abr_core::tenant::check("tenant", Some(tenant))?;
+        abr_core::tenant::check("sessionId", Some(session_id))?;
+        self.store
+            .save(&SessionKey::stored(tenant, session_id), state)
+            .await
+    }
+
+    /// The session kept under `session_id`.
+    ///
+    /// # Errors
+    /// [`CoreError::SessionNotFound`] (also for another tenant's id), a store failure.
+    pub async fn get(&self, tenant: &str, session_id: &str) -> Result<StoredSession, CoreError> {
+        let session = self.load(tenant, session_id).await?;
+        Ok(StoredSession {
+            session_id: session_id.to_owned(),
+            session,
+        })
+    }
+
+    /// The session kept under `session_id`, as a state.
+    ///
+    /// # Errors
+    /// As [`Self::get`].
+    pub async fn load(
+        &self,
+        tenant: &str,
+        session_id: &str,
+    ) -> Result<AgentSessionState, CoreError> {
+        abr_core::tenant::check("sessionId", Some(session_id))?;
+        self.store
+            .load(&SessionKey::stored(tenant, session_id))
+            .await?
+            .ok_or(CoreError::SessionNotFound)
+    }
+
+    /// The session kept under `session_id`, for a job that names it: `None` when the
+    /// runner keeps none under that id.
+    ///
+    /// # Errors
+    /// A bad id, a store failure.
+    pub async fn find(
+        &self,
+        tenant: &str,
+        session_id: &str,
+    ) -> Result<Option<AgentSessionState>, CoreError> {
+        abr_core::tenant::check("sessionId", Some(session_id))?;
+        self.store
+            .load(&SessionKey::stored(tenant, session_id))
+            .await
+    }
+
+    /// Writes back the state a job left (already scoped) under `session_id`: a failure is
+    /// logged, never the job's (its outcome stands).
+    pub async fn write_back(&self, tenant: &str, session_id: &str, state: AgentSessionState) {
+        if let Err(e) = self
+            .store
+            .save(&SessionKey::stored(tenant, session_id), state)
+            .await
+        {
+            tracing::warn!(error = %e, "could not store the refreshed session");
+        }
+    }
+
+    /// The clock refreshes are stamped with.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Forgets the session kept under `session_id`.
+    ///
+    /// # Errors
+    /// [`CoreError::SessionNotFound`], a store failure.
+    pub async fn delete(&self, tenant: &str, session_id: &str) -> Result<(), CoreError> {
+        abr_core::tenant::check("sessionId", Some(session_id))?;
+        if self
+            .store
+            .delete(&SessionKey::stored(tenant, session_id))
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(CoreError::SessionNotFound)
+        }
+    }
+}

@@ -1,0 +1,818 @@
+//! Browse sessions: a guarded browser driven one action at a time by a brain outside the
+//! runner (an orchestrator, an LLM agent), through snapshots and references.
+//!
+//! A browse session is a task whose steps arrive one at a time: its record is a task record
+//! (`browse: true`, `GET /v1/tasks/{browseId}`), every action goes through the same rails as
+//! a plan's step ([`TaskRunner::guarded_step`]: the site policy, the element inspected, the
+//! one commit rule, read-only and dry run, the session check before the first committing
+//! action) and the page is read after it for handoffs (reported to the brain as `paused`,
+//! once per page and reason). Nothing is approved and nothing is proven: a closed session
+//! ends `closed`, its steps say what it did. A runner that stops with a session open ends it
+//! at its next start like any running task (`uncertain` once a committing action started).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use abr_core::clock::new_token;
+use abr_core::codes;
+use abr_core::context::TaskContext;
+use abr_core::digest::plan_hash;
+use abr_core::error::CoreError;
+use abr_core::guard::SnapshotRequest;
+use abr_core::scope_io::Scopes;
+use abr_core::step_runner::BrowserAction;
+use abr_core::store::StoredTask;
+use abr_protocol::{
+    ActOutcome, ActResponse, BrowseAction, BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest,
+    ErrorBody, PauseReason, Risk, ScrollDirection, Snapshot, StepPlan, StepResult, TaskRecord,
+    TaskRequest, TaskState, TaskVerification,
+};
+use tokio::time::Instant;
+
+use crate::step::{Step, guarded};
+use crate::task::browses::{Entry, Open};
+use crate::task::outcome::{Failure, unscoped_policy};
+use crate::task::rails;
+use crate::task::runner::TaskRunner;
+
+/// The platform label of a browse session that names none.
+const NO_PLATFORM: &str = "browse";
+/// The id prefix of browse sessions.
+const ID_PREFIX: &str = "browse_";
+/// Longest key name a `press` takes.
+const MAX_KEY: usize = 40;
+/// Longest URL a `navigate` or an open takes.
+const MAX_URL: usize = 4096;
+
+/// How long a read-only or dry-run session waits, after an action a page's script may
+/// answer with a request, before it reads what the network gate refused.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// Whether the page's own scripts may answer `action` by sending something.
+fn scripts_may_send(action: &BrowserAction) -> bool {
+    matches!(
+        action,
+        BrowserAction::Click { .. }
+            | BrowserAction::Type { .. }
+            | BrowserAction::Select { .. }
+            | BrowserAction::Press { .. }
+            | BrowserAction::Upload { .. }
+    )
+}
+
+/// What ended a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Closed,
+    Idle,
+    Shutdown,
+}
+
+fn http_url(url: &str) -> Result<url::Url, CoreError> {
+    if url.len() > MAX_URL {
+        return Err(CoreError::InvalidInput(format!(
+            "url is longer than {MAX_URL} bytes"
+        )));
+    }
+    let parsed = url::Url::parse(url)
+        .map_err(|e| CoreError::InvalidInput(format!("url is not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(CoreError::InvalidInput(
+            "url must be an http or https URL with a host".into(),
+        ));
+    }
+    Ok(parsed)
+}
+
+fn pause_reason(code: &str) -> Option<PauseReason> {
+    [
+        PauseReason::Challenge,
+        PauseReason::LoginRequired,
+        PauseReason::Paywall,
+        PauseReason::AccessBlocked,
+        PauseReason::WriteAffordance,
+        PauseReason::ConsentRequired,
+        PauseReason::Stuck,
+        PauseReason::NeedsInput,
+    ]
+    .into_iter()
+    .find(|r| r.as_str() == code)
+}
+
+/// What became of one action, before the snapshot is read.
+struct Acted {
+    outcome: ActOutcome,
+    committing: bool,
+    blocked: Option<abr_protocol::BlockedAction>,
+    pause: Option<BrowsePause>,
+    error: Option<ErrorBody>,
+}
+
+impl Acted {
+    fn done(committing: bool) -> Self {
+        Self {
+            outcome: ActOutcome::Done,
+            committing,
+            blocked: None,
+            pause: None,
+            error: None,
+        }
+    }
+
+    fn respond(self, snapshot: Snapshot) -> ActResponse {
+        ActResponse {
+            outcome: self.outcome,
+            committing: self.committing,
+            blocked: self.blocked,
+            pause: self.pause,
+            error: self.error,
+            snapshot,
+        }
+    }
+}
+
+impl<C: TaskContext> TaskRunner<C> {
+    /// Opens a browse session of `tenant`: a fresh browser with the request's session
+    /// (scoped), the rails (read-only from the platform or the request, dry run, the
+    /// tenant's sites, frames), and the first page opened through them.
+    ///
+    /// # Errors
+    /// Bad input (the URL, ids, `idleSeconds`, a session without a scope), an unknown
+    /// platform or one that forbids unattended execution, an unknown `sessionId`, the
+    /// tenant's concurrent sessions or daily executions, the runner's open sessions
+    /// ([`CoreError::TenantLimit`] or a busy provider), the browser not starting, a store
+    /// failure. A first page that does not load is not an error: the session is open and
+    /// its answer says what happened.
+    pub async fn browse_open(
+        &self,
+        tenant: &str,
+        request: BrowseRequest,
+    ) -> Result<BrowseOpened, CoreError> {
+        abr_core::tenant::check("tenantId", Some(tenant))?;
+        let config = self.browses.config.clone();
+        let idle = match request.idle_seconds {
+            None => config.default_idle,
+            Some(s) if s >= 1 && Duration::from_secs(s) <= config.max_idle => {
+                Duration::from_secs(s)
+            }
+            Some(_) => {
+                return Err(CoreError::InvalidInput(format!(
+                    "idleSeconds is 1 to {}",
+                    config.max_idle.as_secs()
+                )));
+            }
+        };
+        let url = http_url(&request.url)?;
+        let Some(slot) = self.browses.take_slot() else {
+            return Err(CoreError::Provider(abr_core::error::ProviderError::new(
+                abr_core::error::ProviderErrorKind::Busy,
+                format!(
+                    "{} browse sessions are open on this runner (its maximum): close one or \
+                     retry later",
+                    config.max_open
+                ),
+            )));
+        };
+        let task_request = TaskRequest {
+            plan: StepPlan {
+                target_url: url.to_string(),
+                steps: Vec::new(),
+                // Not used: a browse session proves nothing (it ends `closed`).
+                verification: TaskVerification::Screenshot {
+                    text: String::new(),
+                },
+                risk: Risk::Low,
+                reasoning: None,
+                confidence: None,
+                read_only: request.read_only,
+            },
+            inputs: BTreeMap::new(),
+            session: request.session,
+            session_id: request.session_id,
+            scope: request.scope,
+            platform: request.platform,
+            tenant_id: Some(tenant.to_owned()),
+            proposal_id: None,
+            dry_run: request.dry_run,
+            handoff: None,
+        };
+        let (policy, extra) = self.resolve_policy(&task_request)?;
+        let state = self.session_state(tenant, &task_request).await?;
+        let admitted = self.admit(tenant).await?;
+        let mut task = match self.new_browse(tenant, task_request) {
+            Ok(task) => task,
+            Err(e) => {
+                self.refund(tenant, Some(admitted)).await;
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.ledger.record(&task, None).await {
+            self.refund(tenant, Some(admitted)).await;
+            return Err(e);
+        }
+        let has_session = state.is_some();
+        let rails = match self
+            .rails(
+                &mut task,
+                request.read_only,
+                url.as_str(),
+                &[],
+                policy.as_ref(),
+                has_session,
+            )
+            .await
+        {
+            Ok(rails) => rails,
+            Err((_, failure)) => {
+                let error = if failure.body.code == codes::SITE_DENIED {
+                    CoreError::SiteDenied(failure.body.message)
+                } else {
+                    CoreError::Store(failure.body.message)
+                };
+                self.abandon(task, &error, admitted).await;
+                return Err(error);
+            }
+        };
+        let unscoped = unscoped_policy();
+        let platform = task
+            .request
+            .platform
+            .clone()
+            .unwrap_or_else(|| NO_PLATFORM.to_owned());
+        let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
+        let lease = match self.acquire(&platform, state, scopes).await {
+            Ok(lease) => lease,
+            Err(e) => {
+                self.abandon(task, &e, admitted).await;
+                return Err(e);
+            }
+        };
+        if let Err(failure) = self.arm(&rails, &lease).await {
+            self.release(lease).await;
+            let error = CoreError::Provider(abr_core::error::ProviderError::new(
+                abr_core::error::ProviderErrorKind::Unavailable,
+                failure.body.message,
+            ));
+            self.abandon(task, &error, admitted).await;
+            return Err(error);
+        }
+        let attr = match new_token() {
+            Ok(token) => format!(
+                "data-abr-{}",
+                token
+                    .chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .take(10)
+                    .collect::<String>()
+                    .to_ascii_lowercase()
+            ),
+            Err(_) => {
+                self.release(lease).await;
+                let error = CoreError::Internal("the OS random source failed");
+                self.abandon(task, &error, admitted).await;
+                return Err(error);
+            }
+        };
+        let id = task.record.task_id.clone();
+        let mut open = Open {
+            task,
+            rails,
+            lease,
+            snapshot: SnapshotRequest::new(attr),
+            names: BTreeMap::new(),
+            policy,
+            extra,
+            platform,
+            started: Instant::now(),
+        };
+        let first = self
+            .act_on(
+                &mut open,
+                &BrowseAction::Navigate {
+                    url: url.to_string(),
+                },
+            )
+            .await;
+        let read_only = open.task.record.read_only;
+        let dry_run = open.task.record.dry_run;
+        let entry = Arc::new(Entry {
+            tenant: tenant.to_owned(),
+            idle,
+            _slot: slot,
+            last_used: Mutex::new(Instant::now()),
+            session: tokio::sync::Mutex::new(Some(open)),
+        });
+        self.browses.lock().insert(id.clone(), entry);
+        Ok(BrowseOpened {
+            browse_id: id,
+            read_only,
+            dry_run,
+            idle_seconds: idle.as_secs(),
+            first,
+        })
+    }
+
+    /// The page of an open session now.
+    ///
+    /// # Errors
+    /// [`CoreError::BrowseNotFound`] (closed, idle too long, or another tenant's).
+    pub async fn browse_snapshot(&self, tenant: &str, id: &str) -> Result<Snapshot, CoreError> {
+        let entry = self.browses.get(tenant, id)?;
+        entry.touch();
+        let mut guard = entry.session.lock().await;
+        let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
+        let snapshot = self.read_page(open).await;
+        entry.touch();
+        Ok(snapshot)
+    }
+
+    /// Performs one action of the brain on an open session, through the rails, and answers
+    /// what became of it and the page after it.
+    ///
+    /// # Errors
+    /// [`CoreError::BrowseNotFound`]; bad input (a reference that is not one, a URL that is
+    /// not http(s), a key name too long); [`CoreError::RefNotFound`] for a reference no
+    /// snapshot of this session gave. What happens on the page is not an error: a refusal,
+    /// a pause or a failure is the answer's `outcome`.
+    pub async fn browse_act(
+        &self,
+        tenant: &str,
+        id: &str,
+        action: BrowseAction,
+    ) -> Result<ActResponse, CoreError> {
+        let entry = self.browses.get(tenant, id)?;
+        entry.touch();
+        let mut guard = entry.session.lock().await;
+        let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
+        check_action(open, &action)?;
+        let response = self.act_on(open, &action).await;
+        entry.touch();
+        Ok(response)
+    }
+
+    /// Closes an open session: its refreshed session written back (with `sessionId`), its
+    /// browser released, its record `closed`.
+    ///
+    /// # Errors
+    /// [`CoreError::BrowseNotFound`].
+    pub async fn browse_close(&self, tenant: &str, id: &str) -> Result<BrowseClosed, CoreError> {
+        let entry = self.browses.get(tenant, id)?;
+        self.end(id, &entry, End::Closed)
+            .await
+            .ok_or(CoreError::BrowseNotFound)
+    }
+
+    /// Closes every session idle for longer than its idle time; answers how many. Call it
+    /// periodically.
+    pub async fn browse_sweep(&self) -> usize {
+        let idle: Vec<(String, Arc<Entry<C>>)> = self
+            .browses
+            .lock()
+            .iter()
+            .filter(|(_, e)| e.idle_for() > e.idle)
+            .map(|(id, e)| (id.clone(), Arc::clone(e)))
+            .collect();
+        let mut closed = 0;
+        for (id, entry) in idle {
+            if self.end(&id, &entry, End::Idle).await.is_some() {
+                closed += 1;
+            }
+        }
+        closed
+    }
+
+    /// Closes every open session (the runner is stopping).
+    pub async fn browse_close_all(&self) {
+        let all: Vec<(String, Arc<Entry<C>>)> = self
+            .browses
+            .lock()
+            .iter()
+            .map(|(id, e)| (id.clone(), Arc::clone(e)))
+            .collect();
+        for (id, entry) in all {
+            self.end(&id, &entry, End::Shutdown).await;
+        }
+    }
+
+    /// How many browse sessions are open.
+    pub fn browses_open(&self) -> usize {
+        self.browses.lock().len()
+    }
+
+    // ---- internals ------------------------------------------------------------------------
+
+    fn new_browse(&self, tenant: &str, request: TaskRequest) -> Result<StoredTask, CoreError> {
+        let token = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
+        let now = self.clock.now();
+        let record = TaskRecord {
+            task_id: format!("{ID_PREFIX}{}", token.get(..22).unwrap_or(&token)),
+            state: TaskState::Running,
+            plan_hash: plan_hash(&request.plan),
+            steps: Vec::new(),
+            risk: Risk::Low,
+            approval_rule: "browse".to_owned(),
+            approval: None,
+            proposal_id: None,
+            step_results: Vec::new(),
+            extracted: BTreeMap::new(),
+            screenshots: Vec::new(),
+            failed_step: None,
+            error: None,
+            created_at: now,
+            finished_at: None,
+            started_at: Some(now),
+            retry_of: None,
+            assertion: None,
+            read_only: false,
+            dry_run: request.dry_run,
+            blocked: Vec::new(),
+            pause: None,
+            takeover_events: Vec::new(),
+            replay: None,
+            session_check: None,
+            browse: true,
+        };
+        Ok(StoredTask {
+            tenant_id: tenant.to_owned(),
+            request,
+            record,
+            version: 0,
+            committing_started: false,
+            retried_by: None,
+        })
+    }
+
+    /// Ends a session that could not open: its record `failed` (nothing ran), the tenant's
+    /// admission given back.
+    async fn abandon(&self, mut task: StoredTask, error: &CoreError, admitted: time::Date) {
+        task.record.state = TaskState::Failed;
+        task.record.error = Some(error.to_body());
+        task.record.finished_at = Some(self.clock.now());
+        if let Err(e) = self.save(&mut task).await {
+            tracing::warn!(error = %e, "could not record the browse session that did not open");
+        }
+        self.refund(&task.tenant_id, Some(admitted)).await;
+    }
+
+    /// One action through the rails, recorded, and the page after it.
+    async fn act_on(&self, open: &mut Open<C>, action: &BrowseAction) -> ActResponse {
+        // A relayed act's watch hears of its first write; what the page sent while the brain
+        // was away belongs to the last action.
+        open.rails.network.set_watch(crate::commit_watch::current());
+        if let Err(failure) = self
+            .late_network(&mut open.task, &mut open.rails, &open.lease)
+            .await
+        {
+            tracing::warn!(code = %failure.body.code, "browse: the network between actions");
+        }
+        if let BrowseAction::Navigate { url } = action {
+            open.rails.network.add_site(url);
+        }
+        let index = open.task.record.step_results.len();
+        let browser = to_browser_action(open, action);
+        let started = Instant::now();
+        let timeout = self.browses.config.act_timeout;
+        let described = describe(open, action);
+        let guarded = self
+            .guarded_step(
+                &mut open.task,
+                &mut open.rails,
+                &open.lease,
+                index,
+                &browser,
+                timeout,
+            )
+            .await;
+        let mut acted = match guarded {
+            Ok((_, committing)) => Acted::done(committing),
+            Err((failure, committing)) => self.not_done(open, failure, committing),
+        };
+        if acted.outcome == ActOutcome::Done {
+            if let Some(point) = rails::frame_point(&browser)
+                && let Some(frames) = &open.rails.frames
+            {
+                frames
+                    .capture(open.lease.context(), point, browser.kind())
+                    .await;
+            }
+            if rails::may_change_page(&browser) {
+                self.read_for_pause(open, &mut acted, index).await;
+            }
+        }
+        let snapshot = self.read_page(open).await;
+        if open.rails.guard.refuses().is_some() && scripts_may_send(&browser) {
+            // A refusal is the answer: give what the action started (a handler's
+            // `requestSubmit`, a post behind a click) the moment it takes to reach the gate.
+            tokio::time::sleep(SETTLE).await;
+        }
+        // What the action started after it returned (a script's post), seen by now.
+        match self
+            .network_after(&mut open.task, &mut open.rails, &open.lease, index)
+            .await
+        {
+            Ok(wrote) => acted.committing |= wrote,
+            Err(failure) => {
+                let committing = acted.committing;
+                acted = self.not_done(open, failure, committing);
+            }
+        }
+        open.rails.network.set_watch(None);
+        let result = StepResult {
+            index,
+            action: browser.kind().to_owned(),
+            ok: matches!(acted.outcome, ActOutcome::Done | ActOutcome::Paused)
+                && acted.error.is_none(),
+            committing: acted.committing,
+            ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            error: acted.error.clone().or_else(|| {
+                acted
+                    .pause
+                    .as_ref()
+                    .map(|p| ErrorBody::new(p.reason.as_str(), p.message.clone()))
+            }),
+        };
+        open.task.record.steps.push(described);
+        open.task.record.step_results.push(result);
+        if let Err(failure) = self.save_progress(&mut open.task).await {
+            tracing::warn!(code = %failure.body.code, "could not record a browse action");
+        }
+        acted.respond(snapshot)
+    }
+
+    /// The answer for an action the rails or the page did not let through.
+    fn not_done(&self, open: &Open<C>, failure: Failure, committing: bool) -> Acted {
+        if failure.body.code == codes::BLOCKED_ACTION {
+            return Acted {
+                outcome: ActOutcome::Refused,
+                committing: false,
+                blocked: open.task.record.blocked.last().cloned(),
+                pause: None,
+                error: Some(failure.body.retryable(false)),
+            };
+        }
+        if let Some(reason) = pause_reason(&failure.body.code) {
+            // Before the action (a required field is empty, the session is signed out):
+            // nothing reached the page.
+            return Acted {
+                outcome: ActOutcome::Paused,
+                committing: false,
+                blocked: None,
+                pause: Some(BrowsePause {
+                    reason,
+                    message: failure.body.message,
+                }),
+                error: None,
+            };
+        }
+        let error = if committing {
+            // It may have happened: the brain must look before it tries again.
+            failure.body.retryable(false)
+        } else {
+            let final_ = failure.final_;
+            failure.body.retryable(!final_)
+        };
+        Acted {
+            outcome: ActOutcome::Failed,
+            committing,
+            blocked: None,
+            pause: None,
+            error: Some(error),
+        }
+    }
+
+    /// Reads the page after an action that may have moved it on: a handoff is reported
+    /// (once per page and reason), a denied site is a failure.
+    async fn read_for_pause(&self, open: &mut Open<C>, acted: &mut Acted, index: usize) {
+        let checked = self
+            .checkpoint(
+                &mut open.task,
+                &mut open.rails,
+                &open.lease,
+                Some(index + 1),
+            )
+            .await;
+        let Err(failure) = checked else {
+            return;
+        };
+        match pause_reason(&failure.body.code) {
+            Some(reason) => {
+                let page = rails::page_key(&open.rails.last_url);
+                open.rails.acknowledged.insert((reason, page));
+                acted.outcome = ActOutcome::Paused;
+                acted.pause = Some(BrowsePause {
+                    reason,
+                    message: failure.body.message.replace(
+                        ": the run stopped (send `handoff` to wait for a person instead)",
+                        "",
+                    ),
+                });
+            }
+            None => {
+                acted.outcome = ActOutcome::Failed;
+                acted.error = Some(failure.body.retryable(false));
+            }
+        }
+    }
+
+    /// The page now; an empty snapshot with the last URL when it cannot be read.
+    async fn read_page(&self, open: &mut Open<C>) -> Snapshot {
+        let timeout = self.browses.config.act_timeout;
+        match guarded(
+            timeout + self.config().step_grace,
+            open.lease.context().snapshot(&open.snapshot, timeout),
+        )
+        .await
+        {
+            Step::Done(snapshot) => {
+                open.names = snapshot
+                    .elements
+                    .iter()
+                    .map(|e| (e.reference.clone(), (e.role.clone(), e.name.clone())))
+                    .collect();
+                snapshot
+            }
+            Step::Error(_) | Step::TimedOut | Step::Panicked => Snapshot {
+                url: open.rails.last_url.clone(),
+                ..Snapshot::default()
+            },
+        }
+    }
+
+    /// Ends a session once (`None` when another call ended it first).
+    async fn end(&self, id: &str, entry: &Arc<Entry<C>>, how: End) -> Option<BrowseClosed> {
+        let mut guard = entry.session.lock().await;
+        let mut open = guard.take()?;
+        self.browses.lock().remove(id);
+        drop(guard);
+        // Nothing the page sends from now on leaves; what it sent since the last action is
+        // that action's.
+        open.rails.network.close();
+        if let Err(failure) = self
+            .late_network(&mut open.task, &mut open.rails, &open.lease)
+            .await
+        {
+            tracing::warn!(code = %failure.body.code, "browse: the network at the end");
+        }
+        if let Some(frames) = &open.rails.frames {
+            frames
+                .capture(
+                    open.lease.context(),
+                    abr_protocol::FramePoint::Completion,
+                    "completion",
+                )
+                .await;
+        }
+        if let Some(session_id) = open.task.request.session_id.clone() {
+            let unscoped = unscoped_policy();
+            let scopes = Scopes::new(
+                open.policy.as_ref().unwrap_or(&unscoped),
+                open.extra.as_ref(),
+            );
+            self.write_back(
+                &open.task.tenant_id,
+                &session_id,
+                &open.lease,
+                &open.platform,
+                scopes,
+            )
+            .await;
+        }
+        let Open {
+            mut task,
+            lease,
+            started,
+            ..
+        } = open;
+        self.release(lease).await;
+        task.record.state = TaskState::Closed;
+        task.record.finished_at = Some(self.clock.now());
+        task.record.error = match how {
+            End::Closed => None,
+            End::Idle => Some(ErrorBody::new(
+                codes::BROWSE_IDLE,
+                format!("closed after {} s without a call", entry.idle.as_secs()),
+            )),
+            End::Shutdown => Some(ErrorBody::new(
+                codes::RUNNER_STOPPED,
+                "closed because the runner stopped",
+            )),
+        };
+        if let Err(e) = self.save(&mut task).await {
+            tracing::warn!(error = %e, "could not record the closed browse session");
+        }
+        self.release_session(&task.tenant_id).await;
+        self.audit_run(
+            &task,
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        );
+        let results = &task.record.step_results;
+        Some(BrowseClosed {
+            browse_id: id.to_owned(),
+            closed: true,
+            actions: results.len(),
+            committing: results.iter().filter(|r| r.committing).count(),
+        })
+    }
+}
+
+/// Refuses what cannot be an action before anything reaches the browser.
+fn check_action<C: TaskContext>(open: &Open<C>, action: &BrowseAction) -> Result<(), CoreError> {
+    let reference = match action {
+        BrowseAction::Click { reference }
+        | BrowseAction::Type { reference, .. }
+        | BrowseAction::Select { reference, .. } => Some(reference),
+        BrowseAction::Press { reference, key } => {
+            if key.trim().is_empty() || key.len() > MAX_KEY {
+                return Err(CoreError::InvalidInput(format!(
+                    "key is a key name of 1 to {MAX_KEY} characters (Enter, Tab, ArrowDown, ...)"
+                )));
+            }
+            reference.as_ref()
+        }
+        BrowseAction::Navigate { url } => {
+            http_url(url)?;
+            None
+        }
+        BrowseAction::Scroll { .. } | BrowseAction::Back => None,
+    };
+    if let Some(reference) = reference {
+        if !SnapshotRequest::is_reference(reference) {
+            return Err(CoreError::InvalidInput(format!(
+                "ref {reference:?} is not a reference: use one a snapshot gave (e12)"
+            )));
+        }
+        if !open.names.contains_key(reference) {
+            return Err(CoreError::RefNotFound(reference.clone()));
+        }
+    }
+    Ok(())
+}
+
+fn to_browser_action<C: TaskContext>(open: &Open<C>, action: &BrowseAction) -> BrowserAction {
+    let selector = |r: &str| open.snapshot.selector(r);
+    match action {
+        BrowseAction::Click { reference } => BrowserAction::Click {
+            selector: selector(reference),
+        },
+        BrowseAction::Type {
+            reference,
+            text,
+            submit,
+        } => BrowserAction::Type {
+            selector: selector(reference),
+            value: text.clone(),
+            submit: *submit,
+        },
+        BrowseAction::Select { reference, option } => BrowserAction::Select {
+            selector: selector(reference),
+            value: abr_protocol::SecretValue::new(option.clone()),
+        },
+        BrowseAction::Press { reference, key } => BrowserAction::Press {
+            selector: reference.as_deref().map(selector),
+            key: key.clone(),
+        },
+        BrowseAction::Scroll { direction } => BrowserAction::Scroll {
+            down: *direction == ScrollDirection::Down,
+        },
+        BrowseAction::Navigate { url } => match url::Url::parse(url) {
+            Ok(url) => BrowserAction::Navigate { url },
+            // Checked before: unreachable, and harmless (a navigation that fails).
+            Err(_) => BrowserAction::Back,
+        },
+        BrowseAction::Back => BrowserAction::Back,
+    }
+}
+
+/// The action in words for the record: the element's role and name from the last snapshot;
+/// never what was typed.
+fn describe<C: TaskContext>(open: &Open<C>, action: &BrowseAction) -> String {
+    let element = |r: &str| match open.names.get(r) {
+        Some((role, name)) if !name.is_empty() => format!("{r} ({role} \"{name}\")"),
+        Some((role, _)) => format!("{r} ({role})"),
+        None => r.to_owned(),
+    };
+    match action {
+        BrowseAction::Click { reference } => format!("click {}", element(reference)),
+        BrowseAction::Type {
+            reference, submit, ..
+        } => format!(
+            "type into {}{}",
+            element(reference),
+            if *submit { ", then Enter" } else { "" }
+        ),
+        BrowseAction::Select { reference, .. } => format!("choose in {}", element(reference)),
+        BrowseAction::Press { reference, key } => match reference {
+            Some(r) => format!("press {key} on {}", element(r)),
+            None => format!("press {key}"),
+        },
+        BrowseAction::Scroll { direction } => match direction {
+            ScrollDirection::Down => "scroll down".to_owned(),
+            ScrollDirection::Up => "scroll up".to_owned(),
+        },
+        BrowseAction::Navigate { url } => {
+            format!("open {}", abr_core::guard::frame_url(url).0)
+        }
+        BrowseAction::Back => "go back".to_owned(),
+    }
+}

@@ -1,0 +1,665 @@
+//! A task's life outside the browser: create, read, approve, reject, assert, retry,
+//! recover after a restart; and the helpers every part of a run shares (load, save,
+//! policy, session, admission, audit).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use abr_core::audit::{AuditAction, AuditEvent, AuditOutcome, AuditStep};
+use abr_core::clock::new_token;
+use abr_core::codes;
+use abr_core::context::TaskContext;
+use abr_core::digest::request_hash;
+use abr_core::error::CoreError;
+use abr_core::limits::TenantLimit;
+use abr_core::plan::{ValidPlan, validate};
+use abr_core::scope::SessionScope;
+use abr_core::scope_io;
+use abr_core::store::{Counter, CounterStore, IdempotencyKey, StoredTask};
+use abr_core::strategy::StrategyPolicy;
+use abr_protocol::{
+    AgentSessionState, Approval, ApproveRequest, AssertNotPostedRequest, ErrorBody, RecheckAnswer,
+    RecheckResult, RejectRequest, TaskRecord, TaskRequest, TaskState, TaskVerification,
+};
+
+use crate::admission::TenantAdmission;
+use crate::ledger::{Recorded, note};
+use crate::task::outcome::{Outcome, audit_outcome, callback_url};
+use crate::task::runner::NO_PLATFORM;
+use crate::task::runner::{Created, TaskEnd, TaskRunner};
+
+impl<C: TaskContext> TaskRunner<C> {
+    // ---- create, read, approve, reject ------------------------------------------------
+
+    /// Creates a task of `tenant` from `request`.
+    ///
+    /// With `idempotency_key`: a repeated key with the same body answers the original task
+    /// (also while it runs; [`Created::replayed`]); with another body it is
+    /// [`CoreError::IdempotencyKeyReused`].
+    ///
+    /// # Errors
+    /// An invalid plan ([`CoreError::InvalidPlan`], naming the step), bad ids, a session
+    /// without a scope, an unknown platform or one that forbids unattended execution, an
+    /// unknown `sessionId`, a per-tenant limit (for a task the rule lets through at once), a
+    /// reused key, a store failure. Nothing is stored on an error.
+    pub async fn create(
+        &self,
+        tenant: &str,
+        request: TaskRequest,
+        idempotency_key: Option<&str>,
+    ) -> Result<Created, CoreError> {
+        abr_core::tenant::check("tenantId", Some(tenant))?;
+        abr_core::tenant::check("proposalId", request.proposal_id.as_deref())?;
+        abr_core::tenant::check("Idempotency-Key", idempotency_key)?;
+        let idempotency = idempotency_key.map(|key| IdempotencyKey {
+            key: key.to_owned(),
+            body_hash: request_hash(&request, self.body_key.as_ref()),
+        });
+        if let Some(idem) = &idempotency
+            && let Some(task_id) = self.ledger.find(tenant, idem).await?
+        {
+            return self.replay(tenant, &task_id).await;
+        }
+        let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
+        self.resolve_policy(&request)?;
+        self.check_session_exists(tenant, &request).await?;
+        let task = self.new_task(tenant, request, &valid, None)?;
+        let admitted = self.admit_if_queued(&task).await?;
+        match self.ledger.record(&task, idempotency.as_ref()).await {
+            Ok(Recorded::New) => {}
+            Ok(Recorded::Existing(task_id)) => {
+                self.refund(tenant, admitted).await;
+                return self.replay(tenant, &task_id).await;
+            }
+            Err(e) => {
+                self.refund(tenant, admitted).await;
+                return Err(e);
+            }
+        }
+        self.audit_created(&task);
+        Ok(Created {
+            record: task.record,
+            replayed: false,
+        })
+    }
+
+    /// The task's record.
+    ///
+    /// # Errors
+    /// [`CoreError::TaskNotFound`] (also for another tenant's id), a store failure.
+    pub async fn get(&self, tenant: &str, task_id: &str) -> Result<TaskRecord, CoreError> {
+        Ok(self.load(tenant, task_id).await?.record)
+    }
+
+    /// Approves a pending task: `approved_by` must be non-empty and `plan_hash` the hash of
+    /// the stored plan. The task becomes `queued` exactly once (call [`Self::run`] next);
+    /// it takes a browser session of the tenant and counts as an execution of the day.
+    ///
+    /// # Errors
+    /// An empty approver, an unknown task, [`CoreError::PlanHashMismatch`],
+    /// [`CoreError::TaskNotPending`] (approved, rejected, or approved concurrently), a
+    /// per-tenant limit (the task stays pending: approve again later), a store failure.
+    pub async fn approve(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        request: &ApproveRequest,
+    ) -> Result<TaskRecord, CoreError> {
+        let by = abr_core::tenant::person("approvedBy", &request.approved_by)?;
+        let mut task = self.load(tenant, task_id).await?;
+        if task.record.state != TaskState::PendingApproval {
+            return Err(CoreError::TaskNotPending);
+        }
+        if !request
+            .plan_hash
+            .trim()
+            .eq_ignore_ascii_case(&task.record.plan_hash)
+        {
+            return Err(CoreError::PlanHashMismatch);
+        }
+        let day = self.admit(tenant).await?;
+        task.record.state = TaskState::Queued;
+        task.record.approval = Some(Approval {
+            approved_by: by.clone(),
+            approved_at: self.clock.now(),
+        });
+        match self.save(&mut task).await {
+            Ok(true) => {}
+            Ok(false) => {
+                self.refund(tenant, Some(day)).await;
+                return Err(CoreError::TaskNotPending);
+            }
+            Err(e) => {
+                self.refund(tenant, Some(day)).await;
+                return Err(e);
+            }
+        }
+        let mut event = self.event(AuditAction::TaskApproved, AuditOutcome::Ok, &task);
+        event.approved_by = Some(by);
+        self.audit.emit(event);
+        Ok(task.record)
+    }
+
+    /// Rejects a pending task: it ends `rejected`, nothing runs.
+    ///
+    /// # Errors
+    /// An empty `rejected_by`, an over-long reason, an unknown task,
+    /// [`CoreError::TaskNotPending`], a store failure.
+    pub async fn reject(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        request: &RejectRequest,
+    ) -> Result<TaskRecord, CoreError> {
+        let by = abr_core::tenant::person("rejectedBy", &request.rejected_by)?;
+        note("reason", request.reason.as_ref())?;
+        let mut task = self.load(tenant, task_id).await?;
+        if task.record.state != TaskState::PendingApproval {
+            return Err(CoreError::TaskNotPending);
+        }
+        task.record.state = TaskState::Rejected;
+        task.record.finished_at = Some(self.clock.now());
+        let message = match request.reason.as_deref().map(str::trim) {
+            Some(reason) if !reason.is_empty() => format!("rejected by {by}: {reason}"),
+            _ => format!("rejected by {by}"),
+        };
+        task.record.error = Some(ErrorBody::new(codes::REJECTED, message));
+        if !self.save(&mut task).await? {
+            return Err(CoreError::TaskNotPending);
+        }
+        let mut event = self.event(AuditAction::TaskRejected, AuditOutcome::Denied, &task);
+        event.actor = Some(by);
+        self.audit.emit(event);
+        Ok(task.record)
+    }
+
+    // ---- uncertain and failed tasks -------------------------------------------------------
+
+    /// Re-checks an uncertain task: a fresh browser with the task's session opens the target
+    /// URL and runs only the verification (no step, nothing committing). The record is not
+    /// changed: a confirmation is the caller's evidence, the task stays `uncertain`.
+    ///
+    /// `confirmed`: the verification proved it; `not_found`: it ran and did not (which is
+    /// not proof that nothing happened); `ambiguous`: the runner cannot tell on its own
+    /// (`api_callback`); `unavailable`: the check could not run.
+    ///
+    /// # Errors
+    /// An unknown task, [`CoreError::NotUncertain`], the tenant's concurrency limit, a
+    /// store failure.
+    pub async fn recheck(&self, tenant: &str, task_id: &str) -> Result<RecheckResult, CoreError> {
+        let task = self.load(tenant, task_id).await?;
+        if task.record.state != TaskState::Uncertain {
+            return Err(CoreError::NotUncertain);
+        }
+        let result = if matches!(
+            task.request.plan.verification,
+            TaskVerification::ApiCallback { .. }
+        ) {
+            RecheckResult {
+                answer: RecheckAnswer::Ambiguous,
+                error: Some(ErrorBody::new(
+                    codes::VERIFIED_BY_CALLBACK,
+                    "the orchestrator proves this task's outcome (api_callback)",
+                )),
+            }
+        } else {
+            self.take_session(tenant).await?;
+            let result = self.recheck_in_browser(&task).await;
+            self.release_session(tenant).await;
+            result
+        };
+        let outcome = match result.answer {
+            RecheckAnswer::Confirmed => AuditOutcome::Ok,
+            RecheckAnswer::Ambiguous => AuditOutcome::Uncertain,
+            RecheckAnswer::NotFound | RecheckAnswer::Unavailable => AuditOutcome::Failed,
+        };
+        let mut event = self.event(AuditAction::TaskRechecked, outcome, &task);
+        event.error_code = result.error.as_ref().map(|e| e.code.clone());
+        self.audit.emit(event);
+        Ok(result)
+    }
+
+    /// Records the owner's assertion that an uncertain task did not happen. It is recorded
+    /// as an assertion, never as proof (the task stays `uncertain`), and allows exactly one
+    /// new attempt ([`Self::retry`]).
+    ///
+    /// # Errors
+    /// An empty `asserted_by`, an over-long note, an unknown task,
+    /// [`CoreError::NotUncertain`], [`CoreError::AlreadyAsserted`], a store failure.
+    pub async fn assert_not_posted(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        request: &AssertNotPostedRequest,
+    ) -> Result<TaskRecord, CoreError> {
+        let (task, by) = self
+            .ledger
+            .assert_not_happened(tenant, task_id, request, self.clock.now())
+            .await?;
+        let mut event = self.event(AuditAction::TaskAsserted, AuditOutcome::Ok, &task);
+        event.actor = Some(by);
+        self.audit.emit(event);
+        Ok(task.record)
+    }
+
+    /// A new attempt of a task that ended `failed` or `needs_reauth` (nothing committing
+    /// ran), or `uncertain` with an unspent owner assertion (spending it): a new task with
+    /// the same request, `retryOf` the first attempt, waiting for approval as the rule says.
+    /// A task is retried at most once (retry the latest attempt next); a chain at most
+    /// [`TenantLimits::retries`] times.
+    ///
+    /// # Errors
+    /// An unknown task, [`CoreError::TaskNotRetryable`], the tenant's retry limit (or, for a
+    /// retry the rule lets through at once, its session and daily limits), a plan invalid
+    /// under the current limits, a store failure.
+    pub async fn retry(&self, tenant: &str, task_id: &str) -> Result<Created, CoreError> {
+        let mut original = self.load(tenant, task_id).await?;
+        if original.retried_by.is_some() {
+            return Err(CoreError::TaskNotRetryable(
+                "it was retried already: retry the latest attempt",
+            ));
+        }
+        match original.record.state {
+            TaskState::Failed | TaskState::NeedsReauth => {}
+            TaskState::Uncertain => match &original.record.assertion {
+                Some(assertion) if assertion.spent_by.is_none() => {}
+                _ => {
+                    return Err(CoreError::TaskNotRetryable(
+                        "an uncertain task may have happened: it is retried only once its \
+                         owner asserts it did not",
+                    ));
+                }
+            },
+            _ => {
+                return Err(CoreError::TaskNotRetryable(
+                    "only a task that ended failed or needs_reauth (or uncertain, with an \
+                     owner's assertion) is retried",
+                ));
+            }
+        }
+        let request = original.request.clone();
+        let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
+        let first = original
+            .record
+            .retry_of
+            .clone()
+            .unwrap_or_else(|| original.id().to_owned());
+        let task = self.new_task(tenant, request, &valid, Some(first.clone()))?;
+        let retries = Counter::Retries { task_id: first };
+        let max = self.config.limits.retries;
+        if !self.store.increment(tenant, &retries, max).await? {
+            return Err(CoreError::TenantLimit {
+                limit: TenantLimit::Retries,
+                max,
+                retry_after: None,
+            });
+        }
+        let admitted = match self.admit_if_queued(&task).await {
+            Ok(admitted) => admitted,
+            Err(e) => {
+                self.uncount(tenant, &retries).await;
+                return Err(e);
+            }
+        };
+        // Claims the original: retried once, its assertion spent.
+        let claimed = self.ledger.claim_attempt(&mut original, task.id()).await;
+        if !matches!(claimed, Ok(true)) {
+            self.uncount(tenant, &retries).await;
+            self.refund(tenant, admitted).await;
+            return Err(claimed.err().unwrap_or(CoreError::TaskNotRetryable(
+                "it was retried at the same time",
+            )));
+        }
+        if let Err(e) = self.ledger.record(&task, None).await {
+            // The original stays claimed: a lost attempt, never a second one.
+            self.refund(tenant, admitted).await;
+            return Err(e);
+        }
+        let mut event = self.event(AuditAction::TaskRetried, AuditOutcome::Ok, &original);
+        event.retry_task_id = Some(task.id().to_owned());
+        self.audit.emit(event);
+        self.audit_created(&task);
+        Ok(Created {
+            record: task.record,
+            replayed: false,
+        })
+    }
+
+    /// Ends every task a stopped runner left `queued` or `running`, honestly: `uncertain`
+    /// if a committing step had started or completed, else `failed` (retryable); the error
+    /// (`runner_stopped`) says the runner stopped. Then every tenant's session counter is
+    /// zeroed (no browser outlives the process).
+    ///
+    /// Call it once at start-up, before serving: with a store shared by several live
+    /// runners it would end tasks another runner is running.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn recover_unfinished(&self) -> Result<Vec<TaskEnd>, CoreError> {
+        let now = self.clock.now();
+        let ended = self
+            .ledger
+            .recover(
+                |_| false,
+                |task| {
+                    recovered(task).apply(&mut task.record);
+                    task.record.finished_at = Some(now);
+                },
+            )
+            .await?;
+        let ended = ended
+            .into_iter()
+            .map(|task| {
+                let mut event = self.event(
+                    AuditAction::TaskRecovered,
+                    audit_outcome(task.record.state),
+                    &task,
+                );
+                event.failed_step = task.record.failed_step;
+                event.error_code = task.record.error.as_ref().map(|e| e.code.clone());
+                self.audit.emit(event);
+                TaskEnd {
+                    callback_url: callback_url(&task),
+                    record: task.record,
+                }
+            })
+            .collect();
+        self.store.clear_sessions().await?;
+        Ok(ended)
+    }
+
+    // ---- helpers --------------------------------------------------------------------------
+
+    pub(super) async fn load(&self, tenant: &str, task_id: &str) -> Result<StoredTask, CoreError> {
+        self.ledger.load(tenant, task_id).await
+    }
+
+    /// Compare-and-swap; on success the in-memory copy follows the stored version.
+    pub(super) async fn save(&self, task: &mut StoredTask) -> Result<bool, CoreError> {
+        self.ledger.save(task).await
+    }
+
+    /// The task an earlier request with the same idempotency key (and body) created.
+    async fn replay(&self, tenant: &str, task_id: &str) -> Result<Created, CoreError> {
+        Ok(Created {
+            record: self.load(tenant, task_id).await?.record,
+            replayed: true,
+        })
+    }
+
+    fn new_task(
+        &self,
+        tenant: &str,
+        request: TaskRequest,
+        valid: &ValidPlan,
+        retry_of: Option<String>,
+    ) -> Result<StoredTask, CoreError> {
+        let token = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
+        let now = self.clock.now();
+        let rule = self.config.approval;
+        let auto = !rule.requires_approval(valid);
+        let record = TaskRecord {
+            task_id: format!("task_{}", token.get(..22).unwrap_or(&token)),
+            state: if auto {
+                TaskState::Queued
+            } else {
+                TaskState::PendingApproval
+            },
+            plan_hash: valid.hash().to_owned(),
+            steps: valid.describe().to_vec(),
+            risk: valid.plan().risk,
+            approval_rule: rule.as_str().to_owned(),
+            approval: auto.then(|| Approval {
+                approved_by: rule.auto_approver(),
+                approved_at: now,
+            }),
+            proposal_id: request.proposal_id.clone(),
+            step_results: Vec::new(),
+            extracted: BTreeMap::new(),
+            screenshots: Vec::new(),
+            failed_step: None,
+            error: None,
+            created_at: now,
+            finished_at: None,
+            started_at: None,
+            retry_of,
+            assertion: None,
+            read_only: false,
+            dry_run: request.dry_run,
+            blocked: Vec::new(),
+            pause: None,
+            takeover_events: Vec::new(),
+            replay: None,
+            session_check: None,
+            browse: false,
+        };
+        Ok(StoredTask {
+            tenant_id: tenant.to_owned(),
+            request,
+            record,
+            version: 0,
+            committing_started: false,
+            retried_by: None,
+        })
+    }
+
+    /// The platform's policy and the request's own scope; refuses what cannot run.
+    pub(super) fn resolve_policy(
+        &self,
+        request: &TaskRequest,
+    ) -> Result<(Option<StrategyPolicy>, Option<SessionScope>), CoreError> {
+        let extra = scope_io::request_scope(request.scope.as_ref())?;
+        let policy = match &request.platform {
+            None => None,
+            Some(platform) => {
+                let registry = self
+                    .platforms
+                    .as_ref()
+                    .ok_or_else(|| CoreError::UnknownPlatform(platform.clone()))?;
+                let strategy = registry.get(platform)?;
+                if !strategy.policy().allow_unattended {
+                    return Err(CoreError::ExecutionDenied {
+                        platform: platform.clone(),
+                        mode: "unattended execution",
+                    });
+                }
+                Some(strategy.policy().clone())
+            }
+        };
+        if request.session.is_some() && request.session_id.is_some() {
+            return Err(CoreError::InvalidInput(
+                "give `session` or `sessionId`, not both".into(),
+            ));
+        }
+        let has_session = request.session.is_some() || request.session_id.is_some();
+        let scoped = extra.is_some() || policy.as_ref().is_some_and(|p| p.scope.is_some());
+        if has_session && !scoped {
+            return Err(CoreError::InvalidInput(
+                "a task with a session needs a scope: `scope`, or a `platform` that declares one"
+                    .into(),
+            ));
+        }
+        Ok((policy, extra))
+    }
+
+    async fn check_session_exists(
+        &self,
+        tenant: &str,
+        request: &TaskRequest,
+    ) -> Result<(), CoreError> {
+        self.session_state(tenant, request).await.map(drop)
+    }
+
+    /// The session the task runs with (unscoped yet).
+    pub(super) async fn session_state(
+        &self,
+        tenant: &str,
+        request: &TaskRequest,
+    ) -> Result<Option<AgentSessionState>, CoreError> {
+        if let Some(state) = &request.session {
+            return Ok(Some(state.clone()));
+        }
+        let Some(session_id) = &request.session_id else {
+            return Ok(None);
+        };
+        let Some(sessions) = &self.sessions else {
+            return Err(CoreError::InvalidInput(
+                "this runner keeps no sessions: send `session` instead of `sessionId`".into(),
+            ));
+        };
+        sessions.load(tenant, session_id).await.map(Some)
+    }
+
+    /// Admission by the tenant limits of the current settings.
+    fn admission(&self) -> TenantAdmission {
+        TenantAdmission::new(
+            Arc::clone(&self.store) as Arc<dyn CounterStore>,
+            self.config.limits,
+            Arc::clone(&self.clock),
+        )
+    }
+
+    pub(super) async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
+        self.admission().admit(tenant).await
+    }
+
+    async fn admit_if_queued(&self, task: &StoredTask) -> Result<Option<time::Date>, CoreError> {
+        if task.record.state == TaskState::Queued {
+            self.admit(&task.tenant_id).await.map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    async fn take_session(&self, tenant: &str) -> Result<(), CoreError> {
+        self.admission().take_session(tenant).await
+    }
+
+    pub(super) async fn release_session(&self, tenant: &str) {
+        self.admission().release_session(tenant).await;
+    }
+
+    pub(super) async fn refund(&self, tenant: &str, admitted: Option<time::Date>) {
+        self.admission().refund(tenant, admitted).await;
+    }
+
+    async fn uncount(&self, tenant: &str, counter: &Counter) {
+        self.admission().uncount(tenant, counter).await;
+    }
+
+    pub(super) fn event(
+        &self,
+        action: AuditAction,
+        outcome: AuditOutcome,
+        task: &StoredTask,
+    ) -> AuditEvent {
+        let platform = task.request.platform.as_deref().unwrap_or(NO_PLATFORM);
+        let mut event = AuditEvent::new(self.clock.now(), action, outcome, platform)
+            .tenant(Some(&task.tenant_id), None);
+        event.task_id = Some(task.id().to_owned());
+        event.proposal_id = task.record.proposal_id.clone();
+        event
+    }
+
+    fn audit_created(&self, task: &StoredTask) {
+        let mut event = self.event(AuditAction::TaskCreated, AuditOutcome::Ok, task);
+        event.approved_by = task.record.approval.as_ref().map(|a| a.approved_by.clone());
+        event.steps = Some(
+            task.request
+                .plan
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(index, step)| AuditStep {
+                    index,
+                    action: step_kind(&step.action).to_owned(),
+                    description: step.description.clone(),
+                })
+                .collect(),
+        );
+        self.audit.emit(event);
+    }
+
+    pub(super) fn audit_run(&self, task: &StoredTask, duration_ms: u64) {
+        let mut event = self.event(AuditAction::TaskRun, audit_outcome(task.record.state), task);
+        event.approved_by = task.record.approval.as_ref().map(|a| a.approved_by.clone());
+        event.executed_at = task.record.started_at;
+        event.steps = Some(
+            task.record
+                .step_results
+                .iter()
+                .map(|r| AuditStep {
+                    index: r.index,
+                    action: r.action.clone(),
+                    description: task
+                        .request
+                        .plan
+                        .steps
+                        .get(r.index)
+                        .map(|s| s.description.clone())
+                        .unwrap_or_default(),
+                })
+                .collect(),
+        );
+        event.screenshots = Some(task.record.screenshots.clone());
+        event.failed_step = task.record.failed_step;
+        event.error_code = task.record.error.as_ref().map(|e| e.code.clone());
+        event.duration_ms = Some(duration_ms);
+        self.audit.emit(event);
+    }
+}
+
+/// The wire name of a planned step's type.
+fn step_kind(action: &abr_protocol::StepAction) -> &'static str {
+    use abr_protocol::StepAction as A;
+    match action {
+        A::Navigate { .. } => "navigate",
+        A::Click { .. } => "click",
+        A::Type { .. } => "type",
+        A::Select { .. } => "select",
+        A::Wait { .. } => "wait",
+        A::Extract { .. } => "extract",
+        A::Screenshot { .. } => "screenshot",
+        A::Assert { .. } => "assert",
+    }
+}
+
+/// How a task a stopped runner left unfinished ends: `uncertain` if a committing step had
+/// started or completed, else `failed` (retryable); the error (`runner_stopped`) says the
+/// runner stopped.
+fn recovered(task: &StoredTask) -> Outcome {
+    let running = matches!(task.record.state, TaskState::Running | TaskState::Paused);
+    let committed =
+        task.committing_started || task.record.step_results.iter().any(|r| r.committing);
+    let next = task.record.step_results.len();
+    let step = (running && next < task.request.plan.steps.len()).then_some(next);
+    if committed {
+        Outcome::Uncertain {
+            step,
+            error: ErrorBody::new(
+                codes::RUNNER_STOPPED,
+                "the runner stopped while the task was running, after a committing \
+                 step had started: it may have happened",
+            ),
+        }
+    } else if running {
+        Outcome::Failed {
+            step,
+            error: ErrorBody::new(
+                codes::RUNNER_STOPPED,
+                "the runner stopped while the task was running, before any committing \
+                 step: safe to retry",
+            )
+            .retryable(true),
+        }
+    } else {
+        Outcome::Failed {
+            step: None,
+            error: ErrorBody::new(
+                codes::RUNNER_STOPPED,
+                "the runner stopped before the task started: nothing ran, safe to retry",
+            )
+            .retryable(true),
+        }
+    }
+}

@@ -1,0 +1,633 @@
+//! A step through the guard rails: the element inspected, the commit guard asked, the
+//! session checked, the page read after it; and the pause a person resolves.
+
+use std::time::Duration;
+
+use abr_core::codes;
+use abr_core::context::TaskContext;
+use abr_core::error::CoreError;
+use abr_core::guard::{ElementFacts, SiteVerdict, detect_pause};
+use abr_core::provider::Lease;
+use abr_core::step_runner::{BrowserAction, StepOutput};
+use abr_core::store::StoredTask;
+use abr_protocol::{
+    BlockedAction, BlockedBy, CommitClass, FramePoint, Pause, PauseReason, TakeoverEvent,
+    TakeoverState, TaskState,
+};
+
+use crate::live_access::LiveSites;
+use crate::step::{Step, guarded};
+use crate::task::outcome::Failure;
+use crate::task::rails;
+use crate::task::rails::Rails;
+use crate::task::runner::TaskRunner;
+
+/// How often one step may pause as `stuck` before the run gives up on it.
+const STUCK_PAUSES: usize = 3;
+
+/// A step's answer: its output, or its failure; and whether it was committing.
+pub(super) type Guarded = Result<(StepOutput, bool), (Failure, bool)>;
+
+fn blocked_message(blocked: &BlockedAction) -> String {
+    let class = match blocked.class {
+        CommitClass::SubmitControl => "a submit control".to_owned(),
+        CommitClass::ButtonInForm => "a button inside a form".to_owned(),
+        CommitClass::CommittingLabel => format!(
+            "a control labelled with the committing verb `{}`",
+            blocked.verb.as_deref().unwrap_or("?")
+        ),
+        CommitClass::FileInput => "a file input".to_owned(),
+        CommitClass::CardField => "a payment card field".to_owned(),
+        CommitClass::EnterSubmitsForm => "Enter in a form that submits".to_owned(),
+        CommitClass::EnterInEditor => {
+            "Enter in an editable region or a text field outside a form".to_owned()
+        }
+        CommitClass::ChoiceMaySubmit => {
+            "a choice whose change may save or submit (a select, checkbox, radio or switch)"
+                .to_owned()
+        }
+        CommitClass::UnrecognisedButton => {
+            "a button with no recognised harmless meaning".to_owned()
+        }
+        CommitClass::Upload => "an upload".to_owned(),
+        CommitClass::NetworkWrite => format!(
+            "a {} request to {} that the page sent",
+            blocked.method.as_deref().unwrap_or("non-GET"),
+            blocked.host.as_deref().unwrap_or("a site")
+        ),
+        CommitClass::WebSocket => format!(
+            "a WebSocket the page opened to {}",
+            blocked.host.as_deref().unwrap_or("a site")
+        ),
+        CommitClass::Unknown => "an element that could not be inspected".to_owned(),
+    };
+    let network = matches!(
+        blocked.class,
+        CommitClass::NetworkWrite | CommitClass::WebSocket
+    );
+    let refused = if network {
+        "was refused below the page: it never left the browser"
+    } else {
+        "was refused before it reached the page"
+    };
+    match blocked.blocked_by {
+        BlockedBy::ReadOnly => format!(
+            "the run is read-only: {class} {refused} (read-only is a property of the platform, \
+             the approved plan or the browse session: retrying changes nothing)"
+        ),
+        BlockedBy::DryRun => {
+            format!("dry run: {class} {refused}; everything before it ran")
+        }
+    }
+}
+
+fn pause_message(reason: PauseReason) -> &'static str {
+    match reason {
+        PauseReason::Challenge => {
+            "the page shows a captcha, a two-factor prompt or a security check"
+        }
+        PauseReason::LoginRequired => {
+            "the page asks to sign in (or the session has no live cookie for the site) and this \
+             run must not sign in"
+        }
+        PauseReason::Paywall => "the page asks to subscribe",
+        PauseReason::AccessBlocked => "the site blocked access (a bot check, Access Denied, 403)",
+        PauseReason::WriteAffordance => {
+            "a read-only run reached a form that submits, pays or uploads"
+        }
+        PauseReason::ConsentRequired => "the run reached a site the tenant has not decided on",
+        PauseReason::Stuck => "the same control failed repeatedly",
+        PauseReason::NeedsInput => "the form requires a value the plan does not give",
+    }
+}
+
+fn stuck_kind(failure: &Failure) -> bool {
+    [
+        codes::ELEMENT_NOT_FOUND,
+        codes::STEP_REJECTED,
+        codes::STEP_TIMEOUT,
+    ]
+    .contains(&failure.body.code.as_str())
+}
+
+/// After a failure on a control: `Err` ends the step (a committing step, no handoff, another
+/// kind of failure, or enough pauses); `Ok(false)` tries again; `Ok(true)` pauses `stuck`
+/// (the second failure in a row).
+fn retry_or_stuck(
+    failure: Failure,
+    committing: bool,
+    rails: &Rails,
+    failures: &mut usize,
+    stuck_pauses: usize,
+) -> Result<bool, (Failure, bool)> {
+    *failures += 1;
+    if committing
+        || rails.handoff_wait.is_none()
+        || !stuck_kind(&failure)
+        || stuck_pauses >= STUCK_PAUSES
+    {
+        Err((failure, committing))
+    } else {
+        Ok(*failures >= 2)
+    }
+}
+
+fn event_name(state: TakeoverState) -> &'static str {
+    match state {
+        TakeoverState::Requested => "takeover_required",
+        TakeoverState::Active => "takeover_active",
+        TakeoverState::Resumed => "takeover_resumed",
+        TakeoverState::Ended => "takeover_ended",
+        TakeoverState::Expired => "takeover_expired",
+    }
+}
+
+impl<C: TaskContext> TaskRunner<C> {
+    /// One plan step through the rails. A non-committing step that fails on its control is
+    /// tried again, then pauses `stuck` (with a handoff), and runs again after a resume.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the run's parts, borrowed separately"
+    )]
+    pub(super) async fn guarded_step(
+        &self,
+        task: &mut StoredTask,
+        rails: &mut Rails,
+        lease: &Lease<C>,
+        index: usize,
+        action: &BrowserAction,
+        timeout: Duration,
+    ) -> Guarded {
+        let context = lease.context();
+        if let BrowserAction::Navigate { url } = action
+            && rails.sites.verdict(&rails::host_of(url.as_str())) == SiteVerdict::Denied
+        {
+            return Err((
+                Failure::refusal(
+                    codes::SITE_DENIED,
+                    "the step opens a site the tenant denied: nothing was opened",
+                ),
+                false,
+            ));
+        }
+        let mut failures = 0;
+        let mut stuck_pauses = 0;
+        let mut reopened = false;
+        loop {
+            let facts = match rails::target(action) {
+                None if matches!(action, BrowserAction::Press { .. }) => {
+                    // A key pressed on the page reaches whatever has the focus: judge that.
+                    self.inspect_focused(context, timeout).await
+                }
+                None => None,
+                Some(selector) => match self.inspect(context, selector, timeout).await {
+                    Ok(facts) => Some(facts),
+                    Err(failure) => {
+                        if retry_or_stuck(failure, false, rails, &mut failures, stuck_pauses)? {
+                            stuck_pauses += 1;
+                            failures = 0;
+                            self.stuck(task, rails, lease, index).await?;
+                        }
+                        continue;
+                    }
+                },
+            };
+            let committing = match rails.guard.check(action, facts.as_ref()) {
+                Ok(committing) => committing,
+                Err(mut blocked) => {
+                    blocked.step = Some(index);
+                    if let Some(frames) = &rails.frames {
+                        frames
+                            .capture(context, FramePoint::Blocker, action.kind())
+                            .await;
+                    }
+                    let failure =
+                        Failure::refusal(codes::BLOCKED_ACTION, blocked_message(&blocked));
+                    task.record.blocked.push(blocked);
+                    return Err((failure, false));
+                }
+            };
+            if let Some(c) = committing {
+                if self
+                    .before_commit(task, rails, lease, index, c.class, facts.as_ref())
+                    .await
+                    .map_err(|f| (f, false))?
+                {
+                    // A person resumed a pause: look at the element again.
+                    continue;
+                }
+                if !task.committing_started {
+                    crate::commit_watch::committing()
+                        .await
+                        .map_err(|e| (Failure::store(&e), false))?;
+                    // Saved before the step starts: a restart after this point knows the
+                    // task may have acted.
+                    task.committing_started = true;
+                    self.save_progress(task).await.map_err(|f| (f, false))?;
+                    rails.network.already_marked();
+                }
+            }
+            let stepped = self.step(context, action, timeout).await;
+            let is_committing = match self.network_after(task, rails, lease, index).await {
+                Ok(wrote) => committing.is_some() || wrote,
+                Err(failure) => return Err((failure, committing.is_some())),
+            };
+            match stepped {
+                Ok(output) => return Ok((output, is_committing)),
+                Err(failure)
+                    if failure.body.code == codes::NAVIGATION_FAILED
+                        && matches!(action, BrowserAction::Navigate { .. })
+                        && !reopened =>
+                {
+                    reopened = true;
+                    // An error page may be a block (a 403, a bot check): read it, and go
+                    // again after a person cleared it.
+                    if self
+                        .checkpoint(task, rails, lease, Some(index))
+                        .await
+                        .map_err(|f| (f, false))?
+                    {
+                        continue;
+                    }
+                    return Err((failure, false));
+                }
+                Err(failure) => {
+                    if retry_or_stuck(failure, is_committing, rails, &mut failures, stuck_pauses)? {
+                        stuck_pauses += 1;
+                        failures = 0;
+                        self.stuck(task, rails, lease, index).await?;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads what the network did during step `index`: requests the gate refused make it a
+    /// refused step (recorded in `blocked`, a blocker frame taken; nothing left the
+    /// browser); a write that could not be announced or marked fails it (it never left);
+    /// `Ok(true)`: a write to the run's own sites left, the step was committing.
+    pub(super) async fn network_after(
+        &self,
+        task: &mut StoredTask,
+        rails: &mut Rails,
+        lease: &Lease<C>,
+        index: usize,
+    ) -> Result<bool, Failure> {
+        let net = rails.network.take();
+        if net.wrote {
+            task.committing_started = true;
+        }
+        if let Some(why) = net.unannounced {
+            return Err(Failure::store(&CoreError::Provider(
+                abr_core::error::ProviderError::new(
+                    abr_core::error::ProviderErrorKind::Unavailable,
+                    format!(
+                        "the page sent a write that could not be announced or recorded first, so                      the browser never sent it ({why})"
+                    ),
+                ),
+            )));
+        }
+        let Some(first) = net.blocked.first().cloned() else {
+            return Ok(net.wrote);
+        };
+        if let Some(frames) = &rails.frames {
+            frames
+                .capture(lease.context(), FramePoint::Blocker, "network")
+                .await;
+        }
+        let count = net.blocked.len();
+        for mut blocked in net.blocked {
+            blocked.step = Some(index);
+            task.record.blocked.push(blocked);
+        }
+        let mut message = blocked_message(&first);
+        if count > 1 {
+            message.push_str(&format!(" ({count} requests refused)"));
+        }
+        Err(Failure::refusal(codes::BLOCKED_ACTION, message))
+    }
+
+    /// Pauses `stuck` before step `index` (its failure is not a committing one).
+    async fn stuck(
+        &self,
+        task: &mut StoredTask,
+        rails: &mut Rails,
+        lease: &Lease<C>,
+        index: usize,
+    ) -> Result<(), (Failure, bool)> {
+        self.pause(task, rails, lease, PauseReason::Stuck, Some(index))
+            .await
+            .map_err(|f| (f, false))
+    }
+
+    /// Before a committing action: a form with an empty required field pauses
+    /// `needs_input`; a run with a session checks its cookies for the site once (names and
+    /// expiry only) and pauses `login_required` when none is live. `Ok(true)`: a pause was
+    /// resumed, look again.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the run's parts, borrowed separately"
+    )]
+    async fn before_commit(
+        &self,
+        task: &mut StoredTask,
+        rails: &mut Rails,
+        lease: &Lease<C>,
+        index: usize,
+        class: CommitClass,
+        facts: Option<&ElementFacts>,
+    ) -> Result<bool, Failure> {
+        let submits = matches!(
+            class,
+            CommitClass::SubmitControl | CommitClass::EnterSubmitsForm | CommitClass::ButtonInForm
+        );
+        if submits && facts.is_some_and(|f| f.form_missing_required) {
+            self.pause(task, rails, lease, PauseReason::NeedsInput, Some(index))
+                .await?;
+            return Ok(true);
+        }
+        if rails.has_session && task.record.session_check.is_none() {
+            let host = rails::host_of(&rails.last_url);
+            let timeout = self.config().export_timeout;
+            if let Step::Done(state) = guarded(timeout, lease.context().export_state()).await {
+                let now = self.clock.now().unix_timestamp() as f64;
+                let facts = rails::cookie_facts(&state, &host, now);
+                let out = rails::signed_out(&facts);
+                task.record.session_check = Some(facts);
+                if out {
+                    self.pause(task, rails, lease, PauseReason::LoginRequired, Some(index))
+                        .await?;
+                    // Checked again after the person signed in.
+                    task.record.session_check = None;
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Reads the page after a step (and after the first navigation): a denied site stops
+    /// the run; a site nobody decided on, or a page that calls for a person, pauses it. A
+    /// block still there after a resume ends the run: it never goes past one. `Ok(true)`:
+    /// a person resumed a pause on the way.
+    pub(super) async fn checkpoint(
+        &self,
+        task: &mut StoredTask,
+        rails: &mut Rails,
+        lease: &Lease<C>,
+        next_step: Option<usize>,
+    ) -> Result<bool, Failure> {
+        let context = lease.context();
+        let timeout = self
+            .config()
+            .default_step_timeout
+            .min(Duration::from_secs(10));
+        let mut resumed: Option<PauseReason> = None;
+        loop {
+            let refused = rails.sites.refused();
+            if refused > rails.refused_seen {
+                rails.refused_seen = refused;
+                return Err(Failure::refusal(
+                    codes::SITE_DENIED,
+                    "the page tried to open a site the tenant denied: the browser aborted the \
+                     request and the run stopped",
+                ));
+            }
+            // A page that cannot be read is not a reason to stop: the next step or the
+            // verification finds out.
+            let Step::Done(signals) = guarded(timeout, context.signals(timeout)).await else {
+                return Ok(resumed.is_some());
+            };
+            rails.last_url.clone_from(&signals.url);
+            let host = rails::host_of(&signals.url);
+            let page = rails::page_key(&signals.url);
+            let reason = if host.is_empty() {
+                None
+            } else {
+                match rails.sites.verdict(&host) {
+                    SiteVerdict::Denied => {
+                        return Err(Failure::refusal(
+                            codes::SITE_DENIED,
+                            "the browser reached a site the tenant denied: the run stopped",
+                        ));
+                    }
+                    SiteVerdict::Unknown => Some(PauseReason::ConsentRequired),
+                    SiteVerdict::Allowed => detect_pause(&signals, rails.rules),
+                }
+            };
+            let reason = reason.filter(|r| !rails.acknowledged.contains(&(*r, page.clone())));
+            let Some(reason) = reason else {
+                return Ok(resumed.is_some());
+            };
+            if resumed == Some(reason) {
+                return Err(Failure::refusal(
+                    reason.as_str(),
+                    format!(
+                        "{} and was still there after the takeover was resumed: the run never \
+                         goes past it",
+                        pause_message(reason)
+                    ),
+                ));
+            }
+            self.pause(task, rails, lease, reason, next_step).await?;
+            if reason == PauseReason::WriteAffordance {
+                // The person let it read the page: the form stays untouchable (the guard),
+                // the page is not a reason to stop again.
+                rails.acknowledged.insert((reason, page));
+            }
+            resumed = Some(reason);
+        }
+    }
+
+    /// Pauses the run for a person: without a handoff the run ends with the reason as its
+    /// error; with one, it registers the takeover, records `paused`, and waits for it to be
+    /// resumed (`Ok`), ended or expired (the run stops without acting).
+    pub(super) async fn pause(
+        &self,
+        task: &mut StoredTask,
+        rails: &mut Rails,
+        lease: &Lease<C>,
+        reason: PauseReason,
+        step: Option<usize>,
+    ) -> Result<(), Failure> {
+        if let Some(frames) = &rails.frames {
+            frames
+                .capture(lease.context(), FramePoint::Pause, reason.as_str())
+                .await;
+        }
+        let Some(wait) = rails.handoff_wait else {
+            return Err(Failure::refusal(
+                reason.as_str(),
+                format!(
+                    "{}: the run stopped (send `handoff` to wait for a person instead)",
+                    pause_message(reason)
+                ),
+            ));
+        };
+        let sites = LiveSites::new(&rails.last_url, None);
+        let mut pending = self
+            .handoffs
+            .request(
+                &task.tenant_id,
+                &task.record.task_id,
+                reason,
+                lease.context_handle(),
+                sites,
+                wait,
+            )
+            .map_err(|e| Failure::store(&e))?;
+        task.record.state = TaskState::Paused;
+        task.record.pause = Some(Pause {
+            takeover_id: pending.takeover_id().to_owned(),
+            reason,
+            step,
+            state: TakeoverState::Requested,
+            paused_at: self.clock.now(),
+            expires_at: pending.expires_at(),
+        });
+        self.takeover_event(task, TakeoverState::Requested);
+        self.save_progress(task).await?;
+        let end = loop {
+            let state = pending.next().await;
+            rails.network.set_person(state == TakeoverState::Active);
+            if let Some(pause) = &mut task.record.pause {
+                pause.state = state;
+            }
+            if state == TakeoverState::Resumed {
+                task.record.state = TaskState::Running;
+            }
+            self.takeover_event(task, state);
+            self.save_progress(task).await?;
+            if state.is_final() {
+                break state;
+            }
+        };
+        drop(pending);
+        rails.network.set_person(false);
+        match end {
+            TakeoverState::Resumed => {
+                if reason == PauseReason::ConsentRequired
+                    && let Some(store) = &self.sites
+                {
+                    let entries = store
+                        .sites(&task.tenant_id)
+                        .await
+                        .map_err(|e| Failure::store(&e))?;
+                    rails
+                        .sites
+                        .set_entries(entries.into_iter().map(|e| (e.domain, e.decision)));
+                }
+                Ok(())
+            }
+            TakeoverState::Ended => Err(Failure::refusal(
+                codes::TAKEOVER_ENDED,
+                format!(
+                    "the run paused ({}) and the takeover was ended: it stopped without acting",
+                    reason.as_str()
+                ),
+            )),
+            _ => Err(Failure::refusal(
+                codes::TAKEOVER_EXPIRED,
+                format!(
+                    "the run paused ({}) and nobody resumed it in time: it stopped without \
+                     acting",
+                    reason.as_str()
+                ),
+            )),
+        }
+    }
+
+    fn takeover_event(&self, task: &mut StoredTask, state: TakeoverState) {
+        let Some(pause) = &task.record.pause else {
+            return;
+        };
+        let event = TakeoverEvent {
+            event: event_name(state).to_owned(),
+            run_id: task.record.task_id.clone(),
+            takeover_id: pause.takeover_id.clone(),
+            reason: pause.reason,
+            state,
+            at: self.clock.now(),
+        };
+        if let Some(sink) = &self.takeover_sink {
+            sink.emit(&event);
+        }
+        task.record.takeover_events.push(event);
+    }
+
+    /// The facts of the focused element; `None` when only the document has the focus or
+    /// it cannot be read (a key pressed then counts as the rule says without facts).
+    async fn inspect_focused(&self, context: &C, timeout: Duration) -> Option<ElementFacts> {
+        match guarded(
+            timeout + self.config().step_grace,
+            context.inspect_focused(timeout),
+        )
+        .await
+        {
+            Step::Done(facts) => facts,
+            Step::Error(_) | Step::TimedOut | Step::Panicked => None,
+        }
+    }
+
+    async fn inspect(
+        &self,
+        context: &C,
+        selector: &abr_protocol::Selector,
+        timeout: Duration,
+    ) -> Result<ElementFacts, Failure> {
+        match guarded(
+            timeout + self.config().step_grace,
+            context.inspect(selector, timeout),
+        )
+        .await
+        {
+            Step::Done(facts) => Ok(facts),
+            Step::Error(failure) => Err(Failure::from_step(failure)),
+            Step::TimedOut => Err(Failure::new(
+                codes::STEP_TIMEOUT,
+                format!(
+                    "the element did not appear within {} ms",
+                    timeout.as_millis()
+                ),
+            )),
+            Step::Panicked => Err(Failure::new(
+                codes::STEP_PANICKED,
+                "the browser failed unexpectedly reading the element",
+            )),
+        }
+    }
+
+    // ---- takeovers ------------------------------------------------------------------------
+
+    /// `requested → active` for a paused task of `tenant`: the live token for the person.
+    ///
+    /// # Errors
+    /// [`CoreError::TaskNotFound`], [`CoreError::NoTakeover`] (not paused),
+    /// [`CoreError::TakeoverState`] (already over).
+    pub async fn take_over(
+        &self,
+        tenant: &str,
+        task_id: &str,
+    ) -> Result<crate::handoff::ActiveTakeover, CoreError> {
+        self.load(tenant, task_id).await?;
+        self.handoffs.activate(tenant, task_id)
+    }
+
+    /// `requested | active → resumed`: the run continues where it stopped.
+    ///
+    /// # Errors
+    /// As [`Self::take_over`].
+    pub async fn resume(&self, tenant: &str, task_id: &str) -> Result<String, CoreError> {
+        self.load(tenant, task_id).await?;
+        self.handoffs.resume(tenant, task_id)
+    }
+
+    /// `requested | active → ended`: the run stops without acting.
+    ///
+    /// # Errors
+    /// As [`Self::take_over`].
+    pub async fn end_takeover(&self, tenant: &str, task_id: &str) -> Result<String, CoreError> {
+        self.load(tenant, task_id).await?;
+        self.handoffs.end(tenant, task_id)
+    }
+}

@@ -1,0 +1,234 @@
+//! The guard rails of one run: what it may commit ([`RunGuard`]), where it may go
+//! ([`SitePolicy`]), when it stops for a person ([`PauseRules`]), and its frames.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use abr_core::guard::{FrameRecorder, PauseRules, RunGuard, SiteFilter, SitePolicy, SiteVerdict};
+use abr_core::step_runner::BrowserAction;
+use abr_protocol::{
+    AgentSessionState, CookieFact, FramePoint, PauseReason, Selector, SiteDecision,
+};
+
+use crate::task::network::RunNetwork;
+
+/// A run's site policy, shared with the browser's navigation filter so a decision taken
+/// during a pause applies at once.
+#[derive(Debug, Default)]
+pub(crate) struct SharedSites {
+    policy: RwLock<SitePolicy>,
+    /// Documents the browser's filter aborted.
+    refused: AtomicUsize,
+}
+
+impl SharedSites {
+    pub(crate) fn new(policy: SitePolicy) -> Arc<Self> {
+        Arc::new(Self {
+            policy: RwLock::new(policy),
+            refused: AtomicUsize::new(0),
+        })
+    }
+
+    pub(crate) fn verdict(&self, host: &str) -> SiteVerdict {
+        self.policy
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .verdict(host)
+    }
+
+    /// Whether the tenant decided on any site (else the browser needs no filter: nothing
+    /// is denied, and a new site pauses at the next checkpoint).
+    pub(crate) fn has_entries(&self) -> bool {
+        self.policy
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .has_entries()
+    }
+
+    /// How many documents the browser's filter aborted so far.
+    pub(crate) fn refused(&self) -> usize {
+        self.refused.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn set_entries(&self, entries: impl IntoIterator<Item = (String, SiteDecision)>) {
+        self.policy
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .set_entries(entries);
+    }
+}
+
+impl SiteFilter for SharedSites {
+    /// Denied sites never load; a site nobody decided on loads (the run then pauses for
+    /// consent before it acts there).
+    fn may_open(&self, host: &str) -> bool {
+        let may = self.verdict(host) != SiteVerdict::Denied;
+        if !may {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+        }
+        may
+    }
+}
+
+/// The rails of one run.
+pub(crate) struct Rails {
+    pub(crate) guard: RunGuard,
+    /// The gate below the page: what may leave the browser, and the mark before the first
+    /// write.
+    pub(crate) network: Arc<RunNetwork>,
+    pub(crate) rules: PauseRules,
+    pub(crate) sites: Arc<SharedSites>,
+    pub(crate) frames: Option<FrameRecorder>,
+    /// The run takes screenshots (its frames, and a plan's screenshot steps): the tenant's
+    /// switch and the platform's setting, as recorded when it started.
+    pub(crate) evidence: bool,
+    /// How long a pause waits for a person; `None`: a handoff ends the run.
+    pub(crate) handoff_wait: Option<Duration>,
+    /// The run carries a session: check its cookies before the first committing action.
+    pub(crate) has_session: bool,
+    /// Pauses a person already resumed on this page (reason, page without query).
+    pub(crate) acknowledged: HashSet<(PauseReason, String)>,
+    /// The page's URL at the last checkpoint.
+    pub(crate) last_url: String,
+    /// Documents the site filter had aborted at the last checkpoint.
+    pub(crate) refused_seen: usize,
+}
+
+impl std::fmt::Debug for Rails {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rails")
+            .field("guard", &self.guard)
+            .field("network", &self.network)
+            .field("rules", &self.rules)
+            .field("frames", &self.frames.as_ref().map(FrameRecorder::is_on))
+            .field("handoff_wait", &self.handoff_wait)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rails {
+    /// The rails of a run with these properties.
+    pub(crate) fn new(
+        guard: RunGuard,
+        network: Arc<RunNetwork>,
+        has_session: bool,
+        sites: SitePolicy,
+        handoff_wait: Option<Duration>,
+    ) -> Self {
+        let read_only = guard.refuses() == Some(abr_protocol::BlockedBy::ReadOnly);
+        Self {
+            guard,
+            network,
+            rules: PauseRules {
+                may_sign_in: !has_session && !read_only,
+                read_only,
+            },
+            sites: SharedSites::new(sites),
+            frames: None,
+            evidence: true,
+            handoff_wait,
+            has_session,
+            acknowledged: HashSet::new(),
+            last_url: String::new(),
+            refused_seen: 0,
+        }
+    }
+}
+
+/// The page a pause is acknowledged for: scheme, host, port and path.
+pub(crate) fn page_key(url: &str) -> String {
+    abr_core::guard::frame_url(url).0
+}
+
+/// The host of a URL, lower-case (empty when it has none).
+pub(crate) fn host_of(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+        .unwrap_or_default()
+}
+
+/// The element an action works on, if any.
+pub(crate) fn target(action: &BrowserAction) -> Option<&Selector> {
+    match action {
+        BrowserAction::Click { selector }
+        | BrowserAction::Type { selector, .. }
+        | BrowserAction::Select { selector, .. }
+        | BrowserAction::Upload { selector, .. } => Some(selector),
+        BrowserAction::Press {
+            selector: Some(selector),
+            ..
+        } => Some(selector),
+        _ => None,
+    }
+}
+
+/// Where the frame after `action` is taken, if one is: after a navigation, an accepted
+/// click or Enter, a wait.
+pub(crate) fn frame_point(action: &BrowserAction) -> Option<FramePoint> {
+    match action {
+        BrowserAction::Navigate { .. } | BrowserAction::Back => Some(FramePoint::Navigation),
+        BrowserAction::Click { .. } | BrowserAction::Type { submit: true, .. } => {
+            Some(FramePoint::Click)
+        }
+        BrowserAction::Press { key, .. } if is_activation(key) => Some(FramePoint::Click),
+        BrowserAction::Wait { .. } => Some(FramePoint::Wait),
+        _ => None,
+    }
+}
+
+/// Whether the page may have moved on after `action`, so that a checkpoint reads it again:
+/// a navigation, a click, an Enter, a wait (often for what a click started). Typing,
+/// choosing, uploading and reading do not (a page that changes on a keystroke is read at
+/// the next of these).
+pub(crate) fn may_change_page(action: &BrowserAction) -> bool {
+    match action {
+        BrowserAction::Press { key, .. } => is_activation(key),
+        _ => matches!(
+            action,
+            BrowserAction::Navigate { .. }
+                | BrowserAction::Back
+                | BrowserAction::Click { .. }
+                | BrowserAction::Type { submit: true, .. }
+                | BrowserAction::Wait { .. }
+        ),
+    }
+}
+
+/// Whether pressing `key` may activate something (an Enter or a Space among its keys): the
+/// page may move on.
+fn is_activation(key: &str) -> bool {
+    abr_core::guard::activation_key(key)
+}
+
+/// The session's cookies for `host`: names, domains and expiry, never values.
+pub(crate) fn cookie_facts(
+    state: &AgentSessionState,
+    host: &str,
+    now_unix: f64,
+) -> Vec<CookieFact> {
+    state
+        .cookies
+        .iter()
+        .filter(|c| {
+            let domain = c.domain.trim_start_matches('.').to_ascii_lowercase();
+            host == domain || host.ends_with(&format!(".{domain}"))
+        })
+        .map(|c| {
+            let expires = (c.expires > 0.0).then_some(c.expires);
+            CookieFact {
+                name: c.name.clone(),
+                domain: c.domain.clone(),
+                expires,
+                expired: expires.is_some_and(|e| e <= now_unix),
+            }
+        })
+        .collect()
+}
+
+/// Whether the cookie facts show no live session: none for the site, or every one expired.
+pub(crate) fn signed_out(facts: &[CookieFact]) -> bool {
+    facts.iter().all(|f| f.expired)
+}

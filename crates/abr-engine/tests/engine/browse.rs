@@ -1,0 +1,440 @@
+//! Browse sessions on fakes: a brain opens a session, reads snapshots, acts on references;
+//! every action goes through the rails (read-only and dry run refuse committing actions
+//! before they reach the page), handoffs are reported once per page, references are checked
+//! before anything reaches the browser, idle sessions close, and a closed session gives its
+//! browser and its tenant's slot back and leaves a record that never holds what was typed.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_core::guard::{ElementFacts, PageSignals};
+use abr_core::limits::TenantLimits;
+use abr_core::store::{InMemoryTaskStore, TaskStore};
+use abr_core::testing::{FakeContext, FakePage, FakeProvider};
+use abr_core::{CoreError, DynSessionProvider};
+use abr_engine::task::{BrowseConfig, TaskConfig, TaskRunner};
+use abr_protocol::{
+    ActOutcome, BlockedBy, BrowseAction, BrowseRequest, CommitClass, PauseReason, SecretValue,
+    TaskState,
+};
+use serde_json::json;
+
+const T: &str = "tenant-a";
+const TYPED: &str = "canary-7f3e-shoes";
+
+struct H {
+    provider: Arc<FakeProvider>,
+    page: Arc<FakePage>,
+    runner: TaskRunner<FakeContext>,
+}
+
+fn h_with(config: TaskConfig) -> H {
+    let provider = Arc::new(FakeProvider::new());
+    let page = provider.page();
+    let dyn_provider: DynSessionProvider<FakeContext> = provider.clone();
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::default());
+    let runner = TaskRunner::new(dyn_provider, store)
+        .with_config(config)
+        .with_browse_config(BrowseConfig {
+            act_timeout: Duration::from_millis(300),
+            ..BrowseConfig::default()
+        });
+    // e1 = #next (a link), e2 = #pay (a button labelled Pay now), e3 = #q (a search field).
+    page.set_facts(
+        "#next",
+        ElementFacts {
+            tag: "a".into(),
+            name: "Next page".into(),
+            ..ElementFacts::default()
+        },
+    );
+    page.set_facts(
+        "#pay",
+        ElementFacts {
+            tag: "button".into(),
+            input_type: Some("button".into()),
+            name: "Pay now".into(),
+            ..ElementFacts::default()
+        },
+    );
+    page.set_facts(
+        "#q",
+        ElementFacts {
+            tag: "input".into(),
+            input_type: Some("search".into()),
+            name: "Search".into(),
+            ..ElementFacts::default()
+        },
+    );
+    page.set_text("Shop");
+    H {
+        provider,
+        page,
+        runner,
+    }
+}
+
+fn h() -> H {
+    h_with(TaskConfig::default())
+}
+
+fn open(read_only: bool, dry_run: bool) -> BrowseRequest {
+    serde_json::from_value(json!({
+        "url": "https://shop.example/cart",
+        "readOnly": read_only,
+        "dryRun": dry_run,
+    }))
+    .unwrap()
+}
+
+fn click(r: &str) -> BrowseAction {
+    BrowseAction::Click {
+        reference: r.into(),
+    }
+}
+
+fn type_into(r: &str) -> BrowseAction {
+    BrowseAction::Type {
+        reference: r.into(),
+        text: SecretValue::new(TYPED),
+        submit: false,
+    }
+}
+
+#[tokio::test]
+async fn a_brain_reads_acts_and_closes_and_the_record_says_what_it_did() {
+    let h = h();
+    h.page.text_after("#pay", "Paid");
+    let opened = h.runner.browse_open(T, open(false, false)).await.unwrap();
+    assert_eq!(opened.first.outcome, ActOutcome::Done);
+    let refs: Vec<(&str, &str)> = opened
+        .first
+        .snapshot
+        .elements
+        .iter()
+        .map(|e| (e.reference.as_str(), e.name.as_str()))
+        .collect();
+    assert_eq!(
+        refs,
+        [("e1", "Next page"), ("e2", "Pay now"), ("e3", "Search")]
+    );
+    let id = opened.browse_id.clone();
+    assert!(id.starts_with("browse_"), "{id}");
+
+    let typed = h.runner.browse_act(T, &id, type_into("e3")).await.unwrap();
+    assert_eq!(typed.outcome, ActOutcome::Done);
+    assert!(!typed.committing, "typing in a search box commits nothing");
+    let paid = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    assert_eq!(paid.outcome, ActOutcome::Done);
+    assert!(paid.committing, "Pay now commits");
+    assert_eq!(paid.snapshot.text, "Paid", "the click reached the page");
+
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert!(record.browse);
+    assert_eq!(record.state, TaskState::Running);
+    assert_eq!(record.step_results.len(), 3, "navigate, type, click");
+    assert_eq!(h.provider.open_leases(), 1);
+
+    let closed = h.runner.browse_close(T, &id).await.unwrap();
+    assert_eq!((closed.actions, closed.committing), (3, 1));
+    assert_eq!(h.provider.open_leases(), 0, "the browser is released");
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert_eq!(record.state, TaskState::Closed);
+    assert!(record.approval.is_none(), "nothing was approved");
+    assert_eq!(
+        record.steps,
+        [
+            "open https://shop.example/cart",
+            "type into e3 (input \"Search\")",
+            "click e2 (button \"Pay now\")",
+        ]
+    );
+    let stored = serde_json::to_string(&record).unwrap();
+    assert!(!stored.contains(TYPED), "what was typed is never recorded");
+    // Closed is closed.
+    let again = h.runner.browse_act(T, &id, click("e1")).await.unwrap_err();
+    assert!(matches!(again, CoreError::BrowseNotFound), "{again:?}");
+}
+
+#[tokio::test]
+async fn a_read_only_session_cannot_click_pay_and_a_dry_run_rehearses() {
+    for (read_only, dry_run, by) in [
+        (true, false, BlockedBy::ReadOnly),
+        (false, true, BlockedBy::DryRun),
+        (true, true, BlockedBy::ReadOnly),
+    ] {
+        let h = h();
+        h.page.text_after("#pay", "Paid");
+        let opened = h
+            .runner
+            .browse_open(T, open(read_only, dry_run))
+            .await
+            .unwrap();
+        assert_eq!((opened.read_only, opened.dry_run), (read_only, dry_run));
+        let id = opened.browse_id;
+        // Reading and typing in a search box are not committing: allowed.
+        let typed = h.runner.browse_act(T, &id, type_into("e3")).await.unwrap();
+        assert_eq!(typed.outcome, ActOutcome::Done);
+        let refused = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+        assert_eq!(refused.outcome, ActOutcome::Refused, "{refused:?}");
+        assert!(!refused.committing);
+        let blocked = refused.blocked.unwrap();
+        assert_eq!(blocked.blocked_by, by);
+        assert_eq!(blocked.class, CommitClass::CommittingLabel);
+        assert_eq!(blocked.verb.as_deref(), Some("pay"));
+        assert_eq!(
+            refused.error.unwrap().code,
+            "blocked_action",
+            "the refusal is typed"
+        );
+        assert_eq!(h.page.text(), "Shop", "the click never reached the page");
+        // Enter on the button is a click on it: refused too.
+        let pressed = h
+            .runner
+            .browse_act(
+                T,
+                &id,
+                BrowseAction::Press {
+                    reference: Some("e2".into()),
+                    key: "Enter".into(),
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(pressed.outcome, ActOutcome::Refused, "{pressed:?}");
+        // The link is not committing: it goes.
+        let next = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+        assert_eq!(next.outcome, ActOutcome::Done);
+        let record = h.runner.get(T, &id).await.unwrap();
+        assert_eq!(record.blocked.len(), 2);
+        assert!(!record.step_results.iter().any(|r| r.committing));
+        h.runner.browse_close(T, &id).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn references_are_checked_before_anything_reaches_the_browser() {
+    let h = h();
+    let id = h
+        .runner
+        .browse_open(T, open(false, false))
+        .await
+        .unwrap()
+        .browse_id;
+    let before = h.runner.get(T, &id).await.unwrap().step_results.len();
+    // A selector smuggled in as a reference.
+    for bad in ["e1\"], #pay, [x=\"", "#pay", "e", "e12345678", ""] {
+        let e = h.runner.browse_act(T, &id, click(bad)).await.unwrap_err();
+        assert!(matches!(e, CoreError::InvalidInput(_)), "{bad:?}: {e:?}");
+    }
+    // A reference no snapshot gave.
+    let e = h.runner.browse_act(T, &id, click("e99")).await.unwrap_err();
+    assert!(matches!(e, CoreError::RefNotFound(_)), "{e:?}");
+    // Not an http(s) URL.
+    for url in ["file:///etc/passwd", "javascript:alert(1)", "not a url"] {
+        let e = h
+            .runner
+            .browse_act(T, &id, BrowseAction::Navigate { url: url.into() })
+            .await
+            .unwrap_err();
+        assert!(matches!(e, CoreError::InvalidInput(_)), "{url}: {e:?}");
+    }
+    let e = h
+        .runner
+        .browse_act(
+            T,
+            &id,
+            BrowseAction::Press {
+                reference: None,
+                key: "x".repeat(41),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, CoreError::InvalidInput(_)), "{e:?}");
+    assert_eq!(
+        h.runner.get(T, &id).await.unwrap().step_results.len(),
+        before,
+        "nothing was acted on"
+    );
+    // Another tenant does not see the session at all.
+    for e in [
+        h.runner
+            .browse_act("tenant-b", &id, click("e1"))
+            .await
+            .unwrap_err(),
+        h.runner.browse_snapshot("tenant-b", &id).await.unwrap_err(),
+        h.runner.browse_close("tenant-b", &id).await.unwrap_err(),
+    ] {
+        assert!(matches!(e, CoreError::BrowseNotFound), "{e:?}");
+    }
+    h.runner.browse_close(T, &id).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_handoff_is_reported_once_per_page_and_the_session_stays_open() {
+    let h = h();
+    let id = h
+        .runner
+        .browse_open(T, open(false, false))
+        .await
+        .unwrap()
+        .browse_id;
+    h.page.set_signals(Some(PageSignals {
+        url: "https://shop.example/verify".into(),
+        status: Some(200),
+        captcha: true,
+        text: "verify you are human".into(),
+        ..PageSignals::default()
+    }));
+    let first = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(first.outcome, ActOutcome::Paused, "{first:?}");
+    assert_eq!(first.pause.unwrap().reason, PauseReason::Challenge);
+    let second = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(
+        second.outcome,
+        ActOutcome::Done,
+        "the brain was told; the session goes on"
+    );
+    h.runner.browse_close(T, &id).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
+    let config = TaskConfig {
+        limits: TenantLimits {
+            concurrent_sessions: 1,
+            ..TenantLimits::default()
+        },
+        ..TaskConfig::default()
+    };
+    let h = h_with(config);
+    let mut request = open(false, false);
+    request.idle_seconds = Some(5);
+    let id = h
+        .runner
+        .browse_open(T, request.clone())
+        .await
+        .unwrap()
+        .browse_id;
+    // The tenant's one session is taken.
+    let e = h.runner.browse_open(T, request.clone()).await.unwrap_err();
+    assert!(matches!(e, CoreError::TenantLimit { .. }), "{e:?}");
+    tokio::time::advance(Duration::from_secs(3)).await;
+    assert_eq!(h.runner.browse_sweep().await, 0, "not idle long enough");
+    h.runner.browse_snapshot(T, &id).await.unwrap();
+    tokio::time::advance(Duration::from_secs(4)).await;
+    assert_eq!(h.runner.browse_sweep().await, 0, "a call resets the clock");
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert_eq!(h.runner.browse_sweep().await, 1);
+    assert_eq!(h.provider.open_leases(), 0);
+    let e = h.runner.browse_snapshot(T, &id).await.unwrap_err();
+    assert!(matches!(e, CoreError::BrowseNotFound), "{e:?}");
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert_eq!(record.state, TaskState::Closed);
+    assert_eq!(record.error.unwrap().code, "browse_idle");
+    // The slot came back.
+    let again = h.runner.browse_open(T, request).await.unwrap();
+    h.runner.browse_close(T, &again.browse_id).await.unwrap();
+    // Bad idle times are refused.
+    for idle in [0, 3601] {
+        let mut bad = open(false, false);
+        bad.idle_seconds = Some(idle);
+        let e = h.runner.browse_open(T, bad).await.unwrap_err();
+        assert!(matches!(e, CoreError::InvalidInput(_)), "{idle}: {e:?}");
+    }
+}
+
+#[tokio::test]
+async fn concurrent_opens_never_pass_the_runners_cap() {
+    // One slot; the first open holds it while its browser starts (it never does here).
+    let provider = Arc::new(FakeProvider::new());
+    provider.hang_acquires(true);
+    let dyn_provider: DynSessionProvider<FakeContext> = provider.clone();
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::default());
+    let runner = Arc::new(
+        TaskRunner::new(dyn_provider, store).with_browse_config(BrowseConfig {
+            max_open: 1,
+            ..BrowseConfig::default()
+        }),
+    );
+    let opens: Vec<_> = (0..4)
+        .map(|_| {
+            let runner = Arc::clone(&runner);
+            tokio::spawn(async move { runner.browse_open(T, open(false, false)).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut busy = 0;
+    for open in &opens {
+        if open.is_finished() {
+            busy += 1;
+        }
+    }
+    assert_eq!(busy, 3, "three of four opens are refused at once");
+    for open in opens {
+        if open.is_finished() {
+            let e = open.await.unwrap().unwrap_err();
+            assert_eq!(e.code(), "provider_busy", "{e}");
+        } else {
+            open.abort();
+        }
+    }
+    // The held slot is given back when its open is abandoned: the next open gets it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    provider.hang_acquires(false);
+    let opened = runner.browse_open(T, open(false, false)).await.unwrap();
+    runner.browse_close(T, &opened.browse_id).await.unwrap();
+}
+
+#[tokio::test]
+async fn what_a_page_posts_is_refused_under_read_only_and_committing_otherwise() {
+    // "Next page" is a link (harmless), but the page's script posts when it is clicked.
+    for read_only in [true, false] {
+        let h = h();
+        h.page
+            .request_on("#next", "POST", "https://shop.example/api/like");
+        let opened = h
+            .runner
+            .browse_open(T, open(read_only, false))
+            .await
+            .unwrap();
+        let next = opened.first.snapshot.elements[0].reference.clone();
+        let acted = h
+            .runner
+            .browse_act(T, &opened.browse_id, click(&next))
+            .await
+            .unwrap();
+        let record = h.runner.get(T, &opened.browse_id).await.unwrap();
+        if read_only {
+            assert_eq!(acted.outcome, ActOutcome::Refused);
+            assert!(!acted.committing);
+            let blocked = acted.blocked.unwrap();
+            assert_eq!(blocked.class, CommitClass::NetworkWrite);
+            assert_eq!(blocked.blocked_by, BlockedBy::ReadOnly);
+            assert_eq!(
+                (blocked.method.as_deref(), blocked.host.as_deref()),
+                (Some("POST"), Some("shop.example"))
+            );
+            assert!(h.page.sent().is_empty(), "nothing left the browser");
+            assert!(!record.step_results[1].committing);
+        } else {
+            assert_eq!(acted.outcome, ActOutcome::Done);
+            assert!(
+                acted.committing,
+                "the page's write makes the action committing"
+            );
+            assert_eq!(h.page.sent().len(), 1);
+            assert!(record.step_results[1].committing);
+        }
+        let closed = h.runner.browse_close(T, &opened.browse_id).await.unwrap();
+        assert_eq!(closed.committing, usize::from(!read_only));
+    }
+}

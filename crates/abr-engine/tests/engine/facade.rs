@@ -1,0 +1,248 @@
+//! The engine as an embedder uses it, on the core's fakes: no browser, no HTTP, no
+//! abr-service. A task goes from create through approval to its end by the engine alone
+//! (a slot, the run, the completion sink), and a post goes through the one ledger: a replay
+//! of the same idempotency key answers the original and posts nothing.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use abr_core::DynSessionProvider;
+use abr_core::testing::{FakeContext, FakeProvider, InMemoryStore, ScriptedStrategy};
+use abr_engine::task::TaskEnd;
+use abr_engine::{Engine, EngineBuilder, EngineConfig, PostReply, TaskCompletion};
+use abr_protocol::{
+    AgentSessionState, ApproveRequest, Cookie, PlatformPolicy, PostContent, PostRequest,
+    SecretValue, StepPlan, TaskRequest, TaskState,
+};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+const T: &str = "tenant-embed";
+
+/// The ends the engine reported, in order.
+#[derive(Debug, Default)]
+struct Ends(Mutex<Vec<TaskEnd>>);
+
+impl TaskCompletion for Ends {
+    fn completed(&self, end: TaskEnd) {
+        self.0.lock().unwrap().push(end);
+    }
+}
+
+impl Ends {
+    /// Waits (at most 10 s) for the first end.
+    async fn first(&self) -> TaskEnd {
+        for _ in 0..1000 {
+            if let Some(end) = self.0.lock().unwrap().first().cloned() {
+                return end;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the engine never reported the task's end");
+    }
+}
+
+struct Embedder {
+    provider: Arc<FakeProvider>,
+    strategy: Arc<ScriptedStrategy>,
+    ends: Arc<Ends>,
+    engine: Engine<FakeContext>,
+}
+
+fn embedder() -> Embedder {
+    let provider = Arc::new(FakeProvider::new());
+    let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
+    let ends = Arc::new(Ends::default());
+    let jobs: DynSessionProvider<FakeContext> = provider.clone();
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(strategy.clone())
+    .unwrap()
+    .body_hash_key(SecretValue::new("embedder-secret"))
+    .completion(ends.clone())
+    .build()
+    .unwrap();
+    Embedder {
+        provider,
+        strategy,
+        ends,
+        engine,
+    }
+}
+
+fn task() -> TaskRequest {
+    let plan: StepPlan = serde_json::from_value(json!({
+        "targetUrl": "https://tool.example/admin/users",
+        "steps": [
+            {"type": "type", "selector": "#email", "value": "{{email}}", "description": "Enter the email"},
+            {"type": "click", "selector": {"role": "button", "name": "Submit"}, "description": "Submit the form"}
+        ],
+        "verification": {"method": "dom_check", "text": "Saved"},
+        "risk": "medium"
+    }))
+    .unwrap();
+    TaskRequest {
+        plan,
+        inputs: BTreeMap::from([("email".to_owned(), SecretValue::new("a@example.com"))]),
+        session: None,
+        session_id: None,
+        scope: None,
+        platform: None,
+        tenant_id: None,
+        proposal_id: None,
+        dry_run: false,
+        handoff: None,
+    }
+}
+
+fn post(text: &str) -> PostRequest {
+    PostRequest {
+        platform: "fake".into(),
+        session: AgentSessionState {
+            cookies: vec![Cookie::new("sid", "v", ".example.com")],
+            ..AgentSessionState::default()
+        },
+        session_id: None,
+        content: PostContent::text(text),
+        workspace_id: None,
+        account_id: None,
+        scope: None,
+    }
+}
+
+#[tokio::test]
+async fn an_approved_task_runs_to_its_end_by_the_engine_alone() {
+    let e = embedder();
+    e.provider
+        .page()
+        .text_after("role=button[name=Submit]", "Saved");
+
+    let created = e
+        .engine
+        .create_task(T, task(), Some("task-1"))
+        .await
+        .unwrap();
+    assert!(!created.replayed);
+    assert_eq!(created.record.state, TaskState::PendingApproval);
+    // The same key and body: the same task, nothing new.
+    let again = e
+        .engine
+        .create_task(T, task(), Some("task-1"))
+        .await
+        .unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.record.task_id, created.record.task_id);
+    // Another body under the key is refused.
+    let mut other = task();
+    other.dry_run = true;
+    let reused = e
+        .engine
+        .create_task(T, other, Some("task-1"))
+        .await
+        .unwrap_err();
+    assert_eq!(reused.code(), "idempotency_key_reused");
+    // Nothing runs before a person approves.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(e.provider.acquired(), 0);
+    assert!(e.ends.0.lock().unwrap().is_empty());
+
+    let id = created.record.task_id.clone();
+    let approved = e
+        .engine
+        .approve_task(
+            T,
+            &id,
+            &ApproveRequest {
+                approved_by: "alice".into(),
+                plan_hash: created.record.plan_hash.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(approved.state, TaskState::Queued);
+
+    // The engine runs it and tells its end.
+    let end = e.ends.first().await;
+    assert_eq!(end.record.task_id, id);
+    assert_eq!(end.record.state, TaskState::Succeeded, "{:?}", end.record);
+    assert_eq!(e.provider.acquired(), 1);
+    let stored = e.engine.tasks().get(T, &id).await.unwrap();
+    assert_eq!(stored, end.record, "the record says what the sink was told");
+    assert_eq!(e.engine.jobs().queued(), 0);
+    // Approving again does not run it again.
+    let twice = e
+        .engine
+        .approve_task(
+            T,
+            &id,
+            &ApproveRequest {
+                approved_by: "alice".into(),
+                plan_hash: created.record.plan_hash.clone(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(twice.code(), "task_not_pending");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(e.provider.acquired(), 1);
+    assert_eq!(e.ends.0.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_post_goes_through_the_ledger_once_per_key() {
+    let e = embedder();
+    let first = e
+        .engine
+        .post(T, Some("post-1"), post("hello"))
+        .await
+        .unwrap();
+    assert!(!first.replayed);
+    let PostReply::Result(result) = &first.reply else {
+        panic!("a record, not a result: {:?}", first.reply);
+    };
+    assert!(result.ok, "{result:?}");
+    let post_id = result.post_id.clone().unwrap();
+
+    let replay = e
+        .engine
+        .post(T, Some("post-1"), post("hello"))
+        .await
+        .unwrap();
+    assert!(replay.replayed);
+    let PostReply::Result(replayed) = &replay.reply else {
+        panic!("a record, not a result: {:?}", replay.reply);
+    };
+    assert_eq!(replayed.post_id.as_deref(), Some(post_id.as_str()));
+    assert!(replayed.ok);
+    assert!(
+        replayed.refreshed_session.is_none(),
+        "a replay carries no credential"
+    );
+    assert_eq!(e.strategy.submits(), 1, "posted once");
+
+    let reused = e
+        .engine
+        .post(T, Some("post-1"), post("another body"))
+        .await
+        .unwrap_err();
+    assert_eq!(reused.code(), "idempotency_key_reused");
+    assert_eq!(e.strategy.submits(), 1);
+    assert_eq!(
+        e.engine.posts().get(T, &post_id).await.unwrap().state,
+        abr_protocol::PostState::Succeeded
+    );
+    // Another tenant's id is unknown.
+    assert_eq!(
+        e.engine
+            .posts()
+            .get("someone-else", &post_id)
+            .await
+            .unwrap_err()
+            .code(),
+        "post_not_found"
+    );
+}

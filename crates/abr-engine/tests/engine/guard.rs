@@ -1,0 +1,800 @@
+//! The guard rails of a task on fakes: read-only and dry runs refuse committing actions
+//! before they reach the page; pauses end the run without a handoff and wait for a person
+//! with one (requested → active → resumed, or ended / expired); the live view only while a
+//! takeover is active; site consent is asked once and stands; frames are taken, bounded,
+//! and never with screenshots off.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_core::guard::{
+    ElementFacts, FrameRefused, FrameStore, InMemoryFrameStore, InMemorySiteStore, PageSignals,
+    SiteStore, StoredFrame,
+};
+use abr_core::store::{InMemoryTaskStore, TaskStore};
+use abr_core::testing::{FakeContext, FakePage, FakeProvider};
+use abr_core::{CoreError, DynSessionProvider};
+use abr_engine::task::TaskRunner;
+use abr_protocol::{
+    AgentSessionState, ApproveRequest, BlockedBy, CommitClass, Cookie, FrameInfo, FramePoint,
+    PauseReason, RunScreenshots, ScreenshotsMode, SiteDecision, SiteEntry, StepPlan, TakeoverState,
+    TaskRecord, TaskRequest, TaskState,
+};
+use serde_json::{Value, json};
+
+const T: &str = "tenant-a";
+
+struct H {
+    provider: Arc<FakeProvider>,
+    page: Arc<FakePage>,
+    runner: Arc<TaskRunner<FakeContext>>,
+    frames: Arc<InMemoryFrameStore>,
+    sites: Arc<InMemorySiteStore>,
+}
+
+fn h() -> H {
+    let provider = Arc::new(FakeProvider::new());
+    let page = provider.page();
+    let frames = Arc::new(InMemoryFrameStore::default());
+    let sites = Arc::new(InMemorySiteStore::default());
+    let dyn_provider: DynSessionProvider<FakeContext> = provider.clone();
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::default());
+    let runner = TaskRunner::new(dyn_provider, store)
+        .with_frames(frames.clone())
+        .with_sites(sites.clone());
+    H {
+        provider,
+        page,
+        runner: Arc::new(runner),
+        frames,
+        sites,
+    }
+}
+
+fn plan(value: Value) -> StepPlan {
+    serde_json::from_value(value).unwrap()
+}
+
+fn request(plan: StepPlan) -> TaskRequest {
+    serde_json::from_value(json!({ "plan": plan })).unwrap()
+}
+
+fn click_plan(read_only: bool) -> StepPlan {
+    plan(json!({
+        "targetUrl": "https://shop.example/cart",
+        "readOnly": read_only,
+        "steps": [
+            {"type": "type", "selector": "#q", "value": "shoes", "description": "Search", "timeoutMs": 200},
+            {"type": "click", "selector": "#next", "description": "Next page", "timeoutMs": 200},
+            {"type": "click", "selector": "#pay", "description": "Pay", "timeoutMs": 200}
+        ],
+        "verification": {"method": "dom_check", "text": "Paid"}
+    }))
+}
+
+fn link(name: &str) -> ElementFacts {
+    ElementFacts {
+        tag: "a".into(),
+        name: name.into(),
+        ..ElementFacts::default()
+    }
+}
+
+fn field(name: &str) -> ElementFacts {
+    ElementFacts {
+        tag: "input".into(),
+        input_type: Some("search".into()),
+        name: name.into(),
+        ..ElementFacts::default()
+    }
+}
+
+fn pay_button() -> ElementFacts {
+    ElementFacts {
+        tag: "button".into(),
+        input_type: Some("button".into()),
+        name: "Pay now".into(),
+        ..ElementFacts::default()
+    }
+}
+
+fn shop(h: &H) {
+    h.page.set_facts("#q", field("Search"));
+    h.page.set_facts("#next", link("Next page"));
+    h.page.set_facts("#pay", pay_button());
+    h.page.text_after("#pay", "Paid");
+}
+
+async fn run(h: &H, request: TaskRequest) -> TaskRecord {
+    let created = h.runner.create(T, request, None).await.unwrap();
+    let id = created.record.task_id.clone();
+    if created.record.state == TaskState::PendingApproval {
+        h.runner
+            .approve(
+                T,
+                &id,
+                &ApproveRequest {
+                    approved_by: "alice".into(),
+                    plan_hash: created.record.plan_hash.clone(),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    h.runner.run(T, &id).await.unwrap().record
+}
+
+// ---- the commit guard -----------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_read_only_plan_is_refused_at_pay_before_the_click_reaches_the_page() {
+    let h = h();
+    shop(&h);
+    let record = run(&h, request(click_plan(true))).await;
+    assert_eq!(record.state, TaskState::Failed);
+    assert!(record.read_only);
+    let error = record.error.clone().unwrap();
+    assert_eq!(error.code, "blocked_action");
+    assert!(
+        !error.retryable,
+        "read-only is permanent: a retry meets the same refusal"
+    );
+    assert_eq!(record.failed_step, Some(2));
+    assert_eq!(record.blocked.len(), 1);
+    let blocked = record.blocked[0].clone();
+    assert_eq!(blocked.step, Some(2));
+    assert_eq!(blocked.blocked_by, BlockedBy::ReadOnly);
+    assert_eq!(blocked.class, CommitClass::CommittingLabel);
+    assert_eq!(blocked.verb.as_deref(), Some("pay"));
+    assert_eq!(
+        h.page.clicks_on("#pay"),
+        0,
+        "the refused click never reached the page"
+    );
+    assert_eq!(
+        h.page.clicks_on("#next"),
+        1,
+        "the harmless link was clicked"
+    );
+    assert_eq!(h.page.count("type"), 1, "typing stays allowed");
+    assert!(!record.step_results[2].committing);
+}
+
+#[tokio::test]
+async fn a_dry_run_rehearses_up_to_the_commit_and_read_only_wins_over_it() {
+    let h = h();
+    shop(&h);
+    let mut dry = request(click_plan(false));
+    dry.dry_run = true;
+    let record = run(&h, dry).await;
+    assert!(record.dry_run);
+    assert_eq!(record.error.unwrap().code, "blocked_action");
+    assert_eq!(record.blocked[0].blocked_by, BlockedBy::DryRun);
+    assert_eq!(h.page.clicks_on("#pay"), 0);
+
+    let mut both = request(click_plan(true));
+    both.dry_run = true;
+    let record = run(&h, both).await;
+    assert_eq!(record.blocked[0].blocked_by, BlockedBy::ReadOnly);
+
+    let record = run(&h, request(click_plan(false))).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(h.page.clicks_on("#pay"), 1);
+    assert!(record.step_results[2].committing);
+    assert!(
+        !record.step_results[1].committing,
+        "a link named Next page does not commit"
+    );
+}
+
+#[tokio::test]
+async fn an_element_that_cannot_be_inspected_is_not_acted_on_and_the_step_fails_safely() {
+    let h = h();
+    shop(&h);
+    h.page.remove("#pay");
+    let mut p = click_plan(false);
+    p.steps.truncate(3);
+    let record = run(&h, request(p)).await;
+    // Not found: the step failed before anything committing ran.
+    assert_eq!(record.state, TaskState::Failed);
+    assert_eq!(record.error.unwrap().code, "element_not_found");
+    assert_eq!(h.page.clicks_on("#pay"), 0, "nothing was done to it");
+}
+
+// ---- pauses ---------------------------------------------------------------------------------
+
+fn captcha(url: &str) -> PageSignals {
+    PageSignals {
+        url: url.into(),
+        status: Some(200),
+        text: "please verify you are human".into(),
+        captcha: true,
+        ..PageSignals::default()
+    }
+}
+
+#[tokio::test]
+async fn without_a_handoff_a_detected_challenge_ends_the_run_with_its_reason() {
+    let h = h();
+    shop(&h);
+    h.page
+        .set_signals(Some(captcha("https://shop.example/cart")));
+    let record = run(&h, request(click_plan(false))).await;
+    assert_eq!(record.state, TaskState::Failed);
+    let error = record.error.unwrap();
+    assert_eq!(error.code, "challenge");
+    assert!(!error.retryable);
+    assert_eq!(h.page.count("click"), 0, "nothing ran past the challenge");
+}
+
+async fn wait_for_state(h: &H, id: &str, state: TaskState) -> TaskRecord {
+    for _ in 0..400 {
+        let record = h.runner.get(T, id).await.unwrap();
+        if record.state == state {
+            return record;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {id} never reached {state:?}");
+}
+
+async fn start_paused(h: &H, wait_seconds: u64) -> (String, tokio::task::JoinHandle<TaskRecord>) {
+    let mut req = request(click_plan(false));
+    req.handoff = Some(abr_protocol::HandoffOptions { wait_seconds });
+    let created = h.runner.create(T, req, None).await.unwrap();
+    let id = created.record.task_id.clone();
+    h.runner
+        .approve(
+            T,
+            &id,
+            &ApproveRequest {
+                approved_by: "alice".into(),
+                plan_hash: created.record.plan_hash.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    let runner = Arc::clone(&h.runner);
+    let task_id = id.clone();
+    let join = tokio::spawn(async move { runner.run(T, &task_id).await.unwrap().record });
+    (id, join)
+}
+
+#[tokio::test]
+async fn a_challenge_pauses_a_takeover_clears_it_and_the_run_resumes_where_it_stopped() {
+    let h = h();
+    shop(&h);
+    h.page
+        .set_signals(Some(captcha("https://shop.example/cart")));
+    let (id, join) = start_paused(&h, 60).await;
+    let paused = wait_for_state(&h, &id, TaskState::Paused).await;
+    let pause = paused.pause.clone().unwrap();
+    assert_eq!(pause.reason, PauseReason::Challenge);
+    assert_eq!(pause.state, TakeoverState::Requested);
+    assert_eq!(
+        h.provider.open_leases(),
+        1,
+        "a paused run keeps its browser"
+    );
+
+    // The live view is refused until the takeover is active: no token exists yet, and a
+    // guessed one attaches nothing.
+    assert!(matches!(
+        h.runner.handoffs().attach_live("guess"),
+        Err(CoreError::LiveViewNotFound)
+    ));
+    // Another tenant cannot act on it.
+    assert!(matches!(
+        h.runner.take_over("tenant-b", &id).await,
+        Err(CoreError::TaskNotFound)
+    ));
+    let active = h.runner.take_over(T, &id).await.unwrap();
+    let attachment = h.runner.handoffs().attach_live(&active.live_token).unwrap();
+    assert!(attachment.is_open());
+    // The person clears the challenge.
+    h.page.set_signals(None);
+    h.runner.resume(T, &id).await.unwrap();
+    let record = join.await.unwrap();
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(h.page.clicks_on("#pay"), 1);
+    let events: Vec<_> = record
+        .takeover_events
+        .iter()
+        .map(|e| e.event.as_str())
+        .collect();
+    assert_eq!(
+        events,
+        ["takeover_required", "takeover_active", "takeover_resumed"]
+    );
+    assert!(record.takeover_events.iter().all(|e| e.run_id == id));
+    // Events carry ids only.
+    let json = serde_json::to_string(&record.takeover_events).unwrap();
+    assert!(!json.contains("shop.example") && !json.contains(&active.live_token));
+    // After the resume the live token is dead.
+    tokio::time::timeout(Duration::from_secs(1), attachment.ended())
+        .await
+        .expect("the live socket is told to close when the takeover ends");
+    assert!(h.runner.handoffs().attach_live(&active.live_token).is_err());
+    assert!(matches!(
+        h.runner.resume(T, &id).await,
+        Err(CoreError::NoTakeover)
+    ));
+}
+
+#[tokio::test]
+async fn an_expired_takeover_ends_the_run_without_acting() {
+    let h = h();
+    shop(&h);
+    h.page
+        .set_signals(Some(captcha("https://shop.example/cart")));
+    let (id, join) = start_paused(&h, 1).await;
+    let record = tokio::time::timeout(Duration::from_secs(5), join)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.state, TaskState::Failed);
+    assert_eq!(record.error.unwrap().code, "takeover_expired");
+    assert_eq!(record.pause.unwrap().state, TakeoverState::Expired);
+    assert_eq!(h.page.count("click"), 0);
+    assert_eq!(h.provider.open_leases(), 0, "the browser is released");
+    assert!(matches!(
+        h.runner.take_over(T, &id).await,
+        Err(CoreError::NoTakeover)
+    ));
+}
+
+#[tokio::test]
+async fn an_ended_takeover_stops_the_run_and_a_block_still_there_after_resume_ends_it() {
+    let h = h();
+    shop(&h);
+    h.page
+        .set_signals(Some(captcha("https://shop.example/cart")));
+    let (id, join) = start_paused(&h, 60).await;
+    wait_for_state(&h, &id, TaskState::Paused).await;
+    h.runner.end_takeover(T, &id).await.unwrap();
+    let record = join.await.unwrap();
+    assert_eq!(record.error.unwrap().code, "takeover_ended");
+    assert_eq!(h.page.count("click"), 0);
+
+    let (id, join) = start_paused(&h, 60).await;
+    wait_for_state(&h, &id, TaskState::Paused).await;
+    // Resumed without clearing it: the run never goes past the challenge.
+    h.runner.resume(T, &id).await.unwrap();
+    let record = join.await.unwrap();
+    assert_eq!(record.state, TaskState::Failed);
+    assert_eq!(record.error.unwrap().code, "challenge");
+    assert_eq!(h.page.count("click"), 0);
+}
+
+#[tokio::test]
+async fn a_control_that_keeps_failing_pauses_stuck_and_runs_again_after_the_resume() {
+    let h = h();
+    shop(&h);
+    h.page.remove("#next");
+    let (id, join) = start_paused(&h, 60).await;
+    let paused = wait_for_state(&h, &id, TaskState::Paused).await;
+    assert_eq!(paused.pause.unwrap().reason, PauseReason::Stuck);
+    h.page.restore("#next");
+    h.runner.resume(T, &id).await.unwrap();
+    let record = join.await.unwrap();
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(h.page.clicks_on("#next"), 1);
+}
+
+#[tokio::test]
+async fn a_submit_with_an_empty_required_field_pauses_for_input() {
+    let h = h();
+    shop(&h);
+    h.page.set_facts(
+        "#pay",
+        ElementFacts {
+            tag: "button".into(),
+            name: "Continue".into(),
+            in_form: true,
+            form_has_submit: true,
+            form_missing_required: true,
+            ..ElementFacts::default()
+        },
+    );
+    let (id, join) = start_paused(&h, 60).await;
+    let paused = wait_for_state(&h, &id, TaskState::Paused).await;
+    assert_eq!(paused.pause.unwrap().reason, PauseReason::NeedsInput);
+    assert_eq!(h.page.clicks_on("#pay"), 0);
+    h.page.set_facts(
+        "#pay",
+        ElementFacts {
+            tag: "button".into(),
+            name: "Continue".into(),
+            in_form: true,
+            form_has_submit: true,
+            ..ElementFacts::default()
+        },
+    );
+    h.runner.resume(T, &id).await.unwrap();
+    let record = join.await.unwrap();
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(h.page.clicks_on("#pay"), 1);
+}
+
+#[tokio::test]
+async fn a_session_without_a_live_cookie_pauses_login_required_and_records_names_only() {
+    let h = h();
+    shop(&h);
+    let mut req = request(click_plan(false));
+    let mut expired = Cookie::new("sid", "cookie-secret-value", "shop.example");
+    expired.expires = 1_000.0;
+    req.session = Some(AgentSessionState {
+        cookies: vec![expired],
+        ..AgentSessionState::default()
+    });
+    req.scope = Some(abr_protocol::SessionScopeSpec {
+        cookie_domains: vec!["shop.example".into()],
+        origins: vec![],
+    });
+    // The fake browser exports what it was given.
+    let record = run(&h, req).await;
+    assert_eq!(record.state, TaskState::Failed);
+    assert_eq!(record.error.unwrap().code, "login_required");
+    assert_eq!(h.page.clicks_on("#pay"), 0);
+    let facts = record.session_check.unwrap();
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].name, "sid");
+    assert!(facts[0].expired);
+    let json = serde_json::to_string(&facts).unwrap();
+    assert!(!json.contains("cookie-secret-value"));
+}
+
+// ---- sites ----------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_site_nobody_decided_on_asks_for_consent_once_and_the_decision_stands() {
+    let h = h();
+    shop(&h);
+    // The page the plan opened redirected to another site.
+    h.page.set_signals(Some(PageSignals {
+        url: "https://pay.other.example/checkout".into(),
+        status: Some(200),
+        ..PageSignals::default()
+    }));
+    let (id, join) = start_paused(&h, 60).await;
+    let paused = wait_for_state(&h, &id, TaskState::Paused).await;
+    assert_eq!(paused.pause.unwrap().reason, PauseReason::ConsentRequired);
+    h.sites
+        .decide(
+            T,
+            SiteEntry {
+                domain: "other.example".into(),
+                decision: SiteDecision::Allow,
+                decided_by: "alice".into(),
+                decided_at: time::OffsetDateTime::UNIX_EPOCH,
+            },
+        )
+        .await
+        .unwrap();
+    h.runner.resume(T, &id).await.unwrap();
+    let record = join.await.unwrap();
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+
+    // Later runs do not ask again.
+    let record = run(&h, request(click_plan(false))).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert!(record.pause.is_none());
+}
+
+#[tokio::test]
+async fn a_denied_site_is_never_opened() {
+    let h = h();
+    shop(&h);
+    h.sites
+        .decide(
+            T,
+            SiteEntry {
+                domain: "shop.example".into(),
+                decision: SiteDecision::Deny,
+                decided_by: "alice".into(),
+                decided_at: time::OffsetDateTime::UNIX_EPOCH,
+            },
+        )
+        .await
+        .unwrap();
+    let record = run(&h, request(click_plan(false))).await;
+    assert_eq!(record.state, TaskState::Failed);
+    let error = record.error.unwrap();
+    assert_eq!(error.code, "site_denied");
+    assert!(!error.retryable);
+    assert_eq!(
+        h.provider.acquired(),
+        0,
+        "no browser started for a denied site"
+    );
+    assert_eq!(h.page.count("navigate"), 0);
+    // Another tenant's decision does not apply.
+    let created = h
+        .runner
+        .create("tenant-b", request(click_plan(false)), None)
+        .await
+        .unwrap();
+    assert_eq!(created.record.state, TaskState::PendingApproval);
+}
+
+// ---- frames ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn frames_are_taken_at_fixed_points_and_never_with_screenshots_off() {
+    let h = h();
+    shop(&h);
+    let record = run(&h, request(click_plan(false))).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(
+        record.replay.clone().unwrap().screenshots,
+        ScreenshotsMode::On
+    );
+    let frames = h.frames.frames(T, &record.task_id).await.unwrap();
+    let points: Vec<_> = frames.iter().map(|f| f.point).collect();
+    assert_eq!(
+        points,
+        [
+            FramePoint::Navigation,
+            FramePoint::Click,
+            FramePoint::Click,
+            FramePoint::Completion
+        ]
+    );
+    assert!(frames.iter().all(|f| f.url == "https://shop.example/cart"));
+    assert!(
+        h.frames
+            .frames("tenant-b", &record.task_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let taken = h.page.frames_taken();
+    h.frames.set_screenshots_enabled(T, false).await.unwrap();
+    let record = run(&h, request(click_plan(false))).await;
+    let replay = record.replay.unwrap();
+    assert_eq!(replay.screenshots, ScreenshotsMode::Off);
+    assert_eq!(replay.reason.as_deref(), Some("tenant_setting"));
+    assert_eq!(
+        h.page.frames_taken(),
+        taken,
+        "the browser was never asked for a frame"
+    );
+    assert!(
+        h.frames
+            .frames(T, &record.task_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The store refuses one for that run on its own.
+    let refused = h
+        .frames
+        .put_frame(T, &record.task_id, frame())
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, FrameRefused::ScreenshotsOff));
+}
+
+fn frame() -> StoredFrame {
+    StoredFrame {
+        info: FrameInfo {
+            seq: 0,
+            point: FramePoint::Click,
+            url: "https://shop.example/".into(),
+            domain: "shop.example".into(),
+            action: "click".into(),
+            bytes: 0,
+            taken_at: time::OffsetDateTime::UNIX_EPOCH,
+        },
+        jpeg: vec![0xFF, 0xD8, 1, 2, 3],
+    }
+}
+
+#[tokio::test]
+async fn the_sixty_first_frame_is_not_stored() {
+    let store = InMemoryFrameStore::default();
+    let on = RunScreenshots {
+        screenshots: ScreenshotsMode::On,
+        reason: None,
+    };
+    store.begin_run(T, "run", &on).await.unwrap();
+    for seq in 1..=60 {
+        assert_eq!(store.put_frame(T, "run", frame()).await.unwrap(), seq);
+    }
+    assert!(matches!(
+        store.put_frame(T, "run", frame()).await,
+        Err(FrameRefused::TooMany(60))
+    ));
+    assert_eq!(store.frames(T, "run").await.unwrap().len(), 60);
+    let off = RunScreenshots {
+        screenshots: ScreenshotsMode::Off,
+        reason: Some("tenant_setting".into()),
+    };
+    // The first recorded setting stands.
+    assert_eq!(store.begin_run(T, "run", &off).await.unwrap(), on);
+    assert!(matches!(
+        store.put_frame(T, "never-begun", frame()).await,
+        Err(FrameRefused::UnknownRun)
+    ));
+}
+
+// ---- posts ----------------------------------------------------------------------------------
+
+mod posts {
+    use super::*;
+    use abr_core::guard::FrameSource;
+    use abr_core::store::InMemoryPostStore;
+    use abr_core::testing::{Script, ScriptedStrategy, StrategyScript};
+    use abr_core::{StrategyRegistry, SystemClock, VerifyOutcome};
+    use abr_engine::{AgentPoster, PostJournal, PostReply};
+    use abr_protocol::{PlatformPolicy, PostContent, PostRequest, SecretValue};
+
+    const PLATFORM: &str = "social";
+
+    fn journal(policy: PlatformPolicy, script: StrategyScript) -> (H2, PostJournal<FakeContext>) {
+        let provider = Arc::new(FakeProvider::new());
+        let strategy = Arc::new(ScriptedStrategy::new(PLATFORM, &policy).with_script(script));
+        let mut registry = StrategyRegistry::new();
+        registry.register(strategy.clone()).unwrap();
+        let frames = Arc::new(InMemoryFrameStore::default());
+        let poster = AgentPoster::new(provider.clone(), Arc::new(registry)).with_frames(Arc::new(
+            FrameSource::new(frames.clone(), Arc::new(SystemClock)),
+        ));
+        let journal = PostJournal::new(
+            Arc::new(poster),
+            Arc::new(InMemoryPostStore::new()),
+            SecretValue::new("body-hash-key"),
+        );
+        (
+            H2 {
+                provider,
+                strategy,
+                frames,
+            },
+            journal,
+        )
+    }
+
+    struct H2 {
+        provider: Arc<FakeProvider>,
+        strategy: Arc<ScriptedStrategy>,
+        frames: Arc<InMemoryFrameStore>,
+    }
+
+    fn request() -> PostRequest {
+        PostRequest {
+            platform: PLATFORM.into(),
+            session: AgentSessionState::default(),
+            session_id: None,
+            content: PostContent::text("hello"),
+            workspace_id: Some(T.into()),
+            account_id: Some("acct".into()),
+            scope: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_read_only_platform_refuses_a_post_before_any_browser_starts() {
+        let policy = PlatformPolicy {
+            read_only: Some(true),
+            ..PlatformPolicy::default()
+        };
+        let (h, journal) = journal(policy, StrategyScript::default());
+        let refused = journal.post(T, Some("k1"), request()).await.unwrap_err();
+        assert!(matches!(refused, CoreError::Blocked(_)), "{refused:?}");
+        assert_eq!(refused.code(), "blocked_action");
+        assert_eq!(h.provider.acquired(), 0);
+        assert_eq!(h.strategy.submits(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_uncertain_post_has_frames_before_its_submit_and_after_its_verification() {
+        let script = StrategyScript {
+            verify: Script::Return(VerifyOutcome::Unconfirmed {
+                detail: "no toast".into(),
+            }),
+            ..StrategyScript::default()
+        };
+        let (h, journal) = journal(PlatformPolicy::default(), script);
+        let posted = journal.post(T, Some("k2"), request()).await.unwrap();
+        let PostReply::Result(result) = posted.reply else {
+            panic!("no result");
+        };
+        assert!(result.uncertain);
+        let post_id = result.post_id.clone().unwrap();
+        let points: Vec<_> = h
+            .frames
+            .frames(T, &post_id)
+            .await
+            .unwrap()
+            .iter()
+            .map(|f| f.point)
+            .collect();
+        assert_eq!(
+            points,
+            [FramePoint::BeforeSubmit, FramePoint::AfterVerification]
+        );
+        assert!(h.frames.frames("other", &post_id).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_platform_with_screenshots_off_takes_no_frame_of_a_post() {
+        let policy = PlatformPolicy {
+            screenshots: Some(false),
+            ..PlatformPolicy::default()
+        };
+        let (h, journal) = journal(policy, StrategyScript::default());
+        let posted = journal.post(T, Some("k3"), request()).await.unwrap();
+        let PostReply::Result(result) = posted.reply else {
+            panic!("no result");
+        };
+        assert!(result.ok);
+        let post_id = result.post_id.unwrap();
+        let setting = h.frames.run_setting(T, &post_id).await.unwrap().unwrap();
+        assert_eq!(setting.screenshots, ScreenshotsMode::Off);
+        assert_eq!(setting.reason.as_deref(), Some("platform_setting"));
+        assert_eq!(h.frames.frame_count(), 0);
+        assert_eq!(
+            h.provider.page().frames_taken(),
+            0,
+            "the browser was never asked"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_run_goes_on_after_a_refusal_and_ends_blocked() {
+    let h = h();
+    shop(&h);
+    let p = plan(json!({
+        "targetUrl": "https://shop.example/cart",
+        "readOnly": true,
+        "steps": [
+            {"type": "click", "selector": "#pay", "description": "Pay", "timeoutMs": 200},
+            {"type": "click", "selector": "#next", "description": "Next page", "timeoutMs": 200},
+            {"type": "extract", "name": "page", "kind": "text", "selector": "#total", "description": "Read"}
+        ],
+        "verification": {"method": "dom_check", "text": "Paid"}
+    }));
+    let record = run(&h, request(p)).await;
+    assert_eq!(record.state, TaskState::Failed);
+    assert_eq!(record.failed_step, Some(0));
+    assert_eq!(record.error.unwrap().code, "blocked_action");
+    assert_eq!(record.step_results.len(), 3, "every step was tried");
+    assert!(!record.step_results[0].ok && record.step_results[1].ok);
+    assert_eq!(h.page.clicks_on("#pay"), 0);
+    assert_eq!(h.page.clicks_on("#next"), 1);
+    assert!(record.extracted.contains_key("page"));
+}
+
+#[tokio::test]
+async fn a_run_paused_when_the_runner_stopped_is_ended_at_the_next_start() {
+    let h = h();
+    shop(&h);
+    h.page
+        .set_signals(Some(captcha("https://shop.example/cart")));
+    let (id, join) = start_paused(&h, 60).await;
+    wait_for_state(&h, &id, TaskState::Paused).await;
+    // The runner dies with the run paused (its future is dropped, as by a kill).
+    join.abort();
+    let _ = join.await;
+    let ended = h.runner.recover_unfinished().await.unwrap();
+    assert_eq!(ended.len(), 1);
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert_eq!(
+        record.state,
+        TaskState::Failed,
+        "nothing committing had run"
+    );
+    let error = record.error.unwrap();
+    assert_eq!(error.code, "runner_stopped");
+    assert!(error.retryable);
+}
