@@ -1,147 +1,30 @@
-//! Bearer authentication: SHA-256 digests of the accepted tokens, compared in constant
-//! time; several tokens for rotation.
+//! Bearer authentication of the API: every request but health and the live view carries an
+//! accepted token ([`TokenSet`]), unless the runner's relay link hands it over in-process.
 
-use abr_core::context::TaskContext;
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
-use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use secrecy::ExposeSecret;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use crate::api_error::ApiError;
-use crate::config::RunnerConfig;
-use crate::state::AppState;
-
-/// SHA-256 digests of the accepted bearer tokens, compared in constant time.
-pub(crate) struct TokenSet {
-    digests: Vec<[u8; 32]>,
-    open: bool,
-}
-
-impl TokenSet {
-    /// The tokens of `config`; open (every request accepted) only with `--insecure-dev` and
-    /// no token.
-    pub(crate) fn new(config: &RunnerConfig) -> Self {
-        Self {
-            digests: config
-                .api_tokens
-                .iter()
-                .map(|t| Sha256::digest(t.expose_secret().as_bytes()).into())
-                .collect(),
-            open: config.insecure_dev && config.api_tokens.is_empty(),
-        }
-    }
-
-    /// How many tokens are accepted.
-    pub(crate) fn len(&self) -> usize {
-        self.digests.len()
-    }
-
-    fn accepts(&self, presented: &str) -> bool {
-        if self.open {
-            return true;
-        }
-        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        // Check every token (no early exit) so the time does not depend on which matched.
-        self.digests
-            .iter()
-            .fold(subtle::Choice::from(0), |found, d| found | d.ct_eq(&digest))
-            .into()
-    }
-}
-
-impl std::fmt::Debug for TokenSet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenSet")
-            .field("tokens", &self.digests.len())
-            .field("open", &self.open)
-            .finish()
-    }
-}
-
-impl TokenSet {
-    /// Whether `headers` carry exactly one `Authorization: Bearer <accepted token>`.
-    pub(crate) fn authorizes(&self, headers: &axum::http::HeaderMap) -> bool {
-        match bearer(headers) {
-            Some(token) => self.accepts(token),
-            None => self.open,
-        }
-    }
-}
-
-/// The token of exactly one `Authorization: Bearer <token>` header (scheme in any case,
-/// the token trimmed and not empty); `None` for none, two, another scheme or an empty
-/// token. The one parser of the bearer header: the API, the relay hub's connect and the
-/// local runner's control endpoint all read it here (`.ci/check-layering` finds a second).
-pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
-    let mut values = headers.get_all(header::AUTHORIZATION).iter();
-    match (values.next(), values.next()) {
-        (Some(value), None) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|t| !t.is_empty()),
-        _ => None,
-    }
-}
+use crate::relay::Relayed;
+use crate::tokens::TokenSet;
 
 /// Refuses a request without exactly one `Authorization: Bearer <accepted token>` header,
 /// unless the runner's relay link hands it over in-process (the hub authenticated it; see
 /// [`Relayed`](crate::relay::Relayed): no request from the network carries that mark).
-pub(crate) async fn require_bearer<C: TaskContext>(
-    State(state): State<AppState<C>>,
+pub(crate) async fn require_bearer(
+    State(tokens): State<Arc<TokenSet>>,
     request: Request,
     next: Next,
 ) -> Response {
-    if request
-        .extensions()
-        .get::<crate::relay::Relayed>()
-        .is_some()
-    {
+    if request.extensions().get::<Relayed>().is_some() {
         return next.run(request).await;
     }
-    if state.tokens.authorizes(request.headers()) {
+    if tokens.authorizes(request.headers()) {
         next.run(request).await
     } else {
         ApiError::unauthorized().into_response()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use axum::http::{HeaderMap, HeaderValue, header};
-
-    use super::bearer;
-
-    fn with(values: &[&str]) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        for v in values {
-            if let Ok(v) = HeaderValue::from_str(v) {
-                headers.append(header::AUTHORIZATION, v);
-            }
-        }
-        headers
-    }
-
-    #[test]
-    fn one_bearer_header_with_a_token_or_nothing() {
-        assert_eq!(bearer(&with(&["Bearer abc"])), Some("abc"));
-        assert_eq!(bearer(&with(&["bearer  abc "])), Some("abc"));
-        assert_eq!(bearer(&with(&["BEARER abc"])), Some("abc"));
-        for refused in [
-            &[][..],
-            &["Bearer "][..],
-            &["Bearer    "][..],
-            &["Bearer"][..],
-            &["Basic abc"][..],
-            &["abc"][..],
-            &["Bearer abc", "Bearer abc"][..],
-        ] {
-            assert_eq!(bearer(&with(refused)), None, "{refused:?}");
-        }
     }
 }

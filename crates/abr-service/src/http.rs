@@ -20,10 +20,11 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 
 pub use crate::api_error::{ApiError, ApiJson, ApiPath};
-use crate::auth::{TokenSet, require_bearer};
+use crate::auth::require_bearer;
 use crate::live::LiveState;
 use crate::runner::Runner;
 pub use crate::state::AppState;
+use crate::tokens::TokenSet;
 
 /// Logs method, route template (never the raw path: it may carry a capture id or live
 /// token), status and latency.
@@ -326,13 +327,13 @@ fn router<C: TaskContext + LiveSurface>(
         protected = protected.route_service(MCP_PATH, mcp);
     }
     let protected = protected.route_layer(middleware::from_fn_with_state(
-        state.clone(),
-        require_bearer::<C>,
+        Arc::clone(&state.tokens),
+        require_bearer,
     ));
     Router::new()
         .route("/v1/health", get(health))
         .merge(protected)
-        .merge(crate::live::routes::<C>())
+        .merge(crate::live::routes::<C, AppState<C>>())
         .merge(relay_connect)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -33,3 +33,4 @@ mod sites;
 mod state;
 mod tasks;
 mod tenant;
+mod tokens;

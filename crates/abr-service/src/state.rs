@@ -4,9 +4,11 @@ use std::sync::Arc;
 
 use abr_core::context::TaskContext;
 
-use crate::auth::TokenSet;
-use crate::live::LiveState;
+use axum::extract::FromRef;
+
+use crate::live::{LiveApp, LiveState};
 use crate::runner::Runner;
+use crate::tokens::TokenSet;
 
 /// Shared state of the HTTP handlers.
 pub struct AppState<C: TaskContext> {
@@ -31,5 +33,14 @@ impl<C: TaskContext> std::fmt::Debug for AppState<C> {
         f.debug_struct("AppState")
             .field("tokens", &self.tokens.len())
             .finish_non_exhaustive()
+    }
+}
+
+impl<C: TaskContext> FromRef<AppState<C>> for LiveApp<C> {
+    fn from_ref(state: &AppState<C>) -> Self {
+        Self {
+            runner: Arc::clone(&state.runner),
+            live: Arc::clone(&state.live),
+        }
     }
 }

@@ -26,11 +26,14 @@ use axum::http::{HeaderMap, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
+use std::sync::Arc;
+
+use abr_core::context::TaskContext;
+use axum::extract::FromRef;
+
 use crate::api_error::ApiError;
 use crate::config::RunnerConfig;
-use crate::relay::RelayedLive;
-use crate::state::AppState;
-use abr_core::context::TaskContext;
+use crate::runner::Runner;
 
 /// What the live view needs besides the runner: who may open sockets and frame the page,
 /// and the opt-in provider-viewer proxy.
@@ -68,7 +71,45 @@ impl LiveState {
     }
 }
 
-pub(crate) fn routes<C: TaskContext + LiveSurface>() -> Router<AppState<C>> {
+/// What the live view's handlers need: the runner and the live view's settings, a sub-state
+/// of the router's ([`FromRef`]).
+pub(crate) struct LiveApp<C: TaskContext> {
+    pub(crate) runner: Arc<Runner<C>>,
+    pub(crate) live: Arc<LiveState>,
+}
+
+impl<C: TaskContext> Clone for LiveApp<C> {
+    fn clone(&self) -> Self {
+        Self {
+            runner: Arc::clone(&self.runner),
+            live: Arc::clone(&self.live),
+        }
+    }
+}
+
+/// The mark of a live-view socket the runner's relay link opens on its own router for its
+/// hub: the hub checked the viewer's `Origin` against its own allowed origins, so the
+/// runner's live view accepts it. Only the link's stream calls
+/// [`origin_checked_by_hub`]; no request from the network carries request extensions.
+#[derive(Debug, Clone, Copy)]
+struct OriginCheckedByHub {
+    _private: (),
+}
+
+/// Marks `request` as a live-view socket whose `Origin` the hub checked (the relay link's
+/// in-process stream, and nothing else, calls this).
+pub(crate) fn origin_checked_by_hub<B>(request: &mut axum::http::Request<B>) {
+    request
+        .extensions_mut()
+        .insert(OriginCheckedByHub { _private: () });
+}
+
+pub(crate) fn routes<C, S>() -> Router<S>
+where
+    C: TaskContext + LiveSurface,
+    S: Clone + Send + Sync + 'static,
+    LiveApp<C>: FromRef<S>,
+{
     Router::new()
         .route("/live/{token}", get(viewer::<C>))
         .route("/live/{token}/ws", get(screencast::<C>))
@@ -113,7 +154,7 @@ pub(crate) fn check_origin(state: &LiveState, headers: &HeaderMap) -> Result<(),
 }
 
 async fn viewer<C: TaskContext + LiveSurface>(
-    State(state): State<AppState<C>>,
+    State(state): State<LiveApp<C>>,
     Path(token): Path<String>,
 ) -> Result<Response, ApiError> {
     let target = state.runner.engine.live_target(&token).ok_or_else(gone)?;
@@ -141,13 +182,13 @@ async fn viewer<C: TaskContext + LiveSurface>(
 
 /// The socket of the runner's own viewer.
 async fn screencast<C: TaskContext + LiveSurface>(
-    State(state): State<AppState<C>>,
+    State(state): State<LiveApp<C>>,
     Path(token): Path<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
     // A socket the relay's link opened for its hub was checked by the hub, against the
     // hub's origins (the viewer's browser is on the hub's page); any other is checked here.
-    if request.extensions().get::<RelayedLive>().is_none() {
+    if request.extensions().get::<OriginCheckedByHub>().is_none() {
         check_origin(&state.live, request.headers())?;
     }
     let live = state.runner.engine.attach_live(&token)?;
@@ -173,7 +214,7 @@ pub(crate) async fn upgrade_of(request: Request) -> Result<WebSocketUpgrade, Api
 /// The opt-in proxy of the provider's viewer: pages and assets over HTTP, its socket over a
 /// tracked WebSocket.
 async fn proxied<C: TaskContext + LiveSurface>(
-    State(state): State<AppState<C>>,
+    State(state): State<LiveApp<C>>,
     Path(params): Path<Vec<(String, String)>>,
     request: Request,
 ) -> Result<Response, ApiError> {

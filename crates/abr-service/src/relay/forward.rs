@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::{Hub, RUNNER_HEADER, valid_runner_id};
 use crate::api_error::ApiError;
-use crate::auth::TokenSet;
 use crate::live::LiveState;
+use crate::tokens::TokenSet;
 
 /// The request headers a runner gets: what the API reads, never a credential of the hub.
 const FORWARDED: [&str; 6] = [
@@ -44,7 +44,7 @@ pub(crate) async fn forward_to_runner(
 ) -> Response {
     // The live view of a runner's capture: its token says where it goes, not a header.
     if request.uri().path().starts_with("/live/") {
-        return super::live::live_over_relay(&state, request, next).await;
+        return super::live::live_over_relay(&state.hub, &state.live, request, next).await;
     }
     let mut named = request.headers().get_all(RUNNER_HEADER).iter();
     let runner = match (named.next(), named.next()) {

@@ -16,7 +16,7 @@ use axum::routing::{get, post};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use super::live::{LiveTokens, rewrite};
+use super::live_tokens::{LiveTokens, rewrite};
 use super::stream::{MAX_STREAM_MESSAGE, MAX_STREAMS, STREAM_QUEUE, StreamMessage, close_frame};
 use super::tokens::{MintRefused, RelayTokens};
 use super::{HubSettings, frame, valid_host, valid_runner_id};
@@ -499,7 +499,7 @@ async fn connect(
         .into_response();
     };
     let authorized =
-        crate::auth::bearer(&headers).is_some_and(|t| hub.inner.tokens.redeem(t, &runner_id));
+        crate::tokens::bearer(&headers).is_some_and(|t| hub.inner.tokens.redeem(t, &runner_id));
     if !authorized {
         return ApiError::new(
             codes::UNAUTHORIZED,

@@ -48,6 +48,7 @@ mod frame;
 mod hub;
 pub mod link;
 mod live;
+mod live_tokens;
 mod stream;
 mod tokens;
 
@@ -126,14 +127,6 @@ impl RelayError {
 /// arriving over a socket never gets this trust.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Relayed {
-    _private: (),
-}
-
-/// The mark of a live-view socket the runner's link opens on its own router for the hub: the
-/// hub checked the viewer's `Origin` against its own allowed origins, so the runner's live
-/// view accepts it. Only this module can make one; no request from the network carries it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RelayedLive {
     _private: (),
 }
 

@@ -2,7 +2,7 @@
 //!
 //! The hub opens a stream with `streamOpen`; the runner opens the WebSocket against its own
 //! router, in-process (the router served on an in-memory pipe, a WebSocket client on the
-//! other end), marked [`RelayedLive`]; both sides pump messages as `streamData` until either
+//! other end), marked as checked by the hub (`crate::live::origin_checked_by_hub`); both sides pump messages as `streamData` until either
 //! sends `streamClose`. A socket carries at most [`MAX_STREAMS`] streams, each message at
 //! most [`MAX_STREAM_MESSAGE`] bytes, and every stream ends with its socket.
 
@@ -21,7 +21,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tower::ServiceExt as _;
 
-use super::{RelayedLive, frame, valid_live_token};
+use super::{frame, valid_live_token};
 
 /// Streams open at once on one runner socket.
 pub(crate) const MAX_STREAMS: usize = 16;
@@ -162,9 +162,7 @@ async fn pipe(
     let service = tower::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
         let mut request = request.map(Body::new);
         // The hub checked the viewer's Origin; a request from the network never has this.
-        request
-            .extensions_mut()
-            .insert(RelayedLive { _private: () });
+        crate::live::origin_checked_by_hub(&mut request);
         app.clone().oneshot(request)
     });
     let connection = hyper::server::conn::http1::Builder::new()

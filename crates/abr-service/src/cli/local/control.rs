@@ -77,7 +77,7 @@ async fn require_token(
     request: Request,
     next: Next,
 ) -> Response {
-    if crate::auth::bearer(request.headers()).is_some_and(|t| control.token.matches(t)) {
+    if crate::tokens::bearer(request.headers()).is_some_and(|t| control.token.matches(t)) {
         next.run(request).await
     } else {
         ApiError::new(codes::UNAUTHORIZED, "no valid control token").into_response()

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::cli::CliError;
 use crate::config::ConfigError;
 
-use super::state::{LaunchKind, RunnerState};
+use super::launch::LaunchKind;
 
 /// A failure of `abr up`, `status`, `logs` or `down`. Messages never carry a token.
 #[derive(Debug, thiserror::Error)]
@@ -89,15 +89,6 @@ pub(crate) struct Holder {
     /// Its pid, launch kind and start time; `None` while it has not written its state file
     /// yet (it is starting) or the file is unreadable.
     pub(crate) known: Option<(u32, LaunchKind, i64)>,
-}
-
-impl Holder {
-    /// The holder described by `state`.
-    pub(crate) fn from_state(state: Option<&RunnerState>) -> Self {
-        Self {
-            known: state.map(|s| (s.pid, s.launch, s.started_at)),
-        }
-    }
 }
 
 impl fmt::Display for Holder {

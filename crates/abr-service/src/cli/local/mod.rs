@@ -12,6 +12,7 @@
 
 pub(crate) mod control;
 pub(crate) mod error;
+pub(crate) mod launch;
 pub(crate) mod link;
 pub(crate) mod lock;
 pub(crate) mod logfile;

@@ -12,25 +12,8 @@ use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
 use super::LocalError;
-
-/// How the runner was started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum LaunchKind {
-    /// `abr up` in a terminal (foreground).
-    Terminal,
-    /// `abr up --background`: detached, logging to its log file.
-    Background,
-}
-
-impl std::fmt::Display for LaunchKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Terminal => "terminal",
-            Self::Background => "background",
-        })
-    }
-}
+use super::error::Holder;
+pub(crate) use super::launch::LaunchKind;
 
 /// The control token of one start: whoever presents it may stop the runner. 256 bits from
 /// the OS CSPRNG; never printed.
@@ -149,6 +132,15 @@ impl RunnerState {
             && e.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(path = %path.display(), error = %e, "cannot remove the state file");
+        }
+    }
+}
+
+impl Holder {
+    /// The holder described by `state`.
+    pub(crate) fn from_state(state: Option<&RunnerState>) -> Self {
+        Self {
+            known: state.map(|s| (s.pid, s.launch, s.started_at)),
         }
     }
 }
