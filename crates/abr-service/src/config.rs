@@ -1,7 +1,10 @@
 //! Runner configuration: environment variables, optionally on top of a TOML file.
 //!
-//! This is the only place in ABR that reads configuration from the environment, and it
-//! reads it from a map handed in (`std::env::vars()` in `main`), so it is testable.
+//! This is the only place in ABR that reads configuration from the environment: every
+//! command takes the process's environment once, with [`process_env`], and everything else
+//! is parsed here from that map (so it is testable), into typed sections per owner:
+//! [`ProviderSettings`] (the providers), [`McpSection`] (the MCP server), [`LocalSettings`]
+//! (`abr up`/`status`/`logs`/`down`), [`log_filter`] (`RUST_LOG`), and the runner's own.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -41,6 +44,36 @@ pub enum ConfigError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// The process's environment: the one place ABR's runner reads it. Each command calls it
+/// once and hands the map to [`RunnerConfig::load`] and the other readers here. A variable
+/// whose name or value is not Unicode is left out, as if unset.
+pub fn process_env() -> HashMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+/// The log filter (`RUST_LOG`, in its syntax), when set; the command picks the default.
+pub fn log_filter(env: &HashMap<String, String>) -> Option<&str> {
+    env.get("RUST_LOG").map(String::as_str)
+}
+
+/// The tokens of `ABR_API_TOKEN` as listed (comma-separated for rotation, trimmed, empty
+/// entries dropped), not yet checked: [`RunnerConfig::load`] checks them. `abr status`,
+/// `logs` and `down` use the first to find the runner of a hub without loading the whole
+/// configuration.
+pub fn api_tokens(env: &HashMap<String, String>) -> Vec<SecretString> {
+    env.get("ABR_API_TOKEN")
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(|t| SecretString::from(t.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
@@ -155,6 +188,42 @@ pub struct RunnerConfig {
     pub api_tokens: Vec<SecretString>,
     /// Start without tokens (`--insecure-dev`): every request is accepted.
     pub insecure_dev: bool,
+    /// Which providers run jobs and captures, and how to reach them.
+    pub providers: ProviderSettings,
+    /// Base URL of the demo site; the `demo` platform is registered when set
+    /// (`ABR_DEMO_SITE_URL`; unset by default, so a production runner has no `demo`
+    /// platform; `off` also leaves it unset). Needs the crate's `demo` feature.
+    pub demo_site_url: Option<Url>,
+    /// Limits.
+    pub limits: Limits,
+    /// Where the browsers the runner drives may connect: public addresses, plus the exact
+    /// private `host:port` pairs of `ABR_EGRESS_ALLOW_PRIVATE` (comma-separated).
+    pub egress: EgressPolicy,
+    /// The live view.
+    pub live: LiveSettings,
+    /// The MCP server: read-only or not, and the tenant of `abr mcp`.
+    pub mcp: McpSection,
+    /// The randomized delay before a post acts, for platforms that take the runner's
+    /// (`ABR_PACING_MS=min-max`, default `1000-3000`; `off`). A platform may opt out (the
+    /// demo does) or set its own.
+    pub pacing: Option<Pacing>,
+    /// Tasks: approval rule and per-tenant limits.
+    pub tasks: TaskSettings,
+    /// Durable records: where, and the key that encrypts sessions at rest.
+    pub store: StoreSettings,
+    /// Platforms declared as data: every `*.toml` / `*.json` file of this directory
+    /// (`ABR_PLATFORMS_DIR`; unset: none).
+    pub platforms_dir: Option<PathBuf>,
+    /// Values the platform files' `{{name}}` placeholders are filled with
+    /// (`ABR_PLATFORM_VARS=name=value,...`, e.g. `base=https://app.example.com`).
+    pub platform_vars: BTreeMap<String, String>,
+    /// The runner on the user's own machine (`abr up`): hub, runner id, state directory.
+    pub local: LocalSettings,
+}
+
+/// Which provider runs each kind of work, and how to reach the remote ones.
+#[derive(Clone)]
+pub struct ProviderSettings {
     /// Provider for unattended jobs (`ABR_JOB_PROVIDER`, default local).
     pub job_provider: ProviderChoice,
     /// Provider for interactive capture (`ABR_CAPTURE_PROVIDER`, default local).
@@ -177,34 +246,139 @@ pub struct RunnerConfig {
     pub kernel_url: Option<Url>,
     /// Kernel API key (`ABR_KERNEL_API_KEY`).
     pub kernel_api_key: Option<SecretString>,
-    /// Base URL of the demo site; the `demo` platform is registered when set
-    /// (`ABR_DEMO_SITE_URL`; unset by default, so a production runner has no `demo`
-    /// platform; `off` also leaves it unset). Needs the crate's `demo` feature.
-    pub demo_site_url: Option<Url>,
-    /// Limits.
-    pub limits: Limits,
-    /// Where the browsers the runner drives may connect: public addresses, plus the exact
-    /// private `host:port` pairs of `ABR_EGRESS_ALLOW_PRIVATE` (comma-separated).
-    pub egress: EgressPolicy,
-    /// The live view.
-    pub live: LiveSettings,
-    /// The `/mcp` endpoint is read-only (`ABR_MCP_READ_ONLY=true`; default off): no posting,
-    /// no tasks, browse sessions forced read-only, whatever a model sends.
-    pub mcp_read_only: bool,
-    /// The randomized delay before a post acts, for platforms that take the runner's
-    /// (`ABR_PACING_MS=min-max`, default `1000-3000`; `off`). A platform may opt out (the
-    /// demo does) or set its own.
-    pub pacing: Option<Pacing>,
-    /// Tasks: approval rule and per-tenant limits.
-    pub tasks: TaskSettings,
-    /// Durable records: where, and the key that encrypts sessions at rest.
-    pub store: StoreSettings,
-    /// Platforms declared as data: every `*.toml` / `*.json` file of this directory
-    /// (`ABR_PLATFORMS_DIR`; unset: none).
-    pub platforms_dir: Option<PathBuf>,
-    /// Values the platform files' `{{name}}` placeholders are filled with
-    /// (`ABR_PLATFORM_VARS=name=value,...`, e.g. `base=https://app.example.com`).
-    pub platform_vars: BTreeMap<String, String>,
+}
+
+impl Default for ProviderSettings {
+    fn default() -> Self {
+        Self {
+            job_provider: ProviderChoice::Local,
+            capture_provider: ProviderChoice::Local,
+            local_full_chromium_jobs: false,
+            local_browser_per_job: false,
+            local_headless_capture: false,
+            cdp_url: None,
+            steel_url: None,
+            steel_api_key: None,
+            kernel_url: None,
+            kernel_api_key: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ProviderSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |s: &Option<SecretString>| s.as_ref().map(|_| "<set>");
+        f.debug_struct("ProviderSettings")
+            .field("job_provider", &self.job_provider)
+            .field("capture_provider", &self.capture_provider)
+            .field("local_full_chromium_jobs", &self.local_full_chromium_jobs)
+            .field("local_browser_per_job", &self.local_browser_per_job)
+            .field("local_headless_capture", &self.local_headless_capture)
+            .field("cdp_url", &set(&self.cdp_url))
+            .field("steel_url", &self.steel_url.as_ref().map(Url::as_str))
+            .field("steel_api_key", &set(&self.steel_api_key))
+            .field("kernel_url", &self.kernel_url.as_ref().map(Url::as_str))
+            .field("kernel_api_key", &set(&self.kernel_api_key))
+            .finish()
+    }
+}
+
+/// The environment variable that makes the MCP server read-only.
+pub const MCP_READ_ONLY_VAR: &str = "ABR_MCP_READ_ONLY";
+/// The environment variable naming the tenant of `abr mcp` (stdio).
+pub const MCP_TENANT_VAR: &str = "ABR_MCP_TENANT";
+
+/// What the operator decides about the MCP server (never the model). The server's runtime
+/// settings are built from it: [`crate::mcp::McpSettings::from_config`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpSection {
+    /// The MCP server is read-only ([`MCP_READ_ONLY_VAR`]: `true`/`1`/`on` or
+    /// `false`/`0`/`off`, any case; default off): no posting, no tasks, browse sessions
+    /// forced read-only, whatever a model sends.
+    pub read_only: bool,
+    /// The tenant of `abr mcp` on stdio ([`MCP_TENANT_VAR`], checked like every tenant id).
+    /// `None`: the runner's default tenant. Over HTTP the tenant is each caller's own.
+    pub tenant: Option<String>,
+}
+
+impl McpSection {
+    /// Reads [`MCP_READ_ONLY_VAR`] and [`MCP_TENANT_VAR`] from `env`.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming the variable whose value is refused (never the value).
+    pub fn from_env(env: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let read_only = match get(MCP_READ_ONLY_VAR) {
+            None => false,
+            Some(v) => {
+                parse_switch(v).ok_or_else(|| invalid(MCP_READ_ONLY_VAR, "use true or false"))?
+            }
+        };
+        let tenant = get(MCP_TENANT_VAR).map(str::to_owned);
+        abr_core::check_tenant_id(MCP_TENANT_VAR, tenant.as_deref())
+            .map_err(|_| invalid(MCP_TENANT_VAR, "not a valid tenant id"))?;
+        Ok(Self { read_only, tenant })
+    }
+}
+
+/// `true`/`1`/`on` or `false`/`0`/`off` (any case).
+fn parse_switch(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" | "on" => Some(true),
+        "false" | "0" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// The runner on the user's own machine: what `abr up`, `status`, `logs` and `down` read
+/// from the environment. The values are as given (trimmed; empty is unset): the commands
+/// check the hub URL and the runner id, naming the flag or the variable.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct LocalSettings {
+    /// The hub to link to (`ABR_HUB_URL`; `--hub` wins).
+    pub hub_url: Option<String>,
+    /// The runner id at the hub (`ABR_RUNNER_ID`; `--runner-id` wins).
+    pub runner_id: Option<String>,
+    /// The state directory: `ABR_STATE_DIR`, else `$XDG_STATE_HOME/abr`, else
+    /// `$HOME/.local/state/abr`. `None` when all three are unset.
+    pub state_dir: Option<PathBuf>,
+    /// `ABR_DATA_DIR` is set in the environment (a config file's `data_dir` does not
+    /// count): `abr up` keeps its records there rather than under the state directory.
+    pub data_dir_given: bool,
+}
+
+impl LocalSettings {
+    /// Reads `ABR_HUB_URL`, `ABR_RUNNER_ID`, `ABR_STATE_DIR` (or `XDG_STATE_HOME`, `HOME`)
+    /// and whether `ABR_DATA_DIR` is set, from `env`. Nothing here is required: a command
+    /// that needs a value reports its absence.
+    pub fn from_env(env: &HashMap<String, String>) -> Self {
+        let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let state_dir = if let Some(dir) = get("ABR_STATE_DIR") {
+            Some(PathBuf::from(dir))
+        } else if let Some(xdg) = get("XDG_STATE_HOME") {
+            Some(Path::new(xdg).join("abr"))
+        } else {
+            get("HOME").map(|home| Path::new(home).join(".local/state/abr"))
+        };
+        Self {
+            hub_url: get("ABR_HUB_URL").map(str::to_owned),
+            runner_id: get("ABR_RUNNER_ID").map(str::to_owned),
+            state_dir,
+            data_dir_given: get("ABR_DATA_DIR").is_some(),
+        }
+    }
+}
+
+impl std::fmt::Debug for LocalSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The hub URL is not checked yet: it could carry credentials.
+        f.debug_struct("LocalSettings")
+            .field("hub_url", &self.hub_url.as_ref().map(|_| "<set>"))
+            .field("runner_id", &self.runner_id)
+            .field("state_dir", &self.state_dir)
+            .field("data_dir_given", &self.data_dir_given)
+            .finish()
+    }
 }
 
 /// Tasks: who must approve, and how much one tenant may use.
@@ -251,11 +425,7 @@ impl std::fmt::Debug for RunnerConfig {
             .field("public_url", &self.public_url.as_ref().map(Url::as_str))
             .field("api_tokens", &self.api_tokens.len())
             .field("insecure_dev", &self.insecure_dev)
-            .field("job_provider", &self.job_provider)
-            .field("capture_provider", &self.capture_provider)
-            .field("local_headless_capture", &self.local_headless_capture)
-            .field("steel_url", &self.steel_url.as_ref().map(Url::as_str))
-            .field("kernel_url", &self.kernel_url.as_ref().map(Url::as_str))
+            .field("providers", &self.providers)
             .field(
                 "demo_site_url",
                 &self.demo_site_url.as_ref().map(Url::as_str),
@@ -272,7 +442,9 @@ impl std::fmt::Debug for RunnerConfig {
             .field("live", &self.live)
             .field("tasks", &self.tasks)
             .field("store", &self.store)
+            .field("mcp", &self.mcp)
             .field("platforms_dir", &self.platforms_dir)
+            .field("local", &self.local)
             .finish_non_exhaustive()
     }
 }
@@ -284,26 +456,18 @@ impl Default for RunnerConfig {
             public_url: None,
             api_tokens: Vec::new(),
             insecure_dev: false,
-            job_provider: ProviderChoice::Local,
-            capture_provider: ProviderChoice::Local,
-            local_full_chromium_jobs: false,
-            local_browser_per_job: false,
-            local_headless_capture: false,
-            cdp_url: None,
-            steel_url: None,
-            steel_api_key: None,
-            kernel_url: None,
-            kernel_api_key: None,
+            providers: ProviderSettings::default(),
             demo_site_url: None,
             limits: Limits::default(),
             egress: EgressPolicy::new(),
             live: LiveSettings::default(),
-            mcp_read_only: false,
+            mcp: McpSection::default(),
             pacing: Some(DEFAULT_PACING),
             tasks: TaskSettings::default(),
             store: StoreSettings::default(),
             platforms_dir: None,
             platform_vars: BTreeMap::new(),
+            local: LocalSettings::default(),
         }
     }
 }
@@ -527,6 +691,7 @@ impl RunnerConfig {
         if config.store.data_dir.is_none() {
             config.store.data_dir = Some(default_data_dir(env)?);
         }
+        config.local = LocalSettings::from_env(env);
         Ok(config)
     }
 
@@ -563,15 +728,7 @@ impl RunnerConfig {
         config.public_url = get("ABR_PUBLIC_URL")
             .map(|v| parse_url("ABR_PUBLIC_URL", v))
             .transpose()?;
-        config.api_tokens = get("ABR_API_TOKEN")
-            .map(|v| {
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .map(|t| SecretString::from(t.to_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        config.api_tokens = api_tokens(env);
         for token in &config.api_tokens {
             let t = token.expose_secret();
             if t.len() < 16 || !t.bytes().all(|b| b.is_ascii_graphic()) {
@@ -591,13 +748,14 @@ impl RunnerConfig {
                  address (127.0.0.1 or ::1)",
             ));
         }
+        let p = &mut config.providers;
         if let Some(v) = get("ABR_JOB_PROVIDER") {
-            config.job_provider = v.parse().map_err(|e| invalid("ABR_JOB_PROVIDER", e))?;
+            p.job_provider = v.parse().map_err(|e| invalid("ABR_JOB_PROVIDER", e))?;
         }
         if let Some(v) = get("ABR_CAPTURE_PROVIDER") {
-            config.capture_provider = v.parse().map_err(|e| invalid("ABR_CAPTURE_PROVIDER", e))?;
+            p.capture_provider = v.parse().map_err(|e| invalid("ABR_CAPTURE_PROVIDER", e))?;
         }
-        config.local_full_chromium_jobs = match get("ABR_LOCAL_JOB_BROWSER") {
+        p.local_full_chromium_jobs = match get("ABR_LOCAL_JOB_BROWSER") {
             None | Some("headless-shell") => false,
             Some("chromium") => true,
             Some(_) => {
@@ -607,7 +765,7 @@ impl RunnerConfig {
                 ));
             }
         };
-        config.local_browser_per_job = match get("ABR_LOCAL_ISOLATION") {
+        p.local_browser_per_job = match get("ABR_LOCAL_ISOLATION") {
             None | Some("shared") => false,
             Some("browser-per-job") => true,
             Some(_) => {
@@ -617,15 +775,15 @@ impl RunnerConfig {
                 ));
             }
         };
-        config.cdp_url = secret("ABR_CDP_URL");
+        p.cdp_url = secret("ABR_CDP_URL");
         if let Some(v) = get("ABR_STEEL_URL") {
-            config.steel_url = Some(parse_url("ABR_STEEL_URL", v)?);
+            p.steel_url = Some(parse_url("ABR_STEEL_URL", v)?);
         }
-        config.steel_api_key = secret("ABR_STEEL_API_KEY");
+        p.steel_api_key = secret("ABR_STEEL_API_KEY");
         if let Some(v) = get("ABR_KERNEL_URL") {
-            config.kernel_url = Some(parse_url("ABR_KERNEL_URL", v)?);
+            p.kernel_url = Some(parse_url("ABR_KERNEL_URL", v)?);
         }
-        config.kernel_api_key = secret("ABR_KERNEL_API_KEY");
+        p.kernel_api_key = secret("ABR_KERNEL_API_KEY");
         config.demo_site_url = match get("ABR_DEMO_SITE_URL") {
             None | Some("off") => None,
             Some(_) if !cfg!(feature = "demo") => {
@@ -636,12 +794,13 @@ impl RunnerConfig {
             }
             Some(v) => Some(parse_url("ABR_DEMO_SITE_URL", v)?),
         };
-        for choice in [config.job_provider, config.capture_provider] {
+        let p = &config.providers;
+        for choice in [p.job_provider, p.capture_provider] {
             match choice {
-                ProviderChoice::Cdp if config.cdp_url.is_none() => {
+                ProviderChoice::Cdp if p.cdp_url.is_none() => {
                     return Err(invalid("ABR_CDP_URL", "required when a provider is cdp"));
                 }
-                ProviderChoice::Kernel if config.kernel_api_key.is_none() => {
+                ProviderChoice::Kernel if p.kernel_api_key.is_none() => {
                     return Err(invalid(
                         "ABR_KERNEL_API_KEY",
                         "required when a provider is kernel",
@@ -705,11 +864,7 @@ impl RunnerConfig {
                 ));
             }
         };
-        config.mcp_read_only = match get("ABR_MCP_READ_ONLY") {
-            None | Some("false" | "0" | "off") => false,
-            Some("true" | "1" | "on") => true,
-            Some(_) => return Err(invalid("ABR_MCP_READ_ONLY", "use true or false")),
-        };
+        config.mcp = McpSection::from_env(env)?;
         if let Some(n) = positive("ABR_LIVE_MAX_SOCKETS")? {
             config.live.max_sockets_per_token = n;
         }
@@ -935,7 +1090,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.api_tokens.len(), 2);
-        assert_eq!(c.capture_provider, ProviderChoice::Steel);
+        assert_eq!(c.providers.capture_provider, ProviderChoice::Steel);
         assert_eq!(c.limits.max_concurrent_jobs, 3);
         assert_eq!(c.public_base(), "https://runner.example.com");
         assert!(
@@ -1064,6 +1219,127 @@ mod tests {
             false,
         );
         assert!(c.is_ok());
+    }
+
+    /// `pairs` alone: the MCP section reads nothing else.
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn read_only_is_off_unless_switched_on() {
+        assert_eq!(
+            McpSection::from_env(&vars(&[])).unwrap(),
+            McpSection::default()
+        );
+        for on in ["true", "1", "ON", " on "] {
+            let section = McpSection::from_env(&vars(&[(MCP_READ_ONLY_VAR, on)])).unwrap();
+            assert!(section.read_only, "{on:?}");
+        }
+        for off in ["false", "0", "off", ""] {
+            let section = McpSection::from_env(&vars(&[(MCP_READ_ONLY_VAR, off)])).unwrap();
+            assert!(!section.read_only, "{off:?}");
+        }
+        // Parsed once, by the whole configuration too.
+        let c = RunnerConfig::load(&env(&[(MCP_READ_ONLY_VAR, "on")]), None, true).unwrap();
+        assert!(c.mcp.read_only);
+        assert!(!RunnerConfig::default().mcp.read_only);
+    }
+
+    #[test]
+    fn a_bad_value_is_refused_naming_the_variable_not_the_value() {
+        let err = McpSection::from_env(&vars(&[(MCP_READ_ONLY_VAR, "yes-please")])).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("ABR_MCP_READ_ONLY: "), "{text}");
+        assert!(text.contains("use true or false"), "{text}");
+        assert!(!text.contains("yes-please"), "{text}");
+        let long = "t".repeat(10_000);
+        let err = McpSection::from_env(&vars(&[(MCP_TENANT_VAR, &long)])).unwrap_err();
+        assert!(err.to_string().starts_with("ABR_MCP_TENANT: "), "{err}");
+        assert!(err.to_string().contains("not a valid tenant id"), "{err}");
+        let err = RunnerConfig::load(&env(&[(MCP_READ_ONLY_VAR, "maybe")]), None, true)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "ABR_MCP_READ_ONLY: use true or false");
+    }
+
+    #[test]
+    fn the_tenant_is_taken_as_given() {
+        let section = McpSection::from_env(&vars(&[(MCP_TENANT_VAR, "acme")])).unwrap();
+        assert_eq!(section.tenant.as_deref(), Some("acme"));
+    }
+
+    #[test]
+    fn provider_keys_never_print() {
+        let c = RunnerConfig::load(
+            &env(&[
+                ("ABR_API_TOKEN", "aaaaaaaaaaaaaaaa"),
+                ("ABR_JOB_PROVIDER", "kernel"),
+                ("ABR_KERNEL_API_KEY", "kernel-key-SECRET"),
+                ("ABR_STEEL_API_KEY", "steel-key-SECRET"),
+                (
+                    "ABR_CDP_URL",
+                    "ws://127.0.0.1:9222/devtools?token=cdp-SECRET",
+                ),
+            ]),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(c.providers.job_provider, ProviderChoice::Kernel);
+        assert!(c.providers.kernel_api_key.is_some());
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains("kernel_api_key"), "{shown}");
+    }
+
+    #[test]
+    fn the_local_settings_come_from_the_environment_only() {
+        let l = LocalSettings::from_env(&vars(&[
+            ("ABR_HUB_URL", " https://hub.example.com "),
+            ("ABR_RUNNER_ID", "r1"),
+            ("ABR_STATE_DIR", "/s"),
+            ("ABR_DATA_DIR", "/d"),
+        ]));
+        assert_eq!(l.hub_url.as_deref(), Some("https://hub.example.com"));
+        assert_eq!(l.runner_id.as_deref(), Some("r1"));
+        assert_eq!(l.state_dir.as_deref(), Some(Path::new("/s")));
+        assert!(l.data_dir_given);
+        let l = LocalSettings::from_env(&vars(&[("ABR_DATA_DIR", " "), ("HOME", "/h")]));
+        assert_eq!(
+            l,
+            LocalSettings {
+                state_dir: Some(PathBuf::from("/h/.local/state/abr")),
+                ..LocalSettings::default()
+            }
+        );
+        assert_eq!(
+            LocalSettings::from_env(&vars(&[])),
+            LocalSettings::default()
+        );
+        let c = RunnerConfig::load(
+            &env(&[("ABR_RUNNER_ID", "r2"), ("XDG_STATE_HOME", "/x")]),
+            None,
+            true,
+        )
+        .unwrap();
+        assert_eq!(c.local.runner_id.as_deref(), Some("r2"));
+        assert_eq!(c.local.state_dir.as_deref(), Some(Path::new("/x/abr")));
+        // The tokens as listed, unchecked, for `abr status` and friends.
+        let tokens = api_tokens(&vars(&[("ABR_API_TOKEN", " , first-token , second")]));
+        let tokens: Vec<&str> = tokens.iter().map(|t| t.expose_secret()).collect();
+        assert_eq!(tokens, ["first-token", "second"]);
+        assert!(api_tokens(&vars(&[])).is_empty());
+    }
+
+    #[test]
+    fn the_log_filter_is_rust_log_as_given() {
+        assert_eq!(log_filter(&vars(&[])), None);
+        assert_eq!(log_filter(&vars(&[("RUST_LOG", "debug")])), Some("debug"));
+        assert_eq!(log_filter(&vars(&[("RUST_LOG", "")])), Some(""));
     }
 
     #[test]

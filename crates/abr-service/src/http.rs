@@ -249,8 +249,8 @@ pub fn app<C: TaskContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
 /// caller's own.
 fn http_mcp_settings<C: TaskContext>(runner: &Runner<C>) -> crate::mcp::McpSettings {
     crate::mcp::McpSettings {
-        read_only: runner.config.mcp_read_only,
         tenant: None,
+        ..crate::mcp::McpSettings::from_config(&runner.config.mcp)
     }
 }
 

@@ -56,10 +56,10 @@ where
     )
 }
 
-/// Logs to stderr with `RUST_LOG`, or `default` when it is not set.
-pub fn init(default: &str) {
-    let spec = std::env::var("RUST_LOG").unwrap_or_else(|_| default.to_owned());
-    let _ = subscriber(&spec, std::io::stderr).try_init();
+/// Logs to stderr filtered by `filter` (`RUST_LOG`, from [`crate::config::log_filter`]), or
+/// by `default` when it is not set.
+pub fn init(filter: Option<&str>, default: &str) {
+    let _ = subscriber(filter.unwrap_or(default), std::io::stderr).try_init();
 }
 
 #[cfg(test)]

@@ -25,10 +25,11 @@ pub(crate) fn steel(
     budget: &DeadlineBudget,
 ) -> DynSessionProvider<BrowserSession> {
     let base = config
+        .providers
         .steel_url
         .as_ref()
         .map(|u| u.as_str().trim_end_matches('/').to_owned());
-    match &config.steel_api_key {
+    match &config.providers.steel_api_key {
         Some(key) => {
             let mut steel = SteelProviderConfig::cloud(key.expose_secret().to_owned());
             if let Some(base) = base {
@@ -53,12 +54,13 @@ pub(crate) fn steel(
 /// Kernel (a browser per lease).
 pub(crate) fn kernel(config: &RunnerConfig) -> DynSessionProvider<BrowserSession> {
     let key = config
+        .providers
         .kernel_api_key
         .as_ref()
         .map(|k| k.expose_secret().to_owned())
         .unwrap_or_default();
     let mut kernel = KernelProviderConfig::new(key);
-    if let Some(url) = &config.kernel_url {
+    if let Some(url) = &config.providers.kernel_url {
         kernel.base_url = url.as_str().trim_end_matches('/').to_owned();
     }
     kernel.rest_timeout = kernel.rest_timeout.min(Duration::from_secs(60));
@@ -86,7 +88,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::config::ProviderChoice;
+    use crate::config::{ProviderChoice, ProviderSettings};
     use crate::runner::{Runner, RunnerBuilder};
 
     const WORKSPACE: &str = "ws-steel";
@@ -98,9 +100,12 @@ mod tests {
     /// demo site.
     fn runner(double: &SteelDouble, site: &DemoSite) -> Runner {
         let mut config = RunnerConfig {
-            job_provider: ProviderChoice::Steel,
-            capture_provider: ProviderChoice::Steel,
-            steel_url: Some(url::Url::parse(&double.base_url()).unwrap()),
+            providers: ProviderSettings {
+                job_provider: ProviderChoice::Steel,
+                capture_provider: ProviderChoice::Steel,
+                steel_url: Some(url::Url::parse(&double.base_url()).unwrap()),
+                ..ProviderSettings::default()
+            },
             ..RunnerConfig::default()
         };
         config.egress = config.egress.allow_addr(site.local_addr());

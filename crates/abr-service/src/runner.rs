@@ -218,9 +218,12 @@ impl<C: TaskContext> RunnerBuilder<C> {
                 .or_else(|| factory.as_mut().map(|make| make(choice, &budget, hooks)))
                 .ok_or_else(|| CoreError::InvalidInput("the runner has no provider".into()))
         };
-        let jobs_provider = provider(self.job_provider, config.job_provider, &mut hooks)?;
-        let capture_provider =
-            provider(self.capture_provider, config.capture_provider, &mut hooks)?;
+        let jobs_provider = provider(self.job_provider, config.providers.job_provider, &mut hooks)?;
+        let capture_provider = provider(
+            self.capture_provider,
+            config.providers.capture_provider,
+            &mut hooks,
+        )?;
         let data_lock = match (&self.store, &config.store.data_dir) {
             (None, Some(dir)) => Some(lock_data_dir(dir)?),
             _ => None,
@@ -271,6 +274,7 @@ fn configured_providers(config: RunnerConfig) -> ProviderFactory<BrowserSession>
         }
         ProviderChoice::Cdp => {
             let endpoint = config
+                .providers
                 .cdp_url
                 .as_ref()
                 .map(|u| u.expose_secret().to_owned())
@@ -301,18 +305,18 @@ fn configured_providers(config: RunnerConfig) -> ProviderFactory<BrowserSession>
 
 fn local_config(config: &RunnerConfig) -> LocalProviderConfig {
     LocalProviderConfig {
-        job_binary: if config.local_full_chromium_jobs {
+        job_binary: if config.providers.local_full_chromium_jobs {
             ChromiumBinary::Chromium
         } else {
             ChromiumBinary::HeadlessShell
         },
-        isolation: if config.local_browser_per_job {
+        isolation: if config.providers.local_browser_per_job {
             Isolation::BrowserPerJob
         } else {
             Isolation::SharedBrowser
         },
         egress: Some(config.egress.clone()),
-        headful_interactive: config.local_headless_capture.then_some(false),
+        headful_interactive: config.providers.local_headless_capture.then_some(false),
         ..LocalProviderConfig::default()
     }
 }

@@ -43,11 +43,9 @@ const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 
 impl DemoArgs {
     pub(crate) fn run(self) -> Result<(), CliError> {
-        if std::env::var_os("RUST_LOG").is_none() {
-            crate::logging::init("warn,playwright_rs=error");
-        } else {
-            super::serve::init_logging();
-        }
+        // Quiet unless RUST_LOG says otherwise: the demo's own lines are the output.
+        let env = crate::config::process_env();
+        crate::logging::init(crate::config::log_filter(&env), "warn,playwright_rs=error");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

@@ -7,7 +7,6 @@
 //! tenant). Stdout carries the protocol only: logs go to stderr. When stdin closes (the
 //! client exited) the runner shuts down and closes its browsers.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -15,7 +14,7 @@ use rmcp::ServiceExt as _;
 use secrecy::ExposeSecret;
 
 use crate::cli::CliError;
-use crate::config::RunnerConfig;
+use crate::config::{self, RunnerConfig};
 use crate::mcp::{McpServer, McpSettings};
 
 use super::serve::runner_builder;
@@ -47,13 +46,13 @@ pub(crate) struct McpArgs {
 impl McpArgs {
     pub(crate) fn run(self) -> Result<(), CliError> {
         // Stdout is the protocol: every log line goes to stderr.
-        crate::logging::init("info");
-        let env: HashMap<String, String> = std::env::vars().collect();
+        let env = config::process_env();
+        crate::logging::init(config::log_filter(&env), "info");
         let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
         if config.insecure_dev && config.api_tokens.is_empty() {
             tracing::warn!("--insecure-dev: the tools act without a token");
         }
-        let mut settings = McpSettings::from_env(&env).map_err(|e| CliError::Run(e.to_string()))?;
+        let mut settings = McpSettings::from_config(&config.mcp);
         settings.read_only |= self.read_only;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()

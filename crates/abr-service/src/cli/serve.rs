@@ -1,11 +1,10 @@
 //! `abr serve`: the HTTP runner.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::cli::CliError;
-use crate::config::{ConfigError, RunnerConfig};
+use crate::config::{self, ConfigError, RunnerConfig};
 use crate::runner::RunnerBuilder;
 use crate::server::RunningServer;
 
@@ -52,16 +51,16 @@ pub(crate) struct ServeArgs {
     insecure_dev: bool,
 }
 
-/// Logs to stderr; `RUST_LOG` filters (third-party targets that dump secrets stay capped,
-/// see [`crate::logging`]).
-pub(crate) fn init_logging() {
-    crate::logging::init("info");
+/// Logs to stderr; `filter` (`RUST_LOG`) filters, default info (third-party targets that
+/// dump secrets stay capped, see [`crate::logging`]).
+fn init_logging(filter: Option<&str>) {
+    crate::logging::init(filter, "info");
 }
 
 impl ServeArgs {
     pub(crate) fn run(self) -> Result<(), CliError> {
-        init_logging();
-        let env: HashMap<String, String> = std::env::vars().collect();
+        let env = config::process_env();
+        init_logging(config::log_filter(&env));
         let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
         if config.insecure_dev && config.api_tokens.is_empty() {
             tracing::warn!("--insecure-dev: the API accepts requests without a token");
@@ -186,6 +185,8 @@ fn with_demo(_: RunnerBuilder, _: &url::Url) -> Result<RunnerBuilder, ConfigErro
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use axum::body::Body;
     use axum::http::{Request, StatusCode, header};
     use tower::ServiceExt as _;

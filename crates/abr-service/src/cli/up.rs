@@ -8,7 +8,6 @@
 //! once the detached runner holds the lock and answers its own health check. It never
 //! installs itself to start at login.
 
-use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -28,9 +27,9 @@ use crate::cli::local::lock::{self, InstanceLock};
 use crate::cli::local::logfile;
 use crate::cli::local::paths::{LocalPaths, private_dir};
 use crate::cli::local::state::{ControlToken, LaunchKind, RunnerState};
-use crate::cli::local::target::{Target, account_id};
+use crate::cli::local::target::{Target, account_id, first_api_token};
 use crate::cli::serve::runner_builder;
-use crate::config::RunnerConfig;
+use crate::config::{self, RunnerConfig};
 use crate::server::{RunningServer, wait_for_signal};
 
 const UP_HELP: &str = "\
@@ -91,7 +90,6 @@ pub(crate) struct UpArgs {
 /// Everything `abr up` resolved before it starts anything.
 struct Plan {
     args: UpArgs,
-    env: HashMap<String, String>,
     config: RunnerConfig,
     target: Target,
     api_token: Option<SecretString>,
@@ -100,11 +98,15 @@ struct Plan {
 
 impl UpArgs {
     pub(crate) fn run(self) -> Result<(), CliError> {
-        crate::logging::init("info");
-        let env: HashMap<String, String> = std::env::vars().collect();
+        let env = config::process_env();
+        crate::logging::init(config::log_filter(&env), "info");
         let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
-        let target = Target::resolve(&env, self.hub.as_deref(), self.runner_id.as_deref())?;
-        let api_token = config.api_tokens.first().cloned();
+        let target = Target::resolve(
+            &config.local,
+            self.hub.as_deref(),
+            self.runner_id.as_deref(),
+        )?;
+        let api_token = first_api_token(&config.api_tokens);
         if target.hub.is_some() && api_token.is_none() {
             return Err(LocalError::Invalid {
                 key: "ABR_API_TOKEN",
@@ -113,11 +115,10 @@ impl UpArgs {
             .into());
         }
         let account = account_id(target.hub.as_ref(), api_token.as_ref());
-        let paths = LocalPaths::resolve(&env, account)?;
+        let paths = LocalPaths::resolve(&config.local, account)?;
         paths.create_dirs()?;
         let plan = Plan {
             args: self,
-            env,
             config,
             target,
             api_token,
@@ -201,7 +202,6 @@ fn run_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
 async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
     let Plan {
         args,
-        env,
         mut config,
         target,
         api_token,
@@ -216,8 +216,8 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
         .local_addr()
         .map_err(|e| LocalError::Run(format!("cannot listen on {bind}: {e}")))?;
     config.bind = addr;
-    config.local_headless_capture = args.headless;
-    if env.get("ABR_DATA_DIR").is_none_or(|v| v.trim().is_empty()) {
+    config.providers.local_headless_capture = args.headless;
+    if !config.local.data_dir_given {
         let data = paths.data_dir();
         private_dir(&data)?;
         config.store.data_dir = Some(data);

@@ -38,7 +38,7 @@ use crate::config::RunnerConfig;
 
 pub use endpoint::McpEndpoint;
 pub use server::McpServer;
-pub use settings::{McpSettings, McpSettingsError, READ_ONLY_VAR, TENANT_VAR};
+pub use settings::{McpSettings, McpSettingsError};
 
 /// The MCP service mounted at `/mcp`: rmcp's streamable-HTTP service behind checks that
 /// answer every refusal in JSON ([`McpEndpoint`]).

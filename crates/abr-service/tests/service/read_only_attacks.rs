@@ -1055,7 +1055,7 @@ async fn a_read_only_mcp_endpoint_refuses_the_attacks_and_acts_on_no_writable_se
     let stack = stack_with(
         |c| {
             attack_config(c);
-            c.mcp_read_only = true;
+            c.mcp.read_only = true;
         },
         |b| b,
     )

@@ -25,9 +25,9 @@ fn on_kernel(kernel: &KernelDouble) -> impl FnOnce(&mut RunnerConfig) + use<> {
     let url = kernel.base_url();
     let key = kernel.api_key().to_owned();
     move |config| {
-        config.capture_provider = ProviderChoice::Kernel;
-        config.kernel_url = Some(url::Url::parse(&url).unwrap());
-        config.kernel_api_key = Some(SecretString::from(key));
+        config.providers.capture_provider = ProviderChoice::Kernel;
+        config.providers.kernel_url = Some(url::Url::parse(&url).unwrap());
+        config.providers.kernel_api_key = Some(SecretString::from(key));
     }
 }
 

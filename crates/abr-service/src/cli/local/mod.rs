@@ -22,18 +22,20 @@ pub(crate) mod target;
 
 pub(crate) use error::LocalError;
 
-use std::collections::HashMap;
+use crate::config::{self, LocalSettings};
 
 /// The paths of the runner that `abr status`, `logs` and `down` are about: the account of
 /// `hub` (`--hub`, else `ABR_HUB_URL`) and the first `ABR_API_TOKEN`, as `abr up` computed
-/// it.
+/// it. Only the local settings and the tokens are read, not the whole configuration: these
+/// commands need no session key, provider or other setting of the runner.
 ///
 /// # Errors
 /// [`LocalError::Invalid`] for a bad hub, a hub without a token, or no state directory.
 pub(crate) fn locate(hub: Option<&str>) -> Result<paths::LocalPaths, LocalError> {
-    let env: HashMap<String, String> = std::env::vars().collect();
-    let target = target::Target::resolve(&env, hub, None)?;
-    let token = target::first_api_token(&env);
+    let env = config::process_env();
+    let local = LocalSettings::from_env(&env);
+    let target = target::Target::resolve(&local, hub, None)?;
+    let token = target::first_api_token(&config::api_tokens(&env));
     if target.hub.is_some() && token.is_none() {
         return Err(LocalError::Invalid {
             key: "ABR_API_TOKEN",
@@ -42,5 +44,5 @@ pub(crate) fn locate(hub: Option<&str>) -> Result<paths::LocalPaths, LocalError>
         });
     }
     let account = target::account_id(target.hub.as_ref(), token.as_ref());
-    paths::LocalPaths::resolve(&env, account)
+    paths::LocalPaths::resolve(&local, account)
 }

@@ -7,10 +7,10 @@
 //! browser profile, unless `ABR_DATA_DIR` names another directory). Directories are
 //! created readable by their owner only.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::LocalError;
+use crate::config::LocalSettings;
 
 /// The files of one account's local runner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,23 +20,14 @@ pub(crate) struct LocalPaths {
 }
 
 impl LocalPaths {
-    /// The paths of `account` in the state directory `env` names.
+    /// The paths of `account` in the state directory of `local` (see
+    /// [`LocalSettings::state_dir`]).
     ///
     /// # Errors
     /// [`LocalError::Invalid`] when no state directory can be found (`ABR_STATE_DIR`,
     /// `XDG_STATE_HOME` and `HOME` all unset).
-    pub(crate) fn resolve(
-        env: &HashMap<String, String>,
-        account: String,
-    ) -> Result<Self, LocalError> {
-        let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
-        let dir = if let Some(dir) = get("ABR_STATE_DIR") {
-            PathBuf::from(dir)
-        } else if let Some(xdg) = get("XDG_STATE_HOME") {
-            Path::new(xdg).join("abr")
-        } else if let Some(home) = get("HOME") {
-            Path::new(home).join(".local/state/abr")
-        } else {
+    pub(crate) fn resolve(local: &LocalSettings, account: String) -> Result<Self, LocalError> {
+        let Some(dir) = local.state_dir.clone() else {
             return Err(LocalError::Invalid {
                 key: "ABR_STATE_DIR",
                 reason: "no state directory: set ABR_STATE_DIR (HOME and XDG_STATE_HOME are \
@@ -95,11 +86,14 @@ pub(crate) fn private_dir(dir: &Path) -> Result<(), LocalError> {
 mod tests {
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+    /// The local settings of the environment `pairs`.
+    fn env(pairs: &[(&str, &str)]) -> LocalSettings {
+        LocalSettings::from_env(
+            &pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
     }
 
     #[test]

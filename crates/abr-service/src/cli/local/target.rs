@@ -1,13 +1,12 @@
 //! What a local runner serves: on this machine only, or a hub as a runner id; and the
 //! account that decides which runner a command is about.
 
-use std::collections::HashMap;
-
 use secrecy::{ExposeSecret as _, SecretString};
 use sha2::{Digest as _, Sha256};
 use url::Url;
 
 use super::LocalError;
+use crate::config::LocalSettings;
 
 /// The hub a runner links to, and as which runner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,23 +24,22 @@ pub(crate) struct Target {
 const MAX_RUNNER_ID: usize = 64;
 
 impl Target {
-    /// Resolves the hub and the runner id from the flags, else the environment.
+    /// Resolves the hub and the runner id from the flags, else the environment's (`local`).
     ///
     /// # Errors
     /// [`LocalError::Invalid`] naming the flag or variable of a bad value.
     pub(crate) fn resolve(
-        env: &HashMap<String, String>,
+        local: &LocalSettings,
         hub: Option<&str>,
         runner_id: Option<&str>,
     ) -> Result<Self, LocalError> {
-        let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
-        let hub = match (hub, get("ABR_HUB_URL")) {
+        let hub = match (hub, local.hub_url.as_deref()) {
             (Some(flag), _) => Some(parse_hub("--hub", flag)?),
             (None, Some(var)) => Some(parse_hub("ABR_HUB_URL", var)?),
             (None, None) => None,
         };
         let host = host_name();
-        let runner_id = match (runner_id, get("ABR_RUNNER_ID")) {
+        let runner_id = match (runner_id, local.runner_id.as_deref()) {
             (Some(flag), _) => check_runner_id("--runner-id", flag)?,
             (None, Some(var)) => check_runner_id("ABR_RUNNER_ID", var)?,
             (None, None) => host.clone(),
@@ -146,19 +144,17 @@ pub(crate) fn account_id(hub: Option<&Url>, token: Option<&SecretString>) -> Str
         .collect()
 }
 
-/// The first token of `ABR_API_TOKEN` (comma-separated for rotation), as `abr serve` reads
-/// it: the one a runner links to its hub with.
-pub(crate) fn first_api_token(env: &HashMap<String, String>) -> Option<SecretString> {
-    env.get("ABR_API_TOKEN")?
-        .split(',')
-        .map(str::trim)
-        .find(|t| !t.is_empty())
-        .map(|t| SecretString::from(t.to_owned()))
+/// The first token of `ABR_API_TOKEN` (comma-separated for rotation; `tokens` as
+/// [`crate::config`] read them): the one a runner links to its hub with.
+pub(crate) fn first_api_token(tokens: &[SecretString]) -> Option<SecretString> {
+    tokens.first().cloned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::collections::HashMap;
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs
@@ -167,9 +163,14 @@ mod tests {
             .collect()
     }
 
+    /// The local settings of the environment `pairs`.
+    fn local(pairs: &[(&str, &str)]) -> LocalSettings {
+        LocalSettings::from_env(&env(pairs))
+    }
+
     #[test]
     fn the_flags_win_over_the_environment() {
-        let vars = env(&[
+        let vars = local(&[
             ("ABR_HUB_URL", "https://env.example.com"),
             ("ABR_RUNNER_ID", "from-env"),
         ]);
@@ -179,7 +180,7 @@ mod tests {
         let target = Target::resolve(&vars, None, None).unwrap();
         assert_eq!(target.hub.unwrap().as_str(), "https://env.example.com/");
         assert_eq!(target.runner_id, "from-env");
-        let target = Target::resolve(&env(&[]), None, None).unwrap();
+        let target = Target::resolve(&local(&[]), None, None).unwrap();
         assert_eq!(target.hub, None);
         assert_eq!(target.runner_id, target.host);
     }
@@ -193,15 +194,15 @@ mod tests {
             "https://hub.example.com/?token=x",
             "file:///etc/passwd",
         ] {
-            let err = Target::resolve(&env(&[]), Some(bad), None).unwrap_err();
+            let err = Target::resolve(&local(&[]), Some(bad), None).unwrap_err();
             assert!(err.to_string().starts_with("--hub: "), "{bad}: {err}");
             assert!(!err.to_string().contains("pw"), "{err}");
         }
-        let err = Target::resolve(&env(&[("ABR_HUB_URL", "ws:/x")]), None, None).unwrap_err();
+        let err = Target::resolve(&local(&[("ABR_HUB_URL", "ws:/x")]), None, None).unwrap_err();
         assert!(err.to_string().starts_with("ABR_HUB_URL: "), "{err}");
         let long = "a".repeat(65);
         for bad in ["", "has space", "slash/id", "ünï", long.as_str()] {
-            let err = Target::resolve(&env(&[]), None, Some(bad)).unwrap_err();
+            let err = Target::resolve(&local(&[]), None, Some(bad)).unwrap_err();
             assert!(
                 err.to_string().starts_with("--runner-id: "),
                 "{bad:?}: {err}"
@@ -235,8 +236,23 @@ mod tests {
     #[test]
     fn the_first_rotation_token_is_the_link_token() {
         let vars = env(&[("ABR_API_TOKEN", " , first-token , second")]);
-        let token = first_api_token(&vars).unwrap();
+        let token = first_api_token(&crate::config::api_tokens(&vars)).unwrap();
         assert_eq!(token.expose_secret(), "first-token");
-        assert!(first_api_token(&env(&[])).is_none());
+        assert!(first_api_token(&crate::config::api_tokens(&env(&[]))).is_none());
+        // As `abr up` has them: the configuration's checked tokens.
+        let config = crate::config::RunnerConfig::load(
+            &env(&[
+                (
+                    "ABR_API_TOKEN",
+                    " , first-token-0123456789 , second-token-0123456789",
+                ),
+                ("HOME", "/home/abr-test"),
+            ]),
+            None,
+            false,
+        )
+        .unwrap();
+        let token = first_api_token(&config.api_tokens).unwrap();
+        assert_eq!(token.expose_secret(), "first-token-0123456789");
     }
 }
