@@ -93,6 +93,19 @@ pub enum AuditOutcome {
     Denied,
 }
 
+impl From<abr_protocol::RecheckAnswer> for AuditOutcome {
+    /// A re-check's answer as audited: confirmed is ok, ambiguous uncertain, not found and
+    /// unavailable failed (not finding an outcome is not proof of anything).
+    fn from(answer: abr_protocol::RecheckAnswer) -> Self {
+        use abr_protocol::RecheckAnswer;
+        match answer {
+            RecheckAnswer::Confirmed => Self::Ok,
+            RecheckAnswer::Ambiguous => Self::Uncertain,
+            RecheckAnswer::NotFound | RecheckAnswer::Unavailable => Self::Failed,
+        }
+    }
+}
+
 /// One audit event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

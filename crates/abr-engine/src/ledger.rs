@@ -16,6 +16,8 @@
 
 use std::sync::Arc;
 
+use abr_core::audit::{AuditOutcome, Auditor};
+use abr_core::clock::{Clock, SystemClock};
 use abr_core::error::CoreError;
 use abr_core::store::{IdempotencyKey, Inserted, LedgerRecord, RecordStore};
 use abr_protocol::{AssertNotPostedRequest, OwnerAssertion};
@@ -94,12 +96,18 @@ impl<'a> Assertion<'a> {
 /// The records of one kind (tasks, or posts) and the rules that keep them honest.
 pub(crate) struct Ledger<R: LedgerRecord> {
     store: Arc<dyn RecordStore<R>>,
+    /// Where the ledger's own transitions (an assertion) are audited.
+    pub(crate) audit: Auditor,
+    /// Times of what the ledger records.
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl<R: LedgerRecord> Clone for Ledger<R> {
     fn clone(&self) -> Self {
         Self {
             store: Arc::clone(&self.store),
+            audit: self.audit.clone(),
+            clock: Arc::clone(&self.clock),
         }
     }
 }
@@ -111,9 +119,13 @@ impl<R: LedgerRecord> std::fmt::Debug for Ledger<R> {
 }
 
 impl<R: LedgerRecord> Ledger<R> {
-    /// The records in `store`.
+    /// The records in `store`; no audit sink, the system clock.
     pub(crate) fn new(store: Arc<dyn RecordStore<R>>) -> Self {
-        Self { store }
+        Self {
+            store,
+            audit: Auditor::none(),
+            clock: Arc::new(SystemClock),
+        }
     }
 
     /// The store.
@@ -212,8 +224,8 @@ impl<R: LedgerRecord> Ledger<R> {
     }
 
     /// Records the owner's assertion that the uncertain record `id` did not happen (an
-    /// assertion, never proof: it stays uncertain). It allows exactly one new attempt.
-    /// Answers the record and who asserted.
+    /// assertion, never proof: it stays uncertain), and audits it with who asserted. It
+    /// allows exactly one new attempt.
     ///
     /// # Errors
     /// An empty `assertedBy`, an over-long note, an unknown record,
@@ -224,16 +236,19 @@ impl<R: LedgerRecord> Ledger<R> {
         tenant: &str,
         id: &str,
         request: &AssertNotPostedRequest,
-        now: time::OffsetDateTime,
-    ) -> Result<(R, String), CoreError> {
+    ) -> Result<R, CoreError> {
         let assertion = Assertion::check(request)?;
         let mut record = self.load(tenant, id).await?;
         let uncertain = record.is_uncertain();
+        let now = self.clock.now();
         assertion.record(uncertain, record.assertion_mut(), now)?;
         if !self.save(&mut record).await? {
             return Err(CoreError::AlreadyAsserted);
         }
-        Ok((record, assertion.by))
+        let mut event = record.audit_event(R::ASSERTED, AuditOutcome::Ok, now);
+        event.actor = Some(assertion.by);
+        self.audit.emit(event);
+        Ok(record)
     }
 
     /// Whether `record` may be attempted again on its owner's word: uncertain, with an

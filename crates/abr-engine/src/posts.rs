@@ -302,6 +302,7 @@ impl<C: SessionContext> PostJournal<C> {
     /// through `audit`; the post itself is audited by the poster.
     #[must_use]
     pub fn with_audit(mut self, audit: Auditor) -> Self {
+        self.ledger.audit = audit.clone();
         self.audit = audit;
         self
     }
@@ -309,6 +310,7 @@ impl<C: SessionContext> PostJournal<C> {
     /// Uses `clock` for the records' times.
     #[must_use]
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.ledger.clock = Arc::clone(&clock);
         self.clock = clock;
         self
     }
@@ -439,12 +441,7 @@ impl<C: SessionContext> PostJournal<C> {
                 Ok(true)
             })
             .await?;
-        let outcome = match result.answer {
-            RecheckAnswer::Confirmed => AuditOutcome::Ok,
-            RecheckAnswer::Ambiguous => AuditOutcome::Uncertain,
-            RecheckAnswer::NotFound | RecheckAnswer::Unavailable => AuditOutcome::Failed,
-        };
-        let mut event = self.event(AuditAction::PostRechecked, outcome, &post);
+        let mut event = self.event(AuditAction::PostRechecked, result.answer.into(), &post);
         event.error_code = result.error.as_ref().map(|e| e.code.clone());
         self.audit.emit(event);
         Ok(result)
@@ -463,14 +460,11 @@ impl<C: SessionContext> PostJournal<C> {
         post_id: &str,
         request: &AssertNotPostedRequest,
     ) -> Result<PostRecord, CoreError> {
-        let (post, by) = self
+        Ok(self
             .ledger
-            .assert_not_happened(tenant, post_id, request, self.clock.now())
-            .await?;
-        let mut event = self.event(AuditAction::PostAsserted, AuditOutcome::Ok, &post);
-        event.actor = Some(by);
-        self.audit.emit(event);
-        Ok(post.record)
+            .assert_not_happened(tenant, post_id, request)
+            .await?
+            .record)
     }
 
     /// Ends every post a stopped runner left `running`: `uncertain` if its submit had
@@ -782,15 +776,6 @@ impl<C: SessionContext> PostJournal<C> {
     }
 
     fn event(&self, action: AuditAction, outcome: AuditOutcome, post: &StoredPost) -> AuditEvent {
-        let mut event = AuditEvent::new(
-            self.clock.now(),
-            action,
-            outcome,
-            post.record.platform.as_str(),
-        );
-        event.workspace_id = Some(post.tenant_id.clone());
-        event.post_id = Some(post.id().to_owned());
-        event.retry_of = post.record.retry_of.clone();
-        event
+        post.audit_event(action, outcome, self.clock.now())
     }
 }

@@ -12,7 +12,7 @@
 //! 2. ABR "steps only": the same browser actions straight through [`StepRunner`] on a lease
 //!    of the same provider, no task runner (acquire, the target URL, the 6 steps, the same
 //!    DOM check, release);
-//! 3. ABR's [`TaskRunner`] with the [`InMemoryTaskStore`]: create (approval rule `All`) →
+//! 3. ABR's [`TaskRunner`] with the [`InMemoryStore`]: create (approval rule `All`) →
 //!    approve → run to the end (records saved at every step, audit events to a memory sink,
 //!    the verification);
 //! 4. the same with the SQLite store ([`SqliteStore`], in a temp dir, with a session key).
@@ -48,8 +48,8 @@ use abr_core::limits::TenantLimits;
 use abr_core::plan::{PlanLimits, validate};
 use abr_core::step_runner::{BrowserAction, StepOutput, StepRunner};
 use abr_core::store::{
-    Counter, CounterStore, IdempotencyKey, InMemoryTaskStore, Inserted, RecordStore,
-    ScreenshotStore, StoredTask, TaskStore,
+    Counter, CounterStore, IdempotencyKey, InMemoryStore, Inserted, RecordStore, ScreenshotStore,
+    StoredTask, TaskStore,
 };
 use abr_core::{
     AcquireMode, AcquireRequest, Auditor, CoreError, EgressPolicy, MemoryAuditSink, SessionProvider,
@@ -591,7 +591,7 @@ async fn main() {
         egress: Some(EgressPolicy::new().allow_addr(site.local_addr())),
         ..LocalProviderConfig::default()
     }));
-    let memory = Abr::new(provider.clone(), Arc::new(InMemoryTaskStore::new()), None);
+    let memory = Abr::new(provider.clone(), Arc::new(InMemoryStore::new()), None);
     let dir = tempfile::tempdir().unwrap();
     let sqlite_store = SqliteStore::open(
         &dir.path().join("abr.db"),
@@ -707,7 +707,7 @@ async fn main() {
             &t_gated,
         ),
         (
-            "ABR TaskRunner + InMemoryTaskStore (create → approve → run)",
+            "ABR TaskRunner + InMemoryStore (create → approve → run)",
             &t_memory,
         ),
         (

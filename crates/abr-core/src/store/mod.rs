@@ -7,11 +7,12 @@
 //!   commit point, the unfinished records; [`InMemoryRecordStore`].
 //! - [`CounterStore`]: per-tenant counters; [`ScreenshotStore`]: a task's screenshots.
 //! - [`TaskStore`] and [`PostStore`]: what the task part and the post journal need, as
-//!   bundles of the above.
+//!   bundles of the above; [`InMemoryStore`]: every contract in memory, in one object.
 //! - [`SessionStore`]: sessions kept between jobs, by [`SessionKey`] (a tenant's sessions
 //!   stored by id are [`SessionKey::stored`]).
 
 pub(crate) mod counters;
+pub(crate) mod memory;
 pub(crate) mod posts;
 pub(crate) mod records;
 pub(crate) mod screenshots;
@@ -19,8 +20,9 @@ pub(crate) mod sessions;
 pub(crate) mod tasks;
 
 pub use counters::{Counter, CounterStore, InMemoryCounters};
+pub use memory::InMemoryStore;
 pub use posts::{InMemoryPostStore, PostStore, StoredPost};
 pub use records::{IdempotencyKey, InMemoryRecordStore, Inserted, LedgerRecord, RecordStore};
 pub use screenshots::{InMemoryScreenshots, ScreenshotStore};
 pub use sessions::{InMemorySessionStore, STORED_SESSION_PLATFORM, SessionKey, SessionStore};
-pub use tasks::{InMemoryTaskStore, StoredTask, TaskStore};
+pub use tasks::{NO_PLATFORM, StoredTask, TaskStore};

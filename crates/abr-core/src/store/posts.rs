@@ -4,6 +4,7 @@
 
 use abr_protocol::{OwnerAssertion, PostRecord, PostRequest, PostState};
 
+use crate::audit::{AuditAction, AuditEvent, AuditOutcome};
 use crate::error::CoreError;
 use crate::store::records::{InMemoryRecordStore, LedgerRecord, RecordStore};
 
@@ -103,6 +104,21 @@ impl LedgerRecord for StoredPost {
 
     fn not_found() -> CoreError {
         CoreError::PostNotFound
+    }
+
+    const ASSERTED: AuditAction = AuditAction::PostAsserted;
+
+    fn audit_event(
+        &self,
+        action: AuditAction,
+        outcome: AuditOutcome,
+        now: time::OffsetDateTime,
+    ) -> AuditEvent {
+        let mut event = AuditEvent::new(now, action, outcome, self.record.platform.as_str());
+        event.workspace_id = Some(self.tenant_id.clone());
+        event.post_id = Some(self.id().to_owned());
+        event.retry_of = self.record.retry_of.clone();
+        event
     }
 }
 

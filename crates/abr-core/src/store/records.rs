@@ -9,7 +9,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use abr_protocol::OwnerAssertion;
 use async_trait::async_trait;
+use time::OffsetDateTime;
 
+use crate::audit::{AuditAction, AuditEvent, AuditOutcome};
 use crate::error::CoreError;
 
 /// An idempotency key and the hash of the body it was first used with.
@@ -69,6 +71,15 @@ pub trait LedgerRecord: Clone + Send + Sync + 'static {
     fn first_attempt(&self) -> &str;
     /// The error for an unknown id (or another tenant's).
     fn not_found() -> CoreError;
+    /// What its owner's assertion is audited as.
+    const ASSERTED: AuditAction;
+    /// An audit event about it (its ids, never its request).
+    fn audit_event(
+        &self,
+        action: AuditAction,
+        outcome: AuditOutcome,
+        now: OffsetDateTime,
+    ) -> AuditEvent;
 }
 
 /// Where a ledger's records live.

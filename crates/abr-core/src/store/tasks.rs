@@ -1,16 +1,13 @@
 //! [`StoredTask`], a task as its ledger keeps it, and [`TaskStore`]: what the task part of
-//! the engine needs of a store (the task records, the per-tenant counters, the screenshots);
-//! [`InMemoryTaskStore`] for tests and single-process embedders.
+//! the engine needs of a store (the task records, the per-tenant counters, the screenshots).
 
 use abr_protocol::{OwnerAssertion, TaskRecord, TaskRequest, TaskState};
-use async_trait::async_trait;
 
+use crate::audit::{AuditAction, AuditEvent, AuditOutcome};
 use crate::error::CoreError;
-use crate::store::counters::{Counter, CounterStore, InMemoryCounters};
-use crate::store::records::{
-    IdempotencyKey, InMemoryRecordStore, Inserted, LedgerRecord, RecordStore,
-};
-use crate::store::screenshots::{InMemoryScreenshots, ScreenshotStore};
+use crate::store::counters::CounterStore;
+use crate::store::records::{LedgerRecord, RecordStore};
+use crate::store::screenshots::ScreenshotStore;
 
 /// A task as stored: its tenant, the request it was created from, its record, and what the
 /// runner needs to end it honestly after a restart.
@@ -32,6 +29,9 @@ pub struct StoredTask {
     /// once; further retries retry the latest attempt).
     pub retried_by: Option<String>,
 }
+
+/// The platform label of a task that names no platform (audit, browser labels).
+pub const NO_PLATFORM: &str = "task";
 
 impl StoredTask {
     /// The task's id.
@@ -112,6 +112,22 @@ impl LedgerRecord for StoredTask {
     fn not_found() -> CoreError {
         CoreError::TaskNotFound
     }
+
+    const ASSERTED: AuditAction = AuditAction::TaskAsserted;
+
+    fn audit_event(
+        &self,
+        action: AuditAction,
+        outcome: AuditOutcome,
+        now: time::OffsetDateTime,
+    ) -> AuditEvent {
+        let platform = self.request.platform.as_deref().unwrap_or(NO_PLATFORM);
+        let mut event =
+            AuditEvent::new(now, action, outcome, platform).tenant(Some(&self.tenant_id), None);
+        event.task_id = Some(self.id().to_owned());
+        event.proposal_id = self.record.proposal_id.clone();
+        event
+    }
 }
 
 /// What the task part of the engine needs of a store: the task records (the one
@@ -121,107 +137,3 @@ impl LedgerRecord for StoredTask {
 pub trait TaskStore: RecordStore<StoredTask> + CounterStore + ScreenshotStore {}
 
 impl<S: RecordStore<StoredTask> + CounterStore + ScreenshotStore> TaskStore for S {}
-
-/// A process-local [`TaskStore`] (tests, demos, single-process embedders): everything is
-/// lost when the process ends.
-#[derive(Debug, Default)]
-pub struct InMemoryTaskStore {
-    tasks: InMemoryRecordStore<StoredTask>,
-    counters: InMemoryCounters,
-    screenshots: InMemoryScreenshots,
-}
-
-impl InMemoryTaskStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Every task of every tenant (for tests).
-    pub fn all(&self) -> Vec<StoredTask> {
-        self.tasks.all()
-    }
-}
-
-#[async_trait]
-impl RecordStore<StoredTask> for InMemoryTaskStore {
-    async fn insert(
-        &self,
-        task: &StoredTask,
-        idempotency: Option<&IdempotencyKey>,
-    ) -> Result<Inserted, CoreError> {
-        self.tasks.insert(task, idempotency).await
-    }
-
-    async fn find_idempotency(
-        &self,
-        tenant: &str,
-        key: &str,
-    ) -> Result<Option<(String, String)>, CoreError> {
-        self.tasks.find_idempotency(tenant, key).await
-    }
-
-    async fn get(&self, tenant: &str, id: &str) -> Result<Option<StoredTask>, CoreError> {
-        self.tasks.get(tenant, id).await
-    }
-
-    async fn update(&self, task: &StoredTask) -> Result<bool, CoreError> {
-        self.tasks.update(task).await
-    }
-
-    async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
-        self.tasks.mark(tenant, id).await
-    }
-
-    async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
-        self.tasks.unfinished().await
-    }
-}
-
-#[async_trait]
-impl CounterStore for InMemoryTaskStore {
-    async fn increment(
-        &self,
-        tenant: &str,
-        counter: &Counter,
-        max: u32,
-    ) -> Result<bool, CoreError> {
-        self.counters.increment(tenant, counter, max).await
-    }
-
-    async fn decrement(&self, tenant: &str, counter: &Counter) -> Result<(), CoreError> {
-        self.counters.decrement(tenant, counter).await
-    }
-
-    async fn count(&self, tenant: &str, counter: &Counter) -> Result<u32, CoreError> {
-        self.counters.count(tenant, counter).await
-    }
-
-    async fn clear_sessions(&self) -> Result<(), CoreError> {
-        self.counters.clear_sessions().await
-    }
-}
-
-#[async_trait]
-impl ScreenshotStore for InMemoryTaskStore {
-    async fn put_screenshot(
-        &self,
-        tenant: &str,
-        task_id: &str,
-        name: &str,
-        image: Vec<u8>,
-    ) -> Result<(), CoreError> {
-        self.screenshots
-            .put_screenshot(tenant, task_id, name, image)
-            .await
-    }
-
-    async fn screenshot(
-        &self,
-        tenant: &str,
-        task_id: &str,
-        name: &str,
-    ) -> Result<Option<Vec<u8>>, CoreError> {
-        self.screenshots.screenshot(tenant, task_id, name).await
-    }
-}

@@ -11,10 +11,7 @@
 //! [`store`] is the store conformance suite: every store contract's promises, run against
 //! the in-memory stores here and against every durable store (`abr-store`'s SQLite).
 
-mod memory;
 pub mod store;
-
-pub use memory::InMemoryStore;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

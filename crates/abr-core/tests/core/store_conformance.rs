@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use abr_core::guard::{InMemoryFrameStore, InMemorySiteStore};
 use abr_core::store::{
-    InMemoryCounters, InMemoryPostStore, InMemoryScreenshots, InMemorySessionStore,
-    InMemoryTaskStore,
+    InMemoryCounters, InMemoryPostStore, InMemoryRecordStore, InMemoryScreenshots,
+    InMemorySessionStore, InMemoryStore, StoredTask,
 };
-use abr_core::testing::InMemoryStore;
 use abr_core::testing::store::{self, StoreHarness};
 use async_trait::async_trait;
 
@@ -33,7 +32,7 @@ impl<S: Default + Send + Sync + 'static> StoreHarness<S> for InMemory {
 
 #[tokio::test]
 async fn in_memory_task_records_keep_the_record_contract() {
-    store::task_records::<InMemoryTaskStore>(&mut InMemory).await;
+    store::task_records::<InMemoryRecordStore<StoredTask>>(&mut InMemory).await;
 }
 
 #[tokio::test]
@@ -44,13 +43,13 @@ async fn in_memory_post_records_keep_the_record_contract() {
 #[tokio::test]
 async fn in_memory_counters_keep_their_contract() {
     store::counters::<InMemoryCounters>(&mut InMemory).await;
-    store::counters::<InMemoryTaskStore>(&mut InMemory).await;
+    store::counters::<InMemoryStore>(&mut InMemory).await;
 }
 
 #[tokio::test]
 async fn in_memory_screenshots_keep_their_contract() {
     store::screenshots::<InMemoryScreenshots>(&mut InMemory).await;
-    store::screenshots::<InMemoryTaskStore>(&mut InMemory).await;
+    store::screenshots::<InMemoryStore>(&mut InMemory).await;
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ use abr_core::limits::TenantLimit;
 use abr_core::plan::{ValidPlan, validate};
 use abr_core::scope::SessionScope;
 use abr_core::scope_io;
-use abr_core::store::{Counter, CounterStore, IdempotencyKey, StoredTask};
+use abr_core::store::{Counter, CounterStore, IdempotencyKey, LedgerRecord, StoredTask};
 use abr_core::strategy::StrategyPolicy;
 use abr_protocol::{
     AgentSessionState, Approval, ApproveRequest, AssertNotPostedRequest, ErrorBody, RecheckAnswer,
@@ -25,7 +25,6 @@ use abr_protocol::{
 use crate::admission::TenantAdmission;
 use crate::ledger::{Recorded, note};
 use crate::task::outcome::{Outcome, audit_outcome, callback_url};
-use crate::task::runner::NO_PLATFORM;
 use crate::task::runner::{Created, TaskEnd, TaskRunner};
 
 impl<C: TaskContext> TaskRunner<C> {
@@ -208,12 +207,7 @@ impl<C: TaskContext> TaskRunner<C> {
             self.release_session(tenant).await;
             result
         };
-        let outcome = match result.answer {
-            RecheckAnswer::Confirmed => AuditOutcome::Ok,
-            RecheckAnswer::Ambiguous => AuditOutcome::Uncertain,
-            RecheckAnswer::NotFound | RecheckAnswer::Unavailable => AuditOutcome::Failed,
-        };
-        let mut event = self.event(AuditAction::TaskRechecked, outcome, &task);
+        let mut event = self.event(AuditAction::TaskRechecked, result.answer.into(), &task);
         event.error_code = result.error.as_ref().map(|e| e.code.clone());
         self.audit.emit(event);
         Ok(result)
@@ -232,14 +226,11 @@ impl<C: TaskContext> TaskRunner<C> {
         task_id: &str,
         request: &AssertNotPostedRequest,
     ) -> Result<TaskRecord, CoreError> {
-        let (task, by) = self
+        Ok(self
             .ledger
-            .assert_not_happened(tenant, task_id, request, self.clock.now())
-            .await?;
-        let mut event = self.event(AuditAction::TaskAsserted, AuditOutcome::Ok, &task);
-        event.actor = Some(by);
-        self.audit.emit(event);
-        Ok(task.record)
+            .assert_not_happened(tenant, task_id, request)
+            .await?
+            .record)
     }
 
     /// A new attempt of a task that ended `failed` or `needs_reauth` (nothing committing
@@ -553,12 +544,7 @@ impl<C: TaskContext> TaskRunner<C> {
         outcome: AuditOutcome,
         task: &StoredTask,
     ) -> AuditEvent {
-        let platform = task.request.platform.as_deref().unwrap_or(NO_PLATFORM);
-        let mut event = AuditEvent::new(self.clock.now(), action, outcome, platform)
-            .tenant(Some(&task.tenant_id), None);
-        event.task_id = Some(task.id().to_owned());
-        event.proposal_id = task.record.proposal_id.clone();
-        event
+        task.audit_event(action, outcome, self.clock.now())
     }
 
     fn audit_created(&self, task: &StoredTask) {

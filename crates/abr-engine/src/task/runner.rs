@@ -24,7 +24,7 @@ use crate::ledger::Ledger;
 use crate::stored_sessions::StoredSessions;
 
 /// The platform name of tasks that name none (labels, audit).
-pub(super) const NO_PLATFORM: &str = "task";
+pub(super) use abr_core::store::NO_PLATFORM;
 
 /// Settings of a [`TaskRunner`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,6 +248,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Sends audit events through `audit`.
     #[must_use]
     pub fn with_audit(mut self, audit: Auditor) -> Self {
+        self.ledger.audit = audit.clone();
         self.audit = audit;
         self
     }
@@ -256,6 +257,7 @@ impl<C: TaskContext> TaskRunner<C> {
     #[must_use]
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.handoffs = Arc::new(Handoffs::new(Arc::clone(&clock)));
+        self.ledger.clock = Arc::clone(&clock);
         self.clock = clock;
         self
     }

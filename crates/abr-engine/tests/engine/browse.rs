@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use abr_core::guard::{ElementFacts, PageSignals};
 use abr_core::limits::TenantLimits;
-use abr_core::store::{InMemoryTaskStore, TaskStore};
+use abr_core::store::{InMemoryStore, TaskStore};
 use abr_core::testing::{FakeContext, FakePage, FakeProvider};
 use abr_core::{CoreError, DynSessionProvider};
 use abr_engine::task::{BrowseConfig, TaskConfig, TaskRunner};
@@ -39,7 +39,7 @@ fn h_with(config: TaskConfig) -> H {
     let provider = Arc::new(FakeProvider::new());
     let page = provider.page();
     let dyn_provider: DynSessionProvider<FakeContext> = provider.clone();
-    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::default());
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryStore::default());
     let runner = TaskRunner::new(dyn_provider, store)
         .with_config(config)
         .with_browse_config(BrowseConfig {
@@ -358,7 +358,7 @@ async fn concurrent_opens_never_pass_the_runners_cap() {
     let provider = Arc::new(FakeProvider::new());
     provider.hang_acquires(true);
     let dyn_provider: DynSessionProvider<FakeContext> = provider.clone();
-    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::default());
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryStore::default());
     let runner = Arc::new(
         TaskRunner::new(dyn_provider, store).with_browse_config(BrowseConfig {
             max_open: 1,

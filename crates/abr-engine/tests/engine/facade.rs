@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use abr_core::DynSessionProvider;
-use abr_core::testing::{FakeContext, FakeProvider, InMemoryStore, ScriptedStrategy};
+use abr_core::store::InMemoryStore;
+use abr_core::testing::{FakeContext, FakeProvider, ScriptedStrategy};
 use abr_engine::task::TaskEnd;
 use abr_engine::{Engine, EngineBuilder, EngineConfig, PostReply, TaskCompletion};
 use abr_protocol::{

@@ -18,7 +18,7 @@ use abr_core::guard::{
     ElementFacts, FrameRefused, FrameStore, InMemoryFrameStore, InMemorySiteStore, PageSignals,
     SiteStore, StoredFrame,
 };
-use abr_core::store::{InMemoryTaskStore, TaskStore};
+use abr_core::store::{InMemoryStore, TaskStore};
 use abr_core::testing::{FakeContext, FakePage, FakeProvider};
 use abr_core::{CoreError, DynSessionProvider};
 use abr_engine::task::TaskRunner;
@@ -45,7 +45,7 @@ fn h() -> H {
     let frames = Arc::new(InMemoryFrameStore::default());
     let sites = Arc::new(InMemorySiteStore::default());
     let dyn_provider: DynSessionProvider<FakeContext> = provider.clone();
-    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::default());
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryStore::default());
     let runner = TaskRunner::new(dyn_provider, store)
         .with_frames(frames.clone())
         .with_sites(sites.clone());

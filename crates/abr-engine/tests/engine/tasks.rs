@@ -26,7 +26,7 @@ use abr_core::limits::TenantLimits;
 use abr_core::plan::{PlanLimits, describe_steps, validate};
 use abr_core::step_runner::{BrowserAction, StepFailureKind};
 use abr_core::store::{
-    Counter, CounterStore, IdempotencyKey, InMemorySessionStore, InMemoryTaskStore, Inserted,
+    Counter, CounterStore, IdempotencyKey, InMemorySessionStore, InMemoryStore, Inserted,
     RecordStore, ScreenshotStore, StoredTask, TaskStore,
 };
 use abr_core::testing::{FakeContext, FakeFault, FakePage, FakeProvider, ManualClock, action_key};
@@ -52,7 +52,7 @@ const CANARY: &str = "canary-typed-secret@example.com";
 /// yields before each operation, so that concurrent calls interleave.
 #[derive(Debug, Default)]
 struct Observed {
-    inner: InMemoryTaskStore,
+    inner: InMemoryStore,
     updates: Mutex<Vec<(TaskState, usize, bool)>>,
 }
 
@@ -62,7 +62,11 @@ impl Observed {
     }
 
     fn all(&self) -> Vec<StoredTask> {
-        self.inner.all()
+        self.inner.all_tasks()
+    }
+
+    fn tasks(&self) -> &dyn RecordStore<StoredTask> {
+        &self.inner
     }
 }
 
@@ -82,11 +86,11 @@ impl RecordStore<StoredTask> for Observed {
         key: &str,
     ) -> Result<Option<(String, String)>, CoreError> {
         tokio::task::yield_now().await;
-        self.inner.find_idempotency(tenant, key).await
+        self.tasks().find_idempotency(tenant, key).await
     }
     async fn get(&self, tenant: &str, task_id: &str) -> Result<Option<StoredTask>, CoreError> {
         tokio::task::yield_now().await;
-        self.inner.get(tenant, task_id).await
+        self.tasks().get(tenant, task_id).await
     }
     async fn update(&self, task: &StoredTask) -> Result<bool, CoreError> {
         tokio::task::yield_now().await;
@@ -102,10 +106,10 @@ impl RecordStore<StoredTask> for Observed {
     }
     async fn mark(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
         tokio::task::yield_now().await;
-        self.inner.mark(tenant, task_id).await
+        self.tasks().mark(tenant, task_id).await
     }
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
-        self.inner.unfinished().await
+        self.tasks().unfinished().await
     }
 }
 
@@ -1314,7 +1318,7 @@ async fn extracted_data_is_capped_and_the_cut_is_marked() {
 #[tokio::test]
 async fn the_session_is_scoped_going_in_and_written_back() {
     let provider = Arc::new(FakeProvider::new());
-    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryStore::new());
     let sessions = StoredSessions::new(
         Arc::new(InMemorySessionStore::new()),
         Arc::new(abr_core::SystemClock),

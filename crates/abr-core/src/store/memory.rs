@@ -1,5 +1,5 @@
-//! [`InMemoryStore`]: every store contract in memory, in one object, for building an engine
-//! in tests and examples without a database.
+//! [`InMemoryStore`]: every store contract in memory, in one object (tests, demos,
+//! single-process embedders: everything is lost when the process ends).
 
 use abr_protocol::{AgentSessionState, FrameInfo, RunScreenshots, SiteEntry};
 use async_trait::async_trait;
@@ -8,33 +8,40 @@ use crate::error::CoreError;
 use crate::guard::frames::{FrameRefused, FrameStore, StoredFrame};
 use crate::guard::memory::{InMemoryFrameStore, InMemorySiteStore};
 use crate::guard::sites::SiteStore;
-use crate::store::counters::{Counter, CounterStore};
+use crate::store::counters::{Counter, CounterStore, InMemoryCounters};
 use crate::store::posts::{InMemoryPostStore, StoredPost};
-use crate::store::records::{IdempotencyKey, Inserted, RecordStore};
-use crate::store::screenshots::ScreenshotStore;
+use crate::store::records::{IdempotencyKey, InMemoryRecordStore, Inserted, RecordStore};
+use crate::store::screenshots::{InMemoryScreenshots, ScreenshotStore};
 use crate::store::sessions::{InMemorySessionStore, SessionKey, SessionStore};
-use crate::store::tasks::{InMemoryTaskStore, StoredTask};
+use crate::store::tasks::StoredTask;
 
 /// Tasks, posts, counters, screenshots, sessions, frames and site decisions, in memory:
 /// everything is lost when the process ends.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
-    /// Task records, counters and screenshots.
-    pub tasks: InMemoryTaskStore,
-    /// Post records.
-    pub posts: InMemoryPostStore,
-    /// Sessions.
-    pub sessions: InMemorySessionStore,
-    /// Replay frames and the screenshots switch.
-    pub frames: InMemoryFrameStore,
-    /// Site decisions.
-    pub sites: InMemorySiteStore,
+    tasks: InMemoryRecordStore<StoredTask>,
+    posts: InMemoryPostStore,
+    counters: InMemoryCounters,
+    screenshots: InMemoryScreenshots,
+    sessions: InMemorySessionStore,
+    frames: InMemoryFrameStore,
+    sites: InMemorySiteStore,
 }
 
 impl InMemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Every task of every tenant (for tests).
+    pub fn all_tasks(&self) -> Vec<StoredTask> {
+        self.tasks.all()
+    }
+
+    /// Every post of every tenant (for tests).
+    pub fn all_posts(&self) -> Vec<StoredPost> {
+        self.posts.all()
     }
 }
 
@@ -53,11 +60,11 @@ impl RecordStore<StoredTask> for InMemoryStore {
         tenant: &str,
         key: &str,
     ) -> Result<Option<(String, String)>, CoreError> {
-        RecordStore::<StoredTask>::find_idempotency(&self.tasks, tenant, key).await
+        self.tasks.find_idempotency(tenant, key).await
     }
 
     async fn get(&self, tenant: &str, id: &str) -> Result<Option<StoredTask>, CoreError> {
-        RecordStore::<StoredTask>::get(&self.tasks, tenant, id).await
+        self.tasks.get(tenant, id).await
     }
 
     async fn update(&self, task: &StoredTask) -> Result<bool, CoreError> {
@@ -65,11 +72,11 @@ impl RecordStore<StoredTask> for InMemoryStore {
     }
 
     async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
-        RecordStore::<StoredTask>::mark(&self.tasks, tenant, id).await
+        self.tasks.mark(tenant, id).await
     }
 
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
-        RecordStore::<StoredTask>::unfinished(&self.tasks).await
+        self.tasks.unfinished().await
     }
 }
 
@@ -116,19 +123,19 @@ impl CounterStore for InMemoryStore {
         counter: &Counter,
         max: u32,
     ) -> Result<bool, CoreError> {
-        self.tasks.increment(tenant, counter, max).await
+        self.counters.increment(tenant, counter, max).await
     }
 
     async fn decrement(&self, tenant: &str, counter: &Counter) -> Result<(), CoreError> {
-        self.tasks.decrement(tenant, counter).await
+        self.counters.decrement(tenant, counter).await
     }
 
     async fn count(&self, tenant: &str, counter: &Counter) -> Result<u32, CoreError> {
-        self.tasks.count(tenant, counter).await
+        self.counters.count(tenant, counter).await
     }
 
     async fn clear_sessions(&self) -> Result<(), CoreError> {
-        self.tasks.clear_sessions().await
+        self.counters.clear_sessions().await
     }
 }
 
@@ -141,7 +148,7 @@ impl ScreenshotStore for InMemoryStore {
         name: &str,
         image: Vec<u8>,
     ) -> Result<(), CoreError> {
-        self.tasks
+        self.screenshots
             .put_screenshot(tenant, task_id, name, image)
             .await
     }
@@ -152,7 +159,7 @@ impl ScreenshotStore for InMemoryStore {
         task_id: &str,
         name: &str,
     ) -> Result<Option<Vec<u8>>, CoreError> {
-        self.tasks.screenshot(tenant, task_id, name).await
+        self.screenshots.screenshot(tenant, task_id, name).await
     }
 }
 
