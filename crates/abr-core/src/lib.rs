@@ -21,7 +21,7 @@
 //! Policies: [`SessionScope`] ([`scope`], what state may enter or leave), [`EgressPolicy`]
 //! ([`egress`], where a driven browser may connect), the guard rails ([`guard`]: the one
 //! commit rule, the network rule, pause detection, site policy, frames), plan validation and
-//! templating ([`plan`]), the approval rule ([`approval`]), per-tenant limits ([`limits`]),
+//! templating ([`plan`], on the one template engine, [`template`]), the approval rule ([`approval`]), per-tenant limits ([`limits`]),
 //! every deadline of a request ([`budget`]), the bounds of ids ([`tenant`]), the digests
 //! idempotency keys and approvals are bound to ([`digest`]), and [`SerializedProvider`]
 //! (one session at a time).
@@ -46,6 +46,7 @@ pub mod serialized;
 pub mod step_runner;
 pub mod store;
 pub mod strategy;
+pub mod template;
 pub mod tenant;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

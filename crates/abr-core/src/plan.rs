@@ -25,6 +25,7 @@ use crate::digest::plan_hash;
 use crate::error::plan::{PlanError, PlanLocation, PlanProblem, UrlProblem};
 use crate::guard::commit::{CommitRules, is_committing};
 use crate::step_runner::BrowserAction;
+use crate::template::{Piece, Template, valid_name};
 
 /// The limits of a plan (runner settings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,8 +46,6 @@ impl Default for PlanLimits {
     }
 }
 
-/// Longest input name a placeholder may use, in bytes.
-const MAX_INPUT_NAME: usize = 64;
 /// Longest screenshot name, in bytes.
 const MAX_SCREENSHOT_NAME: usize = 64;
 /// Longest URL (the target, a navigate URL before and after its placeholders are filled,
@@ -143,6 +142,30 @@ impl ValidPlan {
     }
 }
 
+/// The rules a step is checked by: a plan's (every step type; placeholders name the task's
+/// inputs, no sections) or a platform file's (no `extract` or `screenshot`; values may hold
+/// the post's content in sections), each within its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRules {
+    /// The longest `timeoutMs` a step may ask for.
+    pub max_step_timeout: Duration,
+    /// Whether `extract` and `screenshot` steps are allowed (a plan's; not a platform's).
+    pub results: bool,
+    /// Whether a `type` or `select` value may hold sections (`{{#name}}…{{/name}}`).
+    pub sections: bool,
+}
+
+impl StepRules {
+    /// A plan's steps within `limits`.
+    pub fn plan(limits: &PlanLimits) -> Self {
+        Self {
+            max_step_timeout: limits.max_step_timeout,
+            results: true,
+            sections: false,
+        }
+    }
+}
+
 /// Validates `plan` for a task with `inputs`, within `limits`.
 ///
 /// Refused: no steps or more than `limits.max_steps`; a target URL that is not http(s) or
@@ -187,8 +210,9 @@ pub fn validate(
         }));
     }
     check_inputs(inputs).map_err(PlanError::at(PlanLocation::Inputs))?;
+    let rules = StepRules::plan(limits);
     for (index, step) in plan.steps.iter().enumerate() {
-        check_step(step, limits).map_err(PlanError::at(PlanLocation::Step(index)))?;
+        check_step(step, &rules).map_err(PlanError::at(PlanLocation::Step(index)))?;
     }
     check_verification(&plan.verification).map_err(PlanError::at(PlanLocation::Verification))?;
     let filled = fill_steps(plan, &target, inputs)?;
@@ -251,7 +275,7 @@ fn fill_step(
                 return Err(PlanProblem::NavigateUrl(UrlProblem::PlaceholderInOrigin));
             }
             let filled = fill(template, "the navigate URL", inputs, true)?;
-            let url = http_url(&filled, Some(target)).map_err(PlanProblem::NavigateUrl)?;
+            let url = checked_url(&filled, Some(target)).map_err(PlanProblem::NavigateUrl)?;
             action(BrowserAction::Navigate { url })
         }
         StepAction::Click { selector } => action(BrowserAction::Click {
@@ -299,7 +323,14 @@ fn fill_step(
     })
 }
 
-fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
+/// The one check of a step's shape, for plans and platform files alike: its description,
+/// its deadline, its selectors, URLs, values, conditions and names within their bounds, and
+/// its placeholders well formed ([`Template`]). What a placeholder may name is the caller's
+/// (a plan's inputs, a platform's variables and content).
+///
+/// # Errors
+/// The first problem; [`PlanProblem::field`] names the field it is in.
+pub fn check_step(step: &PlanStep, rules: &StepRules) -> Result<(), PlanProblem> {
     at_most(&step.description, "the description", MAX_DESCRIPTION)?;
     if step.description.trim().is_empty() {
         return Err(PlanProblem::EmptyDescription);
@@ -307,7 +338,7 @@ fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
     match step.timeout_ms {
         Some(0) => return Err(PlanProblem::ZeroTimeout),
         Some(ms) => {
-            let max_ms = u64::try_from(limits.max_step_timeout.as_millis()).unwrap_or(u64::MAX);
+            let max_ms = u64::try_from(rules.max_step_timeout.as_millis()).unwrap_or(u64::MAX);
             if ms > max_ms {
                 return Err(PlanProblem::TimeoutAboveBudget { ms, max_ms });
             }
@@ -321,7 +352,7 @@ fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
                     return Err(PlanProblem::NavigateUrl(UrlProblem::TooLong));
                 }
                 non_empty(url, "the navigate URL")?;
-                placeholders(url, "the navigate URL")?;
+                placeholders(url, "the navigate URL", false)?;
             }
         }
         StepAction::Click { selector } => check_selector(selector)?,
@@ -331,7 +362,7 @@ fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
         | StepAction::Select { selector, value } => {
             check_selector(selector)?;
             at_most(value, "the value", MAX_VALUE)?;
-            placeholders(value, "the value")?;
+            placeholders(value, "the value", rules.sections)?;
         }
         StepAction::Wait {
             selector,
@@ -356,10 +387,13 @@ fn check_step(step: &PlanStep, limits: &PlanLimits) -> Result<(), PlanProblem> {
                 non_empty(text, "the wait's text")?;
             }
         }
+        StepAction::Extract { .. } | StepAction::Screenshot { .. } if !rules.results => {
+            return Err(PlanProblem::ActionNotAllowed);
+        }
         StepAction::Extract { name, what } => {
             at_most(name, "the extract name", MAX_NAME)?;
             non_empty(name, "the extract name")?;
-            placeholders(name, "the extract name")?;
+            placeholders(name, "the extract name", false)?;
             check_extraction(what)?;
         }
         StepAction::Screenshot { name } => {
@@ -395,7 +429,7 @@ fn check_inputs(inputs: &BTreeMap<String, SecretValue>) -> Result<(), PlanProble
         });
     }
     for (name, value) in inputs {
-        if !valid_input_name(name) {
+        if !valid_name(name) {
             return Err(PlanProblem::InputName);
         }
         at_most(value.expose(), "an input's value", MAX_VALUE)?;
@@ -420,7 +454,12 @@ fn non_empty(value: &str, what: &'static str) -> Result<(), PlanProblem> {
     }
 }
 
-fn check_selector(selector: &Selector) -> Result<(), PlanProblem> {
+/// The one check of a selector (a plan's and a platform file's): exactly one of css, text
+/// or role, a name only with a role, nothing empty, each part within [`MAX_TEXT`].
+///
+/// # Errors
+/// What is wrong with it.
+pub fn check_selector(selector: &Selector) -> Result<(), PlanProblem> {
     match selector {
         Selector::Css(css) => {
             at_most(css, "the selector", MAX_TEXT)?;
@@ -448,7 +487,12 @@ fn check_selector(selector: &Selector) -> Result<(), PlanProblem> {
     }
 }
 
-fn check_dom(check: &DomCheck) -> Result<(), PlanProblem> {
+/// The one check of a DOM check (a plan's and a platform file's): a selector or a text,
+/// each well formed.
+///
+/// # Errors
+/// What is wrong with it.
+pub fn check_dom(check: &DomCheck) -> Result<(), PlanProblem> {
     if check.selector.is_none() && check.text.is_none() {
         return Err(PlanProblem::EmptyCheck);
     }
@@ -520,12 +564,15 @@ fn literal_url(value: &str) -> Result<Url, UrlProblem> {
     if value.contains("{{") {
         return Err(UrlProblem::Templated);
     }
-    http_url(value, None)
+    checked_url(value, None)
 }
 
-/// An http(s) URL without credentials, at most [`MAX_URL`] bytes; relative to `base` when
-/// given.
-fn http_url(value: &str, base: Option<&Url>) -> Result<Url, UrlProblem> {
+/// The one URL rule of plans and platform files: an http(s) URL with a host, without
+/// credentials, at most [`MAX_URL`] bytes; relative to `base` when given.
+///
+/// # Errors
+/// What is wrong with it (never the URL itself).
+pub fn checked_url(value: &str, base: Option<&Url>) -> Result<Url, UrlProblem> {
     if value.len() > MAX_URL {
         return Err(UrlProblem::TooLong);
     }
@@ -550,18 +597,19 @@ fn http_url(value: &str, base: Option<&Url>) -> Result<Url, UrlProblem> {
 /// one that does not parse with the stand-in (a placeholder where only digits or an address
 /// fit: a port, `[::{{x}}]`). A malformed placeholder is [`placeholders`]'s to refuse.
 fn placeholder_in_origin(template: &str, target: &Url) -> bool {
-    let Some(pieces) = pieces(template) else {
+    let Some(template) = plan_template(template) else {
         return false;
     };
-    if !pieces.iter().any(|p| matches!(p, Piece::Input(_))) {
+    let pieces = template.pieces();
+    if template.is_literal() {
         return false;
     }
     // Leading whitespace is trimmed (and the URL parser drops leading C0 controls).
     let leading = pieces
         .iter()
         .map_while(|p| match p {
-            Piece::Text(t) => Some(*t),
-            Piece::Input(_) => None,
+            Piece::Text(t) => Some(t.as_str()),
+            _ => None,
         })
         .collect::<String>();
     if leading.chars().all(|c| c <= ' ' || c.is_whitespace()) {
@@ -570,8 +618,8 @@ fn placeholder_in_origin(template: &str, target: &Url) -> bool {
     let read: String = pieces
         .iter()
         .map(|p| match p {
-            Piece::Text(t) => *t,
-            Piece::Input(_) => STAND_IN,
+            Piece::Text(t) => t.as_str(),
+            _ => STAND_IN,
         })
         .collect();
     match parse_url(&read, Some(target)) {
@@ -595,48 +643,15 @@ fn parse_url(value: &str, base: Option<&Url>) -> Option<Url> {
     }
 }
 
-/// A piece of a templated string.
-enum Piece<'a> {
-    Text(&'a str),
-    Input(&'a str),
+/// `template` parsed as a plan's: placeholders only, no sections.
+fn plan_template(template: &str) -> Option<Template> {
+    Template::parse(template, false).ok()
 }
 
-fn valid_input_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_INPUT_NAME
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-}
-
-/// Splits `template` at its placeholders. Every `{{` opens one: `{{ name }}` (spaces
-/// allowed around the name); anything else after `{{` is malformed.
-fn pieces(template: &str) -> Option<Vec<Piece<'_>>> {
-    let mut out = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        if start > 0 {
-            out.push(Piece::Text(&rest[..start]));
-        }
-        let after = &rest[start + 2..];
-        let end = after.find("}}")?;
-        let name = after[..end].trim();
-        if !valid_input_name(name) {
-            return None;
-        }
-        out.push(Piece::Input(name));
-        rest = &after[end + 2..];
-    }
-    if !rest.is_empty() {
-        out.push(Piece::Text(rest));
-    }
-    Some(out)
-}
-
-fn placeholders(template: &str, field: &'static str) -> Result<(), PlanProblem> {
-    pieces(template)
+fn placeholders(template: &str, field: &'static str, sections: bool) -> Result<(), PlanProblem> {
+    Template::parse(template, sections)
         .map(drop)
-        .ok_or(PlanProblem::MalformedPlaceholder(field))
+        .map_err(|_| PlanProblem::MalformedPlaceholder(field))
 }
 
 /// A `type` or `select` value with its placeholders filled, at most [`MAX_VALUE`] bytes.
@@ -657,31 +672,24 @@ fn fill(
     inputs: &BTreeMap<String, SecretValue>,
     encode: bool,
 ) -> Result<String, PlanProblem> {
-    let pieces = pieces(template).ok_or(PlanProblem::MalformedPlaceholder(field))?;
-    let mut out = String::with_capacity(template.len());
-    for piece in pieces {
-        match piece {
-            Piece::Text(text) => out.push_str(text),
-            Piece::Input(name) => {
-                let value = inputs
-                    .get(name)
-                    .ok_or_else(|| PlanProblem::UnknownInput(name.to_owned()))?;
-                if encode {
-                    for byte in value.expose().bytes() {
-                        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~')
-                        {
-                            out.push(char::from(byte));
-                        } else {
-                            out.push_str(&format!("%{byte:02X}"));
-                        }
-                    }
+    let template = plan_template(template).ok_or(PlanProblem::MalformedPlaceholder(field))?;
+    let value = |name: &str| {
+        inputs.get(name).map(|value| {
+            if !encode {
+                return value.expose().to_owned();
+            }
+            let mut out = String::new();
+            for byte in value.expose().bytes() {
+                if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+                    out.push(char::from(byte));
                 } else {
-                    out.push_str(value.expose());
+                    out.push_str(&format!("%{byte:02X}"));
                 }
             }
-        }
-    }
-    Ok(out)
+            out
+        })
+    };
+    template.render(&value).map_err(PlanProblem::UnknownInput)
 }
 
 /// The steps in words, for the approver, numbered from 1: the type, the description, and

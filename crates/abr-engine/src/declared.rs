@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use abr_core::budget::Pacing;
 use abr_core::error::{CoreError, StrategyError};
+use abr_core::plan::{StepRules, check_dom, check_selector, check_step, checked_url};
 use abr_core::provider::SessionContext;
 use abr_core::step_runner::{
     BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner, UploadFile,
@@ -42,6 +43,7 @@ use abr_core::strategy::{
     PlatformPacing, PostProgress, ReceiptNote, RecheckOutcome, StrategyPolicy, SubmitReceipt,
     VerifyOutcome, WebPostStrategy,
 };
+use abr_core::template::{Piece, Template as CoreTemplate};
 use abr_protocol::platform_file::{
     ComposeSpec, MediaSpec, PacingName, PacingSpec, ReadbackSpec, SignInSpec, ToastSpec, VerifySpec,
 };
@@ -192,17 +194,11 @@ impl ContentVar {
     }
 }
 
+/// A string of a platform file on the one template engine of plans and platform files
+/// ([`abr_core::template`]), its load-time variables filled and its content placeholders
+/// kept: only `{{text}}`, `{{link}}`, `{{post}}` and sections over the first two remain.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
-    Literal(String),
-    Var(ContentVar),
-    /// The inside, only when the variable is not empty.
-    Section(ContentVar, Vec<Segment>),
-}
-
-/// A string with its load-time variables filled and its content placeholders kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Template(Vec<Segment>);
+struct Template(CoreTemplate);
 
 /// The content a template is rendered with.
 struct Filled<'a> {
@@ -223,33 +219,17 @@ impl Filled<'_> {
 
 impl Template {
     fn render(&self, filled: &Filled<'_>) -> String {
-        fn walk(segments: &[Segment], filled: &Filled<'_>, out: &mut String) {
-            for s in segments {
-                match s {
-                    Segment::Literal(l) => out.push_str(l),
-                    Segment::Var(v) => out.push_str(filled.get(*v)),
-                    Segment::Section(v, inner) => {
-                        if !filled.get(*v).is_empty() {
-                            walk(inner, filled, out);
-                        }
-                    }
-                }
-            }
-        }
-        let mut out = String::new();
-        walk(&self.0, filled, &mut out);
-        out
+        // Only content placeholders are left after loading: every name is known.
+        self.0
+            .render(&|name| ContentVar::parse(name).map(|var| filled.get(var).to_owned()))
+            .unwrap_or_default()
     }
 
     fn uses(&self, var: ContentVar) -> bool {
-        fn walk(segments: &[Segment], var: ContentVar) -> bool {
-            segments.iter().any(|s| match s {
-                Segment::Literal(_) => false,
-                Segment::Var(v) => *v == var,
-                Segment::Section(v, inner) => *v == var || walk(inner, var),
-            })
-        }
-        walk(&self.0, var)
+        self.0
+            .names()
+            .into_iter()
+            .any(|name| ContentVar::parse(name) == Some(var))
     }
 }
 
@@ -304,79 +284,23 @@ impl Vars<'_> {
         }
     }
 
-    /// Parses `s` (the value of `field`) into a template.
+    /// Parses `s` (the value of `field`) into a template: the syntax is the core's, the
+    /// names are the file's (its variables, filled now; the content, where `allow` says).
     fn template(&self, s: &str, field: &str, allow: Allow) -> Result<Template, DeclaredError> {
         let err = |m: String| DeclaredError::invalid(field, m);
-        let mut top: Vec<Segment> = Vec::new();
-        let mut section: Option<(ContentVar, Vec<Segment>)> = None;
-        let mut rest = s;
-        while let Some(open) = rest.find("{{") {
-            let (literal, after) = rest.split_at(open);
-            let target = match section.as_mut() {
-                Some((_, inner)) => inner,
-                None => &mut top,
-            };
-            if !literal.is_empty() {
-                target.push(Segment::Literal(literal.to_owned()));
-            }
-            let after = &after[2..];
-            let Some(close) = after.find("}}") else {
-                return Err(err("a `{{` is not closed by `}}`".into()));
-            };
-            let inner = after[..close].trim();
-            rest = &after[close + 2..];
-            let content = |name: &str| -> Result<ContentVar, DeclaredError> {
-                let var = ContentVar::parse(name);
-                match (var, allow) {
-                    (Some(ContentVar::Post), Allow::TextAndLink) => {
-                        Err(err("`{{post}}` cannot be used in the post template".into()))
-                    }
-                    (Some(v), Allow::All | Allow::TextAndLink) => Ok(v),
-                    (Some(_), Allow::Nothing) => Err(err(format!(
-                        "`{{{{{name}}}}}` is the post's content: it may only appear in compose.post and in the values of compose steps"
-                    ))),
-                    (None, _) => Err(err(format!("unknown variable `{{{{{name}}}}}`"))),
-                }
-            };
-            if let Some(name) = inner.strip_prefix('#') {
-                let name = name.trim();
-                let var = content(name)?;
-                if var == ContentVar::Post {
-                    return Err(err("`{{#post}}` is not a section".into()));
-                }
-                if section.is_some() {
-                    return Err(err("sections cannot be nested".into()));
-                }
-                section = Some((var, Vec::new()));
-            } else if let Some(name) = inner.strip_prefix('/') {
-                let name = name.trim();
-                match section.take() {
-                    Some((var, inner)) if ContentVar::parse(name) == Some(var) => {
-                        top.push(Segment::Section(var, inner));
-                    }
-                    _ => return Err(err(format!("`{{{{/{name}}}}}` closes no open section"))),
-                }
-            } else if ContentVar::parse(inner).is_some() {
-                let var = content(inner)?;
-                target_of(&mut top, &mut section).push(Segment::Var(var));
-            } else if let Some(value) = self.lookup(inner) {
-                target_of(&mut top, &mut section).push(Segment::Literal(value));
-            } else {
-                return Err(err(format!("unknown variable `{{{{{inner}}}}}`")));
+        let parsed =
+            CoreTemplate::parse(s, allow != Allow::Nothing).map_err(|e| err(e.to_string()))?;
+        check_names(parsed.pieces(), allow).map_err(err)?;
+        for name in parsed.names() {
+            if ContentVar::parse(name).is_none() && self.lookup(name).is_none() {
+                return Err(err(format!("unknown variable `{{{{{name}}}}}`")));
             }
         }
-        if let Some((var, _)) = section {
-            let name = match var {
-                ContentVar::Text => "text",
-                ContentVar::Link => "link",
-                ContentVar::Post => "post",
-            };
-            return Err(err(format!("`{{{{#{name}}}}}` is not closed")));
-        }
-        if !rest.is_empty() {
-            top.push(Segment::Literal(rest.to_owned()));
-        }
-        Ok(Template(top))
+        let loaded = parsed.resolve(&|name| match ContentVar::parse(name) {
+            Some(_) => None,
+            None => self.lookup(name),
+        });
+        Ok(Template(loaded))
     }
 
     /// `s` with its variables filled; content placeholders are refused.
@@ -390,14 +314,41 @@ impl Vars<'_> {
     }
 }
 
-fn target_of<'a>(
-    top: &'a mut Vec<Segment>,
-    section: &'a mut Option<(ContentVar, Vec<Segment>)>,
-) -> &'a mut Vec<Segment> {
-    match section {
-        Some((_, inner)) => inner,
-        None => top,
+/// Whether the content placeholders and sections of `pieces` are where `allow` lets them:
+/// none in a URL, a selector or a check; no `{{post}}` in the post template; sections only
+/// over `{{text}}` and `{{link}}`.
+fn check_names(pieces: &[Piece], allow: Allow) -> Result<(), String> {
+    for piece in pieces {
+        let (name, section) = match piece {
+            Piece::Text(_) => continue,
+            Piece::Name(name) => (name, None),
+            Piece::Section(name, inside) => (name, Some(inside)),
+        };
+        match (ContentVar::parse(name), allow) {
+            (None, _) if section.is_some() => {
+                return Err(format!(
+                    "`{{{{#{name}}}}}` is not a section: sections are over `text` and `link`"
+                ));
+            }
+            (None, _) => {}
+            (Some(_), Allow::Nothing) => {
+                return Err(format!(
+                    "`{{{{{name}}}}}` is the post's content: it may only appear in compose.post and in the values of compose steps"
+                ));
+            }
+            (Some(ContentVar::Post), _) if section.is_some() => {
+                return Err("`{{#post}}` is not a section".into());
+            }
+            (Some(ContentVar::Post), Allow::TextAndLink) => {
+                return Err("`{{post}}` cannot be used in the post template".into());
+            }
+            (Some(_), _) => {}
+        }
+        if let Some(inside) = section {
+            check_names(inside, allow)?;
+        }
     }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -712,25 +663,10 @@ fn toml_message(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
-/// An absolute http(s) URL with a host and without credentials: the same rule as a plan's
-/// URLs (a session gives credentials, never a URL, which ends up in logs and history).
+/// An absolute http(s) URL with a host, without credentials, at most 4096 bytes: the one URL
+/// rule of plans and platform files ([`checked_url`]).
 fn http_url(s: &str, field: &str) -> Result<Url, DeclaredError> {
-    let url = Url::parse(s).map_err(|_| {
-        DeclaredError::invalid(field, "must be an absolute http(s) URL with a host")
-    })?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(DeclaredError::invalid(
-            field,
-            "must be an absolute http(s) URL with a host",
-        ));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(DeclaredError::invalid(
-            field,
-            "carries credentials (user:password@): a session gives them, never a URL",
-        ));
-    }
-    Ok(url)
+    checked_url(s, None).map_err(|problem| DeclaredError::invalid(field, format!("it {problem}")))
 }
 
 fn fill_policy(
@@ -768,33 +704,13 @@ fn timeout(ms: Option<u64>, field: &str) -> Result<Option<Duration>, DeclaredErr
     }
 }
 
+/// A selector of the file: its shape checked by the one rule of plans and platform files
+/// ([`check_selector`]), its variables filled.
 fn selector(vars: &Vars<'_>, s: &Selector, field: &str) -> Result<Selector, DeclaredError> {
-    let non_empty = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
+    check_selector(s).map_err(|problem| DeclaredError::invalid(field, problem.to_string()))?;
     match s {
-        Selector::Css(css) => {
-            if css.trim().is_empty() {
-                return Err(DeclaredError::invalid(field, "an empty selector"));
-            }
-            Ok(Selector::Css(vars.fill(css, field)?))
-        }
+        Selector::Css(css) => Ok(Selector::Css(vars.fill(css, field)?)),
         Selector::Explicit(spec) => {
-            let set = [&spec.css, &spec.text, &spec.role]
-                .into_iter()
-                .filter(|v| v.is_some())
-                .count();
-            let given = [&spec.css, &spec.text, &spec.role]
-                .into_iter()
-                .filter(|v| non_empty(v))
-                .count();
-            if set != 1 || given != 1 {
-                return Err(DeclaredError::invalid(
-                    field,
-                    "exactly one of css, text or role, not empty",
-                ));
-            }
-            if spec.name.is_some() && spec.role.is_none() {
-                return Err(DeclaredError::invalid(field, "name is only used with role"));
-            }
             let fill = |v: &Option<String>, part: &str| {
                 v.as_deref()
                     .map(|v| vars.fill(v, &format!("{field}.{part}")))
@@ -811,12 +727,7 @@ fn selector(vars: &Vars<'_>, s: &Selector, field: &str) -> Result<Selector, Decl
 }
 
 fn dom_check(vars: &Vars<'_>, check: &DomCheck, field: &str) -> Result<DomCheck, DeclaredError> {
-    if check.selector.is_none() && check.text.as_deref().is_none_or(str::is_empty) {
-        return Err(DeclaredError::invalid(
-            field,
-            "a check needs a selector or a text",
-        ));
-    }
+    check_dom(check).map_err(|problem| DeclaredError::invalid(field, problem.to_string()))?;
     Ok(DomCheck {
         selector: check
             .selector
@@ -849,16 +760,33 @@ fn steps(
         .collect()
 }
 
+/// The rules a platform file's steps are checked by: no `extract` or `screenshot`, at most
+/// [`MAX_STEP_TIMEOUT_MS`], sections in the values of compose steps only.
+fn step_rules(allow: Allow) -> StepRules {
+    StepRules {
+        max_step_timeout: Duration::from_millis(MAX_STEP_TIMEOUT_MS),
+        results: false,
+        sections: allow != Allow::Nothing,
+    }
+}
+
 fn step(vars: &Vars<'_>, s: &PlanStep, field: &str, allow: Allow) -> Result<Step, DeclaredError> {
     let sub = |part: &str| format!("{field}.{part}");
+    if let StepAction::Navigate { url: None } = &s.action {
+        // A plan's navigate without a URL opens its target; a platform has none.
+        return Err(DeclaredError::invalid(
+            sub("url"),
+            "a navigate step needs a url",
+        ));
+    }
+    // The one check of a step's shape, for plans and platform files alike.
+    check_step(s, &step_rules(allow)).map_err(|problem| {
+        let at = problem.field().map_or_else(|| field.to_owned(), sub);
+        DeclaredError::invalid(at, problem.to_string())
+    })?;
     let action = match &s.action {
         StepAction::Navigate { url } => {
-            let Some(url) = url else {
-                return Err(DeclaredError::invalid(
-                    sub("url"),
-                    "a navigate step needs a url",
-                ));
-            };
+            let url = url.as_deref().unwrap_or_default();
             let filled = vars.fill(url, &sub("url"))?;
             Action::Navigate(http_url(&filled, &sub("url"))?)
         }
@@ -886,32 +814,16 @@ fn step(vars: &Vars<'_>, s: &PlanStep, field: &str, allow: Allow) -> Result<Step
             url,
             text,
         } => {
-            let set = usize::from(sel.is_some())
-                + usize::from(url.is_some())
-                + usize::from(text.is_some());
-            if set != 1 {
-                return Err(DeclaredError::invalid(
-                    field,
-                    "a wait step waits for exactly one of selector, url or text",
-                ));
-            }
-            let non_empty =
-                |v: &Option<String>, part: &str| -> Result<Option<String>, DeclaredError> {
-                    match v.as_deref() {
-                        None => Ok(None),
-                        Some(v) if v.trim().is_empty() => {
-                            Err(DeclaredError::invalid(sub(part), "must not be empty"))
-                        }
-                        Some(v) => vars.fill(v, &sub(part)).map(Some),
-                    }
-                };
+            let fill = |v: &Option<String>, part: &str| {
+                v.as_deref().map(|v| vars.fill(v, &sub(part))).transpose()
+            };
             Action::Wait {
                 selector: sel
                     .as_ref()
                     .map(|s| selector(vars, s, &sub("selector")))
                     .transpose()?,
-                url: non_empty(url, "url")?,
-                text: non_empty(text, "text")?,
+                url: fill(url, "url")?,
+                text: fill(text, "text")?,
             }
         }
         StepAction::Assert { check } => Action::Assert(dom_check(vars, check, field)?),
@@ -922,16 +834,10 @@ fn step(vars: &Vars<'_>, s: &PlanStep, field: &str, allow: Allow) -> Result<Step
             ));
         }
     };
-    if s.description.trim().is_empty() {
-        return Err(DeclaredError::invalid(
-            sub("description"),
-            "every step says what it does",
-        ));
-    }
     Ok(Step {
         action,
         description: s.description.clone(),
-        timeout: timeout(s.timeout_ms, &sub("timeoutMs"))?,
+        timeout: s.timeout_ms.map(Duration::from_millis),
     })
 }
 

@@ -20,7 +20,7 @@ use abr_core::audit::{AuditOutcome, Auditor};
 use abr_core::clock::{Clock, SystemClock};
 use abr_core::error::CoreError;
 use abr_core::store::{IdempotencyKey, Inserted, LedgerRecord, RecordStore};
-use abr_protocol::{AssertNotPostedRequest, OwnerAssertion};
+use abr_protocol::{AssertNotPostedRequest, OwnerAssertion, RecheckResult};
 
 /// How often a lost compare-and-swap is retried by an operation that re-reads the record.
 pub(crate) const CAS_ATTEMPTS: usize = 8;
@@ -249,6 +249,14 @@ impl<R: LedgerRecord> Ledger<R> {
         event.actor = Some(assertion.by);
         self.audit.emit(event);
         Ok(record)
+    }
+
+    /// Audits a re-check of `record` (read-only: the record changes only by what the caller
+    /// saved).
+    pub(crate) fn audit_recheck(&self, record: &R, result: &RecheckResult) {
+        let mut event = record.audit_event(R::RECHECKED, result.answer.into(), self.clock.now());
+        event.error_code = result.error.as_ref().map(|e| e.code.clone());
+        self.audit.emit(event);
     }
 
     /// Whether `record` may be attempted again on its owner's word: uncertain, with an

@@ -441,9 +441,7 @@ impl<C: SessionContext> PostJournal<C> {
                 Ok(true)
             })
             .await?;
-        let mut event = self.event(AuditAction::PostRechecked, result.answer.into(), &post);
-        event.error_code = result.error.as_ref().map(|e| e.code.clone());
-        self.audit.emit(event);
+        self.ledger.audit_recheck(&post, &result);
         Ok(result)
     }
 

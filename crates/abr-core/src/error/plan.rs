@@ -125,9 +125,47 @@ pub enum PlanProblem {
         /// The bound.
         max: usize,
     },
+    /// A step type the file does not allow (a platform's steps do not extract or take
+    /// screenshots).
+    #[error("a platform's steps are navigate, click, type, select, wait or assert")]
+    ActionNotAllowed,
     /// An input whose name no placeholder could use.
     #[error("an input name is 1 to 64 letters, digits, `_`, `-` or `.` (the placeholders' names)")]
     InputName,
+}
+
+impl PlanProblem {
+    /// The field of the step (or verification) the problem is in, as the JSON names it
+    /// (`selector`, `url`, `value`, ...); `None` for the step as a whole.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::EmptyDescription => Some("description"),
+            Self::ZeroTimeout | Self::TimeoutAboveBudget { .. } => Some("timeoutMs"),
+            Self::EmptySelector | Self::SelectorForms(_) | Self::NameWithoutRole => {
+                Some("selector")
+            }
+            Self::NavigateUrl(_) => Some("url"),
+            Self::ActionNotAllowed => Some("type"),
+            Self::MalformedPlaceholder(what) | Self::Empty(what) | Self::TooLong { what, .. } => {
+                field_of(what)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The JSON field a problem's words name (`"the value"` is `value`).
+fn field_of(what: &str) -> Option<&'static str> {
+    Some(match what {
+        "the description" => "description",
+        "the value" | "the value once filled" => "value",
+        "the navigate URL" => "url",
+        "the selector" => "selector",
+        "the extract name" => "name",
+        "the wait's url" => "url",
+        "the wait's text" | "the check's text" | "the text to show" => "text",
+        _ => return None,
+    })
 }
 
 /// Where a plan error is.

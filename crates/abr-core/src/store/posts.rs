@@ -107,6 +107,7 @@ impl LedgerRecord for StoredPost {
     }
 
     const ASSERTED: AuditAction = AuditAction::PostAsserted;
+    const RECHECKED: AuditAction = AuditAction::PostRechecked;
 
     fn audit_event(
         &self,

@@ -73,6 +73,8 @@ pub trait LedgerRecord: Clone + Send + Sync + 'static {
     fn not_found() -> CoreError;
     /// What its owner's assertion is audited as.
     const ASSERTED: AuditAction;
+    /// What a re-check of it is audited as.
+    const RECHECKED: AuditAction;
     /// An audit event about it (its ids, never its request).
     fn audit_event(
         &self,

@@ -114,6 +114,7 @@ impl LedgerRecord for StoredTask {
     }
 
     const ASSERTED: AuditAction = AuditAction::TaskAsserted;
+    const RECHECKED: AuditAction = AuditAction::TaskRechecked;
 
     fn audit_event(
         &self,

@@ -207,9 +207,7 @@ impl<C: TaskContext> TaskRunner<C> {
             self.release_session(tenant).await;
             result
         };
-        let mut event = self.event(AuditAction::TaskRechecked, result.answer.into(), &task);
-        event.error_code = result.error.as_ref().map(|e| e.code.clone());
-        self.audit.emit(event);
+        self.ledger.audit_recheck(&task, &result);
         Ok(result)
     }
 
