@@ -22,9 +22,10 @@ use playwright_rs::protocol::{
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::{Mutex, Semaphore};
 
-use crate::egress::{EgressProxy, LazyProxy, deny_default_downloads, install_url_gate};
+use crate::egress::{EgressProxy, LazyProxy, deny_default_downloads};
 use crate::error::from_playwright;
 use crate::remote::connect_cdp;
+use crate::router::install_url_gate;
 use crate::session::BrowserSession;
 
 /// Settings of the CDP provider.

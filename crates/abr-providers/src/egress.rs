@@ -13,7 +13,7 @@
 //!   WebSockets and service workers all go through it: the browser has no other way out.
 //!   Chromium skips a configured proxy for loopback destinations unless the bypass list says
 //!   `<-loopback>` ([`EgressProxy::proxy_settings`] always does).
-//! - The URL gate ([`install_url_gate`]), for browser contexts a proxy cannot be set on (a
+//! - The URL gate ([`UrlGate`], installed by the router's `install_url_gate`), for browser contexts a proxy cannot be set on (a
 //!   remote browser's default context, Steel and Kernel, and the CDP provider's fallback):
 //!   Playwright routing checks each request's URL, resolving names **in the runner**. It is
 //!   weaker than the proxy: the remote browser resolves names in its own network (a name can
@@ -38,13 +38,12 @@ use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use playwright_rs::protocol::{Browser, BrowserContext, ProxySettings};
+use playwright_rs::protocol::{Browser, ProxySettings};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::from_playwright;
-use crate::router::RequestRouter;
 
 /// What the proxy answers with: a forwarded upstream body, or its own small one.
 type ProxyBody = Either<Incoming, Full<Bytes>>;
@@ -608,24 +607,15 @@ impl UrlGate {
     }
 }
 
-/// The egress URL gate of a context no proxy can be set on (see the module docs: weaker
-/// than the proxy), installed as the first judge of the context's one route
-/// ([`RequestRouter`]). Refused requests are aborted (`net::ERR_BLOCKED_BY_CLIENT`).
-pub(crate) async fn install_url_gate(
-    context: &BrowserContext,
-    policy: &EgressPolicy,
-) -> Result<Arc<RequestRouter>, ProviderError> {
-    let gate = Arc::new(UrlGate {
-        policy: policy.clone(),
-        resolve_timeout: ProxyLimits::default().resolve_timeout,
-        verdicts: Mutex::default(),
-    });
-    let router = Arc::new(RequestRouter::with_egress(gate));
-    router
-        .install(context)
-        .await
-        .map_err(|e| from_playwright("installing the egress URL gate", e))?;
-    Ok(router)
+impl UrlGate {
+    /// The gate of `policy`, as a context no proxy can be set on gets it.
+    pub(crate) fn new(policy: &EgressPolicy) -> Arc<Self> {
+        Arc::new(Self {
+            policy: policy.clone(),
+            resolve_timeout: ProxyLimits::default().resolve_timeout,
+            verdicts: Mutex::default(),
+        })
+    }
 }
 
 /// Denies downloads in `browser`'s default context (CDP `Browser.setDownloadBehavior`), for

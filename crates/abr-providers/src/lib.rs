@@ -28,6 +28,7 @@ mod egress;
 mod error;
 mod kernel;
 mod live;
+mod live_state;
 mod local;
 mod probe;
 mod remote;

@@ -13,7 +13,6 @@
 //!
 //! Nothing here logs typed text, URLs or frame bytes.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -29,9 +28,8 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::BrowserSession;
 use crate::error::from_playwright;
+use crate::live_state::{CALL_TIMEOUT, bounded, detach_in_background, timeout_error};
 
-/// Bound on every browser call.
-const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bound on waiting for earlier inputs of the same session.
 const INPUT_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often an idle feed checks that its page is still there. Closes and crashes are seen
@@ -43,111 +41,6 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 const JPEG_QUALITY: u8 = 70;
 /// Screencast size when the page has no fixed viewport.
 const DEFAULT_SIZE: (u32, u32) = (1280, 800);
-
-/// Live-view state shared by every clone of a [`BrowserSession`].
-pub(crate) struct LiveState {
-    /// The input CDP session and the pointer buttons held; the lock orders inputs.
-    input: tokio::sync::Mutex<InputState>,
-    /// Set once the page closed or crashed.
-    gone: watch::Sender<bool>,
-    /// Whether the page events that set `gone` are hooked.
-    hooked: AtomicBool,
-}
-
-impl Default for LiveState {
-    fn default() -> Self {
-        Self {
-            input: tokio::sync::Mutex::new(InputState::default()),
-            gone: watch::Sender::new(false),
-            hooked: AtomicBool::new(false),
-        }
-    }
-}
-
-impl std::fmt::Debug for LiveState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LiveState")
-            .field("gone", &*self.gone.borrow())
-            .finish_non_exhaustive()
-    }
-}
-
-impl LiveState {
-    /// Hooks the page's `close` and `crash` events (once per session).
-    async fn hook(self: &Arc<Self>, page: &Page) {
-        if self.hooked.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let weak = Arc::downgrade(self);
-        let on_gone = move || {
-            let weak = weak.clone();
-            async move {
-                if let Some(state) = weak.upgrade() {
-                    state.gone.send_replace(true);
-                }
-                Ok(())
-            }
-        };
-        // Both only register a handler; they cannot fail in practice.
-        if page.on_close(on_gone.clone()).await.is_err() || page.on_crash(on_gone).await.is_err() {
-            tracing::debug!("could not watch the page for close and crash");
-        }
-        if page.is_closed() {
-            self.gone.send_replace(true);
-        }
-    }
-}
-
-/// The cached input CDP session and what the pointer holds.
-#[derive(Default)]
-struct InputState {
-    session: Option<InputSession>,
-    /// Pointer buttons held (CDP `buttons` bitmask).
-    buttons: u32,
-}
-
-struct InputSession {
-    cdp: CDPSession,
-    detached: Arc<AtomicBool>,
-}
-
-impl InputState {
-    /// The input session, created (or recreated once detached) on demand.
-    async fn session(&mut self, browser: &BrowserSession) -> Result<CDPSession, ProviderError> {
-        if let Some(session) = &self.session
-            && !session.detached.load(Ordering::SeqCst)
-        {
-            return Ok(session.cdp.clone());
-        }
-        self.session = None;
-        let cdp = bounded(
-            "live view: opening an input session",
-            browser.context().new_cdp_session(browser.page()),
-        )
-        .await?;
-        let detached = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&detached);
-        cdp.on_close(move || {
-            let flag = Arc::clone(&flag);
-            async move {
-                flag.store(true, Ordering::SeqCst);
-                Ok(())
-            }
-        });
-        self.session = Some(InputSession {
-            cdp: cdp.clone(),
-            detached,
-        });
-        Ok(cdp)
-    }
-
-    /// Forgets the input session (it failed); the next input opens a new one.
-    fn forget(&mut self) {
-        if let Some(old) = self.session.take() {
-            detach_in_background(old.cdp);
-        }
-    }
-}
 
 impl BrowserSession {
     /// Whether the page is gone: closed, or crashed.
@@ -173,28 +66,6 @@ fn gone_error(operation: &str) -> ProviderError {
         ProviderErrorKind::Crashed,
         format!("{operation}: the page is closed"),
     )
-}
-
-fn timeout_error(operation: &str, after: Duration) -> ProviderError {
-    ProviderError::new(
-        ProviderErrorKind::Timeout,
-        format!(
-            "{operation}: the browser did not answer within {}s",
-            after.as_secs()
-        ),
-    )
-}
-
-/// A Playwright call bounded by [`CALL_TIMEOUT`].
-async fn bounded<T>(
-    operation: &str,
-    call: impl Future<Output = playwright_rs::Result<T>>,
-) -> Result<T, ProviderError> {
-    match tokio::time::timeout(CALL_TIMEOUT, call).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(from_playwright(operation, e)),
-        Err(_) => Err(timeout_error(operation, CALL_TIMEOUT)),
-    }
 }
 
 /// One CDP command, bounded by `limit`; the answer without Playwright's `result` wrapper.
@@ -227,15 +98,6 @@ fn unwrap_result(answer: Value) -> Value {
             obj.remove("result").unwrap_or_default()
         }
         other => other,
-    }
-}
-
-/// Detaches `cdp` on the current runtime, if there is one; bounded.
-fn detach_in_background(cdp: CDPSession) {
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move {
-            let _ = tokio::time::timeout(CALL_TIMEOUT, cdp.detach()).await;
-        });
     }
 }
 
@@ -331,7 +193,7 @@ impl LiveSurface for BrowserSession {
         };
         let mut retried = false;
         loop {
-            let cdp = match state.session(self).await {
+            let cdp = match state.session(self.context(), self.page()).await {
                 Ok(cdp) => cdp,
                 Err(_) if self.page_gone() => return Err(gone_error(OPERATION)),
                 Err(e) => return Err(e),

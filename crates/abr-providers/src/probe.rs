@@ -273,22 +273,6 @@ impl BrowserSession {
     }
 }
 
-/// Whether `filter` lets a document from `url` load. A URL without a host cannot be
-/// checked: refused.
-pub(crate) fn may_open(filter: &dyn SiteFilter, url: &str) -> bool {
-    let Ok(url) = url::Url::parse(url) else {
-        return false;
-    };
-    match url.host() {
-        Some(url::Host::Domain(name)) => {
-            filter.may_open(&name.trim_end_matches('.').to_ascii_lowercase())
-        }
-        Some(url::Host::Ipv4(addr)) => filter.may_open(&addr.to_string()),
-        Some(url::Host::Ipv6(addr)) => filter.may_open(&addr.to_string()),
-        None => false,
-    }
-}
-
 /// A token naming one frame's redaction in the page, so one frame never takes off (or
 /// confirms) another's.
 fn frame_token() -> String {
@@ -546,26 +530,6 @@ impl RawSignals {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[derive(Debug)]
-    struct Refuse(&'static str);
-
-    impl SiteFilter for Refuse {
-        fn may_open(&self, host: &str) -> bool {
-            host != self.0
-        }
-    }
-
-    #[test]
-    fn documents_are_checked_by_their_host_and_hostless_ones_refused() {
-        let filter = Refuse("evil.example");
-        assert!(!may_open(&filter, "https://EVIL.example./x?y"));
-        assert!(may_open(&filter, "https://good.example/"));
-        assert!(may_open(&filter, "http://127.0.0.1:8080/"));
-        assert!(!may_open(&Refuse("::1"), "http://[::1]:8080/"));
-        assert!(!may_open(&filter, "data:text/html,hi"));
-        assert!(!may_open(&filter, "not a url"));
-    }
 
     #[test]
     fn frame_tokens_differ() {

@@ -26,8 +26,9 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
 use crate::driver::playwright;
-use crate::egress::{deny_default_downloads, install_url_gate};
+use crate::egress::deny_default_downloads;
 use crate::error::{from_http, from_playwright, redact_urls};
+use crate::router::install_url_gate;
 use crate::session::{BrowserSession, LostCheck};
 
 /// Longest server message kept in an error.

@@ -25,13 +25,15 @@
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use abr_core::guard::{OutgoingRequest, RequestGate, SiteFilter, is_safe_method};
+use abr_core::{EgressPolicy, ProviderError};
 use playwright_rs::Error as PwError;
 use playwright_rs::protocol::{
     BrowserContext, FulfillOptions, Page, Route, WebSocketRoute, WebSocketRouteCloseOptions,
 };
 
 use crate::egress::UrlGate;
-use crate::unload::{self, Registration};
+use crate::error::from_playwright;
+use crate::unload::{self, Gated, Registration};
 
 /// The route pattern: every URL.
 const PATTERN: &str = "**";
@@ -101,16 +103,6 @@ impl RequestRouter {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
-    }
-
-    /// The network gate, if one is set.
-    pub(crate) fn network_gate(&self) -> Option<Arc<dyn RequestGate>> {
-        self.network()
-    }
-
-    /// Whether the context's gate refuses every write (a read-only or dry run).
-    pub(crate) fn refuses_writes(&self) -> bool {
-        self.network().is_some_and(|gate| gate.refuses_writes())
     }
 
     fn network(&self) -> Option<Arc<dyn RequestGate>> {
@@ -187,7 +179,8 @@ impl RequestRouter {
                         .to_owned(),
                 ));
             };
-            let registration = unload::register(&browser, context, page, self)
+            let gated: Arc<dyn Gated> = Arc::clone(self) as Arc<dyn Gated>;
+            let registration = unload::register(&browser, context, page, &gated)
                 .await
                 .map_err(|e| {
                     tracing::warn!(error = %e, "the browser's net for documents being left");
@@ -254,7 +247,7 @@ async fn handle(router: Weak<RequestRouter>, route: Route) -> Result<(), PwError
     let document = request.resource_type() == "document";
     if document
         && let Some(filter) = router.sites()
-        && !crate::probe::may_open(filter.as_ref(), &url)
+        && !may_open(filter.as_ref(), &url)
     {
         tracing::info!("site filter: refused a document request");
         return route.abort(Some(BLOCKED)).await;
@@ -310,5 +303,71 @@ async fn handle_websocket(
             .await
     } else {
         socket.connect_to_server().await
+    }
+}
+
+impl Gated for RequestRouter {
+    fn network_gate(&self) -> Option<Arc<dyn RequestGate>> {
+        self.network()
+    }
+
+    fn refuses_writes(&self) -> bool {
+        self.network().is_some_and(|gate| gate.refuses_writes())
+    }
+}
+
+/// The egress URL gate of a context no proxy can be set on (see `egress.rs`: weaker than
+/// the proxy), installed as the first judge of the context's one route
+/// ([`RequestRouter`]). Refused requests are aborted (`net::ERR_BLOCKED_BY_CLIENT`).
+pub(crate) async fn install_url_gate(
+    context: &BrowserContext,
+    policy: &EgressPolicy,
+) -> Result<Arc<RequestRouter>, ProviderError> {
+    let router = Arc::new(RequestRouter::with_egress(UrlGate::new(policy)));
+    router
+        .install(context)
+        .await
+        .map_err(|e| from_playwright("installing the egress URL gate", e))?;
+    Ok(router)
+}
+
+/// Whether `filter` lets a document from `url` load. A URL without a host cannot be
+/// checked: refused.
+pub(crate) fn may_open(filter: &dyn SiteFilter, url: &str) -> bool {
+    let Ok(url) = url::Url::parse(url) else {
+        return false;
+    };
+    match url.host() {
+        Some(url::Host::Domain(name)) => {
+            filter.may_open(&name.trim_end_matches('.').to_ascii_lowercase())
+        }
+        Some(url::Host::Ipv4(addr)) => filter.may_open(&addr.to_string()),
+        Some(url::Host::Ipv6(addr)) => filter.may_open(&addr.to_string()),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Refuse(&'static str);
+
+    impl SiteFilter for Refuse {
+        fn may_open(&self, host: &str) -> bool {
+            host != self.0
+        }
+    }
+
+    #[test]
+    fn documents_are_checked_by_their_host_and_hostless_ones_refused() {
+        let filter = Refuse("evil.example");
+        assert!(!may_open(&filter, "https://EVIL.example./x?y"));
+        assert!(may_open(&filter, "https://good.example/"));
+        assert!(may_open(&filter, "http://127.0.0.1:8080/"));
+        assert!(!may_open(&Refuse("::1"), "http://[::1]:8080/"));
+        assert!(!may_open(&filter, "data:text/html,hi"));
+        assert!(!may_open(&filter, "not a url"));
     }
 }

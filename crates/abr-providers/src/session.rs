@@ -25,7 +25,7 @@ pub struct BrowserSession {
     /// [`state::to_playwright_cookies`]), so they are carried to the export unchanged.
     carried: Vec<Cookie>,
     /// Live-view state shared by every clone (the input CDP session, page-gone signal).
-    live: Arc<crate::live::LiveState>,
+    live: Arc<crate::live_state::LiveState>,
     /// The provider's own check that the browser is still this session's (a remote
     /// session replaced or ended), beyond the page and the connection.
     lost_check: Option<LostCheck>,
@@ -153,7 +153,7 @@ impl BrowserSession {
     }
 
     /// The live-view state shared by every clone of this session.
-    pub(crate) fn live_state(&self) -> &Arc<crate::live::LiveState> {
+    pub(crate) fn live_state(&self) -> &Arc<crate::live_state::LiveState> {
         &self.live
     }
 }

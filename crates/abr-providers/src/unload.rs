@@ -24,13 +24,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Weak};
 use std::time::Duration;
 
-use abr_core::guard::{OutgoingRequest, is_safe_method};
+use abr_core::guard::{OutgoingRequest, RequestGate, is_safe_method};
 use playwright_rs::protocol::{Browser, BrowserContext, CDPSession, Page};
 use playwright_rs::server::channel_owner::ChannelOwner as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::router::RequestRouter;
+/// What the net asks of a guarded context's route (its `RequestRouter`): the network gate
+/// the context's writes are held to, if it has one now.
+pub(crate) trait Gated: Send + Sync {
+    /// The context's network gate.
+    fn network_gate(&self) -> Option<Arc<dyn RequestGate>>;
+    /// Whether that gate refuses every write (a read-only or dry run).
+    fn refuses_writes(&self) -> bool;
+}
 
 /// Bound on one CDP call of the net.
 const CALL: Duration = Duration::from_secs(5);
@@ -44,7 +51,7 @@ static NETS: LazyLock<tokio::sync::Mutex<HashMap<String, Arc<BrowserNet>>>> =
 
 /// One guarded context of a browser.
 struct Guarded {
-    router: Weak<RequestRouter>,
+    router: Weak<dyn Gated>,
     context: BrowserContext,
 }
 
@@ -125,7 +132,7 @@ pub(crate) async fn register(
     browser: &Browser,
     context: &BrowserContext,
     page: &Page,
-    router: &Arc<RequestRouter>,
+    router: &Arc<dyn Gated>,
 ) -> Result<Registration, String> {
     let context_id = context_id(context, page)
         .await
@@ -167,7 +174,7 @@ pub(crate) async fn register(
     net.lock().insert(
         context_id.clone(),
         Guarded {
-            router: Arc::downgrade(router),
+            router: Arc::downgrade(router) as Weak<dyn Gated>,
             context: context.clone(),
         },
     );
@@ -199,7 +206,7 @@ struct PausedRequest {
 /// What the net found a request to belong to.
 enum Owner {
     /// A guarded context's router.
-    Run(Arc<RequestRouter>),
+    Run(Arc<dyn Gated>),
     /// No guarded context claims it.
     Nobody,
 }
@@ -268,7 +275,7 @@ impl BrowserNet {
         gate.admit(&request).await
     }
 
-    fn routers(&self) -> Vec<Arc<RequestRouter>> {
+    fn routers(&self) -> Vec<Arc<dyn Gated>> {
         self.lock()
             .values()
             .filter_map(|g| g.router.upgrade())
@@ -300,7 +307,7 @@ impl BrowserNet {
         // A frame in a page's process. With one guarded context in the browser, it is that
         // one's (a browser per job, a remote session, an attached browser); with several,
         // look for it in each one's pages.
-        let contexts: Vec<(BrowserContext, Weak<RequestRouter>)> = self
+        let contexts: Vec<(BrowserContext, Weak<dyn Gated>)> = self
             .lock()
             .values()
             .map(|g| (g.context.clone(), g.router.clone()))
