@@ -9,7 +9,7 @@
 //! - [`SessionProvider`] ([`provider`]): turns a stored session into an isolated browser
 //!   context ([`Lease`]) and takes it away again. The context type is an associated type, so
 //!   strategies get the full browser API of the real providers while the engine is tested
-//!   with in-memory fakes (the [`testing`] module, behind the feature of that name).
+//!   with in-memory fakes (the `testing` module, behind the feature of that name).
 //! - [`StepRunner`](step_runner::StepRunner) and [`PageProbe`](guard::PageProbe): the
 //!   browser mechanics of a step, and what the guard rails read from a page;
 //!   [`TaskContext`](context::TaskContext) is all of it together.

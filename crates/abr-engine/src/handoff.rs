@@ -1,10 +1,10 @@
 //! [`Handoffs`]: paused runs and their takeovers.
 //!
-//! A run that stops for a person keeps its browser and registers a [`Handoff`] in state
+//! A run that stops for a person keeps its browser and registers a takeover in state
 //! `requested`. The orchestrator makes it `active` (which mints the live token: the live
 //! view is served only while active), then `resumed` (the run continues where it stopped)
 //! or `ended` (the run stops without acting); a takeover nobody resumes in time is
-//! `expired`. The run waits in [`PendingHandoff::wait`], which reports each transition so
+//! `expired`. The run waits in [`PendingHandoff::next`], which reports each transition so
 //! the run records it as an event with ids only.
 
 use std::collections::HashMap;

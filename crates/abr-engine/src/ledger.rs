@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use abr_core::audit::{AuditOutcome, Auditor};
-use abr_core::clock::{Clock, SystemClock};
+use abr_core::clock::{Clock, SystemClock, new_token};
 use abr_core::error::CoreError;
 use abr_core::store::{IdempotencyKey, Inserted, LedgerRecord, RecordStore};
 use abr_protocol::{AssertNotPostedRequest, OwnerAssertion, RecheckResult};
@@ -39,6 +39,15 @@ pub(crate) fn note(field: &str, value: Option<&String>) -> Result<(), CoreError>
         ))),
         _ => Ok(()),
     }
+}
+
+/// A new record's id: `prefix` and 22 characters of a 256-bit random token (132 bits).
+///
+/// # Errors
+/// [`CoreError::Internal`] when the OS random source fails.
+pub(crate) fn record_id(prefix: &str) -> Result<String, CoreError> {
+    let token = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
+    Ok(format!("{prefix}{}", token.get(..22).unwrap_or(&token)))
 }
 
 /// What [`Ledger::record`] did.

@@ -3,7 +3,7 @@
 //! an idempotency key names one post per tenant, so a repeated request answers the original
 //! instead of posting again.
 //!
-//! The rules are the [`Ledger`]'s, as for tasks
+//! The rules are the ledger's, as for tasks
 //! ([`TaskRunner`](crate::task::runner::TaskRunner)):
 //! - A repeated `Idempotency-Key` with the same body answers the original post: its result
 //!   once it ended (waited for when its job runs in this process; without
@@ -32,7 +32,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use abr_core::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
-use abr_core::clock::{Clock, SystemClock, new_token};
+use abr_core::clock::{Clock, SystemClock};
 use abr_core::codes;
 use abr_core::digest::post_request_hash;
 use abr_core::error::CoreError;
@@ -49,7 +49,7 @@ use futures::FutureExt as _;
 use tokio::sync::watch;
 
 use crate::admission::TenantAdmission;
-use crate::ledger::{CAS_ATTEMPTS, Ledger, Recorded};
+use crate::ledger::{CAS_ATTEMPTS, Ledger, Recorded, record_id};
 use crate::poster::AgentPoster;
 use crate::stored_sessions::StoredSessions;
 
@@ -731,15 +731,12 @@ impl<C: SessionContext> PostJournal<C> {
         tenant: &str,
         request: &PostRequest,
     ) -> Result<Option<AgentSessionState>, CoreError> {
-        let Some(session_id) = &request.session_id else {
-            return Ok(None);
-        };
-        let Some(sessions) = &self.sessions else {
-            return Err(CoreError::InvalidInput(
-                "this runner keeps no sessions: send `session` instead of `sessionId`".into(),
-            ));
-        };
-        sessions.load(tenant, session_id).await.map(Some)
+        StoredSessions::for_job(
+            self.sessions.as_ref(),
+            tenant,
+            request.session_id.as_deref(),
+        )
+        .await
     }
 
     fn new_post(
@@ -748,11 +745,10 @@ impl<C: SessionContext> PostJournal<C> {
         request: &PostRequest,
         retry_of: Option<String>,
     ) -> Result<StoredPost, CoreError> {
-        let token = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
         Ok(StoredPost {
             tenant_id: tenant.to_owned(),
             record: PostRecord {
-                post_id: format!("post_{}", token.get(..22).unwrap_or(&token)),
+                post_id: record_id("post_")?,
                 platform: request.platform.clone(),
                 state: PostState::Running,
                 result: None,

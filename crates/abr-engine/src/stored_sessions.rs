@@ -153,6 +153,28 @@ impl StoredSessions {
             .await
     }
 
+    /// The session a job (a post, a task) that names `session_id` runs with, from
+    /// `sessions` (the runner's, when it keeps sessions); `None` when the job names none.
+    ///
+    /// # Errors
+    /// [`CoreError::InvalidInput`] when the runner keeps no sessions,
+    /// [`CoreError::SessionNotFound`], a bad id, a store failure.
+    pub async fn for_job(
+        sessions: Option<&Self>,
+        tenant: &str,
+        session_id: Option<&str>,
+    ) -> Result<Option<AgentSessionState>, CoreError> {
+        let Some(session_id) = session_id else {
+            return Ok(None);
+        };
+        let Some(sessions) = sessions else {
+            return Err(CoreError::InvalidInput(
+                "this runner keeps no sessions: send `session` instead of `sessionId`".into(),
+            ));
+        };
+        sessions.load(tenant, session_id).await.map(Some)
+    }
+
     /// Writes back the state a job left (already scoped) under `session_id`: a failure is
     /// logged, never the job's (its outcome stands).
     pub async fn write_back(&self, tenant: &str, session_id: &str, state: AgentSessionState) {

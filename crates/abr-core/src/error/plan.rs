@@ -44,7 +44,7 @@ pub enum PlanProblem {
     /// No steps.
     #[error("a plan has at least one step")]
     NoSteps,
-    /// More steps than [`PlanLimits::max_steps`].
+    /// More steps than [`PlanLimits::max_steps`](crate::plan::PlanLimits::max_steps).
     #[error("a plan has at most {max} steps")]
     TooManySteps {
         /// The limit.

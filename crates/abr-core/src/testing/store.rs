@@ -80,9 +80,9 @@ fn session_state() -> AgentSessionState {
     }
 }
 
-/// A task of `tenant` with id `id`, `running` when `unfinished`, else `succeeded`; its
-/// request holds an input and a session (credentials).
-pub fn sample_task(tenant: &str, id: &str, unfinished: bool) -> StoredTask {
+/// A task of `tenant` with id `id` in `state`; its request holds an input
+/// ([`INPUT_CANARY`]) and a session ([`COOKIE_CANARY`]): credentials.
+pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
     StoredTask {
         tenant_id: tenant.into(),
         request: TaskRequest {
@@ -109,11 +109,7 @@ pub fn sample_task(tenant: &str, id: &str, unfinished: bool) -> StoredTask {
         },
         record: TaskRecord {
             task_id: id.into(),
-            state: if unfinished {
-                TaskState::Running
-            } else {
-                TaskState::Succeeded
-            },
+            state,
             plan_hash: "h".into(),
             steps: vec![],
             risk: Risk::Low,
@@ -145,20 +141,17 @@ pub fn sample_task(tenant: &str, id: &str, unfinished: bool) -> StoredTask {
     }
 }
 
-/// A post of `tenant` with id `id`, `running` when `unfinished`, else `succeeded`; its
-/// request holds content and a session.
-pub fn sample_post(tenant: &str, id: &str, unfinished: bool) -> StoredPost {
+/// A post of `tenant` with id `id` in `state` (a final one with a result); its request
+/// holds content ([`CONTENT_CANARY`]) and a session ([`COOKIE_CANARY`]).
+pub fn sample_post(tenant: &str, id: &str, state: PostState) -> StoredPost {
+    let finished = state != PostState::Running;
     StoredPost {
         tenant_id: tenant.into(),
         record: PostRecord {
             post_id: id.into(),
             platform: "conformance".into(),
-            state: if unfinished {
-                PostState::Running
-            } else {
-                PostState::Succeeded
-            },
-            result: (!unfinished).then(|| AgentPostResult {
+            state,
+            result: finished.then(|| AgentPostResult {
                 ok: true,
                 verification: None,
                 uncertain: false,
@@ -202,7 +195,15 @@ pub async fn task_records<S>(harness: &mut impl StoreHarness<S>)
 where
     S: RecordStore<StoredTask> + ?Sized,
 {
-    records(harness, sample_task).await;
+    records(harness, |tenant, id, unfinished| {
+        let state = if unfinished {
+            TaskState::Running
+        } else {
+            TaskState::Succeeded
+        };
+        sample_task(tenant, id, state)
+    })
+    .await;
 }
 
 /// The [`RecordStore`] contract for post records.
@@ -210,7 +211,15 @@ pub async fn post_records<S>(harness: &mut impl StoreHarness<S>)
 where
     S: RecordStore<StoredPost> + ?Sized,
 {
-    records(harness, sample_post).await;
+    records(harness, |tenant, id, unfinished| {
+        let state = if unfinished {
+            PostState::Running
+        } else {
+            PostState::Succeeded
+        };
+        sample_post(tenant, id, state)
+    })
+    .await;
 }
 
 async fn records<R, S>(harness: &mut impl StoreHarness<S>, sample: fn(&str, &str, bool) -> R)
@@ -407,8 +416,8 @@ where
 {
     let store = harness.open().await;
     let k = key("shared-key", "body");
-    let task = sample_task("t1", "task-1", true);
-    let post = sample_post("t1", "post-1", true);
+    let task = sample_task("t1", "task-1", TaskState::Running);
+    let post = sample_post("t1", "post-1", PostState::Running);
     assert_eq!(
         RecordStore::<StoredTask>::insert(&*store, &task, Some(&k))
             .await
@@ -748,12 +757,20 @@ where
         + ?Sized,
 {
     let store = harness.open().await;
-    RecordStore::<StoredTask>::insert(&*store, &sample_task("t1", "task-1", true), None)
-        .await
-        .unwrap();
-    RecordStore::<StoredPost>::insert(&*store, &sample_post("t1", "post-1", true), None)
-        .await
-        .unwrap();
+    RecordStore::<StoredTask>::insert(
+        &*store,
+        &sample_task("t1", "task-1", TaskState::Running),
+        None,
+    )
+    .await
+    .unwrap();
+    RecordStore::<StoredPost>::insert(
+        &*store,
+        &sample_post("t1", "post-1", PostState::Running),
+        None,
+    )
+    .await
+    .unwrap();
     store
         .save(&SessionKey::stored("t1", "s1"), session_state())
         .await

@@ -30,6 +30,7 @@ use abr_protocol::{
 };
 use tokio::time::Instant;
 
+use crate::ledger::record_id;
 use crate::step::{Step, guarded};
 use crate::task::browses::{Entry, Open};
 use crate::task::outcome::{Failure, unscoped_policy};
@@ -403,10 +404,9 @@ impl<C: TaskContext> TaskRunner<C> {
     // ---- internals ------------------------------------------------------------------------
 
     fn new_browse(&self, tenant: &str, request: TaskRequest) -> Result<StoredTask, CoreError> {
-        let token = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
         let now = self.clock.now();
         let record = TaskRecord {
-            task_id: format!("{ID_PREFIX}{}", token.get(..22).unwrap_or(&token)),
+            task_id: record_id(ID_PREFIX)?,
             state: TaskState::Running,
             plan_hash: plan_hash(&request.plan),
             steps: Vec::new(),

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use abr_core::audit::{AuditAction, AuditEvent, AuditOutcome, AuditStep};
-use abr_core::clock::new_token;
 use abr_core::codes;
 use abr_core::context::TaskContext;
 use abr_core::digest::request_hash;
@@ -23,7 +22,8 @@ use abr_protocol::{
 };
 
 use crate::admission::TenantAdmission;
-use crate::ledger::{Recorded, note};
+use crate::ledger::{Recorded, note, record_id};
+use crate::stored_sessions::StoredSessions;
 use crate::task::outcome::{Outcome, audit_outcome, callback_url};
 use crate::task::runner::{Created, TaskEnd, TaskRunner};
 
@@ -235,7 +235,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// ran), or `uncertain` with an unspent owner assertion (spending it): a new task with
     /// the same request, `retryOf` the first attempt, waiting for approval as the rule says.
     /// A task is retried at most once (retry the latest attempt next); a chain at most
-    /// [`TenantLimits::retries`] times.
+    /// [`TenantLimits::retries`](abr_core::limits::TenantLimits::retries) times.
     ///
     /// # Errors
     /// An unknown task, [`CoreError::TaskNotRetryable`], the tenant's retry limit (or, for a
@@ -383,12 +383,11 @@ impl<C: TaskContext> TaskRunner<C> {
         valid: &ValidPlan,
         retry_of: Option<String>,
     ) -> Result<StoredTask, CoreError> {
-        let token = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
         let now = self.clock.now();
         let rule = self.config.approval;
         let auto = !rule.requires_approval(valid);
         let record = TaskRecord {
-            task_id: format!("task_{}", token.get(..22).unwrap_or(&token)),
+            task_id: record_id("task_")?,
             state: if auto {
                 TaskState::Queued
             } else {
@@ -488,15 +487,12 @@ impl<C: TaskContext> TaskRunner<C> {
         if let Some(state) = &request.session {
             return Ok(Some(state.clone()));
         }
-        let Some(session_id) = &request.session_id else {
-            return Ok(None);
-        };
-        let Some(sessions) = &self.sessions else {
-            return Err(CoreError::InvalidInput(
-                "this runner keeps no sessions: send `session` instead of `sessionId`".into(),
-            ));
-        };
-        sessions.load(tenant, session_id).await.map(Some)
+        StoredSessions::for_job(
+            self.sessions.as_ref(),
+            tenant,
+            request.session_id.as_deref(),
+        )
+        .await
     }
 
     /// Admission by the tenant limits of the current settings.

@@ -135,7 +135,7 @@ pub struct TaskEnd {
 ///
 /// Per-tenant limits: a task takes a browser session and counts as an execution of the
 /// UTC day when it is admitted to run (approved, or let through by the rule); the session
-/// is given back when the run ends. Every operation emits an [`AuditEvent`] with ids,
+/// is given back when the run ends. Every operation emits an [`AuditEvent`](abr_core::audit::AuditEvent) with ids,
 /// step types and descriptions only: never a typed value, an input or extracted data.
 pub struct TaskRunner<C: TaskContext> {
     pub(super) provider: DynSessionProvider<C>,
@@ -263,7 +263,7 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     /// Keys the hash an idempotency key is bound to with a runner secret (see
-    /// [`request_hash`]).
+    /// [`request_hash`](abr_core::digest::request_hash)).
     #[must_use]
     pub fn with_body_hash_key(mut self, key: SecretValue) -> Self {
         self.body_key = Some(key);

@@ -15,17 +15,14 @@ use std::sync::Arc;
 
 use abr_core::StrategyRegistry;
 use abr_core::store::{IdempotencyKey, Inserted, RecordStore, StoredPost};
+use abr_core::testing::store::{CONTENT_CANARY, COOKIE_CANARY, sample_post};
 use abr_core::testing::{FakeProvider, ScriptedStrategy};
 use abr_engine::{AgentPoster, PostJournal, PostReply};
 use abr_protocol::{
-    AgentSessionState, Cookie, PlatformPolicy, PostContent, PostRecord, PostRequest, PostState,
-    SecretValue, SessionScopeSpec,
+    AgentSessionState, Cookie, PlatformPolicy, PostContent, PostRequest, PostState, SecretValue,
+    SessionScopeSpec,
 };
 use abr_store::{SealingKey, SqliteStore};
-use time::OffsetDateTime;
-
-const CONTENT_CANARY: &str = "canary-post-content-41f7";
-const COOKIE_CANARY: &str = "canary-post-cookie-9d03";
 
 fn key() -> SealingKey {
     SealingKey::from_hex(&"6c".repeat(32)).unwrap()
@@ -46,25 +43,9 @@ fn request(text: &str) -> PostRequest {
     }
 }
 
+/// A running post with content and a session (the conformance suite's sample).
 fn post(tenant: &str, id: &str) -> StoredPost {
-    StoredPost {
-        tenant_id: tenant.into(),
-        record: PostRecord {
-            post_id: id.into(),
-            platform: "fake".into(),
-            state: PostState::Running,
-            result: None,
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            finished_at: None,
-            retry_of: None,
-            assertion: None,
-            recheck: None,
-        },
-        request: Some(request(CONTENT_CANARY)),
-        version: 0,
-        submit_started: false,
-        retried_by: None,
-    }
+    sample_post(tenant, id, PostState::Running)
 }
 
 fn assert_not_on_disk(dir: &std::path::Path) {

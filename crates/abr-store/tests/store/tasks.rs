@@ -9,85 +9,23 @@
     reason = "test code"
 )]
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use abr_core::store::{
     Counter, CounterStore, IdempotencyKey, Inserted, RecordStore, ScreenshotStore, SessionKey,
     SessionStore, StoredTask,
 };
-use abr_protocol::{
-    AgentSessionState, Cookie, DomCheck, Risk, SecretValue, StepPlan, TaskRecord, TaskRequest,
-    TaskState, TaskVerification,
-};
+use abr_core::testing::store::{COOKIE_CANARY, INPUT_CANARY, sample_task};
+use abr_protocol::{AgentSessionState, Cookie, TaskState};
 use abr_store::{SealingKey, SqliteStore};
 use time::OffsetDateTime;
 
-const INPUT_CANARY: &str = "canary-task-input-8c2e";
-const COOKIE_CANARY: &str = "canary-task-cookie-1b9a";
 /// Pixels of a screenshot: the page it shows must not be readable on disk.
 const SHOT_CANARY: &str = "canary-task-screenshot-77d0";
 
+/// A task with an input and a session (the conformance suite's sample).
 fn task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
-    StoredTask {
-        tenant_id: tenant.into(),
-        request: TaskRequest {
-            plan: StepPlan {
-                target_url: "https://example.com/".into(),
-                steps: vec![],
-                verification: TaskVerification::DomCheck {
-                    check: DomCheck::default(),
-                },
-                risk: Risk::Low,
-                reasoning: None,
-                confidence: None,
-                read_only: false,
-            },
-            inputs: BTreeMap::from([("password".to_owned(), SecretValue::new(INPUT_CANARY))]),
-            session: Some(AgentSessionState {
-                cookies: vec![Cookie::new("sid", COOKIE_CANARY, "example.com")],
-                ..AgentSessionState::default()
-            }),
-            session_id: None,
-            scope: None,
-            platform: None,
-            tenant_id: Some(tenant.into()),
-            proposal_id: None,
-            dry_run: false,
-            handoff: None,
-        },
-        record: TaskRecord {
-            task_id: id.into(),
-            state,
-            plan_hash: "h".into(),
-            steps: vec![],
-            risk: Risk::Low,
-            approval_rule: "all".into(),
-            approval: None,
-            proposal_id: None,
-            step_results: vec![],
-            extracted: BTreeMap::new(),
-            screenshots: vec![],
-            failed_step: None,
-            error: None,
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            started_at: None,
-            finished_at: None,
-            retry_of: None,
-            assertion: None,
-            read_only: false,
-            dry_run: false,
-            blocked: Vec::new(),
-            pause: None,
-            takeover_events: vec![],
-            replay: None,
-            session_check: None,
-            browse: false,
-        },
-        version: 0,
-        committing_started: false,
-        retried_by: None,
-    }
+    sample_task(tenant, id, state)
 }
 
 /// The task records of `store` (it also keeps posts: the kind is named).
