@@ -1403,7 +1403,12 @@ async fn a_runner_killed_after_the_page_posted_ends_the_run_uncertain_at_its_nex
     })
     .await;
     assert_eq!(running["state"], "running", "{running}");
-    assert!(site.ledger().contains(&posted), "{:?}", site.ledger());
+    // The mark is durable before the post leaves the browser: the post arrives after it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !site.ledger().contains(&posted) {
+        assert!(Instant::now() < deadline, "{:?}", site.ledger());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     tokio::time::sleep(SETTLE).await;
 
     // The runner is "killed": it writes nothing more. A new one starts on the same records
