@@ -82,6 +82,12 @@ pub enum Operation {
     BrowseAct,
     /// `DELETE /v1/browse/{id}`.
     BrowseClose,
+    /// `POST /v1/keys`.
+    CreateKey,
+    /// `GET /v1/keys`.
+    ListKeys,
+    /// `DELETE /v1/keys/{id}`.
+    RevokeKey,
 }
 
 impl Operation {
@@ -125,6 +131,9 @@ impl Operation {
             Self::BrowseSnapshot => "browse_snapshot",
             Self::BrowseAct => "browse_act",
             Self::BrowseClose => "browse_close",
+            Self::CreateKey => "create_key",
+            Self::ListKeys => "list_keys",
+            Self::RevokeKey => "revoke_key",
         }
     }
 
@@ -157,6 +166,8 @@ impl Operation {
                 | Self::ScreenshotsSetting
                 | Self::SetScreenshots
                 | Self::Sites
+                | Self::ListKeys
+                | Self::RevokeKey
                 | Self::DecideSite
                 | Self::RemoveSite
                 | Self::BrowseSnapshot

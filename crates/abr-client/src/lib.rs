@@ -48,6 +48,7 @@ mod browse;
 mod client;
 mod error;
 mod guard;
+mod keys;
 mod live;
 mod posts;
 mod tasks;

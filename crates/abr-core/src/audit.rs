@@ -63,6 +63,10 @@ pub enum AuditAction {
     SiteDecided,
     /// A tenant removed its decision about a site (`domain`).
     SiteRemoved,
+    /// An operator created an API key (`actor`: the key's id and role).
+    KeyCreated,
+    /// An operator revoked an API key (`actor`: the key's id and role).
+    KeyRevoked,
 }
 
 /// One step of a task, as audited: its type and description, never a value.

@@ -1,5 +1,6 @@
-//! Canonical digests: the plan hash an approver approves ([`plan_hash`]) and the keyed
-//! hashes idempotency keys are bound to ([`request_hash`], [`post_request_hash`]).
+//! Canonical digests: the plan hash an approver approves ([`plan_hash`]), the keyed
+//! hashes idempotency keys are bound to ([`request_hash`], [`post_request_hash`]), and the
+//! digest an API key's token is kept as ([`token_digest`]).
 
 use abr_protocol::{PostRequest, SecretValue, StepPlan, TaskRequest};
 use serde_json::Value;
@@ -15,6 +16,12 @@ pub fn plan_hash(plan: &StepPlan) -> String {
     hasher.update(b"abr-plan-v1\n");
     hasher.update(canonical_json(plan));
     hex(&hasher.finalize())
+}
+
+/// SHA-256 of a bearer token: what the store keeps of an API key, and what a presented
+/// token is compared with (in constant time).
+pub fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
 }
 
 /// The hash an idempotency key is bound to: SHA-256 of the canonical JSON of the whole

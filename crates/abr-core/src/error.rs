@@ -167,6 +167,18 @@ pub enum CoreError {
     /// No open capture has this id (never existed, finished, cancelled or expired).
     #[error("capture not found")]
     CaptureNotFound,
+    /// The principal's role does not allow this, or a read-only key asked to commit.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The principal is bound to another tenant than the one the request names.
+    #[error("this key is bound to another tenant")]
+    TenantForbidden,
+    /// A task approved or rejected by the key that proposed it.
+    #[error("a task is approved or rejected by an approver other than the key that proposed it")]
+    SelfApproval,
+    /// No key with this id.
+    #[error("no key with this id")]
+    KeyNotFound,
     /// The capture exists but is bound to another workspace or account.
     #[error("capture is bound to a different workspace or account")]
     BindingMismatch,
@@ -311,7 +323,11 @@ impl CoreError {
             | Self::CaptureNotFound
             | Self::SessionNotFound
             | Self::LiveViewNotFound => ErrorKind::NotFound,
-            Self::BindingMismatch => ErrorKind::Forbidden,
+            Self::BindingMismatch
+            | Self::Forbidden(_)
+            | Self::TenantForbidden
+            | Self::SelfApproval => ErrorKind::Forbidden,
+            Self::KeyNotFound => ErrorKind::NotFound,
             Self::ExecutionDenied { .. } => ErrorKind::Denied,
             Self::NotAuthenticated | Self::CaptureBrowserLost => ErrorKind::Conflict,
             Self::CaptureLimit(_) | Self::LiveViewLimit(_) => ErrorKind::LimitExceeded,
@@ -382,6 +398,10 @@ impl CoreError {
             Self::ExecutionDenied { .. } => codes::EXECUTION_DENIED,
             Self::CaptureNotFound => codes::CAPTURE_NOT_FOUND,
             Self::BindingMismatch => codes::BINDING_MISMATCH,
+            Self::Forbidden(_) => codes::FORBIDDEN,
+            Self::TenantForbidden => codes::TENANT_FORBIDDEN,
+            Self::SelfApproval => codes::SELF_APPROVAL,
+            Self::KeyNotFound => codes::KEY_NOT_FOUND,
             Self::NotAuthenticated => codes::NOT_AUTHENTICATED,
             Self::CaptureBrowserLost => codes::CAPTURE_BROWSER_LOST,
             Self::CaptureLimit(_) => codes::CAPTURE_LIMIT,

@@ -39,6 +39,7 @@ pub mod guard;
 pub mod limits;
 pub mod live;
 pub mod plan;
+pub mod principal;
 pub mod provider;
 pub mod scope;
 pub mod scope_io;

@@ -16,6 +16,8 @@
 //! - [`SessionCaptureManager`] ([`capture`]): interactive capture with a live view
 //!   ([`LiveAttachment`]); [`Handoffs`] ([`handoff`]): paused runs' takeovers.
 //! - [`StoredSessions`] ([`stored_sessions`]): sessions a tenant keeps by id.
+//! - [`Keys`] ([`keys`]): API keys, and the [`Principal`](abr_core::principal::Principal) a
+//!   token authenticates.
 //! - [`TenantAdmission`] ([`admission`]): the per-tenant limits, once for every execution.
 //! - [`commit_watch`]: the hook told before anything commits; [`declared`]: platforms
 //!   declared as data.
@@ -27,6 +29,7 @@ pub mod declared;
 pub mod engine;
 pub mod handoff;
 pub mod jobs;
+pub mod keys;
 pub(crate) mod ledger;
 pub mod live_access;
 pub mod poster;
@@ -42,6 +45,7 @@ pub use engine::{
 };
 pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff, TakeoverSink};
 pub use jobs::{JobSlot, JobSlots};
+pub use keys::Keys;
 pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal, LiveSites};
 pub use poster::{AgentPoster, PosterConfig};
 pub use posts::{PostJournal, PostReply, Posted};

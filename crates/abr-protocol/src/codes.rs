@@ -73,6 +73,12 @@ codes! {
     WEBSOCKET_REQUIRED = "websocket_required", 400, No, "a live-view socket endpoint got no WebSocket handshake";
     /// No or a wrong bearer token (with `WWW-Authenticate: Bearer`).
     UNAUTHORIZED = "unauthorized", 401, No, "no valid bearer token (`WWW-Authenticate: Bearer`)";
+    /// The key's role does not allow this (or a read-only key asked to commit).
+    FORBIDDEN = "forbidden", 403, No, "the key's role does not allow this, or a read-only key asked to commit (see the roles table)";
+    /// The key is bound to another tenant than the one the request names.
+    TENANT_FORBIDDEN = "tenant_forbidden", 403, No, "the key is bound to one tenant and the request names another (`x-tenant-id` or a body's tenant)";
+    /// The task's proposer (or an agent) tried to approve it.
+    SELF_APPROVAL = "self_approval", 403, No, "a task is approved or rejected by an approver other than the key that proposed it";
     /// The capture is bound to another workspace or account.
     BINDING_MISMATCH = "binding_mismatch", 403, No, "the capture is bound to another workspace or account";
     /// The platform's policy forbids this execution mode.
@@ -83,6 +89,8 @@ codes! {
     HOST_NOT_ALLOWED = "host_not_allowed", 403, No, "`/mcp` got a `Host` header that names no host of this runner (loopback, the bind address, `ABR_PUBLIC_URL`'s host): refused against DNS rebinding";
     /// The tenant denied the site (or it is outside its allow list): nothing was opened.
     SITE_DENIED = "site_denied", 403, No, "the tenant denied this site (or it is outside the tenant's allow list): nothing was opened (PUT /v1/sites/{domain} decides)";
+    /// No key with this id.
+    KEY_NOT_FOUND = "key_not_found", 404, No, "no key with this id";
     /// No such endpoint.
     NOT_FOUND = "not_found", 404, No, "no such endpoint";
     /// No platform with this id.

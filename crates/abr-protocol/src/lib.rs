@@ -26,6 +26,7 @@ mod live;
 pub mod platform_file;
 mod policy;
 mod post;
+mod principal;
 pub mod relay;
 mod secret;
 mod session;
@@ -56,6 +57,9 @@ pub use policy::{
 pub use post::{
     AgentPostResult, FailureStage, MediaAttachment, PostContent, PostOutcome, PostRecord,
     PostRequest, PostState, Timing, Verification, VerificationEvidence, VerificationMethod,
+};
+pub use principal::{
+    CreatedKey, KeyInfo, KeyRequest, KeysResponse, PrincipalRef, Role, UnknownRole,
 };
 pub use secret::SecretValue;
 pub use session::{

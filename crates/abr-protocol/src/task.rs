@@ -20,8 +20,8 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::{
-    AgentSessionState, BlockedAction, CookieFact, ErrorBody, Pause, RunScreenshots, SecretValue,
-    SessionScopeSpec, TakeoverEvent,
+    AgentSessionState, BlockedAction, CookieFact, ErrorBody, Pause, PrincipalRef, RunScreenshots,
+    SecretValue, SessionScopeSpec, TakeoverEvent,
 };
 
 /// How an element is found: exactly one of a CSS selector, a visible text, or an ARIA role
@@ -717,11 +717,18 @@ pub struct StepResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
-    /// Who approved (or `auto:<rule>` when the operator's rule did not require it).
+    /// Who approved: the approving key's holder (or `auto:<rule>` when the operator's rule
+    /// did not require it). Never a name the caller wrote.
     pub approved_by: String,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
     pub approved_at: OffsetDateTime,
+    /// The approving key (none for `auto:<rule>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<PrincipalRef>,
+    /// What the approver said of themself (`approvedBy` of the request), kept as said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stated_by: Option<String>,
 }
 
 /// The record of a task: `POST /v1/tasks`, `GET /v1/tasks/{id}`.
@@ -738,6 +745,10 @@ pub struct TaskRecord {
     pub steps: Vec<String>,
     /// The declared risk.
     pub risk: Risk,
+    /// The key that proposed it (created it, or retried the task it is a new attempt of):
+    /// that key never approves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_by: Option<PrincipalRef>,
     /// The approval rule that applied (`all`, `committing_or_risky`, `off`).
     pub approval_rule: String,
     /// The approval, once given.
@@ -873,8 +884,10 @@ pub struct RecheckResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApproveRequest {
-    /// Who approves (required, non-empty).
-    pub approved_by: String,
+    /// What the approver says of themself (optional; recorded as `approval.statedBy`): the
+    /// record's `approvedBy` is always the approving key's holder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
     /// The plan hash the approver saw.
     pub plan_hash: String,
 }
@@ -883,8 +896,10 @@ pub struct ApproveRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RejectRequest {
-    /// Who rejects.
-    pub rejected_by: String,
+    /// What the person rejecting says of themself (optional): the record names the
+    /// rejecting key's holder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_by: Option<String>,
     /// Why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -57,8 +57,8 @@ use abr_core::{
 use abr_demo::DemoSite;
 use abr_engine::task::{TaskConfig, TaskRunner};
 use abr_protocol::{
-    AgentSessionState, ApproveRequest, Cookie, DomCheck, SecretValue, SessionScopeSpec, StepPlan,
-    TaskRequest, TaskState, TaskVerification,
+    AgentSessionState, ApproveRequest, Cookie, DomCheck, Role, SecretValue, SessionScopeSpec,
+    StepPlan, TaskRequest, TaskState, TaskVerification,
 };
 use abr_providers::{
     BrowserSession, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args,
@@ -305,14 +305,22 @@ impl Abr {
         };
         self.store.take_ms();
         let t0 = Instant::now();
-        let created = self.runner.create(TENANT, request, None).await.unwrap();
+        let created = self
+            .runner
+            .create(&actor("bench-agent", Role::Agent), request, None)
+            .await
+            .unwrap();
         assert_eq!(created.record.state, TaskState::PendingApproval);
         let approval = ApproveRequest {
-            approved_by: "bench-approver".into(),
+            approved_by: None,
             plan_hash: created.record.plan_hash.clone(),
         };
         self.runner
-            .approve(TENANT, &created.record.task_id, &approval)
+            .approve(
+                &actor("bench-approver", Role::Approver),
+                &created.record.task_id,
+                &approval,
+            )
             .await
             .unwrap();
         let admin_ms = t0.elapsed().as_secs_f64() * 1000.0;
@@ -767,4 +775,20 @@ async fn main() {
         "\n{users} users added, {audit_events} audit events, wall time {:.1} s",
         wall.elapsed().as_secs_f64()
     );
+}
+
+/// A key of `role` for the bench's tenant.
+fn actor(id: &str, role: Role) -> abr_core::principal::Actor {
+    std::sync::Arc::new(
+        abr_core::principal::Principal::new(
+            id,
+            id,
+            role,
+            abr_core::principal::Tenants::One(TENANT.to_owned()),
+            false,
+        )
+        .unwrap(),
+    )
+    .act_for(None)
+    .unwrap()
 }

@@ -2,10 +2,10 @@
 //! (`/v1/settings/screenshots`). Frames are served here and nowhere else: not in a task
 //! record, an event, a callback or a log line.
 //!
-//! A run and its frames are visible to their tenant only (`x-tenant-id`, `default`
-//! without): another tenant's run id is a 404 `frame_not_found`, exactly like a missing one.
+//! A run and its frames are visible to their tenant only (its key's, or the one `x-tenant-id` names for an
+//! operator): another tenant's run id is a 404 `frame_not_found`, exactly like a missing one.
 
-use abr_core::{AuditAction, AuditEvent, AuditOutcome, CoreError};
+use abr_core::{AuditAction, AuditEvent, AuditOutcome};
 use abr_protocol::{FramesResponse, ScreenshotsSetting, codes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -16,7 +16,7 @@ use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson};
 use crate::state::AppState;
-use crate::tenant::{TenantHeader, one_header};
+use crate::tenant::{Caller, one_header};
 use abr_core::context::TaskContext;
 
 /// The `platform` of audit events about a tenant's own settings (no platform involved).
@@ -39,17 +39,12 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
 /// `GET /v1/runs/{runId}/frames`: the setting the run recorded and its frames' metadata.
 async fn frames<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<FramesResponse>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     let Path(run_id) = path.map_err(|_| bad_path())?;
-    let store = state.runner.engine.frames();
-    let screenshots = store
-        .run_setting(&tenant, &run_id)
-        .await?
-        .ok_or(CoreError::FrameNotFound)?;
-    let frames = store.frames(&tenant, &run_id).await?;
+    let (screenshots, frames) = state.runner.engine.run_frames(&actor, &run_id).await?;
     Ok(Json(FramesResponse {
         run_id,
         screenshots,
@@ -61,19 +56,13 @@ async fn frames<C: TaskContext>(
 /// never run as a document.
 async fn frame<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     let Path((run_id, seq)) = path.map_err(|_| bad_path())?;
     let seq = frame_number(&seq)?;
-    let frame = state
-        .runner
-        .engine
-        .frames()
-        .frame(&tenant, &run_id, seq)
-        .await?
-        .ok_or(CoreError::FrameNotFound)?;
+    let frame = state.runner.engine.frame(&actor, &run_id, seq).await?;
     Ok(image(frame.jpeg))
 }
 
@@ -133,15 +122,10 @@ fn bad_path() -> ApiError {
 /// `GET /v1/settings/screenshots`: whether the tenant's runs take replay frames.
 async fn screenshots<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
 ) -> Result<Json<ScreenshotsSetting>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    let enabled = state
-        .runner
-        .engine
-        .frames()
-        .screenshots_enabled(&tenant)
-        .await?;
+    let actor = caller.actor(None)?;
+    let enabled = state.runner.engine.screenshots_enabled(&actor).await?;
     Ok(Json(ScreenshotsSetting { enabled }))
 }
 
@@ -150,17 +134,16 @@ async fn screenshots<C: TaskContext>(
 /// person named by `x-actor` (`unknown` without).
 async fn set_screenshots<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     headers: HeaderMap,
     ApiJson(setting): ApiJson<ScreenshotsSetting>,
 ) -> Result<Json<ScreenshotsSetting>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    let actor = actor(&headers)?;
+    let actor = caller.actor(None)?;
+    let person = person(&headers)?;
     let runner = &state.runner;
     runner
         .engine
-        .frames()
-        .set_screenshots_enabled(&tenant, setting.enabled)
+        .set_screenshots_enabled(&actor, setting.enabled)
         .await?;
     let mut event = AuditEvent::new(
         time::OffsetDateTime::now_utc(),
@@ -168,8 +151,8 @@ async fn set_screenshots<C: TaskContext>(
         AuditOutcome::Ok,
         SETTINGS_PLATFORM,
     )
-    .tenant(Some(&tenant), None);
-    event.actor = Some(actor);
+    .tenant(Some(actor.tenant()), None);
+    event.actor = Some(person);
     event.screenshots_enabled = Some(setting.enabled);
     runner.engine.audit().emit(event);
     Ok(Json(setting))
@@ -177,7 +160,7 @@ async fn set_screenshots<C: TaskContext>(
 
 /// The person a change is audited as: `x-actor` (checked like an approver's name), else
 /// `unknown`.
-fn actor(headers: &HeaderMap) -> Result<String, ApiError> {
+fn person(headers: &HeaderMap) -> Result<String, ApiError> {
     match one_header(headers, "x-actor")? {
         Some(name) => Ok(abr_core::check_person("x-actor", &name)?),
         None => Ok(UNKNOWN_ACTOR.to_owned()),

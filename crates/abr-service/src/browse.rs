@@ -2,8 +2,8 @@
 //! a brain outside ABR, on the core's browse sessions
 //! ([`TaskRunner::browse_open`](abr_engine::task::TaskRunner::browse_open)).
 //!
-//! A session is visible to its tenant only (`x-tenant-id`, or the body's `tenantId` on
-//! open): another tenant's id is a 404, like a closed one. Opening and acting use a job slot
+//! A session is visible to its tenant only (its key's, or the one `x-tenant-id` or the body's
+//! `tenantId` names for an operator): another tenant's id is a 404, like a closed one. Opening and acting use a job slot
 //! for the time of the call (a browse session holds its browser between calls, counted
 //! against its tenant's concurrent sessions and the runner's `ABR_MAX_OPEN_BROWSES`). What
 //! happens on the page is the answer's `outcome`, never an HTTP error: a refusal by the
@@ -19,7 +19,7 @@ use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::state::AppState;
-use crate::tenant::TenantHeader;
+use crate::tenant::Caller;
 use abr_core::context::TaskContext;
 
 /// The routes of the browse API (behind the bearer check).
@@ -34,34 +34,34 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
 /// `POST /v1/browse`: opens a session and its first page; 201 with the first snapshot.
 async fn open<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiJson(request): ApiJson<BrowseRequest>,
 ) -> Result<(StatusCode, Json<BrowseOpened>), ApiError> {
-    let tenant = tenant.resolve(request.tenant_id.as_deref())?;
-    let opened = state.runner.engine.browse_open(&tenant, request).await?;
+    let actor = caller.actor(request.tenant_id.as_deref())?;
+    let opened = state.runner.engine.browse_open(&actor, request).await?;
     Ok((StatusCode::CREATED, Json(opened)))
 }
 
 /// `GET /v1/browse/{id}/snapshot`: the page now.
 async fn snapshot<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Snapshot>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    let snapshot = state.runner.engine.browse_snapshot(&tenant, &id).await?;
+    let actor = caller.actor(None)?;
+    let snapshot = state.runner.engine.browse_snapshot(&actor, &id).await?;
     Ok(Json(snapshot))
 }
 
 /// `POST /v1/browse/{id}/act`: one action on a reference, through the guard.
 async fn act<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(action): ApiJson<BrowseAction>,
 ) -> Result<Json<ActResponse>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    let response = state.runner.engine.browse_act(&tenant, &id, action).await?;
+    let actor = caller.actor(None)?;
+    let response = state.runner.engine.browse_act(&actor, &id, action).await?;
     Ok(Json(response))
 }
 
@@ -69,9 +69,9 @@ async fn act<C: TaskContext>(
 /// `closed`).
 async fn close<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<BrowseClosed>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    Ok(Json(state.runner.engine.browse_close(&tenant, &id).await?))
+    let actor = caller.actor(None)?;
+    Ok(Json(state.runner.engine.browse_close(&actor, &id).await?))
 }

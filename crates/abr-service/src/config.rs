@@ -287,10 +287,12 @@ impl std::fmt::Debug for ProviderSettings {
 pub const MCP_READ_ONLY_VAR: &str = "ABR_MCP_READ_ONLY";
 /// The environment variable naming the tenant of `abr mcp` (stdio).
 pub const MCP_TENANT_VAR: &str = "ABR_MCP_TENANT";
+/// The environment variable holding the API key `abr mcp` (stdio) acts as.
+pub const MCP_KEY_VAR: &str = "ABR_MCP_KEY";
 
 /// What the operator decides about the MCP server (never the model). The server's runtime
 /// settings are built from it: [`crate::mcp::McpSettings::from_config`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct McpSection {
     /// The MCP server is read-only ([`MCP_READ_ONLY_VAR`]: `true`/`1`/`on` or
     /// `false`/`0`/`off`, any case; default off): no posting, no tasks, browse sessions
@@ -299,10 +301,13 @@ pub struct McpSection {
     /// The tenant of `abr mcp` on stdio ([`MCP_TENANT_VAR`], checked like every tenant id).
     /// `None`: the runner's default tenant. Over HTTP the tenant is each caller's own.
     pub tenant: Option<String>,
+    /// The API key `abr mcp` on stdio acts as ([`MCP_KEY_VAR`], from the environment only:
+    /// its role and tenant are the tools'). `None`: the first `ABR_API_TOKEN` (an operator).
+    pub key: Option<SecretString>,
 }
 
 impl McpSection {
-    /// Reads [`MCP_READ_ONLY_VAR`] and [`MCP_TENANT_VAR`] from `env`.
+    /// Reads [`MCP_READ_ONLY_VAR`], [`MCP_TENANT_VAR`] and [`MCP_KEY_VAR`] from `env`.
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] naming the variable whose value is refused (never the value).
@@ -317,7 +322,12 @@ impl McpSection {
         let tenant = get(MCP_TENANT_VAR).map(str::to_owned);
         abr_core::check_tenant_id(MCP_TENANT_VAR, tenant.as_deref())
             .map_err(|_| invalid(MCP_TENANT_VAR, "not a valid tenant id"))?;
-        Ok(Self { read_only, tenant })
+        let key = get(MCP_KEY_VAR).map(|k| SecretString::from(k.to_owned()));
+        Ok(Self {
+            read_only,
+            tenant,
+            key,
+        })
     }
 }
 
@@ -469,6 +479,22 @@ impl Default for RunnerConfig {
             platform_vars: BTreeMap::new(),
             local: LocalSettings::default(),
         }
+    }
+}
+
+/// The data directory `abr serve` uses with `env` and no config file: `ABR_DATA_DIR`, else
+/// [`default_data_dir`] (for `abr keys`).
+///
+/// # Errors
+/// [`ConfigError::Invalid`] naming `ABR_DATA_DIR` when none can be found.
+pub fn data_dir(env: &HashMap<String, String>) -> Result<PathBuf, ConfigError> {
+    match env
+        .get("ABR_DATA_DIR")
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+    {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => default_data_dir(env),
     }
 }
 
@@ -1231,10 +1257,8 @@ mod tests {
 
     #[test]
     fn read_only_is_off_unless_switched_on() {
-        assert_eq!(
-            McpSection::from_env(&vars(&[])).unwrap(),
-            McpSection::default()
-        );
+        let unset = McpSection::from_env(&vars(&[])).unwrap();
+        assert!(!unset.read_only && unset.tenant.is_none() && unset.key.is_none());
         for on in ["true", "1", "ON", " on "] {
             let section = McpSection::from_env(&vars(&[(MCP_READ_ONLY_VAR, on)])).unwrap();
             assert!(section.read_only, "{on:?}");
@@ -1270,6 +1294,15 @@ mod tests {
     fn the_tenant_is_taken_as_given() {
         let section = McpSection::from_env(&vars(&[(MCP_TENANT_VAR, "acme")])).unwrap();
         assert_eq!(section.tenant.as_deref(), Some("acme"));
+        let section = McpSection::from_env(&vars(&[(MCP_KEY_VAR, " abrk.key_1.s ")])).unwrap();
+        assert_eq!(
+            section.key.as_ref().map(ExposeSecret::expose_secret),
+            Some("abrk.key_1.s")
+        );
+        assert!(
+            !format!("{section:?}").contains("abrk"),
+            "Debug shows no key"
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::auth::require_bearer;
 use crate::live::LiveState;
 use crate::runner::Runner;
 pub use crate::state::AppState;
+use crate::tenant::Caller;
 use crate::tokens::TokenSet;
 
 /// Logs method, route template (never the raw path: it may carry a capture id or live
@@ -151,9 +152,13 @@ async fn platforms<C: TaskContext>(State(state): State<AppState<C>>) -> Json<Pla
 
 async fn capture_start<C: TaskContext>(
     State(state): State<AppState<C>>,
+    caller: Caller,
     ApiJson(request): ApiJson<CaptureStartRequest>,
 ) -> Result<Json<CaptureStartResponse>, ApiError> {
-    Ok(Json(state.runner.engine.capture_start(request).await?))
+    let actor = caller.actor(Some(&request.workspace_id))?;
+    Ok(Json(
+        state.runner.engine.capture_start(&actor, request).await?,
+    ))
 }
 
 /// Finishes a capture; with `storeAs`, also keeps the session on the runner for the
@@ -162,23 +167,29 @@ async fn capture_start<C: TaskContext>(
 /// with `storedAs` absent; the failure is logged.
 async fn capture_finish<C: TaskContext>(
     State(state): State<AppState<C>>,
+    caller: Caller,
     ApiJson(request): ApiJson<CaptureFinishRequest>,
 ) -> Result<Json<CaptureFinishResponse>, ApiError> {
     let CaptureFinishRequest { capture, store_as } = request;
+    let actor = caller.actor(Some(&capture.workspace_id))?;
     Ok(Json(
         state
             .runner
             .engine
-            .capture_finish(&capture, store_as)
+            .capture_finish(&actor, &capture, store_as)
             .await?,
     ))
 }
 
 async fn capture_cancel<C: TaskContext>(
     State(state): State<AppState<C>>,
+    caller: Caller,
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureCancelResponse>, ApiError> {
-    Ok(Json(state.runner.engine.capture_cancel(&request).await?))
+    let actor = caller.actor(Some(&request.workspace_id))?;
+    Ok(Json(
+        state.runner.engine.capture_cancel(&actor, &request).await?,
+    ))
 }
 
 /// The tenant a capture status is asked for, in the query of `GET /v1/capture/{id}`.
@@ -192,6 +203,7 @@ struct TenantQuery {
 /// `GET /v1/capture/{id}?workspaceId=…&accountId=…`: bound like finish and cancel.
 async fn capture_status<C: TaskContext>(
     State(state): State<AppState<C>>,
+    caller: Caller,
     ApiPath(capture_id): ApiPath<String>,
     query: Result<axum::extract::Query<TenantQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<CaptureStatus>, ApiError> {
@@ -211,23 +223,33 @@ async fn capture_status<C: TaskContext>(
         workspace_id,
         account_id,
     };
-    Ok(Json(state.runner.engine.capture_status(&r).await?))
+    let actor = caller.actor(Some(&r.workspace_id))?;
+    Ok(Json(state.runner.engine.capture_status(&actor, &r).await?))
 }
 
 /// `POST /v1/capture/status`: the same, with the capture id in the body rather than the
 /// path (a capture id is a credential; paths end up in proxies' logs).
 async fn capture_status_body<C: TaskContext>(
     State(state): State<AppState<C>>,
+    caller: Caller,
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureStatus>, ApiError> {
-    Ok(Json(state.runner.engine.capture_status(&request).await?))
+    let actor = caller.actor(Some(&request.workspace_id))?;
+    Ok(Json(
+        state.runner.engine.capture_status(&actor, &request).await?,
+    ))
 }
 
 async fn probe<C: TaskContext>(
     State(state): State<AppState<C>>,
+    caller: Caller,
     ApiJson(request): ApiJson<ProbeRequest>,
 ) -> Result<Json<ProbeResponse>, ApiError> {
-    Ok(Json(state.runner.engine.probe(request).await?))
+    // Bounded before anything records them, each named as the caller gave it.
+    abr_core::check_tenant_id("workspaceId", request.workspace_id.as_deref())?;
+    abr_core::check_tenant_id("accountId", request.account_id.as_deref())?;
+    let actor = caller.actor(request.workspace_id.as_deref())?;
+    Ok(Json(state.runner.engine.probe(&actor, request).await?))
 }
 
 /// Where the MCP endpoint is mounted.
@@ -322,13 +344,14 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::artifacts::routes::<C>())
         .merge(crate::sites::routes::<C>())
         .merge(crate::browse::routes::<C>())
+        .merge(crate::keys::routes::<C>())
         .merge(relay_tokens);
     if let Some(mcp) = mcp {
         protected = protected.route_service(MCP_PATH, mcp);
     }
     let protected = protected.route_layer(middleware::from_fn_with_state(
-        Arc::clone(&state.tokens),
-        require_bearer,
+        state.clone(),
+        require_bearer::<C>,
     ));
     Router::new()
         .route("/v1/health", get(health))

@@ -20,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod http;
 mod json_detail;
+mod keys;
 mod live;
 pub mod logging;
 pub mod mcp;

@@ -16,7 +16,7 @@ use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::state::AppState;
-use crate::tenant::{TenantHeader, one_header};
+use crate::tenant::{Caller, one_header};
 use abr_core::context::TaskContext;
 
 /// The routes (behind the bearer check).
@@ -37,20 +37,19 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
 /// elsewhere.
 async fn post_job<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     headers: HeaderMap,
     ApiJson(request): ApiJson<PostRequest>,
 ) -> Result<Response, ApiError> {
     // Bounded before anything records them, each named as the caller gave it.
-    abr_core::check_tenant_id("x-tenant-id", tenant.0.as_deref())?;
     abr_core::check_tenant_id("workspaceId", request.workspace_id.as_deref())?;
     abr_core::check_tenant_id("accountId", request.account_id.as_deref())?;
-    let tenant = tenant.resolve(request.workspace_id.as_deref())?;
+    let actor = caller.actor(request.workspace_id.as_deref())?;
     let key = one_header(&headers, "idempotency-key")?;
     let posted = state
         .runner
         .engine
-        .post(&tenant, key.as_deref(), request)
+        .post(&actor, key.as_deref(), request)
         .await?;
     let mut response = match posted.reply {
         PostReply::Result(result) => (StatusCode::OK, Json(*result)).into_response(),
@@ -66,35 +65,34 @@ async fn post_job<C: TaskContext>(
 
 async fn get_post<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<PostRecord>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    Ok(Json(state.runner.engine.posts().get(&tenant, &id).await?))
+    let actor = caller.actor(None)?;
+    Ok(Json(state.runner.engine.post_record(&actor, &id).await?))
 }
 
 async fn recheck<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RecheckResult>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    Ok(Json(state.runner.engine.recheck_post(&tenant, &id).await?))
+    let actor = caller.actor(None)?;
+    Ok(Json(state.runner.engine.recheck_post(&actor, &id).await?))
 }
 
 async fn assert_not_posted<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<AssertNotPostedRequest>,
 ) -> Result<Json<PostRecord>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     Ok(Json(
         state
             .runner
             .engine
-            .posts()
-            .assert_not_posted(&tenant, &id, &request)
+            .assert_post(&actor, &id, &request)
             .await?,
     ))
 }

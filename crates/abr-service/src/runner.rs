@@ -351,7 +351,7 @@ fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, CoreError> {
     let refused = |reason: String| {
         CoreError::InvalidInput(format!("ABR_DATA_DIR {}: {reason}", dir.display()))
     };
-    std::fs::create_dir_all(dir).map_err(|e| refused(e.to_string()))?;
+    private_dir(dir).map_err(refused)?;
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -365,6 +365,47 @@ fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, CoreError> {
                 .to_owned(),
         )),
         Err(std::fs::TryLockError::Error(e)) => Err(refused(e.to_string())),
+    }
+}
+
+/// Creates `dir` for its owner only (0700), or checks an existing one: like ssh's strict
+/// modes, a data directory other users may write to (they could replace the database) is
+/// refused, with the command that fixes it; one they may read or enter is used with a
+/// warning (the database file itself is the owner's alone, see `abr-store`).
+fn private_dir(dir: &std::path::Path) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| e.to_string())?;
+        }
+        let mode = std::fs::metadata(dir)
+            .map_err(|e| e.to_string())?
+            .permissions()
+            .mode();
+        if mode & 0o022 != 0 {
+            return Err(format!(
+                "other users may write to it (mode {:o}); run: chmod 700 {}",
+                mode & 0o777,
+                dir.display()
+            ));
+        }
+        if mode & 0o055 != 0 {
+            tracing::warn!(
+                dir = %dir.display(),
+                mode = format_args!("{:o}", mode & 0o777),
+                "other users may list the data directory; run: chmod 700 on it"
+            );
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())
     }
 }
 

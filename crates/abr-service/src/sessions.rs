@@ -10,7 +10,7 @@ use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::state::AppState;
-use crate::tenant::TenantHeader;
+use crate::tenant::Caller;
 use abr_core::context::TaskContext;
 
 /// The routes (behind the bearer check).
@@ -24,16 +24,16 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
 /// `PUT /v1/sessions/{id}`: keeps the session, scoped; answers counts, never values.
 async fn store<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<StoreSessionRequest>,
 ) -> Result<Json<StoredSessionInfo>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     Ok(Json(
         state
             .runner
             .engine
-            .store_session(&tenant, &id, &request)
+            .store_session(&actor, &id, &request)
             .await?,
     ))
 }
@@ -41,22 +41,22 @@ async fn store<C: TaskContext>(
 /// `GET /v1/sessions/{id}`: the session as kept, with every refresh since (restore).
 async fn restore<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<StoredSession>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     Ok(Json(
-        state.runner.engine.sessions().get(&tenant, &id).await?,
+        state.runner.engine.restore_session(&actor, &id).await?,
     ))
 }
 
 /// `DELETE /v1/sessions/{id}`: 204, or 404 when there was none.
 async fn forget<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    state.runner.engine.sessions().delete(&tenant, &id).await?;
+    let actor = caller.actor(None)?;
+    state.runner.engine.delete_session(&actor, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

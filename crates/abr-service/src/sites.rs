@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use crate::api_error::{ApiError, ApiJson};
 use crate::artifacts::SETTINGS_PLATFORM;
 use crate::state::AppState;
-use crate::tenant::TenantHeader;
+use crate::tenant::Caller;
 use abr_core::context::TaskContext;
 
 /// The routes (behind the bearer check).
@@ -28,11 +28,10 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
 /// `GET /v1/sites`: the tenant's decisions, sorted by domain.
 async fn list<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
 ) -> Result<Json<SitesResponse>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    let mut sites = state.runner.engine.sites().sites(&tenant).await?;
-    sites.sort_by(|a, b| a.domain.cmp(&b.domain));
+    let actor = caller.actor(None)?;
+    let sites = state.runner.engine.sites_of(&actor).await?;
     Ok(Json(SitesResponse { sites }))
 }
 
@@ -41,11 +40,11 @@ async fn list<C: TaskContext>(
 /// scheme, port, path or wildcard is a 422.
 async fn decide<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     path: Result<Path<String>, PathRejection>,
     ApiJson(request): ApiJson<SiteDecisionRequest>,
 ) -> Result<Json<SiteEntry>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     let domain = domain(path)?;
     let decided_by = abr_core::check_person("decidedBy", &request.decided_by)?;
     let entry = SiteEntry {
@@ -55,8 +54,8 @@ async fn decide<C: TaskContext>(
         decided_at: time::OffsetDateTime::now_utc(),
     };
     let runner = &state.runner;
-    runner.engine.sites().decide(&tenant, entry.clone()).await?;
-    let mut event = event(AuditAction::SiteDecided, &tenant, &entry.domain);
+    runner.engine.decide_site(&actor, entry.clone()).await?;
+    let mut event = event(AuditAction::SiteDecided, actor.tenant(), &entry.domain);
     event.actor = Some(entry.decided_by.clone());
     event.decision = Some(entry.decision);
     runner.engine.audit().emit(event);
@@ -67,13 +66,13 @@ async fn decide<C: TaskContext>(
 /// decision about it. The site is then undecided again (a run reaching it asks).
 async fn remove<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     let domain = domain(path)?;
     let runner = &state.runner;
-    if !runner.engine.sites().remove(&tenant, &domain).await? {
+    if !runner.engine.remove_site(&actor, &domain).await? {
         return Err(ApiError::new(
             codes::SITE_NOT_FOUND,
             "the tenant has no decision about this site",
@@ -82,7 +81,7 @@ async fn remove<C: TaskContext>(
     runner
         .engine
         .audit()
-        .emit(event(AuditAction::SiteRemoved, &tenant, &domain));
+        .emit(event(AuditAction::SiteRemoved, actor.tenant(), &domain));
     Ok(StatusCode::NO_CONTENT)
 }
 

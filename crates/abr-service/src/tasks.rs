@@ -27,7 +27,7 @@ use futures::Stream;
 use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::json_detail::{JsonDetail, read_value};
 use crate::state::AppState;
-use crate::tenant::{TenantHeader, one_header};
+use crate::tenant::{Caller, one_header};
 use abr_core::context::TaskContext;
 
 /// Longest long poll (`waitSecs`).
@@ -60,11 +60,11 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
 /// the takeover is active.
 async fn take_over<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TakeoverStarted>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    let active = state.runner.engine.tasks().take_over(&tenant, &id).await?;
+    let actor = caller.actor(None)?;
+    let active = state.runner.engine.take_over(&actor, &id).await?;
     Ok(Json(TakeoverStarted {
         takeover_id: active.takeover_id,
         state: TakeoverState::Active,
@@ -80,11 +80,11 @@ async fn take_over<C: TaskContext>(
 /// `POST /v1/tasks/{id}/takeover/resume`: the run continues where it stopped.
 async fn resume<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TakeoverAnswer>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    let takeover_id = state.runner.engine.tasks().resume(&tenant, &id).await?;
+    let actor = caller.actor(None)?;
+    let takeover_id = state.runner.engine.resume_takeover(&actor, &id).await?;
     Ok(Json(TakeoverAnswer {
         takeover_id,
         state: TakeoverState::Resumed,
@@ -94,16 +94,11 @@ async fn resume<C: TaskContext>(
 /// `POST /v1/tasks/{id}/takeover/end`: the run stops without acting.
 async fn end_takeover<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TakeoverAnswer>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    let takeover_id = state
-        .runner
-        .engine
-        .tasks()
-        .end_takeover(&tenant, &id)
-        .await?;
+    let actor = caller.actor(None)?;
+    let takeover_id = state.runner.engine.end_takeover(&actor, &id).await?;
     Ok(Json(TakeoverAnswer {
         takeover_id,
         state: TakeoverState::Ended,
@@ -115,13 +110,13 @@ async fn end_takeover<C: TaskContext>(
 /// `Idempotency-Key`.
 async fn create<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     headers: HeaderMap,
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<Response, ApiError> {
     let mut request = task_request(body)?;
-    let tenant = tenant.resolve(request.tenant_id.as_deref())?;
-    request.tenant_id = Some(tenant.clone());
+    let actor = caller.actor(request.tenant_id.as_deref())?;
+    request.tenant_id = Some(actor.tenant().to_owned());
     match (one_header(&headers, "x-proposal-id")?, &request.proposal_id) {
         (Some(h), Some(b)) if &h != b => {
             return Err(ApiError::new(
@@ -136,7 +131,7 @@ async fn create<C: TaskContext>(
     let created = state
         .runner
         .engine
-        .create_task(&tenant, request, key.as_deref())
+        .create_task(&actor, request, key.as_deref())
         .await?;
     let status = if created.replayed {
         StatusCode::OK
@@ -196,11 +191,11 @@ struct WaitQuery {
 
 async fn get_task<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<TaskRecord>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     let wait = match query {
         Ok(Query(q)) => q.wait_secs.map_or(Duration::ZERO, Duration::from_secs),
         Err(_) => {
@@ -219,7 +214,7 @@ async fn get_task<C: TaskContext>(
         .saturating_sub(Duration::from_secs(1));
     let until = tokio::time::Instant::now() + wait.min(MAX_WAIT).min(limit);
     loop {
-        let record = state.runner.engine.tasks().get(&tenant, &id).await?;
+        let record = state.runner.engine.task(&actor, &id).await?;
         if record.state.is_final() || tokio::time::Instant::now() >= until {
             return Ok(Json(record));
         }
@@ -231,18 +226,18 @@ async fn get_task<C: TaskContext>(
 /// it ends (the stream then closes).
 async fn events<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     // Unknown and foreign ids are refused before the stream starts.
-    let first = state.runner.engine.tasks().get(&tenant, &id).await?;
+    let first = state.runner.engine.task(&actor, &id).await?;
     let runner = Arc::clone(&state.runner);
     let stream = futures::stream::unfold(
         (Some(first), None::<String>, false),
         move |(next, last, done)| {
             let runner = Arc::clone(&runner);
-            let tenant = tenant.clone();
+            let actor = actor.clone();
             let id = id.clone();
             async move {
                 if done {
@@ -252,7 +247,7 @@ async fn events<C: TaskContext>(
                 loop {
                     let current = match record.take() {
                         Some(r) => r,
-                        None => match runner.engine.tasks().get(&tenant, &id).await {
+                        None => match runner.engine.task(&actor, &id).await {
                             Ok(r) => r,
                             Err(e) => {
                                 let event = Event::default()
@@ -279,70 +274,68 @@ async fn events<C: TaskContext>(
 
 async fn approve<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<ApproveRequest>,
 ) -> Result<Json<TaskRecord>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     Ok(Json(
         state
             .runner
             .engine
-            .approve_task(&tenant, &id, &request)
+            .approve_task(&actor, &id, &request)
             .await?,
     ))
 }
 
 async fn reject<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<RejectRequest>,
 ) -> Result<Json<TaskRecord>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     Ok(Json(
         state
             .runner
             .engine
-            .tasks()
-            .reject(&tenant, &id, &request)
+            .reject_task(&actor, &id, &request)
             .await?,
     ))
 }
 
 async fn recheck<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RecheckResult>, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    Ok(Json(state.runner.engine.recheck_task(&tenant, &id).await?))
+    let actor = caller.actor(None)?;
+    Ok(Json(state.runner.engine.recheck_task(&actor, &id).await?))
 }
 
 async fn assert_not_posted<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<AssertNotPostedRequest>,
 ) -> Result<Json<TaskRecord>, ApiError> {
-    let tenant = tenant.resolve(None)?;
+    let actor = caller.actor(None)?;
     Ok(Json(
         state
             .runner
             .engine
-            .tasks()
-            .assert_not_posted(&tenant, &id, &request)
+            .assert_task(&actor, &id, &request)
             .await?,
     ))
 }
 
 async fn retry<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    let created = state.runner.engine.retry_task(&tenant, &id).await?;
+    let actor = caller.actor(None)?;
+    let created = state.runner.engine.retry_task(&actor, &id).await?;
     Ok(with_location(
         StatusCode::CREATED,
         created.record,
@@ -352,18 +345,14 @@ async fn retry<C: TaskContext>(
 
 async fn screenshot<C: TaskContext>(
     State(state): State<AppState<C>>,
-    tenant: TenantHeader,
+    caller: Caller,
     ApiPath((id, name)): ApiPath<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant.resolve(None)?;
-    // The task must be the tenant's (404 otherwise), then the screenshot must exist.
-    state.runner.engine.tasks().get(&tenant, &id).await?;
+    let actor = caller.actor(None)?;
     let image = state
         .runner
         .engine
-        .tasks()
-        .store()
-        .screenshot(&tenant, &id, &name)
+        .task_screenshot(&actor, &id, &name)
         .await?
         .ok_or_else(|| {
             ApiError::new(codes::NOT_FOUND, "the task has no screenshot by this name")

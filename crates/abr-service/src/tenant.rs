@@ -1,7 +1,12 @@
-//! The tenant of a request: the `x-tenant-id` header, else a body field of the request's
-//! own (`tenantId`, `workspaceId`), else `default`. Every caller holds the runner's bearer
-//! token: the header is the orchestrator's word for its own authenticated user.
+//! Who a request acts as: [`Caller`], the principal its bearer token named (the auth layer
+//! put it in the request's extensions) and the tenant the request names (`x-tenant-id`, or
+//! a body field of the request's own: `tenantId`, `workspaceId`). A key bound to one tenant
+//! acts for it whatever the request names, and a request naming another is refused
+//! (`403 tenant_forbidden`); an operator's key acts for the tenant named, else `default`.
 
+use std::sync::Arc;
+
+use abr_core::principal::{Actor, Principal};
 use abr_protocol::codes;
 use axum::extract::FromRequestParts;
 use axum::http::HeaderMap;
@@ -9,34 +14,50 @@ use axum::http::request::Parts;
 
 use crate::api_error::ApiError;
 
-/// The tenant when a request names none.
-pub(crate) const DEFAULT_TENANT: &str = "default";
-
-/// The tenant of a request: the `x-tenant-id` header, if any.
+/// Who a request acts as.
 #[derive(Debug, Clone)]
-pub(crate) struct TenantHeader(pub(crate) Option<String>);
+pub(crate) struct Caller {
+    principal: Arc<Principal>,
+    header: Option<String>,
+}
 
-impl TenantHeader {
-    /// The tenant: the header, else `body` (the request's own field), else `default`. A
-    /// header and a body field that disagree are refused.
-    pub(crate) fn resolve(self, body: Option<&str>) -> Result<String, ApiError> {
-        match (self.0, body) {
-            (Some(h), Some(b)) if h != b => Err(ApiError::new(
-                codes::INVALID_REQUEST,
-                "x-tenant-id and the tenant in the body (tenantId or workspaceId) disagree",
-            )),
-            (Some(h), _) => Ok(h),
-            (None, Some(b)) => Ok(b.to_owned()),
-            (None, None) => Ok(DEFAULT_TENANT.to_owned()),
-        }
+impl Caller {
+    /// The actor: the principal acting for the tenant the request names (the header, else
+    /// `body`, the request's own field). A header and a body field that disagree are
+    /// refused, before anything else.
+    pub(crate) fn actor(&self, body: Option<&str>) -> Result<Actor, ApiError> {
+        let named = match (self.header.as_deref(), body) {
+            (Some(h), Some(b)) if h != b => {
+                return Err(ApiError::new(
+                    codes::INVALID_REQUEST,
+                    "x-tenant-id and the tenant in the body (tenantId or workspaceId) disagree",
+                ));
+            }
+            (Some(h), _) => Some(h),
+            (None, b) => b,
+        };
+        Ok(self.principal.act_for(named)?)
+    }
+
+    /// The principal.
+    pub(crate) fn principal(&self) -> &Principal {
+        &self.principal
     }
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for TenantHeader {
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        one_header(&parts.headers, "x-tenant-id").map(Self)
+        // Only the auth layer puts it there: a route outside it has no caller.
+        let principal = parts
+            .extensions
+            .get::<Arc<Principal>>()
+            .cloned()
+            .ok_or_else(ApiError::unauthorized)?;
+        let header = one_header(&parts.headers, "x-tenant-id")?;
+        abr_core::check_tenant_id("x-tenant-id", header.as_deref())?;
+        Ok(Self { principal, header })
     }
 }
 

@@ -35,7 +35,13 @@ impl TokenSet {
         self.digests.len()
     }
 
-    fn accepts(&self, presented: &str) -> bool {
+    /// Whether no token is needed (`--insecure-dev` without one).
+    pub(crate) fn open(&self) -> bool {
+        self.open
+    }
+
+    /// Whether `presented` is one of the tokens (or none is needed).
+    pub(crate) fn accepts(&self, presented: &str) -> bool {
         if self.open {
             return true;
         }

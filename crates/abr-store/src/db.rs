@@ -119,6 +119,19 @@ const MIGRATIONS: &[&str] = &[
     // 5: a task's screenshots show a page: sealed like frames (rows written before this
     // are plaintext PNGs, marked 0).
     "ALTER TABLE screenshots ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0;",
+    // 6: API keys (the SHA-256 digest of the token, never the token). An agent's or an
+    // approver's key is bound to one tenant; only an operator's may be for every tenant.
+    "CREATE TABLE api_keys (
+        key_id TEXT NOT NULL PRIMARY KEY,
+        name TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('agent', 'approver', 'operator')),
+        tenant_id TEXT CHECK (tenant_id IS NOT NULL OR role = 'operator'),
+        read_only INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        revoked_at TEXT,
+        digest BLOB NOT NULL CHECK (length(digest) = 32)
+    ) STRICT;",
 ];
 
 /// ABR's records in one SQLite file.
@@ -151,10 +164,21 @@ impl SqliteStore {
         key: Option<SealingKey>,
         plaintext_allowed: bool,
     ) -> Result<Self, StoreError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Database(e.to_string()))?;
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+            && !dir.exists()
+        {
+            // A directory it makes is its owner's alone (0700), like the database file.
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder
+                .create(dir)
+                .map_err(|e| StoreError::Database(e.to_string()))?;
         }
         let conn = Connection::open(path)?;
+        owner_only(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -212,6 +236,27 @@ impl SqliteStore {
         .await
         .map_err(|e| StoreError::Database(format!("the store's worker failed: {e}")))?
     }
+}
+
+/// The database file readable and writable by its owner only (0600): it holds task records,
+/// sealed sessions and key digests. SQLite gives its `-wal` and `-shm` files the database
+/// file's mode.
+fn owner_only(path: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path)
+            .map_err(|e| StoreError::Database(e.to_string()))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| StoreError::Database(e.to_string()))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 fn migrate(conn: &Connection) -> Result<(), StoreError> {

@@ -3,8 +3,8 @@
 //! One file (under `ABR_DATA_DIR`) holds what must survive a restart or a `kill -9`:
 //! sessions (encrypted at rest, [`SealingKey`]), and the records of tasks, idempotency keys
 //! and per-tenant counters; replay frames (their JPEGs encrypted like sessions) with the
-//! screenshots setting each run recorded, the tenants' screenshots switch, and their site
-//! decisions. It implements the core's store traits, so a shared database can replace it
+//! screenshots setting each run recorded, the tenants' screenshots switch, their site
+//! decisions, and the API keys (digests of their tokens). It implements the core's store traits, so a shared database can replace it
 //! behind the same traits.
 //!
 //! Durability: write-ahead logging. Every write is one transaction, and a write that
@@ -20,6 +20,7 @@ mod counters;
 mod crypto;
 mod db;
 mod frames;
+mod keys;
 mod posts;
 mod records;
 mod screenshots;

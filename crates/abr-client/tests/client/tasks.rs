@@ -212,7 +212,7 @@ async fn every_task_call_names_the_tenant_and_its_path() {
         TaskState::Succeeded
     );
     let approve = ApproveRequest {
-        approved_by: "alice".into(),
+        approved_by: Some("alice".into()),
         plan_hash: "ab12".into(),
     };
     assert_eq!(
@@ -220,7 +220,7 @@ async fn every_task_call_names_the_tenant_and_its_path() {
         TaskState::Queued
     );
     let reject = RejectRequest {
-        rejected_by: "bob".into(),
+        rejected_by: Some("bob".into()),
         reason: Some("no".into()),
     };
     assert_eq!(

@@ -9,13 +9,14 @@ use crate::guard::frames::{FrameRefused, FrameStore, StoredFrame};
 use crate::guard::memory::{InMemoryFrameStore, InMemorySiteStore};
 use crate::guard::sites::SiteStore;
 use crate::store::counters::{Counter, CounterStore, InMemoryCounters};
+use crate::store::keys::{InMemoryKeys, KeyStore, StoredKey};
 use crate::store::posts::{InMemoryPostStore, StoredPost};
 use crate::store::records::{IdempotencyKey, InMemoryRecordStore, Inserted, RecordStore};
 use crate::store::screenshots::{InMemoryScreenshots, ScreenshotStore};
 use crate::store::sessions::{InMemorySessionStore, SessionKey, SessionStore};
 use crate::store::tasks::StoredTask;
 
-/// Tasks, posts, counters, screenshots, sessions, frames and site decisions, in memory:
+/// Tasks, posts, counters, screenshots, sessions, frames, site decisions and keys, in memory:
 /// everything is lost when the process ends.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
@@ -26,6 +27,7 @@ pub struct InMemoryStore {
     sessions: InMemorySessionStore,
     frames: InMemoryFrameStore,
     sites: InMemorySiteStore,
+    keys: InMemoryKeys,
 }
 
 impl InMemoryStore {
@@ -240,5 +242,24 @@ impl SiteStore for InMemoryStore {
 
     async fn remove(&self, tenant: &str, domain: &str) -> Result<bool, CoreError> {
         self.sites.remove(tenant, domain).await
+    }
+}
+
+#[async_trait]
+impl KeyStore for InMemoryStore {
+    async fn insert_key(&self, key: &StoredKey) -> Result<(), CoreError> {
+        self.keys.insert_key(key).await
+    }
+
+    async fn key(&self, id: &str) -> Result<Option<StoredKey>, CoreError> {
+        self.keys.key(id).await
+    }
+
+    async fn keys(&self) -> Result<Vec<StoredKey>, CoreError> {
+        self.keys.keys().await
+    }
+
+    async fn revoke_key(&self, id: &str, at: time::OffsetDateTime) -> Result<bool, CoreError> {
+        self.keys.revoke_key(id, at).await
     }
 }

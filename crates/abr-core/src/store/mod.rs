@@ -8,10 +8,12 @@
 //! - [`CounterStore`]: per-tenant counters; [`ScreenshotStore`]: a task's screenshots.
 //! - [`TaskStore`] and [`PostStore`]: what the task part and the post journal need, as
 //!   bundles of the above; [`InMemoryStore`]: every contract in memory, in one object.
+//! - [`KeyStore`]: the API keys (digests of their tokens); [`InMemoryKeys`].
 //! - [`SessionStore`]: sessions kept between jobs, by [`SessionKey`] (a tenant's sessions
 //!   stored by id are [`SessionKey::stored`]).
 
 pub(crate) mod counters;
+pub(crate) mod keys;
 pub(crate) mod memory;
 pub(crate) mod posts;
 pub(crate) mod records;
@@ -20,6 +22,7 @@ pub(crate) mod sessions;
 pub(crate) mod tasks;
 
 pub use counters::{Counter, CounterStore, InMemoryCounters};
+pub use keys::{InMemoryKeys, KeyStore, StoredKey};
 pub use memory::InMemoryStore;
 pub use posts::{InMemoryPostStore, PostStore, StoredPost};
 pub use records::{IdempotencyKey, InMemoryRecordStore, Inserted, LedgerRecord, RecordStore};

@@ -18,6 +18,8 @@
 //!   below zero; sessions cleared alone.
 //! - [`screenshots`], [`sessions`], [`frames`], [`sites`]: per tenant, as their contracts
 //!   say; frames refused beyond the run's bounds by the store itself.
+//! - [`keys`]: a key id is stored once; revocation is set once and survives a reopen; keys
+//!   are listed oldest first.
 //! - [`sealed`]: inputs, cookies, post content and screenshots are not readable at rest.
 
 #![allow(
@@ -43,6 +45,7 @@ use crate::guard::frames::{
 };
 use crate::guard::sites::SiteStore;
 use crate::store::counters::{Counter, CounterStore};
+use crate::store::keys::{KeyStore, StoredKey};
 use crate::store::posts::StoredPost;
 use crate::store::records::{IdempotencyKey, Inserted, LedgerRecord, RecordStore};
 use crate::store::screenshots::ScreenshotStore;
@@ -115,6 +118,11 @@ pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
             risk: Risk::Low,
             approval_rule: "all".into(),
             approval: None,
+            proposed_by: Some(abr_protocol::PrincipalRef {
+                key_id: "key_sample".into(),
+                name: "the sample agent".into(),
+                role: abr_protocol::Role::Agent,
+            }),
             proposal_id: None,
             step_results: vec![],
             extracted: BTreeMap::new(),
@@ -538,6 +546,62 @@ where
         store.screenshot("t1", "task-1", "end").await.unwrap(),
         Some(b"replaced".to_vec())
     );
+}
+
+/// A sample key `id` created `minutes` after a fixed instant.
+pub fn sample_key(id: &str, minutes: i64) -> StoredKey {
+    StoredKey {
+        id: id.to_owned(),
+        name: format!("holder of {id}"),
+        role: abr_protocol::Role::Agent,
+        tenant: Some("t1".to_owned()),
+        read_only: minutes % 2 == 1,
+        created_at: OffsetDateTime::UNIX_EPOCH + time::Duration::minutes(minutes),
+        expires_at: Some(OffsetDateTime::UNIX_EPOCH + time::Duration::days(365)),
+        revoked_at: None,
+        digest: [u8::try_from(minutes.rem_euclid(256)).unwrap_or(0); 32],
+    }
+}
+
+/// The [`KeyStore`] contract.
+pub async fn keys<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: KeyStore + ?Sized,
+{
+    let store = harness.open().await;
+    let (first, second) = (sample_key("key_b", 1), sample_key("key_a", 2));
+    store.insert_key(&second).await.unwrap();
+    store.insert_key(&first).await.unwrap();
+    let mut clash = sample_key("key_a", 9);
+    clash.role = abr_protocol::Role::Operator;
+    assert!(
+        store.insert_key(&clash).await.is_err(),
+        "a second key under one id was stored"
+    );
+    assert_eq!(store.key("key_a").await.unwrap(), Some(second.clone()));
+    assert_eq!(store.key("key_c").await.unwrap(), None);
+    assert_eq!(
+        store.keys().await.unwrap(),
+        [first.clone(), second.clone()],
+        "keys are listed oldest first"
+    );
+    let at = OffsetDateTime::UNIX_EPOCH + time::Duration::days(2);
+    assert!(store.revoke_key("key_a", at).await.unwrap());
+    assert!(
+        !store
+            .revoke_key("key_a", at + time::Duration::days(1))
+            .await
+            .unwrap(),
+        "a key was revoked twice"
+    );
+    assert!(!store.revoke_key("key_c", at).await.unwrap());
+    let Some(store) = harness.reopen(store).await else {
+        eprintln!("keys: the store keeps nothing across processes: no restart check");
+        return;
+    };
+    let revoked = store.key("key_a").await.unwrap().unwrap();
+    assert_eq!(revoked.revoked_at, Some(at), "revocation did not survive");
+    assert_eq!(store.key("key_b").await.unwrap(), Some(first));
 }
 
 /// The [`SessionStore`] contract.

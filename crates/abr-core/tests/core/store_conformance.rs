@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use abr_core::guard::{InMemoryFrameStore, InMemorySiteStore};
 use abr_core::store::{
-    InMemoryCounters, InMemoryPostStore, InMemoryRecordStore, InMemoryScreenshots,
+    InMemoryCounters, InMemoryKeys, InMemoryPostStore, InMemoryRecordStore, InMemoryScreenshots,
     InMemorySessionStore, InMemoryStore, StoredTask,
 };
 use abr_core::testing::store::{self, StoreHarness};
@@ -53,6 +53,11 @@ async fn in_memory_screenshots_keep_their_contract() {
 }
 
 #[tokio::test]
+async fn in_memory_keys_keep_their_contract() {
+    store::keys::<InMemoryKeys>(&mut InMemory).await;
+}
+
+#[tokio::test]
 async fn in_memory_sessions_keep_their_contract() {
     store::sessions::<InMemorySessionStore>(&mut InMemory).await;
 }
@@ -77,5 +82,6 @@ async fn the_in_memory_store_of_every_contract_keeps_them_all() {
     store::sessions::<InMemoryStore>(&mut InMemory).await;
     store::frames::<InMemoryStore>(&mut InMemory).await;
     store::sites::<InMemoryStore>(&mut InMemory).await;
+    store::keys::<InMemoryStore>(&mut InMemory).await;
     store::sealed::<InMemoryStore>(&mut InMemory).await;
 }

@@ -20,6 +20,7 @@ use abr_core::context::TaskContext;
 use abr_core::digest::plan_hash;
 use abr_core::error::CoreError;
 use abr_core::guard::SnapshotRequest;
+use abr_core::principal::{Actor, Right};
 use abr_core::scope_io::Scopes;
 use abr_core::step_runner::BrowserAction;
 use abr_core::store::StoredTask;
@@ -134,12 +135,12 @@ impl Acted {
 }
 
 impl<C: TaskContext> TaskRunner<C> {
-    /// Opens a browse session of `tenant`: a fresh browser with the request's session
-    /// (scoped), the rails (read-only from the platform or the request, dry run, the
-    /// tenant's sites, frames), and the first page opened through them.
+    /// Opens a browse session of the actor's tenant: a fresh browser with the request's
+    /// session (scoped), the rails (read-only from the platform, the request or a read-only
+    /// key, dry run, the tenant's sites, frames), and the first page opened through them.
     ///
     /// # Errors
-    /// Bad input (the URL, ids, `idleSeconds`, a session without a scope), an unknown
+    /// [`CoreError::Forbidden`] unless the actor may browse; bad input (the URL, ids, `idleSeconds`, a session without a scope), an unknown
     /// platform or one that forbids unattended execution, an unknown `sessionId`, the
     /// tenant's concurrent sessions or daily executions, the runner's open sessions
     /// ([`CoreError::TenantLimit`] or a busy provider), the browser not starting, a store
@@ -147,10 +148,14 @@ impl<C: TaskContext> TaskRunner<C> {
     /// its answer says what happened.
     pub async fn browse_open(
         &self,
-        tenant: &str,
-        request: BrowseRequest,
+        actor: &Actor,
+        mut request: BrowseRequest,
     ) -> Result<BrowseOpened, CoreError> {
-        abr_core::tenant::check("tenantId", Some(tenant))?;
+        actor.require(Right::Browse)?;
+        let tenant = actor.tenant();
+        if actor.principal().read_only() {
+            request.read_only = true;
+        }
         let config = self.browses.config.clone();
         let idle = match request.idle_seconds {
             None => config.default_idle,
@@ -201,7 +206,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let (policy, extra) = self.resolve_policy(&task_request)?;
         let state = self.session_state(tenant, &task_request).await?;
         let admitted = self.admit(tenant).await?;
-        let mut task = match self.new_browse(tenant, task_request) {
+        let mut task = match self.new_browse(actor, task_request) {
             Ok(task) => task,
             Err(e) => {
                 self.refund(tenant, Some(admitted)).await;
@@ -403,7 +408,7 @@ impl<C: TaskContext> TaskRunner<C> {
 
     // ---- internals ------------------------------------------------------------------------
 
-    fn new_browse(&self, tenant: &str, request: TaskRequest) -> Result<StoredTask, CoreError> {
+    fn new_browse(&self, actor: &Actor, request: TaskRequest) -> Result<StoredTask, CoreError> {
         let now = self.clock.now();
         let record = TaskRecord {
             task_id: record_id(ID_PREFIX)?,
@@ -413,6 +418,7 @@ impl<C: TaskContext> TaskRunner<C> {
             risk: Risk::Low,
             approval_rule: "browse".to_owned(),
             approval: None,
+            proposed_by: Some(actor.principal().reference()),
             proposal_id: None,
             step_results: Vec::new(),
             extracted: BTreeMap::new(),
@@ -434,7 +440,7 @@ impl<C: TaskContext> TaskRunner<C> {
             browse: true,
         };
         Ok(StoredTask {
-            tenant_id: tenant.to_owned(),
+            tenant_id: actor.tenant().to_owned(),
             request,
             record,
             version: 0,

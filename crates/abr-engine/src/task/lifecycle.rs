@@ -21,6 +21,8 @@ use abr_protocol::{
     RecheckResult, RejectRequest, TaskRecord, TaskRequest, TaskState, TaskVerification,
 };
 
+use abr_core::principal::{Actor, Right};
+
 use crate::admission::TenantAdmission;
 use crate::ledger::{Recorded, note, record_id};
 use crate::stored_sessions::StoredSessions;
@@ -30,24 +32,27 @@ use crate::task::runner::{Created, TaskEnd, TaskRunner};
 impl<C: TaskContext> TaskRunner<C> {
     // ---- create, read, approve, reject ------------------------------------------------
 
-    /// Creates a task of `tenant` from `request`.
+    /// Creates a task of the actor's tenant from `request`, proposed by the actor (who
+    /// therefore never approves it).
     ///
     /// With `idempotency_key`: a repeated key with the same body answers the original task
     /// (also while it runs; [`Created::replayed`]); with another body it is
     /// [`CoreError::IdempotencyKeyReused`].
     ///
     /// # Errors
-    /// An invalid plan ([`CoreError::InvalidPlan`], naming the step), bad ids, a session
+    /// [`CoreError::Forbidden`] unless the actor may propose (an agent or an operator, not
+    /// read-only); an invalid plan ([`CoreError::InvalidPlan`], naming the step), bad ids, a session
     /// without a scope, an unknown platform or one that forbids unattended execution, an
     /// unknown `sessionId`, a per-tenant limit (for a task the rule lets through at once), a
     /// reused key, a store failure. Nothing is stored on an error.
     pub async fn create(
         &self,
-        tenant: &str,
+        actor: &Actor,
         request: TaskRequest,
         idempotency_key: Option<&str>,
     ) -> Result<Created, CoreError> {
-        abr_core::tenant::check("tenantId", Some(tenant))?;
+        actor.require(Right::Propose)?;
+        let tenant = actor.tenant();
         abr_core::tenant::check("proposalId", request.proposal_id.as_deref())?;
         abr_core::tenant::check("Idempotency-Key", idempotency_key)?;
         let idempotency = idempotency_key.map(|key| IdempotencyKey {
@@ -62,7 +67,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
         self.resolve_policy(&request)?;
         self.check_session_exists(tenant, &request).await?;
-        let task = self.new_task(tenant, request, &valid, None)?;
+        let task = self.new_task(actor, request, &valid, None)?;
         let admitted = self.admit_if_queued(&task).await?;
         match self.ledger.record(&task, idempotency.as_ref()).await {
             Ok(Recorded::New) => {}
@@ -90,25 +95,41 @@ impl<C: TaskContext> TaskRunner<C> {
         Ok(self.load(tenant, task_id).await?.record)
     }
 
-    /// Approves a pending task: `approved_by` must be non-empty and `plan_hash` the hash of
-    /// the stored plan. The task becomes `queued` exactly once (call [`Self::run`] next);
-    /// it takes a browser session of the tenant and counts as an execution of the day.
+    /// Approves a pending task of the actor's tenant: the actor is an approver (or an
+    /// operator) other than the key that proposed it, and `plan_hash` is the hash of the
+    /// stored plan. The record names the actor as `approvedBy`. The task becomes `queued`
+    /// exactly once (call [`Self::run`] next); it takes a browser session of the tenant and
+    /// counts as an execution of the day.
     ///
     /// # Errors
-    /// An empty approver, an unknown task, [`CoreError::PlanHashMismatch`],
+    /// [`CoreError::Forbidden`] for an actor that may not approve,
+    /// [`CoreError::SelfApproval`] for the proposer's own key, an over-long `approvedBy`, an
+    /// unknown task, [`CoreError::PlanHashMismatch`],
     /// [`CoreError::TaskNotPending`] (approved, rejected, or approved concurrently), a
     /// per-tenant limit (the task stays pending: approve again later), a store failure.
     pub async fn approve(
         &self,
-        tenant: &str,
+        actor: &Actor,
         task_id: &str,
         request: &ApproveRequest,
     ) -> Result<TaskRecord, CoreError> {
-        let by = abr_core::tenant::person("approvedBy", &request.approved_by)?;
+        actor.require(Right::Approve)?;
+        let tenant = actor.tenant();
+        let stated = stated("approvedBy", request.approved_by.as_deref())?;
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::PendingApproval {
             return Err(CoreError::TaskNotPending);
         }
+        let approver = actor.principal().reference();
+        if task
+            .record
+            .proposed_by
+            .as_ref()
+            .is_some_and(|p| p.key_id == approver.key_id)
+        {
+            return Err(CoreError::SelfApproval);
+        }
+        let by = approver.name.clone();
         if !request
             .plan_hash
             .trim()
@@ -121,6 +142,8 @@ impl<C: TaskContext> TaskRunner<C> {
         task.record.approval = Some(Approval {
             approved_by: by.clone(),
             approved_at: self.clock.now(),
+            approver: Some(approver),
+            stated_by: stated,
         });
         match self.save(&mut task).await {
             Ok(true) => {}
@@ -139,18 +162,23 @@ impl<C: TaskContext> TaskRunner<C> {
         Ok(task.record)
     }
 
-    /// Rejects a pending task: it ends `rejected`, nothing runs.
+    /// Rejects a pending task of the actor's tenant (an approver or an operator): it ends
+    /// `rejected`, nothing runs. The record names the actor.
     ///
     /// # Errors
-    /// An empty `rejected_by`, an over-long reason, an unknown task,
-    /// [`CoreError::TaskNotPending`], a store failure.
+    /// [`CoreError::Forbidden`] for an actor that may not approve, an over-long
+    /// `rejectedBy` or reason, an unknown task, [`CoreError::TaskNotPending`], a store
+    /// failure.
     pub async fn reject(
         &self,
-        tenant: &str,
+        actor: &Actor,
         task_id: &str,
         request: &RejectRequest,
     ) -> Result<TaskRecord, CoreError> {
-        let by = abr_core::tenant::person("rejectedBy", &request.rejected_by)?;
+        actor.require(Right::Approve)?;
+        let tenant = actor.tenant();
+        stated("rejectedBy", request.rejected_by.as_deref())?;
+        let by = actor.principal().name().to_owned();
         note("reason", request.reason.as_ref())?;
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::PendingApproval {
@@ -231,17 +259,20 @@ impl<C: TaskContext> TaskRunner<C> {
             .record)
     }
 
-    /// A new attempt of a task that ended `failed` or `needs_reauth` (nothing committing
+    /// A new attempt (proposed by the actor) of a task that ended `failed` or `needs_reauth` (nothing committing
     /// ran), or `uncertain` with an unspent owner assertion (spending it): a new task with
     /// the same request, `retryOf` the first attempt, waiting for approval as the rule says.
     /// A task is retried at most once (retry the latest attempt next); a chain at most
     /// [`TenantLimits::retries`](abr_core::limits::TenantLimits::retries) times.
     ///
     /// # Errors
-    /// An unknown task, [`CoreError::TaskNotRetryable`], the tenant's retry limit (or, for a
+    /// [`CoreError::Forbidden`] unless the actor may post; an unknown task,
+    /// [`CoreError::TaskNotRetryable`], the tenant's retry limit (or, for a
     /// retry the rule lets through at once, its session and daily limits), a plan invalid
     /// under the current limits, a store failure.
-    pub async fn retry(&self, tenant: &str, task_id: &str) -> Result<Created, CoreError> {
+    pub async fn retry(&self, actor: &Actor, task_id: &str) -> Result<Created, CoreError> {
+        actor.require(Right::Post)?;
+        let tenant = actor.tenant();
         let mut original = self.load(tenant, task_id).await?;
         if original.retried_by.is_some() {
             return Err(CoreError::TaskNotRetryable(
@@ -273,7 +304,7 @@ impl<C: TaskContext> TaskRunner<C> {
             .retry_of
             .clone()
             .unwrap_or_else(|| original.id().to_owned());
-        let task = self.new_task(tenant, request, &valid, Some(first.clone()))?;
+        let task = self.new_task(actor, request, &valid, Some(first.clone()))?;
         let retries = Counter::Retries { task_id: first };
         let max = self.config.limits.retries;
         if !self.store.increment(tenant, &retries, max).await? {
@@ -378,7 +409,7 @@ impl<C: TaskContext> TaskRunner<C> {
 
     fn new_task(
         &self,
-        tenant: &str,
+        proposer: &Actor,
         request: TaskRequest,
         valid: &ValidPlan,
         retry_of: Option<String>,
@@ -400,7 +431,10 @@ impl<C: TaskContext> TaskRunner<C> {
             approval: auto.then(|| Approval {
                 approved_by: rule.auto_approver(),
                 approved_at: now,
+                approver: None,
+                stated_by: None,
             }),
+            proposed_by: Some(proposer.principal().reference()),
             proposal_id: request.proposal_id.clone(),
             step_results: Vec::new(),
             extracted: BTreeMap::new(),
@@ -422,7 +456,7 @@ impl<C: TaskContext> TaskRunner<C> {
             browse: false,
         };
         Ok(StoredTask {
-            tenant_id: tenant.to_owned(),
+            tenant_id: proposer.tenant().to_owned(),
             request,
             record,
             version: 0,
@@ -641,5 +675,14 @@ fn recovered(task: &StoredTask) -> Outcome {
             )
             .retryable(true),
         }
+    }
+}
+
+/// What a person said of themself (`approvedBy`, `rejectedBy`): trimmed, bounded like a
+/// name; nothing when empty or not given.
+fn stated(field: &str, value: Option<&str>) -> Result<Option<String>, CoreError> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => abr_core::tenant::person(field, v).map(Some),
     }
 }

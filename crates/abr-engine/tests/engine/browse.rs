@@ -11,6 +11,7 @@
     reason = "test code"
 )]
 
+use crate::agent;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -112,7 +113,11 @@ fn type_into(r: &str) -> BrowseAction {
 async fn a_brain_reads_acts_and_closes_and_the_record_says_what_it_did() {
     let h = h();
     h.page.text_after("#pay", "Paid");
-    let opened = h.runner.browse_open(T, open(false, false)).await.unwrap();
+    let opened = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap();
     assert_eq!(opened.first.outcome, ActOutcome::Done);
     let refs: Vec<(&str, &str)> = opened
         .first
@@ -174,7 +179,7 @@ async fn a_read_only_session_cannot_click_pay_and_a_dry_run_rehearses() {
         h.page.text_after("#pay", "Paid");
         let opened = h
             .runner
-            .browse_open(T, open(read_only, dry_run))
+            .browse_open(&agent(T), open(read_only, dry_run))
             .await
             .unwrap();
         assert_eq!((opened.read_only, opened.dry_run), (read_only, dry_run));
@@ -224,7 +229,7 @@ async fn references_are_checked_before_anything_reaches_the_browser() {
     let h = h();
     let id = h
         .runner
-        .browse_open(T, open(false, false))
+        .browse_open(&agent(T), open(false, false))
         .await
         .unwrap()
         .browse_id;
@@ -283,7 +288,7 @@ async fn a_handoff_is_reported_once_per_page_and_the_session_stays_open() {
     let h = h();
     let id = h
         .runner
-        .browse_open(T, open(false, false))
+        .browse_open(&agent(T), open(false, false))
         .await
         .unwrap()
         .browse_id;
@@ -320,12 +325,16 @@ async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
     request.idle_seconds = Some(5);
     let id = h
         .runner
-        .browse_open(T, request.clone())
+        .browse_open(&agent(T), request.clone())
         .await
         .unwrap()
         .browse_id;
     // The tenant's one session is taken.
-    let e = h.runner.browse_open(T, request.clone()).await.unwrap_err();
+    let e = h
+        .runner
+        .browse_open(&agent(T), request.clone())
+        .await
+        .unwrap_err();
     assert!(matches!(e, CoreError::TenantLimit { .. }), "{e:?}");
     tokio::time::advance(Duration::from_secs(3)).await;
     assert_eq!(h.runner.browse_sweep().await, 0, "not idle long enough");
@@ -341,13 +350,13 @@ async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
     assert_eq!(record.state, TaskState::Closed);
     assert_eq!(record.error.unwrap().code, "browse_idle");
     // The slot came back.
-    let again = h.runner.browse_open(T, request).await.unwrap();
+    let again = h.runner.browse_open(&agent(T), request).await.unwrap();
     h.runner.browse_close(T, &again.browse_id).await.unwrap();
     // Bad idle times are refused.
     for idle in [0, 3601] {
         let mut bad = open(false, false);
         bad.idle_seconds = Some(idle);
-        let e = h.runner.browse_open(T, bad).await.unwrap_err();
+        let e = h.runner.browse_open(&agent(T), bad).await.unwrap_err();
         assert!(matches!(e, CoreError::InvalidInput(_)), "{idle}: {e:?}");
     }
 }
@@ -368,7 +377,7 @@ async fn concurrent_opens_never_pass_the_runners_cap() {
     let opens: Vec<_> = (0..4)
         .map(|_| {
             let runner = Arc::clone(&runner);
-            tokio::spawn(async move { runner.browse_open(T, open(false, false)).await })
+            tokio::spawn(async move { runner.browse_open(&agent(T), open(false, false)).await })
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -390,7 +399,10 @@ async fn concurrent_opens_never_pass_the_runners_cap() {
     // The held slot is given back when its open is abandoned: the next open gets it.
     tokio::time::sleep(Duration::from_millis(50)).await;
     provider.hang_acquires(false);
-    let opened = runner.browse_open(T, open(false, false)).await.unwrap();
+    let opened = runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap();
     runner.browse_close(T, &opened.browse_id).await.unwrap();
 }
 
@@ -403,7 +415,7 @@ async fn what_a_page_posts_is_refused_under_read_only_and_committing_otherwise()
             .request_on("#next", "POST", "https://shop.example/api/like");
         let opened = h
             .runner
-            .browse_open(T, open(read_only, false))
+            .browse_open(&agent(T), open(read_only, false))
             .await
             .unwrap();
         let next = opened.first.snapshot.elements[0].reference.clone();

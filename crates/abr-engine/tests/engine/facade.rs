@@ -3,6 +3,7 @@
 //! (a slot, the run, the completion sink), and a post goes through the one ledger: a replay
 //! of the same idempotency key answers the original and posts nothing.
 
+use crate::{agent, approver};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -124,7 +125,7 @@ async fn an_approved_task_runs_to_its_end_by_the_engine_alone() {
 
     let created = e
         .engine
-        .create_task(T, task(), Some("task-1"))
+        .create_task(&agent(T), task(), Some("task-1"))
         .await
         .unwrap();
     assert!(!created.replayed);
@@ -132,7 +133,7 @@ async fn an_approved_task_runs_to_its_end_by_the_engine_alone() {
     // The same key and body: the same task, nothing new.
     let again = e
         .engine
-        .create_task(T, task(), Some("task-1"))
+        .create_task(&agent(T), task(), Some("task-1"))
         .await
         .unwrap();
     assert!(again.replayed);
@@ -142,7 +143,7 @@ async fn an_approved_task_runs_to_its_end_by_the_engine_alone() {
     other.dry_run = true;
     let reused = e
         .engine
-        .create_task(T, other, Some("task-1"))
+        .create_task(&agent(T), other, Some("task-1"))
         .await
         .unwrap_err();
     assert_eq!(reused.code(), "idempotency_key_reused");
@@ -155,10 +156,10 @@ async fn an_approved_task_runs_to_its_end_by_the_engine_alone() {
     let approved = e
         .engine
         .approve_task(
-            T,
+            &approver(T),
             &id,
             &ApproveRequest {
-                approved_by: "alice".into(),
+                approved_by: Some("alice".into()),
                 plan_hash: created.record.plan_hash.clone(),
             },
         )
@@ -178,10 +179,10 @@ async fn an_approved_task_runs_to_its_end_by_the_engine_alone() {
     let twice = e
         .engine
         .approve_task(
-            T,
+            &approver(T),
             &id,
             &ApproveRequest {
-                approved_by: "alice".into(),
+                approved_by: Some("alice".into()),
                 plan_hash: created.record.plan_hash.clone(),
             },
         )
@@ -198,7 +199,7 @@ async fn a_post_goes_through_the_ledger_once_per_key() {
     let e = embedder();
     let first = e
         .engine
-        .post(T, Some("post-1"), post("hello"))
+        .post(&agent(T), Some("post-1"), post("hello"))
         .await
         .unwrap();
     assert!(!first.replayed);
@@ -210,7 +211,7 @@ async fn a_post_goes_through_the_ledger_once_per_key() {
 
     let replay = e
         .engine
-        .post(T, Some("post-1"), post("hello"))
+        .post(&agent(T), Some("post-1"), post("hello"))
         .await
         .unwrap();
     assert!(replay.replayed);
@@ -227,7 +228,7 @@ async fn a_post_goes_through_the_ledger_once_per_key() {
 
     let reused = e
         .engine
-        .post(T, Some("post-1"), post("another body"))
+        .post(&agent(T), Some("post-1"), post("another body"))
         .await
         .unwrap_err();
     assert_eq!(reused.code(), "idempotency_key_reused");
@@ -246,4 +247,56 @@ async fn a_post_goes_through_the_ledger_once_per_key() {
             .code(),
         "post_not_found"
     );
+}
+
+#[tokio::test]
+async fn the_engine_checks_who_acts_whoever_calls_it() {
+    let e = embedder();
+    // An approver proposes nothing and posts nothing; an agent approves nothing.
+    let refused = e
+        .engine
+        .create_task(&approver(T), task(), None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.code(), refused.error_code().status),
+        ("forbidden", 403)
+    );
+    let refused = e
+        .engine
+        .post(&approver(T), None, post("hello"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "forbidden");
+    let created = e.engine.create_task(&agent(T), task(), None).await.unwrap();
+    let approval = ApproveRequest {
+        approved_by: None,
+        plan_hash: created.record.plan_hash.clone(),
+    };
+    let refused = e
+        .engine
+        .approve_task(&agent(T), &created.record.task_id, &approval)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "forbidden");
+    // A person's pause is not the agent's to resolve, nor another tenant's task.
+    let refused = e
+        .engine
+        .take_over(&agent(T), &created.record.task_id)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "forbidden");
+    let unknown = e
+        .engine
+        .approve_task(
+            &approver("another-tenant"),
+            &created.record.task_id,
+            &approval,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), "task_not_found");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(e.provider.acquired(), 0, "nothing ran");
+    assert_eq!(e.strategy.submits(), 0, "nothing was posted");
 }

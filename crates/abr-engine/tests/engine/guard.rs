@@ -11,6 +11,7 @@
     reason = "test code"
 )]
 
+use crate::{agent, approver};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,15 +114,15 @@ fn shop(h: &H) {
 }
 
 async fn run(h: &H, request: TaskRequest) -> TaskRecord {
-    let created = h.runner.create(T, request, None).await.unwrap();
+    let created = h.runner.create(&agent(T), request, None).await.unwrap();
     let id = created.record.task_id.clone();
     if created.record.state == TaskState::PendingApproval {
         h.runner
             .approve(
-                T,
+                &approver(T),
                 &id,
                 &ApproveRequest {
-                    approved_by: "alice".into(),
+                    approved_by: Some("alice".into()),
                     plan_hash: created.record.plan_hash.clone(),
                 },
             )
@@ -248,14 +249,14 @@ async fn wait_for_state(h: &H, id: &str, state: TaskState) -> TaskRecord {
 async fn start_paused(h: &H, wait_seconds: u64) -> (String, tokio::task::JoinHandle<TaskRecord>) {
     let mut req = request(click_plan(false));
     req.handoff = Some(abr_protocol::HandoffOptions { wait_seconds });
-    let created = h.runner.create(T, req, None).await.unwrap();
+    let created = h.runner.create(&agent(T), req, None).await.unwrap();
     let id = created.record.task_id.clone();
     h.runner
         .approve(
-            T,
+            &approver(T),
             &id,
             &ApproveRequest {
-                approved_by: "alice".into(),
+                approved_by: Some("alice".into()),
                 plan_hash: created.record.plan_hash.clone(),
             },
         )
@@ -518,7 +519,7 @@ async fn a_denied_site_is_never_opened() {
     // Another tenant's decision does not apply.
     let created = h
         .runner
-        .create("tenant-b", request(click_plan(false)), None)
+        .create(&agent("tenant-b"), request(click_plan(false)), None)
         .await
         .unwrap();
     assert_eq!(created.record.state, TaskState::PendingApproval);

@@ -23,3 +23,24 @@ mod live;
 mod post_journal;
 mod poster;
 mod tasks;
+
+use std::sync::Arc;
+
+use abr_core::principal::{Actor, Principal, Tenants};
+use abr_protocol::Role;
+
+/// An agent's key of `tenant`: it proposes, never approves.
+pub(crate) fn agent(tenant: &str) -> Actor {
+    actor("key_agent", "the agent", Role::Agent, tenant)
+}
+
+/// An approver's key of `tenant` (named "alice").
+pub(crate) fn approver(tenant: &str) -> Actor {
+    actor("key_approver", "alice", Role::Approver, tenant)
+}
+
+fn actor(id: &str, name: &str, role: Role, tenant: &str) -> Actor {
+    Arc::new(Principal::new(id, name, role, Tenants::One(tenant.to_owned()), false).unwrap())
+        .act_for(None)
+        .unwrap()
+}

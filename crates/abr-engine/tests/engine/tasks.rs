@@ -12,6 +12,7 @@
     reason = "test code"
 )]
 
+use crate::{agent, approver};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -234,7 +235,7 @@ fn request(plan: StepPlan) -> TaskRequest {
 
 fn approval(record: &TaskRecord) -> ApproveRequest {
     ApproveRequest {
-        approved_by: "alice".into(),
+        approved_by: Some("alice".into()),
         plan_hash: record.plan_hash.clone(),
     }
 }
@@ -242,7 +243,7 @@ fn approval(record: &TaskRecord) -> ApproveRequest {
 impl H {
     async fn create(&self, plan: StepPlan) -> TaskRecord {
         self.runner
-            .create(T, request(plan), None)
+            .create(&agent(T), request(plan), None)
             .await
             .unwrap()
             .record
@@ -251,7 +252,7 @@ impl H {
     async fn approved(&self, plan: StepPlan) -> TaskRecord {
         let record = self.create(plan).await;
         self.runner
-            .approve(T, &record.task_id, &approval(&record))
+            .approve(&approver(T), &record.task_id, &approval(&record))
             .await
             .unwrap()
     }
@@ -540,7 +541,7 @@ async fn an_invalid_plan_is_a_422_and_nothing_is_stored() {
     v["steps"][1] = json!({"type": "click", "selector": "", "description": "x"});
     let e = h
         .runner
-        .create(T, request(plan(v)), Some("key-1"))
+        .create(&agent(T), request(plan(v)), Some("key-1"))
         .await
         .unwrap_err();
     assert_eq!(e.error_code(), codes::INVALID_PLAN);
@@ -548,7 +549,7 @@ async fn an_invalid_plan_is_a_422_and_nothing_is_stored() {
     assert!(h.store.all().is_empty());
     // The key was not claimed: a corrected request with it goes through.
     h.runner
-        .create(T, request(plan(base())), Some("key-1"))
+        .create(&agent(T), request(plan(base())), Some("key-1"))
         .await
         .unwrap();
 }
@@ -696,11 +697,11 @@ fn committing_is_decided_by_the_action_only() {
 // ---- approval -------------------------------------------------------------------------------
 
 #[tokio::test]
-async fn approval_needs_the_exact_hash_and_a_named_approver_once() {
+async fn approval_needs_the_exact_hash_and_an_approver_other_than_the_proposer_once() {
     let h = h();
     let created = h
         .runner
-        .create(T, request(form_plan()), None)
+        .create(&agent(T), request(form_plan()), None)
         .await
         .unwrap();
     assert!(!created.should_run());
@@ -712,42 +713,108 @@ async fn approval_needs_the_exact_hash_and_a_named_approver_once() {
 
     let mut wrong = approval(&record);
     wrong.plan_hash = plan_hash(&plan(base()));
-    let e = h.runner.approve(T, &id, &wrong).await.unwrap_err();
+    let e = h
+        .runner
+        .approve(&approver(T), &id, &wrong)
+        .await
+        .unwrap_err();
     assert_eq!(
         (e.code(), e.error_code().status),
         ("plan_hash_mismatch", 409)
     );
-    for who in ["", "   "] {
-        let mut empty = approval(&record);
-        empty.approved_by = who.into();
-        let e = h.runner.approve(T, &id, &empty).await.unwrap_err();
-        assert_eq!((e.code(), e.error_code().status), ("invalid_request", 422));
-    }
+    // An agent never approves, the proposer's own key included.
+    let e = h
+        .runner
+        .approve(&agent(T), &id, &approval(&record))
+        .await
+        .unwrap_err();
+    assert_eq!((e.code(), e.error_code().status), ("forbidden", 403));
+    let mut long = approval(&record);
+    long.approved_by = Some("x".repeat(300));
+    let e = h
+        .runner
+        .approve(&approver(T), &id, &long)
+        .await
+        .unwrap_err();
+    assert_eq!((e.code(), e.error_code().status), ("invalid_request", 422));
     assert_eq!(
         h.runner.get(T, &id).await.unwrap().state,
         TaskState::PendingApproval
     );
     assert_eq!(h.sessions_held().await, 0, "refused approvals hold nothing");
 
-    let approved = h.runner.approve(T, &id, &approval(&record)).await.unwrap();
+    let approved = h
+        .runner
+        .approve(&approver(T), &id, &approval(&record))
+        .await
+        .unwrap();
     assert_eq!(approved.state, TaskState::Queued);
-    assert_eq!(approved.approval.as_ref().unwrap().approved_by, "alice");
+    let approval_of = approved.approval.as_ref().unwrap();
+    assert_eq!(
+        approval_of.approved_by, "alice",
+        "the approving key's holder"
+    );
+    assert_eq!(
+        approval_of.approver.as_ref().unwrap().key_id,
+        "key_approver"
+    );
+    assert_eq!(approval_of.stated_by.as_deref(), Some("alice"));
+    assert_eq!(
+        approved.proposed_by.as_ref().unwrap().key_id,
+        "key_agent",
+        "the record names who proposed it"
+    );
     let e = h
         .runner
-        .approve(T, &id, &approval(&record))
+        .approve(&approver(T), &id, &approval(&record))
         .await
         .unwrap_err();
     assert_eq!((e.code(), e.error_code().status), ("task_not_pending", 409));
     let reject = RejectRequest {
-        rejected_by: "bob".into(),
+        rejected_by: Some("bob".into()),
         reason: None,
     };
-    let e = h.runner.reject(T, &id, &reject).await.unwrap_err();
+    let e = h
+        .runner
+        .reject(&approver(T), &id, &reject)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "task_not_pending");
     assert!(
         h.page.actions().is_empty(),
         "approving runs nothing by itself"
     );
+}
+
+#[tokio::test]
+async fn the_key_that_proposed_a_task_never_approves_it_even_an_operators() {
+    let h = h();
+    let operator = std::sync::Arc::new(abr_core::principal::Principal::operator("key_op", "op"))
+        .act_for(Some(T))
+        .unwrap();
+    let record = h
+        .runner
+        .create(&operator, request(form_plan()), None)
+        .await
+        .unwrap()
+        .record;
+    let e = h
+        .runner
+        .approve(&operator, &record.task_id, &approval(&record))
+        .await
+        .unwrap_err();
+    assert_eq!((e.code(), e.error_code().status), ("self_approval", 403));
+    assert_eq!(
+        h.runner.get(T, &record.task_id).await.unwrap().state,
+        TaskState::PendingApproval
+    );
+    // Another principal approves it.
+    let approved = h
+        .runner
+        .approve(&approver(T), &record.task_id, &approval(&record))
+        .await
+        .unwrap();
+    assert_eq!(approved.state, TaskState::Queued);
 }
 
 #[tokio::test]
@@ -760,10 +827,10 @@ async fn a_rejected_task_never_runs() {
     let e = h
         .runner
         .reject(
-            T,
+            &approver(T),
             id,
             &RejectRequest {
-                rejected_by: " ".into(),
+                rejected_by: Some("x".repeat(300)),
                 reason: None,
             },
         )
@@ -773,10 +840,10 @@ async fn a_rejected_task_never_runs() {
     let rejected = h
         .runner
         .reject(
-            T,
+            &approver(T),
             id,
             &RejectRequest {
-                rejected_by: "bob".into(),
+                rejected_by: Some("bob".into()),
                 reason: Some("wrong account".into()),
             },
         )
@@ -787,7 +854,7 @@ async fn a_rejected_task_never_runs() {
     assert!(rejected.finished_at.is_some());
     let e = h
         .runner
-        .approve(T, id, &approval(&record))
+        .approve(&approver(T), id, &approval(&record))
         .await
         .unwrap_err();
     assert_eq!(e.code(), "task_not_pending");
@@ -808,7 +875,7 @@ async fn another_tenants_task_is_not_found() {
     assert_eq!((e.code(), e.error_code().status), ("task_not_found", 404));
     let e = h
         .runner
-        .approve("tenant-b", id, &approval(&record))
+        .approve(&approver("tenant-b"), id, &approval(&record))
         .await
         .unwrap_err();
     assert_eq!(e.code(), "task_not_found");
@@ -848,7 +915,7 @@ async fn the_approval_rule_is_applied_and_recorded() {
         });
         let created = h
             .runner
-            .create(T, request(plan.clone()), None)
+            .create(&agent(T), request(plan.clone()), None)
             .await
             .unwrap();
         let record = &created.record;
@@ -1261,9 +1328,13 @@ async fn screenshots_are_redacted_evidence_kept_only_when_screenshots_are_on() {
         serde_json::from_value(json!({"type": "screenshot", "description": "Evidence"})).unwrap(),
     );
     request.platform = Some("quiet".into());
-    let created = runner.create(T, request, None).await.unwrap().record;
+    let created = runner
+        .create(&agent(T), request, None)
+        .await
+        .unwrap()
+        .record;
     runner
-        .approve(T, &created.task_id, &approval(&created))
+        .approve(&approver(T), &created.task_id, &approval(&created))
         .await
         .unwrap();
     let record = runner.run(T, &created.task_id).await.unwrap().record;
@@ -1341,21 +1412,21 @@ async fn the_session_is_scoped_going_in_and_written_back() {
     // A session needs a scope.
     let mut unscoped = request(form_plan());
     unscoped.session = Some(state.clone());
-    let e = runner.create(T, unscoped, None).await.unwrap_err();
+    let e = runner.create(&agent(T), unscoped, None).await.unwrap_err();
     assert_eq!(e.code(), "invalid_request");
     // An unknown stored session is refused before anything is stored.
     let mut unknown = request(form_plan());
     unknown.session_id = Some("nope".into());
     unknown.scope = Some(scope.clone());
-    let e = runner.create(T, unknown, None).await.unwrap_err();
+    let e = runner.create(&agent(T), unknown, None).await.unwrap_err();
     assert_eq!(e.code(), "session_not_found");
 
     let mut req = request(form_plan());
     req.session_id = Some("s1".into());
     req.scope = Some(scope);
-    let record = runner.create(T, req, None).await.unwrap().record;
+    let record = runner.create(&agent(T), req, None).await.unwrap().record;
     runner
-        .approve(T, &record.task_id, &approval(&record))
+        .approve(&approver(T), &record.task_id, &approval(&record))
         .await
         .unwrap();
     provider.page().text_after(SUBMIT, "Saved");
@@ -1385,14 +1456,14 @@ async fn a_repeated_key_answers_the_original_task_also_while_it_runs() {
     h.page.fault_on("#form", FakeFault::Hang);
     let first = h
         .runner
-        .create(T, request(form_plan()), Some("k1"))
+        .create(&agent(T), request(form_plan()), Some("k1"))
         .await
         .unwrap();
     assert!(first.should_run() && !first.replayed);
     let id = first.record.task_id.clone();
     let again = h
         .runner
-        .create(T, request(form_plan()), Some("k1"))
+        .create(&agent(T), request(form_plan()), Some("k1"))
         .await
         .unwrap();
     assert!(again.replayed && !again.should_run());
@@ -1409,7 +1480,7 @@ async fn a_repeated_key_answers_the_original_task_also_while_it_runs() {
         tokio::task::yield_now().await;
     }
     let during = runner
-        .create(T, request(form_plan()), Some("k1"))
+        .create(&agent(T), request(form_plan()), Some("k1"))
         .await
         .unwrap();
     assert!(during.replayed);
@@ -1418,7 +1489,7 @@ async fn a_repeated_key_answers_the_original_task_also_while_it_runs() {
     let end = running.await.unwrap();
     assert_eq!(end.record.state, TaskState::Failed);
     let after = runner
-        .create(T, request(form_plan()), Some("k1"))
+        .create(&agent(T), request(form_plan()), Some("k1"))
         .await
         .unwrap();
     assert_eq!(after.record, end.record);
@@ -1431,14 +1502,17 @@ async fn a_repeated_key_answers_the_original_task_also_while_it_runs() {
         .inputs
         .insert("email".into(), SecretValue::new("other@example.com"));
     let e = runner
-        .create(T, other.clone(), Some("k1"))
+        .create(&agent(T), other.clone(), Some("k1"))
         .await
         .unwrap_err();
     assert_eq!(
         (e.code(), e.error_code().status),
         ("idempotency_key_reused", 409)
     );
-    let theirs = runner.create("tenant-b", other, Some("k1")).await.unwrap();
+    let theirs = runner
+        .create(&agent("tenant-b"), other, Some("k1"))
+        .await
+        .unwrap();
     assert!(!theirs.replayed);
     assert_ne!(theirs.record.task_id, id);
 }
@@ -1455,18 +1529,18 @@ async fn a_replay_answers_even_at_the_daily_limit() {
     });
     let first = h
         .runner
-        .create(T, request(form_plan()), Some("k"))
+        .create(&agent(T), request(form_plan()), Some("k"))
         .await
         .unwrap();
     let e = h
         .runner
-        .create(T, request(form_plan()), Some("other"))
+        .create(&agent(T), request(form_plan()), Some("other"))
         .await
         .unwrap_err();
     assert_eq!(e.code(), "tenant_daily_limit");
     let again = h
         .runner
-        .create(T, request(form_plan()), Some("k"))
+        .create(&agent(T), request(form_plan()), Some("k"))
         .await
         .unwrap();
     assert_eq!(again.record.task_id, first.record.task_id);
@@ -1540,7 +1614,7 @@ async fn an_assertion_allows_exactly_one_new_attempt() {
     let h = h();
     let record = uncertain(&h, json!({"method": "dom_check", "text": "Saved"})).await;
     let id = record.task_id.clone();
-    let e = h.runner.retry(T, &id).await.unwrap_err();
+    let e = h.runner.retry(&agent(T), &id).await.unwrap_err();
     assert_eq!(
         (e.code(), e.error_code().status),
         ("task_not_retryable", 409)
@@ -1578,7 +1652,7 @@ async fn an_assertion_allows_exactly_one_new_attempt() {
         .unwrap_err();
     assert_eq!((e.code(), e.error_code().status), ("already_asserted", 409));
 
-    let attempt = h.runner.retry(T, &id).await.unwrap();
+    let attempt = h.runner.retry(&agent(T), &id).await.unwrap();
     let new = attempt.record;
     assert_eq!(
         new.state,
@@ -1593,13 +1667,13 @@ async fn an_assertion_allows_exactly_one_new_attempt() {
         Some(new.task_id.as_str())
     );
     assert_eq!(original.state, TaskState::Uncertain);
-    let e = h.runner.retry(T, &id).await.unwrap_err();
+    let e = h.runner.retry(&agent(T), &id).await.unwrap_err();
     assert_eq!(e.code(), "task_not_retryable", "spent");
 
     // The new attempt runs once, after its own approval.
     h.page.set_text("Saved");
     h.runner
-        .approve(T, &new.task_id, &approval(&new))
+        .approve(&approver(T), &new.task_id, &approval(&new))
         .await
         .unwrap();
     let end = h.runner.run(T, &new.task_id).await.unwrap();
@@ -1636,7 +1710,7 @@ async fn the_daily_limit_is_a_429_until_the_next_utc_day() {
     let third = h.create(form_plan()).await;
     let e = h
         .runner
-        .approve(T, &third.task_id, &approval(&third))
+        .approve(&approver(T), &third.task_id, &approval(&third))
         .await
         .unwrap_err();
     assert_eq!(
@@ -1658,18 +1732,18 @@ async fn the_daily_limit_is_a_429_until_the_next_utc_day() {
     // Another tenant has its own day.
     let theirs = h
         .runner
-        .create("tenant-b", request(form_plan()), None)
+        .create(&agent("tenant-b"), request(form_plan()), None)
         .await
         .unwrap()
         .record;
     h.runner
-        .approve("tenant-b", &theirs.task_id, &approval(&theirs))
+        .approve(&approver("tenant-b"), &theirs.task_id, &approval(&theirs))
         .await
         .unwrap();
     // The next UTC day.
     h.clock.advance(Duration::from_secs(3600));
     h.runner
-        .approve(T, &third.task_id, &approval(&third))
+        .approve(&approver(T), &third.task_id, &approval(&third))
         .await
         .unwrap();
 }
@@ -1687,7 +1761,7 @@ async fn the_concurrency_limit_counts_held_sessions() {
     let b = h.create(form_plan()).await;
     let e = h
         .runner
-        .approve(T, &b.task_id, &approval(&b))
+        .approve(&approver(T), &b.task_id, &approval(&b))
         .await
         .unwrap_err();
     assert_eq!(
@@ -1706,7 +1780,7 @@ async fn the_concurrency_limit_counts_held_sessions() {
     );
     h.runner.run(T, &a.task_id).await.unwrap();
     h.runner
-        .approve(T, &b.task_id, &approval(&b))
+        .approve(&approver(T), &b.task_id, &approval(&b))
         .await
         .unwrap();
 }
@@ -1725,22 +1799,35 @@ async fn retries_of_one_failed_execution_are_limited() {
     let first = record.task_id.clone();
     assert_eq!(record.state, TaskState::Failed);
     for attempt in 1..=2 {
-        let next = h.runner.retry(T, &record.task_id).await.unwrap().record;
+        let next = h
+            .runner
+            .retry(&agent(T), &record.task_id)
+            .await
+            .unwrap()
+            .record;
         assert_eq!(next.retry_of.as_deref(), Some(first.as_str()));
-        let e = h.runner.retry(T, &record.task_id).await.unwrap_err();
+        let e = h
+            .runner
+            .retry(&agent(T), &record.task_id)
+            .await
+            .unwrap_err();
         assert_eq!(
             e.code(),
             "task_not_retryable",
             "attempt {attempt}: once per task"
         );
         h.runner
-            .approve(T, &next.task_id, &approval(&next))
+            .approve(&approver(T), &next.task_id, &approval(&next))
             .await
             .unwrap();
         record = h.runner.run(T, &next.task_id).await.unwrap().record;
         assert_eq!(record.state, TaskState::Failed);
     }
-    let e = h.runner.retry(T, &record.task_id).await.unwrap_err();
+    let e = h
+        .runner
+        .retry(&agent(T), &record.task_id)
+        .await
+        .unwrap_err();
     assert_eq!(
         (e.code(), e.error_code().status),
         ("tenant_retry_limit", 429)
@@ -1751,7 +1838,7 @@ async fn retries_of_one_failed_execution_are_limited() {
     let pending = h.create(form_plan()).await;
     assert_eq!(
         h.runner
-            .retry(T, &pending.task_id)
+            .retry(&agent(T), &pending.task_id)
             .await
             .unwrap_err()
             .code(),
@@ -1832,7 +1919,7 @@ async fn recovery_ends_unfinished_tasks_honestly() {
         restarted.run(T, &ids[0]).await.unwrap_err().code(),
         "task_not_queued"
     );
-    restarted.retry(T, &ids[1]).await.unwrap();
+    restarted.retry(&agent(T), &ids[1]).await.unwrap();
     assert!(restarted.recover_unfinished().await.unwrap().is_empty());
 }
 
@@ -2148,7 +2235,7 @@ async fn check_sequence(rule: ApprovalRule, ops: Vec<Op>) {
                 chains.push(committing);
                 h.page.text_after(&format!("#go-{k}"), &format!("done-{k}"));
                 if let Ok(created) = runner
-                    .create(T, request(chain_plan(k, committing)), None)
+                    .create(&agent(T), request(chain_plan(k, committing)), None)
                     .await
                 {
                     tasks.push((created.record.task_id, k));
@@ -2164,10 +2251,10 @@ async fn check_sequence(rule: ApprovalRule, ops: Vec<Op>) {
                 };
                 let result = runner
                     .approve(
-                        T,
+                        &approver(T),
                         &id,
                         &ApproveRequest {
-                            approved_by: "alice".into(),
+                            approved_by: Some("alice".into()),
                             plan_hash: hash,
                         },
                     )
@@ -2181,10 +2268,10 @@ async fn check_sequence(rule: ApprovalRule, ops: Vec<Op>) {
                 let Some((id, _)) = pick(task) else { continue };
                 let _ = runner
                     .reject(
-                        T,
+                        &approver(T),
                         &id,
                         &RejectRequest {
-                            rejected_by: "bob".into(),
+                            rejected_by: Some("bob".into()),
                             reason: None,
                         },
                     )
@@ -2221,7 +2308,7 @@ async fn check_sequence(rule: ApprovalRule, ops: Vec<Op>) {
             }
             Op::Retry { task } => {
                 let Some((id, k)) = pick(task) else { continue };
-                if let Ok(created) = runner.retry(T, &id).await {
+                if let Ok(created) = runner.retry(&agent(T), &id).await {
                     tasks.push((created.record.task_id, k));
                 }
             }

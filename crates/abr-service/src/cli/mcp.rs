@@ -2,9 +2,9 @@
 //! its child process.
 //!
 //! The runner is built in-process from the same configuration as `abr serve` (but binds no
-//! port); every tool call goes through its router with the first `ABR_API_TOKEN` (none with
-//! `--insecure-dev`) for the tenant `ABR_MCP_TENANT` (default: the runner's default
-//! tenant). Stdout carries the protocol only: logs go to stderr. When stdin closes (the
+//! port); every tool call goes through its router as the key `ABR_MCP_KEY` (default: the
+//! first `ABR_API_TOKEN`, none with `--insecure-dev`) for the tenant `ABR_MCP_TENANT`
+//! (default: the key's own, else the runner's default tenant). Stdout carries the protocol only: logs go to stderr. When stdin closes (the
 //! client exited) the runner shuts down and closes its browsers.
 
 use std::path::PathBuf;
@@ -21,7 +21,10 @@ use super::serve::runner_builder;
 
 const MCP_HELP: &str = "\
 Configuration: the ABR_* environment variables of `abr serve` (see `abr serve --help`), and
-  ABR_MCP_TENANT     the tenant the tools act for (default: the runner's default tenant)
+  ABR_MCP_KEY        the API key the tools act as, with its role and tenant (default: the
+                     first ABR_API_TOKEN, an operator)
+  ABR_MCP_TENANT     the tenant the tools act for (default: the key's own, else the
+                     runner's default tenant)
   ABR_MCP_READ_ONLY  true: as --read-only
 
 An MCP client's configuration: command `abr`, args [\"mcp\"], with ABR_API_TOKEN (or args
@@ -64,11 +67,18 @@ impl McpArgs {
 
 /// Builds the runner and serves MCP on stdin/stdout until stdin closes (or a signal), then
 /// shuts the runner down.
-async fn serve_stdio(config: RunnerConfig, settings: McpSettings) -> Result<(), CliError> {
-    let token = config
-        .api_tokens
-        .first()
-        .map(|t| t.expose_secret().to_owned());
+async fn serve_stdio(config: RunnerConfig, mut settings: McpSettings) -> Result<(), CliError> {
+    let key = config
+        .mcp
+        .key
+        .as_ref()
+        .map(|k| k.expose_secret().to_owned());
+    let token = key.clone().or_else(|| {
+        config
+            .api_tokens
+            .first()
+            .map(|t| t.expose_secret().to_owned())
+    });
     let runner = runner_builder(config)?
         .build()
         .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
@@ -79,6 +89,23 @@ async fn serve_stdio(config: RunnerConfig, settings: McpSettings) -> Result<(), 
         .map_err(|e| CliError::Run(format!("cannot read the store: {e}")))?;
     if ended > 0 {
         tracing::warn!(ended, "ended the tasks the previous run left unfinished");
+    }
+    if let Some(key) = &key {
+        // The key must name someone; its tenant is the tools' unless ABR_MCP_TENANT says.
+        let principal = runner
+            .engine
+            .keys()
+            .authenticate(key)
+            .await
+            .map_err(|e| CliError::Run(format!("cannot read the keys: {e}")))?
+            .ok_or_else(|| {
+                CliError::Run("ABR_MCP_KEY names no key (unknown, revoked or expired)".into())
+            })?;
+        if settings.tenant.is_none()
+            && let abr_core::principal::Tenants::One(own) = principal.tenants()
+        {
+            settings.tenant = Some(own.clone());
+        }
     }
     let read_only = settings.read_only;
     let router = crate::http::app_with_mcp(Arc::clone(&runner), settings.clone());

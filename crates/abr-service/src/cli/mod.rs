@@ -11,6 +11,7 @@
 mod demo;
 mod down;
 pub(crate) mod error;
+mod keys;
 pub(crate) mod local;
 mod logs;
 mod mcp;
@@ -54,6 +55,8 @@ pub(crate) enum Command {
     Session(session::SessionCommand),
     /// Run the HTTP runner (configured by ABR_* environment variables).
     Serve(serve::ServeArgs),
+    /// Create, list and revoke the runner's API keys (agents, approvers, operators).
+    Keys(keys::KeysArgs),
     /// Serve MCP (Model Context Protocol) on stdin/stdout for a local MCP client: browse,
     /// post and task tools on an in-process runner (configured as `abr serve`).
     Mcp(mcp::McpArgs),
@@ -78,6 +81,7 @@ impl Cli {
         match self.command {
             Command::Session(command) => command.run(),
             Command::Serve(args) => args.run(),
+            Command::Keys(args) => args.run(),
             Command::Mcp(args) => args.run(),
             Command::Up(args) => args.run(),
             Command::Status(args) => args.run(),

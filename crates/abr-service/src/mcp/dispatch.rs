@@ -6,14 +6,14 @@ use abr_protocol::ErrorEnvelope;
 use abr_protocol::codes::{self, ErrorCode};
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode, header};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
 use super::settings::McpSettingsError;
 use super::tools::Forward;
-use crate::tenant::DEFAULT_TENANT;
+use abr_core::principal::{DEFAULT_TENANT, Principal, Tenants};
 
 /// The largest answer read back from the API (a snapshot or a task record is far smaller).
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
@@ -69,9 +69,11 @@ impl Caller {
 
     /// The caller of an MCP request over HTTP: its `Authorization` and `x-tenant-id`
     /// values, every one of them (the API refuses a header given twice, as it would over
-    /// HTTP). Without a tenant header the tenant is pinned to the default one, so a tool's
-    /// arguments cannot choose another (a body naming another tenant is refused).
-    pub(crate) fn from_headers(headers: &HeaderMap) -> Self {
+    /// HTTP). Without a tenant header the tenant is pinned to the one of the key (the
+    /// principal the auth layer found), else the default one, so a tool's arguments cannot
+    /// choose another (a body naming another tenant is refused).
+    pub(crate) fn from_parts(parts: &axum::http::request::Parts) -> Self {
+        let headers = &parts.headers;
         let authorization = headers
             .get_all(header::AUTHORIZATION)
             .iter()
@@ -84,7 +86,14 @@ impl Caller {
         let mut tenant: Vec<HeaderValue> =
             headers.get_all(&TENANT_HEADER).iter().cloned().collect();
         if tenant.is_empty() {
-            tenant.push(HeaderValue::from_static(DEFAULT_TENANT));
+            let own = parts
+                .extensions
+                .get::<std::sync::Arc<Principal>>()
+                .and_then(|p| match p.tenants() {
+                    Tenants::One(t) => HeaderValue::from_str(t).ok(),
+                    Tenants::All => None,
+                });
+            tenant.push(own.unwrap_or(HeaderValue::from_static(DEFAULT_TENANT)));
         }
         Self {
             authorization,

@@ -79,7 +79,7 @@ impl McpServer {
             CallerSource::HttpRequest => context
                 .extensions
                 .get::<axum::http::request::Parts>()
-                .map(|parts| Caller::from_headers(&parts.headers))
+                .map(Caller::from_parts)
                 // Without the HTTP request there is no credential to act with: refuse.
                 .ok_or_else(|| ErrorData::internal_error("no HTTP request to act for", None)),
         }

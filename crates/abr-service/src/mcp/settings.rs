@@ -51,6 +51,7 @@ mod tests {
         let section = McpSection {
             read_only: true,
             tenant: Some("acme".to_owned()),
+            key: None,
         };
         let settings = McpSettings::from_config(&section);
         assert!(settings.read_only);

@@ -447,8 +447,13 @@ fn answered(status: u16, headers: &[(String, String)], body: Bytes) -> Response 
 /// `POST /v1/relay/tokens`.
 async fn mint(
     State(hub): State<Hub>,
+    caller: crate::tenant::Caller,
     ApiJson(request): ApiJson<RelayTokenRequest>,
 ) -> Result<Json<RelayTokenResponse>, ApiError> {
+    // Only an operator connects runners (until runners enroll with their own credentials).
+    caller
+        .principal()
+        .require(abr_core::principal::Right::Operate)?;
     if !valid_runner_id(&request.runner_id) {
         return Err(invalid_runner_id());
     }

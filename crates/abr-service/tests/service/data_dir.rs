@@ -46,3 +46,83 @@ async fn a_second_runner_on_a_data_directory_in_use_is_refused() {
     drop(first);
     build(dir.path()).unwrap();
 }
+
+/// `abr keys` on a data directory: the key it prints is accepted by a runner on that
+/// directory, listed without its token, and refused once revoked.
+#[tokio::test]
+async fn abr_keys_creates_lists_and_revokes_the_keys_a_runner_accepts() {
+    use axum::body::Body;
+    use axum::http::Method;
+    use common::fake::{authed_with, call};
+
+    let dir = tempfile::tempdir().unwrap();
+    let abr = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_abr"))
+            .args(["keys", "--data-dir"])
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "abr keys {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let created = abr(&[
+        "create", "--name", "bot", "--role", "agent", "--tenant", "acme",
+    ]);
+    let token = created["token"].as_str().unwrap().to_owned();
+    let id = created["keyId"].as_str().unwrap().to_owned();
+    assert_eq!(created["tenantId"], "acme");
+    let listed = abr(&["list"]);
+    assert_eq!(listed["keys"][0]["keyId"], id.as_str());
+    assert!(
+        !listed.to_string().contains(&token),
+        "the list shows no token"
+    );
+
+    let runner = std::sync::Arc::new(build(dir.path()).unwrap());
+    let app = abr_service::http::app(std::sync::Arc::clone(&runner));
+    let sites = |token: String| {
+        let app = app.clone();
+        async move {
+            call(
+                &app,
+                authed_with(&token, Method::GET, "/v1/sites")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+        }
+    };
+    assert_eq!(sites(token.clone()).await.status, 200);
+    let revoked = abr(&["revoke", &id]);
+    assert!(revoked["revokedAt"].is_string());
+    assert_eq!(sites(token).await.status, 401, "a revoked key is nobody");
+}
+
+/// A data directory other users may write to is refused (they could swap the database);
+/// one the runner creates is its owner's alone.
+#[tokio::test]
+async fn a_data_directory_others_may_write_is_refused_and_a_new_one_is_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let Err(refused) = build(dir.path()) else {
+        panic!("a world-writable data directory was used");
+    };
+    assert!(refused.contains("chmod 700"), "{refused}");
+    let fresh = dir.path().join("new");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    drop(build(&fresh).unwrap());
+    let mode = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let db = std::fs::metadata(fresh.join("abr.db"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(db, 0o600);
+}

@@ -30,6 +30,7 @@ mod live_view;
 mod mcp_api;
 mod mcp_client;
 mod posts_api;
+mod principals;
 mod read_only_attacks;
 mod readme;
 mod relay;

@@ -291,12 +291,13 @@ async fn posts_count_against_the_tenants_limits_with_tasks_and_replays_do_not() 
         .json();
     let approve = json!({"approvedBy": "alice", "planHash": created["planHash"]});
     let id = created["taskId"].as_str().unwrap();
-    let reply = send(
+    let approver = new_key(&s.app, "alice", "approver", Some("ws")).await;
+    let reply = call(
         &s.app,
-        Method::POST,
-        &format!("/v1/tasks/{id}/approve"),
-        &[("x-tenant-id", "ws")],
-        Some(&approve),
+        authed_with(&approver, Method::POST, &format!("/v1/tasks/{id}/approve"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(approve.to_string()))
+            .unwrap(),
     )
     .await;
     assert_eq!(reply.status, 200, "{}", reply.body);

@@ -131,15 +131,35 @@ async fn ended(client: &AgentRunnerClient, id: &str) -> TaskRecord {
     }
 }
 
+/// Approves as a person of the tenant (an approver's key: the proposer's never approves).
 async fn approve(client: &AgentRunnerClient, record: &TaskRecord) -> TaskRecord {
-    let approval = ApproveRequest {
-        approved_by: "alice@acme.example".into(),
-        plan_hash: record.plan_hash.clone(),
-    };
-    client
-        .approve_task(TENANT, &record.task_id, &approval)
+    approver(client)
+        .await
+        .approve_task(TENANT, &record.task_id, &approval(record))
         .await
         .unwrap()
+}
+
+fn approval(record: &TaskRecord) -> ApproveRequest {
+    ApproveRequest {
+        approved_by: Some("alice@acme.example".into()),
+        plan_hash: record.plan_hash.clone(),
+    }
+}
+
+/// A client holding a new approver's key of the tenant, made with `client`'s (operator's).
+async fn approver(client: &AgentRunnerClient) -> AgentRunnerClient {
+    let created = client
+        .create_key(&abr_protocol::KeyRequest {
+            name: "alice@acme.example".into(),
+            role: abr_protocol::Role::Approver,
+            tenant_id: Some(TENANT.into()),
+            read_only: false,
+            expires_at: None,
+        })
+        .await
+        .unwrap();
+    AgentRunnerClient::new(client.base_url(), created.token.expose().to_owned()).unwrap()
 }
 
 /// Creates, checks it waits for approval, approves, and follows it to its end.
@@ -227,14 +247,21 @@ async fn an_approved_plan_adds_the_user_once_with_an_inline_session() {
     assert!(users_with(&stack.site, &email).await.is_empty());
     // A hash other than the one shown is refused.
     let wrong = ApproveRequest {
-        approved_by: "alice".into(),
+        approved_by: Some("alice".into()),
         plan_hash: "0".repeat(64),
     };
-    let e = client
+    let person = approver(client).await;
+    let e = person
         .approve_task(TENANT, &created.task_id, &wrong)
         .await
         .unwrap_err();
     assert_eq!(e.status(), Some(409), "{e}");
+    // The key that proposed it (here the operator's) never approves it.
+    let e = client
+        .approve_task(TENANT, &created.task_id, &approval(&created))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some("self_approval"), "{e}");
 
     let approved = approve(client, &created).await;
     assert!(approved.approval.is_some());
@@ -434,7 +461,7 @@ async fn unproven_after_the_submit_is_uncertain_and_failing_before_it_is_failed(
             TENANT,
             &attempt.task_id,
             &RejectRequest {
-                rejected_by: "owner@acme.example".into(),
+                rejected_by: Some("owner@acme.example".into()),
                 reason: Some("the user exists after all".into()),
             },
         )

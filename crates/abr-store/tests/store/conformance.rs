@@ -91,6 +91,11 @@ async fn frames_keep_their_contract() {
 }
 
 #[tokio::test]
+async fn keys_keep_their_contract() {
+    store::keys(&mut Sqlite::new()).await;
+}
+
+#[tokio::test]
 async fn sites_keep_their_contract() {
     store::sites(&mut Sqlite::new()).await;
 }

@@ -14,6 +14,7 @@
 )]
 
 mod conformance;
+mod files;
 mod frames;
 mod posts;
 mod sessions;

@@ -146,6 +146,49 @@ pub fn authed(method: Method, path: &str) -> axum::http::request::Builder {
         .header(header::AUTHORIZATION, format!("Bearer {FAKE_TOKEN}"))
 }
 
+/// A request builder with another bearer token (a key's).
+pub fn authed_with(token: &str, method: Method, path: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+}
+
+/// `method path` as `token`, with extra headers and a JSON body.
+pub async fn request_as(
+    app: &axum::Router,
+    token: &str,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&serde_json::Value>,
+) -> Reply {
+    let mut builder = authed_with(token, method, path);
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    let body = match body {
+        Some(b) => {
+            builder = builder.header(header::CONTENT_TYPE, "application/json");
+            Body::from(b.to_string())
+        }
+        None => Body::empty(),
+    };
+    call(app, builder.body(body).unwrap()).await
+}
+
+/// A new key of `role` (`agent`, `approver`, `operator`) for `tenant` (none: every tenant,
+/// an operator's), named `name`, created with the bootstrap token; answers its token.
+pub async fn new_key(app: &axum::Router, name: &str, role: &str, tenant: Option<&str>) -> String {
+    let mut body = serde_json::json!({"name": name, "role": role});
+    if let Some(t) = tenant {
+        body["tenantId"] = t.into();
+    }
+    let reply = post_json(app, "/v1/keys", &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    reply.json()["token"].as_str().unwrap().to_owned()
+}
+
 /// Sends `request` through the router in-process.
 pub async fn call(app: &axum::Router, request: Request<Body>) -> Reply {
     let response = tokio::time::timeout(Duration::from_secs(30), app.clone().oneshot(request))

@@ -8,6 +8,8 @@
 //! An embedder builds an `Engine` and posts, runs tasks and browse sessions with it;
 //! `abr-service` puts the same calls behind HTTP, MCP and the relay.
 
+mod records;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,8 +21,9 @@ use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
 use abr_core::guard::{FrameSource, FrameStore, SiteStore};
 use abr_core::limits::TenantLimits;
+use abr_core::principal::{Actor, Right};
 use abr_core::provider::DynSessionProvider;
-use abr_core::store::{CounterStore, PostStore, SessionStore, TaskStore};
+use abr_core::store::{CounterStore, KeyStore, PostStore, SessionStore, TaskStore};
 use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
 use abr_protocol::{
     ActResponse, ApproveRequest, BrowseAction, BrowseClosed, BrowseOpened, BrowseRequest,
@@ -35,6 +38,7 @@ use crate::admission::TenantAdmission;
 use crate::capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
 use crate::handoff::TakeoverSink;
 use crate::jobs::JobSlots;
+use crate::keys::Keys;
 use crate::live_access::LiveAttachment;
 use crate::poster::{AgentPoster, PosterConfig};
 use crate::posts::{PostJournal, Posted};
@@ -44,10 +48,17 @@ use crate::task::runner::{Created, TaskConfig, TaskEnd, TaskRunner};
 
 /// Where the engine keeps durable records: tasks, idempotency keys, per-tenant counters,
 /// sessions stored by id, journaled posts, replay frames and the screenshots switch, site
-/// decisions. `abr-store`'s SQLite store in the runner; the core's in-memory stores in tests.
-pub trait EngineStore: TaskStore + PostStore + SessionStore + FrameStore + SiteStore {}
+/// decisions, API keys. `abr-store`'s SQLite store in the runner; the core's in-memory
+/// stores in tests.
+pub trait EngineStore:
+    TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore
+{
+}
 
-impl<S: TaskStore + PostStore + SessionStore + FrameStore + SiteStore> EngineStore for S {}
+impl<S: TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore> EngineStore
+    for S
+{
+}
 
 /// Told when a task ended, whether its run ended or a restart ended it
 /// ([`Engine::recover`]): the runner posts the record to the plan's `api_callback` URL.
@@ -339,6 +350,11 @@ impl<C: TaskContext> EngineBuilder<C> {
             )
             .with_audit(audit.clone()),
         );
+        let keys = Keys::new(
+            Arc::clone(&store) as Arc<dyn KeyStore>,
+            Arc::new(SystemClock),
+            audit.clone(),
+        );
         let sweeps = vec![
             captures.spawn_reaper(SWEEP_EVERY),
             spawn_browse_sweep(Arc::clone(&tasks), SWEEP_EVERY),
@@ -356,6 +372,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             captures,
             frames,
             sites,
+            keys,
             audit,
             completion: self.completion,
             config,
@@ -398,6 +415,7 @@ pub struct Engine<C: TaskContext> {
     jobs: Arc<JobSlots>,
     frames: Arc<dyn FrameStore>,
     sites: Arc<dyn SiteStore>,
+    keys: Keys,
     audit: Auditor,
     completion: Option<Arc<dyn TaskCompletion>>,
     config: EngineConfig,
@@ -423,12 +441,27 @@ impl<C: TaskContext> Drop for Engine<C> {
     }
 }
 
+/// Refuses a capture of another tenant than the actor's, or an actor without `right`.
+fn own_capture(actor: &Actor, workspace_id: &str, right: Right) -> Result<(), CoreError> {
+    actor.require(right)?;
+    if workspace_id == actor.tenant() {
+        Ok(())
+    } else {
+        Err(CoreError::TenantForbidden)
+    }
+}
+
 /// What a panicking post job answers: it may have been published.
 const POST_PANICKED: &str =
     "the job failed unexpectedly; it may have been published: do not retry automatically";
 
 impl<C: TaskContext> Engine<C> {
     // ---- the parts ----------------------------------------------------------------------
+
+    /// The API keys.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
 
     /// The configuration it was built from.
     pub fn config(&self) -> &EngineConfig {
@@ -492,17 +525,21 @@ impl<C: TaskContext> Engine<C> {
         self.poster.strategies().platforms()
     }
 
-    /// Keeps a session a tenant stores under an id of its own, scoped by the platform it
-    /// names (a registered one) and the request's scope ([`StoredSessions::put`]).
+    /// Keeps a session the actor's tenant stores under an id of its own, scoped by the
+    /// platform it names (a registered one) and the request's scope
+    /// ([`StoredSessions::put`]).
     ///
     /// # Errors
-    /// An unknown platform, [`StoredSessions::put`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may keep sessions; an unknown platform,
+    /// [`StoredSessions::put`]'s.
     pub async fn store_session(
         &self,
-        tenant: &str,
+        actor: &Actor,
         session_id: &str,
         request: &StoreSessionRequest,
     ) -> Result<StoredSessionInfo, CoreError> {
+        actor.require(Right::Sessions)?;
+        let tenant = actor.tenant();
         let policy = match &request.platform {
             Some(platform) => Some(self.poster.strategies().get(platform)?.policy().clone()),
             None => None,
@@ -514,20 +551,25 @@ impl<C: TaskContext> Engine<C> {
 
     // ---- posts ----------------------------------------------------------------------------
 
-    /// Posts `request` for `tenant` in a job slot, recorded, at most once per idempotency
-    /// key ([`PostJournal::post`]).
+    /// Posts `request` for the actor's tenant in a job slot, recorded, at most once per
+    /// idempotency key ([`PostJournal::post`]).
     ///
     /// # Errors
-    /// Not admitted, the journal's refusals, or a panic ([`CoreError::JobPanicked`]: it may
-    /// have been published).
+    /// [`CoreError::Forbidden`] unless the actor may post (an agent or an operator, not
+    /// read-only); not admitted, the journal's refusals, or a panic
+    /// ([`CoreError::JobPanicked`]: it may have been published).
     pub async fn post(
         &self,
-        tenant: &str,
+        actor: &Actor,
         idempotency_key: Option<&str>,
         request: PostRequest,
     ) -> Result<Posted, CoreError> {
+        actor.require(Right::Post)?;
         let posts = self.posts.clone();
-        let (tenant, key) = (tenant.to_owned(), idempotency_key.map(str::to_owned));
+        let (tenant, key) = (
+            actor.tenant().to_owned(),
+            idempotency_key.map(str::to_owned),
+        );
         self.jobs
             .run(POST_PANICKED, async move {
                 posts.post(&tenant, key.as_deref(), request).await
@@ -538,14 +580,16 @@ impl<C: TaskContext> Engine<C> {
     /// Re-checks an uncertain post in a job slot ([`PostJournal::recheck`]).
     ///
     /// # Errors
-    /// Not admitted, the journal's refusals.
+    /// [`CoreError::Forbidden`] unless the actor may re-check; not admitted, the journal's
+    /// refusals.
     pub async fn recheck_post(
         &self,
-        tenant: &str,
+        actor: &Actor,
         post_id: &str,
     ) -> Result<RecheckResult, CoreError> {
+        actor.require(Right::Recheck)?;
         let posts = self.posts.clone();
-        let (tenant, id) = (tenant.to_owned(), post_id.to_owned());
+        let (tenant, id) = (actor.tenant().to_owned(), post_id.to_owned());
         self.jobs
             .run("the re-check failed unexpectedly", async move {
                 posts.recheck(&tenant, &id).await
@@ -556,8 +600,14 @@ impl<C: TaskContext> Engine<C> {
     /// Whether the platform's browser is signed in, in a job slot.
     ///
     /// # Errors
-    /// Not admitted, the poster's refusals.
-    pub async fn probe(&self, request: ProbeRequest) -> Result<ProbeResponse, CoreError> {
+    /// [`CoreError::Forbidden`] unless the actor may use sessions; not admitted, the
+    /// poster's refusals.
+    pub async fn probe(
+        &self,
+        actor: &Actor,
+        request: ProbeRequest,
+    ) -> Result<ProbeResponse, CoreError> {
+        actor.require(Right::Sessions)?;
         let poster = Arc::clone(&self.poster);
         self.jobs
             .run("the probe failed unexpectedly", async move {
@@ -568,36 +618,38 @@ impl<C: TaskContext> Engine<C> {
 
     // ---- tasks ----------------------------------------------------------------------------
 
-    /// Creates a task ([`TaskRunner::create`]) and, when the approval rule lets it through,
-    /// runs it: in a job slot of its own, its end told to the [`TaskCompletion`] sink.
+    /// Creates a task proposed by the actor ([`TaskRunner::create`]) and, when the approval
+    /// rule lets it through, runs it: in a job slot of its own, its end told to the
+    /// [`TaskCompletion`] sink.
     ///
     /// # Errors
     /// [`TaskRunner::create`]'s.
     pub async fn create_task(
         &self,
-        tenant: &str,
+        actor: &Actor,
         request: TaskRequest,
         idempotency_key: Option<&str>,
     ) -> Result<Created, CoreError> {
-        let created = self.tasks.create(tenant, request, idempotency_key).await?;
+        let created = self.tasks.create(actor, request, idempotency_key).await?;
         if created.should_run() {
-            self.spawn_run(tenant, &created.record.task_id);
+            self.spawn_run(actor.tenant(), &created.record.task_id);
         }
         Ok(created)
     }
 
-    /// Approves a pending task ([`TaskRunner::approve`]) and runs it.
+    /// Approves a pending task, as an approver other than its proposer
+    /// ([`TaskRunner::approve`]), and runs it.
     ///
     /// # Errors
     /// [`TaskRunner::approve`]'s.
     pub async fn approve_task(
         &self,
-        tenant: &str,
+        actor: &Actor,
         task_id: &str,
         request: &ApproveRequest,
     ) -> Result<TaskRecord, CoreError> {
-        let record = self.tasks.approve(tenant, task_id, request).await?;
-        self.spawn_run(tenant, task_id);
+        let record = self.tasks.approve(actor, task_id, request).await?;
+        self.spawn_run(actor.tenant(), task_id);
         Ok(record)
     }
 
@@ -606,10 +658,10 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`TaskRunner::retry`]'s.
-    pub async fn retry_task(&self, tenant: &str, task_id: &str) -> Result<Created, CoreError> {
-        let created = self.tasks.retry(tenant, task_id).await?;
+    pub async fn retry_task(&self, actor: &Actor, task_id: &str) -> Result<Created, CoreError> {
+        let created = self.tasks.retry(actor, task_id).await?;
         if created.should_run() {
-            self.spawn_run(tenant, &created.record.task_id);
+            self.spawn_run(actor.tenant(), &created.record.task_id);
         }
         Ok(created)
     }
@@ -617,14 +669,16 @@ impl<C: TaskContext> Engine<C> {
     /// Re-checks an uncertain task in a job slot ([`TaskRunner::recheck`]).
     ///
     /// # Errors
-    /// Not admitted, [`TaskRunner::recheck`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may re-check; not admitted,
+    /// [`TaskRunner::recheck`]'s.
     pub async fn recheck_task(
         &self,
-        tenant: &str,
+        actor: &Actor,
         task_id: &str,
     ) -> Result<RecheckResult, CoreError> {
+        actor.require(Right::Recheck)?;
         let tasks = Arc::clone(&self.tasks);
-        let (tenant, id) = (tenant.to_owned(), task_id.to_owned());
+        let (tenant, id) = (actor.tenant().to_owned(), task_id.to_owned());
         self.jobs
             .run("the re-check failed unexpectedly", async move {
                 tasks.recheck(&tenant, &id).await
@@ -663,15 +717,16 @@ impl<C: TaskContext> Engine<C> {
     /// Not admitted, [`TaskRunner::browse_open`]'s.
     pub async fn browse_open(
         &self,
-        tenant: &str,
+        actor: &Actor,
         request: BrowseRequest,
     ) -> Result<BrowseOpened, CoreError> {
+        actor.require(Right::Browse)?;
         let tasks = Arc::clone(&self.tasks);
-        let tenant = tenant.to_owned();
+        let actor = actor.clone();
         self.jobs
             .run(
                 "opening the browse session failed unexpectedly",
-                async move { tasks.browse_open(&tenant, request).await },
+                async move { tasks.browse_open(&actor, request).await },
             )
             .await
     }
@@ -679,10 +734,12 @@ impl<C: TaskContext> Engine<C> {
     /// The page of a browse session now, in a job slot.
     ///
     /// # Errors
-    /// Not admitted, [`TaskRunner::browse_snapshot`]'s.
-    pub async fn browse_snapshot(&self, tenant: &str, id: &str) -> Result<Snapshot, CoreError> {
+    /// [`CoreError::Forbidden`] unless the actor may browse; not admitted,
+    /// [`TaskRunner::browse_snapshot`]'s.
+    pub async fn browse_snapshot(&self, actor: &Actor, id: &str) -> Result<Snapshot, CoreError> {
+        actor.require(Right::Browse)?;
         let tasks = Arc::clone(&self.tasks);
-        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        let (tenant, id) = (actor.tenant().to_owned(), id.to_owned());
         self.jobs
             .run("reading the page failed unexpectedly", async move {
                 tasks.browse_snapshot(&tenant, &id).await
@@ -693,15 +750,17 @@ impl<C: TaskContext> Engine<C> {
     /// One action of a browse session, through the guard, in a job slot.
     ///
     /// # Errors
-    /// Not admitted, [`TaskRunner::browse_act`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may browse; not admitted,
+    /// [`TaskRunner::browse_act`]'s.
     pub async fn browse_act(
         &self,
-        tenant: &str,
+        actor: &Actor,
         id: &str,
         action: BrowseAction,
     ) -> Result<ActResponse, CoreError> {
+        actor.require(Right::Browse)?;
         let tasks = Arc::clone(&self.tasks);
-        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        let (tenant, id) = (actor.tenant().to_owned(), id.to_owned());
         self.jobs
             .run("the action failed unexpectedly", async move {
                 tasks.browse_act(&tenant, &id, action).await
@@ -714,10 +773,12 @@ impl<C: TaskContext> Engine<C> {
     /// cut it in half and a panic stays there.
     ///
     /// # Errors
-    /// [`TaskRunner::browse_close`]'s, or [`CoreError::JobPanicked`].
-    pub async fn browse_close(&self, tenant: &str, id: &str) -> Result<BrowseClosed, CoreError> {
+    /// [`CoreError::Forbidden`] unless the actor may browse; [`TaskRunner::browse_close`]'s,
+    /// or [`CoreError::JobPanicked`].
+    pub async fn browse_close(&self, actor: &Actor, id: &str) -> Result<BrowseClosed, CoreError> {
+        actor.require(Right::Browse)?;
         let tasks = Arc::clone(&self.tasks);
-        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        let (tenant, id) = (actor.tenant().to_owned(), id.to_owned());
         tokio::spawn(async move { tasks.browse_close(&tenant, &id).await })
             .await
             .map_err(|_| CoreError::JobPanicked("closing the browse session failed unexpectedly"))?
@@ -725,14 +786,19 @@ impl<C: TaskContext> Engine<C> {
 
     // ---- capture and the live view --------------------------------------------------------
 
-    /// Starts a capture, holding a job slot while its browser starts.
+    /// Starts a capture for the actor's tenant (the request's `workspaceId`), holding a
+    /// job slot while its browser starts.
     ///
     /// # Errors
-    /// Not admitted, [`SessionCaptureManager::start`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may keep sessions,
+    /// [`CoreError::TenantForbidden`] for another tenant's workspace; not admitted,
+    /// [`SessionCaptureManager::start`]'s.
     pub async fn capture_start(
         &self,
+        actor: &Actor,
         request: CaptureStartRequest,
     ) -> Result<CaptureStartResponse, CoreError> {
+        own_capture(actor, &request.workspace_id, Right::Sessions)?;
         let _slot = self.jobs.enter().await?;
         self.captures.start(request).await
     }
@@ -743,13 +809,15 @@ impl<C: TaskContext> Engine<C> {
     /// `storedAs` absent; the failure is logged.
     ///
     /// # Errors
-    /// A bad `store_as` (checked before the capture ends: a bad id must not cost the user
+    /// The actor's rights, as for [`Self::capture_start`]; a bad `store_as` (checked before the capture ends: a bad id must not cost the user
     /// the session), [`SessionCaptureManager::finish`]'s.
     pub async fn capture_finish(
         &self,
+        actor: &Actor,
         capture: &CaptureRef,
         store_as: Option<String>,
     ) -> Result<CaptureFinishResponse, CoreError> {
+        own_capture(actor, &capture.workspace_id, Right::Sessions)?;
         abr_core::tenant::check("storeAs", store_as.as_deref())?;
         let mut response = self.captures.finish(capture).await?;
         if let Some(id) = store_as {
@@ -768,19 +836,29 @@ impl<C: TaskContext> Engine<C> {
     /// Cancels a capture.
     ///
     /// # Errors
+    /// The actor's rights, as for [`Self::capture_start`];
     /// [`SessionCaptureManager::cancel`]'s.
     pub async fn capture_cancel(
         &self,
+        actor: &Actor,
         capture: &CaptureRef,
     ) -> Result<CaptureCancelResponse, CoreError> {
+        own_capture(actor, &capture.workspace_id, Right::Sessions)?;
         self.captures.cancel(capture).await
     }
 
     /// A capture's status.
     ///
     /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read its tenant's records,
+    /// [`CoreError::TenantForbidden`] for another tenant's capture;
     /// [`SessionCaptureManager::status`]'s.
-    pub async fn capture_status(&self, capture: &CaptureRef) -> Result<CaptureStatus, CoreError> {
+    pub async fn capture_status(
+        &self,
+        actor: &Actor,
+        capture: &CaptureRef,
+    ) -> Result<CaptureStatus, CoreError> {
+        own_capture(actor, &capture.workspace_id, Right::Read)?;
         self.captures.status(capture).await
     }
 

@@ -1,0 +1,138 @@
+//! [`KeyStore`]: the API keys an operator created (their digests, never their tokens);
+//! [`InMemoryKeys`].
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use abr_protocol::{KeyInfo, Role};
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::error::CoreError;
+
+/// A key as stored: who holds it, what it may do, and the SHA-256 digest of its token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    /// The key's id (unique; the token starts with it).
+    pub id: String,
+    /// Who holds it.
+    pub name: String,
+    /// What it may do.
+    pub role: Role,
+    /// The one tenant it acts for; `None`: every tenant (operators only).
+    pub tenant: Option<String>,
+    /// Whether it never commits.
+    pub read_only: bool,
+    /// When it was created.
+    pub created_at: OffsetDateTime,
+    /// When it stops being accepted.
+    pub expires_at: Option<OffsetDateTime>,
+    /// When it was revoked.
+    pub revoked_at: Option<OffsetDateTime>,
+    /// SHA-256 of its token.
+    pub digest: [u8; 32],
+}
+
+impl StoredKey {
+    /// What the runner tells about it (never the digest).
+    pub fn info(&self) -> KeyInfo {
+        KeyInfo {
+            key_id: self.id.clone(),
+            name: self.name.clone(),
+            role: self.role,
+            tenant_id: self.tenant.clone(),
+            read_only: self.read_only,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            revoked_at: self.revoked_at,
+        }
+    }
+}
+
+impl std::fmt::Debug for StoredKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredKey")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("role", &self.role)
+            .field("tenant", &self.tenant)
+            .field("read_only", &self.read_only)
+            .field("expires_at", &self.expires_at)
+            .field("revoked_at", &self.revoked_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where API keys live.
+///
+/// # Contract
+/// - [`insert_key`](Self::insert_key) stores a new key; an id already stored is refused
+///   ([`CoreError::Store`]) and leaves the stored key as it was.
+/// - [`key`](Self::key) answers a key by id, revoked or not, as it was stored.
+/// - [`keys`](Self::keys) answers every key, oldest first (by creation, then id).
+/// - [`revoke_key`](Self::revoke_key) sets `revoked_at` once: `true` the first time, `false`
+///   for an unknown or already revoked key (the first instant stays). Revocation survives a
+///   reopen of a durable store.
+#[async_trait]
+pub trait KeyStore: Send + Sync + 'static {
+    /// Stores a new key.
+    async fn insert_key(&self, key: &StoredKey) -> Result<(), CoreError>;
+
+    /// The key `id`, if any.
+    async fn key(&self, id: &str) -> Result<Option<StoredKey>, CoreError>;
+
+    /// Every key, oldest first.
+    async fn keys(&self) -> Result<Vec<StoredKey>, CoreError>;
+
+    /// Revokes the key `id` at `at`; `false` when unknown or already revoked.
+    async fn revoke_key(&self, id: &str, at: OffsetDateTime) -> Result<bool, CoreError>;
+}
+
+/// Process-local keys (tests, single-process embedders).
+#[derive(Debug, Default)]
+pub struct InMemoryKeys {
+    keys: Mutex<BTreeMap<String, StoredKey>>,
+}
+
+impl InMemoryKeys {
+    /// None yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, StoredKey>> {
+        self.keys.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl KeyStore for InMemoryKeys {
+    async fn insert_key(&self, key: &StoredKey) -> Result<(), CoreError> {
+        let mut keys = self.lock();
+        if keys.contains_key(&key.id) {
+            return Err(CoreError::Store("a key with this id exists".into()));
+        }
+        keys.insert(key.id.clone(), key.clone());
+        Ok(())
+    }
+
+    async fn key(&self, id: &str) -> Result<Option<StoredKey>, CoreError> {
+        Ok(self.lock().get(id).cloned())
+    }
+
+    async fn keys(&self) -> Result<Vec<StoredKey>, CoreError> {
+        let mut keys: Vec<StoredKey> = self.lock().values().cloned().collect();
+        keys.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(keys)
+    }
+
+    async fn revoke_key(&self, id: &str, at: OffsetDateTime) -> Result<bool, CoreError> {
+        match self.lock().get_mut(id) {
+            Some(key) if key.revoked_at.is_none() => {
+                key.revoked_at = Some(at);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! What an actor reads of its tenant's records, and the decisions a person makes on them
+//! (reject, assert, resolve a pause, decide a site, switch screenshots). Every call checks
+//! the actor's right first, and reads or writes the actor's tenant only: another tenant's
+//! ids are not found.
+
+use abr_core::context::TaskContext;
+use abr_core::error::CoreError;
+use abr_core::guard::StoredFrame;
+use abr_core::principal::{Actor, Right};
+use abr_protocol::{
+    AssertNotPostedRequest, FrameInfo, PostRecord, RejectRequest, RunScreenshots, SiteEntry,
+    StoredSession, TaskRecord,
+};
+
+use crate::engine::Engine;
+use crate::handoff::ActiveTakeover;
+
+impl<C: TaskContext> Engine<C> {
+    // ---- tasks ----------------------------------------------------------------------------
+
+    /// A task's record.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read; [`CoreError::TaskNotFound`]
+    /// (also for another tenant's id); a store failure.
+    pub async fn task(&self, actor: &Actor, task_id: &str) -> Result<TaskRecord, CoreError> {
+        actor.require(Right::Read)?;
+        self.tasks.get(actor.tenant(), task_id).await
+    }
+
+    /// A task's screenshot by name (`None`: the task has none by that name).
+    ///
+    /// # Errors
+    /// As [`Self::task`].
+    pub async fn task_screenshot(
+        &self,
+        actor: &Actor,
+        task_id: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, CoreError> {
+        // The task must be the tenant's (not found otherwise), then the screenshot exist.
+        self.task(actor, task_id).await?;
+        self.tasks
+            .store()
+            .screenshot(actor.tenant(), task_id, name)
+            .await
+    }
+
+    /// Rejects a pending task ([`TaskRunner::reject`](crate::task::TaskRunner::reject)).
+    ///
+    /// # Errors
+    /// Its errors.
+    pub async fn reject_task(
+        &self,
+        actor: &Actor,
+        task_id: &str,
+        request: &RejectRequest,
+    ) -> Result<TaskRecord, CoreError> {
+        self.tasks.reject(actor, task_id, request).await
+    }
+
+    /// Records a person's assertion that an uncertain task did not happen (it allows one
+    /// new attempt).
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may assert (an approver or an operator);
+    /// [`TaskRunner::assert_not_posted`](crate::task::TaskRunner::assert_not_posted)'s.
+    pub async fn assert_task(
+        &self,
+        actor: &Actor,
+        task_id: &str,
+        request: &AssertNotPostedRequest,
+    ) -> Result<TaskRecord, CoreError> {
+        actor.require(Right::Assert)?;
+        self.tasks
+            .assert_not_posted(actor.tenant(), task_id, request)
+            .await
+    }
+
+    /// `requested → active` for a run paused for a person: the live view's token for the
+    /// person taking over.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may resolve a person's pause (an approver
+    /// or an operator); an unknown task, [`CoreError::NoTakeover`], a takeover that is over.
+    pub async fn take_over(
+        &self,
+        actor: &Actor,
+        task_id: &str,
+    ) -> Result<ActiveTakeover, CoreError> {
+        actor.require(Right::ResolvePause)?;
+        self.tasks.take_over(actor.tenant(), task_id).await
+    }
+
+    /// `requested | active → resumed`: the paused run continues. Answers the takeover id.
+    ///
+    /// # Errors
+    /// As [`Self::take_over`].
+    pub async fn resume_takeover(&self, actor: &Actor, task_id: &str) -> Result<String, CoreError> {
+        actor.require(Right::ResolvePause)?;
+        self.tasks.resume(actor.tenant(), task_id).await
+    }
+
+    /// `requested | active → ended`: the paused run stops without acting. Answers the
+    /// takeover id.
+    ///
+    /// # Errors
+    /// As [`Self::take_over`].
+    pub async fn end_takeover(&self, actor: &Actor, task_id: &str) -> Result<String, CoreError> {
+        actor.require(Right::ResolvePause)?;
+        self.tasks.end_takeover(actor.tenant(), task_id).await
+    }
+
+    // ---- posts ----------------------------------------------------------------------------
+
+    /// A journaled post's record.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read; [`CoreError::PostNotFound`] (also
+    /// for another tenant's id); a store failure.
+    pub async fn post_record(&self, actor: &Actor, post_id: &str) -> Result<PostRecord, CoreError> {
+        actor.require(Right::Read)?;
+        self.posts.get(actor.tenant(), post_id).await
+    }
+
+    /// Records a person's assertion that an uncertain post did not happen.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may assert;
+    /// [`PostJournal::assert_not_posted`](crate::PostJournal::assert_not_posted)'s.
+    pub async fn assert_post(
+        &self,
+        actor: &Actor,
+        post_id: &str,
+        request: &AssertNotPostedRequest,
+    ) -> Result<PostRecord, CoreError> {
+        actor.require(Right::Assert)?;
+        self.posts
+            .assert_not_posted(actor.tenant(), post_id, request)
+            .await
+    }
+
+    // ---- stored sessions ------------------------------------------------------------------
+
+    /// A stored session as kept, with its cookies (restore): for those who keep sessions,
+    /// never for an approver.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may keep sessions;
+    /// [`CoreError::SessionNotFound`]; a store failure.
+    pub async fn restore_session(
+        &self,
+        actor: &Actor,
+        session_id: &str,
+    ) -> Result<StoredSession, CoreError> {
+        actor.require(Right::Sessions)?;
+        self.sessions.get(actor.tenant(), session_id).await
+    }
+
+    /// Forgets a stored session.
+    ///
+    /// # Errors
+    /// As [`Self::restore_session`].
+    pub async fn delete_session(&self, actor: &Actor, session_id: &str) -> Result<(), CoreError> {
+        actor.require(Right::Sessions)?;
+        self.sessions.delete(actor.tenant(), session_id).await
+    }
+
+    // ---- the tenant's settings ------------------------------------------------------------
+
+    /// The tenant's site decisions, sorted by domain.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read; a store failure.
+    pub async fn sites_of(&self, actor: &Actor) -> Result<Vec<SiteEntry>, CoreError> {
+        actor.require(Right::Read)?;
+        let mut sites = self.sites.sites(actor.tenant()).await?;
+        sites.sort_by(|a, b| a.domain.cmp(&b.domain));
+        Ok(sites)
+    }
+
+    /// Allows or denies a site for the tenant (replacing an earlier decision).
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may change the tenant's settings (an
+    /// approver or an operator); a store failure.
+    pub async fn decide_site(&self, actor: &Actor, entry: SiteEntry) -> Result<(), CoreError> {
+        actor.require(Right::TenantSettings)?;
+        self.sites.decide(actor.tenant(), entry).await
+    }
+
+    /// Removes the tenant's decision about `domain`; `false` when it had none.
+    ///
+    /// # Errors
+    /// As [`Self::decide_site`].
+    pub async fn remove_site(&self, actor: &Actor, domain: &str) -> Result<bool, CoreError> {
+        actor.require(Right::TenantSettings)?;
+        self.sites.remove(actor.tenant(), domain).await
+    }
+
+    /// A run's screenshots setting and its frames.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read; [`CoreError::FrameNotFound`]
+    /// for a run of no frames record (also another tenant's); a store failure.
+    pub async fn run_frames(
+        &self,
+        actor: &Actor,
+        run_id: &str,
+    ) -> Result<(RunScreenshots, Vec<FrameInfo>), CoreError> {
+        actor.require(Right::Read)?;
+        let setting = self
+            .frames
+            .run_setting(actor.tenant(), run_id)
+            .await?
+            .ok_or(CoreError::FrameNotFound)?;
+        Ok((setting, self.frames.frames(actor.tenant(), run_id).await?))
+    }
+
+    /// One frame of a run.
+    ///
+    /// # Errors
+    /// As [`Self::run_frames`].
+    pub async fn frame(
+        &self,
+        actor: &Actor,
+        run_id: &str,
+        seq: u32,
+    ) -> Result<StoredFrame, CoreError> {
+        actor.require(Right::Read)?;
+        self.frames
+            .frame(actor.tenant(), run_id, seq)
+            .await?
+            .ok_or(CoreError::FrameNotFound)
+    }
+
+    /// Whether the tenant keeps replay screenshots.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read; a store failure.
+    pub async fn screenshots_enabled(&self, actor: &Actor) -> Result<bool, CoreError> {
+        actor.require(Right::Read)?;
+        self.frames.screenshots_enabled(actor.tenant()).await
+    }
+
+    /// Switches the tenant's replay screenshots on or off.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may change the tenant's settings; a store
+    /// failure.
+    pub async fn set_screenshots_enabled(
+        &self,
+        actor: &Actor,
+        enabled: bool,
+    ) -> Result<(), CoreError> {
+        actor.require(Right::TenantSettings)?;
+        self.frames
+            .set_screenshots_enabled(actor.tenant(), enabled)
+            .await
+    }
+}

@@ -1,0 +1,383 @@
+//! Principals, from the attacker's side: an API key is bound to its tenant and its role, in
+//! process over the whole router (HTTP handlers and `/mcp` alike), on the core's fakes.
+//! Each attack is one a holder of a key tries; each must fail without changing anything.
+
+use axum::body::Body;
+use axum::http::{Method, header};
+use serde_json::{Value, json};
+
+use crate::common;
+use common::fake::*;
+
+/// A plan that clicks (it waits for approval under the default rule).
+fn plan(tenant: Option<&str>) -> Value {
+    let mut body = json!({"plan": {
+        "targetUrl": "https://fake.example/form",
+        "steps": [{"type": "click", "selector": "role=button[name=Submit]", "description": "Submit"}],
+        "verification": {"method": "dom_check", "selector": "h1"}
+    }});
+    if let Some(t) = tenant {
+        body["tenantId"] = t.into();
+    }
+    body
+}
+
+async fn created_task(app: &axum::Router, token: &str) -> Value {
+    let reply = request_as(
+        app,
+        token,
+        Method::POST,
+        "/v1/tasks",
+        &[],
+        Some(&plan(None)),
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    reply.json()
+}
+
+fn post_body(text: &str) -> Value {
+    json!({
+        "platform": FAKE_PLATFORM,
+        "session": {"cookies": [], "origins": []},
+        "content": {"text": text}
+    })
+}
+
+#[tokio::test]
+async fn a_tenants_key_neither_sees_nor_changes_nor_spends_another_tenants() {
+    let s = fake_stack_with(abr_core::testing::FakeProvider::new(), |c| {
+        c.tasks.limits.daily_executions = 1;
+    });
+    let a_agent = new_key(&s.app, "a's agent", "agent", Some("tenant-a")).await;
+    let b_agent = new_key(&s.app, "b's agent", "agent", Some("tenant-b")).await;
+    let b_approver = new_key(&s.app, "b's approver", "approver", Some("tenant-b")).await;
+    let task = created_task(&s.app, &b_agent).await;
+    let id = task["taskId"].as_str().unwrap();
+    assert_eq!(task["proposedBy"]["name"], "b's agent");
+
+    // A's key naming B's tenant is refused before anything, whatever the route.
+    for (method, path, body) in [
+        (Method::GET, format!("/v1/tasks/{id}"), None),
+        (Method::POST, "/v1/tasks".to_owned(), Some(plan(None))),
+        (Method::POST, "/v1/post".to_owned(), Some(post_body("hi"))),
+        (Method::GET, "/v1/sites".to_owned(), None),
+    ] {
+        let reply = request_as(
+            &s.app,
+            &a_agent,
+            method,
+            &path,
+            &[("x-tenant-id", "tenant-b")],
+            body.as_ref(),
+        )
+        .await;
+        assert_eq!(
+            reply.error(),
+            (403, "tenant_forbidden".into(), false),
+            "{path}: {}",
+            reply.body
+        );
+    }
+    // Nor through a body naming B.
+    let reply = request_as(
+        &s.app,
+        &a_agent,
+        Method::POST,
+        "/v1/tasks",
+        &[],
+        Some(&plan(Some("tenant-b"))),
+    )
+    .await;
+    assert_eq!(reply.error().1, "tenant_forbidden", "{}", reply.body);
+    // Without naming a tenant, A's key acts for A: B's ids are not found.
+    for (method, path) in [
+        (Method::GET, format!("/v1/tasks/{id}")),
+        (Method::GET, format!("/v1/tasks/{id}/events")),
+        (Method::POST, format!("/v1/tasks/{id}/recheck")),
+        (Method::POST, format!("/v1/tasks/{id}/retry")),
+    ] {
+        let reply = request_as(&s.app, &a_agent, method, &path, &[], None).await;
+        assert_eq!(reply.error().0, 404, "{path}: {}", reply.body);
+    }
+    // A's approver cannot approve or reject B's task either.
+    let a_approver = new_key(&s.app, "a's approver", "approver", Some("tenant-a")).await;
+    let approve = json!({"planHash": task["planHash"]});
+    for verb in ["approve", "reject"] {
+        let reply = request_as(
+            &s.app,
+            &a_approver,
+            Method::POST,
+            &format!("/v1/tasks/{id}/{verb}"),
+            &[],
+            Some(&approve_or_reject(verb, &approve)),
+        )
+        .await;
+        assert_eq!(reply.error().1, "task_not_found", "{verb}: {}", reply.body);
+    }
+    // B's day is B's: A's post spends A's execution, and B still has its own.
+    let reply = request_as(
+        &s.app,
+        &a_agent,
+        Method::POST,
+        "/v1/post",
+        &[],
+        Some(&post_body("a")),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let reply = request_as(
+        &s.app,
+        &b_approver,
+        Method::POST,
+        &format!("/v1/tasks/{id}/approve"),
+        &[],
+        Some(&approve),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "B's own approval: {}", reply.body);
+    assert_eq!(reply.json()["approval"]["approvedBy"], "b's approver");
+    assert_eq!(reply.json()["approval"]["approver"]["role"], "approver");
+}
+
+fn approve_or_reject(verb: &str, approve: &Value) -> Value {
+    if verb == "approve" {
+        approve.clone()
+    } else {
+        json!({"reason": "not mine"})
+    }
+}
+
+#[tokio::test]
+async fn an_agent_never_approves_its_own_plan_nor_resolves_a_persons_pause() {
+    let s = fake_stack();
+    let agent = new_key(&s.app, "the agent", "agent", Some("t1")).await;
+    let task = created_task(&s.app, &agent).await;
+    let id = task["taskId"].as_str().unwrap();
+    let approve = json!({"approvedBy": "a person, honestly", "planHash": task["planHash"]});
+    let reply = request_as(
+        &s.app,
+        &agent,
+        Method::POST,
+        &format!("/v1/tasks/{id}/approve"),
+        &[],
+        Some(&approve),
+    )
+    .await;
+    assert_eq!(
+        reply.error(),
+        (403, "forbidden".into(), false),
+        "{}",
+        reply.body
+    );
+    for path in ["takeover", "takeover/resume", "takeover/end"] {
+        let reply = request_as(
+            &s.app,
+            &agent,
+            Method::POST,
+            &format!("/v1/tasks/{id}/{path}"),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(reply.error().1, "forbidden", "{path}: {}", reply.body);
+        // An approver passes the right (and finds no pause to resolve).
+        let approver = new_key(&s.app, "ada", "approver", Some("t1")).await;
+        let reply = request_as(
+            &s.app,
+            &approver,
+            Method::POST,
+            &format!("/v1/tasks/{id}/{path}"),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(reply.error().1, "no_takeover", "{path}: {}", reply.body);
+    }
+    // Nor asserts that an uncertain action did not happen (that allows a new attempt).
+    let reply = request_as(
+        &s.app,
+        &agent,
+        Method::POST,
+        &format!("/v1/tasks/{id}/assert-not-posted"),
+        &[],
+        Some(&json!({"assertedBy": "me"})),
+    )
+    .await;
+    assert_eq!(reply.error().1, "forbidden", "{}", reply.body);
+    let record = request_as(
+        &s.app,
+        &agent,
+        Method::GET,
+        &format!("/v1/tasks/{id}"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(record.json()["state"], "pending_approval");
+    assert_eq!(s.provider.acquired(), 0, "nothing ran");
+}
+
+#[tokio::test]
+async fn a_read_only_key_commits_nothing_and_browses_read_only() {
+    let s = fake_stack();
+    let created = post_json(
+        &s.app,
+        "/v1/keys",
+        &json!({"name": "reader", "role": "agent", "tenantId": "t1", "readOnly": true}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let reader = created.json()["token"].as_str().unwrap().to_owned();
+    let reply = request_as(
+        &s.app,
+        &reader,
+        Method::POST,
+        "/v1/post",
+        &[],
+        Some(&post_body("x")),
+    )
+    .await;
+    assert_eq!(
+        reply.error(),
+        (403, "forbidden".into(), false),
+        "{}",
+        reply.body
+    );
+    let reply = request_as(
+        &s.app,
+        &reader,
+        Method::POST,
+        "/v1/tasks",
+        &[],
+        Some(&plan(None)),
+    )
+    .await;
+    assert_eq!(reply.error().1, "forbidden", "{}", reply.body);
+    assert_eq!(s.strategy.submits(), 0, "nothing was posted");
+    assert_eq!(s.provider.acquired(), 0, "no browser was started");
+    // Browsing is allowed, and read-only whatever the request asks.
+    let reply = request_as(
+        &s.app,
+        &reader,
+        Method::POST,
+        "/v1/browse",
+        &[],
+        Some(&json!({"url": "https://fake.example/", "readOnly": false})),
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    assert_eq!(reply.json()["readOnly"], true, "{}", reply.body);
+}
+
+#[tokio::test]
+async fn a_revoked_or_expired_key_is_nobody() {
+    let s = fake_stack();
+    let created = post_json(
+        &s.app,
+        "/v1/keys",
+        &json!({"name": "soon gone", "role": "agent", "tenantId": "t1"}),
+    )
+    .await;
+    let key = created.json();
+    let token = key["token"].as_str().unwrap().to_owned();
+    let key_id = key["key"]["keyId"].as_str().unwrap().to_owned();
+    assert!(token.starts_with(&format!("abrk.{key_id}.")));
+    let ok = request_as(&s.app, &token, Method::GET, "/v1/sites", &[], None).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    // The list never shows a token.
+    let list = get_authed(&s.app, "/v1/keys").await;
+    assert_eq!(list.status, 200);
+    assert!(!list.body.contains(&token), "{}", list.body);
+    assert!(list.body.contains(&key_id));
+
+    let revoked = call(
+        &s.app,
+        authed(Method::DELETE, &format!("/v1/keys/{key_id}"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    assert!(revoked.json()["revokedAt"].is_string());
+    let gone = request_as(&s.app, &token, Method::GET, "/v1/sites", &[], None).await;
+    assert_eq!(gone.error(), (401, "unauthorized".into(), false));
+
+    // A forged secret under a real id, and a key past its expiry, are nobody too.
+    let other = new_key(&s.app, "other", "agent", Some("t1")).await;
+    let forged = format!("{}.{}", other.rsplit_once('.').unwrap().0, "A".repeat(43));
+    let reply = request_as(&s.app, &forged, Method::GET, "/v1/sites", &[], None).await;
+    assert_eq!(reply.error().0, 401);
+    let past = json!({"name": "expired", "role": "agent", "tenantId": "t1",
+        "expiresAt": "2001-01-01T00:00:00Z"});
+    let reply = post_json(&s.app, "/v1/keys", &past).await;
+    assert_eq!(reply.error().0, 422, "a key born expired: {}", reply.body);
+}
+
+#[tokio::test]
+async fn only_operators_make_keys_or_connect_runners() {
+    let s = fake_stack();
+    for role in ["agent", "approver"] {
+        let key = new_key(&s.app, role, role, Some("t1")).await;
+        let reply = request_as(
+            &s.app,
+            &key,
+            Method::POST,
+            "/v1/keys",
+            &[],
+            Some(&json!({"name": "mine", "role": "operator"})),
+        )
+        .await;
+        assert_eq!(reply.error(), (403, "forbidden".into(), false), "{role}");
+        let reply = request_as(&s.app, &key, Method::GET, "/v1/keys", &[], None).await;
+        assert_eq!(reply.error().1, "forbidden", "{role}");
+        let reply = request_as(
+            &s.app,
+            &key,
+            Method::POST,
+            "/v1/relay/tokens",
+            &[],
+            Some(&json!({"runnerId": "someone-elses-laptop"})),
+        )
+        .await;
+        assert_eq!(reply.error().1, "forbidden", "{role}: {}", reply.body);
+    }
+    // Keys are bound as their role says: an agent for every tenant is refused.
+    let reply = post_json(&s.app, "/v1/keys", &json!({"name": "x", "role": "agent"})).await;
+    assert_eq!(reply.error().0, 422, "{}", reply.body);
+}
+
+#[tokio::test]
+async fn mcp_acts_as_its_key_within_its_tenant() {
+    let s = fake_stack();
+    let b_agent = new_key(&s.app, "b", "agent", Some("tenant-b")).await;
+    let task = created_task(&s.app, &b_agent).await;
+    let id = task["taskId"].as_str().unwrap();
+    let a_agent = new_key(&s.app, "a", "agent", Some("tenant-a")).await;
+    let call_tool = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "task_status", "arguments": {"taskId": id}}});
+    let reply = mcp(&s.app, &a_agent, &call_tool).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(
+        reply.body.contains("task_not_found") && !reply.body.contains("pending_approval"),
+        "tenant A's key read B's task over MCP: {}",
+        reply.body
+    );
+    // The owner's key reads it.
+    let reply = mcp(&s.app, &b_agent, &call_tool).await;
+    assert!(reply.body.contains("pending_approval"), "{}", reply.body);
+}
+
+async fn mcp(app: &axum::Router, token: &str, body: &Value) -> Reply {
+    call(
+        app,
+        authed_with(token, Method::POST, "/mcp")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .header(header::HOST, "localhost")
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(Body::from(body.to_string()))
+            .unwrap(),
+    )
+    .await
+}

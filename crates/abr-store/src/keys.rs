@@ -1,0 +1,153 @@
+//! [`KeyStore`] on SQLite: API keys, one row per key, the token's SHA-256 digest and never
+//! the token. A key created or revoked is synced to disk before it returns: a revoked key
+//! stays revoked across a power loss.
+
+use abr_core::CoreError;
+use abr_core::store::{KeyStore, StoredKey};
+use abr_protocol::Role;
+use async_trait::async_trait;
+use rusqlite::OptionalExtension as _;
+use time::OffsetDateTime;
+
+use crate::records::{from_name, name_of, parse_timestamp, timestamp};
+use crate::{SqliteStore, StoreError};
+
+const COLUMNS: &str =
+    "key_id, name, role, tenant_id, read_only, created_at, expires_at, revoked_at, digest";
+
+/// Columns as read, before decoding.
+struct RawKey {
+    id: String,
+    name: String,
+    role: String,
+    tenant: Option<String>,
+    read_only: bool,
+    created_at: String,
+    expires_at: Option<String>,
+    revoked_at: Option<String>,
+    digest: Vec<u8>,
+}
+
+fn raw(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawKey> {
+    Ok(RawKey {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        role: row.get(2)?,
+        tenant: row.get(3)?,
+        read_only: row.get(4)?,
+        created_at: row.get(5)?,
+        expires_at: row.get(6)?,
+        revoked_at: row.get(7)?,
+        digest: row.get(8)?,
+    })
+}
+
+fn optional_instant(text: Option<&str>, what: &str) -> Result<Option<OffsetDateTime>, StoreError> {
+    text.map(|t| parse_timestamp(t, what)).transpose()
+}
+
+fn decode(raw: RawKey) -> Result<StoredKey, StoreError> {
+    Ok(StoredKey {
+        role: from_name::<Role>(&raw.role, "a key's role")?,
+        created_at: parse_timestamp(&raw.created_at, "a key's creation")?,
+        expires_at: optional_instant(raw.expires_at.as_deref(), "a key's expiry")?,
+        revoked_at: optional_instant(raw.revoked_at.as_deref(), "a key's revocation")?,
+        digest: raw
+            .digest
+            .try_into()
+            .map_err(|_| StoreError::Record("a key's digest".into()))?,
+        id: raw.id,
+        name: raw.name,
+        tenant: raw.tenant,
+        read_only: raw.read_only,
+    })
+}
+
+#[async_trait]
+impl KeyStore for SqliteStore {
+    async fn insert_key(&self, key: &StoredKey) -> Result<(), CoreError> {
+        let role = name_of(&key.role, "a key's role")?;
+        let created_at = timestamp(key.created_at, "a key's creation")?;
+        let expires_at = key
+            .expires_at
+            .map(|at| timestamp(at, "a key's expiry"))
+            .transpose()?;
+        let revoked_at = key
+            .revoked_at
+            .map(|at| timestamp(at, "a key's revocation"))
+            .transpose()?;
+        let key = key.clone();
+        self.with(move |conn| {
+            SqliteStore::synced(conn, |conn| {
+                conn.execute(
+                    &format!("INSERT INTO api_keys ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+                    rusqlite::params![
+                        key.id,
+                        key.name,
+                        role,
+                        key.tenant,
+                        key.read_only,
+                        created_at,
+                        expires_at,
+                        revoked_at,
+                        key.digest.to_vec(),
+                    ],
+                )?;
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn key(&self, id: &str) -> Result<Option<StoredKey>, CoreError> {
+        let id = id.to_owned();
+        let row = self
+            .with(move |conn| {
+                Ok(conn
+                    .query_row(
+                        &format!("SELECT {COLUMNS} FROM api_keys WHERE key_id = ?1"),
+                        [&id],
+                        raw,
+                    )
+                    .optional()?)
+            })
+            .await?;
+        Ok(row.map(decode).transpose()?)
+    }
+
+    async fn keys(&self) -> Result<Vec<StoredKey>, CoreError> {
+        let rows = self
+            .with(move |conn| {
+                let mut statement = conn.prepare(&format!("SELECT {COLUMNS} FROM api_keys"))?;
+                let rows = statement
+                    .query_map([], raw)?
+                    .collect::<Result<Vec<RawKey>, _>>()?;
+                Ok(rows)
+            })
+            .await?;
+        let mut keys = rows
+            .into_iter()
+            .map(decode)
+            .collect::<Result<Vec<_>, _>>()?;
+        keys.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(keys)
+    }
+
+    async fn revoke_key(&self, id: &str, at: OffsetDateTime) -> Result<bool, CoreError> {
+        let at = timestamp(at, "a key's revocation")?;
+        let id = id.to_owned();
+        let changed = self
+            .with(move |conn| {
+                SqliteStore::synced(conn, |conn| {
+                    Ok(conn.execute(
+                        "UPDATE api_keys SET revoked_at = ?2
+                         WHERE key_id = ?1 AND revoked_at IS NULL",
+                        (&id, &at),
+                    )?)
+                })
+            })
+            .await?;
+        Ok(changed == 1)
+    }
+}
