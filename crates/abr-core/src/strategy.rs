@@ -57,6 +57,22 @@ pub struct StrategyPolicy {
 }
 
 impl StrategyPolicy {
+    /// This policy, never looser than `bound` (the policy of the platform a stored session
+    /// was kept for): read-only if either is, unattended only if both allow it, replay
+    /// frames only if both take them, interactive capture only if both allow it. The scope,
+    /// network and guard stay this policy's.
+    #[must_use]
+    pub fn tightened_by(&self, bound: &StrategyPolicy) -> StrategyPolicy {
+        StrategyPolicy {
+            allow_interactive_capture: self.allow_interactive_capture
+                && bound.allow_interactive_capture,
+            allow_unattended: self.allow_unattended && bound.allow_unattended,
+            read_only: self.read_only || bound.read_only,
+            screenshots: self.screenshots && bound.screenshots,
+            ..self.clone()
+        }
+    }
+
     /// Validates a wire policy. Omitted fields keep the legacy behaviour (allowed).
     ///
     /// # Errors
@@ -452,6 +468,24 @@ mod tests {
         assert_eq!(p.current(), FailureStage::Media);
         p.enter(FailureStage::Submit);
         assert_eq!(p.current(), FailureStage::Submit);
+    }
+
+    #[test]
+    fn a_bound_policy_only_tightens() {
+        let open = StrategyPolicy::from_spec(&PlatformPolicy::default()).unwrap();
+        let strict = StrategyPolicy::from_spec(&PlatformPolicy {
+            read_only: Some(true),
+            allow_unattended: Some(false),
+            screenshots: Some(false),
+            ..PlatformPolicy::default()
+        })
+        .unwrap();
+        let tightened = open.tightened_by(&strict);
+        assert!(tightened.read_only && !tightened.allow_unattended && !tightened.screenshots);
+        // The other way round nothing loosens either.
+        let still = strict.tightened_by(&open);
+        assert!(still.read_only && !still.allow_unattended && !still.screenshots);
+        assert_eq!(open.tightened_by(&open), open);
     }
 
     #[test]

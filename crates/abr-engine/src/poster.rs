@@ -360,6 +360,24 @@ impl<C: SessionContext> AgentPoster<C> {
         .map(drop)
     }
 
+    /// Refuses a post with a stored session kept for `bound`, a registered platform that is
+    /// read-only or forbids unattended runs: the session's platform policy travels with it,
+    /// whatever platform the request names. A platform no longer registered adds nothing.
+    ///
+    /// # Errors
+    /// [`CoreError::Blocked`] or [`CoreError::ExecutionDenied`], audited.
+    pub(crate) fn check_bound(&self, bound: &str, request: &PostRequest) -> Result<(), CoreError> {
+        if self.strategies.get(bound).is_err() {
+            return Ok(());
+        }
+        self.strategy_for(
+            bound,
+            request.workspace_id.as_deref(),
+            request.account_id.as_deref(),
+        )
+        .map(drop)
+    }
+
     /// [`Self::post`], with the submit stage passing through `gate` (the journal's record
     /// of it); `request.session_id` is ignored (the journal resolved it into `session`).
     pub(crate) async fn post_gated(

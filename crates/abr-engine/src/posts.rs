@@ -356,6 +356,14 @@ impl<C: SessionContext> PostJournal<C> {
             return self.follow(tenant, &post_id, request).await;
         }
         let session = self.session(tenant, &request).await?;
+        if request.session_id.is_some()
+            && let Some(bound) = session
+                .as_ref()
+                .and_then(|s| s.metadata.as_ref())
+                .and_then(|m| m.platform.as_deref())
+        {
+            self.poster.check_bound(bound, &request)?;
+        }
         let post = self.new_post(tenant, &request, None)?;
         let admitted = self.admit(tenant).await?;
         let (sender, receiver) = watch::channel(None);

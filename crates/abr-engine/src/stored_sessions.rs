@@ -175,14 +175,18 @@ impl StoredSessions {
         sessions.load(tenant, session_id).await.map(Some)
     }
 
-    /// Writes back the state a job left (already scoped) under `session_id`: a failure is
-    /// logged, never the job's (its outcome stands).
-    pub async fn write_back(&self, tenant: &str, session_id: &str, state: AgentSessionState) {
-        if let Err(e) = self
-            .store
-            .save(&SessionKey::stored(tenant, session_id), state)
-            .await
+    /// Writes back the state a job left (already scoped) under `session_id`, still bound to
+    /// the platform it was kept for (a refresh never changes whose policy it carries): a
+    /// failure is logged, never the job's (its outcome stands).
+    pub async fn write_back(&self, tenant: &str, session_id: &str, mut state: AgentSessionState) {
+        let key = SessionKey::stored(tenant, session_id);
+        if let Ok(Some(kept)) = self.store.load(&key).await
+            && let Some(bound) = kept.metadata.and_then(|m| m.platform)
+            && let Some(metadata) = state.metadata.as_mut()
         {
+            metadata.platform = Some(bound);
+        }
+        if let Err(e) = self.store.save(&key, state).await {
             tracing::warn!(error = %e, "could not store the refreshed session");
         }
     }

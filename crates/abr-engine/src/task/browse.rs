@@ -34,6 +34,7 @@ use tokio::time::Instant;
 use crate::ledger::record_id;
 use crate::step::{Step, guarded};
 use crate::task::browses::{Entry, Open};
+use crate::task::lifecycle::RunPolicy;
 use crate::task::outcome::{Failure, unscoped_policy};
 use crate::task::rails;
 use crate::task::runner::TaskRunner;
@@ -203,7 +204,13 @@ impl<C: TaskContext> TaskRunner<C> {
             dry_run: request.dry_run,
             handoff: None,
         };
-        let (policy, extra) = self.resolve_policy(&task_request)?;
+        let RunPolicy {
+            policy,
+            extra,
+            platform,
+        } = self
+            .resolve_policy(tenant, &task_request, NO_PLATFORM)
+            .await?;
         let state = self.session_state(tenant, &task_request).await?;
         let admitted = self.admit(tenant).await?;
         let mut task = match self.new_browse(actor, task_request) {
@@ -241,11 +248,6 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         };
         let unscoped = unscoped_policy();
-        let platform = task
-            .request
-            .platform
-            .clone()
-            .unwrap_or_else(|| NO_PLATFORM.to_owned());
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
         let lease = match self.acquire(&platform, state, scopes).await {
             Ok(lease) => lease,

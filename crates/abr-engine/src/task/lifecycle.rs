@@ -27,7 +27,7 @@ use crate::admission::TenantAdmission;
 use crate::ledger::{Recorded, note, record_id};
 use crate::stored_sessions::StoredSessions;
 use crate::task::outcome::{Outcome, audit_outcome, callback_url};
-use crate::task::runner::{Created, TaskEnd, TaskRunner};
+use crate::task::runner::{Created, NO_PLATFORM, TaskEnd, TaskRunner};
 
 impl<C: TaskContext> TaskRunner<C> {
     // ---- create, read, approve, reject ------------------------------------------------
@@ -65,7 +65,7 @@ impl<C: TaskContext> TaskRunner<C> {
             return self.replay(tenant, &task_id).await;
         }
         let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
-        self.resolve_policy(&request)?;
+        self.resolve_policy(tenant, &request, NO_PLATFORM).await?;
         self.check_session_exists(tenant, &request).await?;
         let task = self.new_task(actor, request, &valid, None)?;
         let admitted = self.admit_if_queued(&task).await?;
@@ -465,34 +465,40 @@ impl<C: TaskContext> TaskRunner<C> {
         })
     }
 
-    /// The platform's policy and the request's own scope; refuses what cannot run.
-    pub(super) fn resolve_policy(
+    /// The policy a run of `request` is under, and the platform name a session it writes
+    /// back is stamped with (`unnamed` when neither the request nor its session names one). A stored session (`sessionId`) carries the platform it was kept
+    /// for: that platform's policy applies whatever the request omits (a request without
+    /// `platform` runs under it whole), and a request naming another platform only tightens
+    /// it ([`StrategyPolicy::tightened_by`]). A session kept with a scope of its own carries
+    /// no platform.
+    ///
+    /// # Errors
+    /// An unknown platform, one that forbids unattended execution (the request's or the
+    /// session's), an unknown `sessionId`, a session without a scope, both `session` and
+    /// `sessionId`.
+    pub(super) async fn resolve_policy(
         &self,
+        tenant: &str,
         request: &TaskRequest,
-    ) -> Result<(Option<StrategyPolicy>, Option<SessionScope>), CoreError> {
+        unnamed: &str,
+    ) -> Result<RunPolicy, CoreError> {
         let extra = scope_io::request_scope(request.scope.as_ref())?;
-        let policy = match &request.platform {
-            None => None,
-            Some(platform) => {
-                let registry = self
-                    .platforms
-                    .as_ref()
-                    .ok_or_else(|| CoreError::UnknownPlatform(platform.clone()))?;
-                let strategy = registry.get(platform)?;
-                if !strategy.policy().allow_unattended {
-                    return Err(CoreError::ExecutionDenied {
-                        platform: platform.clone(),
-                        mode: "unattended execution",
-                    });
-                }
-                Some(strategy.policy().clone())
-            }
-        };
         if request.session.is_some() && request.session_id.is_some() {
             return Err(CoreError::InvalidInput(
                 "give `session` or `sessionId`, not both".into(),
             ));
         }
+        let named = match &request.platform {
+            None => None,
+            Some(platform) => Some((platform.clone(), self.unattended_policy(platform)?)),
+        };
+        let bound = self.bound_platform(tenant, request).await?;
+        let (policy, platform) = match (named, bound) {
+            (None, None) => (None, unnamed.to_owned()),
+            (Some((name, policy)), None) => (Some(policy), name),
+            (None, Some((name, bound))) => (Some(bound), name),
+            (Some((_, policy)), Some((name, bound))) => (Some(policy.tightened_by(&bound)), name),
+        };
         let has_session = request.session.is_some() || request.session_id.is_some();
         let scoped = extra.is_some() || policy.as_ref().is_some_and(|p| p.scope.is_some());
         if has_session && !scoped {
@@ -501,7 +507,51 @@ impl<C: TaskContext> TaskRunner<C> {
                     .into(),
             ));
         }
-        Ok((policy, extra))
+        Ok(RunPolicy {
+            policy,
+            extra,
+            platform,
+        })
+    }
+
+    /// The registered platform `platform`'s policy, if it allows unattended runs.
+    fn unattended_policy(&self, platform: &str) -> Result<StrategyPolicy, CoreError> {
+        let registry = self
+            .platforms
+            .as_ref()
+            .ok_or_else(|| CoreError::UnknownPlatform(platform.to_owned()))?;
+        let policy = registry.get(platform)?.policy().clone();
+        if !policy.allow_unattended {
+            return Err(CoreError::ExecutionDenied {
+                platform: platform.to_owned(),
+                mode: "unattended execution",
+            });
+        }
+        Ok(policy)
+    }
+
+    /// The registered platform the stored session `request.sessionId` was kept for, with
+    /// its policy (`None`: no stored session, or one kept with a scope of its own).
+    async fn bound_platform(
+        &self,
+        tenant: &str,
+        request: &TaskRequest,
+    ) -> Result<Option<(String, StrategyPolicy)>, CoreError> {
+        let (Some(id), Some(sessions)) = (&request.session_id, &self.sessions) else {
+            return Ok(None);
+        };
+        let state = sessions.load(tenant, id).await?;
+        let Some(name) = state.metadata.and_then(|m| m.platform) else {
+            return Ok(None);
+        };
+        let registered = self
+            .platforms
+            .as_ref()
+            .is_some_and(|r| r.get(&name).is_ok());
+        if !registered {
+            return Ok(None);
+        }
+        Ok(Some((name.clone(), self.unattended_policy(&name)?)))
     }
 
     async fn check_session_exists(
@@ -676,6 +726,17 @@ fn recovered(task: &StoredTask) -> Outcome {
             .retryable(true),
         }
     }
+}
+
+/// The policy a run is under ([`TaskRunner::resolve_policy`]).
+pub(super) struct RunPolicy {
+    /// The platform's policy (the request's, the stored session's, or both: tightened).
+    pub(super) policy: Option<StrategyPolicy>,
+    /// The request's own scope.
+    pub(super) extra: Option<SessionScope>,
+    /// The name a written-back session is stamped with: the session's platform, else the
+    /// request's, else none.
+    pub(super) platform: String,
 }
 
 /// What a person said of themself (`approvedBy`, `rejectedBy`): trimmed, bounded like a

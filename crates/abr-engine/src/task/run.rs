@@ -27,6 +27,7 @@ use tokio::time::Instant;
 
 use crate::poster::ACQUIRING;
 use crate::step::{Step, guarded};
+use crate::task::lifecycle::RunPolicy;
 use crate::task::network::{MarkCommitting, RunNetwork};
 use crate::task::outcome::{
     Failure, Outcome, blocked_or, callback_url, ms, network_truth, unscoped_policy,
@@ -194,8 +195,15 @@ impl<C: TaskContext> TaskRunner<C> {
                 };
             }
         };
-        let (policy, extra) = match self.resolve_policy(&task.request) {
-            Ok(scopes) => scopes,
+        let RunPolicy {
+            policy,
+            extra,
+            platform,
+        } = match self
+            .resolve_policy(&task.tenant_id, &task.request, NO_PLATFORM)
+            .await
+        {
+            Ok(resolved) => resolved,
             Err(e) => return Outcome::not_started(e.to_body()),
         };
         let state = match self.session_state(&task.tenant_id, &task.request).await {
@@ -218,11 +226,6 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
-        let platform = task
-            .request
-            .platform
-            .clone()
-            .unwrap_or_else(|| NO_PLATFORM.to_owned());
         let lease = match self.acquire(&platform, state, scopes).await {
             Ok(lease) => lease,
             Err(e) => return Outcome::not_started(e.to_body().retryable(true)),
@@ -914,8 +917,15 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(valid) => valid,
             Err(e) => return unavailable(CoreError::InvalidPlan(e).to_body()),
         };
-        let (policy, extra) = match self.resolve_policy(&task.request) {
-            Ok(scopes) => scopes,
+        let RunPolicy {
+            policy,
+            extra,
+            platform,
+        } = match self
+            .resolve_policy(&task.tenant_id, &task.request, NO_PLATFORM)
+            .await
+        {
+            Ok(resolved) => resolved,
             Err(e) => return unavailable(e.to_body()),
         };
         let state = match self.session_state(&task.tenant_id, &task.request).await {
@@ -924,11 +934,6 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
-        let platform = task
-            .request
-            .platform
-            .clone()
-            .unwrap_or_else(|| NO_PLATFORM.to_owned());
         let lease = match self.acquire(&platform, state, scopes).await {
             Ok(lease) => lease,
             Err(e) => return unavailable(e.to_body().retryable(true)),

@@ -300,3 +300,82 @@ async fn the_engine_checks_who_acts_whoever_calls_it() {
     assert_eq!(e.provider.acquired(), 0, "nothing ran");
     assert_eq!(e.strategy.submits(), 0, "nothing was posted");
 }
+
+/// The attack: a session kept for a read-only platform, replayed by a task that leaves out
+/// `platform` and brings its own scope, to run it writable. The platform's policy travels
+/// with the session: the run is read-only and its committing click never reaches the page.
+#[tokio::test]
+async fn a_stored_sessions_platform_policy_travels_with_it_to_tasks_and_posts() {
+    let provider = Arc::new(FakeProvider::new());
+    let observer = PlatformPolicy {
+        read_only: Some(true),
+        session: Some(abr_protocol::SessionScopeSpec {
+            cookie_domains: vec!["tool.example".into()],
+            origins: vec![],
+        }),
+        ..PlatformPolicy::default()
+    };
+    let ends = Arc::new(Ends::default());
+    let fake = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
+    let jobs: DynSessionProvider<FakeContext> = provider.clone();
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(Arc::new(ScriptedStrategy::new("observer", &observer)))
+    .unwrap()
+    .strategy(fake.clone())
+    .unwrap()
+    .completion(ends.clone())
+    .build()
+    .unwrap();
+    engine
+        .store_session(
+            &agent(T),
+            "s1",
+            &abr_protocol::StoreSessionRequest {
+                session: AgentSessionState {
+                    cookies: vec![Cookie::new("sid", "v", "tool.example")],
+                    ..AgentSessionState::default()
+                },
+                platform: Some("observer".into()),
+                scope: None,
+            },
+        )
+        .await
+        .unwrap();
+    let mut request = task();
+    request.session_id = Some("s1".into());
+    request.scope = Some(abr_protocol::SessionScopeSpec {
+        cookie_domains: vec!["tool.example".into()],
+        origins: vec![],
+    });
+    let created = engine.create_task(&agent(T), request, None).await.unwrap();
+    let approval = ApproveRequest {
+        approved_by: None,
+        plan_hash: created.record.plan_hash.clone(),
+    };
+    engine
+        .approve_task(&approver(T), &created.record.task_id, &approval)
+        .await
+        .unwrap();
+    let end = ends.first().await;
+    assert_eq!(
+        provider.page().clicks_on("role=button[name=Submit]"),
+        0,
+        "the committing click reached the page: {:?}",
+        end.record
+    );
+    assert!(end.record.read_only, "{:?}", end.record);
+    assert!(!end.record.blocked.is_empty(), "{:?}", end.record);
+
+    // Nor does a post on a permissive platform with that session commit anything.
+    let mut attack = post("through another platform");
+    attack.session = AgentSessionState::default();
+    attack.session_id = Some("s1".into());
+    let refused = engine.post(&agent(T), None, attack).await.unwrap_err();
+    assert_eq!(refused.code(), "blocked_action", "{refused}");
+    assert_eq!(fake.submits(), 0, "nothing was posted");
+}
