@@ -19,7 +19,7 @@ use crate::state::AppState;
 use crate::tokens::bearer;
 
 /// The key id of requests the relay link hands over.
-const RELAY_KEY_ID: &str = "relay-hub";
+pub(crate) const RELAY_KEY_ID: &str = "relay-hub";
 
 /// Refuses a request without exactly one `Authorization: Bearer <token>` header naming a
 /// principal (a bootstrap token, or a key neither revoked nor expired), unless the runner's

@@ -219,6 +219,10 @@ pub struct RunnerConfig {
     pub platform_vars: BTreeMap<String, String>,
     /// The runner on the user's own machine (`abr up`): hub, runner id, state directory.
     pub local: LocalSettings,
+    /// A hub this runner links to may read its stored sessions (`GET /v1/sessions/{id}`
+    /// relayed): `ABR_RELAY_SESSION_EXPORT=true` or `abr up --allow-session-export`.
+    /// Default off: sessions stay on this machine, the hub's request is `403 forbidden`.
+    pub relay_session_export: bool,
 }
 
 /// Which provider runs each kind of work, and how to reach the remote ones.
@@ -478,6 +482,7 @@ impl Default for RunnerConfig {
             platforms_dir: None,
             platform_vars: BTreeMap::new(),
             local: LocalSettings::default(),
+            relay_session_export: false,
         }
     }
 }
@@ -891,6 +896,11 @@ impl RunnerConfig {
             }
         };
         config.mcp = McpSection::from_env(env)?;
+        config.relay_session_export = match get("ABR_RELAY_SESSION_EXPORT") {
+            None => false,
+            Some(v) => parse_switch(v)
+                .ok_or_else(|| invalid("ABR_RELAY_SESSION_EXPORT", "use true or false"))?,
+        };
         if let Some(n) = positive("ABR_LIVE_MAX_SOCKETS")? {
             config.live.max_sockets_per_token = n;
         }

@@ -2,7 +2,7 @@
 //! refreshed session under an id of its own and runs tasks and posts with `sessionId`; every
 //! job that uses it writes the refreshed (scoped) state back.
 
-use abr_protocol::{StoreSessionRequest, StoredSession, StoredSessionInfo};
+use abr_protocol::{StoreSessionRequest, StoredSession, StoredSessionInfo, codes};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::put;
@@ -44,6 +44,14 @@ async fn restore<C: TaskContext>(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<StoredSession>, ApiError> {
+    // The hub never reads a stored session out of this runner unless its operator said so.
+    if caller.relayed() && !state.runner.config.relay_session_export {
+        return Err(ApiError::new(
+            codes::FORBIDDEN,
+            "this runner keeps its stored sessions on its machine: the hub may not read them \
+             (start it with --allow-session-export to allow it)",
+        ));
+    }
     let actor = caller.actor(None)?;
     Ok(Json(
         state.runner.engine.restore_session(&actor, &id).await?,

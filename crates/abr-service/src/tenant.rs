@@ -43,6 +43,11 @@ impl Caller {
     pub(crate) fn principal(&self) -> &Principal {
         &self.principal
     }
+
+    /// Whether the request came from the hub over this runner's relay link.
+    pub(crate) fn relayed(&self) -> bool {
+        self.principal.key_id() == crate::auth::RELAY_KEY_ID
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Caller {

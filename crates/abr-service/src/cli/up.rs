@@ -62,6 +62,10 @@ pub(crate) struct UpArgs {
     /// Take the runner id over at the hub from the runner connected with it (on any machine).
     #[arg(long)]
     force: bool,
+    /// Let the hub read the sessions stored on this runner (default: refused, they stay on
+    /// this machine; also ABR_RELAY_SESSION_EXPORT=true).
+    #[arg(long)]
+    allow_session_export: bool,
     /// Detach: keep running with no terminal open, logging to its log file.
     #[arg(long)]
     background: bool,
@@ -217,6 +221,7 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
         .map_err(|e| LocalError::Run(format!("cannot listen on {bind}: {e}")))?;
     config.bind = addr;
     config.providers.local_headless_capture = args.headless;
+    config.relay_session_export |= args.allow_session_export;
     if !config.local.data_dir_given {
         let data = paths.data_dir();
         private_dir(&data)?;
@@ -488,6 +493,7 @@ fn detached_args(args: &UpArgs) -> Vec<String> {
     for (on, flag) in [
         (args.headless, "--headless"),
         (args.force, "--force"),
+        (args.allow_session_export, "--allow-session-export"),
         (args.insecure_dev, "--insecure-dev"),
     ] {
         if on {
@@ -524,6 +530,7 @@ mod tests {
             "8790",
             "--headless",
             "--force",
+            "--allow-session-export",
             "--insecure-dev",
         ]);
         let detached = detached_args(&args);
@@ -538,6 +545,7 @@ mod tests {
         assert_eq!(again.runner_id.as_deref(), Some("r1"));
         assert_eq!(again.port, Some(8790));
         assert!(again.headless && again.force && again.insecure_dev);
+        assert!(again.allow_session_export);
         assert!(!again.background && !again.replace);
     }
 }

@@ -1303,3 +1303,82 @@ async fn a_runners_live_page_is_served_with_the_hubs_headers_and_never_its_cooki
     .await
     .expect("the test took too long");
 }
+
+/// The hub asks a linked runner for a session stored on it: refused (sessions stay on the
+/// user's machine), unless that runner's operator allowed it.
+#[tokio::test]
+async fn the_hub_cannot_read_a_stored_session_out_of_a_runner_unless_allowed() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let runner = Linked::connect(&hub, "laptop", "erins-mac").await;
+        let put = call(
+            &runner.stack.app,
+            authed(axum::http::Method::PUT, "/v1/sessions/s1")
+                .header(axum::http::header::CONTENT_TYPE, "application/json")
+                .body(axum::body::Body::from(
+                    serde_json::json!({
+                        "platform": FAKE_PLATFORM,
+                        "session": {"cookies": [{"name": "sid", "value": "the-users-cookie",
+                            "domain": "fake.example", "path": "/"}], "origins": []}
+                    })
+                    .to_string(),
+                ))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(put.status, 200, "{}", put.body);
+        let through_hub = client()
+            .get(format!("http://{}/v1/sessions/s1", hub.addr))
+            .bearer_auth(FAKE_TOKEN)
+            .header("x-abr-runner", "laptop")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(through_hub.status().as_u16(), 403);
+        let body = through_hub.text().await.unwrap();
+        assert!(body.contains("forbidden"), "{body}");
+        assert!(!body.contains("the-users-cookie"), "{body}");
+        drop(runner);
+
+        // A runner started with --allow-session-export gives it.
+        let stack = fake_stack_with(FakeProvider::new(), |c| c.relay_session_export = true);
+        let (stop, stopped) = watch::channel(Shutdown::Running);
+        let task = tokio::spawn(link::run(
+            stack.app.clone(),
+            Linked::options(&hub, "desk", "erins-desk"),
+            stopped,
+        ));
+        wait_for("the runner to connect", || {
+            hub.hub.connected("desk").as_deref() == Some("erins-desk")
+        })
+        .await;
+        let put = call(
+            &stack.app,
+            authed(axum::http::Method::PUT, "/v1/sessions/s1")
+                .header(axum::http::header::CONTENT_TYPE, "application/json")
+                .body(axum::body::Body::from(
+                    serde_json::json!({
+                        "platform": FAKE_PLATFORM,
+                        "session": {"cookies": [{"name": "sid", "value": "v",
+                            "domain": "fake.example", "path": "/"}], "origins": []}
+                    })
+                    .to_string(),
+                ))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(put.status, 200, "{}", put.body);
+        let allowed = client()
+            .get(format!("http://{}/v1/sessions/s1", hub.addr))
+            .bearer_auth(FAKE_TOKEN)
+            .header("x-abr-runner", "desk")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(allowed.status().as_u16(), 200);
+        drop(stop);
+        task.abort();
+    })
+    .await
+    .expect("the test took too long");
+}
