@@ -372,7 +372,7 @@ fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, CoreError> {
 /// modes, a data directory other users may write to (they could replace the database) is
 /// refused, with the command that fixes it; one they may read or enter is used with a
 /// warning (the database file itself is the owner's alone, see `abr-store`).
-fn private_dir(dir: &std::path::Path) -> Result<(), String> {
+pub(crate) fn private_dir(dir: &std::path::Path) -> Result<(), String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};

@@ -31,7 +31,9 @@ async fn kernel(opts: KernelOptions) -> KernelDouble {
 fn config(double: &KernelDouble, egress: EgressPolicy) -> KernelProviderConfig {
     KernelProviderConfig {
         base_url: double.base_url(),
-        rest_timeout: Duration::from_secs(20),
+        // The double starts a real Chromium per browser: a cold start beside the suite's
+        // other browsers took over 20 s once; the runner's default is 60 s.
+        rest_timeout: Duration::from_secs(60),
         connect_timeout: Duration::from_secs(10),
         navigation_timeout: Duration::from_secs(10),
         egress: Some(egress),

@@ -29,7 +29,9 @@ use playwright_rs::protocol::GotoOptions;
 /// Test deadlines; the browser may reach what `egress` allows (the test site on loopback).
 fn config(base_url: &str, egress: EgressPolicy) -> SteelProviderConfig {
     SteelProviderConfig {
-        rest_timeout: Duration::from_secs(20),
+        // The double starts a real Chromium per browser: a cold start beside the suite's
+        // other browsers took over 20 s once; the runner's default is 60 s.
+        rest_timeout: Duration::from_secs(60),
         connect_timeout: Duration::from_secs(10),
         navigation_timeout: Duration::from_secs(10),
         egress: Some(egress),

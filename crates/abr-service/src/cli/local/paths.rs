@@ -72,14 +72,11 @@ impl LocalPaths {
     }
 }
 
-/// Creates `dir` (and its parents) readable by its owner only, if missing.
+/// Creates `dir` (and its parents) for its owner only, if missing; refuses one other users
+/// may write to (the runner's rule for its data directory).
 pub(crate) fn private_dir(dir: &Path) -> Result<(), LocalError> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| LocalError::io("create", dir, e))
+    crate::runner::private_dir(dir)
+        .map_err(|reason| LocalError::Run(format!("{}: {reason}", dir.display())))
 }
 
 #[cfg(test)]
