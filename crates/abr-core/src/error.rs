@@ -179,6 +179,9 @@ pub enum CoreError {
     /// No key with this id.
     #[error("no key with this id")]
     KeyNotFound,
+    /// No open approval link with this token (never minted, used, or expired).
+    #[error("this approval link was used, expired or never existed")]
+    LinkNotFound,
     /// The capture exists but is bound to another workspace or account.
     #[error("capture is bound to a different workspace or account")]
     BindingMismatch,
@@ -327,7 +330,7 @@ impl CoreError {
             | Self::Forbidden(_)
             | Self::TenantForbidden
             | Self::SelfApproval => ErrorKind::Forbidden,
-            Self::KeyNotFound => ErrorKind::NotFound,
+            Self::KeyNotFound | Self::LinkNotFound => ErrorKind::NotFound,
             Self::ExecutionDenied { .. } => ErrorKind::Denied,
             Self::NotAuthenticated | Self::CaptureBrowserLost => ErrorKind::Conflict,
             Self::CaptureLimit(_) | Self::LiveViewLimit(_) => ErrorKind::LimitExceeded,
@@ -402,6 +405,7 @@ impl CoreError {
             Self::TenantForbidden => codes::TENANT_FORBIDDEN,
             Self::SelfApproval => codes::SELF_APPROVAL,
             Self::KeyNotFound => codes::KEY_NOT_FOUND,
+            Self::LinkNotFound => codes::APPROVAL_LINK_NOT_FOUND,
             Self::NotAuthenticated => codes::NOT_AUTHENTICATED,
             Self::CaptureBrowserLost => codes::CAPTURE_BROWSER_LOST,
             Self::CaptureLimit(_) => codes::CAPTURE_LIMIT,

@@ -23,6 +23,7 @@
 //!   declared as data.
 
 pub mod admission;
+pub mod approval_links;
 pub mod capture;
 pub mod commit_watch;
 pub mod declared;
@@ -41,7 +42,7 @@ pub mod task;
 pub use admission::TenantAdmission;
 pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
 pub use engine::{
-    Engine, EngineBuilder, EngineConfig, EngineStore, TaskCompletion, TracingAuditSink,
+    Engine, EngineBuilder, EngineConfig, EngineStore, LinkedTask, TaskCompletion, TracingAuditSink,
 };
 pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff, TakeoverSink};
 pub use jobs::{JobSlot, JobSlots};

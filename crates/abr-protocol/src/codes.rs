@@ -91,6 +91,8 @@ codes! {
     SITE_DENIED = "site_denied", 403, No, "the tenant denied this site (or it is outside the tenant's allow list): nothing was opened (PUT /v1/sites/{domain} decides)";
     /// No key with this id.
     KEY_NOT_FOUND = "key_not_found", 404, No, "no key with this id";
+    /// No open approval link with this token.
+    APPROVAL_LINK_NOT_FOUND = "approval_link_not_found", 404, No, "this approval link was used, expired or never existed: a link decides once";
     /// No such endpoint.
     NOT_FOUND = "not_found", 404, No, "no such endpoint";
     /// No platform with this id.

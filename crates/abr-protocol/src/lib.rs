@@ -67,9 +67,9 @@ pub use session::{
     SessionMetadata, StoreSessionRequest, StoredSession, StoredSessionInfo,
 };
 pub use task::{
-    Approval, ApproveRequest, AssertNotPostedRequest, DomCheck, Extraction, HandoffOptions,
-    OwnerAssertion, PlanStep, RecheckAnswer, RecheckResult, RejectRequest, Risk, Selector,
-    SelectorSpec, StepAction, StepPlan, StepResult, TaskRecord, TaskRequest, TaskState,
+    Approval, ApprovalLink, ApproveRequest, AssertNotPostedRequest, DomCheck, Extraction,
+    HandoffOptions, OwnerAssertion, PlanStep, RecheckAnswer, RecheckResult, RejectRequest, Risk,
+    Selector, SelectorSpec, StepAction, StepPlan, StepResult, TaskRecord, TaskRequest, TaskState,
     TaskVerification,
 };
 pub use time::OffsetDateTime;

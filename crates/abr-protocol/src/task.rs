@@ -892,6 +892,19 @@ pub struct ApproveRequest {
     pub plan_hash: String,
 }
 
+/// `201` of `POST /v1/tasks/{id}/approval-link` (an approver's key): a one-time link for a
+/// person who holds no key to read the task and approve or reject it, as that approver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalLink {
+    /// The page (`{runner}/approve/{token}`): a credential for this one decision; give it
+    /// to the person only.
+    pub url: SecretValue,
+    /// When it stops working (it also stops once used).
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
 /// `POST /v1/tasks/{id}/reject`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

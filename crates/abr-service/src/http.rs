@@ -357,6 +357,7 @@ fn router<C: TaskContext + LiveSurface>(
         .route("/v1/health", get(health))
         .merge(protected)
         .merge(crate::live::routes::<C, AppState<C>>())
+        .merge(crate::approve_page::routes::<C>())
         .merge(relay_connect)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

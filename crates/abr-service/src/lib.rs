@@ -12,6 +12,7 @@
 //!   `abr mcp`, `abr demo`.
 
 mod api_error;
+mod approve_page;
 mod artifacts;
 mod auth;
 mod browse;

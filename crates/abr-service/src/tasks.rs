@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use abr_protocol::codes;
 use abr_protocol::{
-    ApproveRequest, AssertNotPostedRequest, PlanStep, RecheckResult, RejectRequest, TakeoverAnswer,
-    TakeoverStarted, TakeoverState, TaskRecord, TaskRequest,
+    ApprovalLink, ApproveRequest, AssertNotPostedRequest, PlanStep, RecheckResult, RejectRequest,
+    TakeoverAnswer, TakeoverStarted, TakeoverState, TaskRecord, TaskRequest,
 };
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -43,6 +43,7 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
         .route("/v1/tasks/{id}/events", get(events::<C>))
         .route("/v1/tasks/{id}/approve", post(approve::<C>))
         .route("/v1/tasks/{id}/reject", post(reject::<C>))
+        .route("/v1/tasks/{id}/approval-link", post(approval_link::<C>))
         .route("/v1/tasks/{id}/recheck", post(recheck::<C>))
         .route(
             "/v1/tasks/{id}/assert-not-posted",
@@ -285,6 +286,29 @@ async fn approve<C: TaskContext>(
             .engine
             .approve_task(&actor, &id, &request)
             .await?,
+    ))
+}
+
+/// `POST /v1/tasks/{id}/approval-link` (an approver's key): `201` with a one-time link for a
+/// person without a key to approve or reject the task as this approver.
+async fn approval_link<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<(StatusCode, Json<ApprovalLink>), ApiError> {
+    let actor = caller.actor(None)?;
+    let minted = state.runner.engine.approval_link(&actor, &id).await?;
+    let url = format!(
+        "{}/approve/{}",
+        state.runner.config.public_base(),
+        minted.token.expose()
+    );
+    Ok((
+        StatusCode::CREATED,
+        Json(ApprovalLink {
+            url: abr_protocol::SecretValue::new(url),
+            expires_at: minted.expires_at,
+        }),
     ))
 }
 

@@ -10,6 +10,8 @@
 
 mod records;
 
+pub use records::LinkedTask;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +37,7 @@ use abr_protocol::{
 use async_trait::async_trait;
 
 use crate::admission::TenantAdmission;
+use crate::approval_links::ApprovalLinks;
 use crate::capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
 use crate::handoff::TakeoverSink;
 use crate::jobs::JobSlots;
@@ -373,6 +376,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             frames,
             sites,
             keys,
+            links: ApprovalLinks::new(Arc::new(SystemClock)),
             audit,
             completion: self.completion,
             config,
@@ -416,6 +420,7 @@ pub struct Engine<C: TaskContext> {
     frames: Arc<dyn FrameStore>,
     sites: Arc<dyn SiteStore>,
     keys: Keys,
+    links: ApprovalLinks,
     audit: Auditor,
     completion: Option<Arc<dyn TaskCompletion>>,
     config: EngineConfig,

@@ -7,13 +7,26 @@ use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
 use abr_core::guard::StoredFrame;
 use abr_core::principal::{Actor, Right};
+use abr_core::store::RecordStore;
 use abr_protocol::{
-    AssertNotPostedRequest, FrameInfo, PostRecord, RejectRequest, RunScreenshots, SiteEntry,
-    StoredSession, TaskRecord,
+    ApproveRequest, AssertNotPostedRequest, FrameInfo, PostRecord, RejectRequest, RunScreenshots,
+    SiteEntry, StoredSession, TaskRecord, TaskState,
 };
 
+use crate::approval_links::MintedLink;
 use crate::engine::Engine;
 use crate::handoff::ActiveTakeover;
+
+/// What an approval link's page shows.
+#[derive(Debug, Clone)]
+pub struct LinkedTask {
+    /// The task's record (its steps in words, its risk, its state).
+    pub record: TaskRecord,
+    /// The URL its plan opens first.
+    pub target_url: String,
+    /// The approver whose key minted the link: the decision is recorded as theirs.
+    pub approver: String,
+}
 
 impl<C: TaskContext> Engine<C> {
     // ---- tasks ----------------------------------------------------------------------------
@@ -44,6 +57,82 @@ impl<C: TaskContext> Engine<C> {
             .store()
             .screenshot(actor.tenant(), task_id, name)
             .await
+    }
+
+    /// A one-time link for a person without a key to approve or reject the pending task
+    /// `task_id`, as the actor (see [`approval_links`](crate::approval_links)).
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may approve; [`CoreError::SelfApproval`]
+    /// for the key that proposed it; an unknown task, [`CoreError::TaskNotPending`].
+    pub async fn approval_link(
+        &self,
+        actor: &Actor,
+        task_id: &str,
+    ) -> Result<MintedLink, CoreError> {
+        actor.require(Right::Approve)?;
+        let record = self.tasks.get(actor.tenant(), task_id).await?;
+        if record.state != TaskState::PendingApproval {
+            return Err(CoreError::TaskNotPending);
+        }
+        if record
+            .proposed_by
+            .as_ref()
+            .is_some_and(|p| p.key_id == actor.principal().key_id())
+        {
+            return Err(CoreError::SelfApproval);
+        }
+        self.links.mint(
+            actor.tenant(),
+            task_id,
+            std::sync::Arc::new(actor.principal().clone()),
+        )
+    }
+
+    /// The task an approval link shows, with the site its plan opens; nothing is used up.
+    ///
+    /// # Errors
+    /// [`CoreError::LinkNotFound`] for a link never minted, used or expired; a store failure.
+    pub async fn task_by_link(&self, token: &str) -> Result<LinkedTask, CoreError> {
+        let grant = self.links.peek(token).ok_or(CoreError::LinkNotFound)?;
+        let task = RecordStore::get(self.tasks.store().as_ref(), &grant.tenant, &grant.task_id)
+            .await?
+            .ok_or(CoreError::TaskNotFound)?;
+        Ok(LinkedTask {
+            target_url: task.request.plan.target_url.clone(),
+            approver: grant.minted_by.name().to_owned(),
+            record: task.record,
+        })
+    }
+
+    /// Approves (and runs) or rejects the task of an approval link, as the approver who
+    /// minted it, `person` being what the person said of themself. The link is used up
+    /// first: a second decision, however sent, is [`CoreError::LinkNotFound`].
+    ///
+    /// # Errors
+    /// [`CoreError::LinkNotFound`]; [`Self::approve_task`]'s or [`Self::reject_task`]'s.
+    pub async fn decide_by_link(
+        &self,
+        token: &str,
+        approve: bool,
+        person: Option<String>,
+    ) -> Result<TaskRecord, CoreError> {
+        let grant = self.links.take(token).ok_or(CoreError::LinkNotFound)?;
+        let actor = grant.minted_by.act_for(Some(&grant.tenant))?;
+        let record = self.tasks.get(&grant.tenant, &grant.task_id).await?;
+        if approve {
+            let request = ApproveRequest {
+                approved_by: person,
+                plan_hash: record.plan_hash,
+            };
+            self.approve_task(&actor, &grant.task_id, &request).await
+        } else {
+            let request = RejectRequest {
+                rejected_by: person,
+                reason: Some("rejected through an approval link".to_owned()),
+            };
+            self.reject_task(&actor, &grant.task_id, &request).await
+        }
     }
 
     /// Rejects a pending task ([`TaskRunner::reject`](crate::task::TaskRunner::reject)).

@@ -11,7 +11,7 @@
 //! are accepted only from the runner's public origin and the embedding apps' origins.
 //! This module moves bytes; it knows nothing of how a browser is driven.
 
-mod page;
+pub(crate) mod page;
 mod proxy;
 mod socket;
 pub(crate) mod wire;
@@ -125,7 +125,7 @@ fn gone() -> ApiError {
     )
 }
 
-fn nonce() -> Result<String, ApiError> {
+pub(crate) fn nonce() -> Result<String, ApiError> {
     new_token().map_err(|_| ApiError::new(codes::INTERNAL, "internal error"))
 }
 

@@ -14,6 +14,7 @@
 )]
 
 mod api_errors;
+mod approval_page;
 mod browse_api;
 mod browse_e2e;
 mod cli_session_filter;

@@ -1,0 +1,205 @@
+//! The approval page (`/approve/{token}`): a person who holds no key opens the one-time link
+//! an approver minted (`POST /v1/tasks/{id}/approval-link`), reads the task (its steps in
+//! words, its risk, the site it opens) and approves or rejects it once. No script runs on
+//! the page (a strict CSP allows none), every text of the task is HTML-escaped, the page is
+//! never cached, never framed and sends no referrer (the link is a credential). A form posted
+//! from another site is refused.
+
+use std::sync::Arc;
+
+use abr_core::context::TaskContext;
+use abr_protocol::{Risk, TaskState, codes};
+use axum::Router;
+use axum::extract::{Form, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+
+use crate::api_error::{ApiError, ApiPath};
+use crate::runner::Runner;
+use crate::state::AppState;
+
+/// The routes (outside the bearer check: the token in the path is the credential).
+pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
+    Router::new().route("/approve/{token}", get(page::<C>).post(decide::<C>))
+}
+
+/// The form the page posts.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Decision {
+    /// `approve` or `reject`.
+    decision: String,
+    /// What the person says of themself (optional).
+    #[serde(default)]
+    name: Option<String>,
+}
+
+async fn page<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    ApiPath(token): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    let linked = state.runner.engine.task_by_link(&token).await?;
+    let record = &linked.record;
+    let steps: String = record
+        .steps
+        .iter()
+        .map(|s| format!("<li>{}</li>", escape(s)))
+        .collect();
+    let pending = record.state == TaskState::PendingApproval;
+    let form = if pending {
+        r#"<form method="post"><label>Your name <input name="name" maxlength="200"></label>
+<button name="decision" value="approve" id="approve">Approve and run</button>
+<button name="decision" value="reject" id="reject">Reject</button></form>"#
+    } else {
+        r#"<p id="decided">This task is no longer waiting for approval.</p>"#
+    };
+    let body = format!(
+        r#"<h1>Approve a browser task?</h1>
+<p>Asked of <strong>{approver}</strong>; your decision is recorded as theirs, with your name.</p>
+<dl><dt>Opens</dt><dd id="target">{target}</dd><dt>Risk</dt><dd id="risk">{risk}</dd>
+<dt>Task</dt><dd id="task">{task_id}</dd><dt>State</dt><dd id="state">{state}</dd></dl>
+<h2>What it will do</h2><ol id="steps">{steps}</ol>{form}"#,
+        approver = escape(&linked.approver),
+        target = escape(&linked.target_url),
+        risk = risk(record.risk),
+        task_id = escape(&record.task_id),
+        state = escape(state_name(record.state)),
+    );
+    respond(StatusCode::OK, &body)
+}
+
+async fn decide<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    ApiPath(token): ApiPath<String>,
+    headers: HeaderMap,
+    form: Result<Form<Decision>, axum::extract::rejection::FormRejection>,
+) -> Result<Response, ApiError> {
+    same_origin(&state.runner, &headers)?;
+    let Ok(Form(decision)) = form else {
+        return Err(ApiError::new(
+            codes::INVALID_REQUEST,
+            "the form is decision=approve|reject and an optional name",
+        ));
+    };
+    let approve = match decision.decision.as_str() {
+        "approve" => true,
+        "reject" => false,
+        _ => {
+            return Err(ApiError::new(
+                codes::INVALID_REQUEST,
+                "decision is approve or reject",
+            ));
+        }
+    };
+    let name = decision.name.filter(|n| !n.trim().is_empty());
+    let record = state
+        .runner
+        .engine
+        .decide_by_link(&token, approve, name)
+        .await?;
+    let said = if approve {
+        "Approved: the task runs now."
+    } else {
+        "Rejected: nothing runs."
+    };
+    let body = format!(
+        r#"<h1 id="done">{said}</h1><p>Task <span id="task">{}</span> is <span id="state">{}</span>. This link is used up.</p>"#,
+        escape(&record.task_id),
+        escape(state_name(record.state)),
+    );
+    respond(StatusCode::OK, &body)
+}
+
+/// Refuses a form sent from another site: a browser says where a form came from in
+/// `Sec-Fetch-Site`, and names its origin unless the page's no-referrer policy makes it
+/// `null` (as it does on this page's own form).
+fn same_origin<C: TaskContext>(
+    runner: &Arc<Runner<C>>,
+    headers: &HeaderMap,
+) -> Result<(), ApiError> {
+    let refused = || {
+        ApiError::new(
+            codes::ORIGIN_NOT_ALLOWED,
+            "an approval is sent from the runner's own page",
+        )
+    };
+    let text = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("?"));
+    if let Some(site) = text("sec-fetch-site")
+        && site != "same-origin"
+    {
+        return Err(refused());
+    }
+    match text(header::ORIGIN.as_str()) {
+        None | Some("null") => Ok(()),
+        Some(origin) if origin == runner.config.public_base() => Ok(()),
+        Some(_) => Err(refused()),
+    }
+}
+
+fn respond(status: StatusCode, body: &str) -> Result<Response, ApiError> {
+    let nonce = crate::live::nonce()?;
+    let html = format!(
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Approve · ABR</title>
+<style nonce="{nonce}">body{{font:16px system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem}}dt{{font-weight:600}}button{{margin:1rem .5rem 0 0;padding:.5rem 1rem}}</style></head><body>{body}</body></html>"#
+    );
+    let csp = format!(
+        "default-src 'none'; style-src 'nonce-{nonce}'; form-action 'self'; base-uri 'none'; \
+         frame-ancestors 'none'"
+    );
+    let mut response = (status, Html(html)).into_response();
+    crate::live::page::secure(response.headers_mut(), &csp);
+    Ok(response)
+}
+
+fn risk(risk: Risk) -> &'static str {
+    match risk {
+        Risk::Low => "low",
+        Risk::Medium => "medium",
+        Risk::High => "high",
+    }
+}
+
+fn state_name(state: TaskState) -> &'static str {
+    match state {
+        TaskState::PendingApproval => "waiting for approval",
+        TaskState::Queued => "approved, about to run",
+        TaskState::Running => "running",
+        TaskState::Succeeded => "succeeded",
+        TaskState::Failed => "failed",
+        TaskState::Uncertain => "uncertain",
+        TaskState::NeedsReauth => "needs the user to sign in again",
+        TaskState::Rejected => "rejected",
+        TaskState::Paused => "paused for a person",
+        TaskState::Closed => "closed",
+    }
+}
+
+/// `text` safe inside HTML text and attribute values.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn every_text_of_a_task_is_escaped() {
+        assert_eq!(
+            escape(r#"<script>alert("x")</script> & 'y'"#),
+            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! The approval page, driven in a real headless Chromium: an approver's key mints a
+//! one-time link, a person without a key reads the task in words and approves it; the task
+//! runs once; a second click, a reload or a replayed form does nothing. The runner runs on
+//! the core's fakes on loopback; the person's browser is Debian's Chromium.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use abr_core::{AcquireMode, AcquireRequest, SessionProvider};
+use abr_providers::{LocalBrowserSessionProvider, LocalProviderConfig};
+use serde_json::{Value, json};
+
+use crate::common::fake::*;
+
+const SUBMIT: &str = "role=button[name=Submit]";
+
+/// A plan whose step description tries to inject markup into the page.
+fn plan() -> Value {
+    json!({"plan": {
+        "targetUrl": "https://fake.example/admin",
+        "steps": [{"type": "click", "selector": {"role": "button", "name": "Submit"},
+            "description": "Submit <img src=x id=injected onerror=\"document.title='owned'\">"}],
+        "verification": {"method": "dom_check", "text": "Saved"},
+        "risk": "medium"
+    }})
+}
+
+async fn rest(
+    base: &str,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{base}{path}"))
+        .bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn wait_ended(base: &str, id: &str) -> Value {
+    for _ in 0..200 {
+        let (_, record) = rest(
+            base,
+            FAKE_TOKEN,
+            reqwest::Method::GET,
+            &format!("/v1/tasks/{id}"),
+            None,
+        )
+        .await;
+        if matches!(
+            record["state"].as_str(),
+            Some("succeeded" | "failed" | "uncertain")
+        ) {
+            return record;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the task never ended");
+}
+
+#[tokio::test]
+async fn a_person_approves_through_the_link_once_and_the_task_runs_once() {
+    let (server, provider, _strategy) =
+        serve_fake(abr_core::testing::FakeProvider::new(), |_| {}).await;
+    provider.page().text_after(SUBMIT, "Saved");
+    let base = server.base_url();
+    let (status, task) = rest(
+        &base,
+        FAKE_TOKEN,
+        reqwest::Method::POST,
+        "/v1/tasks",
+        Some(plan()),
+    )
+    .await;
+    assert_eq!(status, 201, "{task}");
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let link_path = format!("/v1/tasks/{id}/approval-link");
+
+    // The proposer's key and an agent's cannot mint the link (it is the approval itself).
+    let (status, body) = rest(&base, FAKE_TOKEN, reqwest::Method::POST, &link_path, None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("self_approval"))
+    );
+    let keys = |name: &'static str, role: &'static str| {
+        let base = base.clone();
+        async move {
+            let (status, created) = rest(
+                &base,
+                FAKE_TOKEN,
+                reqwest::Method::POST,
+                "/v1/keys",
+                Some(json!({"name": name, "role": role, "tenantId": "default"})),
+            )
+            .await;
+            assert_eq!(status, 201, "{created}");
+            created["token"].as_str().unwrap().to_owned()
+        }
+    };
+    let agent = keys("bot", "agent").await;
+    let (status, _) = rest(&base, &agent, reqwest::Method::POST, &link_path, None).await;
+    assert_eq!(status, 403);
+    let approver = keys("Ada's approver key", "approver").await;
+    let (status, link) = rest(&base, &approver, reqwest::Method::POST, &link_path, None).await;
+    assert_eq!(status, 201, "{link}");
+    let url = link["url"].as_str().unwrap().to_owned();
+    assert!(url.starts_with(&format!("{base}/approve/")), "{url}");
+
+    // A person opens it in a real browser that may reach the runner and nothing else.
+    let addr: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
+    let browser = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        prewarm: 0,
+        egress: Some(abr_core::EgressPolicy::new().allow_addr(addr)),
+        ..LocalProviderConfig::default()
+    });
+    let lease = browser
+        .acquire(AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: "person".into(),
+            state: None,
+            start_url: Some(url.clone()),
+        })
+        .await
+        .unwrap();
+    let page = lease.context().page();
+    let text = |selector: &'static str| async move {
+        page.locator(selector)
+            .text_content()
+            .await
+            .unwrap()
+            .unwrap_or_default()
+    };
+    assert!(
+        text("#steps").await.contains("Submit <img"),
+        "the step, in words, as text"
+    );
+    assert_eq!(
+        page.locator("#steps img").count().await.unwrap(),
+        0,
+        "no markup got in"
+    );
+    assert_eq!(text("#target").await, "https://fake.example/admin");
+    assert_eq!(text("#risk").await, "medium");
+    assert_eq!(
+        page.title().await.unwrap(),
+        "Approve · ABR",
+        "no injected script ran"
+    );
+    assert_eq!(
+        provider.acquired(),
+        0,
+        "nothing ran before the person approved"
+    );
+    page.locator("input[name=name]")
+        .fill("Ada Lovelace", None)
+        .await
+        .unwrap();
+    page.locator("#approve").click(None).await.unwrap();
+    if page.locator("#done").wait_for(None).await.is_err() {
+        panic!(
+            "no answer page: {}",
+            page.content().await.unwrap_or_default()
+        );
+    }
+    assert!(text("#done").await.starts_with("Approved"));
+
+    let record = wait_ended(&base, &id).await;
+    assert_eq!(record["state"], "succeeded", "{record}");
+    assert_eq!(record["approval"]["approvedBy"], "Ada's approver key");
+    assert_eq!(record["approval"]["statedBy"], "Ada Lovelace");
+    assert_eq!(provider.acquired(), 1);
+
+    // The link is used up: the page is gone, a replayed form does nothing.
+    page.goto(&url, None).await.unwrap();
+    assert!(
+        page.content()
+            .await
+            .unwrap()
+            .contains("approval_link_not_found"),
+        "the page of a used link"
+    );
+    let replay = reqwest::Client::new()
+        .post(&url)
+        .form(&[("decision", "approve")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status().as_u16(), 404);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(provider.acquired(), 1, "the task ran once");
+    lease.release().await.unwrap();
+    browser.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_form_from_another_site_is_refused_and_rejecting_runs_nothing() {
+    let (server, provider, _strategy) =
+        serve_fake(abr_core::testing::FakeProvider::new(), |_| {}).await;
+    let base = server.base_url();
+    let (_, task) = rest(
+        &base,
+        FAKE_TOKEN,
+        reqwest::Method::POST,
+        "/v1/tasks",
+        Some(plan()),
+    )
+    .await;
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let (_, created) = rest(
+        &base,
+        FAKE_TOKEN,
+        reqwest::Method::POST,
+        "/v1/keys",
+        Some(json!({"name": "ada", "role": "approver", "tenantId": "default"})),
+    )
+    .await;
+    let approver = created["token"].as_str().unwrap().to_owned();
+    let (_, link) = rest(
+        &base,
+        &approver,
+        reqwest::Method::POST,
+        &format!("/v1/tasks/{id}/approval-link"),
+        None,
+    )
+    .await;
+    let url = link["url"].as_str().unwrap().to_owned();
+    let client = reqwest::Client::new();
+    let forged = client
+        .post(&url)
+        .header("origin", "https://attacker.example")
+        .form(&[("decision", "approve")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status().as_u16(), 403);
+    // A browser on another site's page says so, whatever its Origin.
+    let cross_site = client
+        .post(&url)
+        .header("origin", "null")
+        .header("sec-fetch-site", "cross-site")
+        .form(&[("decision", "approve")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_site.status().as_u16(), 403);
+    let rejected = client
+        .post(&url)
+        .header("origin", base.as_str())
+        .form(&[("decision", "reject"), ("name", "Ada")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rejected.status().as_u16(), 200);
+    let (_, record) = rest(
+        &base,
+        FAKE_TOKEN,
+        reqwest::Method::GET,
+        &format!("/v1/tasks/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(record["state"], "rejected", "{record}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(provider.acquired(), 0, "nothing ran");
+    server.shutdown().await;
+}
