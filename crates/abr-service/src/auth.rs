@@ -16,10 +16,8 @@ use axum::response::{IntoResponse, Response};
 use crate::api_error::ApiError;
 use crate::relay::Relayed;
 use crate::state::AppState;
+use crate::tenant::RELAY_KEY_ID;
 use crate::tokens::bearer;
-
-/// The key id of requests the relay link hands over.
-pub(crate) const RELAY_KEY_ID: &str = "relay-hub";
 
 /// Refuses a request without exactly one `Authorization: Bearer <token>` header naming a
 /// principal (a bootstrap token, or a key neither revoked nor expired), unless the runner's

@@ -488,7 +488,7 @@ impl Default for RunnerConfig {
 }
 
 /// The data directory `abr serve` uses with `env` and no config file: `ABR_DATA_DIR`, else
-/// [`default_data_dir`] (for `abr keys`).
+/// `$XDG_DATA_HOME/abr`, else `$HOME/.local/share/abr` (for `abr keys`).
 ///
 /// # Errors
 /// [`ConfigError::Invalid`] naming `ABR_DATA_DIR` when none can be found.

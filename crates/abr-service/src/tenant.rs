@@ -14,6 +14,10 @@ use axum::http::request::Parts;
 
 use crate::api_error::ApiError;
 
+/// The key id of the principal a request the runner's relay link hands over acts as (the
+/// hub authenticated it; see `auth.rs`).
+pub(crate) const RELAY_KEY_ID: &str = "relay-hub";
+
 /// Who a request acts as.
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
@@ -46,7 +50,7 @@ impl Caller {
 
     /// Whether the request came from the hub over this runner's relay link.
     pub(crate) fn relayed(&self) -> bool {
-        self.principal.key_id() == crate::auth::RELAY_KEY_ID
+        self.principal.key_id() == RELAY_KEY_ID
     }
 }
 
