@@ -36,18 +36,7 @@ async fn send(
     headers: &[(&str, &str)],
     body: Option<&Value>,
 ) -> Reply {
-    let mut builder = authed(method, path);
-    for (k, v) in headers {
-        builder = builder.header(*k, *v);
-    }
-    let body = match body {
-        Some(b) => {
-            builder = builder.header(header::CONTENT_TYPE, "application/json");
-            Body::from(b.to_string())
-        }
-        None => Body::empty(),
-    };
-    call(app, builder.body(body).unwrap()).await
+    request_as(app, FAKE_TOKEN, method, path, headers, body).await
 }
 
 #[tokio::test]
