@@ -208,10 +208,10 @@ impl<C: TaskContext> TaskRunner<C> {
             policy,
             extra,
             platform,
+            state,
         } = self
             .resolve_policy(tenant, &task_request, NO_PLATFORM)
             .await?;
-        let state = self.session_state(tenant, &task_request).await?;
         let admitted = self.admit(tenant).await?;
         let mut task = match self.new_browse(actor, task_request) {
             Ok(task) => task,

@@ -65,8 +65,8 @@ impl<C: TaskContext> TaskRunner<C> {
             return self.replay(tenant, &task_id).await;
         }
         let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
+        // Also checks that a stored session it names exists.
         self.resolve_policy(tenant, &request, NO_PLATFORM).await?;
-        self.check_session_exists(tenant, &request).await?;
         let task = self.new_task(actor, request, &valid, None)?;
         let admitted = self.admit_if_queued(&task).await?;
         match self.ledger.record(&task, idempotency.as_ref()).await {
@@ -492,7 +492,11 @@ impl<C: TaskContext> TaskRunner<C> {
             None => None,
             Some(platform) => Some((platform.clone(), self.unattended_policy(platform)?)),
         };
-        let bound = self.bound_platform(tenant, request).await?;
+        let state = self.session_state(tenant, request).await?;
+        let bound = match (&request.session_id, &state) {
+            (Some(_), Some(stored)) => self.bound_platform(stored)?,
+            _ => None,
+        };
         let (policy, platform) = match (named, bound) {
             (None, None) => (None, unnamed.to_owned()),
             (Some((name, policy)), None) => (Some(policy), name),
@@ -511,6 +515,7 @@ impl<C: TaskContext> TaskRunner<C> {
             policy,
             extra,
             platform,
+            state,
         })
     }
 
@@ -530,18 +535,13 @@ impl<C: TaskContext> TaskRunner<C> {
         Ok(policy)
     }
 
-    /// The registered platform the stored session `request.sessionId` was kept for, with
-    /// its policy (`None`: no stored session, or one kept with a scope of its own).
-    async fn bound_platform(
+    /// The registered platform a stored session was kept for, with its policy (`None`: one
+    /// kept with a scope of its own, or for a platform no longer registered).
+    fn bound_platform(
         &self,
-        tenant: &str,
-        request: &TaskRequest,
+        stored: &AgentSessionState,
     ) -> Result<Option<(String, StrategyPolicy)>, CoreError> {
-        let (Some(id), Some(sessions)) = (&request.session_id, &self.sessions) else {
-            return Ok(None);
-        };
-        let state = sessions.load(tenant, id).await?;
-        let Some(name) = state.metadata.and_then(|m| m.platform) else {
+        let Some(name) = stored.metadata.as_ref().and_then(|m| m.platform.clone()) else {
             return Ok(None);
         };
         let registered = self
@@ -551,19 +551,12 @@ impl<C: TaskContext> TaskRunner<C> {
         if !registered {
             return Ok(None);
         }
-        Ok(Some((name.clone(), self.unattended_policy(&name)?)))
-    }
-
-    async fn check_session_exists(
-        &self,
-        tenant: &str,
-        request: &TaskRequest,
-    ) -> Result<(), CoreError> {
-        self.session_state(tenant, request).await.map(drop)
+        let policy = self.unattended_policy(&name)?;
+        Ok(Some((name, policy)))
     }
 
     /// The session the task runs with (unscoped yet).
-    pub(super) async fn session_state(
+    async fn session_state(
         &self,
         tenant: &str,
         request: &TaskRequest,
@@ -737,6 +730,8 @@ pub(super) struct RunPolicy {
     /// The name a written-back session is stamped with: the session's platform, else the
     /// request's, else none.
     pub(super) platform: String,
+    /// The session the run starts with (unscoped yet), loaded once.
+    pub(super) state: Option<AgentSessionState>,
 }
 
 /// What a person said of themself (`approvedBy`, `rejectedBy`): trimmed, bounded like a

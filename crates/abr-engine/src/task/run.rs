@@ -199,15 +199,12 @@ impl<C: TaskContext> TaskRunner<C> {
             policy,
             extra,
             platform,
+            state,
         } = match self
             .resolve_policy(&task.tenant_id, &task.request, NO_PLATFORM)
             .await
         {
             Ok(resolved) => resolved,
-            Err(e) => return Outcome::not_started(e.to_body()),
-        };
-        let state = match self.session_state(&task.tenant_id, &task.request).await {
-            Ok(state) => state,
             Err(e) => return Outcome::not_started(e.to_body()),
         };
         let mut rails = match self
@@ -921,15 +918,12 @@ impl<C: TaskContext> TaskRunner<C> {
             policy,
             extra,
             platform,
+            state,
         } = match self
             .resolve_policy(&task.tenant_id, &task.request, NO_PLATFORM)
             .await
         {
             Ok(resolved) => resolved,
-            Err(e) => return unavailable(e.to_body()),
-        };
-        let state = match self.session_state(&task.tenant_id, &task.request).await {
-            Ok(state) => state,
             Err(e) => return unavailable(e.to_body()),
         };
         let unscoped = unscoped_policy();
