@@ -19,6 +19,7 @@ mod codes;
 mod declared;
 mod facade;
 mod guard;
+mod keys;
 mod live;
 mod post_journal;
 mod poster;

@@ -789,9 +789,7 @@ async fn approval_needs_the_exact_hash_and_an_approver_other_than_the_proposer_o
 #[tokio::test]
 async fn the_key_that_proposed_a_task_never_approves_it_even_an_operators() {
     let h = h();
-    let operator = std::sync::Arc::new(abr_core::principal::Principal::operator("key_op", "op"))
-        .act_for(Some(T))
-        .unwrap();
+    let operator = abr_core::principal::Actor::operator(T).unwrap();
     let record = h
         .runner
         .create(&operator, request(form_plan()), None)
