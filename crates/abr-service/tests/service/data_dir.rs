@@ -126,3 +126,92 @@ async fn a_data_directory_others_may_write_is_refused_and_a_new_one_is_private()
         & 0o777;
     assert_eq!(db, 0o600);
 }
+
+/// `abr mcp` on stdio acts as `ABR_MCP_KEY`: a key that names nobody is refused at start,
+/// and an agent's key of one tenant reads that tenant's records only (its tenant pinned
+/// without `ABR_MCP_TENANT`).
+#[tokio::test]
+async fn abr_mcp_acts_as_its_key_and_refuses_one_that_names_nobody() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+    let dir = tempfile::tempdir().unwrap();
+    let abr = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_abr"))
+            .args(["keys", "--data-dir"])
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let key = abr(&[
+        "create", "--name", "agent", "--role", "agent", "--tenant", "acme",
+    ]);
+    let token = key["token"].as_str().unwrap().to_owned();
+    let mcp = |mcp_key: &str| {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_abr"))
+            .arg("mcp")
+            .env("ABR_API_TOKEN", common::fake::FAKE_TOKEN)
+            .env("ABR_DATA_DIR", dir.path())
+            .env("ABR_SESSION_KEY", KEY)
+            .env("ABR_MCP_KEY", mcp_key)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    };
+
+    let nobody = mcp("abrk.key_nobody.secret").wait_with_output();
+    let nobody = tokio::time::timeout(std::time::Duration::from_secs(60), nobody)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!nobody.status.success());
+    let stderr = String::from_utf8_lossy(&nobody.stderr);
+    assert!(stderr.contains("ABR_MCP_KEY names no key"), "{stderr}");
+
+    let mut child = mcp(&token);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    for message in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "task_status", "arguments": {"taskId": "task_of_another_tenant"}}}),
+    ] {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("abr mcp closed stdout");
+            let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if value["id"] == 2 {
+                return value;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    // Acting as the agent of `acme` (not refused as a stranger to the default tenant).
+    let text = answer.to_string();
+    assert!(text.contains("task_not_found"), "{text}");
+    assert!(!text.contains("tenant_forbidden"), "{text}");
+    drop(stdin);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(30), child.wait()).await;
+}

@@ -271,7 +271,7 @@ async fn a_read_only_key_commits_nothing_and_browses_read_only() {
 }
 
 #[tokio::test]
-async fn a_revoked_or_expired_key_is_nobody() {
+async fn a_revoked_or_forged_key_is_nobody_and_none_is_born_expired() {
     let s = fake_stack();
     let created = post_json(
         &s.app,
