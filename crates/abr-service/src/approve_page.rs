@@ -5,8 +5,6 @@
 //! never cached, never framed and sends no referrer (the link is a credential). A form posted
 //! from another site is refused.
 
-use std::sync::Arc;
-
 use abr_core::context::TaskContext;
 use abr_protocol::{Risk, TaskState, codes};
 use axum::Router;
@@ -16,7 +14,6 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
 use crate::api_error::{ApiError, ApiPath};
-use crate::runner::Runner;
 use crate::state::AppState;
 
 /// The routes (outside the bearer check: the token in the path is the credential).
@@ -75,7 +72,7 @@ async fn decide<C: TaskContext>(
     headers: HeaderMap,
     form: Result<Form<Decision>, axum::extract::rejection::FormRejection>,
 ) -> Result<Response, ApiError> {
-    same_origin(&state.runner, &headers)?;
+    same_origin(&state.runner.config.public_base(), &headers)?;
     let Ok(Form(decision)) = form else {
         return Err(ApiError::new(
             codes::INVALID_REQUEST,
@@ -114,10 +111,7 @@ async fn decide<C: TaskContext>(
 /// Refuses a form sent from another site: a browser says where a form came from in
 /// `Sec-Fetch-Site`, and names its origin unless the page's no-referrer policy makes it
 /// `null` (as it does on this page's own form).
-fn same_origin<C: TaskContext>(
-    runner: &Arc<Runner<C>>,
-    headers: &HeaderMap,
-) -> Result<(), ApiError> {
+fn same_origin(own: &str, headers: &HeaderMap) -> Result<(), ApiError> {
     let refused = || {
         ApiError::new(
             codes::ORIGIN_NOT_ALLOWED,
@@ -132,7 +126,7 @@ fn same_origin<C: TaskContext>(
     }
     match text(header::ORIGIN.as_str()) {
         None | Some("null") => Ok(()),
-        Some(origin) if origin == runner.config.public_base() => Ok(()),
+        Some(origin) if origin == own => Ok(()),
         Some(_) => Err(refused()),
     }
 }
