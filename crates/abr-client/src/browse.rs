@@ -7,9 +7,14 @@
 //! `browse_not_found`, like a closed one. What happens on the page is the answer's
 //! [`ActOutcome`](abr_protocol::ActOutcome) (`refused` by the guard, `paused` for a person,
 //! `failed`), not an error.
+//!
+//! Under the runner's approval rule, a committing action answers `paused` with the
+//! [`ActionApproval`] it waits for; an approver's client decides it
+//! ([`AgentRunnerClient::browse_decide`]) and the brain sends the action again.
 
 use abr_protocol::{
-    ActResponse, BrowseAction, BrowseClosed, BrowseOpened, BrowseRequest, Snapshot,
+    ActResponse, ActionApproval, ActionDecision, BrowseAction, BrowseClosed, BrowseOpened,
+    BrowseRequest, Snapshot,
 };
 use reqwest::Method;
 
@@ -58,5 +63,35 @@ impl AgentRunnerClient {
         non_empty("browse id", id)?;
         let builder = self.tenant_request(Method::DELETE, tenant, &["v1", "browse", id])?;
         self.send(Operation::BrowseClose, builder).await
+    }
+
+    /// `GET /v1/browse/{id}/approval`: the committing action the session waits on (409
+    /// `action_not_pending` when none). A read.
+    pub async fn browse_approval(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<ActionApproval, ClientError> {
+        non_empty("browse id", id)?;
+        let builder =
+            self.tenant_request(Method::GET, tenant, &["v1", "browse", id, "approval"])?;
+        self.send(Operation::BrowseApproval, builder).await
+    }
+
+    /// `POST /v1/browse/{id}/approve` (`approve`) or `/reject`, with an approver's key (not
+    /// the one that opened the session). Acts once: a second decision is a 409
+    /// `action_not_pending`.
+    pub async fn browse_decide(
+        &self,
+        tenant: &str,
+        id: &str,
+        decision: &ActionDecision,
+        approve: bool,
+    ) -> Result<ActionApproval, ClientError> {
+        non_empty("browse id", id)?;
+        let verb = if approve { "approve" } else { "reject" };
+        let builder = self.tenant_request(Method::POST, tenant, &["v1", "browse", id, verb])?;
+        let builder = json_body(Operation::DecideBrowseAction, builder, decision)?;
+        self.send(Operation::DecideBrowseAction, builder).await
     }
 }

@@ -82,6 +82,10 @@ pub enum Operation {
     BrowseAct,
     /// `DELETE /v1/browse/{id}`.
     BrowseClose,
+    /// `GET /v1/browse/{id}/approval`.
+    BrowseApproval,
+    /// `POST /v1/browse/{id}/approve` or `/reject`.
+    DecideBrowseAction,
     /// `POST /v1/keys`.
     CreateKey,
     /// `GET /v1/keys`.
@@ -131,6 +135,8 @@ impl Operation {
             Self::BrowseSnapshot => "browse_snapshot",
             Self::BrowseAct => "browse_act",
             Self::BrowseClose => "browse_close",
+            Self::BrowseApproval => "browse_approval",
+            Self::DecideBrowseAction => "decide_browse_action",
             Self::CreateKey => "create_key",
             Self::ListKeys => "list_keys",
             Self::RevokeKey => "revoke_key",
@@ -171,6 +177,7 @@ impl Operation {
                 | Self::DecideSite
                 | Self::RemoveSite
                 | Self::BrowseSnapshot
+                | Self::BrowseApproval
         )
     }
 }

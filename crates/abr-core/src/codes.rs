@@ -31,7 +31,11 @@ pub const SCREENSHOT_NOT_TAKEN: &str = "screenshot_not_taken";
 pub const EXTRACT_TRUNCATED: &str = "extract_truncated";
 /// The runner stopped (a restart, a kill) while the task was queued or running.
 pub const RUNNER_STOPPED: &str = "runner_stopped";
-/// The approver rejected the task.
+/// A browse session's committing action waits for an approver: nothing of it left the
+/// browser (a step's error; the answer's `pause.reason`).
+pub const APPROVAL_REQUIRED: &str = "approval_required";
+/// The approver rejected the task (or a browse session's committing action: the session
+/// closed).
 pub const REJECTED: &str = "rejected";
 /// The stored plan is not the approved one, or has no approval: nothing ran.
 pub const PLAN_NOT_APPROVED: &str = "plan_not_approved";

@@ -271,6 +271,12 @@ pub enum CoreError {
     /// `approve` or `reject` of a task that is not waiting for approval.
     #[error("the task is not waiting for approval")]
     TaskNotPending,
+    /// A decision on a browse session's approval that is not the pending one.
+    #[error(
+        "the browse session waits for no approval with this id (decided, replaced by a later \
+         action, or never asked)"
+    )]
+    ActionNotPending,
     /// `run` of a task that is not approved and waiting to run.
     #[error("the task is not approved and waiting to run")]
     TaskNotQueued,
@@ -358,6 +364,7 @@ impl CoreError {
             Self::Blocked(_) | Self::SiteDenied(_) => ErrorKind::Denied,
             Self::PlanHashMismatch
             | Self::TaskNotPending
+            | Self::ActionNotPending
             | Self::TaskNotQueued
             | Self::NotUncertain
             | Self::TaskNotRetryable(_)
@@ -435,6 +442,7 @@ impl CoreError {
             Self::PostNotFound => codes::POST_NOT_FOUND,
             Self::PlanHashMismatch => codes::PLAN_HASH_MISMATCH,
             Self::TaskNotPending => codes::TASK_NOT_PENDING,
+            Self::ActionNotPending => codes::ACTION_NOT_PENDING,
             Self::TaskNotQueued => codes::TASK_NOT_QUEUED,
             Self::NotUncertain => codes::NOT_UNCERTAIN,
             Self::TaskNotRetryable(_) => codes::TASK_NOT_RETRYABLE,

@@ -1,5 +1,6 @@
 //! One-time approval links: an approver's key mints a link for a person who holds no key;
-//! the person reads the task in words and approves or rejects it once, as that approver.
+//! the person reads the task (or a browse session's committing action) in words and
+//! approves or rejects it once, as that approver.
 //!
 //! A link is a 256-bit token; only its SHA-256 digest is kept, in memory, for at most
 //! [`LINK_TTL`] (a restart forgets every link: mint another). The first decision consumes it:
@@ -27,8 +28,10 @@ const MAX_LINKS: usize = 10_000;
 pub struct LinkGrant {
     /// The task's tenant.
     pub tenant: String,
-    /// The task.
+    /// The task (or browse session).
     pub task_id: String,
+    /// For a browse session: the approval of its committing action the link decides.
+    pub action: Option<String>,
     /// The approver whose key minted it: the decision is theirs.
     pub minted_by: Arc<Principal>,
     /// When it stops working.
@@ -75,6 +78,7 @@ impl ApprovalLinks {
         &self,
         tenant: &str,
         task_id: &str,
+        action: Option<String>,
         minted_by: Arc<Principal>,
     ) -> Result<MintedLink, CoreError> {
         let now = self.clock.now();
@@ -92,6 +96,7 @@ impl ApprovalLinks {
             LinkGrant {
                 tenant: tenant.to_owned(),
                 task_id: task_id.to_owned(),
+                action,
                 minted_by,
                 expires_at,
             },

@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AgentSessionState, BlockedAction, ErrorBody, PauseReason, SecretValue};
+use time::OffsetDateTime;
+
+use crate::{AgentSessionState, BlockedAction, ErrorBody, PauseReason, PrincipalRef, SecretValue};
 
 /// `POST /v1/browse`.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -262,8 +264,71 @@ pub struct ActResponse {
     /// The failure, when `failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorBody>,
+    /// The approval this action waits for, when `paused` with `approval_required`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ActionApproval>,
     /// The page after the action.
     pub snapshot: Snapshot,
+}
+
+/// A committing action of a browse session that waits for a person (`GET
+/// /v1/browse/{browseId}/approval`). An approver decides it by its `approvalId`
+/// (`POST /v1/browse/{browseId}/approve` or `/reject`), or mints a one-time link for a person
+/// (`POST /v1/browse/{browseId}/approval-link`). Approved, it covers that one action (the
+/// same element, page and value): the brain sends it again and it runs; rejected, the
+/// session closes with nothing committed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionApproval {
+    /// What a decision names.
+    pub approval_id: String,
+    /// The session.
+    pub browse_id: String,
+    /// The action in words (`click e5 (button "Post")`); never what is typed.
+    pub action: String,
+    /// The element's role, when the action names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The element's accessible name, when the action names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The page it acts on (without its query).
+    pub page: String,
+    /// Where it is.
+    pub state: ActionApprovalState,
+    /// When it was asked for.
+    #[serde(with = "time::serde::rfc3339")]
+    pub requested_at: OffsetDateTime,
+    /// The approver who decided it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<PrincipalRef>,
+    /// What happens next, in words (for a person and for a model).
+    pub message: String,
+}
+
+/// Where an [`ActionApproval`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionApprovalState {
+    /// Waiting for an approver.
+    Pending,
+    /// Approved: the next time the brain sends this action, it runs.
+    Approved,
+    /// Rejected: the session closed with nothing of it committed.
+    Rejected,
+}
+
+/// `POST /v1/browse/{browseId}/approve` and `/reject` (an approver's key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActionDecision {
+    /// The approval decided (the one the approver read: a session that asked for another
+    /// action since answers `action_not_pending`).
+    pub approval_id: String,
+    /// What the person says of themself (optional): the record names the approving key's
+    /// holder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stated_by: Option<String>,
 }
 
 /// The answer to `DELETE /v1/browse/{browseId}`.

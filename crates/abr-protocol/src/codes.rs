@@ -124,6 +124,8 @@ codes! {
     NOT_AUTHENTICATED = "not_authenticated", 409, Yes, "the capture's browser is not signed in yet: poll again";
     /// `approve` named a plan hash other than the stored plan's.
     PLAN_HASH_MISMATCH = "plan_hash_mismatch", 409, No, "the approval names another plan than the one stored: read the task again and approve what it shows";
+    /// A browse session's approval that is not the pending one.
+    ACTION_NOT_PENDING = "action_not_pending", 409, No, "the browse session waits for no approval with this id (decided, replaced by a later action, or never asked): read `GET /v1/browse/{id}/approval`";
     /// `approve` or `reject` of a task that is not waiting for approval.
     TASK_NOT_PENDING = "task_not_pending", 409, No, "the task is not waiting for approval (approved, rejected, or never needed it)";
     /// `run` of a task that is not approved and waiting, or already running or ended.

@@ -13,6 +13,9 @@ pub enum BlockedBy {
     ReadOnly,
     /// The request asked for a dry run.
     DryRun,
+    /// A browse session's committing action waits for an approver (`approval_required`):
+    /// until one approves that action, nothing it would send leaves the browser.
+    AwaitingApproval,
 }
 
 /// Why the commit guard counts an action as committing.
@@ -99,11 +102,14 @@ pub enum PauseReason {
     Stuck,
     /// The page requires a value the plan does not give.
     NeedsInput,
+    /// A browse session's committing action waits for an approver to approve that action
+    /// (see the answer's `approval`); nothing of it left the browser.
+    ApprovalRequired,
 }
 
 impl PauseReason {
     /// Every reason, in a fixed order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Challenge,
         Self::LoginRequired,
         Self::Paywall,
@@ -112,6 +118,7 @@ impl PauseReason {
         Self::ConsentRequired,
         Self::Stuck,
         Self::NeedsInput,
+        Self::ApprovalRequired,
     ];
 
     /// The snake_case name on the wire (also the error code when a run ends on it).
@@ -125,6 +132,7 @@ impl PauseReason {
             Self::ConsentRequired => "consent_required",
             Self::Stuck => "stuck",
             Self::NeedsInput => "needs_input",
+            Self::ApprovalRequired => "approval_required",
         }
     }
 }

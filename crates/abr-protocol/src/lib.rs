@@ -33,8 +33,9 @@ mod session;
 mod task;
 
 pub use browse::{
-    ActOutcome, ActResponse, BrowseAction, BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest,
-    ScrollDirection, Snapshot, SnapshotElement,
+    ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, BrowseAction,
+    BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, ScrollDirection, Snapshot,
+    SnapshotElement,
 };
 pub use capture::{
     CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,

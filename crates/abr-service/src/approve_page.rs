@@ -37,6 +37,9 @@ async fn page<C: TaskContext>(
     ApiPath(token): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     let linked = state.runner.engine.task_by_link(&token).await?;
+    if linked.browse {
+        return action_page(&linked);
+    }
     let record = &linked.record;
     let steps: String = record
         .steps
@@ -62,6 +65,40 @@ async fn page<C: TaskContext>(
         risk = risk(record.risk),
         task_id = escape(&record.task_id),
         state = escape(state_name(record.state)),
+    );
+    respond(StatusCode::OK, &body)
+}
+
+/// The page of a browse session's committing action.
+fn action_page(linked: &abr_engine::LinkedTask) -> Result<Response, ApiError> {
+    let Some(action) = &linked.action else {
+        let body = format!(
+            r#"<h1>Approve an agent's action?</h1>
+<p id="decided">Session <span id="task">{}</span> no longer waits for this action (decided, replaced by another, or closed).</p>"#,
+            escape(&linked.record.task_id)
+        );
+        return respond(StatusCode::OK, &body);
+    };
+    let element = match (&action.role, &action.name) {
+        (Some(role), Some(name)) if !name.is_empty() => {
+            format!("{} \u{201c}{}\u{201d}", escape(role), escape(name))
+        }
+        (Some(role), _) => escape(role),
+        _ => "the page".to_owned(),
+    };
+    let body = format!(
+        r#"<h1>Approve an agent's action?</h1>
+<p>An agent browsing in session <span id="task">{task}</span> wants to commit something. Asked of <strong>{approver}</strong>; your decision is recorded as theirs, with your name.</p>
+<dl><dt>Action</dt><dd id="action">{what}</dd><dt>Element</dt><dd id="element">{element}</dd>
+<dt>Page</dt><dd id="page">{page}</dd></dl>
+<p>Approving lets this one action run once; rejecting closes the session with nothing of it sent.</p>
+<form method="post"><label>Your name <input name="name" maxlength="200"></label>
+<button name="decision" value="approve" id="approve">Approve this action</button>
+<button name="decision" value="reject" id="reject">Reject</button></form>"#,
+        task = escape(&linked.record.task_id),
+        approver = escape(&linked.approver),
+        what = escape(&action.action),
+        page = escape(&action.page),
     );
     respond(StatusCode::OK, &body)
 }
@@ -95,10 +132,11 @@ async fn decide<C: TaskContext>(
         .engine
         .decide_by_link(&token, approve, name)
         .await?;
-    let said = if approve {
-        "Approved: the task runs now."
-    } else {
-        "Rejected: nothing runs."
+    let said = match (record.browse, approve) {
+        (false, true) => "Approved: the task runs now.",
+        (false, false) => "Rejected: nothing runs.",
+        (true, true) => "Approved: the agent's next attempt at this action runs, once.",
+        (true, false) => "Rejected: the session is closed and nothing of the action was sent.",
     };
     let body = format!(
         r#"<h1 id="done">{said}</h1><p>Task <span id="task">{}</span> is <span id="state">{}</span>. This link is used up.</p>"#,

@@ -8,9 +8,15 @@
 //! against its tenant's concurrent sessions and the runner's `ABR_MAX_OPEN_BROWSES`). What
 //! happens on the page is the answer's `outcome`, never an HTTP error: a refusal by the
 //! guard (`refused`), a handoff (`paused`), a failure on the page (`failed`).
+//!
+//! Under the approval rule (`ABR_TASK_APPROVAL` other than `off`), a read-write session's
+//! committing action answers `paused` / `approval_required` with the `approval` it waits
+//! for; an approver decides it (`GET …/approval`, `POST …/approve`, `POST …/reject`, or a
+//! one-time link for a person: `POST …/approval-link`).
 
 use abr_protocol::{
-    ActResponse, BrowseAction, BrowseClosed, BrowseOpened, BrowseRequest, Snapshot,
+    ActResponse, ActionApproval, ActionDecision, BrowseAction, BrowseClosed, BrowseOpened,
+    BrowseRequest, Snapshot,
 };
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -29,6 +35,56 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
         .route("/v1/browse/{id}", delete(close::<C>))
         .route("/v1/browse/{id}/snapshot", get(snapshot::<C>))
         .route("/v1/browse/{id}/act", post(act::<C>))
+        .route("/v1/browse/{id}/approval", get(approval::<C>))
+        .route("/v1/browse/{id}/approve", post(approve::<C>))
+        .route("/v1/browse/{id}/reject", post(reject::<C>))
+        .route(
+            "/v1/browse/{id}/approval-link",
+            post(crate::tasks::approval_link::<C>),
+        )
+}
+
+/// `GET /v1/browse/{id}/approval`: the committing action the session waits on (409
+/// `action_not_pending` when none).
+async fn approval<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<ActionApproval>, ApiError> {
+    let actor = caller.actor(None)?;
+    Ok(Json(
+        state.runner.engine.browse_approval(&actor, &id).await?,
+    ))
+}
+
+/// `POST /v1/browse/{id}/approve` (an approver's key, not the one that opened the session):
+/// the action runs when the brain sends it again.
+async fn approve<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(decision): ApiJson<ActionDecision>,
+) -> Result<Json<ActionApproval>, ApiError> {
+    let actor = caller.actor(None)?;
+    let engine = &state.runner.engine;
+    Ok(Json(
+        engine.browse_decide(&actor, &id, &decision, true).await?,
+    ))
+}
+
+/// `POST /v1/browse/{id}/reject` (an approver's key): the session closes with nothing of
+/// the action committed.
+async fn reject<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(decision): ApiJson<ActionDecision>,
+) -> Result<Json<ActionApproval>, ApiError> {
+    let actor = caller.actor(None)?;
+    let engine = &state.runner.engine;
+    Ok(Json(
+        engine.browse_decide(&actor, &id, &decision, false).await?,
+    ))
 }
 
 /// `POST /v1/browse`: opens a session and its first page; 201 with the first snapshot.

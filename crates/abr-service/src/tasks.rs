@@ -289,9 +289,10 @@ async fn approve<C: TaskContext>(
     ))
 }
 
-/// `POST /v1/tasks/{id}/approval-link` (an approver's key): `201` with a one-time link for a
-/// person without a key to approve or reject the task as this approver.
-async fn approval_link<C: TaskContext>(
+/// `POST /v1/tasks/{id}/approval-link` and `POST /v1/browse/{id}/approval-link` (an
+/// approver's key): `201` with a one-time link for a person without a key to approve or
+/// reject the task (or the browse session's committing action) as this approver.
+pub(crate) async fn approval_link<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,

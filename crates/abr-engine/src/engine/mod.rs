@@ -28,11 +28,11 @@ use abr_core::provider::DynSessionProvider;
 use abr_core::store::{CounterStore, KeyStore, PostStore, SessionStore, TaskStore};
 use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
 use abr_protocol::{
-    ActResponse, ApproveRequest, BrowseAction, BrowseClosed, BrowseOpened, BrowseRequest,
-    CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
-    CaptureStartResponse, CaptureStatus, PlatformInfo, PostRequest, ProbeRequest, ProbeResponse,
-    RecheckResult, SecretValue, Snapshot, StoreSessionRequest, StoredSessionInfo, TaskRecord,
-    TaskRequest,
+    ActResponse, ActionApproval, ActionDecision, ApproveRequest, BrowseAction, BrowseClosed,
+    BrowseOpened, BrowseRequest, CaptureCancelResponse, CaptureFinishResponse, CaptureRef,
+    CaptureStartRequest, CaptureStartResponse, CaptureStatus, PlatformInfo, PostRequest,
+    ProbeRequest, ProbeResponse, RecheckResult, SecretValue, Snapshot, StoreSessionRequest,
+    StoredSessionInfo, TaskRecord, TaskRequest,
 };
 use async_trait::async_trait;
 
@@ -787,6 +787,40 @@ impl<C: TaskContext> Engine<C> {
         tokio::spawn(async move { tasks.browse_close(&tenant, &id).await })
             .await
             .map_err(|_| CoreError::JobPanicked("closing the browse session failed unexpectedly"))?
+    }
+
+    /// The committing action a browse session waits on ([`TaskRunner::browse_approval`]).
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read; its errors.
+    pub async fn browse_approval(
+        &self,
+        actor: &Actor,
+        id: &str,
+    ) -> Result<ActionApproval, CoreError> {
+        actor.require(Right::Read)?;
+        self.tasks.browse_approval(actor.tenant(), id).await
+    }
+
+    /// Approves or rejects the committing action a browse session waits on
+    /// ([`TaskRunner::browse_decide`]): an approver of the session's tenant, never the key
+    /// that opened it.
+    ///
+    /// # Errors
+    /// Its errors, or [`CoreError::JobPanicked`]. It runs in a task of its own (a rejection
+    /// closes the session), so that a caller who goes away does not cut it in half.
+    pub async fn browse_decide(
+        &self,
+        actor: &Actor,
+        id: &str,
+        decision: &ActionDecision,
+        approve: bool,
+    ) -> Result<ActionApproval, CoreError> {
+        let tasks = Arc::clone(&self.tasks);
+        let (actor, id, decision) = (actor.clone(), id.to_owned(), decision.clone());
+        tokio::spawn(async move { tasks.browse_decide(&actor, &id, &decision, approve).await })
+            .await
+            .map_err(|_| CoreError::JobPanicked("deciding the approval failed unexpectedly"))?
     }
 
     // ---- capture and the live view --------------------------------------------------------

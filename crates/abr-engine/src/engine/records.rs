@@ -9,8 +9,8 @@ use abr_core::guard::StoredFrame;
 use abr_core::principal::{Actor, Right};
 use abr_core::store::RecordStore;
 use abr_protocol::{
-    ApproveRequest, AssertNotPostedRequest, FrameInfo, PostRecord, RejectRequest, RunScreenshots,
-    SiteEntry, StoredSession, TaskRecord, TaskState,
+    ActionApproval, ActionDecision, ApproveRequest, AssertNotPostedRequest, FrameInfo, PostRecord,
+    RejectRequest, RunScreenshots, SiteEntry, StoredSession, TaskRecord, TaskState,
 };
 
 use crate::approval_links::MintedLink;
@@ -26,6 +26,11 @@ pub struct LinkedTask {
     pub target_url: String,
     /// The approver whose key minted the link: the decision is recorded as theirs.
     pub approver: String,
+    /// For a browse session's link: the committing action it decides, while it still
+    /// waits (`None`: decided, replaced by a later action, or the session closed).
+    pub action: Option<ActionApproval>,
+    /// The link is for a browse session's committing action (not a task's plan).
+    pub browse: bool,
 }
 
 impl<C: TaskContext> Engine<C> {
@@ -59,12 +64,15 @@ impl<C: TaskContext> Engine<C> {
             .await
     }
 
-    /// A one-time link for a person without a key to approve or reject the pending task
-    /// `task_id`, as the actor (see [`approval_links`](crate::approval_links)).
+    /// A one-time link for a person without a key to approve or reject, as the actor, the
+    /// pending task `task_id` or the committing action a browse session `task_id` waits on
+    /// (see [`approval_links`](crate::approval_links)).
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may approve; [`CoreError::SelfApproval`]
-    /// for the key that proposed it; an unknown task, [`CoreError::TaskNotPending`].
+    /// for the key that proposed the task or opened the session; an unknown task,
+    /// [`CoreError::TaskNotPending`] (a task not waiting), [`CoreError::ActionNotPending`]
+    /// (a session waiting for nobody).
     pub async fn approval_link(
         &self,
         actor: &Actor,
@@ -72,9 +80,6 @@ impl<C: TaskContext> Engine<C> {
     ) -> Result<MintedLink, CoreError> {
         actor.require(Right::Approve)?;
         let record = self.tasks.get(actor.tenant(), task_id).await?;
-        if record.state != TaskState::PendingApproval {
-            return Err(CoreError::TaskNotPending);
-        }
         if record
             .proposed_by
             .as_ref()
@@ -82,14 +87,24 @@ impl<C: TaskContext> Engine<C> {
         {
             return Err(CoreError::SelfApproval);
         }
+        let action = if record.browse {
+            let pending = self.tasks.browse_approval(actor.tenant(), task_id).await?;
+            Some(pending.approval_id)
+        } else if record.state != TaskState::PendingApproval {
+            return Err(CoreError::TaskNotPending);
+        } else {
+            None
+        };
         self.links.mint(
             actor.tenant(),
             task_id,
+            action,
             std::sync::Arc::new(actor.principal().clone()),
         )
     }
 
-    /// The task an approval link shows, with the site its plan opens; nothing is used up.
+    /// The task an approval link shows, with the site its plan opens (or the browse
+    /// session's action it decides); nothing is used up.
     ///
     /// # Errors
     /// [`CoreError::LinkNotFound`] for a link never minted, used or expired; a store failure.
@@ -98,19 +113,32 @@ impl<C: TaskContext> Engine<C> {
         let task = RecordStore::get(self.tasks.store().as_ref(), &grant.tenant, &grant.task_id)
             .await?
             .ok_or(CoreError::TaskNotFound)?;
+        let action = match &grant.action {
+            None => None,
+            Some(id) => self
+                .tasks
+                .browse_approval(&grant.tenant, &grant.task_id)
+                .await
+                .ok()
+                .filter(|a| &a.approval_id == id),
+        };
         Ok(LinkedTask {
             target_url: task.request.plan.target_url.clone(),
             approver: grant.minted_by.name().to_owned(),
             record: task.record,
+            action,
+            browse: grant.action.is_some(),
         })
     }
 
-    /// Approves (and runs) or rejects the task of an approval link, as the approver who
-    /// minted it, `person` being what the person said of themself. The link is used up
-    /// first: a second decision, however sent, is [`CoreError::LinkNotFound`].
+    /// Approves (and runs) or rejects the task of an approval link, or the browse session's
+    /// committing action it names, as the approver who minted it, `person` being what the
+    /// person said of themself. The link is used up first: a second decision, however sent,
+    /// is [`CoreError::LinkNotFound`].
     ///
     /// # Errors
-    /// [`CoreError::LinkNotFound`]; [`Self::approve_task`]'s or [`Self::reject_task`]'s.
+    /// [`CoreError::LinkNotFound`]; [`Self::approve_task`]'s, [`Self::reject_task`]'s or
+    /// [`Self::browse_decide`]'s.
     pub async fn decide_by_link(
         &self,
         token: &str,
@@ -119,6 +147,15 @@ impl<C: TaskContext> Engine<C> {
     ) -> Result<TaskRecord, CoreError> {
         let grant = self.links.take(token).ok_or(CoreError::LinkNotFound)?;
         let actor = grant.minted_by.act_for(Some(&grant.tenant))?;
+        if let Some(approval_id) = grant.action {
+            let decision = ActionDecision {
+                approval_id,
+                stated_by: person,
+            };
+            self.browse_decide(&actor, &grant.task_id, &decision, approve)
+                .await?;
+            return self.tasks.get(&grant.tenant, &grant.task_id).await;
+        }
         let record = self.tasks.get(&grant.tenant, &grant.task_id).await?;
         if approve {
             let request = ApproveRequest {

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use abr_core::audit::{AuditAction, AuditOutcome};
 use abr_core::clock::new_token;
 use abr_core::codes;
 use abr_core::context::TaskContext;
@@ -25,18 +26,20 @@ use abr_core::scope_io::Scopes;
 use abr_core::step_runner::BrowserAction;
 use abr_core::store::StoredTask;
 use abr_protocol::{
-    ActOutcome, ActResponse, BrowseAction, BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest,
-    ErrorBody, PauseReason, Risk, ScrollDirection, Snapshot, StepPlan, StepResult, TaskRecord,
-    TaskRequest, TaskState, TaskVerification,
+    ActOutcome, ActResponse, ActionApproval, ActionDecision, Approval, BlockedBy, BrowseAction,
+    BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, ErrorBody, PauseReason, Risk,
+    ScrollDirection, Snapshot, StepPlan, StepResult, TaskRecord, TaskRequest, TaskState,
+    TaskVerification,
 };
 use tokio::time::Instant;
 
 use crate::ledger::record_id;
 use crate::step::{Step, guarded};
+use crate::task::approvals::{ActionApprovals, Ask, Fingerprint};
 use crate::task::browses::{Entry, Open};
 use crate::task::lifecycle::RunPolicy;
 use crate::task::outcome::{Failure, unscoped_policy};
-use crate::task::rails;
+use crate::task::rails::{self, CommitApproval};
 use crate::task::runner::TaskRunner;
 
 /// The platform label of a browse session that names none.
@@ -65,11 +68,13 @@ fn scripts_may_send(action: &BrowserAction) -> bool {
 }
 
 /// What ended a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum End {
     Closed,
     Idle,
     Shutdown,
+    /// An approver rejected its committing action (their name).
+    Rejected(String),
 }
 
 fn http_url(url: &str) -> Result<url::Url, CoreError> {
@@ -98,6 +103,7 @@ fn pause_reason(code: &str) -> Option<PauseReason> {
         PauseReason::ConsentRequired,
         PauseReason::Stuck,
         PauseReason::NeedsInput,
+        PauseReason::ApprovalRequired,
     ]
     .into_iter()
     .find(|r| r.as_str() == code)
@@ -110,6 +116,7 @@ struct Acted {
     blocked: Option<abr_protocol::BlockedAction>,
     pause: Option<BrowsePause>,
     error: Option<ErrorBody>,
+    approval: Option<ActionApproval>,
 }
 
 impl Acted {
@@ -120,7 +127,14 @@ impl Acted {
             blocked: None,
             pause: None,
             error: None,
+            approval: None,
         }
+    }
+
+    fn waits_for_approval(&self) -> bool {
+        self.pause
+            .as_ref()
+            .is_some_and(|p| p.reason == PauseReason::ApprovalRequired)
     }
 
     fn respond(self, snapshot: Snapshot) -> ActResponse {
@@ -130,6 +144,7 @@ impl Acted {
             blocked: self.blocked,
             pause: self.pause,
             error: self.error,
+            approval: self.approval,
             snapshot,
         }
     }
@@ -247,6 +262,16 @@ impl<C: TaskContext> TaskRunner<C> {
                 return Err(error);
             }
         };
+        let mut rails = rails;
+        if self.config.approval != abr_core::approval::ApprovalRule::Off
+            && !task.record.read_only
+            && !task.record.dry_run
+        {
+            // Under the approval rule: a committing action waits for an approver, and until
+            // one approves it nothing the page sends leaves.
+            rails.network.require_approval();
+            rails.approval = CommitApproval::Required;
+        }
         let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
         let lease = match self.acquire(&platform, state, scopes).await {
@@ -293,6 +318,7 @@ impl<C: TaskContext> TaskRunner<C> {
             extra,
             platform,
             started: Instant::now(),
+            approvals: ActionApprovals::default(),
         };
         let first = self
             .act_on(
@@ -403,6 +429,85 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
+    /// The committing action of a session that waits for an approver.
+    ///
+    /// # Errors
+    /// [`CoreError::BrowseNotFound`]; [`CoreError::ActionNotPending`] when none waits.
+    pub async fn browse_approval(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<ActionApproval, CoreError> {
+        let entry = self.browses.get(tenant, id)?;
+        let guard = entry.session.lock().await;
+        let open = guard.as_ref().ok_or(CoreError::BrowseNotFound)?;
+        open.approvals
+            .pending()
+            .cloned()
+            .ok_or(CoreError::ActionNotPending)
+    }
+
+    /// Approves or rejects the committing action a session waits on, as `actor` (an
+    /// approver or an operator of the session's tenant, never the key that opened the
+    /// session). Approved: the brain sends the action again and it runs, once. Rejected:
+    /// the session closes (`closed`, error `rejected`) with nothing of it committed.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may approve; [`CoreError::SelfApproval`]
+    /// for the key that opened the session; an over-long `statedBy`;
+    /// [`CoreError::BrowseNotFound`]; [`CoreError::ActionNotPending`] for an id that is not
+    /// the pending approval's.
+    pub async fn browse_decide(
+        &self,
+        actor: &Actor,
+        id: &str,
+        decision: &ActionDecision,
+        approve: bool,
+    ) -> Result<ActionApproval, CoreError> {
+        actor.require(Right::Approve)?;
+        let stated = crate::task::lifecycle::stated("statedBy", decision.stated_by.as_deref())?;
+        let entry = self.browses.get(actor.tenant(), id)?;
+        let approver = actor.principal().reference();
+        let mut guard = entry.session.lock().await;
+        let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
+        if open
+            .task
+            .record
+            .proposed_by
+            .as_ref()
+            .is_some_and(|p| p.key_id == approver.key_id)
+        {
+            return Err(CoreError::SelfApproval);
+        }
+        let decided = open
+            .approvals
+            .decide(&decision.approval_id, approve, approver.clone())?;
+        let action = if approve {
+            AuditAction::TaskApproved
+        } else {
+            AuditAction::TaskRejected
+        };
+        let mut event = self.event(action, AuditOutcome::Ok, &open.task);
+        event.approved_by = Some(approver.name.clone());
+        self.audit.emit(event);
+        if !approve {
+            drop(guard);
+            let name = approver.name.clone();
+            self.end(id, &entry, End::Rejected(name)).await;
+            return Ok(decided);
+        }
+        open.task.record.approval = Some(Approval {
+            approved_by: approver.name.clone(),
+            approved_at: self.clock.now(),
+            approver: Some(approver),
+            stated_by: stated,
+        });
+        if let Err(failure) = self.save_progress(&mut open.task).await {
+            tracing::warn!(code = %failure.body.code, "could not record a browse approval");
+        }
+        Ok(decided)
+    }
+
     /// How many browse sessions are open.
     pub fn browses_open(&self) -> usize {
         self.browses.lock().len()
@@ -418,7 +523,7 @@ impl<C: TaskContext> TaskRunner<C> {
             plan_hash: plan_hash(&request.plan),
             steps: Vec::new(),
             risk: Risk::Low,
-            approval_rule: "browse".to_owned(),
+            approval_rule: self.config.approval.as_str().to_owned(),
             approval: None,
             proposed_by: Some(actor.principal().reference()),
             proposal_id: None,
@@ -482,6 +587,20 @@ impl<C: TaskContext> TaskRunner<C> {
         let started = Instant::now();
         let timeout = self.browses.config.act_timeout;
         let described = describe(open, action);
+        let gated = open.rails.network.approval_required();
+        let fingerprint = gated.then(|| fingerprint(open, action));
+        let granted = fingerprint
+            .as_ref()
+            .and_then(|f| open.approvals.take_grant(f));
+        if gated {
+            open.rails.approval = if granted.is_some() {
+                CommitApproval::Approved
+            } else {
+                CommitApproval::Required
+            };
+            // An approved action's writes leave until its answer is read; no other's do.
+            open.rails.network.hold(granted.is_none());
+        }
         let guarded = self
             .guarded_step(
                 &mut open.task,
@@ -509,7 +628,8 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         }
         let snapshot = self.read_page(open).await;
-        if open.rails.guard.refuses().is_some() && scripts_may_send(&browser) {
+        let refusing = open.rails.guard.refuses().is_some() || (gated && granted.is_none());
+        if refusing && scripts_may_send(&browser) {
             // A refusal is the answer: give what the action started (a handler's
             // `requestSubmit`, a post behind a click) the moment it takes to reach the gate.
             tokio::time::sleep(SETTLE).await;
@@ -526,6 +646,36 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         }
         open.rails.network.set_watch(None);
+        if gated {
+            open.rails.network.hold(true);
+            open.rails.approval = CommitApproval::Required;
+        }
+        if acted.waits_for_approval()
+            && let Some(fingerprint) = fingerprint
+        {
+            let ask = self.ask_of(open, action);
+            match open.approvals.ask(fingerprint, ask) {
+                Ok(approval) => {
+                    tracing::info!(
+                        approval = %approval.approval_id,
+                        "browse: a committing action waits for an approver"
+                    );
+                    acted.approval = Some(approval);
+                }
+                Err(e) => {
+                    acted.outcome = ActOutcome::Failed;
+                    acted.pause = None;
+                    acted.error = Some(e.to_body());
+                }
+            }
+        }
+        let described = match &granted {
+            Some(approval) => match &approval.decided_by {
+                Some(by) => format!("{described} (approved by {})", by.name),
+                None => described,
+            },
+            None => described,
+        };
         let result = StepResult {
             index,
             action: browser.kind().to_owned(),
@@ -548,15 +698,53 @@ impl<C: TaskContext> TaskRunner<C> {
         acted.respond(snapshot)
     }
 
+    /// What an approver is shown of `action`.
+    fn ask_of(&self, open: &Open<C>, action: &BrowseAction) -> Ask {
+        let (role, name) = match reference_of(action).and_then(|r| open.names.get(r)) {
+            Some((role, name)) => (Some(role.clone()), Some(name.clone())),
+            None => (None, None),
+        };
+        Ask {
+            browse_id: open.task.record.task_id.clone(),
+            action: describe(open, action),
+            role,
+            name,
+            page: rails::page_key(&open.rails.last_url),
+            at: self.clock.now(),
+        }
+    }
+
     /// The answer for an action the rails or the page did not let through.
     fn not_done(&self, open: &Open<C>, failure: Failure, committing: bool) -> Acted {
+        let last_blocked = open.task.record.blocked.last();
+        if failure.body.code == codes::BLOCKED_ACTION
+            && last_blocked.is_some_and(|b| b.blocked_by == BlockedBy::AwaitingApproval)
+        {
+            // The page sent a write the commit rule did not foresee: the gate held it, and
+            // the action waits for an approver like any committing one.
+            return Acted {
+                outcome: ActOutcome::Paused,
+                committing: false,
+                blocked: last_blocked.cloned(),
+                pause: Some(BrowsePause {
+                    reason: PauseReason::ApprovalRequired,
+                    message: format!(
+                        "{}; an approver approves this action, then send it again",
+                        failure.body.message
+                    ),
+                }),
+                error: None,
+                approval: None,
+            };
+        }
         if failure.body.code == codes::BLOCKED_ACTION {
             return Acted {
                 outcome: ActOutcome::Refused,
                 committing: false,
-                blocked: open.task.record.blocked.last().cloned(),
+                blocked: last_blocked.cloned(),
                 pause: None,
                 error: Some(failure.body.retryable(false)),
+                approval: None,
             };
         }
         if let Some(reason) = pause_reason(&failure.body.code) {
@@ -571,6 +759,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     message: failure.body.message,
                 }),
                 error: None,
+                approval: None,
             };
         }
         let error = if committing {
@@ -586,6 +775,7 @@ impl<C: TaskContext> TaskRunner<C> {
             blocked: None,
             pause: None,
             error: Some(error),
+            approval: None,
         }
     }
 
@@ -705,6 +895,13 @@ impl<C: TaskContext> TaskRunner<C> {
                 codes::RUNNER_STOPPED,
                 "closed because the runner stopped",
             )),
+            End::Rejected(by) => Some(ErrorBody::new(
+                codes::REJECTED,
+                format!(
+                    "{by} rejected its committing action: the session closed with nothing of \
+                     it committed"
+                ),
+            )),
         };
         if let Err(e) = self.save(&mut task).await {
             tracing::warn!(error = %e, "could not record the closed browse session");
@@ -755,6 +952,41 @@ fn check_action<C: TaskContext>(open: &Open<C>, action: &BrowseAction) -> Result
         }
     }
     Ok(())
+}
+
+/// The element an action names, if any.
+fn reference_of(action: &BrowseAction) -> Option<&str> {
+    match action {
+        BrowseAction::Click { reference }
+        | BrowseAction::Type { reference, .. }
+        | BrowseAction::Select { reference, .. } => Some(reference),
+        BrowseAction::Press { reference, .. } => reference.as_deref(),
+        BrowseAction::Scroll { .. } | BrowseAction::Navigate { .. } | BrowseAction::Back => None,
+    }
+}
+
+/// What an approval of `action` covers: its kind, element (and the element's role and name
+/// in the last snapshot), the page, and the value it types, chooses or presses.
+fn fingerprint<C: TaskContext>(open: &Open<C>, action: &BrowseAction) -> Fingerprint {
+    let reference = reference_of(action).unwrap_or("");
+    let (role, name) = open
+        .names
+        .get(reference)
+        .map(|(r, n)| (r.as_str(), n.as_str()))
+        .unwrap_or(("", ""));
+    let value = match action {
+        BrowseAction::Type { text, submit, .. } => {
+            format!("{}{}", u8::from(*submit), text.expose())
+        }
+        BrowseAction::Select { option, .. } => option.clone(),
+        BrowseAction::Press { key, .. } => key.clone(),
+        BrowseAction::Navigate { url } => url.clone(),
+        BrowseAction::Click { .. } | BrowseAction::Scroll { .. } | BrowseAction::Back => {
+            String::new()
+        }
+    };
+    let page = rails::page_key(&open.rails.last_url);
+    Fingerprint::of(&[action.kind(), reference, role, name, &page, &value])
 }
 
 fn to_browser_action<C: TaskContext>(open: &Open<C>, action: &BrowseAction) -> BrowserAction {

@@ -136,4 +136,6 @@ pub(super) struct Open<C: TaskContext> {
     pub(super) extra: Option<SessionScope>,
     pub(super) platform: String,
     pub(super) started: Instant,
+    /// The action waiting for an approver, and the approved one not yet sent again.
+    pub(super) approvals: crate::task::approvals::ActionApprovals,
 }

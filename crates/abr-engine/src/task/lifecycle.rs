@@ -736,7 +736,7 @@ pub(super) struct RunPolicy {
 
 /// What a person said of themself (`approvedBy`, `rejectedBy`): trimmed, bounded like a
 /// name; nothing when empty or not given.
-fn stated(field: &str, value: Option<&str>) -> Result<Option<String>, CoreError> {
+pub(crate) fn stated(field: &str, value: Option<&str>) -> Result<Option<String>, CoreError> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
         Some(v) => abr_core::tenant::person(field, v).map(Some),

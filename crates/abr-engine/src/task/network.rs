@@ -64,6 +64,10 @@ pub(crate) struct RunNetwork {
     closed: AtomicBool,
     /// A person holds the browser (an active takeover): they act as themselves.
     person: AtomicBool,
+    /// A browse session under the approval rule: its writes wait for an approver.
+    gated: AtomicBool,
+    /// Writes are refused now (`awaiting_approval`): no approved action is running.
+    held: AtomicBool,
     pending: Mutex<Pending>,
 }
 
@@ -98,6 +102,8 @@ impl RunNetwork {
             writes_read: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             person: AtomicBool::new(false),
+            gated: AtomicBool::new(false),
+            held: AtomicBool::new(false),
             pending: Mutex::new(Pending::default()),
         })
     }
@@ -131,6 +137,27 @@ impl RunNetwork {
     /// view), and a read-write run still counts their writes as committing.
     pub(crate) fn set_person(&self, holds: bool) {
         self.person.store(holds, Ordering::SeqCst);
+    }
+
+    /// Puts the run under the approval rule (a read-write browse session when approval is
+    /// required): from now on every write is refused (`awaiting_approval`) except while an
+    /// approved action runs ([`Self::hold`]).
+    pub(crate) fn require_approval(&self) {
+        self.gated.store(true, Ordering::SeqCst);
+        self.held.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the run is under the approval rule.
+    pub(crate) fn approval_required(&self) -> bool {
+        self.gated.load(Ordering::SeqCst)
+    }
+
+    /// Under the approval rule: `false` lets writes leave (an approved action runs), `true`
+    /// refuses them again. Nothing for a run not under the rule.
+    pub(crate) fn hold(&self, held: bool) {
+        if self.gated.load(Ordering::SeqCst) {
+            self.held.store(held, Ordering::SeqCst);
+        }
     }
 
     /// The run ended: from now on nothing but reads leaves (a late timer's post would
@@ -235,6 +262,15 @@ impl RequestGate for RunNetwork {
             );
             return false;
         }
+        if self.held.load(Ordering::SeqCst) && !person {
+            self.block(
+                CommitClass::NetworkWrite,
+                Some(request.method),
+                request.host(),
+                BlockedBy::AwaitingApproval,
+            );
+            return false;
+        }
         if self.closed.load(Ordering::SeqCst) {
             tracing::info!("network: refused a write after the run ended");
             return false;
@@ -246,22 +282,26 @@ impl RequestGate for RunNetwork {
     }
 
     fn refuses_writes(&self) -> bool {
-        self.refuse.is_some() && !self.person.load(Ordering::SeqCst)
+        (self.refuse.is_some() || self.held.load(Ordering::SeqCst))
+            && !self.person.load(Ordering::SeqCst)
     }
 
     fn websockets_guarded(&self) -> bool {
-        self.refuse.is_some() && !self.rules.allows_websockets()
+        (self.refuse.is_some() || self.gated.load(Ordering::SeqCst))
+            && !self.rules.allows_websockets()
     }
 
     fn admit_websocket(&self, url: &str) -> bool {
-        match self.refuse {
-            Some(_) if self.person.load(Ordering::SeqCst) => true,
-            Some(by) if !self.rules.allows_websockets() => {
-                self.block(CommitClass::WebSocket, None, host_of(url), by);
-                false
-            }
-            _ => true,
+        let by = match self.refuse {
+            Some(by) => by,
+            None if self.held.load(Ordering::SeqCst) => BlockedBy::AwaitingApproval,
+            None => return true,
+        };
+        if self.person.load(Ordering::SeqCst) || self.rules.allows_websockets() {
+            return true;
         }
+        self.block(CommitClass::WebSocket, None, host_of(url), by);
+        false
     }
 }
 

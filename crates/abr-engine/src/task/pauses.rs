@@ -78,6 +78,9 @@ fn blocked_message(blocked: &BlockedAction) -> String {
         BlockedBy::DryRun => {
             format!("dry run: {class} {refused}; everything before it ran")
         }
+        BlockedBy::AwaitingApproval => {
+            format!("approval required: {class} {refused} until an approver approves this action")
+        }
     }
 }
 
@@ -98,6 +101,7 @@ fn pause_message(reason: PauseReason) -> &'static str {
         PauseReason::ConsentRequired => "the run reached a site the tenant has not decided on",
         PauseReason::Stuck => "the same control failed repeatedly",
         PauseReason::NeedsInput => "the form requires a value the plan does not give",
+        PauseReason::ApprovalRequired => "a committing action waits for an approver to approve it",
     }
 }
 
@@ -208,6 +212,19 @@ impl<C: TaskContext> TaskRunner<C> {
                 }
             };
             if let Some(c) = committing {
+                if rails.approval == rails::CommitApproval::Required {
+                    return Err((
+                        Failure::refusal(
+                            codes::APPROVAL_REQUIRED,
+                            format!(
+                                "{}: nothing was sent; an approver approves this action, then \
+                                 send it again",
+                                pause_message(PauseReason::ApprovalRequired)
+                            ),
+                        ),
+                        false,
+                    ));
+                }
                 if self
                     .before_commit(task, rails, lease, index, c.class, facts.as_ref())
                     .await

@@ -72,6 +72,18 @@ impl SiteFilter for SharedSites {
     }
 }
 
+/// Whether a committing action may run without a person's word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CommitApproval {
+    /// The run's approval was decided before it started (a plan), or is not required.
+    NotRequired,
+    /// A browse session under the approval rule: a committing action pauses
+    /// `approval_required` before it reaches the page.
+    Required,
+    /// An approver approved the action now running.
+    Approved,
+}
+
 /// The rails of one run.
 pub(crate) struct Rails {
     pub(crate) guard: RunGuard,
@@ -94,6 +106,8 @@ pub(crate) struct Rails {
     pub(crate) last_url: String,
     /// Documents the site filter had aborted at the last checkpoint.
     pub(crate) refused_seen: usize,
+    /// Whether the action now running may commit without a person's word.
+    pub(crate) approval: CommitApproval,
 }
 
 impl std::fmt::Debug for Rails {
@@ -133,6 +147,7 @@ impl Rails {
             acknowledged: HashSet::new(),
             last_url: String::new(),
             refused_seen: 0,
+            approval: CommitApproval::NotRequired,
         }
     }
 }

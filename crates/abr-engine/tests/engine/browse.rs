@@ -3,6 +3,10 @@
 //! before they reach the page), handoffs are reported once per page, references are checked
 //! before anything reaches the browser, idle sessions close, and a closed session gives its
 //! browser and its tenant's slot back and leaves a record that never holds what was typed.
+//! Under the approval rule a committing action waits for an approver (not the key that
+//! opened the session), runs once approved, and a rejection closes the session with nothing
+//! of it sent; a write the page sends on an action the rule did not foresee is held below
+//! the page the same way.
 
 #![allow(
     clippy::unwrap_used,
@@ -11,10 +15,11 @@
     reason = "test code"
 )]
 
-use crate::agent;
+use crate::{agent, approver};
 use std::sync::Arc;
 use std::time::Duration;
 
+use abr_core::approval::ApprovalRule;
 use abr_core::guard::{ElementFacts, PageSignals};
 use abr_core::limits::TenantLimits;
 use abr_core::store::{InMemoryStore, TaskStore};
@@ -22,8 +27,8 @@ use abr_core::testing::{FakeContext, FakePage, FakeProvider};
 use abr_core::{CoreError, DynSessionProvider};
 use abr_engine::task::{BrowseConfig, TaskConfig, TaskRunner};
 use abr_protocol::{
-    ActOutcome, BlockedBy, BrowseAction, BrowseRequest, CommitClass, PauseReason, SecretValue,
-    TaskState,
+    ActOutcome, ActionApprovalState, ActionDecision, BlockedBy, BrowseAction, BrowseRequest,
+    CommitClass, PauseReason, SecretValue, TaskState,
 };
 use serde_json::json;
 
@@ -82,8 +87,24 @@ fn h_with(config: TaskConfig) -> H {
     }
 }
 
+/// Approval off: a trusted setup, where a read-write session commits at once.
 fn h() -> H {
+    h_with(TaskConfig {
+        approval: ApprovalRule::Off,
+        ..TaskConfig::default()
+    })
+}
+
+/// The runner's default: every committing action waits for an approver.
+fn h_approving() -> H {
     h_with(TaskConfig::default())
+}
+
+fn decision(id: &str) -> ActionDecision {
+    ActionDecision {
+        approval_id: id.to_owned(),
+        stated_by: None,
+    }
 }
 
 fn open(read_only: bool, dry_run: bool) -> BrowseRequest {
@@ -449,4 +470,217 @@ async fn what_a_page_posts_is_refused_under_read_only_and_committing_otherwise()
         let closed = h.runner.browse_close(T, &opened.browse_id).await.unwrap();
         assert_eq!(closed.committing, usize::from(!read_only));
     }
+}
+
+#[tokio::test]
+async fn a_committing_action_waits_for_an_approver_and_runs_once_when_approved() {
+    let h = h_approving();
+    h.page.text_after("#pay", "Paid");
+    let opened = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap();
+    let id = opened.browse_id.clone();
+    // Reading and typing in a search box commit nothing: they run.
+    let typed = h.runner.browse_act(T, &id, type_into("e3")).await.unwrap();
+    assert_eq!(typed.outcome, ActOutcome::Done);
+
+    let asked = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    assert_eq!(asked.outcome, ActOutcome::Paused);
+    assert_eq!(asked.pause.unwrap().reason, PauseReason::ApprovalRequired);
+    assert!(!asked.committing);
+    assert_eq!(
+        asked.snapshot.text, "Shop",
+        "the click never reached the page"
+    );
+    let approval = asked.approval.unwrap();
+    assert_eq!(approval.state, ActionApprovalState::Pending);
+    assert_eq!(
+        (approval.role.as_deref(), approval.name.as_deref()),
+        (Some("button"), Some("Pay now"))
+    );
+    assert_eq!(approval.page, "https://shop.example/cart");
+    assert!(approval.message.contains("approve"), "{}", approval.message);
+    // Asking again is the same approval, and still nothing reaches the page.
+    let again = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    assert_eq!(again.approval.unwrap().approval_id, approval.approval_id);
+    assert_eq!(again.snapshot.text, "Shop");
+    assert_eq!(
+        h.runner.browse_approval(T, &id).await.unwrap().approval_id,
+        approval.approval_id
+    );
+
+    // The brain's own key cannot approve (no right), nor can an approver name another id.
+    let own = h
+        .runner
+        .browse_decide(&agent(T), &id, &decision(&approval.approval_id), true)
+        .await
+        .unwrap_err();
+    assert!(matches!(own, CoreError::Forbidden(_)), "{own:?}");
+    let stale = h
+        .runner
+        .browse_decide(&approver(T), &id, &decision("appr_other"), true)
+        .await
+        .unwrap_err();
+    assert!(matches!(stale, CoreError::ActionNotPending), "{stale:?}");
+    // Another tenant's approver does not find the session.
+    let other = h
+        .runner
+        .browse_decide(
+            &approver("tenant-b"),
+            &id,
+            &decision(&approval.approval_id),
+            true,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(other, CoreError::BrowseNotFound), "{other:?}");
+
+    let approved = h
+        .runner
+        .browse_decide(&approver(T), &id, &decision(&approval.approval_id), true)
+        .await
+        .unwrap();
+    assert_eq!(approved.state, ActionApprovalState::Approved);
+    assert_eq!(approved.decided_by.unwrap().name, "alice");
+    // Approving "Pay now" does not let another action through.
+    let next = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(next.outcome, ActOutcome::Done, "a link commits nothing");
+    let paid = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    assert_eq!(paid.outcome, ActOutcome::Done, "{paid:?}");
+    assert!(paid.committing);
+    assert_eq!(
+        paid.snapshot.text, "Paid",
+        "the approved click reached the page"
+    );
+    // Once: the next committing action asks again.
+    let third = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    assert_eq!(third.outcome, ActOutcome::Paused);
+    assert_ne!(third.approval.unwrap().approval_id, approval.approval_id);
+
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert_eq!(record.approval.unwrap().approved_by, "alice");
+    assert!(
+        record
+            .steps
+            .iter()
+            .any(|s| s == "click e2 (button \"Pay now\") (approved by alice)"),
+        "{:?}",
+        record.steps
+    );
+    h.runner.browse_close(T, &id).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_rejected_action_closes_the_session_with_nothing_of_it_committed() {
+    let h = h_approving();
+    h.page.text_after("#pay", "Paid");
+    let opened = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap();
+    let id = opened.browse_id.clone();
+    let asked = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    let approval = asked.approval.unwrap();
+    let rejected = h
+        .runner
+        .browse_decide(&approver(T), &id, &decision(&approval.approval_id), false)
+        .await
+        .unwrap();
+    assert_eq!(rejected.state, ActionApprovalState::Rejected);
+    let gone = h.runner.browse_act(T, &id, click("e2")).await.unwrap_err();
+    assert!(matches!(gone, CoreError::BrowseNotFound), "{gone:?}");
+    assert_eq!(h.provider.open_leases(), 0, "the browser is released");
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert_eq!(record.state, TaskState::Closed);
+    assert_eq!(record.error.unwrap().code, "rejected");
+    assert!(record.step_results.iter().all(|r| !r.committing));
+    assert!(h.page.sent().is_empty(), "nothing left the browser");
+}
+
+#[tokio::test]
+async fn a_write_the_rule_did_not_foresee_is_held_below_the_page_until_approved() {
+    // "Next page" is a link (the rule lets it run), but the page's script posts on it.
+    let h = h_approving();
+    h.page
+        .request_on("#next", "POST", "https://shop.example/api/like");
+    let opened = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap();
+    let id = opened.browse_id.clone();
+    let held = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(held.outcome, ActOutcome::Paused, "{held:?}");
+    assert_eq!(held.pause.unwrap().reason, PauseReason::ApprovalRequired);
+    let blocked = held.blocked.unwrap();
+    assert_eq!(blocked.blocked_by, BlockedBy::AwaitingApproval);
+    assert_eq!(blocked.method.as_deref(), Some("POST"));
+    assert!(h.page.sent().is_empty(), "the write never left the browser");
+    let approval = held.approval.unwrap();
+    assert_eq!(approval.name.as_deref(), Some("Next page"));
+
+    h.runner
+        .browse_decide(&approver(T), &id, &decision(&approval.approval_id), true)
+        .await
+        .unwrap();
+    let sent = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(sent.outcome, ActOutcome::Done, "{sent:?}");
+    assert!(sent.committing);
+    assert_eq!(
+        h.page.sent().len(),
+        1,
+        "the approved action's write left, once"
+    );
+    let closed = h.runner.browse_close(T, &id).await.unwrap();
+    assert_eq!(closed.committing, 1);
+}
+
+#[tokio::test]
+async fn read_only_and_dry_run_sessions_never_ask_they_refuse() {
+    let h = h_approving();
+    for (read_only, dry_run) in [(true, false), (false, true)] {
+        let opened = h
+            .runner
+            .browse_open(&agent(T), open(read_only, dry_run))
+            .await
+            .unwrap();
+        let acted = h
+            .runner
+            .browse_act(T, &opened.browse_id, click("e2"))
+            .await
+            .unwrap();
+        assert_eq!(acted.outcome, ActOutcome::Refused);
+        assert!(acted.approval.is_none());
+        h.runner.browse_close(T, &opened.browse_id).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_key_that_opened_a_session_never_approves_its_actions_even_an_operators() {
+    let h = h_approving();
+    let operator = abr_core::principal::Actor::operator(T).unwrap();
+    let opened = h
+        .runner
+        .browse_open(&operator, open(false, false))
+        .await
+        .unwrap();
+    let id = opened.browse_id.clone();
+    let asked = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    let approval = asked.approval.unwrap();
+    let own = h
+        .runner
+        .browse_decide(&operator, &id, &decision(&approval.approval_id), true)
+        .await
+        .unwrap_err();
+    assert!(matches!(own, CoreError::SelfApproval), "{own:?}");
+    assert!(h.page.sent().is_empty());
+    assert_eq!(
+        h.runner.browse_approval(T, &id).await.unwrap().state,
+        ActionApprovalState::Pending,
+        "still waiting"
+    );
+    h.runner.browse_close(T, &id).await.unwrap();
 }

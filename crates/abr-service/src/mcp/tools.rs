@@ -282,8 +282,11 @@ fn description(name: &str) -> &'static str {
              navigate or back, on an element `ref` of the latest snapshot. Answers the \
              outcome and the new snapshot. outcome `refused` means the guard blocked a \
              committing action (read-only or dry run: see `blocked`); `paused` means the page \
-             needs a person (captcha, sign-in...); `failed` means the step did not work on \
-             the page. Do not retry a refused action."
+             needs a person (captcha, sign-in...); with pause reason `approval_required` the \
+             action commits and waits for a person to approve it (see `approval`: nothing \
+             was sent; tell the user, wait, then send the same action again: it runs once \
+             approved; a rejection closes the session); `failed` means the step did not \
+             work on the page. Do not retry a refused action."
         }
         BROWSE_CLOSE => "Close a browse session and its browser.",
         POST => {

@@ -1,6 +1,8 @@
 //! The browse API end to end on real Chromium, through the HTTP API and abr-client, checked
-//! against the demo site's ground truth (`/api/posts`): a brain's snapshot/act loop posts
-//! on the demo site; a read-only session is refused at the submit with the guard's reason
+//! against the demo site's ground truth (`/api/posts`): a brain's snapshot/act loop (an
+//! agent's key) reaches the submit, which waits for an approver (`approval_required`, nothing
+//! posted); approved by another key it posts once, rejected the session closes with nothing
+//! posted; a read-only session is refused at the submit with the guard's reason
 //! and nothing is posted; bad input is a typed 4xx; another tenant sees nothing; a closed
 //! session is gone and its record says what it did, never what was typed.
 
@@ -13,11 +15,11 @@
 
 use crate::common;
 
-use abr_client::ClientError;
 use abr_client::protocol::{
-    ActOutcome, BlockedBy, BrowseAction, BrowseRequest, CommitClass, PauseReason, SecretValue,
-    Snapshot, TaskState,
+    ActOutcome, ActionApprovalState, ActionDecision, BlockedBy, BrowseAction, BrowseRequest,
+    CommitClass, KeyRequest, PauseReason, Role, SecretValue, Snapshot, TaskState,
 };
+use abr_client::{AgentRunnerClient, ClientError};
 use common::*;
 use serde_json::{Value, json};
 
@@ -54,9 +56,147 @@ async fn open_composer(stack: &Stack, read_only: bool) -> BrowseRequest {
     .unwrap()
 }
 
+/// A client holding a new key of `role` for [`TENANT`].
+async fn keyed(stack: &Stack, role: Role) -> AgentRunnerClient {
+    let created = stack
+        .client
+        .create_key(&KeyRequest {
+            name: format!("{role} of {TENANT}"),
+            role,
+            tenant_id: Some(TENANT.to_owned()),
+            read_only: false,
+            expires_at: None,
+        })
+        .await
+        .unwrap();
+    AgentRunnerClient::new(stack.server.base_url(), created.token.expose().to_owned()).unwrap()
+}
+
+/// An agent's session on the composer with the text typed: the session and the Post
+/// button's reference.
+async fn typed_post(stack: &Stack, agent: &AgentRunnerClient, text: &str) -> (String, String) {
+    let opened = agent
+        .browse_open(TENANT, &open_composer(stack, false).await)
+        .await
+        .unwrap();
+    assert_eq!(opened.first.outcome, ActOutcome::Done, "{:?}", opened.first);
+    let page = &opened.first.snapshot;
+    let field = reference(page, "textbox", "What's happening?");
+    let submit = reference(page, "button", "Post");
+    let typed = agent
+        .browse_act(
+            TENANT,
+            &opened.browse_id,
+            &BrowseAction::Type {
+                reference: field,
+                text: SecretValue::new(text.to_owned()),
+                submit: false,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(typed.outcome, ActOutcome::Done, "typing commits nothing");
+    (opened.browse_id, submit)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_submit_waits_for_an_approver_and_a_rejection_posts_nothing() {
+    let stack = stack().await;
+    let agent = keyed(&stack, Role::Agent).await;
+    let approver = keyed(&stack, Role::Approver).await;
+
+    // --- Approved by another key: posted once.
+    let text = format!("approved browse post {}", random_suffix());
+    let (id, submit) = typed_post(&stack, &agent, &text).await;
+    let click = BrowseAction::Click { reference: submit };
+    let asked = agent.browse_act(TENANT, &id, &click).await.unwrap();
+    assert_eq!(asked.outcome, ActOutcome::Paused, "{asked:?}");
+    assert_eq!(
+        asked.pause.as_ref().unwrap().reason,
+        PauseReason::ApprovalRequired
+    );
+    let approval = asked.approval.unwrap();
+    assert_eq!(
+        (approval.role.as_deref(), approval.name.as_deref()),
+        (Some("button"), Some("Post"))
+    );
+    assert!(approval.page.ends_with("/compose"), "{}", approval.page);
+    assert!(
+        asked.snapshot.url.ends_with("/compose"),
+        "still on the composer"
+    );
+    assert_eq!(
+        posts_with(&stack, &text).await,
+        0,
+        "ground truth: nothing yet"
+    );
+    let decision = ActionDecision {
+        approval_id: approval.approval_id.clone(),
+        stated_by: Some("Ana at the desk".into()),
+    };
+    // The agent's own key cannot approve it.
+    let own = agent
+        .browse_decide(TENANT, &id, &decision, true)
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(&own).1, "forbidden");
+    let seen = approver.browse_approval(TENANT, &id).await.unwrap();
+    assert_eq!(seen.approval_id, approval.approval_id);
+    let approved = approver
+        .browse_decide(TENANT, &id, &decision, true)
+        .await
+        .unwrap();
+    assert_eq!(approved.state, ActionApprovalState::Approved);
+    let posted = agent.browse_act(TENANT, &id, &click).await.unwrap();
+    assert_eq!(posted.outcome, ActOutcome::Done, "{posted:?}");
+    assert!(posted.committing);
+    assert_eq!(posts_with(&stack, &text).await, 1, "ground truth: one post");
+    agent.browse_close(TENANT, &id).await.unwrap();
+    let record = agent.get_task(TENANT, &id).await.unwrap();
+    assert_eq!(
+        record.approval.unwrap().approved_by,
+        format!("approver of {TENANT}")
+    );
+
+    // --- Rejected: the session closes, nothing posted.
+    let text = format!("rejected browse post {}", random_suffix());
+    let (id, submit) = typed_post(&stack, &agent, &text).await;
+    let click = BrowseAction::Click { reference: submit };
+    let asked = agent.browse_act(TENANT, &id, &click).await.unwrap();
+    let approval = asked.approval.unwrap();
+    let rejected = approver
+        .browse_decide(
+            TENANT,
+            &id,
+            &ActionDecision {
+                approval_id: approval.approval_id,
+                stated_by: None,
+            },
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(rejected.state, ActionApprovalState::Rejected);
+    let gone = agent.browse_act(TENANT, &id, &click).await.unwrap_err();
+    assert_eq!(api_error(&gone).1, "browse_not_found");
+    let record = agent.get_task(TENANT, &id).await.unwrap();
+    assert_eq!(record.state, TaskState::Closed);
+    assert_eq!(record.error.unwrap().code, "rejected");
+    assert_eq!(
+        posts_with(&stack, &text).await,
+        0,
+        "ground truth: nothing posted"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_brain_posts_through_snapshots_and_a_read_only_session_cannot() {
-    let stack = stack().await;
+    // A trusted setup (approval off): the loop commits at once.
+    let stack = stack_with(
+        |config| config.tasks.approval = abr_core::approval::ApprovalRule::Off,
+        |b| b,
+    )
+    .await;
     let client = &stack.client;
 
     // --- The loop posts.

@@ -381,3 +381,105 @@ async fn mcp(app: &axum::Router, token: &str, body: &Value) -> Reply {
     )
     .await
 }
+
+#[tokio::test]
+async fn an_agent_over_mcp_waits_for_a_person_and_never_approves_its_own_action() {
+    let s = fake_stack();
+    let page = s.provider.page();
+    page.set_facts(
+        "#pay",
+        abr_core::guard::ElementFacts {
+            tag: "button".into(),
+            input_type: Some("button".into()),
+            name: "Pay now".into(),
+            ..abr_core::guard::ElementFacts::default()
+        },
+    );
+    page.text_after("#pay", "Paid");
+    let agent = new_key(&s.app, "the model", "agent", Some("tenant-a")).await;
+    let approver = new_key(&s.app, "Ana", "approver", Some("tenant-a")).await;
+    let tool = |name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}})
+    };
+    let reply = mcp(
+        &s.app,
+        &agent,
+        &tool("browse_open", json!({"url": "https://shop.example/cart"})),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let id = reply.json()["result"]["structuredContent"]["browseId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let click = tool(
+        "browse_act",
+        json!({"browseId": id, "action": "click", "ref": "e1"}),
+    );
+    let asked = mcp(&s.app, &agent, &click).await;
+    assert!(
+        asked.body.contains("approval_required") && asked.body.contains("Waiting for a person"),
+        "the model is told it waits for a person: {}",
+        asked.body
+    );
+    assert!(
+        !asked.body.contains("Paid"),
+        "the click never reached the page"
+    );
+    // No tool approves, and the key the model holds cannot approve over the API.
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"});
+    let tools = mcp(&s.app, &agent, &list).await;
+    assert!(tools.body.contains("browse_act"), "{}", tools.body);
+    assert!(!tools.body.contains("approve\""), "{}", tools.body);
+    let pending = request_as(
+        &s.app,
+        &approver,
+        Method::GET,
+        &format!("/v1/browse/{id}/approval"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(pending.status, 200, "{}", pending.body);
+    let approval_id = pending.json()["approvalId"].as_str().unwrap().to_owned();
+    let decide = json!({"approvalId": approval_id});
+    let approve_path = format!("/v1/browse/{id}/approve");
+    let own = request_as(
+        &s.app,
+        &agent,
+        Method::POST,
+        &approve_path,
+        &[],
+        Some(&decide),
+    )
+    .await;
+    assert_eq!(own.error().1, "forbidden", "{}", own.body);
+    let link = request_as(
+        &s.app,
+        &agent,
+        Method::POST,
+        &format!("/v1/browse/{id}/approval-link"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(link.error().1, "forbidden", "{}", link.body);
+    let again = mcp(&s.app, &agent, &click).await;
+    assert!(again.body.contains("approval_required"), "{}", again.body);
+    assert!(!again.body.contains("Paid"));
+
+    // The person approves: the model's next attempt runs.
+    let approved = request_as(
+        &s.app,
+        &approver,
+        Method::POST,
+        &approve_path,
+        &[],
+        Some(&decide),
+    )
+    .await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    let done = mcp(&s.app, &agent, &click).await;
+    assert!(done.body.contains("Paid"), "{}", done.body);
+}
