@@ -19,6 +19,16 @@ pub const DEFAULT_TENANT: &str = "default";
 /// The key id of the bootstrap operator credential (`ABR_API_TOKEN`).
 pub const BOOTSTRAP_KEY_ID: &str = "bootstrap";
 
+/// Whether `id` is a valid runner id (at a hub): 1 to 64 of `A-Z a-z 0-9 . _ -`, not
+/// starting with a dot.
+pub fn valid_runner_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
 /// What an actor may be asked to be allowed to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Right {
@@ -44,6 +54,10 @@ pub enum Right {
     TenantSettings,
     /// Keys, the hub, settings, every tenant.
     Operate,
+    /// Mint relay tokens for its own runner id (a runner's credential at its hub).
+    Relay,
+    /// Enroll a runner for the tenant (an enrollment code for one runner id).
+    EnrollRunner,
 }
 
 impl Right {
@@ -66,6 +80,8 @@ impl Right {
             Self::Assert => "assert that an action did not happen",
             Self::TenantSettings => "change the tenant's settings (sites, screenshots)",
             Self::Operate => "operate the runner",
+            Self::Relay => "connect as a runner",
+            Self::EnrollRunner => "enroll a runner",
         }
     }
 }
@@ -91,7 +107,10 @@ pub fn role_allows(role: Role, right: Right) -> bool {
                 | Right::ResolvePause
                 | Right::Assert
                 | Right::TenantSettings
+                | Right::EnrollRunner
         ),
+        Role::Runner => matches!(right, Right::Relay),
+        Role::Enrollment => false,
     }
 }
 
@@ -145,6 +164,19 @@ impl Principal {
             tenants,
             read_only,
         })
+    }
+
+    /// The runner id a runner's credential (or an enrollment code) is for: its name.
+    pub fn runner_id(&self) -> Option<&str> {
+        matches!(self.role, Role::Runner | Role::Enrollment).then_some(self.name.as_str())
+    }
+
+    /// The one tenant it is bound to (`None`: every tenant).
+    pub fn tenant(&self) -> Option<&str> {
+        match &self.tenants {
+            Tenants::One(t) => Some(t),
+            Tenants::All => None,
+        }
     }
 
     /// An operator for every tenant (the bootstrap token, an embedder's own calls).

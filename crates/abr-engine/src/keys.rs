@@ -5,22 +5,59 @@
 //! the whole token is compared with the stored one in constant time. An unknown id costs
 //! the same comparison (with a digest nobody holds), so timing tells nothing about which
 //! ids exist. A revoked or expired key authenticates nobody.
+//!
+//! Runners at a hub have keys too ([`Keys::enroll`], [`Keys::redeem_enrollment`]): an
+//! operator or an approver of a tenant makes a short-lived enrollment code for one runner id
+//! (a key of role `enrollment`), the runner trades it once for its runner credential (role
+//! `runner`, bound to that runner id and tenant), which mints relay tokens for that runner
+//! id only. A runner id belongs to one tenant: enrolling it for another is refused;
+//! enrolling it again for the same tenant revokes its older credential.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use abr_core::CoreError;
 use abr_core::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
 use abr_core::clock::{Clock, new_token};
 use abr_core::digest::token_digest;
-use abr_core::principal::{Principal, Right, Tenants, unexpired};
+use abr_core::principal::{Actor, Principal, Right, Tenants, unexpired, valid_runner_id};
 use abr_core::store::{KeyStore, StoredKey};
-use abr_protocol::{CreatedKey, KeyInfo, KeyRequest, SecretValue};
+use abr_protocol::{CreatedKey, KeyInfo, KeyRequest, Role, SecretValue};
 use subtle::ConstantTimeEq;
+use time::OffsetDateTime;
 
 /// The first part of every key's token.
 const TOKEN_PREFIX: &str = "abrk";
 
+/// How long an enrollment code works.
+pub const ENROLLMENT_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// An enrollment code, shown once.
+#[derive(Debug, Clone)]
+pub struct MintedEnrollment {
+    /// The runner id it enrolls.
+    pub runner_id: String,
+    /// The tenant the runner will serve.
+    pub tenant: String,
+    /// The code.
+    pub code: SecretValue,
+    /// When it stops working.
+    pub expires_at: OffsetDateTime,
+}
+
+/// A runner's credential, shown once.
+#[derive(Debug, Clone)]
+pub struct EnrolledRunner {
+    /// The runner id it connects as.
+    pub runner_id: String,
+    /// The tenant it serves.
+    pub tenant: String,
+    /// The credential.
+    pub token: SecretValue,
+}
+
 /// The API keys of a runner.
+#[derive(Clone)]
 pub struct Keys {
     store: Arc<dyn KeyStore>,
     clock: Arc<dyn Clock>,
@@ -56,6 +93,12 @@ impl Keys {
         request: &KeyRequest,
     ) -> Result<CreatedKey, CoreError> {
         by.require(Right::Operate)?;
+        if matches!(request.role, Role::Runner | Role::Enrollment) {
+            return Err(CoreError::InvalidInput(
+                "runner credentials come from enrollment (abr hub enroll), not from a key request"
+                    .into(),
+            ));
+        }
         let tenants = match &request.tenant_id {
             Some(t) => Tenants::One(t.clone()),
             None => Tenants::All,
@@ -75,16 +118,34 @@ impl Keys {
                 "expiresAt must be in the future".into(),
             ));
         }
+        self.insert(
+            principal,
+            request.tenant_id.clone(),
+            request.read_only,
+            request.expires_at,
+        )
+        .await
+    }
+
+    /// Stores a new key for `principal` (its id, name and role) and answers its token.
+    async fn insert(
+        &self,
+        principal: Principal,
+        tenant: Option<String>,
+        read_only: bool,
+        expires_at: Option<OffsetDateTime>,
+    ) -> Result<CreatedKey, CoreError> {
+        let id = principal.key_id().to_owned();
         let secret = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
         let token = format!("{TOKEN_PREFIX}.{id}.{secret}");
         let key = StoredKey {
             id,
             name: principal.name().to_owned(),
-            role: request.role,
-            tenant: request.tenant_id.clone(),
-            read_only: request.read_only,
-            created_at: now,
-            expires_at: request.expires_at,
+            role: principal.role(),
+            tenant,
+            read_only,
+            created_at: self.clock.now(),
+            expires_at,
             revoked_at: None,
             digest: token_digest(&token),
         };
@@ -94,6 +155,120 @@ impl Keys {
             key: key.info(),
             token: SecretValue::new(token),
         })
+    }
+
+    /// An enrollment code for `runner_id`, serving the actor's tenant: it works once, for
+    /// [`ENROLLMENT_TTL`].
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may enroll runners (an operator, an
+    /// approver of the tenant), or when the runner id is enrolled for another tenant;
+    /// [`CoreError::InvalidInput`] for a bad runner id; the OS random source; a store failure.
+    pub async fn enroll(&self, by: &Actor, runner_id: &str) -> Result<MintedEnrollment, CoreError> {
+        by.require(Right::EnrollRunner)?;
+        if !valid_runner_id(runner_id) {
+            return Err(CoreError::InvalidInput(
+                "runnerId must be 1 to 64 of A-Z a-z 0-9 . _ - (not starting with a dot)".into(),
+            ));
+        }
+        let tenant = by.tenant().to_owned();
+        let now = self.clock.now();
+        let taken = self.store.keys().await?.into_iter().any(|k| {
+            k.role == Role::Runner
+                && k.name == runner_id
+                && k.revoked_at.is_none()
+                && k.tenant.as_deref() != Some(tenant.as_str())
+        });
+        if taken {
+            return Err(CoreError::Forbidden(format!(
+                "runner id {runner_id} is enrolled for another tenant: choose another id"
+            )));
+        }
+        let id = crate::ledger::record_id("key_")?;
+        let principal = Principal::new(
+            id,
+            runner_id,
+            Role::Enrollment,
+            Tenants::One(tenant.clone()),
+            false,
+        )?;
+        let expires_at =
+            now + time::Duration::try_from(ENROLLMENT_TTL).unwrap_or(time::Duration::MINUTE);
+        let created = self
+            .insert(principal, Some(tenant.clone()), false, Some(expires_at))
+            .await?;
+        Ok(MintedEnrollment {
+            runner_id: runner_id.to_owned(),
+            tenant,
+            code: created.token,
+            expires_at,
+        })
+    }
+
+    /// Trades an enrollment `code` made for `runner_id` for that runner's credential. The
+    /// code is used up by the first attempt, right or wrong runner id; the runner id's older
+    /// credential is revoked.
+    ///
+    /// # Errors
+    /// `Ok(None)`: not an enrollment code, used, expired, or made for another runner id. A
+    /// store failure; the OS random source.
+    pub async fn redeem_enrollment(
+        &self,
+        code: &str,
+        runner_id: &str,
+    ) -> Result<Option<EnrolledRunner>, CoreError> {
+        let Some(enrollment) = self.authenticate(code).await? else {
+            return Ok(None);
+        };
+        if enrollment.role() != Role::Enrollment {
+            return Ok(None);
+        }
+        let now = self.clock.now();
+        // Used up first: of two concurrent attempts, one wins.
+        if !self.store.revoke_key(enrollment.key_id(), now).await? {
+            return Ok(None);
+        }
+        let (Some(tenant), Some(enrolled_id)) = (enrollment.tenant(), enrollment.runner_id())
+        else {
+            return Ok(None);
+        };
+        if enrolled_id != runner_id {
+            return Ok(None);
+        }
+        let tenant = tenant.to_owned();
+        let keys = self.store.keys().await?;
+        let taken = keys.iter().any(|k| {
+            k.role == Role::Runner
+                && k.name == runner_id
+                && k.revoked_at.is_none()
+                && k.tenant.as_deref() != Some(tenant.as_str())
+        });
+        if taken {
+            // Enrolled for another tenant since the code was made.
+            return Ok(None);
+        }
+        for old in keys {
+            if old.role == Role::Runner && old.name == runner_id && old.revoked_at.is_none() {
+                self.store.revoke_key(&old.id, now).await?;
+                self.audit_key(AuditAction::KeyRevoked, &old);
+            }
+        }
+        let id = crate::ledger::record_id("key_")?;
+        let principal = Principal::new(
+            id,
+            runner_id,
+            Role::Runner,
+            Tenants::One(tenant.clone()),
+            false,
+        )?;
+        let created = self
+            .insert(principal, Some(tenant.clone()), false, None)
+            .await?;
+        Ok(Some(EnrolledRunner {
+            runner_id: runner_id.to_owned(),
+            tenant,
+            token: created.token,
+        }))
     }
 
     /// Every key, revoked ones included, oldest first.

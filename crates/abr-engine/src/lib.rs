@@ -46,7 +46,7 @@ pub use engine::{
 };
 pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff, TakeoverSink};
 pub use jobs::{JobSlot, JobSlots};
-pub use keys::Keys;
+pub use keys::{ENROLLMENT_TTL, EnrolledRunner, Keys, MintedEnrollment};
 pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal, LiveSites};
 pub use poster::{AgentPoster, PosterConfig};
 pub use posts::{PostJournal, PostReply, Posted};

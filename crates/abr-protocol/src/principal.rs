@@ -24,6 +24,12 @@ pub enum Role {
     Approver,
     /// Runs the runner: every right, every tenant.
     Operator,
+    /// A runner's credential at its hub (made by enrollment, never by `POST /v1/keys`):
+    /// mints relay tokens for its one runner id, for its one tenant; nothing else.
+    Runner,
+    /// A runner's enrollment code (`abr hub enroll`): redeemed once, within minutes, for a
+    /// runner credential; nothing else.
+    Enrollment,
 }
 
 impl Role {
@@ -33,6 +39,8 @@ impl Role {
             Self::Agent => "agent",
             Self::Approver => "approver",
             Self::Operator => "operator",
+            Self::Runner => "runner",
+            Self::Enrollment => "enrollment",
         }
     }
 }
@@ -63,6 +71,8 @@ impl std::str::FromStr for Role {
             "agent" => Ok(Self::Agent),
             "approver" => Ok(Self::Approver),
             "operator" => Ok(Self::Operator),
+            "runner" => Ok(Self::Runner),
+            "enrollment" => Ok(Self::Enrollment),
             _ => Err(UnknownRole),
         }
     }

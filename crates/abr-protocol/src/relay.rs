@@ -37,6 +37,80 @@ pub struct RelayTokenResponse {
     pub connect_path: String,
 }
 
+/// The header in which a hub tells a runner who made a forwarded request (JSON of a
+/// [`RelayedPrincipal`]). Only the hub sets it: a caller's own is never forwarded.
+pub const PRINCIPAL_HEADER: &str = "x-abr-principal";
+
+/// Who made a forwarded request, as the hub authenticated them: the runner acts as this
+/// principal, with its role and tenant (an operator is pinned to the runner's tenant).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RelayedPrincipal {
+    /// The key's id.
+    pub key_id: String,
+    /// Its holder's name.
+    pub name: String,
+    /// Its role.
+    pub role: crate::Role,
+    /// The one tenant it acts for (`None`: every tenant, an operator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
+    /// It never commits.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// `POST /v1/relay/enrollments` (an operator, or an approver of the tenant): a short-lived,
+/// single-use code with which one runner id enrolls at the hub for the tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EnrollmentRequest {
+    /// The runner id the code enrolls (1 to 64 of `A-Z a-z 0-9 . _ -`).
+    pub runner_id: String,
+    /// The tenant (an operator's; a tenant's key enrolls for its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
+}
+
+/// The answer of `POST /v1/relay/enrollments`: the code, shown once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Enrollment {
+    /// The runner id it enrolls.
+    pub runner_id: String,
+    /// The tenant the runner will serve.
+    pub tenant_id: String,
+    /// The code: `abr up --hub URL --runner-id ID --enroll CODE` on the runner's machine.
+    pub code: SecretValue,
+    /// When it stops working (it also stops once used).
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: time::OffsetDateTime,
+}
+
+/// `POST /v1/relay/enroll` (no bearer: the code is the credential): a runner trades its
+/// enrollment code for its runner credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EnrollRequest {
+    /// The runner id the code was made for.
+    pub runner_id: String,
+    /// The enrollment code.
+    pub code: SecretValue,
+}
+
+/// The answer of `POST /v1/relay/enroll`: the runner's credential, shown once (the runner
+/// keeps it in its state directory, `0600`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunnerCredential {
+    /// The runner id it connects as.
+    pub runner_id: String,
+    /// The tenant it serves: only that tenant's keys reach it through the hub.
+    pub tenant_id: String,
+    /// The credential: the bearer of `POST /v1/relay/tokens` for this runner id only.
+    pub token: SecretValue,
+}
+
 /// The runner's first frame on a relay connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -3,12 +3,13 @@
 //! extensions ([`Caller`](crate::tenant::Caller) reads it). A token is the bootstrap
 //! operator's (`ABR_API_TOKEN`, [`TokenSet`]) or an API key's
 //! ([`Keys::authenticate`](abr_engine::Keys::authenticate)); a request the runner's relay
-//! link hands over in-process acts as the hub's operator (the hub authenticated it).
+//! link hands over in-process acts as the principal the hub authenticated (its role and
+//! tenant), or as the hub's operator when the hub named none.
 
 use std::sync::Arc;
 
 use abr_core::context::TaskContext;
-use abr_core::principal::{BOOTSTRAP_KEY_ID, Principal};
+use abr_core::principal::Principal;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -17,7 +18,7 @@ use crate::api_error::ApiError;
 use crate::relay::Relayed;
 use crate::state::AppState;
 use crate::tenant::RELAY_KEY_ID;
-use crate::tokens::bearer;
+use crate::tokens::principal_of;
 
 /// Refuses a request without exactly one `Authorization: Bearer <token>` header naming a
 /// principal (a bootstrap token, or a key neither revoked nor expired), unless the runner's
@@ -28,10 +29,14 @@ pub(crate) async fn require_bearer<C: TaskContext>(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = if request.extensions().get::<Relayed>().is_some() {
-        Arc::new(Principal::operator(RELAY_KEY_ID, "relayed by the hub"))
+    let principal = if let Some(relayed) = request.extensions().get::<Relayed>() {
+        relayed
+            .principal
+            .clone()
+            .unwrap_or_else(|| Arc::new(Principal::operator(RELAY_KEY_ID, "relayed by the hub")))
     } else {
-        match principal(&state, request.headers()).await {
+        let keys = state.runner.engine.keys();
+        match principal_of(&state.tokens, keys, request.headers()).await {
             Ok(Some(principal)) => principal,
             Ok(None) => return ApiError::unauthorized().into_response(),
             Err(e) => return e.into_response(),
@@ -39,24 +44,4 @@ pub(crate) async fn require_bearer<C: TaskContext>(
     };
     request.extensions_mut().insert(principal);
     next.run(request).await
-}
-
-/// The principal of the request's bearer token, if it names one.
-async fn principal<C: TaskContext>(
-    state: &AppState<C>,
-    headers: &axum::http::HeaderMap,
-) -> Result<Option<Arc<Principal>>, ApiError> {
-    let Some(token) = bearer(headers) else {
-        return Ok(state
-            .tokens
-            .open()
-            .then(|| Arc::new(Principal::operator("insecure-dev", "insecure-dev"))));
-    };
-    if state.tokens.accepts(token) {
-        return Ok(Some(Arc::new(Principal::operator(
-            BOOTSTRAP_KEY_ID,
-            "ABR_API_TOKEN",
-        ))));
-    }
-    Ok(state.runner.engine.keys().authenticate(token).await?)
 }

@@ -305,6 +305,7 @@ pub fn app_with<C: TaskContext + LiveSurface>(
     let live = Arc::new(LiveState::new(config));
     let forward = crate::relay::ForwardState {
         tokens: Arc::clone(&tokens),
+        keys: runner.engine.keys().clone(),
         hub: hub.clone(),
         body_limit: config.limits.body_limit_bytes,
         public_base: config.public_base(),
@@ -345,6 +346,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::sites::routes::<C>())
         .merge(crate::browse::routes::<C>())
         .merge(crate::keys::routes::<C>())
+        .merge(crate::enrollment::protected_routes::<C>())
         .merge(relay_tokens);
     if let Some(mcp) = mcp {
         protected = protected.route_service(MCP_PATH, mcp);
@@ -359,6 +361,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::live::routes::<C, AppState<C>>())
         .merge(crate::approve_page::routes::<C>())
         .merge(relay_connect)
+        .merge(crate::enrollment::public_routes::<C>())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))

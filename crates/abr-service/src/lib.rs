@@ -19,6 +19,7 @@ mod browse;
 mod callback;
 pub mod cli;
 pub mod config;
+mod enrollment;
 pub mod http;
 mod json_detail;
 mod keys;

@@ -23,6 +23,7 @@ pub(crate) const RELAY_KEY_ID: &str = "relay-hub";
 pub(crate) struct Caller {
     principal: Arc<Principal>,
     header: Option<String>,
+    relayed: bool,
 }
 
 impl Caller {
@@ -50,7 +51,7 @@ impl Caller {
 
     /// Whether the request came from the hub over this runner's relay link.
     pub(crate) fn relayed(&self) -> bool {
-        self.principal.key_id() == RELAY_KEY_ID
+        self.relayed
     }
 }
 
@@ -66,7 +67,12 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             .ok_or_else(ApiError::unauthorized)?;
         let header = one_header(&parts.headers, "x-tenant-id")?;
         abr_core::check_tenant_id("x-tenant-id", header.as_deref())?;
-        Ok(Self { principal, header })
+        let relayed = parts.extensions.get::<crate::relay::Relayed>().is_some();
+        Ok(Self {
+            principal,
+            header,
+            relayed,
+        })
     }
 }
 

@@ -3,11 +3,16 @@
 //! ([`bearer`]), which the API, the relay hub's connect and the local runner's control
 //! endpoint all use.
 
+use std::sync::Arc;
+
+use abr_core::principal::{BOOTSTRAP_KEY_ID, Principal};
+use abr_engine::Keys;
 use axum::http::header;
 use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::api_error::ApiError;
 use crate::config::RunnerConfig;
 
 /// SHA-256 digests of the accepted bearer tokens, compared in constant time.
@@ -63,16 +68,6 @@ impl std::fmt::Debug for TokenSet {
     }
 }
 
-impl TokenSet {
-    /// Whether `headers` carry exactly one `Authorization: Bearer <accepted token>`.
-    pub(crate) fn authorizes(&self, headers: &axum::http::HeaderMap) -> bool {
-        match bearer(headers) {
-            Some(token) => self.accepts(token),
-            None => self.open,
-        }
-    }
-}
-
 /// The token of exactly one `Authorization: Bearer <token>` header (scheme in any case,
 /// the token trimmed and not empty); `None` for none, two, another scheme or an empty
 /// token. The one parser of the bearer header: the API, the relay hub's connect and the
@@ -89,6 +84,28 @@ pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
             .filter(|t| !t.is_empty()),
         _ => None,
     }
+}
+
+/// The principal of the request's bearer token, if it names one: the bootstrap operator
+/// (`tokens`) or a key (`keys`). The one place a bearer token becomes a principal (the API
+/// and the hub's forwarding layer alike).
+pub(crate) async fn principal_of(
+    tokens: &TokenSet,
+    keys: &Keys,
+    headers: &axum::http::HeaderMap,
+) -> Result<Option<Arc<Principal>>, ApiError> {
+    let Some(token) = bearer(headers) else {
+        return Ok(tokens
+            .open()
+            .then(|| Arc::new(Principal::operator("insecure-dev", "insecure-dev"))));
+    };
+    if tokens.accepts(token) {
+        return Ok(Some(Arc::new(Principal::operator(
+            BOOTSTRAP_KEY_ID,
+            "ABR_API_TOKEN",
+        ))));
+    }
+    Ok(keys.authenticate(token).await?)
 }
 
 #[cfg(test)]

@@ -132,6 +132,27 @@ const MIGRATIONS: &[&str] = &[
         revoked_at TEXT,
         digest BLOB NOT NULL CHECK (length(digest) = 32)
     ) STRICT;",
+    // 7: runners' credentials and enrollment codes are keys too (bound to one tenant, their
+    // name the runner id), and a runner id has one live credential at a time. SQLite cannot
+    // change a CHECK: the table is rebuilt.
+    "CREATE TABLE api_keys_7 (
+        key_id TEXT NOT NULL PRIMARY KEY,
+        name TEXT NOT NULL,
+        role TEXT NOT NULL
+            CHECK (role IN ('agent', 'approver', 'operator', 'runner', 'enrollment')),
+        tenant_id TEXT CHECK (tenant_id IS NOT NULL OR role = 'operator'),
+        read_only INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        revoked_at TEXT,
+        digest BLOB NOT NULL CHECK (length(digest) = 32)
+    ) STRICT;
+    INSERT INTO api_keys_7 SELECT key_id, name, role, tenant_id, read_only, created_at,
+        expires_at, revoked_at, digest FROM api_keys;
+    DROP TABLE api_keys;
+    ALTER TABLE api_keys_7 RENAME TO api_keys;
+    CREATE UNIQUE INDEX api_keys_one_live_runner ON api_keys (name)
+        WHERE role = 'runner' AND revoked_at IS NULL;",
 ];
 
 /// ABR's records in one SQLite file.

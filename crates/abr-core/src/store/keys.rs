@@ -67,7 +67,9 @@ impl std::fmt::Debug for StoredKey {
 ///
 /// # Contract
 /// - [`insert_key`](Self::insert_key) stores a new key; an id already stored is refused
-///   ([`CoreError::Store`]) and leaves the stored key as it was.
+///   ([`CoreError::Store`]) and leaves the stored key as it was. So is a runner credential
+///   (role `runner`) while another one for the same runner id (its name) is not revoked:
+///   a runner id has one credential at a time, whatever races.
 /// - [`key`](Self::key) answers a key by id, revoked or not, as it was stored.
 /// - [`keys`](Self::keys) answers every key, oldest first (by creation, then id).
 /// - [`revoke_key`](Self::revoke_key) sets `revoked_at` once: `true` the first time, `false`
@@ -111,6 +113,15 @@ impl KeyStore for InMemoryKeys {
         let mut keys = self.lock();
         if keys.contains_key(&key.id) {
             return Err(CoreError::Store("a key with this id exists".into()));
+        }
+        if key.role == Role::Runner
+            && keys
+                .values()
+                .any(|k| k.role == Role::Runner && k.name == key.name && k.revoked_at.is_none())
+        {
+            return Err(CoreError::Store(
+                "this runner id has a credential that is not revoked".into(),
+            ));
         }
         keys.insert(key.id.clone(), key.clone());
         Ok(())

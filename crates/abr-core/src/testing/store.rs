@@ -580,10 +580,32 @@ where
     );
     assert_eq!(store.key("key_a").await.unwrap(), Some(second.clone()));
     assert_eq!(store.key("key_c").await.unwrap(), None);
+    // One live credential per runner id.
+    let runner = |id: &str| StoredKey {
+        name: "erins-laptop".into(),
+        role: abr_protocol::Role::Runner,
+        read_only: false,
+        ..sample_key(id, 5)
+    };
+    store.insert_key(&runner("key_r1")).await.unwrap();
+    assert!(
+        store.insert_key(&runner("key_r2")).await.is_err(),
+        "two live credentials for one runner id"
+    );
+    let at = OffsetDateTime::UNIX_EPOCH + time::Duration::days(1);
+    assert!(store.revoke_key("key_r1", at).await.unwrap());
+    store.insert_key(&runner("key_r2")).await.unwrap();
+    let listed: Vec<String> = store
+        .keys()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.id)
+        .collect();
     assert_eq!(
-        store.keys().await.unwrap(),
-        [first.clone(), second.clone()],
-        "keys are listed oldest first"
+        listed,
+        ["key_b", "key_a", "key_r1", "key_r2"],
+        "keys are listed oldest first (by creation, then id)"
     );
     let at = OffsetDateTime::UNIX_EPOCH + time::Duration::days(2);
     assert!(store.revoke_key("key_a", at).await.unwrap());

@@ -98,3 +98,90 @@ async fn a_key_is_someone_until_it_expires_or_is_revoked() {
     assert_eq!(refused.code(), "forbidden");
     assert_eq!(keys.list(&approver).await.unwrap_err().code(), "forbidden");
 }
+
+#[tokio::test]
+async fn an_enrollment_code_works_once_for_ten_minutes_and_runner_keys_come_only_from_one() {
+    let start = time::OffsetDateTime::now_utc();
+    let clock = Arc::new(ManualClock::new(start));
+    let keys = Keys::new(
+        Arc::new(InMemoryStore::new()),
+        clock.clone(),
+        Auditor::none(),
+    );
+    let operator = Arc::new(Principal::operator("bootstrap", "ops"));
+    let acme = operator.act_for(Some("acme")).unwrap();
+    // A key request cannot make a runner's credential or an enrollment code.
+    for role in [Role::Runner, Role::Enrollment] {
+        let mut asked = request(None, start);
+        asked.role = role;
+        let refused = keys.create(&operator, &asked).await.unwrap_err();
+        assert_eq!(refused.code(), "invalid_request", "{role}");
+    }
+    let bad = keys.enroll(&acme, "../etc").await.unwrap_err();
+    assert_eq!(bad.code(), "invalid_request");
+
+    // Late: the code expired.
+    let late = keys.enroll(&acme, "laptop").await.unwrap();
+    clock.advance(abr_engine::ENROLLMENT_TTL + Duration::from_secs(1));
+    assert!(
+        keys.redeem_enrollment(late.code.expose(), "laptop")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // In time: a runner credential of its runner id and tenant, and the code is spent.
+    let code = keys.enroll(&acme, "laptop").await.unwrap();
+    assert!(
+        keys.authenticate(code.code.expose())
+            .await
+            .unwrap()
+            .is_some_and(|p| p.role() == Role::Enrollment),
+        "a code is an enrollment principal, with no right"
+    );
+    let enrolled = keys
+        .redeem_enrollment(code.code.expose(), "laptop")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(enrolled.tenant, "acme");
+    let runner = keys
+        .authenticate(enrolled.token.expose())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (runner.role(), runner.runner_id(), runner.tenant()),
+        (Role::Runner, Some("laptop"), Some("acme"))
+    );
+    assert!(
+        runner.require(abr_core::principal::Right::Read).is_err(),
+        "a runner's credential reads nothing"
+    );
+    assert!(
+        keys.redeem_enrollment(code.code.expose(), "laptop")
+            .await
+            .unwrap()
+            .is_none(),
+        "once"
+    );
+    // Enrolled again: the older credential stops working.
+    let again = keys.enroll(&acme, "laptop").await.unwrap();
+    let newer = keys
+        .redeem_enrollment(again.code.expose(), "laptop")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        keys.authenticate(enrolled.token.expose())
+            .await
+            .unwrap()
+            .is_none(),
+        "the older credential was revoked"
+    );
+    assert!(
+        keys.authenticate(newer.token.expose())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}

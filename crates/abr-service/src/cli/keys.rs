@@ -74,22 +74,42 @@ enum KeysCommand {
     },
 }
 
+/// Runs `work` on the keys of the runner whose data directory is `data_dir` (default
+/// `ABR_DATA_DIR`, …), as this machine's operator (whoever can open it), and prints what it
+/// answers.
+pub(super) fn on_local_keys<F, Fut>(data_dir: Option<PathBuf>, work: F) -> Result<(), CliError>
+where
+    F: FnOnce(Keys, Arc<Principal>) -> Fut,
+    Fut: std::future::Future<Output = Result<String, CliError>>,
+{
+    let env = config::process_env();
+    let dir = match data_dir {
+        Some(dir) => dir,
+        None => config::data_dir(&env)?,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(async move {
+        let store = SqliteStore::open(&dir.join("abr.db"), None, false)
+            .map_err(|e| CliError::Run(format!("cannot open {}: {e}", dir.display())))?;
+        let keys = Keys::new(Arc::new(store), Arc::new(SystemClock), Auditor::none());
+        let me = Arc::new(Principal::operator(
+            "local",
+            "this machine's operator (abr keys, abr hub)",
+        ));
+        let text = work(keys, me).await?;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{text}")
+            .and_then(|()| stdout.flush())
+            .map_err(|e| CliError::Run(format!("cannot write the answer: {e}")))
+    })
+}
+
 impl KeysArgs {
     pub(crate) fn run(self) -> Result<(), CliError> {
-        let env = config::process_env();
-        let dir = match self.data_dir {
-            Some(dir) => dir,
-            None => config::data_dir(&env)?,
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
-        runtime.block_on(async move {
-            let store = SqliteStore::open(&dir.join("abr.db"), None, false)
-                .map_err(|e| CliError::Run(format!("cannot open {}: {e}", dir.display())))?;
-            let keys = Keys::new(Arc::new(store), Arc::new(SystemClock), Auditor::none());
-            let me = Principal::operator("local", "abr keys (this machine's operator)");
+        on_local_keys(self.data_dir, |keys, me| async move {
             let text = match self.command {
                 KeysCommand::Create {
                     name,
@@ -121,18 +141,15 @@ impl KeysArgs {
                     serde_json::to_string_pretty(&key).map_err(json_error)?
                 }
             };
-            let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "{text}")
-                .and_then(|()| stdout.flush())
-                .map_err(|e| CliError::Run(format!("cannot write the answer: {e}")))
+            Ok(text)
         })
     }
 }
 
-fn run_error(e: abr_core::CoreError) -> CliError {
+pub(super) fn run_error(e: abr_core::CoreError) -> CliError {
     CliError::Run(e.to_string())
 }
 
-fn json_error(e: serde_json::Error) -> CliError {
+pub(super) fn json_error(e: serde_json::Error) -> CliError {
     CliError::Run(format!("cannot write the answer as JSON: {e}"))
 }

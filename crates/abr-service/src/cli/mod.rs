@@ -11,6 +11,7 @@
 mod demo;
 mod down;
 pub(crate) mod error;
+mod hub;
 mod keys;
 pub(crate) mod local;
 mod logs;
@@ -57,6 +58,9 @@ pub(crate) enum Command {
     Serve(serve::ServeArgs),
     /// Create, list and revoke the runner's API keys (agents, approvers, operators).
     Keys(keys::KeysArgs),
+    /// On a hub: enroll a runner (`abr hub enroll --runner-id ID`), a one-time code it
+    /// trades for its own credential.
+    Hub(hub::HubArgs),
     /// Serve MCP (Model Context Protocol) on stdin/stdout for a local MCP client: browse,
     /// post and task tools on an in-process runner (configured as `abr serve`).
     Mcp(mcp::McpArgs),
@@ -82,6 +86,7 @@ impl Cli {
             Command::Session(command) => command.run(),
             Command::Serve(args) => args.run(),
             Command::Keys(args) => args.run(),
+            Command::Hub(args) => args.run(),
             Command::Mcp(args) => args.run(),
             Command::Up(args) => args.run(),
             Command::Status(args) => args.run(),

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use crate::cli::CliError;
 use crate::cli::local::LocalError;
 use crate::cli::local::control;
+use crate::cli::local::credential;
 use crate::cli::local::error::Holder;
 use crate::cli::local::link::{self, LinkOptions, Shutdown};
 use crate::cli::local::lock::{self, InstanceLock};
@@ -44,6 +45,12 @@ the running one; `abr up --replace` asks it to drain and takes over. `abr status
   ABR_STATE_DIR   default $XDG_STATE_HOME/abr or ~/.local/state/abr
   ABR_HUB_URL     the hub (as --hub)       ABR_RUNNER_ID  the runner id (as --runner-id)
 
+Linking to a hub: enroll once with a code the hub's operator or your tenant's approver made
+(`abr hub enroll --runner-id ID` on the hub): `abr up --hub URL --runner-id ID --enroll CODE`.
+The runner keeps its own credential in its state directory (0600) and connects with it from
+then on: only as its runner id, reached only by your tenant's keys. Without one, an
+operator's ABR_API_TOKEN of the hub still links (a runner only operators reach).
+
 It does not start at login or boot, and does not restart after a crash.";
 
 /// `abr up` arguments.
@@ -59,9 +66,14 @@ pub(crate) struct UpArgs {
     /// The runner id at the hub (default ABR_RUNNER_ID, else this machine's host name).
     #[arg(long, value_name = "ID")]
     runner_id: Option<String>,
-    /// Take the runner id over at the hub from the runner connected with it (on any machine).
+    /// Take the runner id over at the hub from the runner connected with it (on any machine
+    /// holding this runner id's credential).
     #[arg(long)]
     force: bool,
+    /// Enroll at the hub with this one-time code (`abr hub enroll`), keeping the runner's
+    /// own credential in the state directory.
+    #[arg(long, value_name = "CODE")]
+    enroll: Option<String>,
     /// Let the hub read the sessions stored on this runner (default: refused, they stay on
     /// this machine; also ABR_RELAY_SESSION_EXPORT=true).
     #[arg(long)]
@@ -111,16 +123,22 @@ impl UpArgs {
             self.runner_id.as_deref(),
         )?;
         let api_token = first_api_token(&config.api_tokens);
-        if target.hub.is_some() && api_token.is_none() {
-            return Err(LocalError::Invalid {
-                key: "ABR_API_TOKEN",
-                reason: "a hub needs the API token to link with".to_owned(),
-            }
-            .into());
-        }
         let account = account_id(target.hub.as_ref(), api_token.as_ref());
         let paths = LocalPaths::resolve(&config.local, account)?;
         paths.create_dirs()?;
+        if let Some(hub) = &target.hub
+            && api_token.is_none()
+            && self.enroll.is_none()
+            && credential::read(&paths.hub_credential(), hub, &target.runner_id)?.is_none()
+        {
+            return Err(LocalError::Invalid {
+                key: "ABR_API_TOKEN",
+                reason: "a hub needs a credential to link with: enroll this runner \
+                         (abr hub enroll on the hub, then abr up --enroll CODE)"
+                    .to_owned(),
+            }
+            .into());
+        }
         let plan = Plan {
             args: self,
             config,
@@ -283,9 +301,19 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
 
     // The relay link: the one call site (see `link`). The link gets the API router only,
     // never the control endpoint.
-    let mut link_task = match (target.hub, api_token) {
-        (Some(hub), Some(api_token)) => {
-            let mut options = LinkOptions::new(hub, api_token, target.runner_id, target.host);
+    let link_credential = match &target.hub {
+        None => None,
+        Some(hub) => {
+            let path = paths.hub_credential();
+            match &args.enroll {
+                Some(code) => Some(credential::enroll(&path, hub, &target.runner_id, code).await?),
+                None => credential::read(&path, hub, &target.runner_id)?.or(api_token),
+            }
+        }
+    };
+    let mut link_task = match (target.hub, link_credential) {
+        (Some(hub), Some(link_credential)) => {
+            let mut options = LinkOptions::new(hub, link_credential, target.runner_id, target.host);
             options.force = args.force;
             options.launch = launch.to_string();
             Some(tokio::spawn(link::run(app, options, stopping.clone())))

@@ -1,9 +1,16 @@
 //! The hub's forwarding layer: a call that names a runner (`x-abr-runner`) is
-//! authenticated here, then relayed to that runner instead of running on the hub.
+//! authenticated here, then relayed to that runner instead of running on the hub, with the
+//! principal it authenticated ([`PRINCIPAL_HEADER`]): the runner acts as that key, with its
+//! role and tenant. A runner enrolled for a tenant is reached only by keys of that tenant
+//! (and operators, pinned to it); a runner an operator's token connected, only by
+//! operators. Any other caller is told the runner is offline, as if it did not exist.
 
 use std::sync::Arc;
 
+use abr_core::principal::Principal;
+use abr_protocol::Role;
 use abr_protocol::codes;
+use abr_protocol::relay::{PRINCIPAL_HEADER, RelayedPrincipal};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
@@ -28,6 +35,8 @@ const FORWARDED: [&str; 6] = [
 #[derive(Clone, Debug)]
 pub(crate) struct ForwardState {
     pub(crate) tokens: Arc<TokenSet>,
+    /// The hub's API keys (a key names its principal here as on the hub's own API).
+    pub(crate) keys: abr_engine::Keys,
     pub(crate) hub: Hub,
     pub(crate) body_limit: usize,
     /// The hub's public base URL: forwarded live-view URLs are moved to it.
@@ -56,8 +65,18 @@ pub(crate) async fn forward_to_runner(
     if request.uri().path().starts_with("/v1/relay/") {
         return next.run(request).await;
     }
-    if !state.tokens.authorizes(request.headers()) {
-        return ApiError::unauthorized().into_response();
+    let principal =
+        match crate::tokens::principal_of(&state.tokens, &state.keys, request.headers()).await {
+            Ok(Some(principal)) => principal,
+            Ok(None) => return ApiError::unauthorized().into_response(),
+            Err(e) => return e.into_response(),
+        };
+    if matches!(principal.role(), Role::Runner | Role::Enrollment) {
+        return ApiError::new(
+            codes::FORBIDDEN,
+            "a runner's credential only connects its runner: it calls no API",
+        )
+        .into_response();
     }
     let Some(runner) = runner.filter(|r| valid_runner_id(r)) else {
         return ApiError::new(
@@ -66,12 +85,28 @@ pub(crate) async fn forward_to_runner(
         )
         .into_response();
     };
+    let Some(named) = state
+        .hub
+        .tenant_of(&runner)
+        .and_then(|serves| relayed_as(&principal, serves.as_deref()))
+    else {
+        // Not connected, or not this caller's: the same answer, nothing was done.
+        return ApiError::new(
+            codes::RUNNER_OFFLINE,
+            "no runner with this id is connected to the hub; nothing was done",
+        )
+        .into_response();
+    };
     let (parts, body) = request.into_parts();
     let Ok(body) = axum::body::to_bytes(body, state.body_limit).await else {
         return ApiError::new(codes::PAYLOAD_TOO_LARGE, "the request body is too large")
             .into_response();
     };
-    let headers = forwarded_headers(&parts.headers);
+    let mut headers = forwarded_headers(&parts.headers);
+    match serde_json::to_string(&named) {
+        Ok(json) => headers.push((PRINCIPAL_HEADER.to_owned(), json)),
+        Err(_) => return ApiError::new(codes::INTERNAL, "internal error").into_response(),
+    }
     let path = parts
         .uri
         .path_and_query()
@@ -92,6 +127,25 @@ pub(crate) async fn forward_to_runner(
         tracing::warn!(target: "abr::relay", runner, "the runner refused a relayed request");
     }
     response
+}
+
+/// Who a runner serving `serves` (its tenant; `None`: only operators) is told the caller
+/// is, or `None` when the caller may not reach it. An operator is pinned to the runner's
+/// tenant.
+fn relayed_as(principal: &Principal, serves: Option<&str>) -> Option<RelayedPrincipal> {
+    let tenant = match (serves, principal.tenant()) {
+        (Some(serves), Some(own)) if serves == own => Some(serves),
+        (Some(serves), None) => Some(serves),
+        (None, None) => None,
+        _ => return None,
+    };
+    Some(RelayedPrincipal {
+        key_id: principal.key_id().to_owned(),
+        name: principal.name().to_owned(),
+        role: principal.role(),
+        tenant_id: tenant.map(str::to_owned),
+        read_only: principal.read_only(),
+    })
 }
 
 fn forwarded_headers(headers: &axum::http::HeaderMap) -> Vec<(String, String)> {
@@ -130,5 +184,46 @@ mod tests {
         let names: Vec<&str> = forwarded.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["content-type", "x-tenant-id", "idempotency-key"]);
         assert!(!forwarded.iter().any(|(_, v)| v.contains("hub-secret")));
+        // A caller's own principal header is never forwarded (only the hub sets it).
+        let mut forged = HeaderMap::new();
+        forged.insert(
+            PRINCIPAL_HEADER,
+            HeaderValue::from_static(r#"{"keyId":"x","name":"x","role":"operator"}"#),
+        );
+        assert!(forwarded_headers(&forged).is_empty());
+    }
+
+    #[test]
+    fn a_runner_is_reached_by_keys_of_its_tenant_and_operators_pinned_to_it() {
+        use abr_core::principal::Tenants;
+        let key = |role, tenant: &str| {
+            Principal::new("k", "n", role, Tenants::One(tenant.into()), false).unwrap()
+        };
+        let operator = Principal::operator("op", "ops");
+        let agent_a = key(Role::Agent, "a");
+        assert_eq!(
+            relayed_as(&agent_a, Some("a"))
+                .unwrap()
+                .tenant_id
+                .as_deref(),
+            Some("a")
+        );
+        assert!(
+            relayed_as(&agent_a, Some("b")).is_none(),
+            "another tenant's runner"
+        );
+        assert!(
+            relayed_as(&agent_a, None).is_none(),
+            "an operator-connected runner"
+        );
+        assert_eq!(
+            relayed_as(&operator, Some("b"))
+                .unwrap()
+                .tenant_id
+                .as_deref(),
+            Some("b"),
+            "pinned"
+        );
+        assert_eq!(relayed_as(&operator, None).unwrap().tenant_id, None);
     }
 }

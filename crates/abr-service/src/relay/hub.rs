@@ -45,6 +45,8 @@ pub(crate) struct Conn {
     serial: u64,
     /// The host its hello named: shown, never trusted (it decides nothing).
     host: String,
+    /// The tenant its credential serves (`None`: connected by an operator's token).
+    tenant: Option<String>,
     out: mpsc::Sender<Message>,
     pending: Mutex<HashMap<u64, Pending>>,
     /// The open streams: their viewer's side, by stream id.
@@ -132,6 +134,12 @@ impl Hub {
     /// the runner says of itself: shown, never trusted).
     pub fn connected(&self, runner_id: &str) -> Option<String> {
         self.conns().get(runner_id).map(|c| c.host.clone())
+    }
+
+    /// The tenant `runner_id`'s live socket serves: `None` when none is connected,
+    /// `Some(None)` for a runner an operator connected (only operators reach it).
+    pub(crate) fn tenant_of(&self, runner_id: &str) -> Option<Option<String>> {
+        self.conns().get(runner_id).map(|c| c.tenant.clone())
     }
 
     /// Whether `runner_id`'s live socket is draining (none connected: `false`).
@@ -447,20 +455,29 @@ fn answered(status: u16, headers: &[(String, String)], body: Bytes) -> Response 
 /// `POST /v1/relay/tokens`.
 async fn mint(
     State(hub): State<Hub>,
-    caller: crate::tenant::Caller,
+    axum::Extension(principal): axum::Extension<Arc<abr_core::principal::Principal>>,
     ApiJson(request): ApiJson<RelayTokenRequest>,
 ) -> Result<Json<RelayTokenResponse>, ApiError> {
-    // Only an operator connects runners (until runners enroll with their own credentials).
-    caller
-        .principal()
-        .require(abr_core::principal::Right::Operate)?;
+    // A runner's credential mints for its own runner id (serving its tenant); an operator
+    // for any (a runner only operators reach). Nobody else.
+    principal.require(abr_core::principal::Right::Relay)?;
     if !valid_runner_id(&request.runner_id) {
         return Err(invalid_runner_id());
     }
+    let tenant = match principal.runner_id() {
+        Some(own) if own == request.runner_id => principal.tenant(),
+        Some(_) => {
+            return Err(ApiError::new(
+                codes::FORBIDDEN,
+                "a runner's credential mints relay tokens for its own runner id only",
+            ));
+        }
+        None => None,
+    };
     let (token, ttl) = hub
         .inner
         .tokens
-        .mint(&request.runner_id)
+        .mint(&request.runner_id, tenant)
         .map_err(|e| match e {
             MintRefused::Full => ApiError::new(
                 codes::OVERLOADED,
@@ -503,15 +520,15 @@ async fn connect(
         )
         .into_response();
     };
-    let authorized =
-        crate::tokens::bearer(&headers).is_some_and(|t| hub.inner.tokens.redeem(t, &runner_id));
-    if !authorized {
+    let tenant =
+        crate::tokens::bearer(&headers).and_then(|t| hub.inner.tokens.redeem(t, &runner_id));
+    let Some(tenant) = tenant else {
         return ApiError::new(
             codes::UNAUTHORIZED,
             "a relay token minted for this runner id is required (POST /v1/relay/tokens)",
         )
         .into_response();
-    }
+    };
     if hub.is_killed() {
         return ApiError::new(codes::OVERLOADED, "the hub is stopping").into_response();
     }
@@ -519,7 +536,7 @@ async fn connect(
     upgrade
         .max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |socket| async move { hub.serve(socket, runner_id).await })
+        .on_upgrade(move |socket| async move { hub.serve(socket, runner_id, tenant).await })
 }
 
 /// What ended a socket.
@@ -531,7 +548,7 @@ enum End {
 }
 
 impl Hub {
-    async fn serve(self, mut socket: WebSocket, runner_id: String) {
+    async fn serve(self, mut socket: WebSocket, runner_id: String, tenant: Option<String>) {
         let settings = self.inner.settings.clone();
         let waiting = tokio::time::timeout(settings.dead_after, first_hello(&mut socket));
         let Ok(Some(hello)) = waiting.await else {
@@ -556,6 +573,7 @@ impl Hub {
         let conn = Arc::new(Conn {
             serial: self.inner.serials.fetch_add(1, Ordering::SeqCst),
             host: hello.host.clone(),
+            tenant,
             out,
             pending: Mutex::new(HashMap::new()),
             streams: Mutex::new(HashMap::new()),

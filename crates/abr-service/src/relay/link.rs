@@ -70,8 +70,9 @@ impl Shutdown {
 pub struct LinkOptions {
     /// The hub's base URL (`https://hub.example`, or `http://` on loopback).
     pub hub: Url,
-    /// The long-lived API credential of the hub: used only to mint relay tokens.
-    pub api_token: SecretString,
+    /// What mints the relay tokens: the runner's own credential (`abr hub enroll`, then
+    /// `abr up --enroll`), or an operator's token of the hub. Used for nothing else.
+    pub credential: SecretString,
     /// The runner id (1 to 64 of `A-Z a-z 0-9 . _ -`).
     pub runner_id: String,
     /// This machine's name.
@@ -94,10 +95,10 @@ pub struct LinkOptions {
 
 impl LinkOptions {
     /// Options with the default timings, not forcing, launched `foreground`.
-    pub fn new(hub: Url, api_token: SecretString, runner_id: String, host: String) -> Self {
+    pub fn new(hub: Url, credential: SecretString, runner_id: String, host: String) -> Self {
         Self {
             hub,
-            api_token,
+            credential,
             runner_id,
             host,
             force: false,
@@ -230,7 +231,7 @@ async fn mint(
         .map_err(|e| RelayError::InvalidOptions(e.to_string()))?;
     let response = http
         .post(url)
-        .bearer_auth(options.api_token.expose_secret())
+        .bearer_auth(options.credential.expose_secret())
         .json(&RelayTokenRequest {
             runner_id: options.runner_id.clone(),
         })
@@ -488,14 +489,42 @@ fn request(call: Call) -> Option<Request<Body>> {
         return None;
     }
     let mut builder = Request::builder().method(method).uri(call.path);
+    let mut principal = None;
     for (name, value) in call.headers {
+        if name.eq_ignore_ascii_case(abr_protocol::relay::PRINCIPAL_HEADER) {
+            // The hub's word on who called (a malformed one fails the request closed).
+            principal = Some(relayed_principal(&value)?);
+            continue;
+        }
         let name = HeaderName::from_bytes(name.as_bytes()).ok()?;
         let value = HeaderValue::from_str(&value).ok()?;
         builder = builder.header(name, value);
     }
     let mut request = builder.body(Body::from(call.body)).ok()?;
-    request.extensions_mut().insert(Relayed { _private: () });
+    request.extensions_mut().insert(Relayed {
+        principal,
+        _private: (),
+    });
     Some(request)
+}
+
+/// The principal a hub names in [`PRINCIPAL_HEADER`](abr_protocol::relay::PRINCIPAL_HEADER).
+fn relayed_principal(value: &str) -> Option<Arc<abr_core::principal::Principal>> {
+    let named: abr_protocol::relay::RelayedPrincipal = serde_json::from_str(value).ok()?;
+    let tenants = named
+        .tenant_id
+        .map_or(abr_core::principal::Tenants::All, |t| {
+            abr_core::principal::Tenants::One(t)
+        });
+    abr_core::principal::Principal::new(
+        named.key_id,
+        &named.name,
+        named.role,
+        tenants,
+        named.read_only,
+    )
+    .ok()
+    .map(Arc::new)
 }
 
 /// Runs one forwarded request on the runner's router and sends its answer.

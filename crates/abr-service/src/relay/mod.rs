@@ -122,11 +122,14 @@ impl RelayError {
 }
 
 /// The mark of a request the runner's link hands to its own router in-process: the hub
-/// authenticated the caller, so the router's bearer check lets it through. Only this module
-/// can make one, and no request from the network carries request extensions: a request
-/// arriving over a socket never gets this trust.
-#[derive(Debug, Clone, Copy)]
+/// authenticated the caller, so the router's bearer check lets it through, acting as the
+/// principal the hub named. Only this module can make one, and no request from the network
+/// carries request extensions: a request arriving over a socket never gets this trust.
+#[derive(Debug, Clone)]
 pub(crate) struct Relayed {
+    /// Who the hub says made it; `None`: the hub named nobody (it authenticated the
+    /// operator's token, as hubs before principals did).
+    pub(crate) principal: Option<std::sync::Arc<abr_core::principal::Principal>>,
     _private: (),
 }
 
@@ -138,15 +141,7 @@ pub(crate) fn valid_live_token(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
 }
 
-/// Whether `id` is a valid runner id: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a
-/// dot.
-pub(crate) fn valid_runner_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
+pub(crate) use abr_core::principal::valid_runner_id;
 
 /// Whether `host` is a usable machine name in a hello: 1 to 255 printable characters.
 pub(crate) fn valid_host(host: &str) -> bool {

@@ -1,5 +1,5 @@
-//! Relay tokens: random, single use, short-lived, scoped to one runner id, kept only as
-//! SHA-256 digests and compared in constant time.
+//! Relay tokens: random, single use, short-lived, scoped to one runner id (and the tenant
+//! its credential serves), kept only as SHA-256 digests and compared in constant time.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -11,6 +11,7 @@ use tokio::time::Instant;
 struct Entry {
     digest: [u8; 32],
     runner_id: String,
+    tenant: Option<String>,
     expires: Instant,
 }
 
@@ -56,8 +57,13 @@ impl RelayTokens {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new token for `runner_id`, and how long it opens a connection.
-    pub(crate) fn mint(&self, runner_id: &str) -> Result<(String, Duration), MintRefused> {
+    /// A new token for `runner_id` serving `tenant` (`None`: a runner an operator connects,
+    /// which only operators reach), and how long it opens a connection.
+    pub(crate) fn mint(
+        &self,
+        runner_id: &str,
+        tenant: Option<&str>,
+    ) -> Result<(String, Duration), MintRefused> {
         let token = abr_core::new_token().map_err(|_| MintRefused::NoRandomness)?;
         let now = Instant::now();
         let mut entries = self.lock();
@@ -68,14 +74,16 @@ impl RelayTokens {
         entries.push(Entry {
             digest: digest(&token),
             runner_id: runner_id.to_owned(),
+            tenant: tenant.map(str::to_owned),
             expires: now + self.ttl,
         });
         Ok((token, self.ttl))
     }
 
-    /// Spends `presented`: whether it is an unexpired token minted for `runner_id`. A token
-    /// presented for another runner id is spent too (a token is good for one attempt).
-    pub(crate) fn redeem(&self, presented: &str, runner_id: &str) -> bool {
+    /// Spends `presented`: `Some(tenant)` (the tenant the connection serves) when it is an
+    /// unexpired token minted for `runner_id`. A token presented for another runner id is
+    /// spent too (a token is good for one attempt).
+    pub(crate) fn redeem(&self, presented: &str, runner_id: &str) -> Option<Option<String>> {
         let presented = digest(presented);
         let now = Instant::now();
         let mut entries = self.lock();
@@ -86,11 +94,8 @@ impl RelayTokens {
                 found = Some(i);
             }
         }
-        let Some(i) = found else {
-            return false;
-        };
-        let entry = entries.swap_remove(i);
-        entry.runner_id == runner_id && entry.expires > now
+        let entry = entries.swap_remove(found?);
+        (entry.runner_id == runner_id && entry.expires > now).then_some(entry.tenant)
     }
 }
 
@@ -101,28 +106,37 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_token_opens_one_connection_for_its_runner_before_it_expires() {
         let tokens = RelayTokens::new(Duration::from_secs(120), 8);
-        let (a, ttl) = tokens.mint("runner-a").unwrap();
+        let (a, ttl) = tokens.mint("runner-a", Some("acme")).unwrap();
         assert_eq!(ttl, Duration::from_secs(120));
-        assert!(!tokens.redeem("not-a-token", "runner-a"));
-        assert!(tokens.redeem(&a, "runner-a"));
-        assert!(!tokens.redeem(&a, "runner-a"), "a token is single use");
+        assert!(tokens.redeem("not-a-token", "runner-a").is_none());
+        assert_eq!(tokens.redeem(&a, "runner-a"), Some(Some("acme".into())));
+        assert!(
+            tokens.redeem(&a, "runner-a").is_none(),
+            "a token is single use"
+        );
 
-        let (b, _) = tokens.mint("runner-a").unwrap();
-        assert!(!tokens.redeem(&b, "runner-b"), "scoped to its runner id");
-        assert!(!tokens.redeem(&b, "runner-a"), "spent by the wrong attempt");
+        let (b, _) = tokens.mint("runner-a", None).unwrap();
+        assert!(
+            tokens.redeem(&b, "runner-b").is_none(),
+            "scoped to its runner id"
+        );
+        assert!(
+            tokens.redeem(&b, "runner-a").is_none(),
+            "spent by the wrong attempt"
+        );
 
-        let (c, _) = tokens.mint("runner-a").unwrap();
+        let (c, _) = tokens.mint("runner-a", None).unwrap();
         tokio::time::advance(Duration::from_secs(121)).await;
-        assert!(!tokens.redeem(&c, "runner-a"), "expired");
+        assert!(tokens.redeem(&c, "runner-a").is_none(), "expired");
     }
 
     #[tokio::test(start_paused = true)]
     async fn unused_tokens_are_bounded_and_expired_ones_make_room() {
         let tokens = RelayTokens::new(Duration::from_secs(10), 2);
-        tokens.mint("a").unwrap();
-        tokens.mint("a").unwrap();
-        assert_eq!(tokens.mint("a").unwrap_err(), MintRefused::Full);
+        tokens.mint("a", None).unwrap();
+        tokens.mint("a", None).unwrap();
+        assert_eq!(tokens.mint("a", None).unwrap_err(), MintRefused::Full);
         tokio::time::advance(Duration::from_secs(11)).await;
-        tokens.mint("a").unwrap();
+        tokens.mint("a", None).unwrap();
     }
 }

@@ -1382,3 +1382,198 @@ async fn the_hub_cannot_read_a_stored_session_out_of_a_runner_unless_allowed() {
     .await
     .expect("the test took too long");
 }
+
+/// `POST` `body` to the hub's `path` with `bearer`, and optionally for `runner` and a
+/// tenant: status and body.
+async fn hub_call(
+    hub: &HubServer,
+    bearer: &str,
+    path: &str,
+    runner: Option<&str>,
+    tenant: Option<&str>,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let mut request = client()
+        .post(format!("http://{}{path}", hub.addr))
+        .bearer_auth(bearer)
+        .json(body);
+    if let Some(runner) = runner {
+        request = request.header("x-abr-runner", runner);
+    }
+    if let Some(tenant) = tenant {
+        request = request.header("x-tenant-id", tenant);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+/// A key made on the hub by its operator.
+async fn hub_key(hub: &HubServer, name: &str, role: &str, tenant: &str) -> String {
+    let body = serde_json::json!({"name": name, "role": role, "tenantId": tenant});
+    let (status, created) = hub_call(hub, FAKE_TOKEN, "/v1/keys", None, None, &body).await;
+    assert_eq!(status, 201, "{created}");
+    created["token"].as_str().unwrap().to_owned()
+}
+
+/// An enrollment code for `runner_id` made with `bearer`: its status and the code.
+async fn enrollment(hub: &HubServer, bearer: &str, runner_id: &str) -> (u16, String) {
+    let body = serde_json::json!({"runnerId": runner_id});
+    let (status, answer) = hub_call(hub, bearer, "/v1/relay/enrollments", None, None, &body).await;
+    assert!(status == 201 || status == 403, "{status}: {answer}");
+    (
+        status,
+        answer["code"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// Trades `code` for `runner_id`'s credential: its status and the credential.
+async fn redeem(hub: &HubServer, runner_id: &str, code: &str) -> (u16, String) {
+    let response = client()
+        .post(format!("http://{}/v1/relay/enroll", hub.addr))
+        .json(&serde_json::json!({"runnerId": runner_id, "code": code}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    assert!(status == 201 || status == 401, "{status}: {body}");
+    (
+        status,
+        body["token"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_runner_enrolls_once_and_its_credential_connects_only_its_own_runner_id() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let agent_a = hub_key(&hub, "bot", "agent", "tenant-a").await;
+        let approver_a = hub_key(&hub, "Ada", "approver", "tenant-a").await;
+        let approver_b = hub_key(&hub, "Bo", "approver", "tenant-b").await;
+
+        // An agent does not enroll runners; an approver of the tenant does.
+        assert_eq!(enrollment(&hub, &agent_a, "a-laptop").await.0, 403);
+        let (status, code_a) = enrollment(&hub, &approver_a, "a-laptop").await;
+        assert_eq!(status, 201);
+        let (_, code_b) = enrollment(&hub, &approver_b, "a-laptop").await;
+        // A code works for its own runner id only, and the wrong attempt uses it up.
+        assert_eq!(redeem(&hub, "b-desk", &code_b).await.0, 401);
+        assert_eq!(redeem(&hub, "a-laptop", &code_b).await.0, 401, "used up");
+        let (status, credential_a) = redeem(&hub, "a-laptop", &code_a).await;
+        assert_eq!(status, 201);
+        assert_eq!(redeem(&hub, "a-laptop", &code_a).await.0, 401, "once");
+        // The runner id is tenant A's now: tenant B cannot enroll it.
+        assert_eq!(enrollment(&hub, &approver_b, "a-laptop").await.0, 403);
+
+        // The credential mints for its own runner id only; an agent's key for none.
+        let mint = |id: &str| serde_json::json!({"runnerId": id});
+        let path = "/v1/relay/tokens";
+        let (status, _) = hub_call(&hub, &credential_a, path, None, None, &mint("b-desk")).await;
+        assert_eq!(status, 403, "another runner's id");
+        let (status, _) = hub_call(&hub, &agent_a, path, None, None, &mint("a-laptop")).await;
+        assert_eq!(status, 403, "an agent's key connects no runner");
+        let (status, _) = hub_call(&hub, &credential_a, path, None, None, &mint("a-laptop")).await;
+        assert_eq!(status, 200);
+        // It calls no API, on the hub or through it.
+        let (status, _) =
+            hub_call(&hub, &credential_a, "/v1/post", None, None, &post_body("x")).await;
+        assert_eq!(status, 403);
+        let (status, _) = hub_call(
+            &hub,
+            &credential_a,
+            "/v1/post",
+            Some("a-laptop"),
+            None,
+            &post_body("x"),
+        )
+        .await;
+        assert_eq!(status, 403);
+
+        // Connected with its credential; an attacker with another tenant's approver key
+        // cannot take the runner id over, even forcing.
+        let mut options = Linked::options(&hub, "a-laptop", "adas-laptop");
+        options.credential = SecretString::from(credential_a.clone());
+        let runner = Linked::start(options);
+        wait_for("the runner to connect", || {
+            hub.hub.connected("a-laptop").as_deref() == Some("adas-laptop")
+        })
+        .await;
+        let mut attacker = Linked::options(&hub, "a-laptop", "mallorys-box");
+        attacker.credential = SecretString::from(approver_b.clone());
+        attacker.force = true;
+        let mut attacker = Linked::start(attacker);
+        let ended = attacker.ended().await;
+        assert!(matches!(ended, Err(RelayError::Unauthorized)), "{ended:?}");
+        assert_eq!(
+            hub.hub.connected("a-laptop").as_deref(),
+            Some("adas-laptop"),
+            "still Ada's runner"
+        );
+        drop(runner);
+    })
+    .await
+    .expect("the test took too long");
+}
+
+#[tokio::test]
+async fn only_the_runners_tenant_reaches_it_and_as_itself_not_as_the_hub() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let agent_a = hub_key(&hub, "bot", "agent", "tenant-a").await;
+        let approver_a = hub_key(&hub, "Ada", "approver", "tenant-a").await;
+        let agent_b = hub_key(&hub, "other bot", "agent", "tenant-b").await;
+        let (_, code) = enrollment(&hub, &approver_a, "a-laptop").await;
+        let (_, credential) = redeem(&hub, "a-laptop", &code).await;
+        let mut options = Linked::options(&hub, "a-laptop", "adas-laptop");
+        options.credential = SecretString::from(credential);
+        let runner = Linked::start(options);
+        wait_for("the runner to connect", || {
+            hub.hub.connected("a-laptop").is_some()
+        })
+        .await;
+
+        // Another tenant's key is told the runner is not there; nothing ran.
+        let (status, body) =
+            hub_call(&hub, &agent_b, "/v1/post", Some("a-laptop"), None, &post_body("b's")).await;
+        assert_eq!((status, error_of(&body).0.as_str()), (503, "runner_offline"), "{body}");
+        assert!(runner.stack.strategy.posted().is_empty());
+        // The tenant's own agent reaches it.
+        let (status, body) =
+            hub_call(&hub, &agent_a, "/v1/post", Some("a-laptop"), None, &post_body("a's")).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(runner.stack.strategy.posted(), ["a's"]);
+        // The hub's operator is pinned to the runner's tenant.
+        let (status, body) = hub_call(
+            &hub,
+            FAKE_TOKEN,
+            "/v1/post",
+            Some("a-laptop"),
+            Some("tenant-b"),
+            &post_body("op's"),
+        )
+        .await;
+        assert_eq!((status, error_of(&body).0.as_str()), (403, "tenant_forbidden"), "{body}");
+
+        // On the runner the agent is an agent: it cannot approve its own plan through the
+        // hub (relayed requests used to act as the hub's operator). The approver can.
+        let plan = serde_json::json!({"plan": {
+            "targetUrl": "https://fake.example/form",
+            "steps": [{"type": "click", "selector": "role=button[name=Submit]", "description": "Submit"}],
+            "verification": {"method": "dom_check", "selector": "h1"}
+        }});
+        let (status, task) = hub_call(&hub, &agent_a, "/v1/tasks", Some("a-laptop"), None, &plan).await;
+        assert_eq!(status, 201, "{task}");
+        assert_eq!(task["proposedBy"]["name"], "bot");
+        let approve = format!("/v1/tasks/{}/approve", task["taskId"].as_str().unwrap());
+        let hash = serde_json::json!({"planHash": task["planHash"]});
+        let (status, body) = hub_call(&hub, &agent_a, &approve, Some("a-laptop"), None, &hash).await;
+        assert_eq!((status, error_of(&body).0.as_str()), (403, "forbidden"), "{body}");
+        let (status, body) = hub_call(&hub, &approver_a, &approve, Some("a-laptop"), None, &hash).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["approval"]["approvedBy"], "Ada");
+        drop(runner);
+    })
+    .await
+    .expect("the test took too long");
+}

@@ -132,6 +132,18 @@ impl Bench {
     /// A foreground `abr up --headless --hub <hub> --runner-id <id> <extra>` on the machine
     /// `machine` (its own state and data directories under this bench).
     fn runner(&self, hub: &Process, machine: &str, id: &str, extra: &[&str]) -> Process {
+        self.runner_with_token(hub, machine, id, extra, HUB_TOKEN)
+    }
+
+    /// [`Self::runner`] whose own API token is `api_token`.
+    fn runner_with_token(
+        &self,
+        hub: &Process,
+        machine: &str,
+        id: &str,
+        extra: &[&str],
+        api_token: &str,
+    ) -> Process {
         let home = self.dir.path().join(machine);
         std::fs::create_dir_all(&home).unwrap();
         let mut command = Command::new(self.bin());
@@ -141,7 +153,7 @@ impl Bench {
             .env("TMPDIR", &home)
             .env("ABR_STATE_DIR", home.join("state"))
             .env("ABR_DATA_DIR", home.join("data"))
-            .env("ABR_API_TOKEN", HUB_TOKEN)
+            .env("ABR_API_TOKEN", api_token)
             .env("ABR_SESSION_KEY", SESSION_KEY)
             .env("ABR_DEMO_SITE_URL", self.site.base_url())
             .env(
@@ -719,6 +731,86 @@ async fn a_hub_killed_mid_post_and_restarted_gets_its_runner_back_and_never_a_se
             "{}",
             runner.log_text()
         );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_enrolls_with_a_code_and_connects_with_its_own_credential_for_its_tenant() {
+    bounded(async {
+        let bench = Bench::new().await;
+        let hub = bench.hub(None).await;
+        // On the hub: `abr hub enroll`, on its data directory while it runs.
+        let enrolled = Command::new(bench.bin())
+            .args(["hub", "enroll", "--runner-id", "laptop", "--tenant", "acme"])
+            .arg("--data-dir")
+            .arg(bench.dir.path().join("hub"))
+            .output()
+            .unwrap();
+        assert!(enrolled.status.success(), "{enrolled:?}");
+        let answer: serde_json::Value = serde_json::from_slice(&enrolled.stdout).unwrap();
+        assert_eq!(answer["tenantId"], "acme");
+        let code = answer["code"].as_str().unwrap().to_owned();
+
+        // On the runner's machine: enroll with the code, holding no token of the hub.
+        let local_token = "the-runners-own-local-token-0123";
+        let mut runner =
+            bench.runner_with_token(&hub, "erin", "laptop", &["--enroll", &code], local_token);
+        wait_for_runner(&hub, &mut runner, "laptop").await;
+        let state = bench.dir.path().join("erin").join("state");
+        let credential = std::fs::read_dir(&state)
+            .unwrap()
+            .filter_map(Result::ok)
+            .find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("hub-credential-")
+            })
+            .unwrap()
+            .path();
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&credential).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the credential is the runner's alone");
+        assert!(
+            !std::fs::read_to_string(&credential)
+                .unwrap()
+                .contains(&code)
+        );
+
+        // Another tenant's key does not reach it; the hub's operator does, pinned to acme.
+        let key =
+            |tenant: &str| serde_json::json!({"name": "bot", "role": "agent", "tenantId": tenant});
+        let made = call(&hub, None, reqwest::Method::POST, "/v1/keys")
+            .json(&key("other"))
+            .send()
+            .await
+            .unwrap();
+        let other: serde_json::Value = made.json().await.unwrap();
+        let other = other["token"].as_str().unwrap();
+        let refused = raw_http()
+            .get(format!("{}/v1/platforms", hub.url()))
+            .bearer_auth(other)
+            .header("x-abr-runner", "laptop")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 503);
+        let body: serde_json::Value = refused.json().await.unwrap();
+        assert_eq!(error_of(&body).0, "runner_offline");
+
+        // The code was used: a second machine cannot enroll with it. The first runner,
+        // restarted without it, connects again with the credential it kept.
+        let mut copycat =
+            bench.runner_with_token(&hub, "mallory", "laptop", &["--enroll", &code], local_token);
+        assert_ne!(copycat.exit_code().await, 0, "a used code enrolled again");
+        assert!(
+            copycat.log_text().contains("refused the enrollment code"),
+            "{}",
+            copycat.log_text()
+        );
+        drop(runner);
+        let mut again = bench.runner_with_token(&hub, "erin", "laptop", &[], local_token);
+        wait_for_runner(&hub, &mut again, "laptop").await;
     })
     .await;
 }

@@ -11,6 +11,7 @@
 //! the background runner's log.
 
 pub(crate) mod control;
+pub(crate) mod credential;
 pub(crate) mod error;
 pub(crate) mod launch;
 pub(crate) mod link;

@@ -56,6 +56,11 @@ impl LocalPaths {
     }
 
     /// The runner's data directory when `ABR_DATA_DIR` is not set.
+    pub(crate) fn hub_credential(&self) -> PathBuf {
+        self.dir
+            .join(format!("hub-credential-{}.json", self.account))
+    }
+
     pub(crate) fn data_dir(&self) -> PathBuf {
         self.dir.join(format!("data-{}", self.account))
     }

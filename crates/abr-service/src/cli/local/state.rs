@@ -88,21 +88,7 @@ impl RunnerState {
     pub(crate) fn write(&self, path: &Path) -> Result<(), LocalError> {
         let json = serde_json::to_vec_pretty(self)
             .map_err(|e| LocalError::Run(format!("cannot encode the state file: {e}")))?;
-        let tmp = path.with_extension("json.tmp");
-        let io = |e| LocalError::io("write", &tmp, e);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io)?;
-        // A left-over temporary file keeps its mode on open: make sure.
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(io)?;
-        file.write_all(&json).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(|e| LocalError::io("write", path, e))
+        write_private(path, &json)
     }
 
     /// Reads the state at `path`: `None` when there is none.
@@ -143,6 +129,29 @@ impl Holder {
             known: state.map(|s| (s.pid, s.launch, s.started_at)),
         }
     }
+}
+
+/// Writes `bytes` to `path` readable and writable by its owner only (`0600`), atomically
+/// (a temporary file renamed over it), synced.
+///
+/// # Errors
+/// [`LocalError::Io`].
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), LocalError> {
+    let tmp = path.with_extension("json.tmp");
+    let io = |e| LocalError::io("write", &tmp, e);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(io)?;
+    // A left-over temporary file keeps its mode on open: make sure.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(|e| LocalError::io("write", path, e))
 }
 
 #[cfg(test)]
