@@ -1,7 +1,9 @@
 //! The approval page, driven in a real headless Chromium: an approver's key mints a
 //! one-time link, a person without a key reads the task in words and approves it; the task
-//! runs once; a second click, a reload or a replayed form does nothing. The runner runs on
-//! the core's fakes on loopback; the person's browser is Debian's Chromium.
+//! runs once; a second click, a reload or a replayed form does nothing. The same for a
+//! browse session's committing action (its words escaped; approved, the agent's next
+//! attempt runs once). The runner runs on the core's fakes on loopback; the person's
+//! browser is Debian's Chromium.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -269,5 +271,156 @@ async fn a_form_from_another_site_is_refused_and_rejecting_runs_nothing() {
     assert_eq!(record["state"], "rejected", "{record}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(provider.acquired(), 0, "nothing ran");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_person_approves_a_browse_sessions_committing_action_through_the_link_once() {
+    let (server, provider, _strategy) =
+        serve_fake(abr_core::testing::FakeProvider::new(), |_| {}).await;
+    let page_of_the_run = provider.page();
+    page_of_the_run.set_facts(
+        "#pay",
+        abr_core::guard::ElementFacts {
+            tag: "button".into(),
+            input_type: Some("button".into()),
+            // The page tries to inject markup into the approval page through its label.
+            name: "Pay <img src=x id=injected onerror=\"document.title='owned'\">".into(),
+            ..abr_core::guard::ElementFacts::default()
+        },
+    );
+    page_of_the_run.text_after("#pay", "Paid");
+    let base = server.base_url();
+    let key = |name: &'static str, role: &'static str| {
+        let base = base.clone();
+        async move {
+            let (status, created) = rest(
+                &base,
+                FAKE_TOKEN,
+                reqwest::Method::POST,
+                "/v1/keys",
+                Some(json!({"name": name, "role": role, "tenantId": "default"})),
+            )
+            .await;
+            assert_eq!(status, 201, "{created}");
+            created["token"].as_str().unwrap().to_owned()
+        }
+    };
+    let agent = key("bot", "agent").await;
+    let approver = key("Ada's approver key", "approver").await;
+    let (status, opened) = rest(
+        &base,
+        &agent,
+        reqwest::Method::POST,
+        "/v1/browse",
+        Some(json!({"url": "https://fake.example/cart"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{opened}");
+    let id = opened["browseId"].as_str().unwrap().to_owned();
+    let act = format!("/v1/browse/{id}/act");
+    let click = json!({"action": "click", "ref": "e1"});
+    let (_, asked) = rest(
+        &base,
+        &agent,
+        reqwest::Method::POST,
+        &act,
+        Some(click.clone()),
+    )
+    .await;
+    assert_eq!(asked["pause"]["reason"], "approval_required", "{asked}");
+    let link_path = format!("/v1/browse/{id}/approval-link");
+    let (status, _) = rest(&base, &agent, reqwest::Method::POST, &link_path, None).await;
+    assert_eq!(status, 403, "the agent cannot mint its own approval");
+    let (status, link) = rest(&base, &approver, reqwest::Method::POST, &link_path, None).await;
+    assert_eq!(status, 201, "{link}");
+    let url = link["url"].as_str().unwrap().to_owned();
+
+    let addr: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
+    let browser = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        prewarm: 0,
+        egress: Some(abr_core::EgressPolicy::new().allow_addr(addr)),
+        ..LocalProviderConfig::default()
+    });
+    let lease = browser
+        .acquire(AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: "person".into(),
+            state: None,
+            start_url: Some(url.clone()),
+        })
+        .await
+        .unwrap();
+    let page = lease.context().page();
+    let text = |selector: &'static str| async move {
+        page.locator(selector)
+            .text_content()
+            .await
+            .unwrap()
+            .unwrap_or_default()
+    };
+    assert!(
+        text("#action")
+            .await
+            .starts_with("click e1 (button \"Pay <img"),
+        "the action in words, as text: {}",
+        text("#action").await
+    );
+    assert_eq!(page.locator("#injected").count().await.unwrap(), 0);
+    assert_eq!(text("#page").await, "https://fake.example/cart");
+    assert_eq!(page.title().await.unwrap(), "Approve · ABR");
+    page.locator("input[name=name]")
+        .fill("Ada Lovelace", None)
+        .await
+        .unwrap();
+    page.locator("#approve").click(None).await.unwrap();
+    if page.locator("#done").wait_for(None).await.is_err() {
+        panic!(
+            "no answer page: {}",
+            page.content().await.unwrap_or_default()
+        );
+    }
+    assert!(text("#done").await.starts_with("Approved"));
+
+    // The agent's next attempt runs, once.
+    let (_, done) = rest(
+        &base,
+        &agent,
+        reqwest::Method::POST,
+        &act,
+        Some(click.clone()),
+    )
+    .await;
+    assert_eq!(done["outcome"], "done", "{done}");
+    assert_eq!(done["snapshot"]["text"], "Paid");
+    let (_, record) = rest(
+        &base,
+        &agent,
+        reqwest::Method::GET,
+        &format!("/v1/tasks/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(record["approval"]["approvedBy"], "Ada's approver key");
+    assert_eq!(record["approval"]["statedBy"], "Ada Lovelace");
+    // The link is used up.
+    let replay = reqwest::Client::new()
+        .post(&url)
+        .form(&[("decision", "approve")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status().as_u16(), 404);
+    lease.release().await.unwrap();
+    browser.shutdown().await;
+    let (status, _) = rest(
+        &base,
+        &agent,
+        reqwest::Method::DELETE,
+        &format!("/v1/browse/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
     server.shutdown().await;
 }
