@@ -158,6 +158,8 @@ codes! {
     DUPLICATE_PLATFORM = "duplicate_platform", 422, No, "a platform id registered twice";
     /// An invalid step plan; the message names the step index (`steps[2]`).
     INVALID_PLAN = "invalid_plan", 422, No, "an invalid step plan, refused before any browser starts; the message names the step (`steps[2]`)";
+    /// A runner older than the hub's minimum version connected.
+    RUNNER_TOO_OLD = "runner_too_old", 426, No, "the hub takes no runner of this version (`ABR_HUB_MIN_RUNNER_VERSION`): upgrade the runner; the refusal names both versions";
     /// Too many captures are open.
     CAPTURE_LIMIT = "capture_limit", 429, Yes, "too many captures are open (`Retry-After`)";
     /// The provider is at capacity: a single-session backend busy with a capture, say (with

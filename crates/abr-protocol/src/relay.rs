@@ -111,6 +111,48 @@ pub struct RunnerCredential {
     pub token: SecretValue,
 }
 
+/// `GET /v1/runners`: the runners connected to the hub that the caller's tenant reaches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunnersResponse {
+    /// By runner id.
+    pub runners: Vec<RunnerInfo>,
+}
+
+/// One connected runner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunnerInfo {
+    /// Its runner id.
+    pub runner_id: String,
+    /// The machine's name its hello gave (its own word: shown, never trusted).
+    pub host: String,
+    /// When its socket connected.
+    #[serde(with = "time::serde::rfc3339")]
+    pub connected_at: time::OffsetDateTime,
+    /// When the hub last heard from it (a heartbeat, an answer).
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_heartbeat_at: time::OffsetDateTime,
+    /// `ok`, `draining` (it takes no new work), `silent` (nothing heard for two heartbeats).
+    pub health: RunnerHealth,
+    /// The version its hello gave.
+    pub version: String,
+    /// How it was launched (`terminal`, `background`, ...).
+    pub launch: String,
+}
+
+/// A connected runner's health, as the hub sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunnerHealth {
+    /// Heard from within two heartbeats, taking work.
+    Ok,
+    /// Shutting down: it takes no new work.
+    Draining,
+    /// Nothing heard for two heartbeats (dropped after `dead_after`).
+    Silent,
+}
+
 /// The runner's first frame on a relay connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -223,6 +223,28 @@ pub struct RunnerConfig {
     /// relayed): `ABR_RELAY_SESSION_EXPORT=true` or `abr up --allow-session-export`.
     /// Default off: sessions stay on this machine, the hub's request is `403 forbidden`.
     pub relay_session_export: bool,
+    /// This runner as a hub: the oldest runner version it takes
+    /// (`ABR_HUB_MIN_RUNNER_VERSION`, default its own `x.y.0`) and how long a call naming a
+    /// runner that is not connected waits for it (`ABR_HUB_RUNNER_WAIT_SECS`, default 15).
+    pub hub: HubSection,
+}
+
+/// This runner as a hub (see [`RunnerConfig::hub`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubSection {
+    /// The oldest runner version taken (`None`: this build's `x.y.0`).
+    pub min_runner_version: Option<semver::Version>,
+    /// How long a call naming a runner that is not connected waits for it.
+    pub offline_wait: Duration,
+}
+
+impl Default for HubSection {
+    fn default() -> Self {
+        Self {
+            min_runner_version: None,
+            offline_wait: Duration::from_secs(15),
+        }
+    }
 }
 
 /// Which provider runs each kind of work, and how to reach the remote ones.
@@ -483,6 +505,7 @@ impl Default for RunnerConfig {
             platform_vars: BTreeMap::new(),
             local: LocalSettings::default(),
             relay_session_export: false,
+            hub: HubSection::default(),
         }
     }
 }
@@ -901,6 +924,17 @@ impl RunnerConfig {
             Some(v) => parse_switch(v)
                 .ok_or_else(|| invalid("ABR_RELAY_SESSION_EXPORT", "use true or false"))?,
         };
+        if let Some(v) = get("ABR_HUB_MIN_RUNNER_VERSION") {
+            config.hub.min_runner_version = Some(semver::Version::parse(v).map_err(|_| {
+                invalid("ABR_HUB_MIN_RUNNER_VERSION", "a version: MAJOR.MINOR.PATCH")
+            })?);
+        }
+        if let Some(secs) = number("ABR_HUB_RUNNER_WAIT_SECS")? {
+            if secs > 300 {
+                return Err(invalid("ABR_HUB_RUNNER_WAIT_SECS", "0 to 300"));
+            }
+            config.hub.offline_wait = Duration::from_secs(secs);
+        }
         if let Some(n) = positive("ABR_LIVE_MAX_SOCKETS")? {
             config.live.max_sockets_per_token = n;
         }

@@ -264,7 +264,16 @@ const MCP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 /// [`HubSettings`](crate::relay::HubSettings).
 pub fn app<C: TaskContext + LiveSurface>(runner: Arc<Runner<C>>) -> Router {
     let mcp = http_mcp_settings(&runner);
-    app_with(runner, mcp, crate::relay::Hub::default())
+    let section = &runner.config.hub;
+    let hub = crate::relay::Hub::new(crate::relay::HubSettings {
+        min_runner_version: section
+            .min_runner_version
+            .clone()
+            .unwrap_or_else(crate::relay::own_minimum),
+        offline_wait: section.offline_wait,
+        ..crate::relay::HubSettings::default()
+    });
+    app_with(runner, mcp, hub)
 }
 
 /// The `/mcp` endpoint's settings: read-only from the configuration; the tenant is each
@@ -347,6 +356,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::browse::routes::<C>())
         .merge(crate::keys::routes::<C>())
         .merge(crate::enrollment::protected_routes::<C>())
+        .merge(crate::runners::routes::<C>(hub.clone()))
         .merge(relay_tokens);
     if let Some(mcp) = mcp {
         protected = protected.route_service(MCP_PATH, mcp);

@@ -30,6 +30,7 @@ mod posts;
 pub mod relay;
 mod remote;
 pub mod runner;
+mod runners;
 pub mod server;
 mod sessions;
 mod sites;

@@ -35,6 +35,8 @@ lowercased; the environment wins):
   ABR_TASK_APPROVAL       all (default) | committing_or_risky | off
   ABR_TENANT_MAX_SESSIONS (10)  ABR_TENANT_MAX_EXECUTIONS_PER_DAY (100)
   ABR_TENANT_MAX_RETRIES (5)
+  ABR_HUB_MIN_RUNNER_VERSION  oldest runner version this hub takes (default its own x.y.0)
+  ABR_HUB_RUNNER_WAIT_SECS    how long a call waits for its runner to connect (15; 0-300)
   ABR_PLATFORMS_DIR       directory of platform files (*.toml, *.json) to register
   ABR_PLATFORM_VARS       name=value,... for their {{name}} placeholders
   RUST_LOG                log filter (default info)";

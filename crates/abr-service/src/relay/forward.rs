@@ -87,10 +87,12 @@ pub(crate) async fn forward_to_runner(
     };
     let Some(named) = state
         .hub
-        .tenant_of(&runner)
+        .tenant_of_within_wait(&runner)
+        .await
         .and_then(|serves| relayed_as(&principal, serves.as_deref()))
     else {
-        // Not connected, or not this caller's: the same answer, nothing was done.
+        // Not connected within the wait, or not this caller's: the same answer, nothing
+        // was done.
         return ApiError::new(
             codes::RUNNER_OFFLINE,
             "no runner with this id is connected to the hub; nothing was done",

@@ -47,6 +47,12 @@ pub(crate) struct Conn {
     host: String,
     /// The tenant its credential serves (`None`: connected by an operator's token).
     tenant: Option<String>,
+    /// What its hello said of it, and when it connected.
+    version: String,
+    launch: String,
+    connected_at: time::OffsetDateTime,
+    /// When it was last heard from (any frame).
+    last_seen: Mutex<time::OffsetDateTime>,
     out: mpsc::Sender<Message>,
     pending: Mutex<HashMap<u64, Pending>>,
     /// The open streams: their viewer's side, by stream id.
@@ -76,6 +82,8 @@ impl Conn {
 }
 
 struct Inner {
+    /// Told whenever a runner connects (a call waiting for an offline runner wakes).
+    connected: tokio::sync::Notify,
     settings: HubSettings,
     tokens: RelayTokens,
     /// The one live socket of each runner id.
@@ -112,6 +120,7 @@ impl Hub {
         let tokens = RelayTokens::new(settings.token_ttl, settings.max_tokens);
         Self {
             inner: Arc::new(Inner {
+                connected: tokio::sync::Notify::new(),
                 settings,
                 tokens,
                 conns: Mutex::new(HashMap::new()),
@@ -140,6 +149,61 @@ impl Hub {
     /// `Some(None)` for a runner an operator connected (only operators reach it).
     pub(crate) fn tenant_of(&self, runner_id: &str) -> Option<Option<String>> {
         self.conns().get(runner_id).map(|c| c.tenant.clone())
+    }
+
+    /// [`Self::tenant_of`], waiting up to the hub's `offline_wait` for a runner that is not
+    /// connected to (re)connect.
+    pub(crate) async fn tenant_of_within_wait(&self, runner_id: &str) -> Option<Option<String>> {
+        let deadline = Instant::now() + self.inner.settings.offline_wait;
+        loop {
+            let connected = self.inner.connected.notified();
+            tokio::pin!(connected);
+            // Registered before looking: a connection between the look and the wait wakes it.
+            connected.as_mut().enable();
+            if let Some(serves) = self.tenant_of(runner_id) {
+                return Some(serves);
+            }
+            if tokio::time::timeout_at(deadline, connected).await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    /// The runners connected now, with the tenant each serves.
+    pub(crate) fn runners(&self) -> Vec<(Option<String>, abr_protocol::relay::RunnerInfo)> {
+        let silent_after = self.inner.settings.heartbeat * 2;
+        let now = time::OffsetDateTime::now_utc();
+        let mut runners: Vec<_> = self
+            .conns()
+            .iter()
+            .map(|(id, conn)| {
+                let last_seen = *conn
+                    .last_seen
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let health = if conn.draining.load(Ordering::SeqCst) {
+                    abr_protocol::relay::RunnerHealth::Draining
+                } else if now - last_seen > silent_after {
+                    abr_protocol::relay::RunnerHealth::Silent
+                } else {
+                    abr_protocol::relay::RunnerHealth::Ok
+                };
+                (
+                    conn.tenant.clone(),
+                    abr_protocol::relay::RunnerInfo {
+                        runner_id: id.clone(),
+                        host: conn.host.clone(),
+                        connected_at: conn.connected_at,
+                        last_heartbeat_at: last_seen,
+                        health,
+                        version: conn.version.clone(),
+                        launch: conn.launch.clone(),
+                    },
+                )
+            })
+            .collect();
+        runners.sort_by(|a, b| a.1.runner_id.cmp(&b.1.runner_id));
+        runners
     }
 
     /// Whether `runner_id`'s live socket is draining (none connected: `false`).
@@ -554,6 +618,19 @@ impl Hub {
         let Ok(Some(hello)) = waiting.await else {
             return;
         };
+        if let Some(refusal) = too_old(&hello.version, &settings.min_runner_version) {
+            tracing::warn!(target: "abr::relay", runner_id, version = hello.version, "runner too old: refused");
+            send_frame(
+                &mut socket,
+                &RelayFrame::Refused {
+                    status: codes::RUNNER_TOO_OLD.status,
+                    error: refusal,
+                },
+            )
+            .await;
+            let _ = socket.send(Message::Close(None)).await;
+            return;
+        }
         if hello.runner_id != runner_id || !valid_host(&hello.host) {
             let refusal = codes::INVALID_REQUEST
                 .body("the hello must name the connection's runner id and a host name");
@@ -574,6 +651,10 @@ impl Hub {
             serial: self.inner.serials.fetch_add(1, Ordering::SeqCst),
             host: hello.host.clone(),
             tenant,
+            version: hello.version.clone(),
+            launch: hello.launch.clone(),
+            connected_at: time::OffsetDateTime::now_utc(),
+            last_seen: Mutex::new(time::OffsetDateTime::now_utc()),
             out,
             pending: Mutex::new(HashMap::new()),
             streams: Mutex::new(HashMap::new()),
@@ -614,6 +695,8 @@ impl Hub {
                 received = socket.recv() => match received {
                     Some(Ok(message)) => {
                         last_seen = Instant::now();
+                        *conn.last_seen.lock().unwrap_or_else(PoisonError::into_inner) =
+                            time::OffsetDateTime::now_utc();
                         if let Message::Binary(bytes) = message {
                             if let Some(reply) = on_frame(&conn, &bytes)
                                 && socket.send(reply).await.is_err()
@@ -679,6 +762,8 @@ impl Hub {
             live.replaced.send_replace(true);
         }
         conns.insert(runner_id.to_owned(), Arc::clone(conn));
+        drop(conns);
+        self.inner.connected.notify_waiters();
         Ok(())
     }
 
@@ -693,6 +778,18 @@ impl Hub {
             conns.remove(runner_id);
         }
     }
+}
+
+/// The refusal of a runner whose hello says `version`, below `minimum` (a version that is
+/// not one is below every minimum).
+fn too_old(version: &str, minimum: &semver::Version) -> Option<abr_protocol::ErrorBody> {
+    let old = semver::Version::parse(version.trim()).map_or(true, |v| v < *minimum);
+    old.then(|| {
+        codes::RUNNER_TOO_OLD.body(format!(
+            "this hub takes runners of version {minimum} or later; this runner is {version:?}: \
+             upgrade it"
+        ))
+    })
 }
 
 /// Takes one frame from a runner; answers what to send back, if anything.

@@ -437,6 +437,11 @@ async fn welcome(socket: &mut Socket) -> Result<(), RelayError> {
                     {
                         Err(RelayError::Conflict(error.message))
                     }
+                    (RelayFrame::Refused { error, .. }, _)
+                        if error.code == codes::RUNNER_TOO_OLD.code =>
+                    {
+                        Err(RelayError::TooOld(error.message))
+                    }
                     (RelayFrame::Refused { error, .. }, _) => {
                         Err(RelayError::InvalidOptions(error.message))
                     }

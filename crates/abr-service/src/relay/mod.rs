@@ -73,6 +73,21 @@ pub struct HubSettings {
     pub max_frame_bytes: usize,
     /// Unused tokens kept at most (default 1024; minting beyond is refused).
     pub max_tokens: usize,
+    /// The oldest runner version the hub takes (`ABR_HUB_MIN_RUNNER_VERSION`; default: this
+    /// hub's own major and minor version, `x.y.0`): an older runner is refused at its hello
+    /// with `runner_too_old`, naming both versions.
+    pub min_runner_version: semver::Version,
+    /// How long a call naming a runner that is not connected waits for it to (re)connect
+    /// before `runner_offline` (`ABR_HUB_RUNNER_WAIT_SECS`, default 15 s). The call is sent
+    /// once, when it connects.
+    pub offline_wait: Duration,
+}
+
+/// This build's version, as the hub's minimum by default (`x.y.0`).
+pub fn own_minimum() -> semver::Version {
+    let own = semver::Version::parse(env!("CARGO_PKG_VERSION"))
+        .unwrap_or_else(|_| semver::Version::new(0, 0, 0));
+    semver::Version::new(own.major, own.minor, 0)
 }
 
 impl Default for HubSettings {
@@ -83,6 +98,8 @@ impl Default for HubSettings {
             dead_after: Duration::from_secs(30),
             max_frame_bytes: 32 * 1024 * 1024,
             max_tokens: 1024,
+            min_runner_version: own_minimum(),
+            offline_wait: Duration::from_secs(15),
         }
     }
 }
@@ -100,6 +117,9 @@ pub enum RelayError {
     /// A runner with this id is already connected to the hub (say `force` to replace it).
     #[error("refused by the hub: {0}")]
     Conflict(String),
+    /// The hub takes no runner of this version (`runner_too_old`): upgrade the runner.
+    #[error("the hub refused this runner's version: {0}")]
+    TooOld(String),
     /// Another runner with this id took the connection over (`force`).
     #[error("another runner with this id took the connection over (`force`)")]
     Replaced,
@@ -116,7 +136,11 @@ impl RelayError {
     pub fn is_permanent(&self) -> bool {
         matches!(
             self,
-            Self::InvalidOptions(_) | Self::Unauthorized | Self::Conflict(_) | Self::Replaced
+            Self::InvalidOptions(_)
+                | Self::Unauthorized
+                | Self::Conflict(_)
+                | Self::TooOld(_)
+                | Self::Replaced
         )
     }
 }

@@ -32,6 +32,7 @@ fn settings() -> HubSettings {
     HubSettings {
         heartbeat: Duration::from_millis(200),
         dead_after: Duration::from_millis(1_000),
+        offline_wait: Duration::from_millis(300),
         ..HubSettings::default()
     }
 }
@@ -672,7 +673,7 @@ async fn the_hub_drops_a_silent_runner() {
             .insert("authorization", format!("Bearer {token}").parse().unwrap());
         let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
         let hello = serde_json::to_vec(&serde_json::json!({
-            "type": "hello", "runnerId": "mute", "host": "h", "version": "0", "launch": "test"
+            "type": "hello", "runnerId": "mute", "host": "h", "version": env!("CARGO_PKG_VERSION"), "launch": "test"
         }))
         .unwrap();
         let mut frame = u32::try_from(hello.len()).unwrap().to_be_bytes().to_vec();
@@ -851,7 +852,7 @@ async fn open_as_runner(hub: &HubServer, runner_id: &str, host: &str, force: boo
     assert_eq!(response.status().as_u16(), 101);
     let hello = raw_frame(&serde_json::json!({
         "type": "hello", "runnerId": runner_id, "host": host, "force": force,
-        "version": "0", "launch": "test"
+        "version": env!("CARGO_PKG_VERSION"), "launch": "test"
     }));
     futures::SinkExt::send(
         &mut socket,
@@ -1573,6 +1574,153 @@ async fn only_the_runners_tenant_reaches_it_and_as_itself_not_as_the_hub() {
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["approval"]["approvedBy"], "Ada");
         drop(runner);
+    })
+    .await
+    .expect("the test took too long");
+}
+
+#[tokio::test]
+async fn a_runner_below_the_hubs_minimum_version_is_refused_with_its_message() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        // An old runner's hello, on the wire.
+        let token = mint(&hub, "old-box").await;
+        let mut request = format!("ws://{}/v1/relay/old-box/connect", hub.addr)
+            .into_client_request()
+            .unwrap();
+        request
+            .headers_mut()
+            .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+        let hello = raw_frame(&serde_json::json!({
+            "type": "hello", "runnerId": "old-box", "host": "attic", "force": false,
+            "version": "0.0.9", "launch": "test"
+        }));
+        futures::SinkExt::send(
+            &mut socket,
+            tokio_tungstenite::tungstenite::Message::Binary(hello.into()),
+        )
+        .await
+        .unwrap();
+        let (head, _) = next_frame(&mut socket).await.unwrap();
+        assert_eq!(head["type"], "refused", "{head}");
+        assert_eq!(head["status"], 426);
+        assert_eq!(head["error"]["code"], "runner_too_old");
+        let said = head["error"]["message"].as_str().unwrap();
+        assert!(said.contains("0.0.9") && said.contains("0.1.0"), "{said}");
+        assert!(hub.hub.connected("old-box").is_none());
+        hub.stop().await;
+
+        // This build's runner at a hub that wants a later one stops, saying why.
+        let hub = HubServer::start(
+            HubSettings {
+                min_runner_version: semver::Version::new(9, 0, 0),
+                ..settings()
+            },
+            None,
+        )
+        .await;
+        let mut runner = Linked::start(Linked::options(&hub, "laptop", "erins-mac"));
+        let ended = runner.ended().await;
+        match ended {
+            Err(RelayError::TooOld(message)) => assert!(message.contains("9.0.0"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    })
+    .await
+    .expect("the test took too long");
+}
+
+#[tokio::test]
+async fn an_offline_runner_that_comes_back_within_the_wait_serves_the_request_once() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(
+            HubSettings {
+                offline_wait: Duration::from_secs(10),
+                ..settings()
+            },
+            None,
+        )
+        .await;
+        let url = format!("http://{}/v1/post", hub.addr);
+        let call = tokio::spawn(async move {
+            let response = client()
+                .post(url)
+                .bearer_auth(FAKE_TOKEN)
+                .header("x-tenant-id", "tenant-1")
+                .header("x-abr-runner", "late")
+                .json(&post_body("waited for"))
+                .send()
+                .await
+                .unwrap();
+            response.status().as_u16()
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!call.is_finished(), "it waits for the runner");
+        let runner = Linked::connect(&hub, "late", "erins-mac").await;
+        assert_eq!(call.await.unwrap(), 200);
+        assert_eq!(runner.stack.strategy.posted(), ["waited for"], "once");
+        assert!(hub.hub_runner.strategy.posted().is_empty());
+    })
+    .await
+    .expect("the test took too long");
+}
+
+#[tokio::test]
+async fn the_hub_lists_the_runners_a_caller_reaches_with_their_health() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let agent_a = hub_key(&hub, "bot", "agent", "tenant-a").await;
+        let approver_a = hub_key(&hub, "Ada", "approver", "tenant-a").await;
+        let agent_b = hub_key(&hub, "other bot", "agent", "tenant-b").await;
+        let (_, code) = enrollment(&hub, &approver_a, "a-laptop").await;
+        let (_, credential) = redeem(&hub, "a-laptop", &code).await;
+        let mut options = Linked::options(&hub, "a-laptop", "adas-laptop");
+        options.credential = SecretString::from(credential);
+        let _enrolled = Linked::start(options);
+        let _operators = Linked::connect(&hub, "ops-box", "rack-1").await;
+        wait_for("the runner to connect", || {
+            hub.hub.connected("a-laptop").is_some()
+        })
+        .await;
+        let list = |bearer: String, tenant: Option<&'static str>| {
+            let addr = hub.addr;
+            async move {
+                let mut request = client()
+                    .get(format!("http://{addr}/v1/runners"))
+                    .bearer_auth(bearer);
+                if let Some(t) = tenant {
+                    request = request.header("x-tenant-id", t);
+                }
+                let response = request.send().await.unwrap();
+                assert_eq!(response.status(), 200);
+                let body: serde_json::Value = response.json().await.unwrap();
+                body["runners"].as_array().unwrap().clone()
+            }
+        };
+        let seen = list(agent_a, None).await;
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen[0]["runnerId"], "a-laptop");
+        assert_eq!(seen[0]["host"], "adas-laptop");
+        assert_eq!(seen[0]["health"], "ok");
+        assert_eq!(seen[0]["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(seen[0]["launch"], "foreground");
+        assert!(seen[0]["connectedAt"].as_str().is_some());
+        assert!(seen[0]["lastHeartbeatAt"].as_str().is_some());
+        assert!(
+            list(agent_b, None).await.is_empty(),
+            "another tenant's runner"
+        );
+        let all: Vec<String> = list(FAKE_TOKEN.to_owned(), Some("tenant-a"))
+            .await
+            .iter()
+            .map(|r| r["runnerId"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            all,
+            ["a-laptop", "ops-box"],
+            "an operator also sees operators' runners"
+        );
     })
     .await
     .expect("the test took too long");

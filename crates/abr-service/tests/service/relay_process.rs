@@ -107,6 +107,7 @@ impl Bench {
             .env("ABR_API_TOKEN", HUB_TOKEN)
             .env("ABR_BIND", addr.to_string())
             .env("ABR_DATA_DIR", &data)
+            .env("ABR_HUB_RUNNER_WAIT_SECS", "1")
             .env("ABR_SESSION_KEY", SESSION_KEY)
             .env("RUST_LOG", "info");
         let hub = Process::spawn(command, self.log("hub"), Some(addr));
