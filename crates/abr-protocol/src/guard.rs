@@ -46,6 +46,11 @@ pub enum CommitClass {
     /// open, close, cancel, tabs...): read-only runs refuse what they cannot tell is
     /// harmless. Read-only runs only.
     UnrecognisedButton,
+    /// Typing into a field of a form that does not submit with GET (one that posts: a
+    /// compose box, a profile form), or into an editable region: a site may save what is
+    /// typed as a draft, without a submit. Read-only runs only (a dry run rehearses the
+    /// typing and stops at the submit); a search field and a GET form stay typeable.
+    WriteFormField,
     /// Setting files on an input.
     Upload,
     /// A request with a method other than GET, HEAD or OPTIONS left (or, refused, would have

@@ -16,7 +16,7 @@ pub struct Committing {
 }
 
 impl Committing {
-    fn of(class: CommitClass) -> Self {
+    pub(crate) fn of(class: CommitClass) -> Self {
         Self { class, verb: None }
     }
 }
@@ -139,6 +139,16 @@ pub fn commit_class(
             Some(facts) => field(facts).or_else(|| choice(facts, rules)),
         },
     }
+}
+
+/// Whether `action` types into a write form: a field of a form that does not submit with
+/// GET, or an editable region; never a search field. Refused in read-only runs (a site may
+/// save a draft as it is typed), allowed elsewhere (a dry run rehearses the typing).
+pub fn types_into_write_form(action: &BrowserAction, facts: Option<&ElementFacts>) -> bool {
+    let (BrowserAction::Type { .. }, Some(facts)) = (action, facts) else {
+        return false;
+    };
+    !facts.search && (facts.editable || (facts.in_form && !facts.submits_with_get()))
 }
 
 /// Whether the action commits, without its reason.

@@ -24,7 +24,9 @@ pub(crate) mod run_guard;
 pub(crate) mod sites;
 pub(crate) mod verbs;
 
-pub use commit::{CommitRules, Committing, activation_key, commit_class, is_committing};
+pub use commit::{
+    CommitRules, Committing, activation_key, commit_class, is_committing, types_into_write_form,
+};
 pub use element::ElementFacts;
 pub use frames::{
     FrameRecorder, FrameRefused, FrameSource, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN,

@@ -1,8 +1,8 @@
 //! [`RunGuard`]: read-only and dry runs, through the one commit rule.
 
-use abr_protocol::{BlockedAction, BlockedBy};
+use abr_protocol::{BlockedAction, BlockedBy, CommitClass};
 
-use crate::guard::commit::{CommitRules, Committing, commit_class};
+use crate::guard::commit::{CommitRules, Committing, commit_class, types_into_write_form};
 use crate::guard::element::ElementFacts;
 use crate::step_runner::BrowserAction;
 
@@ -81,8 +81,12 @@ impl RunGuard {
         action: &BrowserAction,
         facts: Option<&ElementFacts>,
     ) -> Result<Option<Committing>, BlockedAction> {
-        let Some(committing) = commit_class(action, facts, &self.rules) else {
-            return Ok(None);
+        let committing = match commit_class(action, facts, &self.rules) {
+            Some(committing) => committing,
+            None if self.read_only.is_some() && types_into_write_form(action, facts) => {
+                Committing::of(CommitClass::WriteFormField)
+            }
+            None => return Ok(None),
         };
         let Some(blocked_by) = self.refuses() else {
             return Ok(Some(committing));
@@ -95,5 +99,73 @@ impl RunGuard {
             method: None,
             host: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use super::*;
+    use abr_protocol::{SecretValue, Selector};
+
+    fn typing() -> BrowserAction {
+        BrowserAction::Type {
+            selector: Selector::Css("#f".into()),
+            value: SecretValue::new("draft"),
+            submit: false,
+        }
+    }
+
+    fn field(method: Option<&str>, in_form: bool, search: bool, editable: bool) -> ElementFacts {
+        ElementFacts {
+            tag: if editable { "div" } else { "input" }.into(),
+            input_type: (!editable).then(|| "text".into()),
+            in_form,
+            form_has_submit: in_form,
+            form_method: method.map(str::to_owned),
+            search,
+            editable,
+            ..ElementFacts::default()
+        }
+    }
+
+    #[test]
+    fn read_only_refuses_typing_into_a_form_that_posts_or_an_editor_and_nothing_else() {
+        let read_only = RunGuard::new(Some(ReadOnlySource::Platform), false);
+        for (what, facts) in [
+            ("a form that posts", field(Some("post"), true, false, false)),
+            (
+                "a form whose method is unknown",
+                field(None, true, false, false),
+            ),
+            ("an editable region", field(None, false, false, true)),
+        ] {
+            let refused = read_only.check(&typing(), Some(&facts)).unwrap_err();
+            assert_eq!(
+                (refused.blocked_by, refused.class),
+                (BlockedBy::ReadOnly, CommitClass::WriteFormField),
+                "{what}"
+            );
+        }
+        for (what, facts) in [
+            ("a GET form", field(Some("get"), true, false, false)),
+            (
+                "a search field in a form that posts",
+                field(Some("post"), true, true, false),
+            ),
+            ("a field outside any form", field(None, false, false, false)),
+        ] {
+            assert_eq!(
+                read_only.check(&typing(), Some(&facts)).unwrap(),
+                None,
+                "{what}"
+            );
+        }
+        // A dry run rehearses the typing; a read-write run types.
+        let post_form = field(Some("post"), true, false, false);
+        for guard in [RunGuard::new(None, true), RunGuard::new(None, false)] {
+            assert_eq!(guard.check(&typing(), Some(&post_form)).unwrap(), None);
+        }
     }
 }

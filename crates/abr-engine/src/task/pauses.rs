@@ -49,6 +49,11 @@ fn blocked_message(blocked: &BlockedAction) -> String {
         CommitClass::UnrecognisedButton => {
             "a button with no recognised harmless meaning".to_owned()
         }
+        CommitClass::WriteFormField => {
+            "typing into a form that posts (or an editable region), which a site may save as \
+             it is typed"
+                .to_owned()
+        }
         CommitClass::Upload => "an upload".to_owned(),
         CommitClass::NetworkWrite => format!(
             "a {} request to {} that the page sent",

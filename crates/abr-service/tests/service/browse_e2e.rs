@@ -2,8 +2,8 @@
 //! against the demo site's ground truth (`/api/posts`): a brain's snapshot/act loop (an
 //! agent's key) reaches the submit, which waits for an approver (`approval_required`, nothing
 //! posted); approved by another key it posts once, rejected the session closes with nothing
-//! posted; a read-only session is refused at the submit with the guard's reason
-//! and nothing is posted; bad input is a typed 4xx; another tenant sees nothing; a closed
+//! posted; a read-only session refuses typing into the composer (a form that posts) and
+//! its submit with the guard's reason, and nothing is posted; bad input is a typed 4xx; another tenant sees nothing; a closed
 //! session is gone and its record says what it did, never what was typed.
 
 #![allow(
@@ -297,7 +297,21 @@ async fn a_brain_posts_through_snapshots_and_a_read_only_session_cannot() {
         )
         .await
         .unwrap();
-    assert_eq!(typed.outcome, ActOutcome::Done, "typing is not committing");
+    // The composer posts: typing into it is refused too (a site may save a draft as it is
+    // typed), and nothing reached the field.
+    assert_eq!(typed.outcome, ActOutcome::Refused, "{typed:?}");
+    let blocked = typed.blocked.unwrap();
+    assert_eq!(
+        (blocked.blocked_by, blocked.class),
+        (BlockedBy::ReadOnly, CommitClass::WriteFormField)
+    );
+    let field_now = typed
+        .snapshot
+        .elements
+        .iter()
+        .find(|e| e.role == "textbox")
+        .unwrap();
+    assert_eq!(field_now.value, None, "the field stayed empty");
     for action in [
         BrowseAction::Click {
             reference: submit.clone(),

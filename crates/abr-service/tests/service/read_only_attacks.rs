@@ -517,10 +517,19 @@ impl Attacks {
 
     /// A step that sets an attack up (open a page again, type without Enter, move the
     /// focus): it must be done (or a pause reported), never committing, and write nothing.
+    /// Typing into a form that posts is itself refused under read-only (`write_form_field`:
+    /// a site may save a draft as it is typed); the attack goes on on the empty field.
     async fn prepare(&mut self, session: &mut Browse<'_>, label: &str, action: Value) -> bool {
         let answer = session.act(action).await;
         let outcome = answer["outcome"].as_str().unwrap_or_default();
-        let ok = matches!(outcome, "done" | "paused") && answer["committing"] == json!(false);
+        let typing_refused = outcome == "refused"
+            && answer["blocked"]["class"] == "write_form_field"
+            && answer["blocked"]["blockedBy"] == "read_only";
+        if typing_refused {
+            eprintln!("  {label} (setting up): typing refused, write_form_field");
+        }
+        let ok = (matches!(outcome, "done" | "paused") || typing_refused)
+            && answer["committing"] == json!(false);
         if !ok {
             self.problem(format!("{label} (setting up): {}", brief(&answer)));
         }
