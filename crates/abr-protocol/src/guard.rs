@@ -253,6 +253,9 @@ pub enum FramePoint {
     Click,
     /// After a wait.
     Wait,
+    /// After a page read: a plan's `extract` step, a browse session's snapshot (evidence of
+    /// what was read, under the same redaction as every frame).
+    Read,
     /// At a pause.
     Pause,
     /// At a blocked action.

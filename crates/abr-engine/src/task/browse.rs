@@ -357,6 +357,16 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut guard = entry.session.lock().await;
         let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
         let snapshot = self.read_page(open).await;
+        if let Some(frames) = &open.rails.frames {
+            // Evidence of what the brain read, redacted like every frame.
+            frames
+                .capture(
+                    open.lease.context(),
+                    abr_protocol::FramePoint::Read,
+                    "snapshot",
+                )
+                .await;
+        }
         entry.touch();
         Ok(snapshot)
     }

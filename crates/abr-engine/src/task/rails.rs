@@ -181,7 +181,7 @@ pub(crate) fn target(action: &BrowserAction) -> Option<&Selector> {
 }
 
 /// Where the frame after `action` is taken, if one is: after a navigation, an accepted
-/// click or Enter, a wait.
+/// click or Enter, a wait, a page read (an extract).
 pub(crate) fn frame_point(action: &BrowserAction) -> Option<FramePoint> {
     match action {
         BrowserAction::Navigate { .. } | BrowserAction::Back => Some(FramePoint::Navigation),
@@ -190,6 +190,7 @@ pub(crate) fn frame_point(action: &BrowserAction) -> Option<FramePoint> {
         }
         BrowserAction::Press { key, .. } if is_activation(key) => Some(FramePoint::Click),
         BrowserAction::Wait { .. } => Some(FramePoint::Wait),
+        BrowserAction::Extract { .. } => Some(FramePoint::Read),
         _ => None,
     }
 }

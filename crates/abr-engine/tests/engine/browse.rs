@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::approval::ApprovalRule;
-use abr_core::guard::{ElementFacts, PageSignals};
+use abr_core::guard::{ElementFacts, FrameStore, PageSignals};
 use abr_core::limits::TenantLimits;
 use abr_core::store::{InMemoryStore, TaskStore};
 use abr_core::testing::{FakeContext, FakePage, FakeProvider};
@@ -39,6 +39,7 @@ struct H {
     provider: Arc<FakeProvider>,
     page: Arc<FakePage>,
     runner: TaskRunner<FakeContext>,
+    frames: Arc<abr_core::guard::InMemoryFrameStore>,
 }
 
 fn h_with(config: TaskConfig) -> H {
@@ -46,7 +47,9 @@ fn h_with(config: TaskConfig) -> H {
     let page = provider.page();
     let dyn_provider: DynSessionProvider<FakeContext> = provider.clone();
     let store: Arc<dyn TaskStore> = Arc::new(InMemoryStore::default());
+    let frames = Arc::new(abr_core::guard::InMemoryFrameStore::default());
     let runner = TaskRunner::new(dyn_provider, store)
+        .with_frames(frames.clone())
         .with_config(config)
         .with_browse_config(BrowseConfig {
             act_timeout: Duration::from_millis(300),
@@ -84,6 +87,7 @@ fn h_with(config: TaskConfig) -> H {
         provider,
         page,
         runner,
+        frames,
     }
 }
 
@@ -682,5 +686,25 @@ async fn the_key_that_opened_a_session_never_approves_its_actions_even_an_operat
         ActionApprovalState::Pending,
         "still waiting"
     );
+    h.runner.browse_close(T, &id).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_snapshot_the_brain_reads_leaves_a_frame() {
+    let h = h();
+    let opened = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap();
+    let id = opened.browse_id.clone();
+    h.runner.browse_snapshot(T, &id).await.unwrap();
+    let frames = h.frames.frames(T, &id).await.unwrap();
+    let reads: Vec<_> = frames
+        .iter()
+        .filter(|f| f.point == abr_protocol::FramePoint::Read)
+        .map(|f| f.action.as_str())
+        .collect();
+    assert_eq!(reads, ["snapshot"], "{frames:?}");
     h.runner.browse_close(T, &id).await.unwrap();
 }

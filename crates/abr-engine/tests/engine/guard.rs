@@ -527,6 +527,50 @@ async fn a_denied_site_is_never_opened() {
 
 // ---- frames ---------------------------------------------------------------------------------
 
+fn read_plan() -> StepPlan {
+    plan(json!({
+        "targetUrl": "https://shop.example/cart",
+        "readOnly": true,
+        "steps": [
+            {"type": "extract", "name": "total", "kind": "text", "selector": "#total", "description": "Read the total"}
+        ],
+        "verification": {"method": "dom_check", "text": "Shop"}
+    }))
+}
+
+#[tokio::test]
+async fn a_frame_follows_every_page_read_through_the_one_redaction_path() {
+    let h = h();
+    shop(&h);
+    h.page.set_text("Shop");
+    h.page.extract_result("#total", json!("12.00"));
+    let record = run(&h, request(read_plan())).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    let frames = h.frames.frames(T, &record.task_id).await.unwrap();
+    let reads: Vec<_> = frames
+        .iter()
+        .filter(|f| f.point == FramePoint::Read)
+        .map(|f| f.action.as_str())
+        .collect();
+    assert_eq!(reads, ["extract"], "{frames:?}");
+
+    // A page that cannot be redacted gives no frame at all, after a read either.
+    let h = self::h();
+    shop(&h);
+    h.page.set_text("Shop");
+    h.page.extract_result("#total", json!("12.00"));
+    h.page.fail_frames(true);
+    let record = run(&h, request(read_plan())).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert!(
+        h.frames
+            .frames(T, &record.task_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 #[tokio::test]
 async fn frames_are_taken_at_fixed_points_and_never_with_screenshots_off() {
     let h = h();
