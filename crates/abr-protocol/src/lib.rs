@@ -31,6 +31,7 @@ pub mod relay;
 mod secret;
 mod session;
 mod task;
+pub mod webhook;
 
 pub use browse::{
     ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, BrowseAction,

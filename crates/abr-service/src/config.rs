@@ -423,6 +423,9 @@ pub struct TaskSettings {
     /// Where takeover transitions are posted (`ABR_EVENTS_WEBHOOK`): JSON with ids only,
     /// through the egress policy, no redirects. Also on every task record.
     pub events_webhook: Option<Url>,
+    /// The secret every webhook delivery is signed with (`ABR_EVENTS_WEBHOOK_SECRET`, at
+    /// least 32 bytes; required with a webhook): `abr-signature: t=…,v1=HMAC-SHA256`.
+    pub events_webhook_secret: Option<abr_protocol::SecretValue>,
     /// Which tasks wait for a person's approval (`ABR_TASK_APPROVAL`: `all`, the default;
     /// `committing_or_risky`; `off`). The effective rule is recorded on every task.
     pub approval: ApprovalRule,
@@ -964,6 +967,24 @@ impl RunnerConfig {
         config.tasks.events_webhook = get("ABR_EVENTS_WEBHOOK")
             .map(|v| parse_url("ABR_EVENTS_WEBHOOK", v))
             .transpose()?;
+        config.tasks.events_webhook_secret =
+            get("ABR_EVENTS_WEBHOOK_SECRET").map(abr_protocol::SecretValue::new);
+        match (
+            &config.tasks.events_webhook,
+            &config.tasks.events_webhook_secret,
+        ) {
+            (Some(_), None) => {
+                return Err(invalid(
+                    "ABR_EVENTS_WEBHOOK_SECRET",
+                    "required with ABR_EVENTS_WEBHOOK: every delivery is signed with it \
+                     (32 bytes or more)",
+                ));
+            }
+            (_, Some(secret)) if secret.expose().len() < 32 => {
+                return Err(invalid("ABR_EVENTS_WEBHOOK_SECRET", "32 bytes or more"));
+            }
+            _ => {}
+        }
         config.store.data_dir = get("ABR_DATA_DIR").map(PathBuf::from);
         config.store.session_key = secret("ABR_SESSION_KEY");
         if let Some(key) = &config.store.session_key {

@@ -33,6 +33,8 @@ lowercased; the environment wins):
   ABR_SESSION_KEY         64 hex chars: encrypts stored sessions and task credentials;
                           without it they are refused (plaintext only with --insecure-dev)
   ABR_TASK_APPROVAL       all (default) | committing_or_risky | off
+  ABR_EVENTS_WEBHOOK      where takeover events are posted; ABR_EVENTS_WEBHOOK_SECRET
+                          (32+ bytes, required with it) signs each delivery
   ABR_TENANT_MAX_SESSIONS (10)  ABR_TENANT_MAX_EXECUTIONS_PER_DAY (100)
   ABR_TENANT_MAX_RETRIES (5)
   ABR_HUB_MIN_RUNNER_VERSION  oldest runner version this hub takes (default its own x.y.0)

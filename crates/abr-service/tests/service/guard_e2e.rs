@@ -677,24 +677,85 @@ async fn frames_are_served_to_their_tenant_only_and_none_are_taken_with_screensh
 
 // ---- the events webhook ---------------------------------------------------------------------
 
-/// An HTTP receiver on loopback that keeps every JSON body posted to it.
+/// The secret the webhook's deliveries are signed with.
+const WEBHOOK_SECRET: &str = "the-receivers-secret-0123456789abcdef";
+/// The receiver's tolerance for a delivery's timestamp (short, to see a replay refused).
+const TOLERANCE_SECS: i64 = 2;
+
+/// One delivery as the receiver saw it: the raw body, its signature and delivery id.
+#[derive(Debug, Clone)]
+struct Delivery {
+    body: Vec<u8>,
+    signature: String,
+    id: String,
+}
+
+/// An HTTP receiver on loopback that verifies each delivery's signature (refusing one that
+/// does not verify, `401`), fails the first attempt of each delivery (`503`, so the runner
+/// retries), and keeps the JSON body of every delivery it accepted, once per delivery id.
 async fn receiver() -> (SocketAddr, Arc<Mutex<Vec<Value>>>) {
+    let (addr, bodies, _) = verifying_receiver().await;
+    (addr, bodies)
+}
+
+type Deliveries = Arc<Mutex<Vec<Delivery>>>;
+
+async fn verifying_receiver() -> (SocketAddr, Arc<Mutex<Vec<Value>>>, Deliveries) {
     let bodies = Arc::new(Mutex::new(Vec::new()));
+    let seen: Deliveries = Arc::new(Mutex::new(Vec::new()));
     let kept = Arc::clone(&bodies);
+    let attempts = Arc::clone(&seen);
     let app = axum::Router::new().route(
         "/events",
-        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
-            let kept = Arc::clone(&kept);
-            async move {
-                kept.lock().unwrap().push(body);
-                axum::http::StatusCode::NO_CONTENT
-            }
-        }),
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let kept = Arc::clone(&kept);
+                let attempts = Arc::clone(&attempts);
+                async move {
+                    use abr_protocol::webhook::{DELIVERY_HEADER, SIGNATURE_HEADER, verify};
+                    let text = |name: &str| {
+                        headers
+                            .get(name)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
+                    let delivery = Delivery {
+                        body: body.to_vec(),
+                        signature: text(SIGNATURE_HEADER),
+                        id: text(DELIVERY_HEADER),
+                    };
+                    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+                    let checked = verify(
+                        WEBHOOK_SECRET.as_bytes(),
+                        &delivery.signature,
+                        &delivery.body,
+                        now,
+                        TOLERANCE_SECS,
+                    );
+                    if checked.is_err() {
+                        return axum::http::StatusCode::UNAUTHORIZED;
+                    }
+                    let mut seen = attempts.lock().unwrap();
+                    let first = !seen.iter().any(|d| d.id == delivery.id);
+                    seen.push(delivery.clone());
+                    if first {
+                        return axum::http::StatusCode::SERVICE_UNAVAILABLE;
+                    }
+                    let body: Value = serde_json::from_slice(&delivery.body).unwrap();
+                    let mut kept = kept.lock().unwrap();
+                    if !kept.contains(&body) {
+                        kept.push(body);
+                    }
+                    axum::http::StatusCode::NO_CONTENT
+                }
+            },
+        ),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (addr, bodies)
+    (addr, bodies, seen)
 }
 
 fn expiring_challenge(site: &DemoSite) -> Value {
@@ -713,12 +774,13 @@ fn expiring_challenge(site: &DemoSite) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn takeover_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_loopback() {
     // Allowed: the receiver's exact address is in the egress allowances.
-    let (addr, bodies) = receiver().await;
+    let (addr, bodies, deliveries) = verifying_receiver().await;
     let stack = stack_with(
         |c| {
             c.tasks.approval = abr_core::approval::ApprovalRule::Off;
             c.tasks.events_webhook =
                 Some(url::Url::parse(&format!("http://{addr}/events")).unwrap());
+            c.tasks.events_webhook_secret = Some(abr_protocol::SecretValue::new(WEBHOOK_SECRET));
             c.egress = c.egress.clone().allow_addr(addr);
         },
         |b| b,
@@ -754,6 +816,43 @@ async fn takeover_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_
         );
         assert!(!body.to_string().contains("127.0.0.1"), "no URL: {body}");
     }
+    // Each delivery was signed, failed once (503) and was retried with the same delivery id
+    // and a valid signature.
+    let seen = deliveries.lock().unwrap().clone();
+    let ids: BTreeSet<&str> = seen.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{seen:?}");
+    assert!(seen.len() >= 4, "a retry per delivery: {seen:?}");
+    assert!(seen.iter().all(|d| d.signature.starts_with("t=")));
+    assert!(
+        !seen
+            .iter()
+            .any(|d| String::from_utf8_lossy(&d.body).contains(WEBHOOK_SECRET)),
+        "the secret never travels"
+    );
+    // A replay: a delivery captured and sent again after the receiver's tolerance, and one
+    // with its body changed, are refused by the receiver's check.
+    let captured = seen.last().unwrap().clone();
+    let resend = |body: Vec<u8>| {
+        let captured = captured.clone();
+        async move {
+            reqwest::Client::new()
+                .post(format!("http://{addr}/events"))
+                .header(abr_protocol::webhook::SIGNATURE_HEADER, &captured.signature)
+                .header(abr_protocol::webhook::DELIVERY_HEADER, "replayed")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let mut tampered = captured.body.clone();
+    tampered.extend_from_slice(b" ");
+    assert_eq!(resend(tampered).await, 401, "a changed body");
+    let wait = u64::try_from(TOLERANCE_SECS).unwrap() + 1;
+    tokio::time::sleep(Duration::from_secs(wait)).await;
+    assert_eq!(resend(captured.body.clone()).await, 401, "a stale replay");
     stack.server.shutdown().await;
 
     // The attack: a webhook pointing at a service on the runner's own machine that the
@@ -764,6 +863,7 @@ async fn takeover_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_
             c.tasks.approval = abr_core::approval::ApprovalRule::Off;
             c.tasks.events_webhook =
                 Some(url::Url::parse(&format!("http://{victim}/events")).unwrap());
+            c.tasks.events_webhook_secret = Some(abr_protocol::SecretValue::new(WEBHOOK_SECRET));
         },
         |b| b,
     )
