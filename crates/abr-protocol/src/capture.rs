@@ -167,7 +167,8 @@ pub struct ProbeRequest {
     pub platform: String,
     /// Session to check.
     pub session: AgentSessionState,
-    /// Tenant ids, recorded in audit events only.
+    /// The tenant (the key's; filled in when absent, another is `403 tenant_forbidden`):
+    /// the probe holds one of its concurrent sessions while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_id: Option<String>,
     /// Tenant ids, recorded in audit events only.

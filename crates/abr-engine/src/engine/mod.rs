@@ -306,17 +306,18 @@ impl<C: TaskContext> EngineBuilder<C> {
             Arc::clone(&store) as Arc<dyn SessionStore>,
             Arc::new(SystemClock),
         );
+        let admission = TenantAdmission::new(
+            Arc::clone(&task_store) as Arc<dyn CounterStore>,
+            config.tenant_limits,
+            Arc::new(SystemClock),
+        );
         let posts = PostJournal::new(
             Arc::clone(&poster),
             Arc::clone(&store) as Arc<dyn PostStore>,
             body_key.clone(),
         )
         .with_sessions(sessions.clone())
-        .with_admission(TenantAdmission::new(
-            Arc::clone(&task_store) as Arc<dyn CounterStore>,
-            config.tenant_limits,
-            Arc::new(SystemClock),
-        ))
+        .with_admission(admission.clone())
         .with_audit(audit.clone());
         let mut tasks = TaskRunner::new(self.jobs, task_store)
             .with_config(TaskConfig {
@@ -376,6 +377,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             frames,
             sites,
             keys,
+            admission,
             links: ApprovalLinks::new(Arc::new(SystemClock)),
             audit,
             completion: self.completion,
@@ -420,6 +422,8 @@ pub struct Engine<C: TaskContext> {
     frames: Arc<dyn FrameStore>,
     sites: Arc<dyn SiteStore>,
     keys: Keys,
+    /// The tenants' limits, for what holds a browser outside tasks and posts (a probe).
+    admission: TenantAdmission,
     links: ApprovalLinks,
     audit: Auditor,
     completion: Option<Arc<dyn TaskCompletion>>,
@@ -602,10 +606,14 @@ impl<C: TaskContext> Engine<C> {
             .await
     }
 
-    /// Whether the platform's browser is signed in, in a job slot.
+    /// Whether the platform's browser is signed in, in a job slot, for the actor's tenant
+    /// (the request's `workspaceId`, filled in when it names none), holding one of the
+    /// tenant's concurrent sessions while it runs.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may use sessions; not admitted, the
+    /// [`CoreError::Forbidden`] unless the actor may use sessions;
+    /// [`CoreError::TenantForbidden`] for another tenant's workspace;
+    /// [`CoreError::TenantLimit`] when the tenant holds its sessions; not admitted, the
     /// poster's refusals.
     pub async fn probe(
         &self,
@@ -613,12 +621,25 @@ impl<C: TaskContext> Engine<C> {
         request: ProbeRequest,
     ) -> Result<ProbeResponse, CoreError> {
         actor.require(Right::Sessions)?;
+        let mut request = request;
+        match &request.workspace_id {
+            Some(named) if named != actor.tenant() => return Err(CoreError::TenantForbidden),
+            Some(_) => {}
+            None => request.workspace_id = Some(actor.tenant().to_owned()),
+        }
+        // A probe holds a browser: it counts as one of the tenant's concurrent sessions
+        // while it runs (given back however it ends, a panic included).
+        let tenant = actor.tenant().to_owned();
+        self.admission.take_session(&tenant).await?;
         let poster = Arc::clone(&self.poster);
-        self.jobs
+        let probed = self
+            .jobs
             .run("the probe failed unexpectedly", async move {
                 poster.probe(request).await
             })
-            .await
+            .await;
+        self.admission.release_session(&tenant).await;
+        probed
     }
 
     // ---- tasks ----------------------------------------------------------------------------

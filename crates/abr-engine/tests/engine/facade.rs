@@ -379,3 +379,52 @@ async fn a_stored_sessions_platform_policy_travels_with_it_to_tasks_and_posts() 
     assert_eq!(refused.code(), "blocked_action", "{refused}");
     assert_eq!(fake.submits(), 0, "nothing was posted");
 }
+
+#[tokio::test]
+async fn a_probe_is_its_tenants_and_holds_one_of_its_sessions() {
+    let provider = Arc::new(FakeProvider::new());
+    let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
+    let jobs: DynSessionProvider<FakeContext> = provider.clone();
+    let engine = EngineBuilder::new(
+        EngineConfig {
+            tenant_limits: abr_core::limits::TenantLimits {
+                concurrent_sessions: 1,
+                ..abr_core::limits::TenantLimits::default()
+            },
+            ..EngineConfig::default()
+        },
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(strategy)
+    .unwrap()
+    .build()
+    .unwrap();
+    let probe = |workspace: Option<&str>| {
+        serde_json::from_value::<abr_protocol::ProbeRequest>(json!({
+            "platform": "fake",
+            "session": {"cookies": [], "origins": []},
+            "workspaceId": workspace,
+        }))
+        .unwrap()
+    };
+    let a = agent("tenant-a");
+    let refused = engine.probe(&a, probe(Some("tenant-b"))).await.unwrap_err();
+    assert_eq!(refused.code(), "tenant_forbidden");
+    // Tenant A holds its one session (a browse session): its probe waits its turn.
+    let browse: abr_protocol::BrowseRequest =
+        serde_json::from_value(json!({"url": "https://fake.example/"})).unwrap();
+    let opened = engine.browse_open(&a, browse).await.unwrap();
+    let limited = engine.probe(&a, probe(None)).await.unwrap_err();
+    assert_eq!(limited.code(), "tenant_concurrency_limit", "{limited:?}");
+    // Another tenant's probe is not held back by A's.
+    engine.probe(&agent("tenant-b"), probe(None)).await.unwrap();
+    engine.browse_close(&a, &opened.browse_id).await.unwrap();
+    engine.probe(&a, probe(None)).await.unwrap();
+    // ... and gives its session back: a browse session opens again.
+    let browse: abr_protocol::BrowseRequest =
+        serde_json::from_value(json!({"url": "https://fake.example/"})).unwrap();
+    let again = engine.browse_open(&a, browse).await.unwrap();
+    engine.browse_close(&a, &again.browse_id).await.unwrap();
+}
