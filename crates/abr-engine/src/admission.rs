@@ -1,5 +1,6 @@
 //! [`TenantAdmission`]: admission by the per-tenant limits, once for every kind of
-//! execution (tasks, posts, browse sessions), on the counters of the store.
+//! execution (tasks, posts, browse sessions, probes, captures), on the counters of the
+//! store; [`SessionHold`]: one of a tenant's sessions held by a value (a capture's).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +43,18 @@ impl TenantAdmission {
     /// The limits.
     pub fn limits(&self) -> TenantLimits {
         self.limits
+    }
+
+    /// Takes a browser session of the tenant, held until the answer is dropped.
+    ///
+    /// # Errors
+    /// [`CoreError::TenantLimit`], a store failure.
+    pub async fn hold_session(&self, tenant: &str) -> Result<SessionHold, CoreError> {
+        self.take_session(tenant).await?;
+        Ok(SessionHold {
+            admission: self.clone(),
+            tenant: tenant.to_owned(),
+        })
     }
 
     /// Takes a browser session of the tenant and counts an execution of the UTC day; the
@@ -115,6 +128,37 @@ impl TenantAdmission {
     pub async fn uncount(&self, tenant: &str, counter: &Counter) {
         if let Err(e) = self.store.decrement(tenant, counter).await {
             tracing::warn!(error = %e, ?counter, "could not decrement a tenant counter");
+        }
+    }
+}
+
+/// One of a tenant's concurrent sessions, held by whatever owns it (a capture, for as long
+/// as its browser is open) and given back, in the background, when it is dropped.
+pub struct SessionHold {
+    admission: TenantAdmission,
+    tenant: String,
+}
+
+impl std::fmt::Debug for SessionHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHold")
+            .field("tenant", &self.tenant)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for SessionHold {
+    fn drop(&mut self) {
+        let admission = self.admission.clone();
+        let tenant = std::mem::take(&mut self.tenant);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { admission.release_session(&tenant).await });
+            }
+            Err(_) => tracing::warn!(
+                tenant,
+                "a tenant session was dropped outside the runtime: not given back"
+            ),
         }
     }
 }

@@ -110,6 +110,8 @@ struct Capture<C: SessionContext> {
     /// `None` once finished, cancelled or expired; the async mutex serializes those.
     lease: tokio::sync::Mutex<Option<Lease<C>>>,
     _slot: OwnedSemaphorePermit,
+    /// One of the tenant's sessions, given back when the capture is gone.
+    _tenant_session: Option<crate::admission::SessionHold>,
 }
 
 impl<C: SessionContext> Capture<C> {
@@ -143,6 +145,8 @@ pub struct SessionCaptureManager<C: SessionContext> {
     config: CaptureConfig,
     slots: Arc<Semaphore>,
     captures: Mutex<Captures<C>>,
+    /// The tenants' limits: an open capture holds one of its tenant's sessions.
+    admission: Option<crate::admission::TenantAdmission>,
 }
 
 impl<C: SessionContext> std::fmt::Debug for SessionCaptureManager<C> {
@@ -173,7 +177,16 @@ impl<C: SessionContext> SessionCaptureManager<C> {
                 by_id: HashMap::new(),
                 by_live_token: HashMap::new(),
             }),
+            admission: None,
         }
+    }
+
+    /// Counts each open capture as one of its tenant's (`workspaceId`'s) concurrent
+    /// sessions, from its start to its end (finished, cancelled, expired).
+    #[must_use]
+    pub fn with_admission(mut self, admission: crate::admission::TenantAdmission) -> Self {
+        self.admission = Some(admission);
+        self
     }
 
     /// Sends audit events through `audit`.
@@ -242,6 +255,11 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         let slot = Arc::clone(&self.slots)
             .try_acquire_owned()
             .map_err(|_| CoreError::CaptureLimit(self.config.max_open))?;
+        // Given back by its drop if the capture does not open.
+        let tenant_session = match &self.admission {
+            Some(admission) => Some(admission.hold_session(&request.workspace_id).await?),
+            None => None,
+        };
         let acquire = AcquireRequest {
             mode: AcquireMode::Interactive,
             platform: request.platform.clone(),
@@ -279,6 +297,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             extra_scope,
             lease: tokio::sync::Mutex::new(Some(lease)),
             _slot: slot,
+            _tenant_session: tenant_session,
         });
         self.audit
             .emit(self.event(AuditAction::CaptureStarted, AuditOutcome::Ok, &capture));

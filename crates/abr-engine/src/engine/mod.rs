@@ -352,7 +352,8 @@ impl<C: TaskContext> EngineBuilder<C> {
                 }
                 .with_budget(&budget),
             )
-            .with_audit(audit.clone()),
+            .with_audit(audit.clone())
+            .with_admission(admission.clone()),
         );
         let keys = Keys::new(
             Arc::clone(&store) as Arc<dyn KeyStore>,

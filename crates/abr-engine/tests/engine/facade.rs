@@ -381,7 +381,7 @@ async fn a_stored_sessions_platform_policy_travels_with_it_to_tasks_and_posts() 
 }
 
 #[tokio::test]
-async fn a_probe_is_its_tenants_and_holds_one_of_its_sessions() {
+async fn a_probe_and_a_capture_are_their_tenants_and_hold_one_of_its_sessions() {
     let provider = Arc::new(FakeProvider::new());
     let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
     let jobs: DynSessionProvider<FakeContext> = provider.clone();
@@ -427,4 +427,40 @@ async fn a_probe_is_its_tenants_and_holds_one_of_its_sessions() {
         serde_json::from_value(json!({"url": "https://fake.example/"})).unwrap();
     let again = engine.browse_open(&a, browse).await.unwrap();
     engine.browse_close(&a, &again.browse_id).await.unwrap();
+
+    // An open capture holds the tenant's session too, until it is cancelled.
+    let a_user = agent("tenant-a");
+    let started = engine
+        .capture_start(
+            &a_user,
+            serde_json::from_value(json!({
+                "workspaceId": "tenant-a", "accountId": "ada", "platform": "fake"
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let limited = engine.probe(&a, probe(None)).await.unwrap_err();
+    assert_eq!(limited.code(), "tenant_concurrency_limit", "{limited:?}");
+    engine
+        .capture_cancel(
+            &a_user,
+            &abr_protocol::CaptureRef {
+                capture_id: started.capture_id,
+                workspace_id: "tenant-a".into(),
+                account_id: "ada".into(),
+            },
+        )
+        .await
+        .unwrap();
+    // Given back in the background, at once.
+    let mut probed = engine.probe(&a, probe(None)).await;
+    for _ in 0..100 {
+        if probed.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        probed = engine.probe(&a, probe(None)).await;
+    }
+    probed.unwrap();
 }
