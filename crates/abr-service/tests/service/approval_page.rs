@@ -45,6 +45,33 @@ async fn rest(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// A person's real browser, which may reach the runner at `base` and nothing else, opened
+/// on `url`.
+async fn person_opens(
+    base: &str,
+    url: &str,
+) -> (
+    LocalBrowserSessionProvider,
+    abr_core::Lease<abr_providers::BrowserSession>,
+) {
+    let addr: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
+    let browser = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        prewarm: 0,
+        egress: Some(abr_core::EgressPolicy::new().allow_addr(addr)),
+        ..LocalProviderConfig::default()
+    });
+    let lease = browser
+        .acquire(AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: "person".into(),
+            state: None,
+            start_url: Some(url.to_owned()),
+        })
+        .await
+        .unwrap();
+    (browser, lease)
+}
+
 async fn wait_ended(base: &str, id: &str) -> Value {
     for _ in 0..200 {
         let (_, record) = rest(
@@ -115,21 +142,7 @@ async fn a_person_approves_through_the_link_once_and_the_task_runs_once() {
     assert!(url.starts_with(&format!("{base}/approve/")), "{url}");
 
     // A person opens it in a real browser that may reach the runner and nothing else.
-    let addr: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
-    let browser = LocalBrowserSessionProvider::new(LocalProviderConfig {
-        prewarm: 0,
-        egress: Some(abr_core::EgressPolicy::new().allow_addr(addr)),
-        ..LocalProviderConfig::default()
-    });
-    let lease = browser
-        .acquire(AcquireRequest {
-            mode: AcquireMode::Unattended,
-            platform: "person".into(),
-            state: None,
-            start_url: Some(url.clone()),
-        })
-        .await
-        .unwrap();
+    let (browser, lease) = person_opens(&base, &url).await;
     let page = lease.context().page();
     let text = |selector: &'static str| async move {
         page.locator(selector)
@@ -336,21 +349,7 @@ async fn a_person_approves_a_browse_sessions_committing_action_through_the_link_
     assert_eq!(status, 201, "{link}");
     let url = link["url"].as_str().unwrap().to_owned();
 
-    let addr: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
-    let browser = LocalBrowserSessionProvider::new(LocalProviderConfig {
-        prewarm: 0,
-        egress: Some(abr_core::EgressPolicy::new().allow_addr(addr)),
-        ..LocalProviderConfig::default()
-    });
-    let lease = browser
-        .acquire(AcquireRequest {
-            mode: AcquireMode::Unattended,
-            platform: "person".into(),
-            state: None,
-            start_url: Some(url.clone()),
-        })
-        .await
-        .unwrap();
+    let (browser, lease) = person_opens(&base, &url).await;
     let page = lease.context().page();
     let text = |selector: &'static str| async move {
         page.locator(selector)

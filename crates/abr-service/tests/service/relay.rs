@@ -841,6 +841,17 @@ type WsClient =
 /// Opens `runner_id`'s connect endpoint with a relay token and sends a hello naming `host`
 /// (`force` as given): the socket, the hello sent.
 async fn open_as_runner(hub: &HubServer, runner_id: &str, host: &str, force: bool) -> WsClient {
+    open_as_runner_of(hub, runner_id, host, force, env!("CARGO_PKG_VERSION")).await
+}
+
+/// [`open_as_runner`] whose hello says `version`.
+async fn open_as_runner_of(
+    hub: &HubServer,
+    runner_id: &str,
+    host: &str,
+    force: bool,
+    version: &str,
+) -> WsClient {
     let token = mint(hub, runner_id).await;
     let mut request = format!("ws://{}/v1/relay/{runner_id}/connect", hub.addr)
         .into_client_request()
@@ -852,7 +863,7 @@ async fn open_as_runner(hub: &HubServer, runner_id: &str, host: &str, force: boo
     assert_eq!(response.status().as_u16(), 101);
     let hello = raw_frame(&serde_json::json!({
         "type": "hello", "runnerId": runner_id, "host": host, "force": force,
-        "version": env!("CARGO_PKG_VERSION"), "launch": "test"
+        "version": version, "launch": "test"
     }));
     futures::SinkExt::send(
         &mut socket,
@@ -1584,24 +1595,7 @@ async fn a_runner_below_the_hubs_minimum_version_is_refused_with_its_message() {
     tokio::time::timeout(LIMIT, async {
         let hub = HubServer::start(settings(), None).await;
         // An old runner's hello, on the wire.
-        let token = mint(&hub, "old-box").await;
-        let mut request = format!("ws://{}/v1/relay/old-box/connect", hub.addr)
-            .into_client_request()
-            .unwrap();
-        request
-            .headers_mut()
-            .insert("authorization", format!("Bearer {token}").parse().unwrap());
-        let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
-        let hello = raw_frame(&serde_json::json!({
-            "type": "hello", "runnerId": "old-box", "host": "attic", "force": false,
-            "version": "0.0.9", "launch": "test"
-        }));
-        futures::SinkExt::send(
-            &mut socket,
-            tokio_tungstenite::tungstenite::Message::Binary(hello.into()),
-        )
-        .await
-        .unwrap();
+        let mut socket = open_as_runner_of(&hub, "old-box", "attic", false, "0.0.9").await;
         let (head, _) = next_frame(&mut socket).await.unwrap();
         assert_eq!(head["type"], "refused", "{head}");
         assert_eq!(head["status"], 426);
