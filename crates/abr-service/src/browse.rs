@@ -36,8 +36,8 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
         .route("/v1/browse/{id}/snapshot", get(snapshot::<C>))
         .route("/v1/browse/{id}/act", post(act::<C>))
         .route("/v1/browse/{id}/approval", get(approval::<C>))
-        .route("/v1/browse/{id}/approve", post(approve::<C>))
-        .route("/v1/browse/{id}/reject", post(reject::<C>))
+        .route("/v1/browse/{id}/approve", post(decide::<C, true>))
+        .route("/v1/browse/{id}/reject", post(decide::<C, false>))
         .route(
             "/v1/browse/{id}/approval-link",
             post(crate::tasks::approval_link::<C>),
@@ -57,9 +57,10 @@ async fn approval<C: TaskContext>(
     ))
 }
 
-/// `POST /v1/browse/{id}/approve` (an approver's key, not the one that opened the session):
-/// the action runs when the brain sends it again.
-async fn approve<C: TaskContext>(
+/// `POST /v1/browse/{id}/approve` (`APPROVE`: the action runs when the brain sends it
+/// again) and `/reject` (the session closes with nothing of the action committed), with an
+/// approver's key that did not open the session.
+async fn decide<C: TaskContext, const APPROVE: bool>(
     State(state): State<AppState<C>>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
@@ -68,22 +69,9 @@ async fn approve<C: TaskContext>(
     let actor = caller.actor(None)?;
     let engine = &state.runner.engine;
     Ok(Json(
-        engine.browse_decide(&actor, &id, &decision, true).await?,
-    ))
-}
-
-/// `POST /v1/browse/{id}/reject` (an approver's key): the session closes with nothing of
-/// the action committed.
-async fn reject<C: TaskContext>(
-    State(state): State<AppState<C>>,
-    caller: Caller,
-    ApiPath(id): ApiPath<String>,
-    ApiJson(decision): ApiJson<ActionDecision>,
-) -> Result<Json<ActionApproval>, ApiError> {
-    let actor = caller.actor(None)?;
-    let engine = &state.runner.engine;
-    Ok(Json(
-        engine.browse_decide(&actor, &id, &decision, false).await?,
+        engine
+            .browse_decide(&actor, &id, &decision, APPROVE)
+            .await?,
     ))
 }
 
