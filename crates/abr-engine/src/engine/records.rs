@@ -80,13 +80,7 @@ impl<C: TaskContext> Engine<C> {
     ) -> Result<MintedLink, CoreError> {
         actor.require(Right::Approve)?;
         let record = self.tasks.get(actor.tenant(), task_id).await?;
-        if record
-            .proposed_by
-            .as_ref()
-            .is_some_and(|p| p.key_id == actor.principal().key_id())
-        {
-            return Err(CoreError::SelfApproval);
-        }
+        crate::task::lifecycle::not_the_proposer(&record, actor)?;
         let action = if record.browse {
             let pending = self.tasks.browse_approval(actor.tenant(), task_id).await?;
             Some(pending.approval_id)

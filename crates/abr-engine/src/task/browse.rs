@@ -480,15 +480,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let approver = actor.principal().reference();
         let mut guard = entry.session.lock().await;
         let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
-        if open
-            .task
-            .record
-            .proposed_by
-            .as_ref()
-            .is_some_and(|p| p.key_id == approver.key_id)
-        {
-            return Err(CoreError::SelfApproval);
-        }
+        crate::task::lifecycle::not_the_proposer(&open.task.record, actor)?;
         let decided = open
             .approvals
             .decide(&decision.approval_id, approve, approver.clone())?;

@@ -121,14 +121,7 @@ impl<C: TaskContext> TaskRunner<C> {
             return Err(CoreError::TaskNotPending);
         }
         let approver = actor.principal().reference();
-        if task
-            .record
-            .proposed_by
-            .as_ref()
-            .is_some_and(|p| p.key_id == approver.key_id)
-        {
-            return Err(CoreError::SelfApproval);
-        }
+        not_the_proposer(&task.record, actor)?;
         let by = approver.name.clone();
         if !request
             .plan_hash
@@ -736,6 +729,20 @@ pub(super) struct RunPolicy {
 
 /// What a person said of themself (`approvedBy`, `rejectedBy`): trimmed, bounded like a
 /// name; nothing when empty or not given.
+/// Refuses `actor` deciding on `record` when its key proposed it (a task) or opened it (a
+/// browse session): [`CoreError::SelfApproval`], even for an operator's key.
+pub(crate) fn not_the_proposer(record: &TaskRecord, actor: &Actor) -> Result<(), CoreError> {
+    let own = record
+        .proposed_by
+        .as_ref()
+        .is_some_and(|p| p.key_id == actor.principal().key_id());
+    if own {
+        Err(CoreError::SelfApproval)
+    } else {
+        Ok(())
+    }
+}
+
 pub(crate) fn stated(field: &str, value: Option<&str>) -> Result<Option<String>, CoreError> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
