@@ -191,6 +191,31 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
         })
     }
 
+    /// The takeovers of `tenant` that are not over (`requested` or `active`), soonest to
+    /// expire first.
+    pub fn of_tenant(&self, tenant: &str) -> Vec<abr_protocol::TakeoverSummary> {
+        let mut out: Vec<_> = self
+            .lock()
+            .by_id
+            .values()
+            .filter(|h| h.tenant == tenant)
+            .filter_map(|h| {
+                let state = *h.state.borrow();
+                matches!(state, TakeoverState::Requested | TakeoverState::Active).then(|| {
+                    abr_protocol::TakeoverSummary {
+                        takeover_id: h.takeover_id.clone(),
+                        run_id: h.run_id.clone(),
+                        reason: h.reason,
+                        state,
+                        expires_at: h.expires_at,
+                    }
+                })
+            })
+            .collect();
+        out.sort_by_key(|t| t.expires_at);
+        out
+    }
+
     fn find(&self, tenant: &str, run_id: &str) -> Result<Arc<Handoff<C>>, CoreError> {
         let registry = self.lock();
         registry

@@ -19,6 +19,8 @@
 //! - [`Keys`] ([`keys`]): API keys, and the [`Principal`](abr_core::principal::Principal) a
 //!   token authenticates.
 //! - [`TenantAdmission`] ([`admission`]): the per-tenant limits, once for every execution.
+//! - The evidence sweep (`retention`): frames, screenshots and extracted data expire
+//!   [`EngineConfig::retention`] after a run ended; outcomes stay.
 //! - [`commit_watch`]: the hook told before anything commits; [`declared`]: platforms
 //!   declared as data.
 
@@ -35,6 +37,7 @@ pub(crate) mod ledger;
 pub mod live_access;
 pub mod poster;
 pub mod posts;
+pub(crate) mod retention;
 pub(crate) mod step;
 pub mod stored_sessions;
 pub mod task;
@@ -42,7 +45,8 @@ pub mod task;
 pub use admission::TenantAdmission;
 pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
 pub use engine::{
-    Engine, EngineBuilder, EngineConfig, EngineStore, LinkedTask, TaskCompletion, TracingAuditSink,
+    DEFAULT_RETENTION, DEFAULT_STALL, Engine, EngineBuilder, EngineConfig, EngineStore, LinkedTask,
+    TaskCompletion, TracingAuditSink,
 };
 pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff, TakeoverSink};
 pub use jobs::{JobSlot, JobSlots};

@@ -10,7 +10,7 @@ use abr_core::clock::Clock;
 use abr_core::error::CoreError;
 use abr_core::scope_io;
 use abr_core::scope_io::Scopes;
-use abr_core::store::{SessionKey, SessionStore};
+use abr_core::store::{STORED_SESSION_PLATFORM, SessionKey, SessionStore};
 use abr_core::strategy::StrategyPolicy;
 use abr_protocol::{AgentSessionState, StoreSessionRequest, StoredSession, StoredSessionInfo};
 
@@ -107,6 +107,37 @@ impl StoredSessions {
         self.store
             .save(&SessionKey::stored(tenant, session_id), state)
             .await
+    }
+
+    /// One page of the ids `tenant` keeps sessions under, in order, after `after`, with how
+    /// many cookies and origins each holds (never a value).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn list(
+        &self,
+        tenant: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredSessionInfo>, CoreError> {
+        let ids = self
+            .store
+            .accounts(tenant, STORED_SESSION_PLATFORM, after, limit)
+            .await?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            // Gone between the two reads: not listed.
+            let Some(state) = self.store.load(&SessionKey::stored(tenant, &id)).await? else {
+                continue;
+            };
+            out.push(StoredSessionInfo {
+                session_id: id,
+                cookie_count: count(state.cookies.len()),
+                origin_count: count(state.origins.len()),
+                scope_report: None,
+            });
+        }
+        Ok(out)
     }
 
     /// The session kept under `session_id`.

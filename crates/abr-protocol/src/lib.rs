@@ -22,6 +22,7 @@ mod capture;
 pub mod codes;
 mod error;
 mod guard;
+mod list;
 mod live;
 pub mod platform_file;
 mod policy;
@@ -50,6 +51,7 @@ pub use guard::{
     SiteDecisionRequest, SiteEntry, SitesResponse, TakeoverAnswer, TakeoverEvent, TakeoverStarted,
     TakeoverState,
 };
+pub use list::{ListParams, Page, PendingApprovals, TakeoverSummary};
 pub use live::{LiveModifiers, LivePointerAction, LivePointerButton, LiveViewEvent, LiveViewInput};
 pub use platform_file::PlatformFile;
 pub use policy::{

@@ -823,6 +823,14 @@ pub struct TaskRecord {
     /// from a brain outside the runner, and no plan was approved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub browse: bool,
+    /// When its evidence expired (`ABR_RETENTION_DAYS` after it ended): its extracted data,
+    /// screenshots and replay frames are gone; its outcome, steps and errors stay.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub evidence_expired_at: Option<OffsetDateTime>,
 }
 
 /// `POST .../assert-not-posted`: the owner states that an uncertain action did not happen.

@@ -190,6 +190,14 @@ impl RecordStore<StoredTask> for TimedStore {
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
         self.timed(self.inner.unfinished()).await
     }
+    async fn list(
+        &self,
+        tenant: &str,
+        query: &abr_core::store::ListQuery,
+    ) -> Result<abr_core::store::Listed<StoredTask>, CoreError> {
+        self.timed(RecordStore::<StoredTask>::list(&*self.inner, tenant, query))
+            .await
+    }
 }
 
 #[async_trait]

@@ -417,8 +417,9 @@ impl std::fmt::Debug for LocalSettings {
     }
 }
 
-/// Tasks: who must approve, and how much one tenant may use.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// Tasks: who must approve, how much one tenant may use, how long evidence is kept, when a
+/// run counts as stalled.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskSettings {
     /// Where takeover transitions are posted (`ABR_EVENTS_WEBHOOK`): JSON with ids only,
     /// through the egress policy, no redirects. Also on every task record.
@@ -433,6 +434,25 @@ pub struct TaskSettings {
     /// executions per UTC day (`ABR_TENANT_MAX_EXECUTIONS_PER_DAY`, default 100), retries
     /// of one failed execution (`ABR_TENANT_MAX_RETRIES`, default 5).
     pub limits: TenantLimits,
+    /// How long a run's evidence (frames, screenshots, extracted data) is kept after it
+    /// ended (`ABR_RETENTION_DAYS`, default 30; `0` keeps it forever).
+    pub retention: Option<Duration>,
+    /// A run without progress this long is reported `run_stalled` (`ABR_STALL_SECS`, default
+    /// 300).
+    pub stall_after: Duration,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        Self {
+            events_webhook: None,
+            events_webhook_secret: None,
+            approval: ApprovalRule::default(),
+            limits: TenantLimits::default(),
+            retention: Some(abr_engine::DEFAULT_RETENTION),
+            stall_after: abr_engine::DEFAULT_STALL,
+        }
+    }
 }
 
 /// Where durable records live.
@@ -630,6 +650,8 @@ struct FileConfig {
     tenant_max_sessions: Option<u32>,
     tenant_max_executions_per_day: Option<u32>,
     tenant_max_retries: Option<u32>,
+    retention_days: Option<u64>,
+    stall_secs: Option<u64>,
     data_dir: Option<String>,
     platforms_dir: Option<String>,
     platform_vars: Option<String>,
@@ -707,6 +729,8 @@ impl FileConfig {
             num(self.tenant_max_executions_per_day),
         );
         put("tenant_max_retries", num(self.tenant_max_retries));
+        put("retention_days", self.retention_days.map(|v| v.to_string()));
+        put("stall_secs", self.stall_secs.map(|v| v.to_string()));
         put("data_dir", self.data_dir);
         put("platforms_dir", self.platforms_dir);
         put("platform_vars", self.platform_vars);
@@ -964,6 +988,20 @@ impl RunnerConfig {
         if let Some(n) = limit("ABR_TENANT_MAX_RETRIES")? {
             t.retries = n;
         }
+        match number("ABR_RETENTION_DAYS")? {
+            Some(0) => config.tasks.retention = None,
+            Some(days) if days > 3650 => {
+                return Err(invalid("ABR_RETENTION_DAYS", "0 (keep forever) to 3650"));
+            }
+            Some(days) => config.tasks.retention = Some(Duration::from_secs(days * 24 * 60 * 60)),
+            None => {}
+        }
+        if let Some(secs) = number("ABR_STALL_SECS")? {
+            if !(5..=86_400).contains(&secs) {
+                return Err(invalid("ABR_STALL_SECS", "5 to 86400"));
+            }
+            config.tasks.stall_after = Duration::from_secs(secs);
+        }
         config.tasks.events_webhook = get("ABR_EVENTS_WEBHOOK")
             .map(|v| parse_url("ABR_EVENTS_WEBHOOK", v))
             .transpose()?;
@@ -1048,6 +1086,8 @@ impl RunnerConfig {
             pacing: self.pacing,
             approval: self.tasks.approval,
             tenant_limits: self.tasks.limits,
+            retention: self.tasks.retention,
+            stall_after: self.tasks.stall_after,
         }
     }
 

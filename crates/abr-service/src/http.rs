@@ -351,6 +351,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::posts::routes::<C>())
         .merge(crate::tasks::routes::<C>())
         .merge(crate::sessions::routes::<C>())
+        .merge(crate::lists::routes::<C>())
         .merge(crate::artifacts::routes::<C>())
         .merge(crate::sites::routes::<C>())
         .merge(crate::browse::routes::<C>())

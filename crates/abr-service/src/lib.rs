@@ -23,6 +23,7 @@ mod enrollment;
 pub mod http;
 mod json_detail;
 mod keys;
+mod lists;
 mod live;
 pub mod logging;
 pub mod mcp;

@@ -38,7 +38,7 @@ const POLL_EVERY: Duration = Duration::from_millis(200);
 /// The routes of the task API (behind the bearer check).
 pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
     Router::new()
-        .route("/v1/tasks", post(create::<C>))
+        .route("/v1/tasks", post(create::<C>).get(crate::lists::tasks::<C>))
         .route("/v1/tasks/{id}", get(get_task::<C>))
         .route("/v1/tasks/{id}/events", get(events::<C>))
         .route("/v1/tasks/{id}/approve", post(approve::<C>))

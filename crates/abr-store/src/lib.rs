@@ -23,6 +23,7 @@ mod frames;
 mod keys;
 mod posts;
 mod records;
+mod retention;
 mod screenshots;
 mod sessions;
 mod sites;

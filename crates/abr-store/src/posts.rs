@@ -3,7 +3,7 @@
 //! post can no longer be re-checked.
 
 use abr_core::CoreError;
-use abr_core::store::{IdempotencyKey, Inserted, RecordStore, StoredPost};
+use abr_core::store::{IdempotencyKey, Inserted, ListQuery, Listed, RecordStore, StoredPost};
 use abr_protocol::{PostRecord, PostRequest, PostState};
 use async_trait::async_trait;
 
@@ -106,5 +106,9 @@ impl RecordStore<StoredPost> for SqliteStore {
     async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {
         let states = vec![state_name(PostState::Running)?];
         Ok(POSTS.in_states(self, states, decode).await?)
+    }
+
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredPost>, CoreError> {
+        POSTS.list(self, tenant, query, decode).await
     }
 }

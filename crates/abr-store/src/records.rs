@@ -5,7 +5,8 @@
 //! keys. Only the names differ between tasks and posts (the schema is in `db.rs`). The
 //! sealing and opening of a payload bound to its row is shared with stored sessions.
 
-use abr_core::store::{IdempotencyKey, Inserted};
+use abr_core::CoreError;
+use abr_core::store::{IdempotencyKey, Inserted, ListQuery, Listed, parse_cursor};
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -192,9 +193,14 @@ impl Table {
     }
 
     fn select(&self) -> String {
+        self.select_with("")
+    }
+
+    /// [`select`](Self::select) with `extra` columns after the row's.
+    fn select_with(&self, extra: &str) -> String {
         format!(
             "SELECT tenant_id, version, record, request_encrypted, request, {mark}, retried_by,
-                {id} FROM {table}",
+                {id}{extra} FROM {table}",
             mark = self.mark_column,
             id = self.id_column,
             table = self.table,
@@ -420,6 +426,49 @@ impl Table {
             })
             .await?;
         Ok(())
+    }
+
+    /// One page of `tenant`'s records, newest first (by rowid: the order they were
+    /// inserted), in `state` when given, below the rowid `before`; decoded with `decode`.
+    /// The next page's cursor is the rowid of the last one given.
+    pub(crate) async fn list<T>(
+        &'static self,
+        store: &SqliteStore,
+        tenant: &str,
+        query: &ListQuery,
+        decode: impl Fn(Read) -> Result<T, StoreError>,
+    ) -> Result<Listed<T>, CoreError> {
+        let before =
+            parse_cursor(query.cursor.as_deref())?.map(|b| i64::try_from(b).unwrap_or(i64::MAX));
+        let (t, state) = (tenant.to_owned(), query.state.clone());
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let rows = store
+            .with(move |conn| {
+                let mut statement = conn.prepare(&format!(
+                    "{} WHERE tenant_id = ?1 AND (?2 IS NULL OR state = ?2)
+                        AND (?3 IS NULL OR rowid < ?3)
+                     ORDER BY rowid DESC LIMIT ?4",
+                    self.select_with(", rowid")
+                ))?;
+                let rows = statement
+                    .query_map((&t, &state, before, limit + 1), |r| {
+                        Ok((read_row(r)?, r.get::<_, i64>(8)?))
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            })
+            .await?;
+        let more = rows.len() > query.limit;
+        let mut items = Vec::with_capacity(query.limit);
+        let mut last = None;
+        for (row, rowid) in rows.into_iter().take(query.limit) {
+            items.push(decode(self.open(store, row)?)?);
+            last = Some(rowid);
+        }
+        Ok(Listed {
+            items,
+            next: last.filter(|_| more).map(|r| r.to_string()),
+        })
     }
 
     /// The records in any of `states` (by their stored names), decoded one by one with

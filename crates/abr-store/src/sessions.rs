@@ -72,6 +72,34 @@ impl SessionStore for SqliteStore {
             .await?;
         Ok(removed > 0)
     }
+
+    async fn accounts(
+        &self,
+        workspace_id: &str,
+        platform: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, CoreError> {
+        let (w, p, a) = (
+            workspace_id.to_owned(),
+            platform.to_owned(),
+            after.map(str::to_owned),
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        Ok(self
+            .with(move |conn| {
+                let mut statement = conn.prepare(
+                    "SELECT account_id FROM sessions
+                     WHERE workspace_id = ?1 AND platform = ?2 AND (?3 IS NULL OR account_id > ?3)
+                     ORDER BY account_id LIMIT ?4",
+                )?;
+                let ids = statement
+                    .query_map((&w, &p, &a, limit), |r| r.get(0))?
+                    .collect::<Result<Vec<String>, _>>()?;
+                Ok(ids)
+            })
+            .await?)
+    }
 }
 
 /// serde_json's error category, never its message (which may quote the data).

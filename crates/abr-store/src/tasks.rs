@@ -3,7 +3,7 @@
 //! row.
 
 use abr_core::CoreError;
-use abr_core::store::{IdempotencyKey, Inserted, RecordStore, StoredTask};
+use abr_core::store::{IdempotencyKey, Inserted, ListQuery, Listed, RecordStore, StoredTask};
 use abr_protocol::{TaskRecord, TaskRequest, TaskState};
 use async_trait::async_trait;
 
@@ -102,5 +102,9 @@ impl RecordStore<StoredTask> for SqliteStore {
             state_name(TaskState::Paused)?,
         ];
         Ok(TASKS.in_states(self, states, decode).await?)
+    }
+
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredTask>, CoreError> {
+        TASKS.list(self, tenant, query, decode).await
     }
 }

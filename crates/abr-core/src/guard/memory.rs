@@ -44,6 +44,20 @@ impl InMemoryFrameStore {
     pub fn frame_count(&self) -> usize {
         self.lock().frames.values().map(Vec::len).sum()
     }
+
+    /// Forgets the frames of every run whose last frame was taken before `before`; answers
+    /// how many.
+    pub(crate) fn forget_before(&self, before: time::OffsetDateTime) -> u64 {
+        let mut forgotten = 0;
+        self.lock().frames.retain(|_, frames| {
+            let old = frames.iter().all(|f| f.info.taken_at < before);
+            if old {
+                forgotten += frames.len() as u64;
+            }
+            !old
+        });
+        forgotten
+    }
 }
 
 fn key(tenant: &str, run_id: &str) -> RunKey {

@@ -11,7 +11,10 @@ use crate::guard::sites::SiteStore;
 use crate::store::counters::{Counter, CounterStore, InMemoryCounters};
 use crate::store::keys::{InMemoryKeys, KeyStore, StoredKey};
 use crate::store::posts::{InMemoryPostStore, StoredPost};
-use crate::store::records::{IdempotencyKey, InMemoryRecordStore, Inserted, RecordStore};
+use crate::store::records::{
+    IdempotencyKey, InMemoryRecordStore, Inserted, ListQuery, Listed, RecordStore,
+};
+use crate::store::retention::{EvidenceStore, Expired};
 use crate::store::screenshots::{InMemoryScreenshots, ScreenshotStore};
 use crate::store::sessions::{InMemorySessionStore, SessionKey, SessionStore};
 use crate::store::tasks::StoredTask;
@@ -80,6 +83,10 @@ impl RecordStore<StoredTask> for InMemoryStore {
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
         self.tasks.unfinished().await
     }
+
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredTask>, CoreError> {
+        self.tasks.list(tenant, query).await
+    }
 }
 
 #[async_trait]
@@ -114,6 +121,10 @@ impl RecordStore<StoredPost> for InMemoryStore {
 
     async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {
         self.posts.unfinished().await
+    }
+
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredPost>, CoreError> {
+        self.posts.list(tenant, query).await
     }
 }
 
@@ -177,6 +188,18 @@ impl SessionStore for InMemoryStore {
 
     async fn delete(&self, key: &SessionKey) -> Result<bool, CoreError> {
         self.sessions.delete(key).await
+    }
+
+    async fn accounts(
+        &self,
+        workspace_id: &str,
+        platform: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, CoreError> {
+        self.sessions
+            .accounts(workspace_id, platform, after, limit)
+            .await
     }
 }
 
@@ -261,5 +284,35 @@ impl KeyStore for InMemoryStore {
 
     async fn revoke_key(&self, id: &str, at: time::OffsetDateTime) -> Result<bool, CoreError> {
         self.keys.revoke_key(id, at).await
+    }
+}
+
+#[async_trait]
+impl EvidenceStore for InMemoryStore {
+    async fn expire_evidence(
+        &self,
+        before: time::OffsetDateTime,
+        now: time::OffsetDateTime,
+    ) -> Result<Expired, CoreError> {
+        let mut ended = Vec::new();
+        let records = self.tasks.change_all(|task| {
+            let record = &mut task.record;
+            let old = record.finished_at.is_some_and(|at| at < before);
+            if !old || record.evidence_expired_at.is_some() {
+                return false;
+            }
+            record.extracted.clear();
+            record.screenshots.clear();
+            record.evidence_expired_at = Some(now);
+            ended.push((task.tenant_id.clone(), record.task_id.clone()));
+            true
+        });
+        for (tenant, id) in &ended {
+            self.screenshots.forget_task(tenant, id);
+        }
+        Ok(Expired {
+            records,
+            frames: self.frames.forget_before(before),
+        })
     }
 }

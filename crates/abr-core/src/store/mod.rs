@@ -8,6 +8,8 @@
 //! - [`CounterStore`]: per-tenant counters; [`ScreenshotStore`]: a task's screenshots.
 //! - [`TaskStore`] and [`PostStore`]: what the task part and the post journal need, as
 //!   bundles of the above; [`InMemoryStore`]: every contract in memory, in one object.
+//! - [`EvidenceStore`]: evidence (frames, screenshots, extracted data) expires, outcomes
+//!   stay.
 //! - [`KeyStore`]: the API keys (digests of their tokens); [`InMemoryKeys`].
 //! - [`SessionStore`]: sessions kept between jobs, by [`SessionKey`] (a tenant's sessions
 //!   stored by id are [`SessionKey::stored`]).
@@ -17,6 +19,7 @@ pub(crate) mod keys;
 pub(crate) mod memory;
 pub(crate) mod posts;
 pub(crate) mod records;
+pub(crate) mod retention;
 pub(crate) mod screenshots;
 pub(crate) mod sessions;
 pub(crate) mod tasks;
@@ -25,7 +28,11 @@ pub use counters::{Counter, CounterStore, InMemoryCounters};
 pub use keys::{InMemoryKeys, KeyStore, StoredKey};
 pub use memory::InMemoryStore;
 pub use posts::{InMemoryPostStore, PostStore, StoredPost};
-pub use records::{IdempotencyKey, InMemoryRecordStore, Inserted, LedgerRecord, RecordStore};
+pub use records::{
+    IdempotencyKey, InMemoryRecordStore, Inserted, LedgerRecord, ListQuery, Listed, MAX_PAGE,
+    RecordStore, parse_cursor, wire_name,
+};
+pub use retention::{EvidenceStore, Expired};
 pub use screenshots::{InMemoryScreenshots, ScreenshotStore};
 pub use sessions::{InMemorySessionStore, STORED_SESSION_PLATFORM, SessionKey, SessionStore};
 pub use tasks::{NO_PLATFORM, StoredTask, TaskStore};

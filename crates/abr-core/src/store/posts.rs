@@ -69,6 +69,10 @@ impl LedgerRecord for StoredPost {
         &mut self.version
     }
 
+    fn state_name(&self) -> String {
+        crate::store::records::wire_name(&self.record.state)
+    }
+
     /// `running`.
     fn is_unfinished(&self) -> bool {
         self.record.state == PostState::Running

@@ -38,6 +38,48 @@ pub enum Inserted {
     },
 }
 
+/// The most records one page of a list holds.
+pub const MAX_PAGE: usize = 100;
+
+/// What [`RecordStore::list`] is asked for: a tenant's records, newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    /// Only records in this state (its wire name: `pending_approval`, `succeeded`, ...).
+    pub state: Option<String>,
+    /// Where the previous page stopped (its [`Listed::next`]); `None`: from the newest.
+    pub cursor: Option<String>,
+    /// At most this many (1 to [`MAX_PAGE`]).
+    pub limit: usize,
+}
+
+/// One page of a list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed<R> {
+    /// The records, newest first.
+    pub items: Vec<R>,
+    /// The cursor of the next page; `None` when this page is the last.
+    pub next: Option<String>,
+}
+
+/// The name a state serializes to (`pending_approval`): the name lists filter by.
+pub fn wire_name(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn bad_cursor() -> CoreError {
+    CoreError::InvalidInput("the cursor is not one this list gave".into())
+}
+
+/// A cursor as a list gave it: a position, in decimal.
+pub fn parse_cursor(cursor: Option<&str>) -> Result<Option<u64>, CoreError> {
+    cursor
+        .map(|c| c.parse::<u64>().map_err(|_| bad_cursor()))
+        .transpose()
+}
+
 /// A record a ledger keeps: found by its tenant and id, replaced by version, marked before
 /// its commit point, ended honestly after a restart, asserted on by its owner and retried
 /// at most once.
@@ -53,6 +95,8 @@ pub trait LedgerRecord: Clone + Send + Sync + 'static {
     fn version(&self) -> u64;
     /// The version, to follow the stored one.
     fn version_mut(&mut self) -> &mut u64;
+    /// Its state's wire name (`running`, `succeeded`, ...), as [`ListQuery::state`] names it.
+    fn state_name(&self) -> String;
     /// Whether it is work a stopped runner left unfinished (`running`, ...).
     fn is_unfinished(&self) -> bool;
     /// Whether its outcome is uncertain (it may have happened).
@@ -137,6 +181,14 @@ pub trait RecordStore<R: LedgerRecord>: Send + Sync + 'static {
 
     /// Every unfinished record, of any tenant.
     async fn unfinished(&self) -> Result<Vec<R>, CoreError>;
+
+    /// One page of `tenant`'s records, newest first (by when they were stored), in
+    /// `query.state` when given, after `query.cursor`. Another tenant's records are never on
+    /// it; a record stored while a caller pages is on no page it has already read.
+    ///
+    /// # Errors
+    /// [`CoreError::InvalidInput`] for a cursor no list gave.
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<R>, CoreError>;
 }
 
 /// A record's (or an idempotency key's) tenant and id.
@@ -149,6 +201,8 @@ fn tenant_key(tenant: &str, id: &str) -> TenantKey {
 #[derive(Debug)]
 struct Records<R> {
     records: HashMap<TenantKey, R>,
+    /// The records' keys, in the order they were stored.
+    order: Vec<TenantKey>,
     /// (tenant, key) → (record id, body hash).
     idempotency: HashMap<TenantKey, (String, String)>,
 }
@@ -157,6 +211,7 @@ impl<R> Default for Records<R> {
     fn default() -> Self {
         Self {
             records: HashMap::new(),
+            order: Vec::new(),
             idempotency: HashMap::new(),
         }
     }
@@ -191,6 +246,19 @@ impl<R: LedgerRecord> InMemoryRecordStore<R> {
     pub fn all(&self) -> Vec<R> {
         self.lock().records.values().cloned().collect()
     }
+
+    /// Applies `change` to every record, of every tenant; a record it changed (it answered
+    /// `true`) moves to its next version. Answers how many changed.
+    pub(crate) fn change_all(&self, mut change: impl FnMut(&mut R) -> bool) -> u64 {
+        let mut changed = 0;
+        for record in self.lock().records.values_mut() {
+            if change(record) {
+                *record.version_mut() += 1;
+                changed += 1;
+            }
+        }
+        changed
+    }
 }
 
 #[async_trait]
@@ -213,9 +281,10 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
                 .idempotency
                 .insert(k, (record.id().to_owned(), idem.body_hash.clone()));
         }
-        inner
-            .records
-            .insert(tenant_key(record.tenant(), record.id()), record.clone());
+        let k = tenant_key(record.tenant(), record.id());
+        if inner.records.insert(k.clone(), record.clone()).is_none() {
+            inner.order.push(k);
+        }
         Ok(Inserted::New)
     }
 
@@ -269,5 +338,36 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
             .filter(|r| r.is_unfinished())
             .cloned()
             .collect())
+    }
+
+    /// The cursor is a position in storing order (from 1): the next page starts below it.
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<R>, CoreError> {
+        let before = parse_cursor(query.cursor.as_deref())?;
+        let inner = self.lock();
+        let mut items = Vec::new();
+        let mut next = None;
+        let end = before.map_or(inner.order.len(), |b| {
+            usize::try_from(b.saturating_sub(1)).unwrap_or(usize::MAX)
+        });
+        for (i, k) in inner.order.iter().enumerate().take(end).rev() {
+            let Some(record) = inner.records.get(k) else {
+                continue;
+            };
+            if record.tenant() != tenant
+                || query
+                    .state
+                    .as_ref()
+                    .is_some_and(|s| *s != record.state_name())
+            {
+                continue;
+            }
+            if items.len() == query.limit {
+                // One more exists: the page ends at the last one given.
+                next = Some((i + 2).to_string());
+                break;
+            }
+            items.push(record.clone());
+        }
+        Ok(Listed { items, next })
     }
 }

@@ -49,6 +49,12 @@ impl InMemoryScreenshots {
     fn lock(&self) -> MutexGuard<'_, HashMap<(String, String, String), Vec<u8>>> {
         self.images.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Forgets every screenshot of the task `task_id` of `tenant`.
+    pub(crate) fn forget_task(&self, tenant: &str, task_id: &str) {
+        self.lock()
+            .retain(|(t, id, _), _| !(t == tenant && id == task_id));
+    }
 }
 
 #[async_trait]

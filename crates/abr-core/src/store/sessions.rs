@@ -55,6 +55,15 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn save(&self, key: &SessionKey, state: AgentSessionState) -> Result<(), CoreError>;
     /// Removes the session under `key`; whether there was one.
     async fn delete(&self, key: &SessionKey) -> Result<bool, CoreError>;
+    /// The accounts of `workspace_id` with a session on `platform`, in ascending order,
+    /// those after `after` only, at most `limit` (names only: nothing is opened).
+    async fn accounts(
+        &self,
+        workspace_id: &str,
+        platform: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, CoreError>;
 }
 
 /// A process-local store (tests, demos, single-process embedders).
@@ -87,6 +96,25 @@ impl SessionStore for InMemorySessionStore {
 
     async fn delete(&self, key: &SessionKey) -> Result<bool, CoreError> {
         Ok(self.map().remove(key).is_some())
+    }
+
+    async fn accounts(
+        &self,
+        workspace_id: &str,
+        platform: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, CoreError> {
+        let mut ids: Vec<String> = self
+            .map()
+            .keys()
+            .filter(|k| k.workspace_id == workspace_id && k.platform == platform)
+            .filter(|k| after.is_none_or(|a| k.account_id.as_str() > a))
+            .map(|k| k.account_id.clone())
+            .collect();
+        ids.sort();
+        ids.truncate(limit);
+        Ok(ids)
     }
 }
 

@@ -72,6 +72,10 @@ impl LedgerRecord for StoredTask {
         &mut self.version
     }
 
+    fn state_name(&self) -> String {
+        crate::store::records::wire_name(&self.record.state)
+    }
+
     /// `queued`, `running` or `paused` (a task pending approval never started and is not
     /// unfinished work).
     fn is_unfinished(&self) -> bool {

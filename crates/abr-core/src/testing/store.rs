@@ -11,8 +11,8 @@
 //!   posts: a record is found only with its tenant; insert claims an idempotency key
 //!   atomically (of racing inserts with one key, exactly one stores); update is a
 //!   compare-and-swap (of racing updates from one version, exactly one wins); the mark is
-//!   set outside it and is sticky; the unfinished records are every tenant's; all of it
-//!   survives a reopen.
+//!   set outside it and is sticky; the unfinished records are every tenant's; a list pages
+//!   through one tenant's records, newest first; all of it survives a reopen.
 //! - [`keys_apart`]: tasks' and posts' idempotency keys are namespaces of their own.
 //! - [`counters`]: increments below a bound are atomic under concurrency; per tenant; never
 //!   below zero; sessions cleared alone.
@@ -20,6 +20,7 @@
 //!   say; frames refused beyond the run's bounds by the store itself.
 //! - [`keys`]: a key id is stored once; revocation is set once and survives a reopen; keys
 //!   are listed oldest first.
+//! - [`evidence`]: evidence older than the cutoff is forgotten, outcomes stay.
 //! - [`sealed`]: inputs, cookies, post content and screenshots are not readable at rest.
 
 #![allow(
@@ -47,7 +48,10 @@ use crate::guard::sites::SiteStore;
 use crate::store::counters::{Counter, CounterStore};
 use crate::store::keys::{KeyStore, StoredKey};
 use crate::store::posts::StoredPost;
-use crate::store::records::{IdempotencyKey, Inserted, LedgerRecord, RecordStore};
+use crate::store::records::{
+    IdempotencyKey, Inserted, LedgerRecord, ListQuery, MAX_PAGE, RecordStore,
+};
+use crate::store::retention::{EvidenceStore, Expired};
 use crate::store::screenshots::ScreenshotStore;
 use crate::store::sessions::{SessionKey, SessionStore};
 use crate::store::tasks::StoredTask;
@@ -142,6 +146,7 @@ pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
             replay: None,
             session_check: None,
             browse: false,
+            evidence_expired_at: None,
         },
         version: 0,
         committing_started: false,
@@ -230,11 +235,103 @@ where
     .await;
 }
 
+/// Lists: a tenant's records only, newest first, page by page to the end; filtered by
+/// state; a record stored while a caller pages is on none of the pages after; a cursor no
+/// list gave is refused.
+async fn lists<R, S>(harness: &mut impl StoreHarness<S>, sample: fn(&str, &str, bool) -> R)
+where
+    R: LedgerRecord + std::fmt::Debug,
+    S: RecordStore<R> + ?Sized,
+{
+    let kind = R::KIND;
+    let store = harness.open().await;
+    for i in 0..5 {
+        store
+            .insert(&sample("t1", &format!("l-{i}"), i % 2 == 0), None)
+            .await
+            .unwrap();
+        if i < 2 {
+            store
+                .insert(&sample("t2", &format!("other-{i}"), true), None)
+                .await
+                .unwrap();
+        }
+    }
+    let page = |cursor: Option<String>, state: Option<String>| ListQuery {
+        state,
+        cursor,
+        limit: 2,
+    };
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let listed = store.list("t1", &page(cursor, None)).await.unwrap();
+        assert!(listed.items.len() <= 2, "{kind}: a page beyond its limit");
+        seen.extend(listed.items.iter().map(|r| r.id().to_owned()));
+        pages += 1;
+        if pages == 1 {
+            // Stored while the caller pages: not on a later page.
+            store
+                .insert(&sample("t1", "l-late", true), None)
+                .await
+                .unwrap();
+        }
+        match listed.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+        assert!(pages < 10, "{kind}: the list never ends");
+    }
+    assert_eq!(
+        seen,
+        ["l-4", "l-3", "l-2", "l-1", "l-0"],
+        "{kind}: a tenant's records, newest first, each once, never another tenant's"
+    );
+    assert_eq!(pages, 3);
+    let first = store.list("t1", &page(None, None)).await.unwrap();
+    assert_eq!(
+        first.items[0].id(),
+        "l-late",
+        "{kind}: the newest comes first"
+    );
+    let unfinished = sample("t1", "x", true).state_name();
+    let listed = store
+        .list(
+            "t1",
+            &ListQuery {
+                state: Some(unfinished.clone()),
+                cursor: None,
+                limit: MAX_PAGE,
+            },
+        )
+        .await
+        .unwrap();
+    let ids: Vec<_> = listed.items.iter().map(|r| r.id().to_owned()).collect();
+    assert_eq!(
+        ids,
+        ["l-late", "l-4", "l-2", "l-0"],
+        "{kind}: by state {unfinished}"
+    );
+    assert_eq!(listed.next, None);
+    let other = store.list("t2", &page(None, None)).await.unwrap();
+    assert!(other.items.iter().all(|r| r.tenant() == "t2"));
+    assert_eq!(other.items.len(), 2);
+    let refused = store
+        .list("t1", &page(Some("not-a-cursor".into()), None))
+        .await;
+    assert!(
+        matches!(refused, Err(crate::error::CoreError::InvalidInput(_))),
+        "{kind}: a made-up cursor was taken"
+    );
+}
+
 async fn records<R, S>(harness: &mut impl StoreHarness<S>, sample: fn(&str, &str, bool) -> R)
 where
     R: LedgerRecord + std::fmt::Debug,
     S: RecordStore<R> + ?Sized,
 {
+    lists(harness, sample).await;
     let kind = R::KIND;
     let store = harness.open().await;
 
@@ -656,6 +753,34 @@ where
     assert!(store.delete(&mine).await.unwrap());
     assert!(!store.delete(&mine).await.unwrap());
     assert_eq!(store.load(&mine).await.unwrap(), None);
+    // Accounts: one workspace's and platform's, in order, paged by the last one given.
+    for id in ["s3", "s2"] {
+        store
+            .save(&SessionKey::stored("w1", id), session_state())
+            .await
+            .unwrap();
+    }
+    store
+        .save(&SessionKey::stored("w2", "s0"), session_state())
+        .await
+        .unwrap();
+    let platform = crate::store::STORED_SESSION_PLATFORM;
+    assert_eq!(
+        store.accounts("w1", platform, None, 2).await.unwrap(),
+        ["s1", "s2"],
+        "a workspace's accounts, in order, never another's"
+    );
+    assert_eq!(
+        store.accounts("w1", platform, Some("s2"), 2).await.unwrap(),
+        ["s3"]
+    );
+    assert!(
+        store
+            .accounts("w1", "demo", None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let Some(store) = harness.reopen(store).await else {
         eprintln!("sessions: the store keeps nothing across processes: no restart check");
         return;
@@ -768,6 +893,127 @@ where
     assert!(!store.screenshots_enabled("t1").await.unwrap());
     assert_eq!(store.run_setting("t1", "run-off").await.unwrap(), Some(off));
     assert!(store.frame("t1", "run-on", 1).await.unwrap().is_some());
+}
+
+/// The [`EvidenceStore`] contract: frames of old runs, and the extracted data and
+/// screenshots of tasks that ended before the cutoff, are forgotten; outcomes stay; records
+/// that have not ended are never touched; a second sweep removes nothing.
+pub async fn evidence<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: EvidenceStore + RecordStore<StoredTask> + ScreenshotStore + FrameStore + ?Sized,
+{
+    let day = time::Duration::days(1);
+    // Fractional seconds of any length, as the records are written.
+    let base = OffsetDateTime::UNIX_EPOCH + time::Duration::nanoseconds(123_456_789);
+    let (old, cutoff, recent) = (base + day, base + 30 * day, base + 40 * day);
+    let now = base + 60 * day;
+    let store = harness.open().await;
+    let ended = |id: &str, finished: OffsetDateTime| {
+        let mut task = sample_task("t1", id, TaskState::Succeeded);
+        task.record.finished_at = Some(finished);
+        task.record.extracted = BTreeMap::from([("total".to_owned(), "42".into())]);
+        task.record.screenshots = vec!["end".into()];
+        task.record.step_results = vec![abr_protocol::StepResult {
+            index: 0,
+            action: "extract".into(),
+            ok: true,
+            committing: false,
+            ms: 5,
+            error: None,
+        }];
+        task
+    };
+    let mut running = sample_task("t2", "task-running", TaskState::Running);
+    running.record.created_at = OffsetDateTime::UNIX_EPOCH;
+    running.record.extracted = BTreeMap::from([("partial".to_owned(), "1".into())]);
+    for task in [ended("task-old", old), ended("task-new", recent), running] {
+        store.insert(&task, None).await.unwrap();
+        store
+            .put_screenshot(&task.tenant_id, task.id(), "end", b"png".to_vec())
+            .await
+            .unwrap();
+    }
+    let at = |taken: OffsetDateTime| {
+        let mut f = frame(1, 64);
+        f.info.taken_at = taken;
+        f
+    };
+    for run in ["run-old", "run-new"] {
+        store.begin_run("t1", run, &screenshots_on()).await.unwrap();
+        store.put_frame("t1", run, at(old)).await.unwrap();
+        store.put_frame("t1", run, at(old)).await.unwrap();
+    }
+    // A run whose last frame is recent keeps all of its frames (numbers never reused).
+    store.put_frame("t1", "run-new", at(recent)).await.unwrap();
+
+    let expired = store.expire_evidence(cutoff, now).await.unwrap();
+    assert_eq!(
+        expired,
+        Expired {
+            records: 1,
+            frames: 2
+        },
+        "what the sweep removed"
+    );
+    let gone = store.get("t1", "task-old").await.unwrap().unwrap();
+    assert_eq!(gone.record.state, TaskState::Succeeded, "the outcome stays");
+    assert_eq!(gone.record.step_results.len(), 1, "the steps stay");
+    assert!(
+        gone.record.extracted.is_empty(),
+        "extracted data outlived retention"
+    );
+    assert!(gone.record.screenshots.is_empty());
+    assert_eq!(gone.record.evidence_expired_at, Some(now));
+    assert_eq!(
+        gone.version, 1,
+        "an expiry is an update: the version moves on"
+    );
+    assert_eq!(
+        store.screenshot("t1", "task-old", "end").await.unwrap(),
+        None
+    );
+    assert!(store.frames("t1", "run-old").await.unwrap().is_empty());
+    assert_eq!(store.frames("t1", "run-new").await.unwrap().len(), 3);
+    let kept = store.get("t1", "task-new").await.unwrap().unwrap();
+    assert_eq!(
+        kept.record.extracted.len(),
+        1,
+        "a recent task lost its evidence"
+    );
+    assert_eq!(kept.record.evidence_expired_at, None);
+    assert!(
+        store
+            .screenshot("t1", "task-new", "end")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let unended = store.get("t2", "task-running").await.unwrap().unwrap();
+    assert_eq!(
+        unended.record.extracted.len(),
+        1,
+        "a run that has not ended was swept"
+    );
+    assert!(
+        store
+            .screenshot("t2", "task-running", "end")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    assert_eq!(
+        store.expire_evidence(cutoff, now).await.unwrap(),
+        Expired::default(),
+        "a second sweep removed something"
+    );
+    let Some(store) = harness.reopen(store).await else {
+        eprintln!("evidence: the store keeps nothing across processes: no restart check");
+        return;
+    };
+    let gone = store.get("t1", "task-old").await.unwrap().unwrap();
+    assert_eq!(gone.record.evidence_expired_at, Some(now));
+    assert!(gone.record.extracted.is_empty());
 }
 
 fn site(domain: &str, decision: SiteDecision) -> SiteEntry {

@@ -85,3 +85,8 @@ async fn the_in_memory_store_of_every_contract_keeps_them_all() {
     store::keys::<InMemoryStore>(&mut InMemory).await;
     store::sealed::<InMemoryStore>(&mut InMemory).await;
 }
+
+#[tokio::test]
+async fn in_memory_evidence_expires_and_outcomes_stay() {
+    store::evidence::<InMemoryStore>(&mut InMemory).await;
+}

@@ -2,14 +2,16 @@
 //! [`EngineConfig`] with the providers, the store and the sinks handed in, it owns every
 //! job's admission (the machine's [`JobSlots`] and the tenants' limits), a task's whole
 //! lifecycle (a queued task runs in a slot of its own and its end goes to the
-//! [`TaskCompletion`] sink) and the background sweeps (expired captures, idle browse
+//! [`TaskCompletion`] sink) and the background sweeps (expired captures, expired evidence, idle browse
 //! sessions).
 //!
 //! An embedder builds an `Engine` and posts, runs tasks and browse sessions with it;
 //! `abr-service` puts the same calls behind HTTP, MCP and the relay.
 
+mod lists;
 mod records;
 
+pub use lists::DEFAULT_PAGE;
 pub use records::LinkedTask;
 
 use std::sync::Arc;
@@ -18,14 +20,16 @@ use std::time::Duration;
 use abr_core::approval::ApprovalRule;
 use abr_core::audit::{AuditError, AuditEvent, AuditSink, Auditor};
 use abr_core::budget::{DeadlineBudget, Pacing};
-use abr_core::clock::{SystemClock, new_token};
+use abr_core::clock::{Clock, SystemClock, new_token};
 use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
 use abr_core::guard::{FrameSource, FrameStore, SiteStore};
 use abr_core::limits::TenantLimits;
 use abr_core::principal::{Actor, Right};
 use abr_core::provider::DynSessionProvider;
-use abr_core::store::{CounterStore, KeyStore, PostStore, SessionStore, TaskStore};
+use abr_core::store::{
+    CounterStore, EvidenceStore, Expired, KeyStore, PostStore, SessionStore, TaskStore,
+};
 use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
 use abr_protocol::{
     ActResponse, ActionApproval, ActionDecision, ApproveRequest, BrowseAction, BrowseClosed,
@@ -45,6 +49,7 @@ use crate::keys::Keys;
 use crate::live_access::LiveAttachment;
 use crate::poster::{AgentPoster, PosterConfig};
 use crate::posts::{PostJournal, Posted};
+use crate::retention::Retention;
 use crate::stored_sessions::StoredSessions;
 use crate::task::browses::BrowseConfig;
 use crate::task::runner::{Created, TaskConfig, TaskEnd, TaskRunner};
@@ -54,12 +59,12 @@ use crate::task::runner::{Created, TaskConfig, TaskEnd, TaskRunner};
 /// decisions, API keys. `abr-store`'s SQLite store in the runner; the core's in-memory
 /// stores in tests.
 pub trait EngineStore:
-    TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore
+    TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore + EvidenceStore
 {
 }
 
-impl<S: TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore> EngineStore
-    for S
+impl<S> EngineStore for S where
+    S: TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore + EvidenceStore
 {
 }
 
@@ -113,6 +118,11 @@ pub struct EngineConfig {
     pub approval: ApprovalRule,
     /// Per-tenant limits of every execution (tasks, posts, browse sessions).
     pub tenant_limits: TenantLimits,
+    /// How long a run's evidence (replay frames, screenshots, extracted data) is kept after
+    /// it ended; `None` keeps it forever.
+    pub retention: Option<Duration>,
+    /// A run without progress this long is reported `run_stalled` (once per stall).
+    pub stall_after: Duration,
 }
 
 impl Default for EngineConfig {
@@ -129,9 +139,17 @@ impl Default for EngineConfig {
             pacing: None,
             approval: ApprovalRule::All,
             tenant_limits: TenantLimits::default(),
+            retention: Some(DEFAULT_RETENTION),
+            stall_after: DEFAULT_STALL,
         }
     }
 }
+
+/// Evidence is kept 30 days by default (`ABR_RETENTION_DAYS`).
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// A run is stalled after 5 minutes without progress by default (`ABR_STALL_SECS`).
+pub const DEFAULT_STALL: Duration = Duration::from_secs(300);
 
 impl EngineConfig {
     /// Every deadline of a request, for platforms whose longest pacing is
@@ -180,6 +198,7 @@ pub struct EngineBuilder<C: TaskContext> {
     body_key: Option<SecretValue>,
     takeover_sink: Option<Arc<dyn TakeoverSink>>,
     completion: Option<Arc<dyn TaskCompletion>>,
+    retention_clock: Arc<dyn Clock>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for EngineBuilder<C> {
@@ -211,6 +230,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             body_key: None,
             takeover_sink: None,
             completion: None,
+            retention_clock: Arc::new(SystemClock),
         }
     }
 
@@ -265,6 +285,13 @@ impl<C: TaskContext> EngineBuilder<C> {
     #[must_use]
     pub fn completion(mut self, sink: Arc<dyn TaskCompletion>) -> Self {
         self.completion = Some(sink);
+        self
+    }
+
+    /// The clock the evidence sweep reads (default: the system's; tests move one).
+    #[must_use]
+    pub fn retention_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.retention_clock = clock;
         self
     }
 
@@ -360,10 +387,20 @@ impl<C: TaskContext> EngineBuilder<C> {
             Arc::new(SystemClock),
             audit.clone(),
         );
-        let sweeps = vec![
+        let retention = config.retention.map(|keep| {
+            Retention::new(
+                Arc::clone(&store) as Arc<dyn EvidenceStore>,
+                keep,
+                self.retention_clock,
+            )
+        });
+        let mut sweeps = vec![
             captures.spawn_reaper(SWEEP_EVERY),
             spawn_browse_sweep(Arc::clone(&tasks), SWEEP_EVERY),
         ];
+        if let Some(retention) = &retention {
+            sweeps.push(retention.clone().spawn(crate::retention::SWEEP_EVERY));
+        }
         Ok(Engine {
             jobs: Arc::new(JobSlots::new(
                 config.max_concurrent_jobs,
@@ -382,6 +419,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             links: ApprovalLinks::new(Arc::new(SystemClock)),
             audit,
             completion: self.completion,
+            retention,
             config,
             budget,
             sweeps,
@@ -428,6 +466,7 @@ pub struct Engine<C: TaskContext> {
     links: ApprovalLinks,
     audit: Auditor,
     completion: Option<Arc<dyn TaskCompletion>>,
+    retention: Option<Retention>,
     config: EngineConfig,
     budget: DeadlineBudget,
     sweeps: Vec<tokio::task::JoinHandle<()>>,
@@ -447,6 +486,21 @@ impl<C: TaskContext> Drop for Engine<C> {
     fn drop(&mut self) {
         for sweep in &self.sweeps {
             sweep.abort();
+        }
+    }
+}
+
+impl<C: TaskContext> Engine<C> {
+    /// Forgets now the evidence older than [`EngineConfig::retention`] (the background
+    /// sweep does this every hour); answers what it removed, nothing when evidence is kept
+    /// forever.
+    ///
+    /// # Errors
+    /// The store's.
+    pub async fn expire_evidence(&self) -> Result<Expired, CoreError> {
+        match &self.retention {
+            Some(retention) => retention.sweep().await,
+            None => Ok(Expired::default()),
         }
     }
 }

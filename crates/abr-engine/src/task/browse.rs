@@ -457,6 +457,26 @@ impl<C: TaskContext> TaskRunner<C> {
             .ok_or(CoreError::ActionNotPending)
     }
 
+    /// The committing actions `tenant`'s open sessions wait on.
+    pub async fn pending_browse_approvals(&self, tenant: &str) -> Vec<ActionApproval> {
+        let entries: Vec<_> = self
+            .browses
+            .lock()
+            .values()
+            .filter(|e| e.tenant == tenant)
+            .cloned()
+            .collect();
+        let mut out = Vec::new();
+        for entry in entries {
+            let guard = entry.session.lock().await;
+            if let Some(pending) = guard.as_ref().and_then(|open| open.approvals.pending()) {
+                out.push(pending.clone());
+            }
+        }
+        out.sort_by_key(|a| a.requested_at);
+        out
+    }
+
     /// Approves or rejects the committing action a session waits on, as `actor` (an
     /// approver or an operator of the session's tenant, never the key that opened the
     /// session). Approved: the brain sends the action again and it runs, once. Rejected:
@@ -547,6 +567,7 @@ impl<C: TaskContext> TaskRunner<C> {
             replay: None,
             session_check: None,
             browse: true,
+            evidence_expired_at: None,
         };
         Ok(StoredTask {
             tenant_id: actor.tenant().to_owned(),

@@ -447,6 +447,7 @@ impl<C: TaskContext> TaskRunner<C> {
             replay: None,
             session_check: None,
             browse: false,
+            evidence_expired_at: None,
         };
         Ok(StoredTask {
             tenant_id: proposer.tenant().to_owned(),

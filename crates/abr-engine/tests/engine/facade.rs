@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use abr_core::DynSessionProvider;
+use abr_core::clock::Clock as _;
 use abr_core::store::InMemoryStore;
-use abr_core::testing::{FakeContext, FakeProvider, ScriptedStrategy};
+use abr_core::testing::{FakeContext, FakeProvider, ManualClock, ScriptedStrategy};
 use abr_engine::task::TaskEnd;
 use abr_engine::{Engine, EngineBuilder, EngineConfig, PostReply, TaskCompletion};
 use abr_protocol::{
@@ -463,4 +464,75 @@ async fn a_probe_and_a_capture_are_their_tenants_and_hold_one_of_its_sessions() 
         probed = engine.probe(&a, probe(None)).await;
     }
     probed.unwrap();
+}
+
+/// Evidence expires `retention` after the run ended, on the engine's clock: the record keeps
+/// its outcome and its steps, loses the extracted data and screenshots, and says when.
+#[tokio::test]
+async fn an_expired_task_keeps_its_outcome_without_evidence() {
+    let provider = Arc::new(FakeProvider::new());
+    let page = provider.page();
+    page.set_text("42 users");
+    page.extract_result("#total", json!("42 users"));
+    let ends = Arc::new(Ends::default());
+    let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
+    let jobs: DynSessionProvider<FakeContext> = provider.clone();
+    let engine = EngineBuilder::new(
+        EngineConfig {
+            approval: abr_core::approval::ApprovalRule::Off,
+            retention: Some(Duration::from_secs(30 * 24 * 3600)),
+            ..EngineConfig::default()
+        },
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .completion(ends.clone())
+    .retention_clock(clock.clone())
+    .build()
+    .unwrap();
+    let mut request = task();
+    request.plan = serde_json::from_value(json!({
+        "targetUrl": "https://tool.example/admin/users",
+        "steps": [
+            {"type": "extract", "name": "total", "kind": "text", "selector": "#total", "description": "Read the total"},
+            {"type": "screenshot", "description": "Capture the page"}
+        ],
+        "verification": {"method": "dom_check", "text": "users"},
+        "risk": "low"
+    }))
+    .unwrap();
+    let created = engine.create_task(&agent(T), request, None).await.unwrap();
+    let id = created.record.task_id;
+    let end = ends.first().await;
+    assert_eq!(end.record.state, TaskState::Succeeded, "{:?}", end.record);
+    assert_eq!(end.record.extracted.get("total"), Some(&json!("42 users")));
+    assert_eq!(end.record.screenshots.len(), 1);
+    let shot = end.record.screenshots[0].clone();
+    assert!(
+        engine
+            .task_screenshot(&agent(T), &id, &shot)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // Within retention nothing goes.
+    clock.advance(Duration::from_secs(29 * 24 * 3600));
+    assert_eq!(engine.expire_evidence().await.unwrap().records, 0);
+    assert_eq!(engine.tasks().get(T, &id).await.unwrap().extracted.len(), 1);
+    // After it, the evidence goes and the outcome stays.
+    clock.advance(Duration::from_secs(2 * 24 * 3600));
+    assert_eq!(engine.expire_evidence().await.unwrap().records, 1);
+    let kept = engine.tasks().get(T, &id).await.unwrap();
+    assert_eq!(kept.state, TaskState::Succeeded);
+    assert_eq!(kept.step_results.len(), 2);
+    assert!(kept.extracted.is_empty(), "{:?}", kept.extracted);
+    assert!(kept.screenshots.is_empty());
+    assert_eq!(kept.evidence_expired_at, Some(clock.now()));
+    assert_eq!(
+        engine.task_screenshot(&agent(T), &id, &shot).await.unwrap(),
+        None,
+        "an expired screenshot is still served"
+    );
 }

@@ -700,6 +700,13 @@ impl RecordStore<StoredPost> for NoUpdates {
     async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {
         self.0.unfinished().await
     }
+    async fn list(
+        &self,
+        tenant: &str,
+        query: &abr_core::store::ListQuery,
+    ) -> Result<abr_core::store::Listed<StoredPost>, CoreError> {
+        self.0.list(tenant, query).await
+    }
 }
 
 #[tokio::test]

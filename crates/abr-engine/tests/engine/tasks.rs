@@ -112,6 +112,13 @@ impl RecordStore<StoredTask> for Observed {
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
         self.tasks().unfinished().await
     }
+    async fn list(
+        &self,
+        tenant: &str,
+        query: &abr_core::store::ListQuery,
+    ) -> Result<abr_core::store::Listed<StoredTask>, CoreError> {
+        self.tasks().list(tenant, query).await
+    }
 }
 
 #[async_trait]

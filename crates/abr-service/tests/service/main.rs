@@ -27,6 +27,7 @@ mod egress;
 mod guard_api;
 mod guard_e2e;
 mod lifecycle;
+mod lists;
 mod live_view;
 mod mcp_api;
 mod mcp_client;

@@ -91,6 +91,11 @@ async fn frames_keep_their_contract() {
 }
 
 #[tokio::test]
+async fn evidence_expires_and_outcomes_stay() {
+    store::evidence(&mut Sqlite::new()).await;
+}
+
+#[tokio::test]
 async fn keys_keep_their_contract() {
     store::keys(&mut Sqlite::new()).await;
 }

@@ -1,0 +1,55 @@
+//! [`Retention`]: the background sweep that forgets evidence (replay frames, screenshots,
+//! extracted data) `keep` after a run ended, through the store's [`EvidenceStore`]; records
+//! keep their outcome and say when their evidence expired.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abr_core::clock::Clock;
+use abr_core::error::CoreError;
+use abr_core::store::{EvidenceStore, Expired};
+
+/// How often the sweep runs (and once at start).
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
+
+/// Evidence kept `keep`, swept on `clock`.
+#[derive(Clone)]
+pub(crate) struct Retention {
+    store: Arc<dyn EvidenceStore>,
+    keep: Duration,
+    clock: Arc<dyn Clock>,
+}
+
+impl Retention {
+    pub(crate) fn new(
+        store: Arc<dyn EvidenceStore>,
+        keep: Duration,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self { store, keep, clock }
+    }
+
+    /// One sweep: forgets what is older than `keep` now.
+    pub(crate) async fn sweep(&self) -> Result<Expired, CoreError> {
+        let now = self.clock.now();
+        self.store.expire_evidence(now - self.keep, now).await
+    }
+
+    /// Sweeps now and every `every`; a failed sweep is logged and tried again next time.
+    pub(crate) fn spawn(self, every: Duration) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                match self.sweep().await {
+                    Ok(e) if e != Expired::default() => {
+                        tracing::info!(records = e.records, frames = e.frames, "evidence expired");
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "the evidence sweep failed"),
+                }
+            }
+        })
+    }
+}
