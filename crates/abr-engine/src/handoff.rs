@@ -20,13 +20,6 @@ use tokio::sync::{Semaphore, watch};
 use crate::capture::LiveTarget;
 use crate::live_access::{LiveAttachment, LiveSites};
 
-/// Where takeover transitions go besides the run's record: a webhook, a notifier. Events
-/// carry ids only.
-pub trait TakeoverSink: Send + Sync + 'static {
-    /// Delivers one transition (must not block: queue it).
-    fn emit(&self, event: &abr_protocol::TakeoverEvent);
-}
-
 /// Most viewer sockets one takeover's live token may hold at once.
 const LIVE_SOCKETS: usize = 2;
 

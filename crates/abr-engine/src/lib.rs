@@ -21,6 +21,8 @@
 //! - [`TenantAdmission`] ([`admission`]): the per-tenant limits, once for every execution.
 //! - The evidence sweep (`retention`): frames, screenshots and extracted data expire
 //!   [`EngineConfig::retention`] after a run ended; outcomes stay.
+//! - [`Events`] ([`events`]): every run event to the tenant streams and the webhook's
+//!   [`EventSink`], and the stall watch.
 //! - [`commit_watch`]: the hook told before anything commits; [`declared`]: platforms
 //!   declared as data.
 
@@ -30,6 +32,7 @@ pub mod capture;
 pub mod commit_watch;
 pub mod declared;
 pub mod engine;
+pub mod events;
 pub mod handoff;
 pub mod jobs;
 pub mod keys;
@@ -45,10 +48,11 @@ pub mod task;
 pub use admission::TenantAdmission;
 pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
 pub use engine::{
-    DEFAULT_RETENTION, DEFAULT_STALL, Engine, EngineBuilder, EngineConfig, EngineStore, LinkedTask,
+    DEFAULT_RETENTION, Engine, EngineBuilder, EngineConfig, EngineStore, LinkedTask,
     TaskCompletion, TracingAuditSink,
 };
-pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff, TakeoverSink};
+pub use events::{DEFAULT_STALL, EventSink, Events, Received, TenantEvents};
+pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff};
 pub use jobs::{JobSlot, JobSlots};
 pub use keys::{ENROLLMENT_TTL, EnrolledRunner, Keys, MintedEnrollment};
 pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal, LiveSites};

@@ -21,6 +21,7 @@ mod browse;
 mod capture;
 pub mod codes;
 mod error;
+mod event;
 mod guard;
 mod list;
 mod live;
@@ -45,6 +46,7 @@ pub use capture::{
     ProbeResponse,
 };
 pub use error::{DropReason, ErrorBody, ErrorEnvelope, Health, ScopeReport};
+pub use event::RunEvent;
 pub use guard::{
     BlockedAction, BlockedBy, CommitClass, CookieFact, FrameInfo, FramePoint, FramesResponse,
     Pause, PauseReason, RunScreenshots, ScreenshotsMode, ScreenshotsSetting, SiteDecision,

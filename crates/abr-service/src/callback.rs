@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use abr_core::EgressPolicy;
 use abr_engine::task::TaskEnd;
-use abr_engine::{TakeoverSink, TaskCompletion};
-use abr_protocol::{TakeoverEvent, TaskRecord};
+use abr_engine::{EventSink, TaskCompletion};
+use abr_protocol::{RunEvent, TaskRecord};
 use url::Url;
 
 use crate::config::RunnerConfig;
@@ -141,7 +141,7 @@ const WEBHOOK_ATTEMPTS: u32 = 5;
 /// The first retry's longest delay, doubled each time (0.5, 1, 2, 4 s), with full jitter.
 const WEBHOOK_BACKOFF: Duration = Duration::from_millis(500);
 
-/// Posts every takeover transition to `ABR_EVENTS_WEBHOOK` (ids only), in the background:
+/// Posts every run event to `ABR_EVENTS_WEBHOOK` (ids only), in the background:
 /// a slow or failing webhook never holds a run. Each delivery is signed
 /// ([`abr_protocol::webhook`]: `abr-signature` with a fresh timestamp on every attempt, the
 /// same `abr-delivery` id on all of them) and retried with backoff when the receiver fails;
@@ -159,15 +159,15 @@ impl std::fmt::Debug for WebhookSink {
     }
 }
 
-impl TakeoverSink for WebhookSink {
-    fn emit(&self, event: &TakeoverEvent) {
+impl EventSink for WebhookSink {
+    fn emit(&self, event: &RunEvent) {
         let egress = self.egress.clone();
         let url = self.url.clone();
         let secret = self.secret.clone();
         let event = event.clone();
         tokio::spawn(async move {
             if let Err(e) = deliver_signed(&egress, &url, &secret, &event).await {
-                tracing::warn!(event = %event.event, takeover_id = %event.takeover_id, error = %e, "the events webhook was not delivered");
+                tracing::warn!(event = %event.event, run_id = %event.run_id, error = %e, "the events webhook was not delivered");
             }
         });
     }
@@ -178,7 +178,7 @@ async fn deliver_signed(
     egress: &EgressPolicy,
     url: &Url,
     secret: &abr_protocol::SecretValue,
-    event: &TakeoverEvent,
+    event: &RunEvent,
 ) -> Result<(), CallbackError> {
     use abr_protocol::webhook::{DELIVERY_HEADER, SIGNATURE_HEADER, sign};
     let body = serde_json::to_vec(event).map_err(|e| CallbackError::Failed(e.to_string()))?;
@@ -213,7 +213,7 @@ async fn deliver_signed(
 
 /// The webhook `config` names (`ABR_EVENTS_WEBHOOK`, signed with
 /// `ABR_EVENTS_WEBHOOK_SECRET`), if any.
-pub(crate) fn takeover_sink(config: &RunnerConfig) -> Option<Arc<dyn TakeoverSink>> {
+pub(crate) fn event_sink(config: &RunnerConfig) -> Option<Arc<dyn EventSink>> {
     let url = config.tasks.events_webhook.clone()?;
     let secret = config.tasks.events_webhook_secret.clone()?;
     Some(Arc::new(WebhookSink {

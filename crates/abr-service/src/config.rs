@@ -421,7 +421,7 @@ impl std::fmt::Debug for LocalSettings {
 /// run counts as stalled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskSettings {
-    /// Where takeover transitions are posted (`ABR_EVENTS_WEBHOOK`): JSON with ids only,
+    /// Where every run event is posted (`ABR_EVENTS_WEBHOOK`): JSON with ids only,
     /// through the egress policy, no redirects. Also on every task record.
     pub events_webhook: Option<Url>,
     /// The secret every webhook delivery is signed with (`ABR_EVENTS_WEBHOOK_SECRET`, at
@@ -1132,6 +1132,19 @@ mod tests {
         assert!(c.store.session_key.is_none());
         assert_eq!(c.tasks.approval, ApprovalRule::All);
         assert_eq!(c.tasks.limits, TenantLimits::default());
+        assert_eq!(c.tasks.retention, Some(Duration::from_secs(30 * 86_400)));
+        assert_eq!(c.tasks.stall_after, Duration::from_secs(300));
+        let c = RunnerConfig::load(
+            &env(&[("ABR_RETENTION_DAYS", "7"), ("ABR_STALL_SECS", "60")]),
+            None,
+            true,
+        )
+        .unwrap();
+        assert_eq!(c.tasks.retention, Some(Duration::from_secs(7 * 86_400)));
+        assert_eq!(c.engine().retention, c.tasks.retention);
+        assert_eq!(c.engine().stall_after, Duration::from_secs(60));
+        let c = RunnerConfig::load(&env(&[("ABR_RETENTION_DAYS", "0")]), None, true).unwrap();
+        assert_eq!(c.tasks.retention, None, "0 keeps evidence forever");
         let c = RunnerConfig::load(&env(&[("XDG_DATA_HOME", "/xdg")]), None, true).unwrap();
         assert_eq!(c.store.data_dir.as_deref(), Some(Path::new("/xdg/abr")));
         let key = "0f".repeat(32);
@@ -1177,6 +1190,9 @@ mod tests {
             ("ABR_TASK_APPROVAL", "some", "committing_or_risky"),
             ("ABR_TENANT_MAX_SESSIONS", "0", "at least 1"),
             ("ABR_PLATFORM_VARS", "base", "name=value"),
+            ("ABR_RETENTION_DAYS", "3651", "3650"),
+            ("ABR_RETENTION_DAYS", "a month", "whole number"),
+            ("ABR_STALL_SECS", "1", "5 to 86400"),
         ] {
             let err = RunnerConfig::load(&env(&[(k, v)]), None, true)
                 .unwrap_err()

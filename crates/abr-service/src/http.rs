@@ -352,6 +352,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::tasks::routes::<C>())
         .merge(crate::sessions::routes::<C>())
         .merge(crate::lists::routes::<C>())
+        .merge(crate::events::routes::<C>())
         .merge(crate::artifacts::routes::<C>())
         .merge(crate::sites::routes::<C>())
         .merge(crate::browse::routes::<C>())

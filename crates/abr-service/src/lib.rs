@@ -20,6 +20,7 @@ mod callback;
 pub mod cli;
 pub mod config;
 mod enrollment;
+mod events;
 pub mod http;
 mod json_detail;
 mod keys;

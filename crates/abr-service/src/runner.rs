@@ -244,8 +244,8 @@ impl<C: TaskContext> RunnerBuilder<C> {
         if let Some(poster) = self.poster_config {
             engine = engine.poster_config(poster);
         }
-        if let Some(sink) = crate::callback::takeover_sink(&config) {
-            engine = engine.takeover_sink(sink);
+        if let Some(sink) = crate::callback::event_sink(&config) {
+            engine = engine.event_sink(sink);
         }
         Ok(Runner {
             engine: engine.build()?,

@@ -764,7 +764,7 @@ where
         .save(&SessionKey::stored("w2", "s0"), session_state())
         .await
         .unwrap();
-    let platform = crate::store::STORED_SESSION_PLATFORM;
+    let platform = crate::store::sessions::STORED_SESSION_PLATFORM;
     assert_eq!(
         store.accounts("w1", platform, None, 2).await.unwrap(),
         ["s1", "s2"],

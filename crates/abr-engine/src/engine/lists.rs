@@ -120,6 +120,19 @@ impl<C: TaskContext> Engine<C> {
         })
     }
 
+    /// The actor's tenant's run events from now on (`approval_required`, takeovers, step
+    /// progress, `run_stalled`, `run_ended`).
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read.
+    pub fn subscribe_events(
+        &self,
+        actor: &Actor,
+    ) -> Result<crate::events::TenantEvents, CoreError> {
+        actor.require(Right::Read)?;
+        Ok(self.tasks.events().subscribe(actor.tenant()))
+    }
+
     /// The actor's tenant's takeovers that are not over (`requested` or `active`).
     ///
     /// # Errors

@@ -43,7 +43,7 @@ use async_trait::async_trait;
 use crate::admission::TenantAdmission;
 use crate::approval_links::ApprovalLinks;
 use crate::capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
-use crate::handoff::TakeoverSink;
+use crate::events::{EventSink, Events};
 use crate::jobs::JobSlots;
 use crate::keys::Keys;
 use crate::live_access::LiveAttachment;
@@ -140,16 +140,13 @@ impl Default for EngineConfig {
             approval: ApprovalRule::All,
             tenant_limits: TenantLimits::default(),
             retention: Some(DEFAULT_RETENTION),
-            stall_after: DEFAULT_STALL,
+            stall_after: crate::events::DEFAULT_STALL,
         }
     }
 }
 
 /// Evidence is kept 30 days by default (`ABR_RETENTION_DAYS`).
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
-
-/// A run is stalled after 5 minutes without progress by default (`ABR_STALL_SECS`).
-pub const DEFAULT_STALL: Duration = Duration::from_secs(300);
 
 impl EngineConfig {
     /// Every deadline of a request, for platforms whose longest pacing is
@@ -196,7 +193,7 @@ pub struct EngineBuilder<C: TaskContext> {
     audit: Option<Arc<dyn AuditSink>>,
     poster_config: Option<PosterConfig>,
     body_key: Option<SecretValue>,
-    takeover_sink: Option<Arc<dyn TakeoverSink>>,
+    event_sink: Option<Arc<dyn EventSink>>,
     completion: Option<Arc<dyn TaskCompletion>>,
     retention_clock: Arc<dyn Clock>,
 }
@@ -228,7 +225,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             audit: None,
             poster_config: None,
             body_key: None,
-            takeover_sink: None,
+            event_sink: None,
             completion: None,
             retention_clock: Arc::new(SystemClock),
         }
@@ -274,10 +271,12 @@ impl<C: TaskContext> EngineBuilder<C> {
         self
     }
 
-    /// Sends every takeover transition to `sink` (a webhook), besides the task record.
+    /// Sends every run event (approvals required, takeover transitions, step progress,
+    /// stalls, ends) to `sink` (the webhook), besides the tenant streams
+    /// ([`Engine::subscribe_events`]).
     #[must_use]
-    pub fn takeover_sink(mut self, sink: Arc<dyn TakeoverSink>) -> Self {
-        self.takeover_sink = Some(sink);
+    pub fn event_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.event_sink = Some(sink);
         self
     }
 
@@ -362,9 +361,12 @@ impl<C: TaskContext> EngineBuilder<C> {
             .with_frames(Arc::clone(&frames))
             .with_sites(Arc::clone(&sites))
             .with_audit(audit.clone());
-        if let Some(sink) = self.takeover_sink {
-            tasks = tasks.with_takeover_sink(sink);
-        }
+        let events = Arc::new(Events::new(
+            self.event_sink,
+            Arc::new(SystemClock),
+            config.stall_after,
+        ));
+        tasks = tasks.with_events(Arc::clone(&events));
         let tasks = Arc::new(tasks);
         let captures = Arc::new(
             SessionCaptureManager::new(
@@ -397,6 +399,7 @@ impl<C: TaskContext> EngineBuilder<C> {
         let mut sweeps = vec![
             captures.spawn_reaper(SWEEP_EVERY),
             spawn_browse_sweep(Arc::clone(&tasks), SWEEP_EVERY),
+            events.spawn_stall_watch(),
         ];
         if let Some(retention) = &retention {
             sweeps.push(retention.clone().spawn(crate::retention::SWEEP_EVERY));

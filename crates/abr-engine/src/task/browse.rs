@@ -677,12 +677,17 @@ impl<C: TaskContext> TaskRunner<C> {
             && let Some(fingerprint) = fingerprint
         {
             let ask = self.ask_of(open, action);
+            let waiting = open.approvals.pending().map(|a| a.approval_id.clone());
             match open.approvals.ask(fingerprint, ask) {
                 Ok(approval) => {
                     tracing::info!(
                         approval = %approval.approval_id,
                         "browse: a committing action waits for an approver"
                     );
+                    // Asked again for the same action: announced once.
+                    if waiting.as_ref() != Some(&approval.approval_id) {
+                        self.announce_action_approval(&open.task, &approval.approval_id);
+                    }
                     acted.approval = Some(approval);
                 }
                 Err(e) => {
@@ -713,6 +718,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     .map(|p| ErrorBody::new(p.reason.as_str(), p.message.clone()))
             }),
         };
+        self.announce_step(&open.task, &result);
         open.task.record.steps.push(described);
         open.task.record.step_results.push(result);
         if let Err(failure) = self.save_progress(&mut open.task).await {
@@ -929,6 +935,7 @@ impl<C: TaskContext> TaskRunner<C> {
         if let Err(e) = self.save(&mut task).await {
             tracing::warn!(error = %e, "could not record the closed browse session");
         }
+        self.announce_end(&task);
         self.release_session(&task.tenant_id).await;
         self.audit_run(
             &task,

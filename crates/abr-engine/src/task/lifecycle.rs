@@ -81,6 +81,7 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         }
         self.audit_created(&task);
+        self.announce_created(&task);
         Ok(Created {
             record: task.record,
             replayed: false,
@@ -332,6 +333,7 @@ impl<C: TaskContext> TaskRunner<C> {
         event.retry_task_id = Some(task.id().to_owned());
         self.audit.emit(event);
         self.audit_created(&task);
+        self.announce_created(&task);
         Ok(Created {
             record: task.record,
             replayed: false,
@@ -371,6 +373,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 event.failed_step = task.record.failed_step;
                 event.error_code = task.record.error.as_ref().map(|e| e.code.clone());
                 self.audit.emit(event);
+                self.announce_end(&task);
                 TaskEnd {
                     callback_url: callback_url(&task),
                     record: task.record,

@@ -6,6 +6,7 @@
 //! - `rails`, `network` and `pauses`: a step through the guard rails, the network gate of a
 //!   run, and the pause a person resolves.
 
+pub(crate) mod announce;
 pub(crate) mod approvals;
 pub(crate) mod browse;
 pub(crate) mod browses;

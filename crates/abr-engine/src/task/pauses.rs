@@ -571,9 +571,8 @@ impl<C: TaskContext> TaskRunner<C> {
             state,
             at: self.clock.now(),
         };
-        if let Some(sink) = &self.takeover_sink {
-            sink.emit(&event);
-        }
+        self.events
+            .emit(abr_protocol::RunEvent::takeover(&task.tenant_id, &event));
         task.record.takeover_events.push(event);
     }
 

@@ -148,6 +148,7 @@ impl<C: TaskContext> TaskRunner<C> {
         if !self.save(&mut task).await? {
             return Err(CoreError::TaskNotQueued);
         }
+        self.announce_started(&task);
         let started = Instant::now();
         let outcome = self.execute(&mut task).await;
         outcome.apply(&mut task.record);
@@ -155,6 +156,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let saved = self.save(&mut task).await;
         self.release_session(tenant).await;
         self.audit_run(&task, ms(started));
+        self.announce_end(&task);
         match saved {
             Ok(true) => Ok(TaskEnd {
                 callback_url: callback_url(&task),
@@ -544,6 +546,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 result.ok = false;
                 result.error = Some(failure.body.clone());
             }
+            self.announce_step(task, &result);
             task.record.step_results.push(result);
             let saved = self.save_progress(task).await;
             if let Err(failure) = saved {

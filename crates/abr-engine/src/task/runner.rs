@@ -19,7 +19,8 @@ use abr_core::strategy::StrategyRegistry;
 use abr_protocol::{SecretValue, TaskRecord, TaskState};
 use url::Url;
 
-use crate::handoff::{Handoffs, TakeoverSink};
+use crate::events::Events;
+use crate::handoff::Handoffs;
 use crate::ledger::Ledger;
 use crate::stored_sessions::StoredSessions;
 
@@ -150,7 +151,7 @@ pub struct TaskRunner<C: TaskContext> {
     pub(super) frames: Option<Arc<dyn FrameStore>>,
     pub(super) sites: Option<Arc<dyn SiteStore>>,
     pub(super) handoffs: Arc<Handoffs<C>>,
-    pub(super) takeover_sink: Option<Arc<dyn TakeoverSink>>,
+    pub(super) events: Arc<Events>,
     pub(super) browses: crate::task::browses::Browses<C>,
 }
 
@@ -182,7 +183,11 @@ impl<C: TaskContext> TaskRunner<C> {
             frames: None,
             sites: None,
             handoffs: Arc::new(Handoffs::new(Arc::new(SystemClock))),
-            takeover_sink: None,
+            events: Arc::new(Events::new(
+                None,
+                Arc::new(SystemClock),
+                crate::events::DEFAULT_STALL,
+            )),
             browses: crate::task::browses::Browses::default(),
         }
     }
@@ -203,11 +208,17 @@ impl<C: TaskContext> TaskRunner<C> {
         self
     }
 
-    /// Sends every takeover transition to `sink` (a webhook), besides the task record.
+    /// Sends its runs' events (approvals required, takeovers, steps, stalls, ends) to
+    /// `events`.
     #[must_use]
-    pub fn with_takeover_sink(mut self, sink: Arc<dyn TakeoverSink>) -> Self {
-        self.takeover_sink = Some(sink);
+    pub fn with_events(mut self, events: Arc<Events>) -> Self {
+        self.events = events;
         self
+    }
+
+    /// Where its runs' events go.
+    pub fn events(&self) -> &Arc<Events> {
+        &self.events
     }
 
     /// Bounds of browse sessions ([`Self::browse_open`]).

@@ -536,3 +536,106 @@ async fn an_expired_task_keeps_its_outcome_without_evidence() {
         "an expired screenshot is still served"
     );
 }
+
+/// The next event of `events`, within 5 s.
+async fn next_event(events: &mut abr_engine::TenantEvents) -> abr_protocol::RunEvent {
+    match tokio::time::timeout(Duration::from_secs(5), events.next()).await {
+        Ok(abr_engine::Received::Event(e)) => (*e).clone(),
+        other => panic!("no event: {other:?}"),
+    }
+}
+
+/// A tenant's stream tells what waits for a person, each step and the end, and nothing of
+/// another tenant's runs.
+#[tokio::test]
+async fn a_tenants_events_tell_the_approval_each_step_and_the_end() {
+    let e = embedder();
+    e.provider
+        .page()
+        .text_after("role=button[name=Submit]", "Saved");
+    let mut mine = e.engine.subscribe_events(&agent(T)).unwrap();
+    let mut theirs = e.engine.subscribe_events(&agent("tenant-other")).unwrap();
+    let created = e.engine.create_task(&agent(T), task(), None).await.unwrap();
+    let id = created.record.task_id.clone();
+    let first = next_event(&mut mine).await;
+    assert_eq!(
+        (
+            first.event.as_str(),
+            first.run_id.as_str(),
+            first.tenant_id.as_str()
+        ),
+        ("approval_required", id.as_str(), T)
+    );
+    e.engine
+        .approve_task(
+            &approver(T),
+            &id,
+            &ApproveRequest {
+                approved_by: None,
+                plan_hash: created.record.plan_hash.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let event = next_event(&mut mine).await;
+        assert_eq!(event.run_id, id);
+        seen.push((event.event.clone(), event.step, event.state.clone()));
+        if event.event == "run_ended" {
+            break;
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            ("step_progress".to_owned(), Some(0), None),
+            ("step_progress".to_owned(), Some(1), None),
+            ("run_ended".to_owned(), None, Some("succeeded".to_owned())),
+        ]
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), theirs.next())
+            .await
+            .is_err(),
+        "another tenant saw this tenant's events"
+    );
+}
+
+/// A step that never finishes (a hung browser) makes its run stalled after the stall time,
+/// reported once.
+#[tokio::test]
+async fn a_run_without_progress_is_reported_stalled_once() {
+    let provider = Arc::new(FakeProvider::new());
+    provider.page().fault_on(
+        "role=button[name=Submit]",
+        abr_core::testing::FakeFault::Hang,
+    );
+    let jobs: DynSessionProvider<FakeContext> = provider.clone();
+    let engine = EngineBuilder::new(
+        EngineConfig {
+            approval: abr_core::approval::ApprovalRule::Off,
+            stall_after: Duration::from_millis(300),
+            ..EngineConfig::default()
+        },
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .build()
+    .unwrap();
+    let mut events = engine.subscribe_events(&agent(T)).unwrap();
+    let created = engine.create_task(&agent(T), task(), None).await.unwrap();
+    let step = next_event(&mut events).await;
+    assert_eq!((step.event.as_str(), step.step), ("step_progress", Some(0)));
+    let stalled = next_event(&mut events).await;
+    assert_eq!(stalled.event, "run_stalled");
+    assert_eq!(stalled.run_id, created.record.task_id);
+    // Once per stall: nothing more while it stays stuck.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), events.next())
+            .await
+            .is_err(),
+        "a stall was reported twice"
+    );
+}

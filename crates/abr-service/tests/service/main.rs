@@ -24,6 +24,7 @@ mod data_dir;
 mod declared_demo;
 mod e2e;
 mod egress;
+mod events_api;
 mod guard_api;
 mod guard_e2e;
 mod lifecycle;

@@ -1,0 +1,58 @@
+//! What a task or browse session tells the engine's [`Events`](crate::events::Events): an
+//! approval it waits for, each step, its start (the stall watch) and its end. Ids, names and
+//! states only.
+
+use abr_core::context::TaskContext;
+use abr_core::store::{StoredTask, wire_name};
+use abr_protocol::{RunEvent, StepResult, TaskState};
+
+use crate::task::runner::TaskRunner;
+
+impl<C: TaskContext> TaskRunner<C> {
+    fn run_event(&self, event: &str, task: &StoredTask) -> RunEvent {
+        RunEvent::new(
+            event,
+            &task.tenant_id,
+            &task.record.task_id,
+            self.events.now(),
+        )
+    }
+
+    /// A new task: `approval_required` when it waits for an approver.
+    pub(super) fn announce_created(&self, task: &StoredTask) {
+        if task.record.state == TaskState::PendingApproval {
+            self.events.emit(self.run_event("approval_required", task));
+        }
+    }
+
+    /// A browse session's committing action waits for an approver.
+    pub(super) fn announce_action_approval(&self, task: &StoredTask, approval_id: &str) {
+        self.events.emit(RunEvent {
+            approval_id: Some(approval_id.to_owned()),
+            ..self.run_event("approval_required", task)
+        });
+    }
+
+    /// The run started: watched for stalls until it ends.
+    pub(super) fn announce_started(&self, task: &StoredTask) {
+        self.events.started(&task.tenant_id, &task.record.task_id);
+    }
+
+    /// A step (or a browse action) ended.
+    pub(super) fn announce_step(&self, task: &StoredTask, result: &StepResult) {
+        self.events.emit(RunEvent {
+            step: Some(result.index),
+            action: Some(result.action.clone()),
+            ok: Some(result.ok),
+            ..self.run_event("step_progress", task)
+        });
+    }
+
+    /// The run ended, in the state its record says.
+    pub(super) fn announce_end(&self, task: &StoredTask) {
+        self.events.emit(RunEvent {
+            state: Some(wire_name(&task.record.state)),
+            ..self.run_event("run_ended", task)
+        });
+    }
+}

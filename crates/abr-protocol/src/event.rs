@@ -1,0 +1,85 @@
+//! [`RunEvent`]: what happens to a tenant's runs, as `GET /v1/events` streams it and the
+//! events webhook receives it. Ids, names and states only: never a value typed, a page's
+//! text, a URL's query or a token.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::{PauseReason, TakeoverEvent};
+
+/// One event of a run.
+///
+/// | `event` | when | fields besides `tenantId`, `runId`, `at` |
+/// |---|---|---|
+/// | `approval_required` | a task waits for an approver, or a browse session's committing action does | `approvalId` (browse) |
+/// | `takeover_required`, `takeover_active`, `takeover_resumed`, `takeover_ended`, `takeover_expired` | a paused run's takeover moved | `takeoverId`, `reason`, `state` |
+/// | `step_progress` | a step (or a browse action) ended | `step`, `action`, `ok` |
+/// | `run_stalled` | a running run made no progress for `ABR_STALL_SECS` (once per stall) | `idleSecs` |
+/// | `run_ended` | a run ended (a task's outcome, a browse session closed) | `state` |
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunEvent {
+    /// What happened (see the table).
+    pub event: String,
+    /// The run's tenant.
+    pub tenant_id: String,
+    /// The run (a task's or a browse session's id).
+    pub run_id: String,
+    /// The takeover (takeover events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub takeover_id: Option<String>,
+    /// Why the run paused (takeover events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<PauseReason>,
+    /// The state after the event: the takeover's, or the run's (`run_ended`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The browse action an approver is asked about (`approval_required` of a session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    /// The step's index (`step_progress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+    /// The step's type (`click`, `extract`, ...) (`step_progress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Whether the step was done (`step_progress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<bool>,
+    /// Seconds since the run's last progress (`run_stalled`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_secs: Option<u64>,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+impl RunEvent {
+    /// An event `event` of `run_id` of `tenant`, with nothing else.
+    pub fn new(event: &str, tenant: &str, run_id: &str, at: OffsetDateTime) -> Self {
+        Self {
+            event: event.to_owned(),
+            tenant_id: tenant.to_owned(),
+            run_id: run_id.to_owned(),
+            takeover_id: None,
+            reason: None,
+            state: None,
+            approval_id: None,
+            step: None,
+            action: None,
+            ok: None,
+            idle_secs: None,
+            at,
+        }
+    }
+
+    /// A takeover transition of `tenant`'s run.
+    pub fn takeover(tenant: &str, event: &TakeoverEvent) -> Self {
+        Self {
+            takeover_id: Some(event.takeover_id.clone()),
+            reason: Some(event.reason),
+            state: Some(event.state.as_str().to_owned()),
+            ..Self::new(&event.event, tenant, &event.run_id, event.at)
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! `GET /v1/events`: the caller's tenant's run events as server-sent events, from when it
+//! connected: `approval_required`, takeover transitions, `step_progress`, `run_stalled`,
+//! `run_ended` (each an SSE `event:` of that name, its data the [`RunEvent`] JSON). A
+//! subscriber too slow to keep up is told how many it missed (`event: missed`,
+//! `{"missed": n}`) and goes on; the stream ends when the runner stops. The same events go
+//! to the signed webhook (`ABR_EVENTS_WEBHOOK`).
+//!
+//! [`RunEvent`]: abr_protocol::RunEvent
+
+use std::convert::Infallible;
+
+use abr_core::context::TaskContext;
+use abr_engine::Received;
+use axum::Router;
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::get;
+use futures::Stream;
+
+use crate::api_error::ApiError;
+use crate::state::AppState;
+use crate::tenant::Caller;
+
+/// The route (behind the bearer check).
+pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
+    Router::new().route("/v1/events", get(stream::<C>))
+}
+
+async fn stream<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let actor = caller.actor(None)?;
+    let events = state.runner.engine.subscribe_events(&actor)?;
+    let stream = futures::stream::unfold(events, |mut events| async move {
+        let event = match events.next().await {
+            Received::Event(event) => Event::default()
+                .event(event.event.clone())
+                .json_data(&*event)
+                .unwrap_or_default(),
+            Received::Missed(n) => Event::default()
+                .event("missed")
+                .json_data(serde_json::json!({ "missed": n }))
+                .unwrap_or_default(),
+            Received::Closed => return None,
+        };
+        Some((Ok(event), events))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}

@@ -1,0 +1,128 @@
+//! `GET /v1/events`, in process on the core's fakes: a tenant's stream tells what waits for
+//! an approver, each step and the end of its runs, and never another tenant's.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Method;
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use tower::ServiceExt as _;
+
+use crate::common;
+use common::fake::*;
+
+/// The stream of `token`'s tenant, opened now.
+async fn open_stream(app: &axum::Router, token: &str) -> axum::body::BodyDataStream {
+    let response = app
+        .clone()
+        .oneshot(
+            authed_with(token, Method::GET, "/v1/events")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    response.into_body().into_data_stream()
+}
+
+/// The events read from `stream` until `until` says stop (or 10 s pass), as
+/// (SSE event name, data).
+async fn read_until(
+    stream: &mut axum::body::BodyDataStream,
+    until: impl Fn(&[(String, Value)]) -> bool,
+) -> Vec<(String, Value)> {
+    let mut events = Vec::new();
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !until(&events) {
+        let chunk = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .unwrap_or_else(|_| panic!("the stream stopped at {events:?}"))
+            .expect("the stream ended")
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let name = block.lines().find_map(|l| l.strip_prefix("event: "));
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "));
+            if let (Some(name), Some(data)) = (name, data) {
+                events.push((name.to_owned(), serde_json::from_str(data).unwrap()));
+            }
+        }
+    }
+    events
+}
+
+fn plan() -> Value {
+    json!({"plan": {
+        "targetUrl": "https://fake.example/form",
+        "steps": [{"type": "click", "selector": "role=button[name=Submit]", "description": "Submit"}],
+        "verification": {"method": "dom_check", "text": "Saved"}
+    }})
+}
+
+#[tokio::test]
+async fn a_tenants_stream_tells_its_approvals_steps_and_ends_and_nothing_of_another() {
+    let s = fake_stack();
+    s.provider
+        .page()
+        .text_after("role=button[name=Submit]", "Saved");
+    let a = new_key(&s.app, "a's agent", "agent", Some("tenant-a")).await;
+    let a_approver = new_key(&s.app, "a's approver", "approver", Some("tenant-a")).await;
+    let b = new_key(&s.app, "b's agent", "agent", Some("tenant-b")).await;
+    let mut a_stream = open_stream(&s.app, &a).await;
+    let mut b_stream = open_stream(&s.app, &b).await;
+
+    let reply = request_as(&s.app, &a, Method::POST, "/v1/tasks", &[], Some(&plan())).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let task = reply.json();
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let first = read_until(&mut a_stream, |e| !e.is_empty()).await;
+    assert_eq!(first[0].0, "approval_required");
+    assert_eq!(first[0].1["runId"], id.as_str());
+    assert_eq!(first[0].1["tenantId"], "tenant-a");
+
+    let reply = request_as(
+        &s.app,
+        &a_approver,
+        Method::POST,
+        &format!("/v1/tasks/{id}/approve"),
+        &[],
+        Some(&json!({"planHash": task["planHash"]})),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let rest = read_until(&mut a_stream, |e| e.iter().any(|(n, _)| n == "run_ended")).await;
+    let names: Vec<&str> = rest.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["step_progress", "run_ended"]);
+    assert_eq!(rest[0].1["step"], 0);
+    assert_eq!(rest[0].1["action"], "click");
+    assert_eq!(rest[1].1["state"], "succeeded");
+
+    // B's stream saw none of it: B's own task is the first thing it hears of.
+    let reply = request_as(&s.app, &b, Method::POST, "/v1/tasks", &[], Some(&plan())).await;
+    let b_id = reply.json()["taskId"].as_str().unwrap().to_owned();
+    let b_events = read_until(&mut b_stream, |e| !e.is_empty()).await;
+    assert_eq!(b_events.len(), 1, "{b_events:?}");
+    assert_eq!(b_events[0].1["runId"], b_id.as_str());
+}
+
+#[tokio::test]
+async fn the_stream_needs_a_key() {
+    let s = fake_stack();
+    let reply = call(
+        &s.app,
+        axum::http::Request::builder()
+            .uri("/v1/events")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(reply.status, 401, "{}", reply.body);
+}
