@@ -14,7 +14,7 @@
 
 use abr_protocol::{
     ActResponse, ActionApproval, ActionDecision, BrowseAction, BrowseClosed, BrowseOpened,
-    BrowseRequest, Snapshot,
+    BrowsePause, BrowseRequest, InputRequest, Snapshot, SuppliedInput, TakeoverAnswer,
 };
 use reqwest::Method;
 
@@ -55,6 +55,42 @@ impl AgentRunnerClient {
         let builder = self.tenant_request(Method::POST, tenant, &["v1", "browse", id, "act"])?;
         let builder = json_body(Operation::BrowseAct, builder, action)?;
         self.send(Operation::BrowseAct, builder).await
+    }
+
+    /// `POST /v1/browse/{id}/input-request`: the brain asks a person for a value it must not
+    /// invent, for the field `request.reference`; the session waits (`paused`,
+    /// `needs_input`) until a person supplies it. Answers the pause (its `takeoverId`). Acts:
+    /// a second request while one waits is `409 takeover_pending`.
+    pub async fn browse_request_input(
+        &self,
+        tenant: &str,
+        id: &str,
+        request: &InputRequest,
+    ) -> Result<BrowsePause, ClientError> {
+        non_empty("browse id", id)?;
+        let builder =
+            self.tenant_request(Method::POST, tenant, &["v1", "browse", id, "input-request"])?;
+        let builder = json_body(Operation::BrowseRequestInput, builder, request)?;
+        self.send(Operation::BrowseRequestInput, builder).await
+    }
+
+    /// `POST /v1/tasks/{id}/takeover/input`: a person's value for a browse session's
+    /// `needs_input` pause (an approver's or operator's key): typed into the field, never
+    /// echoed; the takeover resumes. Acts once.
+    pub async fn supply_input(
+        &self,
+        tenant: &str,
+        id: &str,
+        input: &SuppliedInput,
+    ) -> Result<TakeoverAnswer, ClientError> {
+        non_empty("task id", id)?;
+        let builder = self.tenant_request(
+            Method::POST,
+            tenant,
+            &["v1", "tasks", id, "takeover", "input"],
+        )?;
+        let builder = json_body(Operation::SupplyInput, builder, input)?;
+        self.send(Operation::SupplyInput, builder).await
     }
 
     /// `DELETE /v1/browse/{id}`: closes the session (its browser released, its record

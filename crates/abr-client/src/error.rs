@@ -82,6 +82,12 @@ pub enum Operation {
     BrowseAct,
     /// `DELETE /v1/browse/{id}`.
     BrowseClose,
+    /// `POST /v1/browse/{id}/input-request`.
+    BrowseRequestInput,
+    /// `POST /v1/tasks/{id}/takeover/input`.
+    SupplyInput,
+    /// `GET /v1/tasks`, `/v1/posts`, `/v1/approvals`, `/v1/takeovers`, `/v1/sessions`.
+    List,
     /// `GET /v1/browse/{id}/approval`.
     BrowseApproval,
     /// `POST /v1/browse/{id}/approve` or `/reject`.
@@ -135,6 +141,9 @@ impl Operation {
             Self::BrowseSnapshot => "browse_snapshot",
             Self::BrowseAct => "browse_act",
             Self::BrowseClose => "browse_close",
+            Self::BrowseRequestInput => "browse_request_input",
+            Self::SupplyInput => "supply_input",
+            Self::List => "list",
             Self::BrowseApproval => "browse_approval",
             Self::DecideBrowseAction => "decide_browse_action",
             Self::CreateKey => "create_key",
@@ -172,6 +181,7 @@ impl Operation {
                 | Self::ScreenshotsSetting
                 | Self::SetScreenshots
                 | Self::Sites
+                | Self::List
                 | Self::ListKeys
                 | Self::RevokeKey
                 | Self::DecideSite

@@ -49,6 +49,7 @@ mod client;
 mod error;
 mod guard;
 mod keys;
+mod lists;
 mod live;
 mod posts;
 mod tasks;

@@ -244,6 +244,12 @@ pub enum CoreError {
     /// The takeover is over.
     #[error("the takeover is already {}", .0.as_str())]
     TakeoverState(abr_protocol::TakeoverState),
+    /// A person is already asked for this run (a takeover requested or active).
+    #[error("a person is already asked for this run: its takeover is still open")]
+    TakeoverPending,
+    /// The field did not take the value a person supplied (the takeover still waits).
+    #[error("the field did not take the value: {0}")]
+    InputNotAccepted(String),
     /// A committing action refused by the read-only or dry-run guard.
     #[error("{0}")]
     Blocked(String),
@@ -360,7 +366,9 @@ impl CoreError {
             | Self::FrameNotFound
             | Self::BrowseNotFound => ErrorKind::NotFound,
             Self::RefNotFound(_) => ErrorKind::Conflict,
-            Self::TakeoverState(_) => ErrorKind::Conflict,
+            Self::TakeoverState(_) | Self::TakeoverPending | Self::InputNotAccepted(_) => {
+                ErrorKind::Conflict
+            }
             Self::Blocked(_) | Self::SiteDenied(_) => ErrorKind::Denied,
             Self::PlanHashMismatch
             | Self::TaskNotPending
@@ -438,6 +446,8 @@ impl CoreError {
             Self::SiteDenied(_) => codes::SITE_DENIED,
             Self::RefNotFound(_) => codes::REF_NOT_FOUND,
             Self::TakeoverState(_) => codes::TAKEOVER_OVER,
+            Self::TakeoverPending => codes::TAKEOVER_PENDING,
+            Self::InputNotAccepted(_) => codes::INPUT_NOT_ACCEPTED,
             Self::Blocked(_) => codes::BLOCKED_ACTION,
             Self::PostNotFound => codes::POST_NOT_FOUND,
             Self::PlanHashMismatch => codes::PLAN_HASH_MISMATCH,

@@ -378,6 +378,32 @@ impl<C: Send + Sync + 'static> PendingHandoff<C> {
         self.handoff.expires_at
     }
 
+    /// The next transition not answered yet, without waiting (`None`: nothing new, or the
+    /// takeover is over and was answered). A takeover past its expiry expires now. For a
+    /// run that is not waiting in a loop (a browse session between its brain's calls).
+    pub fn poll(&mut self) -> Option<TakeoverState> {
+        if self.seen.is_final() {
+            return None;
+        }
+        if self.handoffs.clock.now() >= self.handoff.expires_at {
+            // Expired, unless a transition won the race (then it is answered first).
+            let _ = self.handoff.transition(
+                &[TakeoverState::Requested, TakeoverState::Active],
+                TakeoverState::Expired,
+            );
+        }
+        let unreported = self
+            .handoff
+            .history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(self.reported)
+            .copied()?;
+        self.reported += 1;
+        self.seen = unreported;
+        Some(unreported)
+    }
+
     /// Waits for the next transition and answers the new state: `active` (keep waiting),
     /// or a final one (`resumed`, `ended`, `expired`: the wait is over).
     pub async fn next(&mut self) -> TakeoverState {

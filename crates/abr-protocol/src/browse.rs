@@ -41,6 +41,12 @@ pub struct BrowseRequest {
     /// maximum; default the runner's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_seconds: Option<u64>,
+    /// Wait for a person at a pause: the page's handoffs (a challenge, a sign-in, a control
+    /// that keeps failing) and the brain's requests for a value register a takeover that
+    /// waits this long, and the session's actions wait with it (`paused`) until a person
+    /// resumes it. Without it a pause is reported and the brain decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<crate::HandoffOptions>,
 }
 
 impl std::fmt::Debug for BrowseRequest {
@@ -245,6 +251,63 @@ pub struct BrowsePause {
     pub reason: PauseReason,
     /// What the page shows, in words.
     pub message: String,
+    /// The takeover a person resolves (`POST /v1/tasks/{browseId}/takeover`, `…/resume`,
+    /// `…/end`, `…/input`), when the session waits for a person (`handoff`, or an input
+    /// request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub takeover_id: Option<String>,
+    /// When that takeover expires unless resumed (the session then closes).
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+impl BrowsePause {
+    /// A pause for `reason`, said in `message`, with no takeover.
+    pub fn new(reason: PauseReason, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            message: message.into(),
+            takeover_id: None,
+            expires_at: None,
+        }
+    }
+}
+
+/// `POST /v1/browse/{browseId}/input-request`: the brain needs a value it must not invent
+/// (a one-time code, an answer only the user knows) for the field `ref`. A person supplies
+/// it (`POST /v1/tasks/{browseId}/takeover/input`, or by typing in the live view); the
+/// session's actions wait (`paused`, `needs_input`) until then. The answer is the pause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InputRequest {
+    /// The field the value goes into (a snapshot's reference).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// What to ask the person, in words (shown to them; at most 500 characters).
+    pub prompt: String,
+    /// Seconds to wait for the person (default the session's `handoff`, else 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_seconds: Option<u64>,
+}
+
+/// `POST /v1/tasks/{id}/takeover/input`: the value a person supplies for a `needs_input`
+/// pause. It is typed into the field the brain named and never logged, recorded or
+/// echoed; the takeover is then resumed.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SuppliedInput {
+    /// The value.
+    pub value: crate::SecretValue,
+}
+
+impl std::fmt::Debug for SuppliedInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SuppliedInput").finish_non_exhaustive()
+    }
 }
 
 /// The answer to `POST /v1/browse/{browseId}/act`.

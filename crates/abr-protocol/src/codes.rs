@@ -138,6 +138,10 @@ codes! {
     ALREADY_ASSERTED = "already_asserted", 409, No, "the owner already asserted on this task or post (one assertion, one new attempt)";
     /// The takeover is over (resumed, ended or expired).
     TAKEOVER_OVER = "takeover_over", 409, No, "the takeover is already resumed, ended or expired";
+    /// A person is already asked for this run.
+    TAKEOVER_PENDING = "takeover_pending", 409, No, "a person is already asked for this run (its takeover is requested or active): wait for it to be resumed";
+    /// The field refused the value a person supplied.
+    INPUT_NOT_ACCEPTED = "input_not_accepted", 409, No, "the field did not take the supplied value (read-only, gone, or not a field): the takeover still waits; supply it again or take over in the live view";
     /// A post through a read-only platform.
     BLOCKED_ACTION = "blocked_action", 409, No, "the platform, plan or browse session is read-only (or the request a dry run): the committing action was refused before it reached the page, or its request before it left the browser";
     /// An `Idempotency-Key` reused with a different body.

@@ -196,6 +196,13 @@ pub struct Pause {
     /// When it expires unless resumed.
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
+    /// What the brain asks the person for (`needs_input` of a browse session), in its
+    /// words; never a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The field the supplied value goes into (a snapshot's reference).
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub input_ref: Option<String>,
 }
 
 /// One takeover transition, as polled or posted to the events webhook. Ids only.

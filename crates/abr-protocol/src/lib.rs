@@ -37,8 +37,8 @@ pub mod webhook;
 
 pub use browse::{
     ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, BrowseAction,
-    BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, ScrollDirection, Snapshot,
-    SnapshotElement,
+    BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, InputRequest, ScrollDirection,
+    Snapshot, SnapshotElement, SuppliedInput,
 };
 pub use capture::{
     CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,

@@ -35,6 +35,7 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
         .route("/v1/browse/{id}", delete(close::<C>))
         .route("/v1/browse/{id}/snapshot", get(snapshot::<C>))
         .route("/v1/browse/{id}/act", post(act::<C>))
+        .route("/v1/browse/{id}/input-request", post(request_input::<C>))
         .route("/v1/browse/{id}/approval", get(approval::<C>))
         .route("/v1/browse/{id}/approve", post(decide::<C, true>))
         .route("/v1/browse/{id}/reject", post(decide::<C, false>))
@@ -42,6 +43,24 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
             "/v1/browse/{id}/approval-link",
             post(crate::tasks::approval_link::<C>),
         )
+}
+
+/// `POST /v1/browse/{id}/input-request`: the brain asks a person for a value for a field;
+/// the session waits (`needs_input`) until a person supplies it. Answers the pause.
+async fn request_input<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(request): ApiJson<abr_protocol::InputRequest>,
+) -> Result<Json<abr_protocol::BrowsePause>, ApiError> {
+    let actor = caller.actor(None)?;
+    Ok(Json(
+        state
+            .runner
+            .engine
+            .browse_request_input(&actor, &id, &request)
+            .await?,
+    ))
 }
 
 /// `GET /v1/browse/{id}/approval`: the committing action the session waits on (409

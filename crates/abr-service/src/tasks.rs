@@ -54,6 +54,7 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
         .route("/v1/tasks/{id}/takeover", post(take_over::<C>))
         .route("/v1/tasks/{id}/takeover/resume", post(resume::<C>))
         .route("/v1/tasks/{id}/takeover/end", post(end_takeover::<C>))
+        .route("/v1/tasks/{id}/takeover/input", post(supply_input::<C>))
 }
 
 /// `POST /v1/tasks/{id}/takeover`: `requested → active` for a paused task; answers the live
@@ -103,6 +104,22 @@ async fn end_takeover<C: TaskContext>(
     Ok(Json(TakeoverAnswer {
         takeover_id,
         state: TakeoverState::Ended,
+    }))
+}
+
+/// `POST /v1/tasks/{id}/takeover/input`: the value a paused browse session's `needs_input`
+/// asks for, typed into its field (never logged, recorded or echoed); the takeover resumes.
+async fn supply_input<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(input): ApiJson<abr_protocol::SuppliedInput>,
+) -> Result<Json<TakeoverAnswer>, ApiError> {
+    let actor = caller.actor(None)?;
+    let takeover_id = state.runner.engine.supply_input(&actor, &id, input).await?;
+    Ok(Json(TakeoverAnswer {
+        takeover_id,
+        state: TakeoverState::Resumed,
     }))
 }
 

@@ -264,6 +264,75 @@ async fn flow(logs: &LogBuffer) {
         .unwrap_err();
     assert_eq!(e.status(), Some(404), "{e}");
 
+    // A browse session's brain asks for a value it must not invent; a person hands it over.
+    // It reaches the page (the page's own script shows it) and nothing else.
+    let supplied = format!("CANARY-supplied-{}", random_suffix());
+    let opened = client
+        .browse_open(
+            "default",
+            &serde_json::from_value(serde_json::json!({
+                "url": format!("{}/guard", stack.site.base_url()),
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let browse_id = opened.browse_id.clone();
+    let find = opened
+        .first
+        .snapshot
+        .elements
+        .iter()
+        .find(|e| e.name == "Find on page")
+        .unwrap_or_else(|| panic!("no search box in {:#?}", opened.first.snapshot.elements))
+        .reference
+        .clone();
+    let pause = client
+        .browse_request_input(
+            "default",
+            &browse_id,
+            &serde_json::from_value(
+                serde_json::json!({"ref": find, "prompt": "What should I look for?"}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(pause.reason, abr_protocol::PauseReason::NeedsInput);
+    let answer = client
+        .supply_input(
+            "default",
+            &browse_id,
+            &serde_json::from_value(serde_json::json!({"value": supplied})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(Some(answer.takeover_id), pause.takeover_id);
+    let pressed = client
+        .browse_act(
+            "default",
+            &browse_id,
+            &abr_protocol::BrowseAction::Press {
+                reference: Some(find.clone()),
+                key: "Enter".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        pressed.outcome,
+        abr_protocol::ActOutcome::Done,
+        "{pressed:?}"
+    );
+    assert!(
+        pressed.snapshot.text.contains(&supplied),
+        "the supplied value reached the page's field: {}",
+        pressed.snapshot.text
+    );
+    let record = client.get_task("default", &browse_id).await.unwrap();
+    assert!(!serde_json::to_string(&record).unwrap().contains(&supplied));
+    client.browse_close("default", &browse_id).await.unwrap();
+
     stack.server.shutdown().await;
     stack.site.shutdown().await;
 
@@ -293,6 +362,7 @@ async fn flow(logs: &LogBuffer) {
         ("live token", live.as_str()),
         ("text typed into the live view", typed.as_str()),
         ("address tried in the live view", tried.as_str()),
+        ("value a person supplied", supplied.as_str()),
     ];
 
     let events = sink.events();

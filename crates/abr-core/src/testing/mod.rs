@@ -1267,8 +1267,8 @@ impl crate::guard::probe::PageProbe for FakeContext {
     }
 
     /// Lists the elements given facts ([`FakePage::set_facts`]) as `e1`, `e2`, ... in key
-    /// order, with their facts (and [`FakePage::text_after`]) also under their reference's
-    /// selector, and the page's text.
+    /// order, with their facts (and [`FakePage::text_after`], their requests and a fault
+    /// set on them) also under their reference's selector, and the page's text.
     async fn snapshot(
         &self,
         request: &crate::guard::probe::SnapshotRequest,
@@ -1291,6 +1291,9 @@ impl crate::guard::probe::PageProbe for FakeContext {
             }
             if let Some(requests) = page.requests_on.get(&own).cloned() {
                 page.requests_on.insert(key.clone(), requests);
+            }
+            if let Some(fault) = page.faults_on.get(&own).cloned() {
+                page.faults_on.insert(key.clone(), fault);
             }
             elements.push(abr_protocol::SnapshotElement {
                 reference,

@@ -852,6 +852,42 @@ impl<C: TaskContext> Engine<C> {
             .await
     }
 
+    /// The brain asks a person for a value it must not invent, for a field of an open
+    /// session ([`TaskRunner::browse_request_input`]): the session waits, paused
+    /// `needs_input`, until a person supplies it ([`Self::supply_input`]) or resumes.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may browse;
+    /// [`TaskRunner::browse_request_input`]'s.
+    pub async fn browse_request_input(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &abr_protocol::InputRequest,
+    ) -> Result<abr_protocol::BrowsePause, CoreError> {
+        actor.require(Right::Browse)?;
+        self.tasks
+            .browse_request_input(actor.tenant(), id, request)
+            .await
+    }
+
+    /// A person hands over the value a paused browse session asks for
+    /// ([`TaskRunner::supply_input`]): typed into its field, never logged, recorded or
+    /// echoed; the takeover then resumes. Answers the takeover id.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may resolve a person's pause (an approver or
+    /// an operator: never the brain's agent key); [`TaskRunner::supply_input`]'s.
+    pub async fn supply_input(
+        &self,
+        actor: &Actor,
+        id: &str,
+        input: abr_protocol::SuppliedInput,
+    ) -> Result<String, CoreError> {
+        actor.require(Right::ResolvePause)?;
+        self.tasks.supply_input(actor.tenant(), id, input).await
+    }
+
     /// Closes a browse session: not in a job slot (closing frees resources and must not wait
     /// behind the queue), but in a task of its own, so that a caller who goes away does not
     /// cut it in half and a panic stays there.

@@ -36,7 +36,8 @@ use tokio::time::Instant;
 use crate::ledger::record_id;
 use crate::step::{Step, guarded};
 use crate::task::approvals::{ActionApprovals, Ask, Fingerprint};
-use crate::task::browses::{Entry, Open};
+use crate::task::browse_handoff::HandoffNow;
+use crate::task::browses::{End, Entry, Open};
 use crate::task::lifecycle::RunPolicy;
 use crate::task::outcome::{Failure, unscoped_policy};
 use crate::task::rails::{self, CommitApproval};
@@ -65,16 +66,6 @@ fn scripts_may_send(action: &BrowserAction) -> bool {
             | BrowserAction::Press { .. }
             | BrowserAction::Upload { .. }
     )
-}
-
-/// What ended a session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum End {
-    Closed,
-    Idle,
-    Shutdown,
-    /// An approver rejected its committing action (their name).
-    Rejected(String),
 }
 
 fn http_url(url: &str) -> Result<url::Url, CoreError> {
@@ -182,6 +173,21 @@ impl<C: TaskContext> TaskRunner<C> {
                 return Err(CoreError::InvalidInput(format!(
                     "idleSeconds is 1 to {}",
                     config.max_idle.as_secs()
+                )));
+            }
+        };
+        let handoff_wait = match request.handoff {
+            None => None,
+            Some(h)
+                if h.wait_seconds >= 1
+                    && Duration::from_secs(h.wait_seconds) <= self.config.max_handoff_wait =>
+            {
+                Some(Duration::from_secs(h.wait_seconds))
+            }
+            Some(_) => {
+                return Err(CoreError::InvalidInput(format!(
+                    "handoff.waitSeconds is 1 to {}",
+                    self.config.max_handoff_wait.as_secs()
                 )));
             }
         };
@@ -319,6 +325,9 @@ impl<C: TaskContext> TaskRunner<C> {
             platform,
             started: Instant::now(),
             approvals: ActionApprovals::default(),
+            handoff_wait,
+            handoff: None,
+            failing: None,
         };
         let first = self
             .act_on(
@@ -390,6 +399,35 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut guard = entry.session.lock().await;
         let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
         check_action(open, &action)?;
+        match self.browse_handoff_now(open).await {
+            HandoffNow::Free => {}
+            HandoffNow::Waiting(pause) => {
+                // A person is asked for or has the page: nothing is done meanwhile.
+                let snapshot = self.read_page(open).await;
+                return Ok(ActResponse {
+                    outcome: ActOutcome::Paused,
+                    committing: false,
+                    blocked: None,
+                    pause: Some(pause),
+                    error: None,
+                    approval: None,
+                    snapshot,
+                });
+            }
+            HandoffNow::Over(error) => {
+                drop(guard);
+                self.end(id, &entry, End::TakeoverOver).await;
+                return Ok(ActResponse {
+                    outcome: ActOutcome::Failed,
+                    committing: false,
+                    blocked: None,
+                    pause: None,
+                    error: Some(error),
+                    approval: None,
+                    snapshot: Snapshot::default(),
+                });
+            }
+        }
         let response = self.act_on(open, &action).await;
         entry.touch();
         Ok(response)
@@ -410,16 +448,32 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Closes every session idle for longer than its idle time; answers how many. Call it
     /// periodically.
     pub async fn browse_sweep(&self) -> usize {
-        let idle: Vec<(String, Arc<Entry<C>>)> = self
+        let all: Vec<(String, Arc<Entry<C>>)> = self
             .browses
             .lock()
             .iter()
-            .filter(|(_, e)| e.idle_for() > e.idle)
             .map(|(id, e)| (id.clone(), Arc::clone(e)))
             .collect();
         let mut closed = 0;
-        for (id, entry) in idle {
-            if self.end(&id, &entry, End::Idle).await.is_some() {
+        for (id, entry) in all {
+            // A session waiting for a person is not idle: its takeover's expiry ends it.
+            let now = match entry.session.try_lock() {
+                Ok(mut guard) => match guard.as_mut() {
+                    Some(open) if open.handoff.is_some() => {
+                        Some(self.browse_handoff_now(open).await)
+                    }
+                    _ => None,
+                },
+                // An action holds it: not idle.
+                Err(_) => continue,
+            };
+            let end = match now {
+                Some(HandoffNow::Over(_)) => End::TakeoverOver,
+                Some(_) => continue,
+                None if entry.idle_for() > entry.idle => End::Idle,
+                None => continue,
+            };
+            if self.end(&id, &entry, end).await.is_some() {
                 closed += 1;
             }
         }
@@ -592,7 +646,7 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     /// One action through the rails, recorded, and the page after it.
-    async fn act_on(&self, open: &mut Open<C>, action: &BrowseAction) -> ActResponse {
+    pub(super) async fn act_on(&self, open: &mut Open<C>, action: &BrowseAction) -> ActResponse {
         // A relayed act's watch hears of its first write; what the page sent while the brain
         // was away belongs to the last action.
         open.rails.network.set_watch(crate::commit_watch::current());
@@ -697,6 +751,13 @@ impl<C: TaskContext> TaskRunner<C> {
                 }
             }
         }
+        self.watch_stuck(open, action, &mut acted);
+        if acted.outcome == ActOutcome::Paused
+            && let Some(mut pause) = acted.pause.take()
+        {
+            self.browse_pause_for_person(open, &mut pause).await;
+            acted.pause = Some(pause);
+        }
         let described = match &granted {
             Some(approval) => match &approval.decided_by {
                 Some(by) => format!("{described} (approved by {})", by.name),
@@ -743,6 +804,47 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
+    /// A control that failed twice in a row (not found, not actionable, timed out) before
+    /// anything committing was sent: the answer is a `stuck` pause, like a plan's step.
+    fn watch_stuck(&self, open: &mut Open<C>, action: &BrowseAction, acted: &mut Acted) {
+        let reference = match action {
+            BrowseAction::Click { reference }
+            | BrowseAction::Type { reference, .. }
+            | BrowseAction::Select { reference, .. } => Some(reference.clone()),
+            BrowseAction::Press { reference, .. } => reference.clone(),
+            _ => None,
+        };
+        let failed_on_control = acted.outcome == ActOutcome::Failed
+            && !acted.committing
+            && acted.error.as_ref().is_some_and(|e| {
+                [
+                    codes::ELEMENT_NOT_FOUND,
+                    codes::STEP_REJECTED,
+                    codes::STEP_TIMEOUT,
+                ]
+                .contains(&e.code.as_str())
+            });
+        let (Some(reference), true) = (reference, failed_on_control) else {
+            open.failing = None;
+            return;
+        };
+        let count = match &open.failing {
+            Some((last, n)) if *last == reference => n + 1,
+            _ => 1,
+        };
+        if count < 2 {
+            open.failing = Some((reference, count));
+            return;
+        }
+        open.failing = None;
+        let why = acted.error.take().map(|e| e.message).unwrap_or_default();
+        acted.outcome = ActOutcome::Paused;
+        acted.pause = Some(BrowsePause::new(
+            PauseReason::Stuck,
+            format!("the same control ({reference}) failed twice in a row: {why}"),
+        ));
+    }
+
     /// The answer for an action the rails or the page did not let through.
     fn not_done(&self, open: &Open<C>, failure: Failure, committing: bool) -> Acted {
         let last_blocked = open.task.record.blocked.last();
@@ -755,13 +857,13 @@ impl<C: TaskContext> TaskRunner<C> {
                 outcome: ActOutcome::Paused,
                 committing: false,
                 blocked: last_blocked.cloned(),
-                pause: Some(BrowsePause {
-                    reason: PauseReason::ApprovalRequired,
-                    message: format!(
+                pause: Some(BrowsePause::new(
+                    PauseReason::ApprovalRequired,
+                    format!(
                         "{}; an approver approves this action, then send it again",
                         failure.body.message
                     ),
-                }),
+                )),
                 error: None,
                 approval: None,
             };
@@ -783,10 +885,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 outcome: ActOutcome::Paused,
                 committing: false,
                 blocked: None,
-                pause: Some(BrowsePause {
-                    reason,
-                    message: failure.body.message,
-                }),
+                pause: Some(BrowsePause::new(reason, failure.body.message)),
                 error: None,
                 approval: None,
             };
@@ -827,13 +926,13 @@ impl<C: TaskContext> TaskRunner<C> {
                 let page = rails::page_key(&open.rails.last_url);
                 open.rails.acknowledged.insert((reason, page));
                 acted.outcome = ActOutcome::Paused;
-                acted.pause = Some(BrowsePause {
+                acted.pause = Some(BrowsePause::new(
                     reason,
-                    message: failure.body.message.replace(
+                    failure.body.message.replace(
                         ": the run stopped (send `handoff` to wait for a person instead)",
                         "",
                     ),
-                });
+                ));
             }
             None => {
                 acted.outcome = ActOutcome::Failed;
@@ -867,7 +966,12 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     /// Ends a session once (`None` when another call ended it first).
-    async fn end(&self, id: &str, entry: &Arc<Entry<C>>, how: End) -> Option<BrowseClosed> {
+    pub(super) async fn end(
+        &self,
+        id: &str,
+        entry: &Arc<Entry<C>>,
+        how: End,
+    ) -> Option<BrowseClosed> {
         let mut guard = entry.session.lock().await;
         let mut open = guard.take()?;
         self.browses.lock().remove(id);
@@ -931,6 +1035,21 @@ impl<C: TaskContext> TaskRunner<C> {
                      it committed"
                 ),
             )),
+            End::TakeoverOver => {
+                let (code, how) = match task.record.pause.as_ref().map(|p| p.state) {
+                    Some(abr_protocol::TakeoverState::Ended) => {
+                        (codes::TAKEOVER_ENDED, "a person ended its takeover")
+                    }
+                    _ => (
+                        codes::TAKEOVER_EXPIRED,
+                        "nobody resumed its takeover in time",
+                    ),
+                };
+                Some(ErrorBody::new(
+                    code,
+                    format!("the session paused for a person and closed: {how}"),
+                ))
+            }
         };
         if let Err(e) = self.save(&mut task).await {
             tracing::warn!(error = %e, "could not record the closed browse session");

@@ -97,6 +97,18 @@ impl<C: TaskContext> Browses<C> {
     }
 }
 
+/// What ended a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum End {
+    Closed,
+    Idle,
+    Shutdown,
+    /// An approver rejected its committing action (their name).
+    Rejected(String),
+    /// Its takeover was ended by a person, or expired: the error the record keeps.
+    TakeoverOver,
+}
+
 /// One open session: its tenant and idle clock outside the session's lock, so the sweeper
 /// never waits for an action.
 pub(super) struct Entry<C: TaskContext> {
@@ -138,4 +150,11 @@ pub(super) struct Open<C: TaskContext> {
     pub(super) started: Instant,
     /// The action waiting for an approver, and the approved one not yet sent again.
     pub(super) approvals: crate::task::approvals::ActionApprovals,
+    /// How long a pause waits for a person (`handoff`); `None`: pauses are reported only.
+    pub(super) handoff_wait: Option<Duration>,
+    /// The takeover a person resolves, while one is open.
+    pub(super) handoff: Option<crate::handoff::PendingHandoff<C>>,
+    /// The reference of the last action that failed on its control, and how many times in
+    /// a row (twice: `stuck`).
+    pub(super) failing: Option<(String, usize)>,
 }

@@ -9,6 +9,7 @@
 pub(crate) mod announce;
 pub(crate) mod approvals;
 pub(crate) mod browse;
+pub(crate) mod browse_handoff;
 pub(crate) mod browses;
 pub(crate) mod lifecycle;
 pub(crate) mod network;

@@ -89,7 +89,7 @@ fn blocked_message(blocked: &BlockedAction) -> String {
     }
 }
 
-fn pause_message(reason: PauseReason) -> &'static str {
+pub(super) fn pause_message(reason: PauseReason) -> &'static str {
     match reason {
         PauseReason::Challenge => {
             "the page shows a captcha, a two-factor prompt or a security check"
@@ -110,7 +110,7 @@ fn pause_message(reason: PauseReason) -> &'static str {
     }
 }
 
-fn stuck_kind(failure: &Failure) -> bool {
+pub(super) fn stuck_kind(failure: &Failure) -> bool {
     [
         codes::ELEMENT_NOT_FOUND,
         codes::STEP_REJECTED,
@@ -152,8 +152,9 @@ fn event_name(state: TakeoverState) -> &'static str {
 }
 
 impl<C: TaskContext> TaskRunner<C> {
-    /// One plan step through the rails. A non-committing step that fails on its control is
-    /// tried again, then pauses `stuck` (with a handoff), and runs again after a resume.
+    /// One plan step through the rails. A step that fails on its control is tried again,
+    /// then pauses `stuck` (with a handoff), and runs again after a resume; a committing step
+    /// only when its control was not found and nothing was written (nothing was sent).
     #[allow(
         clippy::too_many_arguments,
         reason = "the run's parts, borrowed separately"
@@ -250,10 +251,11 @@ impl<C: TaskContext> TaskRunner<C> {
                 }
             }
             let stepped = self.step(context, action, timeout).await;
-            let is_committing = match self.network_after(task, rails, lease, index).await {
-                Ok(wrote) => committing.is_some() || wrote,
+            let wrote = match self.network_after(task, rails, lease, index).await {
+                Ok(wrote) => wrote,
                 Err(failure) => return Err((failure, committing.is_some())),
             };
+            let is_committing = committing.is_some() || wrote;
             match stepped {
                 Ok(output) => return Ok((output, is_committing)),
                 Err(failure)
@@ -274,10 +276,26 @@ impl<C: TaskContext> TaskRunner<C> {
                     return Err((failure, false));
                 }
                 Err(failure) => {
-                    if retry_or_stuck(failure, is_committing, rails, &mut failures, stuck_pauses)? {
-                        stuck_pauses += 1;
-                        failures = 0;
-                        self.stuck(task, rails, lease, index).await?;
+                    // A committing step whose control was gone before anything was sent
+                    // (not found) and nothing written did nothing: it may be tried again
+                    // and pause `stuck` like any step. Any other failure of a committing
+                    // step may have acted: it ends the step, uncertain.
+                    let may_have_acted = wrote
+                        || (committing.is_some() && failure.body.code != codes::ELEMENT_NOT_FOUND);
+                    match retry_or_stuck(
+                        failure,
+                        may_have_acted,
+                        rails,
+                        &mut failures,
+                        stuck_pauses,
+                    ) {
+                        Err((failure, _)) => return Err((failure, is_committing)),
+                        Ok(true) => {
+                            stuck_pauses += 1;
+                            failures = 0;
+                            self.stuck(task, rails, lease, index).await?;
+                        }
+                        Ok(false) => {}
                     }
                 }
             }
@@ -506,6 +524,8 @@ impl<C: TaskContext> TaskRunner<C> {
             state: TakeoverState::Requested,
             paused_at: self.clock.now(),
             expires_at: pending.expires_at(),
+            prompt: None,
+            input_ref: None,
         });
         self.takeover_event(task, TakeoverState::Requested);
         self.save_progress(task).await?;
@@ -559,7 +579,7 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
-    fn takeover_event(&self, task: &mut StoredTask, state: TakeoverState) {
+    pub(super) fn takeover_event(&self, task: &mut StoredTask, state: TakeoverState) {
         let Some(pause) = &task.record.pause else {
             return;
         };
@@ -631,7 +651,9 @@ impl<C: TaskContext> TaskRunner<C> {
         task_id: &str,
     ) -> Result<crate::handoff::ActiveTakeover, CoreError> {
         self.load(tenant, task_id).await?;
-        self.handoffs.activate(tenant, task_id)
+        let active = self.handoffs.activate(tenant, task_id)?;
+        self.browse_takeover_moved(tenant, task_id).await;
+        Ok(active)
     }
 
     /// `requested | active → resumed`: the run continues where it stopped.
@@ -640,7 +662,9 @@ impl<C: TaskContext> TaskRunner<C> {
     /// As [`Self::take_over`].
     pub async fn resume(&self, tenant: &str, task_id: &str) -> Result<String, CoreError> {
         self.load(tenant, task_id).await?;
-        self.handoffs.resume(tenant, task_id)
+        let id = self.handoffs.resume(tenant, task_id)?;
+        self.browse_takeover_moved(tenant, task_id).await;
+        Ok(id)
     }
 
     /// `requested | active → ended`: the run stops without acting.
@@ -649,6 +673,8 @@ impl<C: TaskContext> TaskRunner<C> {
     /// As [`Self::take_over`].
     pub async fn end_takeover(&self, tenant: &str, task_id: &str) -> Result<String, CoreError> {
         self.load(tenant, task_id).await?;
-        self.handoffs.end(tenant, task_id)
+        let id = self.handoffs.end(tenant, task_id)?;
+        self.browse_takeover_moved(tenant, task_id).await;
+        Ok(id)
     }
 }

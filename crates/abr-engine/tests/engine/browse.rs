@@ -708,3 +708,215 @@ async fn a_snapshot_the_brain_reads_leaves_a_frame() {
     assert_eq!(reads, ["snapshot"], "{frames:?}");
     h.runner.browse_close(T, &id).await.unwrap();
 }
+
+fn open_with_handoff(wait: u64) -> BrowseRequest {
+    serde_json::from_value(json!({
+        "url": "https://shop.example/cart",
+        "handoff": {"waitSeconds": wait},
+    }))
+    .unwrap()
+}
+
+async fn takeover_events(h: &H, id: &str) -> Vec<String> {
+    let record = h.runner.get(T, id).await.unwrap();
+    record
+        .takeover_events
+        .iter()
+        .map(|e| e.event.clone())
+        .collect()
+}
+
+/// With `handoff`, a page that calls for a person pauses the session like a task: its
+/// actions wait (nothing reaches the page) until a person takes over and resumes it, and
+/// every transition is on the record.
+#[tokio::test]
+async fn a_paused_session_is_taken_over_and_resumed_and_the_brain_goes_on() {
+    let h = h();
+    let id = h
+        .runner
+        .browse_open(&agent(T), open_with_handoff(60))
+        .await
+        .unwrap()
+        .browse_id;
+    h.page.set_signals(Some(PageSignals {
+        url: "https://shop.example/verify".into(),
+        status: Some(200),
+        captcha: true,
+        text: "verify you are human".into(),
+        ..PageSignals::default()
+    }));
+    let paused = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(paused.outcome, ActOutcome::Paused, "{paused:?}");
+    let pause = paused.pause.unwrap();
+    assert_eq!(pause.reason, PauseReason::Challenge);
+    let takeover = pause.takeover_id.clone().expect("a takeover to resolve");
+    assert!(pause.expires_at.is_some());
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert_eq!(record.state, TaskState::Paused);
+    assert_eq!(record.pause.as_ref().unwrap().takeover_id, takeover);
+    // While a person is asked for, the brain's actions wait: nothing reaches the page.
+    h.page.set_signals(None);
+    let acted = h.page.actions().len();
+    let waiting = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(waiting.outcome, ActOutcome::Paused);
+    assert_eq!(waiting.pause.unwrap().takeover_id, Some(takeover.clone()));
+    assert_eq!(
+        h.page.actions().len(),
+        acted,
+        "an action ran during the pause"
+    );
+    // A person takes over (the live view's token) and resumes.
+    let active = h.runner.take_over(T, &id).await.unwrap();
+    assert_eq!(active.takeover_id, takeover);
+    assert_eq!(h.runner.resume(T, &id).await.unwrap(), takeover);
+    assert_eq!(
+        takeover_events(&h, &id).await,
+        ["takeover_required", "takeover_active", "takeover_resumed"]
+    );
+    assert_eq!(
+        h.runner.get(T, &id).await.unwrap().state,
+        TaskState::Running
+    );
+    let goes_on = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(goes_on.outcome, ActOutcome::Done, "{goes_on:?}");
+    h.runner.browse_close(T, &id).await.unwrap();
+}
+
+/// A takeover a person ends, or nobody resumes in time, closes the session with nothing
+/// more done.
+#[tokio::test]
+async fn an_ended_or_expired_takeover_closes_the_session() {
+    for end in [true, false] {
+        let h = h();
+        let id = h
+            .runner
+            .browse_open(&agent(T), open_with_handoff(1))
+            .await
+            .unwrap()
+            .browse_id;
+        h.page.set_signals(Some(PageSignals {
+            url: "https://shop.example/verify".into(),
+            status: Some(200),
+            captcha: true,
+            text: "verify you are human".into(),
+            ..PageSignals::default()
+        }));
+        let paused = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+        assert_eq!(paused.outcome, ActOutcome::Paused);
+        if end {
+            h.runner.end_takeover(T, &id).await.unwrap();
+        } else {
+            tokio::time::sleep(Duration::from_millis(1100)).await;
+            h.runner.browse_sweep().await;
+        }
+        let record = h.runner.get(T, &id).await.unwrap();
+        assert_eq!(record.state, TaskState::Closed, "{record:?}");
+        let code = if end {
+            "takeover_ended"
+        } else {
+            "takeover_expired"
+        };
+        assert_eq!(record.error.unwrap().code, code);
+        assert!(matches!(
+            h.runner.browse_act(T, &id, click("e1")).await,
+            Err(CoreError::BrowseNotFound)
+        ));
+        assert_eq!(h.provider.released(), 1, "the browser is given back");
+    }
+}
+
+/// The brain asks for a value it must not invent; a person hands it over: typed into the
+/// field, on the page, and nowhere else (not the record, not the answers, not the log).
+#[tokio::test]
+async fn a_value_a_person_supplies_reaches_the_page_and_nothing_else() {
+    const SECRET: &str = "canary-supplied-code-4411";
+    let logs = crate::capture_logs();
+    let h = h();
+    let id = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap()
+        .browse_id;
+    let request: abr_protocol::InputRequest =
+        serde_json::from_value(json!({"ref": "e3", "prompt": "The code from your phone"})).unwrap();
+    let pause = h
+        .runner
+        .browse_request_input(T, &id, &request)
+        .await
+        .unwrap();
+    assert_eq!(pause.reason, PauseReason::NeedsInput);
+    assert!(pause.message.contains("The code from your phone"));
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert_eq!(
+        record.pause.as_ref().unwrap().input_ref.as_deref(),
+        Some("e3")
+    );
+    // A second request while one waits is refused.
+    assert!(matches!(
+        h.runner.browse_request_input(T, &id, &request).await,
+        Err(CoreError::TakeoverPending)
+    ));
+    // The brain waits.
+    let waiting = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(waiting.outcome, ActOutcome::Paused);
+    // The person hands the value over.
+    let supplied: abr_protocol::SuppliedInput =
+        serde_json::from_value(json!({"value": SECRET})).unwrap();
+    let takeover = h.runner.supply_input(T, &id, supplied).await.unwrap();
+    assert_eq!(Some(takeover), pause.takeover_id);
+    let typed: Vec<String> = h
+        .page
+        .actions()
+        .iter()
+        .filter_map(|a| match a {
+            abr_core::step_runner::BrowserAction::Type { value, .. } => {
+                Some(value.expose().to_owned())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(typed, [SECRET], "the value reached the field");
+    // The brain goes on; nowhere is the value.
+    let goes_on = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(goes_on.outcome, ActOutcome::Done, "{goes_on:?}");
+    assert!(!serde_json::to_string(&goes_on).unwrap().contains(SECRET));
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert!(!serde_json::to_string(&record).unwrap().contains(SECRET));
+    assert_eq!(
+        takeover_events(&h, &id).await,
+        ["takeover_required", "takeover_resumed"]
+    );
+    h.runner.browse_close(T, &id).await.unwrap();
+    assert!(!logs.contents().contains(SECRET), "the value reached a log");
+    // Nothing waits any more: another value is refused.
+    let again: abr_protocol::SuppliedInput = serde_json::from_value(json!({"value": "x"})).unwrap();
+    assert!(h.runner.supply_input(T, &id, again).await.is_err());
+}
+
+/// A control that fails twice in a row pauses `stuck`, like a plan's step; with `handoff`
+/// a person takes that step over.
+#[tokio::test]
+async fn a_control_failing_twice_pauses_stuck() {
+    let h = h();
+    let id = h
+        .runner
+        .browse_open(&agent(T), open_with_handoff(60))
+        .await
+        .unwrap()
+        .browse_id;
+    h.page.fault_on(
+        "#next",
+        abr_core::testing::FakeFault::Fail(abr_core::step_runner::StepFailureKind::NotFound),
+    );
+    // The fault reaches the element's reference with the next snapshot.
+    h.runner.browse_snapshot(T, &id).await.unwrap();
+    let first = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(first.outcome, ActOutcome::Failed, "{first:?}");
+    let second = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(second.outcome, ActOutcome::Paused, "{second:?}");
+    let pause = second.pause.unwrap();
+    assert_eq!(pause.reason, PauseReason::Stuck);
+    assert!(pause.takeover_id.is_some());
+    h.runner.browse_close(T, &id).await.unwrap();
+}

@@ -843,3 +843,35 @@ async fn a_run_paused_when_the_runner_stopped_is_ended_at_the_next_start() {
     assert_eq!(error.code, "runner_stopped");
     assert!(error.retryable);
 }
+
+/// A committing step whose control vanished before anything was sent is tried again like
+/// any step (and would pause `stuck`); one that may have acted is never tried again.
+#[tokio::test]
+async fn a_committing_step_is_tried_again_only_when_nothing_was_sent() {
+    let h = h();
+    shop(&h);
+    h.page.fault_on(
+        "#pay",
+        abr_core::testing::FakeFault::Fail(abr_core::step_runner::StepFailureKind::NotFound),
+    );
+    let (_, join) = start_paused(&h, 60).await;
+    let record = join.await.unwrap();
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    // The first attempt found no control (nothing sent); the second paid.
+    assert_eq!(h.page.clicks_on("#pay"), 2);
+
+    let h = self::h();
+    shop(&h);
+    h.page.fault_on(
+        "#pay",
+        abr_core::testing::FakeFault::Fail(abr_core::step_runner::StepFailureKind::Rejected),
+    );
+    let (_, join) = start_paused(&h, 60).await;
+    let record = join.await.unwrap();
+    assert_eq!(record.state, TaskState::Uncertain, "{:?}", record.error);
+    assert_eq!(
+        h.page.clicks_on("#pay"),
+        1,
+        "a step that may have acted was tried again"
+    );
+}

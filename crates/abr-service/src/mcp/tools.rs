@@ -25,6 +25,8 @@ pub(crate) const BROWSE_SNAPSHOT: &str = "browse_snapshot";
 pub(crate) const BROWSE_ACT: &str = "browse_act";
 /// `browse_close`.
 pub(crate) const BROWSE_CLOSE: &str = "browse_close";
+/// `browse_request_input`.
+pub(crate) const BROWSE_REQUEST_INPUT: &str = "browse_request_input";
 /// `post`.
 pub(crate) const POST: &str = "post";
 /// `task_create`.
@@ -141,6 +143,24 @@ pub(crate) struct BrowseActArgs {
     /// navigate: the http(s) URL to go to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     url: Option<String>,
+}
+
+/// Arguments of `browse_request_input`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BrowseRequestInputArgs {
+    /// The browse session, as `browse_open` answered it (`browseId`).
+    #[schemars(pattern(ID_PATTERN))]
+    #[serde(skip_serializing)]
+    browse_id: String,
+    /// The field the value goes into: its `ref` in the latest snapshot.
+    #[serde(rename = "ref")]
+    element: String,
+    /// What to ask the person, in words (e.g. "the 6-digit code sent to your phone").
+    prompt: String,
+    /// How long to wait for the person, in seconds (default 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wait_seconds: Option<u64>,
 }
 
 /// Arguments of `task_status`.
@@ -289,6 +309,13 @@ fn description(name: &str) -> &'static str {
              work on the page. Do not retry a refused action."
         }
         BROWSE_CLOSE => "Close a browse session and its browser.",
+        BROWSE_REQUEST_INPUT => {
+            "Ask the user for a value you must not invent or guess (a one-time code, an \
+             answer only they know) for the field `ref` of a browse session. The session \
+             pauses (needs_input) until a person supplies it; it is typed into the field for \
+             you and you never see it. Meanwhile browse_act answers `paused`: wait, then read \
+             a snapshot and go on. Never sign in or fill credentials yourself."
+        }
         POST => {
             "Publish a post on a platform with a stored session, and answer the proven \
              outcome: confirmed, uncertain (it may have been published: never retry it \
@@ -325,6 +352,7 @@ fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
         BROWSE_OPEN => input::<BrowseOpenArgs>(),
         BROWSE_SNAPSHOT | BROWSE_CLOSE => input::<BrowseIdArgs>(),
         BROWSE_ACT => input::<BrowseActArgs>(),
+        BROWSE_REQUEST_INPUT => input::<BrowseRequestInputArgs>(),
         POST => input::<PostSchema>(),
         TASK_CREATE => input::<TaskSchema>(),
         TASK_STATUS => input::<TaskStatusArgs>(),
@@ -333,11 +361,12 @@ fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
 }
 
 /// Every tool, in the order listed.
-const ALL: [&str; 7] = [
+const ALL: [&str; 8] = [
     BROWSE_OPEN,
     BROWSE_SNAPSHOT,
     BROWSE_ACT,
     BROWSE_CLOSE,
+    BROWSE_REQUEST_INPUT,
     POST,
     TASK_CREATE,
     TASK_STATUS,
@@ -409,6 +438,15 @@ pub(crate) fn forward(
                 Method::GET,
                 format!("/v1/browse/{id}/snapshot"),
                 None,
+            ))
+        }
+        BROWSE_REQUEST_INPUT => {
+            let args: BrowseRequestInputArgs = parse(name, arguments)?;
+            let id = id(name, "browseId", &args.browse_id)?;
+            Ok(Forward::new(
+                Method::POST,
+                format!("/v1/browse/{id}/input-request"),
+                Some(to_body(&args)?),
             ))
         }
         BROWSE_ACT => {

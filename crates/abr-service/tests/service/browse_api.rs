@@ -210,3 +210,116 @@ async fn the_runner_caps_open_sessions_and_closes_them_at_shutdown() {
         "shutdown closes open sessions"
     );
 }
+
+/// The brain asks for a value over HTTP; the agent's own key cannot hand it over (a person
+/// does, with an approver's key); the takeover is listed while it waits, and the value never
+/// comes back in an answer.
+#[tokio::test]
+async fn an_input_request_waits_for_a_persons_value_and_never_echoes_it() {
+    const VALUE: &str = "canary-http-supplied-93c1";
+    let stack = fake_with_a_page();
+    let app = &stack.app;
+    let agent = new_key(app, "brain", "agent", Some("acme")).await;
+    let person = new_key(app, "ada", "approver", Some("acme")).await;
+    let opened = request_as(
+        app,
+        &agent,
+        Method::POST,
+        "/v1/browse",
+        &[],
+        Some(&json!({"url": "https://fake.example/"})),
+    )
+    .await;
+    assert_eq!(opened.status, StatusCode::CREATED, "{}", opened.body);
+    let id = opened.json()["browseId"].as_str().unwrap().to_owned();
+    let asked = request_as(
+        app,
+        &agent,
+        Method::POST,
+        &format!("/v1/browse/{id}/input-request"),
+        &[],
+        Some(&json!({"ref": "e1", "prompt": "Your one-time code"})),
+    )
+    .await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.body);
+    assert_eq!(asked.json()["reason"], "needs_input");
+    let takeover = asked.json()["takeoverId"].as_str().unwrap().to_owned();
+    // Listed while it waits.
+    let listed = request_as(app, &person, Method::GET, "/v1/takeovers", &[], None).await;
+    assert_eq!(
+        listed.json()[0]["takeoverId"],
+        takeover.as_str(),
+        "{}",
+        listed.body
+    );
+    assert_eq!(listed.json()[0]["reason"], "needs_input");
+    let record = request_as(
+        app,
+        &person,
+        Method::GET,
+        &format!("/v1/tasks/{id}"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(record.json()["pause"]["prompt"], "Your one-time code");
+    assert_eq!(record.json()["pause"]["ref"], "e1");
+    // The brain's key cannot answer its own question.
+    let supply = |token: String| {
+        let app = app.clone();
+        let id = id.clone();
+        async move {
+            request_as(
+                &app,
+                &token,
+                Method::POST,
+                &format!("/v1/tasks/{id}/takeover/input"),
+                &[],
+                Some(&json!({"value": VALUE})),
+            )
+            .await
+        }
+    };
+    let refused = supply(agent.clone()).await;
+    assert_eq!(refused.error().1, "forbidden", "{}", refused.body);
+    let given = supply(person.clone()).await;
+    assert_eq!(given.status, StatusCode::OK, "{}", given.body);
+    assert_eq!(given.json()["takeoverId"], takeover.as_str());
+    assert_eq!(given.json()["state"], "resumed");
+    assert!(!given.body.contains(VALUE));
+    // Nothing waits now; a second value is refused.
+    let again = supply(person.clone()).await;
+    assert_eq!(again.error().1, "no_takeover", "{}", again.body);
+    let record = request_as(
+        app,
+        &person,
+        Method::GET,
+        &format!("/v1/tasks/{id}"),
+        &[],
+        None,
+    )
+    .await;
+    assert!(!record.body.contains(VALUE), "{}", record.body);
+    assert_eq!(record.json()["state"], "running");
+    // Bad bodies are typed errors.
+    let bad = request_as(
+        app,
+        &agent,
+        Method::POST,
+        &format!("/v1/browse/{id}/input-request"),
+        &[],
+        Some(&json!({"ref": "e1", "prompt": ""})),
+    )
+    .await;
+    assert_eq!(bad.error().1, "invalid_request", "{}", bad.body);
+    let unknown = request_as(
+        app,
+        &agent,
+        Method::POST,
+        &format!("/v1/browse/{id}/input-request"),
+        &[],
+        Some(&json!({"ref": "e1", "prompt": "x", "value": "y"})),
+    )
+    .await;
+    assert_eq!(unknown.error().1, "invalid_request", "{}", unknown.body);
+}

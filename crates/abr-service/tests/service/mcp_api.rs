@@ -145,6 +145,7 @@ async fn a_client_initializes_and_lists_the_tools() {
             "browse_snapshot",
             "browse_act",
             "browse_close",
+            "browse_request_input",
             "post",
             "task_create",
             "task_status"
@@ -162,6 +163,10 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
         ("browse_open", json!({})),
         ("browse_act", json!({"browseId": "b1", "action": "rm -rf"})),
         ("browse_snapshot", json!({"browseId": "../tasks/x"})),
+        (
+            "browse_request_input",
+            json!({"browseId": "b1", "ref": "e1"}),
+        ),
         ("task_status", json!({"taskId": ["x"]})),
         ("task_create", json!({"plan": "do it"})),
         ("post", json!({"platform": FAKE_PLATFORM})),
@@ -173,7 +178,7 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
     }
     // Nothing ran, and the server still answers.
     assert_eq!(s.provider.acquired(), 0);
-    assert_eq!(tool_names(&s.app).await.len(), 7);
+    assert_eq!(tool_names(&s.app).await.len(), 8);
     // A body that is not JSON-RPC at all is refused, not a crash.
     let reply = rpc_as(&s.app, Some(FAKE_TOKEN), None, &json!({"hello": 1})).await;
     assert!(
@@ -182,7 +187,7 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
         reply.status,
         reply.body
     );
-    assert_eq!(tool_names(&s.app).await.len(), 7);
+    assert_eq!(tool_names(&s.app).await.len(), 8);
 }
 
 #[tokio::test]
@@ -314,6 +319,7 @@ async fn read_only_lists_neither_post_nor_task_create_and_refuses_them() {
             "browse_snapshot",
             "browse_act",
             "browse_close",
+            "browse_request_input",
             "task_status"
         ]
     );
@@ -333,7 +339,7 @@ async fn read_only_lists_neither_post_nor_task_create_and_refuses_them() {
     assert!(s.strategy.posted().is_empty());
     assert_eq!(s.provider.acquired(), 0);
     // The same runner's read-write endpoint lists them.
-    assert_eq!(tool_names(&s.app).await.len(), 7);
+    assert_eq!(tool_names(&s.app).await.len(), 8);
 }
 
 /// What the API received: the bodies and headers of `POST /v1/browse`.

@@ -607,7 +607,7 @@ async fn every_tool_schema_refuses_additional_properties() {
     .await;
     let answer = reply.json();
     let tools = answer["result"]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 7);
+    assert_eq!(tools.len(), 8);
     for tool in tools {
         assert_eq!(
             tool["inputSchema"]["additionalProperties"],
