@@ -927,3 +927,122 @@ async fn run_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_loopb
     assert!(hits.lock().unwrap().is_empty(), "the victim was reached");
     stack.server.shutdown().await;
 }
+
+/// A browse session opened with `handoff` meets a captcha: it pauses with a takeover, the
+/// brain's actions wait, a person takes over in the live view and clears it, resumes, and
+/// the brain goes on on the cleared page. Real Chromium, the demo site's challenge page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_browse_session_is_taken_over_in_the_live_view_and_the_brain_goes_on() {
+    let stack = guard_stack().await;
+    let site = &stack.site;
+    let opened = api(
+        &stack,
+        reqwest::Method::POST,
+        "/v1/browse",
+        Some(json!({
+            "url": page(site, "/pause/challenge"),
+            "handoff": {"waitSeconds": 120},
+        })),
+    )
+    .await;
+    let id = opened["browseId"].as_str().unwrap().to_owned();
+    assert_eq!(opened["outcome"], "paused", "{opened}");
+    assert_eq!(opened["pause"]["reason"], "challenge");
+    let takeover = opened["pause"]["takeoverId"].as_str().unwrap().to_owned();
+    let record = api(
+        &stack,
+        reqwest::Method::GET,
+        &format!("/v1/tasks/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(record["state"], "paused");
+    // The brain's action waits: the captcha is not clicked by it.
+    let human = opened["snapshot"]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "I am human")
+        .unwrap_or_else(|| panic!("{opened}"))["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let waited = api(
+        &stack,
+        reqwest::Method::POST,
+        &format!("/v1/browse/{id}/act"),
+        Some(json!({"action": "click", "ref": human})),
+    )
+    .await;
+    assert_eq!(waited["outcome"], "paused", "{waited}");
+    assert_eq!(waited["pause"]["takeoverId"], takeover.as_str());
+    assert!(
+        !site.pause_state().challenge,
+        "the brain cleared the captcha"
+    );
+    // The person takes over, clears it in the live view, and resumes.
+    let (url, person) = take_over(&stack, &id).await;
+    person.press("Tab").await;
+    person.press("Enter").await;
+    wait_until(|| site.pause_state().challenge).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    resume(&stack, &id).await;
+    let (status, _) = api_status(
+        &stack,
+        reqwest::Method::GET,
+        url.trim_start_matches(&stack.server.base_url()),
+        None,
+    )
+    .await;
+    assert!(
+        status.is_client_error(),
+        "the live view after the resume: {status}"
+    );
+    person.close().await;
+    // The brain goes on, on the cleared page.
+    let snapshot = api(
+        &stack,
+        reqwest::Method::GET,
+        &format!("/v1/browse/{id}/snapshot"),
+        None,
+    )
+    .await;
+    assert!(
+        snapshot["text"].as_str().unwrap().contains("Cleared"),
+        "{snapshot}"
+    );
+    let acted = api(
+        &stack,
+        reqwest::Method::POST,
+        &format!("/v1/browse/{id}/act"),
+        Some(json!({"action": "scroll", "direction": "down"})),
+    )
+    .await;
+    assert_eq!(acted["outcome"], "done", "{acted}");
+    let record = api(
+        &stack,
+        reqwest::Method::GET,
+        &format!("/v1/tasks/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(record["state"], "running");
+    let events: Vec<&str> = record["takeoverEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        events,
+        ["takeover_required", "takeover_active", "takeover_resumed"]
+    );
+    api(
+        &stack,
+        reqwest::Method::DELETE,
+        &format!("/v1/browse/{id}"),
+        None,
+    )
+    .await;
+    stack.server.shutdown().await;
+}
