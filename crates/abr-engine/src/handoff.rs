@@ -378,6 +378,28 @@ impl<C: Send + Sync + 'static> PendingHandoff<C> {
         self.handoff.expires_at
     }
 
+    /// The next transition of the history not answered yet, answered now.
+    fn take_unreported(&mut self) -> Option<TakeoverState> {
+        let state = self
+            .handoff
+            .history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(self.reported)
+            .copied()?;
+        self.reported += 1;
+        self.seen = state;
+        Some(state)
+    }
+
+    /// Expires the takeover, unless a transition won the race (then it is answered first).
+    fn expire(&self) {
+        let _ = self.handoff.transition(
+            &[TakeoverState::Requested, TakeoverState::Active],
+            TakeoverState::Expired,
+        );
+    }
+
     /// The next transition not answered yet, without waiting (`None`: nothing new, or the
     /// takeover is over and was answered). A takeover past its expiry expires now. For a
     /// run that is not waiting in a loop (a browse session between its brain's calls).
@@ -386,22 +408,9 @@ impl<C: Send + Sync + 'static> PendingHandoff<C> {
             return None;
         }
         if self.handoffs.clock.now() >= self.handoff.expires_at {
-            // Expired, unless a transition won the race (then it is answered first).
-            let _ = self.handoff.transition(
-                &[TakeoverState::Requested, TakeoverState::Active],
-                TakeoverState::Expired,
-            );
+            self.expire();
         }
-        let unreported = self
-            .handoff
-            .history
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(self.reported)
-            .copied()?;
-        self.reported += 1;
-        self.seen = unreported;
-        Some(unreported)
+        self.take_unreported()
     }
 
     /// Waits for the next transition and answers the new state: `active` (keep waiting),
@@ -411,16 +420,7 @@ impl<C: Send + Sync + 'static> PendingHandoff<C> {
             if self.seen.is_final() {
                 return self.seen;
             }
-            let unreported = self
-                .handoff
-                .history
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .get(self.reported)
-                .copied();
-            if let Some(state) = unreported {
-                self.reported += 1;
-                self.seen = state;
+            if let Some(state) = self.take_unreported() {
                 return state;
             }
             let mut rx = self.handoff.state.subscribe();
@@ -436,13 +436,7 @@ impl<C: Send + Sync + 'static> PendingHandoff<C> {
                         .len()
                         > known
                 }) => {}
-                () = tokio::time::sleep(left) => {
-                    // Expired, unless a transition won the race (then it is reported next).
-                    let _ = self.handoff.transition(
-                        &[TakeoverState::Requested, TakeoverState::Active],
-                        TakeoverState::Expired,
-                    );
-                }
+                () = tokio::time::sleep(left) => self.expire(),
             }
         }
     }

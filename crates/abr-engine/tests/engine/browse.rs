@@ -709,6 +709,17 @@ async fn a_snapshot_the_brain_reads_leaves_a_frame() {
     h.runner.browse_close(T, &id).await.unwrap();
 }
 
+/// The page turns into a captcha.
+fn captcha(h: &H) {
+    h.page.set_signals(Some(PageSignals {
+        url: "https://shop.example/verify".into(),
+        status: Some(200),
+        captcha: true,
+        text: "verify you are human".into(),
+        ..PageSignals::default()
+    }));
+}
+
 fn open_with_handoff(wait: u64) -> BrowseRequest {
     serde_json::from_value(json!({
         "url": "https://shop.example/cart",
@@ -738,13 +749,7 @@ async fn a_paused_session_is_taken_over_and_resumed_and_the_brain_goes_on() {
         .await
         .unwrap()
         .browse_id;
-    h.page.set_signals(Some(PageSignals {
-        url: "https://shop.example/verify".into(),
-        status: Some(200),
-        captcha: true,
-        text: "verify you are human".into(),
-        ..PageSignals::default()
-    }));
+    captcha(&h);
     let paused = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
     assert_eq!(paused.outcome, ActOutcome::Paused, "{paused:?}");
     let pause = paused.pause.unwrap();
@@ -794,13 +799,7 @@ async fn an_ended_or_expired_takeover_closes_the_session() {
             .await
             .unwrap()
             .browse_id;
-        h.page.set_signals(Some(PageSignals {
-            url: "https://shop.example/verify".into(),
-            status: Some(200),
-            captcha: true,
-            text: "verify you are human".into(),
-            ..PageSignals::default()
-        }));
+        captcha(&h);
         let paused = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
         assert_eq!(paused.outcome, ActOutcome::Paused);
         if end {
