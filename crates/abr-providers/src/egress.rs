@@ -17,9 +17,11 @@
 //!   remote browser's default context, Steel and Kernel, and the CDP provider's fallback):
 //!   Playwright routing checks each request's URL, resolving names **in the runner**. It is
 //!   weaker than the proxy: the remote browser resolves names in its own network (a name can
-//!   answer differently there), Playwright does not route redirects, WebSockets or requests
-//!   of service workers, and it adds a round trip through the driver per request. For remote
-//!   browsers it is a second line: their network is the provider's, not the runner's.
+//!   answer differently there), Playwright does not route a redirect's next hop or requests
+//!   of service workers (a page's WebSockets are routed: Playwright's WebSocket routing, in
+//!   every frame; a worker's are not), and it adds a round trip through the driver per
+//!   request. For remote browsers it is a second line: their network is the provider's, not
+//!   the runner's.
 //!
 //! Refusals are logged with the reason code and the port only (never a path or query; the
 //! host at debug level).

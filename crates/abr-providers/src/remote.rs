@@ -301,7 +301,10 @@ impl<B: RemoteBackend> RemoteSessionProvider<B> {
             Some(policy) => Some(
                 bounded(name, "installing the egress gate", step, async {
                     deny_default_downloads(&browser).await?;
-                    install_url_gate(&context, policy).await
+                    let router = install_url_gate(&context, policy).await?;
+                    // The remote browser is this session's alone: its redirects too.
+                    router.gate_redirects(&browser).await?;
+                    Ok(router)
                 })
                 .await?,
             ),

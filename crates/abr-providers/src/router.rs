@@ -11,8 +11,9 @@
 //! 308 keeps the method of a request that was already judged). Requests of service workers
 //! are not routed: every context blocks service workers.
 //!
-//! WebSockets are routed separately (Playwright's WebSocket routing, set only for a gate
-//! that guards them): a refused socket is closed before it connects.
+//! WebSockets are routed separately (Playwright's WebSocket routing, set for an egress URL
+//! gate and for a network gate that guards them): a refused socket is closed before it
+//! connects.
 //!
 //! Documents being left send writes Playwright does not route either (a `pagehide` beacon):
 //! the browser's own net catches those (`unload`).
@@ -62,6 +63,9 @@ pub(crate) struct RequestRouter {
     installed: tokio::sync::Mutex<Installed>,
     /// The context's place in its browser's net (`unload`), while a network gate is set.
     unload: std::sync::Mutex<Option<Registration>>,
+    /// A remote browser's redirect gate ([`install_redirect_gate`]), kept while the
+    /// context's lease lives.
+    redirects: std::sync::Mutex<Option<playwright_rs::protocol::CDPSession>>,
 }
 
 impl Drop for RequestRouter {
@@ -95,7 +99,25 @@ impl RequestRouter {
             network: RwLock::default(),
             installed: tokio::sync::Mutex::default(),
             unload: std::sync::Mutex::default(),
+            redirects: std::sync::Mutex::default(),
         }
+    }
+
+    /// Adds the redirect gate to a remote browser's URL gate (see
+    /// [`install_redirect_gate`]): the whole browser is the session's.
+    pub(crate) async fn gate_redirects(
+        &self,
+        browser: &playwright_rs::protocol::Browser,
+    ) -> Result<(), ProviderError> {
+        let Some(gate) = &self.egress else {
+            return Ok(());
+        };
+        let cdp = install_redirect_gate(browser, Arc::clone(gate)).await?;
+        *self
+            .redirects
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(cdp);
+        Ok(())
     }
 
     fn sites(&self) -> Option<Arc<dyn SiteFilter>> {
@@ -112,7 +134,8 @@ impl RequestRouter {
             .clone()
     }
 
-    /// Routes the context's requests through this router, once.
+    /// Routes the context's requests through this router, once; with an egress URL gate,
+    /// its WebSockets too (a socket to a refused address is closed before it connects).
     pub(crate) async fn install(self: &Arc<Self>, context: &BrowserContext) -> Result<(), PwError> {
         let mut installed = self.installed.lock().await;
         if installed.requests {
@@ -123,6 +146,15 @@ impl RequestRouter {
             .route(PATTERN, move |route| handle(router.clone(), route))
             .await?;
         installed.requests = true;
+        if self.egress.is_some() && !installed.websockets {
+            let router = Arc::downgrade(self);
+            context
+                .route_web_socket(PATTERN, move |socket| {
+                    handle_websocket(router.clone(), socket)
+                })
+                .await?;
+            installed.websockets = true;
+        }
         Ok(())
     }
 
@@ -288,9 +320,26 @@ async fn handle_websocket(
     router: Weak<RequestRouter>,
     socket: WebSocketRoute,
 ) -> Result<(), PwError> {
+    let Some(router) = router.upgrade() else {
+        return socket.connect_to_server().await;
+    };
+    if let Some(gate) = &router.egress
+        && let Err(denied) = gate.check(socket.url()).await
+    {
+        tracing::info!(
+            reason = denied.code(),
+            "egress: refused a WebSocket (URL gate)"
+        );
+        return socket
+            .close(
+                WebSocketRouteCloseOptions::default()
+                    .code(WS_REFUSED)
+                    .reason("refused: the runner's egress policy"),
+            )
+            .await;
+    }
     let refused = router
-        .upgrade()
-        .and_then(|r| r.network())
+        .network()
         .is_some_and(|gate| gate.websockets_guarded() && !gate.admit_websocket(socket.url()));
     if refused {
         tracing::info!("network: refused a WebSocket of a run that may not commit");
@@ -329,6 +378,73 @@ pub(crate) async fn install_url_gate(
         .await
         .map_err(|e| from_playwright("installing the egress URL gate", e))?;
     Ok(router)
+}
+
+/// The redirect gate of a remote browser (Steel, Kernel): Playwright routes only the first
+/// request of a redirect chain, so a browser-level CDP session pauses every request of the
+/// browser at its request stage (`Fetch`, which reports a redirect's next hop as a request
+/// of its own, with `redirectedRequestId`): a next hop the URL gate refuses fails
+/// (`BlockedByClient`) before it leaves; everything else goes on at once (a first request is
+/// the route's to judge). Only for a browser the session has to itself: it sees every page,
+/// frame and worker of the browser. Answers the CDP session, kept while the lease lives.
+pub(crate) async fn install_redirect_gate(
+    browser: &playwright_rs::protocol::Browser,
+    gate: Arc<UrlGate>,
+) -> Result<playwright_rs::protocol::CDPSession, ProviderError> {
+    let cdp = browser
+        .new_browser_cdp_session()
+        .await
+        .map_err(|e| from_playwright("opening the redirect gate's CDP session", e))?;
+    let answering = cdp.clone();
+    cdp.on("Fetch.requestPaused", move |event: serde_json::Value| {
+        let (cdp, gate) = (answering.clone(), Arc::clone(&gate));
+        async move {
+            let Some(id) = event["requestId"].as_str().map(str::to_owned) else {
+                return Ok(());
+            };
+            let hop = event.get("redirectedRequestId").is_some();
+            let url = event["request"]["url"].as_str().unwrap_or_default();
+            let refused = if hop {
+                gate.check(url).await.err()
+            } else {
+                None
+            };
+            let answer = match refused {
+                Some(denied) => {
+                    tracing::info!(
+                        reason = denied.code(),
+                        "egress: refused a redirect's next hop (URL gate)"
+                    );
+                    cdp.send(
+                        "Fetch.failRequest",
+                        Some(
+                            serde_json::json!({"requestId": id, "errorReason": "BlockedByClient"}),
+                        ),
+                    )
+                    .await
+                }
+                None => {
+                    cdp.send(
+                        "Fetch.continueRequest",
+                        Some(serde_json::json!({"requestId": id})),
+                    )
+                    .await
+                }
+            };
+            // A request that went away meanwhile (its page closed) cannot be answered.
+            if let Err(e) = answer {
+                tracing::debug!(error = %e, "the redirect gate could not answer a request");
+            }
+            Ok(())
+        }
+    });
+    cdp.send(
+        "Fetch.enable",
+        Some(serde_json::json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})),
+    )
+    .await
+    .map_err(|e| from_playwright("enabling the redirect gate", e))?;
+    Ok(cdp)
 }
 
 /// Whether `filter` lets a document from `url` load. A URL without a host cannot be

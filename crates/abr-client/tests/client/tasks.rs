@@ -86,6 +86,10 @@ fn answers(seen: &Seen) -> Reply {
             json!({"sessionId": "main", "session": {"cookies": [], "origins": []}}),
         ),
         ("DELETE", "/v1/sessions/main") => Reply::empty(204),
+        ("GET", "/v1/tasks?state=pending_approval&cursor=41&limit=2") => Reply::json(
+            200,
+            json!({"items": [record("t-1", "pending_approval")], "nextCursor": "40"}),
+        ),
         _ => Reply::json(
             404,
             json!({"error": {"code": "task_not_found", "message": "no such task", "retryable": false}}),
@@ -435,4 +439,26 @@ fn reads_and_session_writes_are_idempotent_and_acting_calls_are_not() {
     ] {
         assert!(!op.is_idempotent(), "{op}");
     }
+}
+
+#[tokio::test]
+async fn list_tasks_sends_its_query_and_reads_a_page() {
+    let runner = FakeRunner::start().await;
+    let params = abr_client::protocol::ListParams {
+        state: Some("pending_approval".into()),
+        cursor: Some("41".into()),
+        limit: Some(2),
+    };
+    let page = runner.client().list_tasks("acme", &params).await.unwrap();
+    let seen = runner.single();
+    assert_call(
+        &seen,
+        "GET",
+        "/v1/tasks?state=pending_approval&cursor=41&limit=2",
+        Some("acme"),
+    );
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].task_id, "t-1");
+    assert_eq!(page.next_cursor.as_deref(), Some("40"));
+    assert!(Operation::List.is_idempotent());
 }

@@ -24,7 +24,8 @@ use abr_core::{AcquireMode, AcquireRequest, EgressPolicy, Lease, SessionProvider
 use abr_doubles::chromium::{ChromiumOptions, LocalChromium};
 use abr_providers::{
     BrowserSession, CdpProviderConfig, CdpSessionProvider, EgressProxy, Isolation,
-    LocalBrowserSessionProvider, LocalProviderConfig, SteelProviderConfig, SteelSessionProvider,
+    KernelProviderConfig, KernelSessionProvider, LocalBrowserSessionProvider, LocalProviderConfig,
+    SteelProviderConfig, SteelSessionProvider,
 };
 use axum::Router;
 use axum::extract::Query;
@@ -651,6 +652,8 @@ async fn a_remote_default_context_is_held_by_the_url_gate() {
     for target in [
         victim.url("/"),
         format!("http://localhost:{}/", victim.addr.port()),
+        // A 302 from the allowed site to the victim: its next hop is the redirect gate's.
+        site.url(&format!("/redirect?to={}", victim.url("/"))),
     ] {
         let attack = visit(lease.context(), &target).await;
         assert!(
@@ -661,6 +664,17 @@ async fn a_remote_default_context_is_held_by_the_url_gate() {
             "{target}: {attack:?}"
         );
     }
+    // A WebSocket the allowed page opens to the victim is closed before it connects.
+    visit(lease.context(), &site.url("/page")).await;
+    let _: bool = lease
+        .context()
+        .page()
+        .evaluate(
+            WEBSOCKET,
+            Some(&format!("ws://127.0.0.1:{}/", victim.addr.port())),
+        )
+        .await
+        .unwrap();
     settle().await;
     assert_eq!(
         victim.hits(),
@@ -679,6 +693,61 @@ async fn a_remote_default_context_is_held_by_the_url_gate() {
     assert!(victim.hits() >= 1);
     release(lease).await;
 }
+
+/// A Kernel browser (the double: a real Chromium per session) is held like Steel's: by
+/// address, through a redirect of an allowed site, and for a page's WebSocket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_browser_reaches_no_loopback_service_by_redirect_or_websocket() {
+    let (victim, site) = (Victim::start().await, Site::start().await);
+    let double = abr_doubles::KernelDouble::start(abr_doubles::KernelOptions::default())
+        .await
+        .unwrap();
+    let kernel = KernelSessionProvider::new(KernelProviderConfig {
+        base_url: double.base_url(),
+        rest_timeout: Duration::from_secs(60),
+        connect_timeout: Duration::from_secs(10),
+        navigation_timeout: Duration::from_secs(10),
+        egress: Some(site.egress()),
+        ..KernelProviderConfig::new(double.api_key())
+    });
+    let lease = acquire(&kernel, AcquireMode::Unattended).await;
+    for target in [
+        victim.url("/"),
+        site.url(&format!("/redirect?to={}", victim.url("/"))),
+    ] {
+        let attack = visit(lease.context(), &target).await;
+        assert!(
+            attack
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("ERR_BLOCKED_BY_CLIENT")),
+            "{target}: {attack:?}"
+        );
+    }
+    visit(lease.context(), &site.url("/page")).await;
+    let _: bool = lease
+        .context()
+        .page()
+        .evaluate(
+            WEBSOCKET,
+            Some(&format!("ws://127.0.0.1:{}/", victim.addr.port())),
+        )
+        .await
+        .unwrap();
+    settle().await;
+    assert_eq!(victim.hits(), 0, "the Kernel browser reached the victim");
+    release(lease).await;
+}
+
+/// Run in the allowed page: a WebSocket to `url`, waited for until it opens, fails or 3 s.
+const WEBSOCKET: &str = r#"async (url) => {
+  await new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    ws.onopen = ws.onclose = ws.onerror = () => resolve();
+    setTimeout(resolve, 3000);
+  });
+  return true;
+}"#;
 
 /// Run in the allowed page: ICE gathering against a STUN server at `stun` (UDP), waited for.
 const WEBRTC: &str = r#"async (stun) => {
