@@ -248,7 +248,7 @@ impl PageProbe for BrowserSession {
 impl BrowserSession {
     async fn install_site_filter(&self, filter: Arc<dyn SiteFilter>) -> Result<(), StepFailure> {
         self.router()
-            .set_sites(self.context(), filter)
+            .set_sites(self.context(), self.page(), filter)
             .await
             .map_err(|e| {
                 let reason = Cause::classify(&e).reason();

@@ -1,15 +1,18 @@
 //! [`RequestRouter`]: the one Playwright route of a browser context, for everything that
 //! judges a request before it leaves: the egress URL gate (contexts no proxy can be set
 //! on), the tenant's site filter (documents), and the run's network gate (every request
-//! whose method is not safe, see [`RequestGate`]).
+//! whose method is not safe, see [`RequestGate`]); and the redirect gate under it.
 //!
 //! Playwright routes every request of the context (every page, frame and popup, and the
 //! requests of dedicated workers) through this process once a route is set; it cannot route
 //! by method or resource type, so the route is installed only when something needs it, and
 //! a safe request with nothing to check goes on at once. Playwright routes only the first
 //! request of a redirect chain; a redirect never turns a safe method into another (a 307 or
-//! 308 keeps the method of a request that was already judged). Requests of service workers
-//! are not routed: every context blocks service workers.
+//! 308 keeps the method of a request that was already judged), but it may lead elsewhere:
+//! the redirect gate ([`install_hop_gate`]) judges the next hops, through a CDP `Fetch`
+//! session of the whole remote browser (every request: the URL gate and, for documents, the
+//! site filter) or of the page once a site filter is set (its documents). Requests of
+//! service workers are not routed: every context blocks service workers.
 //!
 //! WebSockets are routed separately (Playwright's WebSocket routing, set for an egress URL
 //! gate and for a network gate that guards them): a refused socket is closed before it
@@ -63,8 +66,8 @@ pub(crate) struct RequestRouter {
     installed: tokio::sync::Mutex<Installed>,
     /// The context's place in its browser's net (`unload`), while a network gate is set.
     unload: std::sync::Mutex<Option<Registration>>,
-    /// A remote browser's redirect gate ([`install_redirect_gate`]), kept while the
-    /// context's lease lives.
+    /// The redirect gate's CDP session ([`install_hop_gate`]): a remote browser's, or the
+    /// page's once a site filter is set; kept while the context's lease lives.
     redirects: std::sync::Mutex<Option<playwright_rs::protocol::CDPSession>>,
 }
 
@@ -103,21 +106,38 @@ impl RequestRouter {
         }
     }
 
-    /// Adds the redirect gate to a remote browser's URL gate (see
-    /// [`install_redirect_gate`]): the whole browser is the session's.
+    /// Adds a browser-level redirect gate to a remote browser's URL gate (see
+    /// [`install_hop_gate`]): the whole browser is the session's, so every redirect hop of
+    /// every page, frame and worker is judged (and a document's by the site filter too).
     pub(crate) async fn gate_redirects(
-        &self,
+        self: &Arc<Self>,
         browser: &playwright_rs::protocol::Browser,
     ) -> Result<(), ProviderError> {
-        let Some(gate) = &self.egress else {
+        if self.egress.is_none() {
             return Ok(());
-        };
-        let cdp = install_redirect_gate(browser, Arc::clone(gate)).await?;
+        }
+        let fail = |e| from_playwright("installing the redirect gate", e);
+        let cdp = browser.new_browser_cdp_session().await.map_err(fail)?;
+        install_hop_gate(&cdp, Arc::downgrade(self), HopScope::Browser)
+            .await
+            .map_err(fail)?;
         *self
             .redirects
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(cdp);
         Ok(())
+    }
+
+    /// Why a redirect's next hop to `url` is refused, if it is: the egress URL gate, and for
+    /// a document the site filter.
+    async fn refuses_hop(&self, url: &str, document: bool) -> Option<&'static str> {
+        if let Some(gate) = &self.egress
+            && let Err(denied) = gate.check(url).await
+        {
+            return Some(denied.code());
+        }
+        let filter = self.sites();
+        (document && filter.is_some_and(|f| !may_open(f.as_ref(), url))).then_some("site_filter")
     }
 
     fn sites(&self) -> Option<Arc<dyn SiteFilter>> {
@@ -158,14 +178,31 @@ impl RequestRouter {
         Ok(())
     }
 
-    /// Sets the site filter (a new one replaces the last) and routes the context.
+    /// Sets the site filter (a new one replaces the last), routes the context, and gates
+    /// the redirects of `page`'s documents (unless the whole browser's are gated): a
+    /// document redirected to a site the filter refuses never reaches it.
     pub(crate) async fn set_sites(
         self: &Arc<Self>,
         context: &BrowserContext,
+        page: &Page,
         filter: Arc<dyn SiteFilter>,
     ) -> Result<(), PwError> {
         *self.sites.write().unwrap_or_else(PoisonError::into_inner) = Some(filter);
-        self.install(context).await
+        self.install(context).await?;
+        let gated = self
+            .redirects
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        if !gated {
+            let cdp = context.new_cdp_session(page).await?;
+            install_hop_gate(&cdp, Arc::downgrade(self), HopScope::Documents).await?;
+            *self
+                .redirects
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(cdp);
+        }
+        Ok(())
     }
 
     /// Sets the network gate (a new one replaces the last), routes the context, routes its
@@ -380,55 +417,52 @@ pub(crate) async fn install_url_gate(
     Ok(router)
 }
 
-/// The redirect gate of a remote browser (Steel, Kernel): Playwright routes only the first
-/// request of a redirect chain, so a browser-level CDP session pauses every request of the
-/// browser at its request stage (`Fetch`, which reports a redirect's next hop as a request
-/// of its own, with `redirectedRequestId`): a next hop the URL gate refuses fails
-/// (`BlockedByClient`) before it leaves; everything else goes on at once (a first request is
-/// the route's to judge). Only for a browser the session has to itself: it sees every page,
-/// frame and worker of the browser. Answers the CDP session, kept while the lease lives.
-pub(crate) async fn install_redirect_gate(
-    browser: &playwright_rs::protocol::Browser,
-    gate: Arc<UrlGate>,
-) -> Result<playwright_rs::protocol::CDPSession, ProviderError> {
-    let cdp = browser
-        .new_browser_cdp_session()
-        .await
-        .map_err(|e| from_playwright("opening the redirect gate's CDP session", e))?;
+/// Where a redirect gate pauses requests: every request of a browser the session has to
+/// itself, or the documents of one page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HopScope {
+    /// A browser-level session: every page, frame and worker, every resource type.
+    Browser,
+    /// A page's session: its documents (navigations and their redirects) only.
+    Documents,
+}
+
+/// A redirect gate: Playwright routes only the first request of a redirect chain, so a CDP
+/// session pauses requests at their request stage (`Fetch`, which reports a redirect's next
+/// hop as a request of its own, with `redirectedRequestId`). A next hop the router's egress
+/// URL gate refuses, or a document hop its site filter refuses, fails (`BlockedByClient`)
+/// before it leaves; everything else goes on at once (a first request is the route's to
+/// judge).
+async fn install_hop_gate(
+    cdp: &playwright_rs::protocol::CDPSession,
+    router: Weak<RequestRouter>,
+    scope: HopScope,
+) -> Result<(), PwError> {
     let answering = cdp.clone();
     cdp.on("Fetch.requestPaused", move |event: serde_json::Value| {
-        let (cdp, gate) = (answering.clone(), Arc::clone(&gate));
+        let (cdp, router) = (answering.clone(), router.clone());
         async move {
             let Some(id) = event["requestId"].as_str().map(str::to_owned) else {
                 return Ok(());
             };
-            let hop = event.get("redirectedRequestId").is_some();
-            let url = event["request"]["url"].as_str().unwrap_or_default();
-            let refused = if hop {
-                gate.check(url).await.err()
-            } else {
-                None
+            let refused = match (event.get("redirectedRequestId"), router.upgrade()) {
+                (Some(_), Some(router)) => {
+                    let url = event["request"]["url"].as_str().unwrap_or_default();
+                    let document = event["resourceType"] == "Document";
+                    router.refuses_hop(url, document).await
+                }
+                _ => None,
             };
             let answer = match refused {
-                Some(denied) => {
-                    tracing::info!(
-                        reason = denied.code(),
-                        "egress: refused a redirect's next hop (URL gate)"
-                    );
-                    cdp.send(
-                        "Fetch.failRequest",
-                        Some(
-                            serde_json::json!({"requestId": id, "errorReason": "BlockedByClient"}),
-                        ),
-                    )
-                    .await
+                Some(why) => {
+                    tracing::info!(reason = why, "refused a redirect's next hop");
+                    let failed =
+                        serde_json::json!({"requestId": id, "errorReason": "BlockedByClient"});
+                    cdp.send("Fetch.failRequest", Some(failed)).await
                 }
                 None => {
-                    cdp.send(
-                        "Fetch.continueRequest",
-                        Some(serde_json::json!({"requestId": id})),
-                    )
-                    .await
+                    let go_on = serde_json::json!({ "requestId": id });
+                    cdp.send("Fetch.continueRequest", Some(go_on)).await
                 }
             };
             // A request that went away meanwhile (its page closed) cannot be answered.
@@ -438,13 +472,18 @@ pub(crate) async fn install_redirect_gate(
             Ok(())
         }
     });
+    let pattern = match scope {
+        HopScope::Browser => serde_json::json!({"urlPattern": "*", "requestStage": "Request"}),
+        HopScope::Documents => serde_json::json!(
+            {"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}
+        ),
+    };
     cdp.send(
         "Fetch.enable",
-        Some(serde_json::json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})),
+        Some(serde_json::json!({ "patterns": [pattern] })),
     )
     .await
-    .map_err(|e| from_playwright("enabling the redirect gate", e))?;
-    Ok(cdp)
+    .map(|_| ())
 }
 
 /// Whether `filter` lets a document from `url` load. A URL without a host cannot be

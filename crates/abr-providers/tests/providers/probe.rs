@@ -1119,26 +1119,9 @@ async fn the_site_filter_refuses_documents_of_refused_hosts() {
     .unwrap();
     assert_eq!(site.seen("127.0.0.1", "/landing"), 1);
 
-    // A known gap, reported rather than asserted: Playwright routes only a redirect chain's
-    // first request, so a redirect to the refused host is not the filter's to stop (the
-    // egress guard still applies to it).
-    let redirected = s
-        .run(
-            &BrowserAction::Navigate {
-                url: site.url("/redirect"),
-            },
-            STEP,
-        )
-        .await;
-    eprintln!(
-        "filter: a redirect to the refused host was {} (it reached the host {} times)",
-        if redirected.is_ok() {
-            "followed"
-        } else {
-            "refused"
-        },
-        site.seen("localhost", "/landing") - 1
-    );
+    // A redirect of an allowed page to the refused host: Playwright routes only a chain's
+    // first request, so the document's next hop is the redirect gate's, and it never leaves.
+    redirect_is_refused(s, &site, 1).await;
 
     close(provider, lease).await;
 }
@@ -1458,4 +1441,58 @@ async fn a_snapshot_lists_what_a_brain_can_act_on_by_stable_reference_and_never_
     assert!(back.url.ends_with("/snapshot"), "{}", back.url);
 
     close(provider, lease).await;
+}
+
+/// A remote browser (the Steel double): the whole-browser redirect gate judges a document's
+/// next hop by the site filter too, so a redirect of an allowed page to a refused host never
+/// reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_browsers_redirect_to_a_refused_host_never_reaches_it() {
+    let site = Site::start().await;
+    let double = abr_doubles::SteelDouble::start(abr_doubles::SteelOptions::default())
+        .await
+        .unwrap();
+    let provider = abr_providers::SteelSessionProvider::oss_serialized(
+        abr_providers::SteelProviderConfig {
+            egress: Some(site.egress()),
+            ..abr_providers::SteelProviderConfig::oss(double.base_url())
+        },
+        STEP,
+    );
+    let lease = tokio::time::timeout(
+        Duration::from_secs(60),
+        provider.acquire(AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: "probe".into(),
+            state: None,
+            start_url: None,
+        }),
+    )
+    .await
+    .expect("acquire hung")
+    .expect("acquire");
+    let s = lease.context();
+    s.filter_sites(Refuse::new("localhost")).await.unwrap();
+    redirect_is_refused(s, &site, 0).await;
+    let _ = tokio::time::timeout(Duration::from_secs(30), lease.release()).await;
+}
+
+/// Navigates `s` to the site's redirect to the refused host `localhost`: the navigation
+/// fails, and the host has seen its landing page `seen` times still.
+async fn redirect_is_refused(s: &BrowserSession, site: &Site, seen: usize) {
+    let redirected = s
+        .run(
+            &BrowserAction::Navigate {
+                url: site.url("/redirect"),
+            },
+            STEP,
+        )
+        .await;
+    assert!(redirected.is_err(), "the redirect was followed");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        site.seen("localhost", "/landing"),
+        seen,
+        "a redirect reached the refused host"
+    );
 }
