@@ -1443,38 +1443,73 @@ async fn a_snapshot_lists_what_a_brain_can_act_on_by_stable_reference_and_never_
     close(provider, lease).await;
 }
 
-/// A remote browser (the Steel double): the whole-browser redirect gate judges a document's
-/// next hop by the site filter too, so a redirect of an allowed page to a refused host never
-/// reaches it.
+/// On every other provider (an attached browser, the Steel and Kernel doubles) a redirect
+/// of an allowed page to a host the site filter refuses never reaches it either: the page's
+/// document gate (CDP) or the whole-browser redirect gate (Steel, Kernel).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_remote_browsers_redirect_to_a_refused_host_never_reaches_it() {
+async fn on_every_provider_a_redirect_to_a_refused_host_never_reaches_it() {
     let site = Site::start().await;
-    let double = abr_doubles::SteelDouble::start(abr_doubles::SteelOptions::default())
+    let chromium = abr_doubles::LocalChromium::launch(&abr_doubles::ChromiumOptions::default())
         .await
         .unwrap();
-    let provider = abr_providers::SteelSessionProvider::oss_serialized(
-        abr_providers::SteelProviderConfig {
+    let steel = abr_doubles::SteelDouble::start(abr_doubles::SteelOptions::default())
+        .await
+        .unwrap();
+    let kernel = abr_doubles::KernelDouble::start(abr_doubles::KernelOptions::default())
+        .await
+        .unwrap();
+    let cdp = Arc::new(abr_providers::CdpSessionProvider::new(
+        abr_providers::CdpProviderConfig {
             egress: Some(site.egress()),
-            ..abr_providers::SteelProviderConfig::oss(double.base_url())
+            ..abr_providers::CdpProviderConfig::new(chromium.http_url())
         },
-        STEP,
-    );
-    let lease = tokio::time::timeout(
-        Duration::from_secs(60),
-        provider.acquire(AcquireRequest {
-            mode: AcquireMode::Unattended,
-            platform: "probe".into(),
-            state: None,
-            start_url: None,
-        }),
-    )
-    .await
-    .expect("acquire hung")
-    .expect("acquire");
-    let s = lease.context();
-    s.filter_sites(Refuse::new("localhost")).await.unwrap();
-    redirect_is_refused(s, &site, 0).await;
-    let _ = tokio::time::timeout(Duration::from_secs(30), lease.release()).await;
+    ));
+    let providers: Vec<(&str, abr_core::DynSessionProvider<BrowserSession>)> = vec![
+        ("cdp", cdp.clone()),
+        (
+            "steel",
+            Arc::new(abr_providers::SteelSessionProvider::oss_serialized(
+                abr_providers::SteelProviderConfig {
+                    egress: Some(site.egress()),
+                    ..abr_providers::SteelProviderConfig::oss(steel.base_url())
+                },
+                STEP,
+            )),
+        ),
+        (
+            "kernel",
+            Arc::new(abr_providers::KernelSessionProvider::new(
+                abr_providers::KernelProviderConfig {
+                    base_url: kernel.base_url(),
+                    rest_timeout: Duration::from_secs(60),
+                    connect_timeout: Duration::from_secs(10),
+                    navigation_timeout: Duration::from_secs(10),
+                    egress: Some(site.egress()),
+                    ..abr_providers::KernelProviderConfig::new(kernel.api_key())
+                },
+            )),
+        ),
+    ];
+    for (name, provider) in providers {
+        let lease = tokio::time::timeout(
+            Duration::from_secs(60),
+            provider.acquire(AcquireRequest {
+                mode: AcquireMode::Unattended,
+                platform: "probe".into(),
+                state: None,
+                start_url: None,
+            }),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{name}: acquire hung"))
+        .unwrap_or_else(|e| panic!("{name}: acquire: {e}"));
+        let s = lease.context();
+        s.filter_sites(Refuse::new("localhost")).await.unwrap();
+        eprintln!("{name}");
+        redirect_is_refused(s, &site, 0).await;
+        let _ = tokio::time::timeout(Duration::from_secs(30), lease.release()).await;
+    }
+    cdp.shutdown().await;
 }
 
 /// Navigates `s` to the site's redirect to the refused host `localhost`: the navigation
