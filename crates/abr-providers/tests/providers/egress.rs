@@ -649,38 +649,8 @@ async fn a_remote_default_context_is_held_by_the_url_gate() {
     let lease = acquire(&guarded, AcquireMode::Unattended).await;
     let allowed = visit(lease.context(), &site.url("/page")).await;
     assert_eq!(allowed.status, Some(200), "{allowed:?}");
-    for target in [
-        victim.url("/"),
-        format!("http://localhost:{}/", victim.addr.port()),
-        // A 302 from the allowed site to the victim: its next hop is the redirect gate's.
-        site.url(&format!("/redirect?to={}", victim.url("/"))),
-    ] {
-        let attack = visit(lease.context(), &target).await;
-        assert!(
-            attack
-                .error
-                .as_deref()
-                .is_some_and(|e| e.contains("ERR_BLOCKED_BY_CLIENT")),
-            "{target}: {attack:?}"
-        );
-    }
-    // A WebSocket the allowed page opens to the victim is closed before it connects.
-    visit(lease.context(), &site.url("/page")).await;
-    let _: bool = lease
-        .context()
-        .page()
-        .evaluate(
-            WEBSOCKET,
-            Some(&format!("ws://127.0.0.1:{}/", victim.addr.port())),
-        )
-        .await
-        .unwrap();
-    settle().await;
-    assert_eq!(
-        victim.hits(),
-        0,
-        "the gated remote browser reached the victim"
-    );
+    // By address, by name, by a 302 from the allowed site, and by a WebSocket.
+    remote_attacks_reach_nothing(lease.context(), &site, &victim, true).await;
     release(lease).await;
 
     let open = steel(None);
@@ -711,11 +681,27 @@ async fn a_kernel_browser_reaches_no_loopback_service_by_redirect_or_websocket()
         ..KernelProviderConfig::new(double.api_key())
     });
     let lease = acquire(&kernel, AcquireMode::Unattended).await;
-    for target in [
+    remote_attacks_reach_nothing(lease.context(), &site, &victim, false).await;
+    release(lease).await;
+}
+
+/// A gated remote browser reaches the victim neither by its address (and, with `by_name`,
+/// by `localhost`), nor through a 302 of the allowed site, nor by a page's WebSocket.
+async fn remote_attacks_reach_nothing(
+    s: &BrowserSession,
+    site: &Site,
+    victim: &Victim,
+    by_name: bool,
+) {
+    let mut targets = vec![
         victim.url("/"),
         site.url(&format!("/redirect?to={}", victim.url("/"))),
-    ] {
-        let attack = visit(lease.context(), &target).await;
+    ];
+    if by_name {
+        targets.push(format!("http://localhost:{}/", victim.addr.port()));
+    }
+    for target in targets {
+        let attack = visit(s, &target).await;
         assert!(
             attack
                 .error
@@ -724,9 +710,8 @@ async fn a_kernel_browser_reaches_no_loopback_service_by_redirect_or_websocket()
             "{target}: {attack:?}"
         );
     }
-    visit(lease.context(), &site.url("/page")).await;
-    let _: bool = lease
-        .context()
+    visit(s, &site.url("/page")).await;
+    let _: bool = s
         .page()
         .evaluate(
             WEBSOCKET,
@@ -735,8 +720,11 @@ async fn a_kernel_browser_reaches_no_loopback_service_by_redirect_or_websocket()
         .await
         .unwrap();
     settle().await;
-    assert_eq!(victim.hits(), 0, "the Kernel browser reached the victim");
-    release(lease).await;
+    assert_eq!(
+        victim.hits(),
+        0,
+        "the gated remote browser reached the victim"
+    );
 }
 
 /// Run in the allowed page: a WebSocket to `url`, waited for until it opens, fails or 3 s.
