@@ -14,7 +14,8 @@
 
 use abr_protocol::{
     ActResponse, ActionApproval, ActionDecision, BrowseAction, BrowseClosed, BrowseOpened,
-    BrowsePause, BrowseRequest, InputRequest, Snapshot, SuppliedInput, TakeoverAnswer,
+    BrowsePause, BrowseRequest, InputRequest, Snapshot, SnapshotQuery, SuppliedInput,
+    TakeoverAnswer,
 };
 use reqwest::Method;
 
@@ -35,11 +36,25 @@ impl AgentRunnerClient {
         self.send(Operation::BrowseOpen, builder).await
     }
 
-    /// `GET /v1/browse/{id}/snapshot`: the page now. A read.
+    /// `GET /v1/browse/{id}/snapshot`: the page now (its first page of elements, the
+    /// default budget). A read.
     pub async fn browse_snapshot(&self, tenant: &str, id: &str) -> Result<Snapshot, ClientError> {
+        self.browse_snapshot_with(tenant, id, &SnapshotQuery::default())
+            .await
+    }
+
+    /// `GET /v1/browse/{id}/snapshot?…`: the page now, the page of elements and the budget
+    /// `query` asks for (`Snapshot::page` says what was left out). A read.
+    pub async fn browse_snapshot_with(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &SnapshotQuery,
+    ) -> Result<Snapshot, ClientError> {
         non_empty("browse id", id)?;
-        let builder =
-            self.tenant_request(Method::GET, tenant, &["v1", "browse", id, "snapshot"])?;
+        let builder = self
+            .tenant_request(Method::GET, tenant, &["v1", "browse", id, "snapshot"])?
+            .query(query);
         self.send(Operation::BrowseSnapshot, builder).await
     }
 

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use time::OffsetDateTime;
 
-use crate::{AgentSessionState, BlockedAction, ErrorBody, PauseReason, PrincipalRef, SecretValue};
+use crate::{
+    AgentSessionState, BlockedAction, ErrorBody, PauseReason, PrincipalRef, SecretValue, Snapshot,
+};
 
 /// `POST /v1/browse`.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -80,51 +82,6 @@ pub struct BrowseOpened {
     /// it); and the page.
     #[serde(flatten)]
     pub first: ActResponse,
-}
-
-/// The page as a brain reads it: the elements one can act on, by reference, and the
-/// visible text. Form values are never included.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Snapshot {
-    /// The page's URL.
-    pub url: String,
-    /// The page's title.
-    pub title: String,
-    /// The visible elements one can act on, in document order.
-    pub elements: Vec<SnapshotElement>,
-    /// The page's visible text, shortened.
-    pub text: String,
-    /// Elements or text were left out (the page is larger than a snapshot).
-    pub truncated: bool,
-}
-
-/// One element of a [`Snapshot`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SnapshotElement {
-    /// The reference actions name (`e12`); stable while the element stays on the page.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// Its role (`button`, `link`, `textbox`, `checkbox`, `combobox`, ...).
-    pub role: String,
-    /// Its accessible name (label, text, `aria-label`, placeholder), shortened.
-    pub name: String,
-    /// `[redacted]` when the field holds a value; the value itself is never given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-    /// Whether a checkbox or radio button is checked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checked: Option<bool>,
-    /// The element is disabled.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub disabled: bool,
-    /// A link's target.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub href: Option<String>,
-    /// A list box's option labels.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<String>,
 }
 
 /// `POST /v1/browse/{browseId}/act`: one action.

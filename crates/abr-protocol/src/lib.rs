@@ -32,13 +32,14 @@ mod principal;
 pub mod relay;
 mod secret;
 mod session;
+mod snapshot;
 mod task;
 pub mod webhook;
 
 pub use browse::{
     ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, BrowseAction,
     BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, InputRequest, ScrollDirection,
-    Snapshot, SnapshotElement, SuppliedInput,
+    SuppliedInput,
 };
 pub use capture::{
     CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,
@@ -71,6 +72,10 @@ pub use secret::SecretValue;
 pub use session::{
     AgentSessionState, Cookie, LocalStorageItem, OriginState, SESSION_FORMAT_VERSION, SameSite,
     SessionMetadata, StoreSessionRequest, StoredSession, StoredSessionInfo,
+};
+pub use snapshot::{
+    DEFAULT_SNAPSHOT_ELEMENTS, DEFAULT_SNAPSHOT_TEXT, MAX_SNAPSHOT_ELEMENTS, MAX_SNAPSHOT_TEXT,
+    Snapshot, SnapshotElement, SnapshotHeading, SnapshotPage, SnapshotQuery,
 };
 pub use task::{
     Approval, ApprovalLink, ApproveRequest, AssertNotPostedRequest, DomCheck, Extraction,

@@ -569,11 +569,146 @@ const roleOf = (el) => {
   return tag;
 };
 
+/** Headings: structure a snapshot shows among the elements. */
+const HEADINGS = 'h1, h2, h3, h4, h5, h6, [role=heading]';
+
+/** Where an element can sit that a snapshot names (a landmark, by role or implied by tag). */
+const LANDMARKS =
+  'nav, main, header, footer, aside, form, search, dialog, section[aria-label], ' +
+  'section[aria-labelledby], [role=navigation], [role=main], [role=banner], ' +
+  '[role=contentinfo], [role=complementary], [role=search], [role=form], [role=dialog], ' +
+  '[role=region]';
+
+const LANDMARK_ROLES = [
+  'navigation', 'main', 'banner', 'contentinfo', 'complementary', 'search', 'form', 'dialog',
+  'region',
+];
+
+/** What `node` (a match of LANDMARKS) is as a landmark, or null (a header or footer inside
+ * sectioning content is none, as in the accessibility tree). */
+const landmarkName = (node) => {
+  const own = lower(node.getAttribute('role'));
+  if (own) return LANDMARK_ROLES.includes(own.split(/\s+/)[0]) ? own.split(/\s+/)[0] : null;
+  const tag = node.localName;
+  const sectioned = () =>
+    node.parentElement !== null && node.parentElement.closest('article, aside, main, nav, section') !== null;
+  if (tag === 'nav') return 'navigation';
+  if (tag === 'main') return 'main';
+  if (tag === 'header') return sectioned() ? null : 'banner';
+  if (tag === 'footer') return sectioned() ? null : 'contentinfo';
+  if (tag === 'aside') return 'complementary';
+  if (tag === 'form') return 'form';
+  if (tag === 'search') return 'search';
+  if (tag === 'dialog') return 'dialog';
+  if (tag === 'section') return 'region';
+  return null;
+};
+
+/** The nearest landmark around `el` (in its tree), or undefined. */
+const landmarkOf = (el) => {
+  let node = el.parentElement;
+  for (let hops = 0; node && hops < 32; hops++) {
+    const found = node.closest(LANDMARKS);
+    if (!found) return undefined;
+    const name = landmarkName(found);
+    if (name) return name;
+    node = found.parentElement;
+  }
+  return undefined;
+};
+
+/** A heading's level: its tag's, else `aria-level`, else 2. */
+const headingLevel = (el) => {
+  const m = /^h([1-6])$/.exec(el.localName);
+  if (m) return Number(m[1]);
+  const level = Number(el.getAttribute('aria-level'));
+  return Number.isInteger(level) && level >= 1 && level <= 6 ? level : 2;
+};
+
+/** `href` as a snapshot gives it: relative on the page's origin (`/a/b`, `#part`), else whole. */
+const shortHref = (href) => {
+  try {
+    const u = new URL(href);
+    if (u.origin !== location.origin) return href;
+    if (u.pathname === location.pathname && u.search === location.search && u.hash) return u.hash;
+    return u.pathname + u.search + u.hash;
+  } catch (e) {
+    return href;
+  }
+};
+
+/** The page's visible text outside actionable elements, headings and labels (what the
+ * elements and headings already say), in blocks, each block once. Bounded; follows open
+ * shadow roots and slots. `total` is the length of the whole text (within the bound). */
+const proseOf = (root, max) => {
+  const blocks = [];
+  let line = [];
+  let budget = MAX_TEXT_NODES * 10;
+  const flush = () => {
+    const text = clean(line.join(''));
+    if (text) blocks.push(text);
+    line = [];
+  };
+  const walk = (node) => {
+    if (budget-- <= 0) return;
+    if (node.nodeType === 3) {
+      line.push(node.data);
+      return;
+    }
+    if (node.nodeType !== 1 && node.nodeType !== 11) return;
+    if (node.nodeType === 1) {
+      const tag = node.localName;
+      if (['script', 'style', 'template', 'noscript', 'datalist', 'option', 'label'].includes(tag)) return;
+      if (node.matches(ACTIONABLE) || node.matches(HEADINGS)) {
+        line.push(' ');
+        return;
+      }
+      const style = styleOf(node);
+      if (style.display === 'none' || style.visibility === 'hidden') return;
+      if (node.getAttribute('aria-hidden') === 'true') return;
+      if (tag === 'img') {
+        line.push(' ', node.getAttribute('alt') || '', ' ');
+        return;
+      }
+      if (tag === 'br') {
+        line.push(' ');
+        return;
+      }
+      const block = !style.display.startsWith('inline');
+      if (block) flush();
+      if (tag === 'slot') {
+        const assigned = node.assignedNodes({ flatten: true });
+        for (const child of assigned.length ? assigned : node.childNodes) walk(child);
+      } else {
+        for (const child of node.shadowRoot ? node.shadowRoot.childNodes : node.childNodes) walk(child);
+      }
+      if (block) flush();
+      return;
+    }
+    for (const child of node.childNodes) walk(child);
+  };
+  walk(root);
+  flush();
+  const once = new Set();
+  const kept = [];
+  for (const block of blocks) {
+    if (once.has(block)) continue;
+    once.add(block);
+    kept.push(block);
+  }
+  const whole = kept.join('\n');
+  const text = whole.length > max ? wellFormed(whole.slice(0, max)) : whole;
+  return { text, total: whole.length };
+};
+
 /** A snapshot of the page for a brain: the visible actionable elements of the document and
  * its open shadow roots (not frames: a reference must resolve with a page selector), each
- * tagged with a reference in the attribute `attr` (a per-session name), and the visible text.
- * Field values are never read: a field that holds one says `[redacted]`. */
-const snapshot = ({ attr, maxElements, maxText, maxName }) => {
+ * tagged with a reference in the attribute `attr` (a per-session name), in pages of
+ * `maxElements` from the position `from`; the headings among the listed elements; and the
+ * visible text the elements and headings do not already say. Every visible element gets its
+ * reference whichever page lists it. Field values are never read: a field that holds one says
+ * `[redacted]`. */
+const snapshot = ({ attr, from, maxElements, maxText, maxName, hrefs }) => {
   const doc = document;
   const key = '__abrSnapshotRefs';
   let counter = window[key];
@@ -588,17 +723,28 @@ const snapshot = ({ attr, maxElements, maxText, maxName }) => {
     for (const el of root.querySelectorAll('*')) if (el.shadowRoot) visit(el.shadowRoot);
   };
   visit(doc);
+  const first = Math.max(1, from | 0);
+  const end = first + maxElements; // the first position past this page
   const seen = new Set();
   const elements = [];
-  let truncated = false;
+  const headings = [];
+  const trailing = []; // headings after the page's last element: shown if no element follows
+  let total = 0;
+  const selector = ACTIONABLE + ', ' + HEADINGS;
   for (const root of roots) {
-    for (const el of root.querySelectorAll(ACTIONABLE)) {
+    for (const el of root.querySelectorAll(selector)) {
+      if (!el.matches(ACTIONABLE)) {
+        if (total + 1 < first || !visible(el)) continue;
+        if (el.parentElement && el.parentElement.closest(ACTIONABLE)) continue;
+        // Its place: the position of the element after it.
+        if (total + 1 < end) headings.push({ el, at: total + 1 });
+        else trailing.push({ el, at: total + 1 });
+        continue;
+      }
       if (el.localName === 'input' && typeOf(el) === 'hidden') continue;
       if (!visible(el)) continue;
-      if (elements.length >= maxElements) {
-        truncated = true;
-        break;
-      }
+      total += 1;
+      if (total >= end) trailing.length = 0;
       let ref = el.getAttribute(attr);
       // A reference is the runner's: one the page made up, or copied onto a second element,
       // is replaced.
@@ -607,6 +753,7 @@ const snapshot = ({ attr, maxElements, maxText, maxName }) => {
         el.setAttribute(attr, ref);
       }
       seen.add(ref);
+      if (total < first || total >= end) continue;
       const item = { ref, role: roleOf(el), name: cap(accessibleName(el), maxName) };
       if (isField(el)) {
         const holds =
@@ -625,26 +772,34 @@ const snapshot = ({ attr, maxElements, maxText, maxName }) => {
         item.checked = el.getAttribute('aria-checked') === 'true';
       }
       if (el.disabled === true || el.getAttribute('aria-disabled') === 'true') item.disabled = true;
-      if (el.localName === 'a' && el.href) item.href = String(el.href).slice(0, 500);
+      if (hrefs && el.localName === 'a' && el.href) item.href = shortHref(String(el.href)).slice(0, 500);
       if (el.localName === 'select') {
         item.options = Array.from(el.options)
           .slice(0, 50)
           .map((o) => cap(o.label || o.text, maxName));
       }
+      const landmark = landmarkOf(el);
+      if (landmark) item.landmark = landmark;
       elements.push(item);
     }
-    if (truncated) break;
   }
-  let text = doc.body ? textOf(doc.body) : '';
-  if (text.length > maxText) {
-    text = wellFormed(text.slice(0, maxText));
-    truncated = true;
+  const last = total < end;
+  const placed = [];
+  for (const { el, at } of last ? headings.concat(trailing) : headings) {
+    const text = cap(textOf(el), maxName);
+    if (text) placed.push({ level: headingLevel(el), text, at });
   }
+  const prose = doc.body ? proseOf(doc.body, maxText) : { text: '', total: 0 };
+  const count = elements.length;
+  const page = { from: first, count, total, textTotal: prose.total };
+  if (!last) page.next = end;
   return {
     url: String(location.href),
     title: cap(doc.title, maxName),
     elements,
-    text,
-    truncated,
+    text: prose.text,
+    truncated: !last || prose.total > prose.text.length,
+    headings: placed,
+    page,
   };
 };

@@ -75,9 +75,11 @@ static SNAPSHOT_JS: LazyLock<String> =
 #[serde(rename_all = "camelCase")]
 struct SnapshotArgs<'a> {
     attr: &'a str,
+    from: usize,
     max_elements: usize,
     max_text: usize,
     max_name: usize,
+    hrefs: bool,
 }
 
 /// JPEG qualities a frame is tried at, until one fits the cap.
@@ -140,9 +142,11 @@ impl PageProbe for BrowserSession {
         let step = Step::new(self, timeout);
         let args = SnapshotArgs {
             attr: &request.attr,
+            from: request.from,
             max_elements: request.max_elements,
             max_text: request.max_text,
             max_name: request.max_name,
+            hrefs: request.hrefs,
         };
         let read = async {
             let value = step

@@ -16,10 +16,13 @@
 
 use abr_protocol::{
     ActResponse, ActionApproval, ActionDecision, BrowseAction, BrowseClosed, BrowseOpened,
-    BrowseRequest, Snapshot,
+    BrowseRequest, SnapshotQuery, codes,
 };
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 
@@ -105,15 +108,46 @@ async fn open<C: TaskContext>(
     Ok((StatusCode::CREATED, Json(opened)))
 }
 
-/// `GET /v1/browse/{id}/snapshot`: the page now.
+/// `GET /v1/browse/{id}/snapshot?from=&limit=&maxText=&hrefs=`: the page now (that page of
+/// its elements, that much of its text). JSON, or the compact text form a language model
+/// reads ([`Snapshot::to_text`]) when the caller accepts `text/plain` and not JSON.
 async fn snapshot<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Snapshot>, ApiError> {
+    headers: HeaderMap,
+    query: Result<Query<SnapshotQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
     let actor = caller.actor(None)?;
-    let snapshot = state.runner.engine.browse_snapshot(&actor, &id).await?;
-    Ok(Json(snapshot))
+    let Ok(Query(query)) = query else {
+        return Err(ApiError::new(
+            codes::INVALID_REQUEST,
+            "the query parameters are from, limit, maxText (whole numbers) and hrefs (true or \
+             false)",
+        ));
+    };
+    let snapshot = state
+        .runner
+        .engine
+        .browse_snapshot(&actor, &id, query)
+        .await?;
+    if wants_text(&headers) {
+        let text = snapshot.to_text();
+        return Ok(([(CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response());
+    }
+    Ok(Json(snapshot).into_response())
+}
+
+/// Whether the caller asks for text: `Accept` names `text/plain` and no JSON.
+fn wants_text(headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",")
+        .to_ascii_lowercase();
+    accept.contains("text/plain") && !accept.contains("json")
 }
 
 /// `POST /v1/browse/{id}/act`: one action on a reference, through the guard.

@@ -178,29 +178,44 @@ pub trait PageProbe: Send + Sync + 'static {
 /// What a snapshot of a field that holds a value shows instead of it.
 pub const REDACTED: &str = "[redacted]";
 
-/// How [`PageProbe::snapshot`] tags and bounds a snapshot.
+/// How [`PageProbe::snapshot`] tags, pages and bounds a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotRequest {
     /// The attribute that carries references: `data-abr-` and a per-session random suffix,
     /// so a page cannot prepare elements with references before it sees one.
     pub attr: String,
+    /// The position (from 1) of the first element listed; every visible element gets its
+    /// reference whichever page lists it.
+    pub from: usize,
     /// Most elements listed.
     pub max_elements: usize,
     /// Most characters of visible text.
     pub max_text: usize,
     /// Most characters of a name.
     pub max_name: usize,
+    /// Give links' targets (relative on the page's origin).
+    pub hrefs: bool,
 }
 
 impl SnapshotRequest {
-    /// References carried by `attr`, with the default bounds (300 elements, 4000 characters
-    /// of text, names of 120).
+    /// References carried by `attr`, with the default bounds (from the first element,
+    /// [`abr_protocol::DEFAULT_SNAPSHOT_ELEMENTS`] of them,
+    /// [`abr_protocol::DEFAULT_SNAPSHOT_TEXT`] characters of text, names of 120, no
+    /// hrefs).
     pub fn new(attr: String) -> Self {
+        Self::with_query(attr, &abr_protocol::SnapshotQuery::default())
+    }
+
+    /// References carried by `attr`, the page and budget `query` asks for (checked with
+    /// [`abr_protocol::SnapshotQuery::check`] first; out of bounds is clamped).
+    pub fn with_query(attr: String, query: &abr_protocol::SnapshotQuery) -> Self {
         Self {
             attr,
-            max_elements: 300,
-            max_text: 4000,
+            from: query.from(),
+            max_elements: query.limit(),
+            max_text: query.max_text(),
             max_name: 120,
+            hrefs: query.hrefs(),
         }
     }
 

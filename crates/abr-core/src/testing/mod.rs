@@ -1303,12 +1303,30 @@ impl crate::guard::probe::PageProbe for FakeContext {
             });
             page.facts.insert(key, facts);
         }
+        // Paged as the browser's probe pages: every element has its reference, the
+        // request's window is listed.
+        let total = elements.len();
+        let skip = request.from.saturating_sub(1);
+        let elements: Vec<_> = elements
+            .into_iter()
+            .skip(skip)
+            .take(request.max_elements)
+            .collect();
+        let next = (skip + elements.len() < total).then_some(skip + elements.len() + 1);
         Ok(abr_protocol::Snapshot {
             url: page.url.clone(),
             title: String::new(),
+            page: Some(abr_protocol::SnapshotPage {
+                from: request.from,
+                count: elements.len(),
+                total,
+                next,
+                text_total: page.text.chars().count(),
+            }),
             elements,
             text: page.text.clone(),
-            truncated: false,
+            truncated: next.is_some(),
+            headings: Vec::new(),
         })
     }
 }

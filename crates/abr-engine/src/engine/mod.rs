@@ -820,13 +820,18 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may browse; not admitted,
     /// [`TaskRunner::browse_snapshot`]'s.
-    pub async fn browse_snapshot(&self, actor: &Actor, id: &str) -> Result<Snapshot, CoreError> {
+    pub async fn browse_snapshot(
+        &self,
+        actor: &Actor,
+        id: &str,
+        query: abr_protocol::SnapshotQuery,
+    ) -> Result<Snapshot, CoreError> {
         actor.require(Right::Browse)?;
         let tasks = Arc::clone(&self.tasks);
         let (tenant, id) = (actor.tenant().to_owned(), id.to_owned());
         self.jobs
             .run("reading the page failed unexpectedly", async move {
-                tasks.browse_snapshot(&tenant, &id).await
+                tasks.browse_snapshot(&tenant, &id, query).await
             })
             .await
     }

@@ -356,16 +356,25 @@ impl<C: TaskContext> TaskRunner<C> {
         })
     }
 
-    /// The page of an open session now.
+    /// The page of an open session now: the page of elements and the budget `query` asks
+    /// for.
     ///
     /// # Errors
+    /// [`CoreError::InvalidInput`] for a query out of its bounds;
     /// [`CoreError::BrowseNotFound`] (closed, idle too long, or another tenant's).
-    pub async fn browse_snapshot(&self, tenant: &str, id: &str) -> Result<Snapshot, CoreError> {
+    pub async fn browse_snapshot(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: abr_protocol::SnapshotQuery,
+    ) -> Result<Snapshot, CoreError> {
+        query.check().map_err(CoreError::InvalidInput)?;
         let entry = self.browses.get(tenant, id)?;
         entry.touch();
         let mut guard = entry.session.lock().await;
         let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
-        let snapshot = self.read_page(open).await;
+        let request = SnapshotRequest::with_query(open.snapshot.attr.clone(), &query);
+        let snapshot = self.read_page_with(open, &request).await;
         if let Some(frames) = &open.rails.frames {
             // Evidence of what the brain read, redacted like every frame.
             frames
@@ -941,21 +950,34 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
-    /// The page now; an empty snapshot with the last URL when it cannot be read.
+    /// The page now, as the session reads it after an action; an empty snapshot with the
+    /// last URL when it cannot be read.
     async fn read_page(&self, open: &mut Open<C>) -> Snapshot {
+        let request = open.snapshot.clone();
+        self.read_page_with(open, &request).await
+    }
+
+    /// The page now, as `request` pages and bounds it.
+    async fn read_page_with(&self, open: &mut Open<C>, request: &SnapshotRequest) -> Snapshot {
         let timeout = self.browses.config.act_timeout;
         match guarded(
             timeout + self.config().step_grace,
-            open.lease.context().snapshot(&open.snapshot, timeout),
+            open.lease.context().snapshot(request, timeout),
         )
         .await
         {
             Step::Done(snapshot) => {
-                open.names = snapshot
-                    .elements
-                    .iter()
-                    .map(|e| (e.reference.clone(), (e.role.clone(), e.name.clone())))
-                    .collect();
+                // A later page of the same page adds its names; a first page is a new listing
+                // (references start over on a new document).
+                if request.from <= 1 {
+                    open.names.clear();
+                }
+                open.names.extend(
+                    snapshot
+                        .elements
+                        .iter()
+                        .map(|e| (e.reference.clone(), (e.role.clone(), e.name.clone()))),
+                );
                 snapshot
             }
             Step::Error(_) | Step::TimedOut | Step::Panicked => Snapshot {

@@ -28,7 +28,7 @@ use abr_core::{CoreError, DynSessionProvider};
 use abr_engine::task::{BrowseConfig, TaskConfig, TaskRunner};
 use abr_protocol::{
     ActOutcome, ActionApprovalState, ActionDecision, BlockedBy, BrowseAction, BrowseRequest,
-    CommitClass, PauseReason, SecretValue, TaskState,
+    CommitClass, PauseReason, SecretValue, SnapshotQuery, TaskState,
 };
 use serde_json::json;
 
@@ -300,7 +300,10 @@ async fn references_are_checked_before_anything_reaches_the_browser() {
             .browse_act("tenant-b", &id, click("e1"))
             .await
             .unwrap_err(),
-        h.runner.browse_snapshot("tenant-b", &id).await.unwrap_err(),
+        h.runner
+            .browse_snapshot("tenant-b", &id, SnapshotQuery::default())
+            .await
+            .unwrap_err(),
         h.runner.browse_close("tenant-b", &id).await.unwrap_err(),
     ] {
         assert!(matches!(e, CoreError::BrowseNotFound), "{e:?}");
@@ -363,13 +366,20 @@ async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
     assert!(matches!(e, CoreError::TenantLimit { .. }), "{e:?}");
     tokio::time::advance(Duration::from_secs(3)).await;
     assert_eq!(h.runner.browse_sweep().await, 0, "not idle long enough");
-    h.runner.browse_snapshot(T, &id).await.unwrap();
+    h.runner
+        .browse_snapshot(T, &id, SnapshotQuery::default())
+        .await
+        .unwrap();
     tokio::time::advance(Duration::from_secs(4)).await;
     assert_eq!(h.runner.browse_sweep().await, 0, "a call resets the clock");
     tokio::time::advance(Duration::from_secs(2)).await;
     assert_eq!(h.runner.browse_sweep().await, 1);
     assert_eq!(h.provider.open_leases(), 0);
-    let e = h.runner.browse_snapshot(T, &id).await.unwrap_err();
+    let e = h
+        .runner
+        .browse_snapshot(T, &id, SnapshotQuery::default())
+        .await
+        .unwrap_err();
     assert!(matches!(e, CoreError::BrowseNotFound), "{e:?}");
     let record = h.runner.get(T, &id).await.unwrap();
     assert_eq!(record.state, TaskState::Closed);
@@ -698,7 +708,10 @@ async fn a_snapshot_the_brain_reads_leaves_a_frame() {
         .await
         .unwrap();
     let id = opened.browse_id.clone();
-    h.runner.browse_snapshot(T, &id).await.unwrap();
+    h.runner
+        .browse_snapshot(T, &id, SnapshotQuery::default())
+        .await
+        .unwrap();
     let frames = h.frames.frames(T, &id).await.unwrap();
     let reads: Vec<_> = frames
         .iter()
@@ -909,7 +922,10 @@ async fn a_control_failing_twice_pauses_stuck() {
         abr_core::testing::FakeFault::Fail(abr_core::step_runner::StepFailureKind::NotFound),
     );
     // The fault reaches the element's reference with the next snapshot.
-    h.runner.browse_snapshot(T, &id).await.unwrap();
+    h.runner
+        .browse_snapshot(T, &id, SnapshotQuery::default())
+        .await
+        .unwrap();
     let first = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
     assert_eq!(first.outcome, ActOutcome::Failed, "{first:?}");
     let second = h.runner.browse_act(T, &id, click("e1")).await.unwrap();

@@ -221,6 +221,7 @@ impl Site {
         let app = Router::new()
             .route("/corpus", get(|| async { Html(CORPUS) }))
             .route("/snapshot", get(|| async { Html(SNAPSHOT_PAGE) }))
+            .route("/large", get(|| async { Html(large_page()) }))
             .route("/login", get(|| async { Html(LOGIN) }))
             .route("/captcha", get(|| async { Html(CAPTCHA) }))
             .route(
@@ -1359,7 +1360,36 @@ async fn a_snapshot_lists_what_a_brain_can_act_on_by_stable_reference_and_never_
     assert_eq!(audience.options, ["Choose", "Friends", "Everyone"]);
     assert_eq!(audience.value, None, "nothing chosen yet");
     assert_eq!(by_name(&first, "Notify me").checked, Some(true));
-    assert!(by_name(&first, "Home").href.unwrap().ends_with("/links"));
+    assert_eq!(
+        by_name(&first, "Home").href,
+        None,
+        "no targets unless asked"
+    );
+    let with_hrefs = abr_core::guard::SnapshotRequest {
+        hrefs: true,
+        ..request.clone()
+    };
+    let targets = s.snapshot(&with_hrefs, STEP).await.unwrap();
+    assert_eq!(
+        by_name(&targets, "Home").href.as_deref(),
+        Some("/links"),
+        "relative on the page's origin"
+    );
+    assert!(
+        !first.text.contains("Comment") && !first.text.contains("Post"),
+        "what the elements say is not repeated in the text: {:?}",
+        first.text
+    );
+    assert_eq!(
+        first.headings,
+        [abr_protocol::SnapshotHeading {
+            level: 1,
+            text: "Compose".into(),
+            at: 1
+        }]
+    );
+    assert_eq!(by_name(&first, "Comment").landmark.as_deref(), Some("form"));
+    assert_eq!(by_name(&first, "Home").landmark, None);
     let post = by_name(&first, "Post");
     assert_eq!(post.role, "button");
 
@@ -1439,6 +1469,138 @@ async fn a_snapshot_lists_what_a_brain_can_act_on_by_stable_reference_and_never_
     s.run(&BrowserAction::Back, STEP).await.unwrap();
     let back = s.snapshot(&request, STEP).await.unwrap();
     assert!(back.url.ends_with("/snapshot"), "{}", back.url);
+
+    close(provider, lease).await;
+}
+
+/// A documentation-like page: a navigation of links (same page, same site, another site),
+/// a main part with sections under headings, 40 buttons, a footer text repeated three times
+/// and a heading after the last element.
+fn large_page() -> String {
+    let mut sections = String::new();
+    for section in 0..4 {
+        sections.push_str(&format!(
+            "<h2>Section {section}</h2><p>Prose of section {section}.</p>"
+        ));
+        for button in 0..10 {
+            sections.push_str(&format!("<button>Action {section}.{button}</button>"));
+        }
+        sections.push_str("<p>Shared note.</p>");
+    }
+    format!(
+        r##"<!doctype html><html><head><title>Large</title></head><body>
+<nav><a href="#top">Top</a> <a href="/docs/guide.html?x=1">Guide</a> <a href="http://elsewhere.test/a">Away</a></nav>
+<main><h1>Reference</h1>{sections}</main>
+<footer><h3>The end</h3></footer>
+</body></html>"##
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_page_is_paged_every_element_reachable_under_its_headings_and_landmarks() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/large").as_str()).await;
+    let request = abr_core::guard::SnapshotRequest {
+        max_elements: 15,
+        hrefs: true,
+        ..abr_core::guard::SnapshotRequest::new("data-abr-p4g".into())
+    };
+    let mut listed = Vec::new();
+    let mut headings = Vec::new();
+    let mut from = 1;
+    let mut pages = 0;
+    loop {
+        let snap = s
+            .snapshot(
+                &abr_core::guard::SnapshotRequest {
+                    from,
+                    ..request.clone()
+                },
+                STEP,
+            )
+            .await
+            .unwrap();
+        let page = snap.page.clone().expect("a page says what it lists");
+        assert_eq!((page.from, page.total), (from, 43));
+        assert_eq!(page.count, snap.elements.len());
+        assert!(page.count <= 15);
+        assert_eq!(snap.truncated, page.next.is_some());
+        for heading in &snap.headings {
+            assert!(
+                heading.at >= from && (heading.at < from + page.count || page.next.is_none()),
+                "a heading is shown on the page of the element after it: {heading:?}"
+            );
+        }
+        headings.extend(snap.headings.clone());
+        listed.extend(snap.elements.clone());
+        pages += 1;
+        match page.next {
+            Some(next) => from = next,
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    let names: Vec<&str> = listed.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names.len(), 43, "every element on some page: {names:?}");
+    assert_eq!(&names[..4], ["Top", "Guide", "Away", "Action 0.0"]);
+    assert_eq!(names[42], "Action 3.9");
+    let refs: std::collections::HashSet<&str> =
+        listed.iter().map(|e| e.reference.as_str()).collect();
+    assert_eq!(refs.len(), 43, "references are unique across pages");
+    let hrefs: Vec<Option<&str>> = listed[..3].iter().map(|e| e.href.as_deref()).collect();
+    assert_eq!(
+        hrefs,
+        [
+            Some("#top"),
+            Some("/docs/guide.html?x=1"),
+            Some("http://elsewhere.test/a")
+        ]
+    );
+    assert_eq!(listed[0].landmark.as_deref(), Some("navigation"));
+    assert_eq!(listed[3].landmark.as_deref(), Some("main"));
+    let placed: Vec<(u8, &str, usize)> = headings
+        .iter()
+        .map(|h| (h.level, h.text.as_str(), h.at))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            (1, "Reference", 4),
+            (2, "Section 0", 4),
+            (2, "Section 1", 14),
+            (2, "Section 2", 24),
+            (2, "Section 3", 34),
+            (3, "The end", 44),
+        ],
+        "each heading before the element it precedes; the last one after every element"
+    );
+    // Read again from the start: the references stay.
+    let again = s.snapshot(&request, STEP).await.unwrap();
+    assert_eq!(again.elements[3].reference, listed[3].reference);
+    // The text is what no element or heading says, each block once.
+    let text = &again.text;
+    assert!(text.contains("Prose of section 2."), "{text}");
+    assert_eq!(text.matches("Shared note.").count(), 1, "{text}");
+    assert!(
+        !text.contains("Action 1.1") && !text.contains("Section 1\n"),
+        "{text}"
+    );
+    assert_eq!(again.page.unwrap().text_total, text.chars().count());
+    let cut = s
+        .snapshot(
+            &abr_core::guard::SnapshotRequest {
+                max_text: 10,
+                ..request.clone()
+            },
+            STEP,
+        )
+        .await
+        .unwrap();
+    assert_eq!(cut.text.chars().count(), 10);
+    assert!(cut.truncated);
+    assert!(cut.page.unwrap().text_total > 10);
 
     close(provider, lease).await;
 }

@@ -176,7 +176,14 @@ async fn send(
 /// The tool result of an API answer.
 fn result(status: StatusCode, body: Option<Value>) -> CallToolResult {
     match (status.is_success(), body) {
-        (true, Some(value @ Value::Object(_))) => CallToolResult::structured(value),
+        (true, Some(value @ Value::Object(_))) => {
+            let text = snapshot_text(&value);
+            let mut answer = CallToolResult::structured(value);
+            if let Some(text) = text {
+                answer.content = vec![rmcp::model::ContentBlock::text(text)];
+            }
+            answer
+        }
         (true, Some(value)) => {
             CallToolResult::success(vec![rmcp::model::ContentBlock::text(value.to_string())])
         }
@@ -194,6 +201,24 @@ fn result(status: StatusCode, body: Option<Value>) -> CallToolResult {
             }
         })),
     }
+}
+
+/// The text a model reads of an answer that is or carries a snapshot (the browse tools):
+/// the answer's other fields as one line of JSON, then the snapshot's compact text form
+/// ([`abr_protocol::Snapshot::to_text`]). The JSON stays whole in `structuredContent`.
+fn snapshot_text(value: &Value) -> Option<String> {
+    let Value::Object(fields) = value else {
+        return None;
+    };
+    if fields.contains_key("elements") && fields.contains_key("url") {
+        let snapshot: abr_protocol::Snapshot = serde_json::from_value(value.clone()).ok()?;
+        return Some(snapshot.to_text());
+    }
+    let snapshot = fields.get("snapshot")?;
+    let snapshot: abr_protocol::Snapshot = serde_json::from_value(snapshot.clone()).ok()?;
+    let mut rest = fields.clone();
+    rest.remove("snapshot");
+    Some(format!("{}\n{}", Value::Object(rest), snapshot.to_text()))
 }
 
 /// The in-process request of `call`.

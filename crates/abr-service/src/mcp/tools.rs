@@ -81,6 +81,54 @@ pub(crate) struct BrowseIdArgs {
     browse_id: String,
 }
 
+/// Arguments of `browse_snapshot`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BrowseSnapshotArgs {
+    /// The browse session, as `browse_open` answered it (`browseId`).
+    #[schemars(pattern(ID_PATTERN))]
+    browse_id: String,
+    /// List elements from this position (a previous answer's "more with from=N"); default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    from: Option<usize>,
+    /// Elements to list, 1 to 2000; default 300.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 2000))]
+    limit: Option<usize>,
+    /// Characters of the page's text, 0 to 50000; default 3000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 50000))]
+    max_text: Option<usize>,
+    /// Give links' targets (relative on the page's site); default no.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hrefs: Option<bool>,
+}
+
+impl BrowseSnapshotArgs {
+    /// The API's query string (`?from=…`), empty when nothing is asked.
+    fn query(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(from) = self.from {
+            parts.push(format!("from={from}"));
+        }
+        if let Some(limit) = self.limit {
+            parts.push(format!("limit={limit}"));
+        }
+        if let Some(max_text) = self.max_text {
+            parts.push(format!("maxText={max_text}"));
+        }
+        if let Some(hrefs) = self.hrefs {
+            parts.push(format!("hrefs={hrefs}"));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", parts.join("&"))
+        }
+    }
+}
+
 /// What `browse_act` does.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -288,14 +336,20 @@ fn description(name: &str) -> &'static str {
     match name {
         BROWSE_OPEN => {
             "Open a guarded browser session on a web page and answer its first snapshot: the \
-             page's url, title, visible text and its interactive elements, each with a `ref` \
-             (e.g. e12) to act on. Form values are never shown. Keep the answered browseId \
+             page's title and url, its interactive elements one per line (`e12 link Pricing`: \
+             the ref to act on, the role, the name) under the headings (`## ...`) and \
+             landmarks (`[main]`) they sit in, and the page's other text. A large page says \
+             `more with from=N`: browse_snapshot with that `from` lists the rest. Form values \
+             are never shown. Keep the answered browseId \
              for browse_act, browse_snapshot and browse_close; close it when done (idle \
              sessions expire)."
         }
         BROWSE_SNAPSHOT => {
-            "Read the current page of a browse session again: url, title, text and elements \
-             with their refs. Refs of an older snapshot may no longer be valid."
+            "Read the current page of a browse session again, in the same form as \
+             browse_open's. `from` pages through a large page's elements (every element \
+             keeps its ref on every page), `limit` sets how many are listed, `maxText` how \
+             much of the page's text, `hrefs` adds links' targets. Refs of an older page \
+             (before a navigation) may no longer be valid."
         }
         BROWSE_ACT => {
             "Perform one action in a browse session: click, type, select, press, scroll, \
@@ -350,7 +404,8 @@ fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
     use rmcp::handler::server::common::schema_for_input as input;
     match name {
         BROWSE_OPEN => input::<BrowseOpenArgs>(),
-        BROWSE_SNAPSHOT | BROWSE_CLOSE => input::<BrowseIdArgs>(),
+        BROWSE_SNAPSHOT => input::<BrowseSnapshotArgs>(),
+        BROWSE_CLOSE => input::<BrowseIdArgs>(),
         BROWSE_ACT => input::<BrowseActArgs>(),
         BROWSE_REQUEST_INPUT => input::<BrowseRequestInputArgs>(),
         POST => input::<PostSchema>(),
@@ -432,11 +487,11 @@ pub(crate) fn forward(
             ))
         }
         BROWSE_SNAPSHOT => {
-            let args: BrowseIdArgs = parse(name, arguments)?;
+            let args: BrowseSnapshotArgs = parse(name, arguments)?;
             let id = id(name, "browseId", &args.browse_id)?;
             Ok(Forward::new(
                 Method::GET,
-                format!("/v1/browse/{id}/snapshot"),
+                format!("/v1/browse/{id}/snapshot{}", args.query()),
                 None,
             ))
         }

@@ -323,3 +323,100 @@ async fn an_input_request_waits_for_a_persons_value_and_never_echoes_it() {
     .await;
     assert_eq!(unknown.error().1, "invalid_request", "{}", unknown.body);
 }
+
+/// A page with `n` links (`#l0`, `#l1`, ...) for the fake probe to list.
+fn fake_with_links(n: usize) -> FakeStack {
+    let provider = FakeProvider::new();
+    for i in 0..n {
+        provider.page().set_facts(
+            &format!("#l{i:02}"),
+            ElementFacts {
+                tag: "a".into(),
+                name: format!("Link {i:02}"),
+                ..ElementFacts::default()
+            },
+        );
+    }
+    provider.page().set_text("Some prose.");
+    fake_stack_with(provider, |_| {})
+}
+
+#[tokio::test]
+async fn a_snapshot_is_paged_by_query_answered_as_text_on_request_and_a_bad_query_is_typed() {
+    let stack = fake_with_links(5);
+    let app = &stack.app;
+    let opened = send(
+        app,
+        Method::POST,
+        "/v1/browse",
+        "acme",
+        Some(json!({"url": "https://fake.example/"})),
+    )
+    .await;
+    let id = opened.json()["browseId"].as_str().unwrap().to_owned();
+    let page = send(
+        app,
+        Method::GET,
+        &format!("/v1/browse/{id}/snapshot?from=3&limit=2"),
+        "acme",
+        None,
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let body = page.json();
+    let names: Vec<&str> = body["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Link 02", "Link 03"]);
+    assert_eq!(
+        body["page"],
+        json!({"from": 3, "count": 2, "total": 5, "next": 5, "textTotal": 11})
+    );
+    // The text form, for a model that reads the API directly.
+    let text = call(
+        app,
+        authed(Method::GET, &format!("/v1/browse/{id}/snapshot?limit=2"))
+            .header("x-tenant-id", "acme")
+            .header(header::ACCEPT, "text/plain")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(text.status, StatusCode::OK);
+    assert!(
+        text.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    assert!(
+        text.body.contains(
+            "elements 1-2 of 5; more with from=3\ne1 a Link 00\ne2 a Link 01\ntext:\nSome prose.\n"
+        ),
+        "{}",
+        text.body
+    );
+    // Out of bounds, unknown or not a number: a typed 422, nothing read.
+    for query in [
+        "from=0",
+        "limit=0",
+        "limit=2001",
+        "maxText=50001",
+        "form=2",
+        "from=x",
+    ] {
+        let reply = send(
+            app,
+            Method::GET,
+            &format!("/v1/browse/{id}/snapshot?{query}"),
+            "acme",
+            None,
+        )
+        .await;
+        let (status, code, _) = reply.error();
+        assert_eq!((status, code.as_str()), (422, "invalid_request"), "{query}");
+    }
+}

@@ -439,3 +439,79 @@ async fn a_foreign_host_is_refused_against_dns_rebinding() {
     let reply = call(&s.app, request).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
 }
+
+#[tokio::test]
+async fn a_model_reads_the_snapshot_as_compact_text_and_pages_through_it() {
+    let provider = abr_core::testing::FakeProvider::new();
+    for i in 0..3 {
+        provider.page().set_facts(
+            &format!("#b{i}"),
+            abr_core::guard::ElementFacts {
+                tag: "button".into(),
+                name: format!("Button {i}"),
+                ..abr_core::guard::ElementFacts::default()
+            },
+        );
+    }
+    let s = fake_stack_with(provider, |_| {});
+    let app = &s.app;
+    let answer = call_tool(
+        app,
+        None,
+        "browse_open",
+        json!({"url": "https://fake.example/"}),
+    )
+    .await;
+    let (failed, structured) = result(&answer);
+    assert!(!failed, "{answer}");
+    let id = structured["browseId"].as_str().unwrap().to_owned();
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    let (head, page) = text.split_once('\n').unwrap();
+    let head: Value = serde_json::from_str(head).unwrap();
+    assert_eq!(
+        head["outcome"], "done",
+        "the answer's fields first, as JSON"
+    );
+    assert!(head.get("snapshot").is_none());
+    assert!(
+        page.contains("3 elements\ne1 button Button 0\ne2 button Button 1\n"),
+        "{page}"
+    );
+    assert_eq!(
+        structured["snapshot"]["elements"][2]["name"], "Button 2",
+        "the whole JSON stays in structuredContent"
+    );
+
+    let answer = call_tool(
+        app,
+        None,
+        "browse_snapshot",
+        json!({"browseId": id, "from": 2, "limit": 1}),
+    )
+    .await;
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("elements 2-2 of 3; more with from=3\ne2 button Button 1\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Button 0") && !text.contains("{"), "{text}");
+    // Out of bounds: the API's typed refusal; a misspelt argument: invalid params.
+    let answer = call_tool(
+        app,
+        None,
+        "browse_snapshot",
+        json!({"browseId": id, "limit": 0}),
+    )
+    .await;
+    let (failed, structured) = result(&answer);
+    assert!(failed, "{answer}");
+    assert_eq!(structured["error"]["code"], "invalid_request");
+    let answer = call_tool(
+        app,
+        None,
+        "browse_snapshot",
+        json!({"browseId": id, "form": 2}),
+    )
+    .await;
+    assert_eq!(rpc_error(&answer), -32602, "{answer}");
+}
