@@ -123,7 +123,8 @@ pub struct SnapshotQuery {
     /// [`DEFAULT_SNAPSHOT_ELEMENTS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
-    /// Characters of text, 0 to [`MAX_SNAPSHOT_TEXT`]; default [`DEFAULT_SNAPSHOT_TEXT`].
+    /// Characters of text, 0 to [`MAX_SNAPSHOT_TEXT`]; default [`DEFAULT_SNAPSHOT_TEXT`] on
+    /// the first page, none on later ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_text: Option<usize>,
     /// Give links' targets (`href`); default no.
@@ -165,11 +166,15 @@ impl SnapshotQuery {
             .clamp(1, MAX_SNAPSHOT_ELEMENTS)
     }
 
-    /// Characters of text.
+    /// Characters of text: as asked, else [`DEFAULT_SNAPSHOT_TEXT`] on the first page and
+    /// none on a later one (the text is the page's, the same on every page of it).
     pub fn max_text(&self) -> usize {
-        self.max_text
-            .unwrap_or(DEFAULT_SNAPSHOT_TEXT)
-            .min(MAX_SNAPSHOT_TEXT)
+        let default = if self.from() == 1 {
+            DEFAULT_SNAPSHOT_TEXT
+        } else {
+            0
+        };
+        self.max_text.unwrap_or(default).min(MAX_SNAPSHOT_TEXT)
     }
 
     /// Whether links' targets are given.
@@ -395,6 +400,12 @@ mod tests {
         };
         assert!(text.check().unwrap_err().contains("maxText"));
         assert!(SnapshotQuery::default().check().is_ok());
+        let later = SnapshotQuery {
+            from: Some(301),
+            ..SnapshotQuery::default()
+        };
+        assert_eq!(later.max_text(), 0, "a later page does not repeat the text");
+        assert_eq!(SnapshotQuery::default().max_text(), DEFAULT_SNAPSHOT_TEXT);
         assert!(
             serde_json::from_str::<SnapshotQuery>(r#"{"form": 2}"#).is_err(),
             "an unknown field is refused"

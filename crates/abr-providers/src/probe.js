@@ -93,6 +93,9 @@ const pseudoText = (el, which) => {
     return '';
   }
   if (content === 'none' || content === 'normal' || content === '') return '';
+  // An image (`url("data:…")`, `image-set(…)`, a gradient) draws no text; only what is left
+  // is read (its quoted strings, `attr()`, and the alternative text after a `/`).
+  content = content.replace(/(?:url|image-set|-webkit-image-set|[a-z-]*gradient)\((?:[^()"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\([^()]*\))*\)/gi, ' ');
   const out = [];
   const re = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|attr\(\s*([\w-]+)\s*\)/g;
   let m;
@@ -701,6 +704,12 @@ const proseOf = (root, max) => {
   return { text, total: whole.length };
 };
 
+/** Rendered as the browser paints it: also not in a closed `<details>` or other content the
+ * browser skips (`checkVisibility`, where the browser has it). */
+const rendered = (el) =>
+  typeof el.checkVisibility !== 'function' ||
+  el.checkVisibility({ contentVisibilityAuto: false, visibilityProperty: true });
+
 /** A snapshot of the page for a brain: the visible actionable elements of the document and
  * its open shadow roots (not frames: a reference must resolve with a page selector), each
  * tagged with a reference in the attribute `attr` (a per-session name), in pages of
@@ -734,7 +743,7 @@ const snapshot = ({ attr, from, maxElements, maxText, maxName, hrefs }) => {
   for (const root of roots) {
     for (const el of root.querySelectorAll(selector)) {
       if (!el.matches(ACTIONABLE)) {
-        if (total + 1 < first || !visible(el)) continue;
+        if (total + 1 < first || !visible(el) || !rendered(el)) continue;
         if (el.parentElement && el.parentElement.closest(ACTIONABLE)) continue;
         // Its place: the position of the element after it.
         if (total + 1 < end) headings.push({ el, at: total + 1 });
@@ -742,7 +751,7 @@ const snapshot = ({ attr, from, maxElements, maxText, maxName, hrefs }) => {
         continue;
       }
       if (el.localName === 'input' && typeOf(el) === 'hidden') continue;
-      if (!visible(el)) continue;
+      if (!visible(el) || !rendered(el)) continue;
       total += 1;
       if (total >= end) trailing.length = 0;
       let ref = el.getAttribute(attr);

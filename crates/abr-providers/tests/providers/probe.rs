@@ -222,6 +222,7 @@ impl Site {
             .route("/corpus", get(|| async { Html(CORPUS) }))
             .route("/snapshot", get(|| async { Html(SNAPSHOT_PAGE) }))
             .route("/large", get(|| async { Html(large_page()) }))
+            .route("/unpainted", get(|| async { Html(UNPAINTED_PAGE) }))
             .route("/login", get(|| async { Html(LOGIN) }))
             .route("/captcha", get(|| async { Html(CAPTCHA) }))
             .route(
@@ -1602,6 +1603,33 @@ async fn a_large_page_is_paged_every_element_reachable_under_its_headings_and_la
     assert!(cut.truncated);
     assert!(cut.page.unwrap().text_total > 10);
 
+    close(provider, lease).await;
+}
+
+/// A closed `<details>` holding links, and an icon button whose only text is an image drawn
+/// by CSS (as rustdoc's header buttons).
+const UNPAINTED_PAGE: &str = r#"<!doctype html><html><head><title>Unpainted</title>
+<style>.icon::before { content: url("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'%3E%3C/svg%3E"); }
+.alt::before { content: url("data:image/png;base64,AAAA") / "Copy"; }</style></head><body>
+<details><summary>Implementations</summary><a href="/a">Hidden one</a><a href="/b">Hidden two</a></details>
+<button class="icon" title="Settings"></button><button class="alt"></button>
+</body></html>"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_lists_only_what_is_painted_and_never_names_an_element_by_an_image() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/unpainted").as_str()).await;
+    let request = abr_core::guard::SnapshotRequest::new("data-abr-u9p".into());
+    let snap = s.snapshot(&request, STEP).await.unwrap();
+    let names: Vec<&str> = snap.elements.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Implementations", "Settings", "Copy"],
+        "the closed details' links are not painted; an image is no name"
+    );
+    assert_eq!(snap.page.unwrap().total, 3);
     close(provider, lease).await;
 }
 

@@ -96,7 +96,8 @@ pub(crate) struct BrowseSnapshotArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 2000))]
     limit: Option<usize>,
-    /// Characters of the page's text, 0 to 50000; default 3000.
+    /// Characters of the page's text, 0 to 50000; default 3000 on the first page, none on
+    /// later pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 50000))]
     max_text: Option<usize>,
