@@ -2,7 +2,7 @@
 // Node Playwright user would, on one shared browser with newContext({ storageState }).
 //
 //   node bench/node-peer.mjs '<json config>'
-// config: { mode: "acquire" | "job", iterations, concurrency, executablePath, args,
+// config: { mode: "acquire" | "job" | "hold", iterations, concurrency, executablePath, args,
 //           originA, originB, cookies: [...], origins: [...] }
 // Prints one JSON line: { samplesMs: [...], wallMs, jobs }.
 import { createRequire } from 'node:module';
@@ -37,6 +37,29 @@ async function job(i) {
   const exported = await context.storageState();
   if (exported.cookies.length < cfg.cookies.length) throw new Error(`job ${i} lost cookies`);
   await context.close();
+}
+
+if (cfg.mode === 'hold') {
+  // Memory: `concurrency` jobs held open (state, page loaded, filled, clicked) while the
+  // benchmark reads the process tree; a line on stdin ends it.
+  const line = () => new Promise((resolve) => process.stdin.once('data', resolve));
+  console.log(JSON.stringify({ ready: 0 }));
+  await line();
+  const held = [];
+  for (let i = 0; i < cfg.concurrency; i++) {
+    const context = await browser.newContext({ storageState: state, viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(`${cfg.originA}/page`);
+    await page.locator('#name').fill(`job${i}`);
+    await page.locator('#go').click();
+    await page.locator('#out').textContent();
+    held.push(context);
+  }
+  console.log(JSON.stringify({ ready: cfg.concurrency }));
+  await line();
+  for (const context of held) await context.close();
+  await browser.close();
+  process.exit(0);
 }
 
 const work = cfg.mode === 'acquire' ? () => acquireGotoRelease() : (i) => job(i);

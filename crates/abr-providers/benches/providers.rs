@@ -251,6 +251,168 @@ async fn node(
     serde_json::from_slice(&out.stdout).expect("node peer output")
 }
 
+/// The proportional set size (kB) of `root` and every process under it (`/proc`, Linux):
+/// shared pages counted once across the tree, as `smaps_rollup` splits them.
+fn tree_pss_kb(root: u32) -> u64 {
+    let mut parents = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid ...`: the command may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parents.push((pid, ppid));
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        i += 1;
+    }
+    tree.iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok())
+        .filter_map(|rollup| {
+            rollup.lines().find_map(|l| {
+                l.strip_prefix("Pss:")
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+        })
+        .sum()
+}
+
+/// Memory per concurrent job at 1, 2 and 4 jobs held open (state, page, fill, click), ABR's
+/// local provider (this process: the runner's side, its driver and browser) against Node
+/// (its script and browser): the growth of each side's process tree over the same tree
+/// idle (browser warm, no job), per job, and the whole tree. Sampled after a settle.
+async fn memory(
+    local: &Arc<LocalBrowserSessionProvider>,
+    state: &Arc<AgentSessionState>,
+    url: &Arc<String>,
+    site: &TestSite,
+) {
+    const SETTLE: Duration = Duration::from_millis(1500);
+    println!(
+        "\n## memory per concurrent job (PSS of the process tree: runner + driver + browser for ABR, script + browser for Node)\n"
+    );
+    println!(
+        "| concurrent jobs | Node per job MB | ABR per job MB | ABR / Node | Node tree MB | ABR tree MB | ABR / Node (tree) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let me = std::process::id();
+    for concurrency in [1usize, 2, 4] {
+        // Node: idle, then the jobs held.
+        let config = json!({
+            "mode": "hold",
+            "iterations": 0,
+            "concurrency": concurrency,
+            "executablePath": SAME_BINARY.binary.path(),
+            "args": base_args(),
+            "originA": site.origin_a(),
+            "originB": site.origin_b(),
+            "cookies": serde_json::to_value(&state.cookies).unwrap(),
+            "origins": serde_json::to_value(&state.origins).unwrap(),
+        });
+        let mut child = tokio::process::Command::new("node")
+            .arg(repo_root().join("bench/node-peer.mjs"))
+            .arg(config.to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node peer");
+        let pid = child.id().expect("node pid");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+            child.stdout.take().expect("stdout"),
+        ));
+        lines
+            .next_line()
+            .await
+            .expect("node ready")
+            .expect("node idle");
+        tokio::time::sleep(SETTLE).await;
+        let node_idle = tree_pss_kb(pid);
+        tokio::io::AsyncWriteExt::write_all(&mut stdin, b"go\n")
+            .await
+            .expect("go");
+        lines
+            .next_line()
+            .await
+            .expect("node held")
+            .expect("node held line");
+        tokio::time::sleep(SETTLE).await;
+        let node_held = tree_pss_kb(pid);
+        tokio::io::AsyncWriteExt::write_all(&mut stdin, b"end\n")
+            .await
+            .expect("end");
+        child.wait().await.expect("node exit");
+
+        // ABR: the same jobs held on leases of the local provider (guard on).
+        tokio::time::sleep(SETTLE).await;
+        let abr_idle = tree_pss_kb(me);
+        let mut leases = Vec::new();
+        for i in 0..concurrency {
+            let lease = local.acquire(request(state)).await.expect("acquire");
+            let session = lease.context();
+            goto(session, url).await;
+            session
+                .page()
+                .locator("#name")
+                .fill(&format!("job{i}"), None)
+                .await
+                .expect("fill");
+            session
+                .page()
+                .locator("#go")
+                .click(None)
+                .await
+                .expect("click");
+            session
+                .page()
+                .locator("#out")
+                .text_content()
+                .await
+                .expect("read");
+            leases.push(lease);
+        }
+        tokio::time::sleep(SETTLE).await;
+        let abr_held = tree_pss_kb(me);
+        for lease in leases {
+            lease.release().await.expect("release");
+        }
+        let mb = |kb: u64| kb as f64 / 1024.0;
+        let per = |held: u64, idle: u64| mb(held.saturating_sub(idle)) / concurrency as f64;
+        let (node_per, abr_per) = (per(node_held, node_idle), per(abr_held, abr_idle));
+        println!(
+            "| {concurrency} | {node_per:.1} | {abr_per:.1} | {:.2} | {:.1} | {:.1} | {:.2} |",
+            abr_per / node_per,
+            mb(node_held),
+            mb(abr_held),
+            abr_held as f64 / node_held as f64
+        );
+        println!(
+            "BENCH memory_per_job_n{concurrency} {:.3} 0.5",
+            abr_per / node_per
+        );
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let quick = std::env::var_os("ABR_BENCH_QUICK").is_some();
@@ -281,6 +443,10 @@ async fn main() {
     let local_median = measure_acquire(local.as_ref(), &state, &url, n_acquire).await;
     println!(
         "| **ABR local provider** (headless shell, shared browser) | {local_median:.1} | {:.2} |",
+        local_median / node_median
+    );
+    println!(
+        "BENCH acquire_vs_node {:.3} 0.25",
         local_median / node_median
     );
 
@@ -405,7 +571,13 @@ async fn main() {
             on / node_rate,
             on / off
         );
+        println!(
+            "BENCH throughput_n{concurrency} {:.3} 3.0 higher",
+            on / node_rate
+        );
     }
+    unguarded.shutdown().await;
+    memory(&local, &state, &url, &site).await;
     if let Some(proxy) = local.egress_proxy().await {
         println!(
             "\negress proxy: {} connections allowed, {} refused, {} failed",
@@ -415,5 +587,4 @@ async fn main() {
         );
     }
     local.shutdown().await;
-    unguarded.shutdown().await;
 }

@@ -775,6 +775,15 @@ async fn main() {
         );
     }
     println!(
+        "\nBENCH task_rails_vs_node {:.3} 1.0",
+        median(&t_sqlite) / node_median
+    );
+    println!(
+        "BENCH task_frames_vs_node {:.3} 1.3",
+        median(&t_framed) / node_median
+    );
+    println!("BENCH task_store_wait_ms {:.2} 10", median(&store_sqlite));
+    println!(
         "\nThe DOM check of the verification is in every variant (the steps-only baseline runs it \
          as a step, the Node script as a waitFor), as is the runner's opening of the target URL \
          before step 1: the overhead above holds no browser action."
