@@ -32,9 +32,8 @@ use abr_core::guard::{
 use abr_core::step_runner::{StepFailure, StepFailureKind};
 use abr_protocol::{Selector, Snapshot};
 use async_trait::async_trait;
-use base64::Engine as _;
 use playwright_rs::Error as PwError;
-use playwright_rs::protocol::Page;
+use playwright_rs::protocol::{Page, Scale, ScreenshotOptions, ScreenshotType};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -348,46 +347,6 @@ impl Frame<'_> {
             .map_err(|_| FrameError::Browser("the blur check gave an unexpected result".into()))
     }
 
-    /// The viewport as a JPEG of `quality`: one CDP `Page.captureScreenshot` on the
-    /// session's CDP session, tuned for speed (Playwright's screenshot first prepares every
-    /// frame of the page, a round trip each, for a caret and animations the blur already
-    /// hides).
-    async fn capture(&self, quality: u8) -> Result<Vec<u8>, FrameError> {
-        let left = Duration::from_secs_f64(self.remaining_ms() / 1000.0);
-        let cdp = match tokio::time::timeout(left, self.session.cdp()).await {
-            Ok(Ok(cdp)) => cdp,
-            Ok(Err(error)) => return Err(FrameError::Browser(error.message().to_owned())),
-            Err(_) => return Err(FrameError::Browser(Cause::TimedOut.reason().to_owned())),
-        };
-        let params = serde_json::json!({
-            "format": "jpeg",
-            "quality": quality,
-            "optimizeForSpeed": true,
-            "captureBeyondViewport": false,
-            "fromSurface": true,
-        });
-        let left = Duration::from_secs_f64(self.remaining_ms() / 1000.0);
-        let answer = match tokio::time::timeout(
-            left,
-            cdp.send("Page.captureScreenshot", Some(params)),
-        )
-        .await
-        {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(e)) => return Err(self.browser(&e)),
-            Err(_) => return Err(FrameError::Browser(Cause::TimedOut.reason().to_owned())),
-        };
-        let data = answer
-            .get("result")
-            .unwrap_or(&answer)
-            .get("data")
-            .and_then(Value::as_str)
-            .ok_or_else(|| FrameError::Browser("the capture gave no image".into()))?;
-        base64::engine::general_purpose::STANDARD
-            .decode(data.as_bytes())
-            .map_err(|_| FrameError::Browser("the capture gave an image that is not base64".into()))
-    }
-
     async fn take(&self, max_bytes: usize) -> Taken {
         let applied = match self.check(&APPLY_JS).await {
             Ok(check) => check,
@@ -398,13 +357,20 @@ impl Frame<'_> {
         }
         let mut jpeg = None;
         for quality in QUALITIES {
-            match self.capture(quality).await {
+            let options = ScreenshotOptions::builder()
+                .screenshot_type(ScreenshotType::Jpeg)
+                .quality(quality)
+                .full_page(false)
+                .scale(Scale::Css)
+                .timeout(self.remaining_ms())
+                .build();
+            match self.session.page().screenshot(options).await {
                 Ok(bytes) if bytes.len() <= max_bytes => {
                     jpeg = Some(bytes);
                     break;
                 }
                 Ok(_) => {}
-                Err(error) => return Taken::Failed(error),
+                Err(e) => return Taken::Failed(self.browser(&e)),
             }
         }
         let Some(jpeg) = jpeg else {

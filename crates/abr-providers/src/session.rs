@@ -156,17 +156,6 @@ impl BrowserSession {
     pub(crate) fn live_state(&self) -> &Arc<crate::live_state::LiveState> {
         &self.live
     }
-
-    /// The page's CDP session (the live view's input session: created on first use,
-    /// recreated once detached), for calls Playwright's API makes slower than they need be.
-    pub(crate) async fn cdp(&self) -> Result<playwright_rs::protocol::CDPSession, ProviderError> {
-        self.live
-            .input
-            .lock()
-            .await
-            .session(&self.context, &self.page)
-            .await
-    }
 }
 
 #[async_trait]
