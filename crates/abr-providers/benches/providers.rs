@@ -111,6 +111,17 @@ async fn job<P: SessionProvider<Context = BrowserSession>>(
 ) {
     let lease = provider.acquire(request(state)).await.expect("acquire");
     let session = lease.context();
+    work(session, url, i).await;
+    let exported = session.export_state().await.expect("export");
+    assert!(
+        exported.cookies.len() >= state.cookies.len(),
+        "job {i} lost cookies"
+    );
+    lease.release().await.expect("release");
+}
+
+/// A job's page work: the page, fill, click, read back.
+async fn work(session: &BrowserSession, url: &str, i: usize) {
     goto(session, url).await;
     session
         .page()
@@ -131,12 +142,6 @@ async fn job<P: SessionProvider<Context = BrowserSession>>(
         .await
         .expect("read back");
     assert_eq!(text.as_deref(), Some(format!("Hello, job{i}").as_str()));
-    let exported = session.export_state().await.expect("export");
-    assert!(
-        exported.cookies.len() >= state.cookies.len(),
-        "job {i} lost cookies"
-    );
-    lease.release().await.expect("release");
 }
 
 /// Median ms of `n` sequential acquire+goto+release after 3 warm-ups.
@@ -369,26 +374,7 @@ async fn memory(
         let mut leases = Vec::new();
         for i in 0..concurrency {
             let lease = local.acquire(request(state)).await.expect("acquire");
-            let session = lease.context();
-            goto(session, url).await;
-            session
-                .page()
-                .locator("#name")
-                .fill(&format!("job{i}"), None)
-                .await
-                .expect("fill");
-            session
-                .page()
-                .locator("#go")
-                .click(None)
-                .await
-                .expect("click");
-            session
-                .page()
-                .locator("#out")
-                .text_content()
-                .await
-                .expect("read");
+            work(lease.context(), url, i).await;
             leases.push(lease);
         }
         tokio::time::sleep(SETTLE).await;

@@ -209,6 +209,20 @@ async fn a_brain_posts_through_snapshots_and_a_read_only_session_cannot() {
     assert!(!opened.read_only);
     let page = &opened.first.snapshot;
     assert!(page.url.ends_with("/compose"), "{}", page.url);
+    // The text form a model reads, as the README shows it.
+    let form = page.to_text();
+    let listing = form
+        .split_once("/compose\n")
+        .map(|(_, l)| l)
+        .unwrap_or_default();
+    assert!(
+        listing.starts_with(
+            "7 elements\n[navigation]\ne1 link Compose\ne2 link My posts\ne3 link Users\n\
+             e4 link Sign out\n# New post\n[form]\ne5 textbox What's happening?\n\
+             e6 file Media\ne7 button Post\ntext:\nSigned in as alice"
+        ),
+        "{form}"
+    );
     let field = reference(page, "textbox", "What's happening?");
     let submit = reference(page, "button", "Post");
     let id = opened.browse_id.clone();
