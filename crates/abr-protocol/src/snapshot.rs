@@ -187,8 +187,7 @@ impl Snapshot {
     /// The snapshot as a language model reads it: one line per element (`e12 link Pricing`,
     /// then `=[redacted]`, `[checked]`, `[disabled]`, `-> href`, `options: a | b`), the
     /// headings (`## Title`) and landmarks (`[navigation]`) where they fall among them, what
-    /// was left out, and the text. Nothing the JSON form lacks; about a quarter of its
-    /// tokens.
+    /// was left out, and the text. It says nothing the JSON form does not.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "{}", one_line(&self.title));

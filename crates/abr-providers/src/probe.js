@@ -575,6 +575,9 @@ const roleOf = (el) => {
 /** Headings: structure a snapshot shows among the elements. */
 const HEADINGS = 'h1, h2, h3, h4, h5, h6, [role=heading]';
 
+/** What a snapshot lists: the elements one can act on, and the headings among them. */
+const LISTED = ACTIONABLE + ', ' + HEADINGS;
+
 /** Where an element can sit that a snapshot names (a landmark, by role or implied by tag). */
 const LANDMARKS =
   'nav, main, header, footer, aside, form, search, dialog, section[aria-label], ' +
@@ -662,7 +665,7 @@ const proseOf = (root, max) => {
     if (node.nodeType === 1) {
       const tag = node.localName;
       if (['script', 'style', 'template', 'noscript', 'datalist', 'option', 'label'].includes(tag)) return;
-      if (node.matches(ACTIONABLE) || node.matches(HEADINGS)) {
+      if (node.matches(LISTED)) {
         line.push(' ');
         return;
       }
@@ -739,9 +742,8 @@ const snapshot = ({ attr, from, maxElements, maxText, maxName, hrefs }) => {
   const headings = [];
   const trailing = []; // headings after the page's last element: shown if no element follows
   let total = 0;
-  const selector = ACTIONABLE + ', ' + HEADINGS;
   for (const root of roots) {
-    for (const el of root.querySelectorAll(selector)) {
+    for (const el of root.querySelectorAll(LISTED)) {
       if (!el.matches(ACTIONABLE)) {
         if (total + 1 < first || !visible(el) || !rendered(el)) continue;
         if (el.parentElement && el.parentElement.closest(ACTIONABLE)) continue;

@@ -166,7 +166,19 @@ impl RequestRouter {
             .route(PATTERN, move |route| handle(router.clone(), route))
             .await?;
         installed.requests = true;
-        if self.egress.is_some() && !installed.websockets {
+        if self.egress.is_some() {
+            self.route_websockets(&mut installed, context).await?;
+        }
+        Ok(())
+    }
+
+    /// Routes the context's WebSockets through this router, once.
+    async fn route_websockets(
+        self: &Arc<Self>,
+        installed: &mut Installed,
+        context: &BrowserContext,
+    ) -> Result<(), PwError> {
+        if !installed.websockets {
             let router = Arc::downgrade(self);
             context
                 .route_web_socket(PATTERN, move |socket| {
@@ -226,15 +238,7 @@ impl RequestRouter {
         }
         if websockets {
             let mut installed = self.installed.lock().await;
-            if !installed.websockets {
-                let router = Arc::downgrade(self);
-                context
-                    .route_web_socket(PATTERN, move |socket| {
-                        handle_websocket(router.clone(), socket)
-                    })
-                    .await?;
-                installed.websockets = true;
-            }
+            self.route_websockets(&mut installed, context).await?;
         }
         let registered = self
             .unload

@@ -359,7 +359,16 @@ async fn open(site: &Site) -> (LocalBrowserSessionProvider, Lease<BrowserSession
         egress: Some(site.egress()),
         ..LocalProviderConfig::default()
     });
-    let lease = tokio::time::timeout(
+    let lease = lease_of(&provider, "local").await;
+    (provider, lease)
+}
+
+/// A fresh unattended lease of `provider` (named in a failure), within a minute.
+async fn lease_of<P>(provider: &P, name: &str) -> Lease<BrowserSession>
+where
+    P: SessionProvider<Context = BrowserSession> + ?Sized,
+{
+    tokio::time::timeout(
         Duration::from_secs(60),
         provider.acquire(AcquireRequest {
             mode: AcquireMode::Unattended,
@@ -369,9 +378,8 @@ async fn open(site: &Site) -> (LocalBrowserSessionProvider, Lease<BrowserSession
         }),
     )
     .await
-    .expect("acquire hung")
-    .expect("acquire");
-    (provider, lease)
+    .unwrap_or_else(|_| panic!("{name}: acquire hung"))
+    .unwrap_or_else(|e| panic!("{name}: acquire: {e}"))
 }
 
 async fn close(provider: LocalBrowserSessionProvider, lease: Lease<BrowserSession>) {
@@ -1219,18 +1227,7 @@ async fn the_site_filter_defers_to_the_egress_url_gate() {
         egress: Some(site.egress()),
         ..SteelProviderConfig::oss(double.base_url())
     });
-    let lease = tokio::time::timeout(
-        Duration::from_secs(60),
-        provider.acquire(AcquireRequest {
-            mode: AcquireMode::Unattended,
-            platform: "probe".into(),
-            state: None,
-            start_url: None,
-        }),
-    )
-    .await
-    .expect("acquire hung")
-    .expect("acquire");
+    let lease = lease_of(&provider, "steel").await;
     let s = lease.context();
     let filter = Refuse::new("localhost");
     s.filter_sites(filter.clone()).await.unwrap();
@@ -1681,21 +1678,9 @@ async fn on_every_provider_a_redirect_to_a_refused_host_never_reaches_it() {
         ),
     ];
     for (name, provider) in providers {
-        let lease = tokio::time::timeout(
-            Duration::from_secs(60),
-            provider.acquire(AcquireRequest {
-                mode: AcquireMode::Unattended,
-                platform: "probe".into(),
-                state: None,
-                start_url: None,
-            }),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("{name}: acquire hung"))
-        .unwrap_or_else(|e| panic!("{name}: acquire: {e}"));
+        let lease = lease_of(provider.as_ref(), name).await;
         let s = lease.context();
         s.filter_sites(Refuse::new("localhost")).await.unwrap();
-        eprintln!("{name}");
         redirect_is_refused(s, &site, 0).await;
         let _ = tokio::time::timeout(Duration::from_secs(30), lease.release()).await;
     }
