@@ -30,7 +30,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use abr_core::budget::Pacing;
 use abr_core::error::{CoreError, StrategyError};
@@ -452,6 +452,10 @@ pub struct DeclaredTimeouts {
     /// A glance whose "no" costs its whole deadline: is the page blank, is it on the
     /// signed-out URL, is the toast or error banner shown right now.
     pub glance: Duration,
+    /// How long the page `signIn.steps` opened may take to show `signedIn` or reach
+    /// `signedOutUrl`; showing neither by then is `sign_in_inconclusive`. Glances alone
+    /// would call a slow page inconclusive.
+    pub settle: Duration,
     /// How long the read-back page may take to show its first post; one that shows none by
     /// then lists none.
     pub list: Duration,
@@ -465,6 +469,7 @@ impl Default for DeclaredTimeouts {
             media: Duration::from_secs(20),
             toast: Duration::from_secs(8),
             glance: Duration::from_millis(300),
+            settle: Duration::from_secs(10),
             list: Duration::from_secs(1),
         }
     }
@@ -1527,7 +1532,8 @@ impl<C: SessionContext + StepRunner> WebPostStrategy<C> for DeclaredStrategy {
     /// On a blank page (an unattended job) runs `signIn.steps` first; on any other page (a
     /// capture: a person may be signing in on it) only looks. Signed in when `signedIn`
     /// holds; signed out on `signedOutUrl`. With both declared, a page that shows neither
-    /// is an error after the steps ran (`sign_in_inconclusive`) and "not yet" otherwise.
+    /// is "not yet" on a person's page; after the steps it is looked at again until one
+    /// shows, and an error (`sign_in_inconclusive`) when neither has by `settle`.
     async fn is_authenticated(&self, context: &C) -> Result<bool, StrategyError> {
         let blank = self.url_is(context, "about:blank").await;
         if blank {
@@ -1552,40 +1558,48 @@ impl<C: SessionContext + StepRunner> WebPostStrategy<C> for DeclaredStrategy {
                 ));
             }
         }
-        if let Some(check) = &self.sign_in.signed_in {
-            match self.holds(context, check).await {
-                Ok(true) => return Ok(true),
-                Ok(false) => {}
-                Err(f) if f.kind == StepFailureKind::SignedOut => return Ok(false),
-                Err(f) if f.kind == StepFailureKind::Crashed => {
-                    return Err(StrategyError::failed(
-                        "page_closed",
-                        format!("signIn.signedIn: {}", failure_text(&f)),
-                    ));
-                }
-                // A page a person is using may be between two documents: not yet.
-                Err(_) if !blank => return Ok(false),
-                Err(f) => {
-                    return Err(StrategyError::failed(
-                        "sign_in_check_failed",
-                        format!("signIn.signedIn: {}", failure_text(&f)),
-                    ));
+        // After the steps the page must settle on one of the two answers: look again until
+        // it does or `settle` runs out. A page a person is using is only looked at once.
+        let deadline = Instant::now() + self.timeouts.settle;
+        loop {
+            if let Some(check) = &self.sign_in.signed_in {
+                match self.holds(context, check).await {
+                    Ok(true) => return Ok(true),
+                    Ok(false) => {}
+                    Err(f) if f.kind == StepFailureKind::SignedOut => return Ok(false),
+                    Err(f) if f.kind == StepFailureKind::Crashed => {
+                        return Err(StrategyError::failed(
+                            "page_closed",
+                            format!("signIn.signedIn: {}", failure_text(&f)),
+                        ));
+                    }
+                    // A page a person is using may be between two documents: not yet.
+                    Err(_) if !blank => return Ok(false),
+                    Err(f) => {
+                        return Err(StrategyError::failed(
+                            "sign_in_check_failed",
+                            format!("signIn.signedIn: {}", failure_text(&f)),
+                        ));
+                    }
                 }
             }
-        }
-        if self.signed_out_now(context).await {
-            return Ok(false);
-        }
-        match (&self.sign_in.signed_in, &self.sign_in.signed_out_url) {
-            // Only "signed out" is declared, and the page is not there.
-            (None, _) => Ok(true),
-            // Only "signed in" is declared, and it does not hold.
-            (Some(_), None) => Ok(false),
-            (Some(_), Some(_)) if blank => Err(StrategyError::failed(
-                "sign_in_inconclusive",
-                "the page opened by signIn.steps shows neither signedIn nor signedOutUrl",
-            )),
-            (Some(_), Some(_)) => Ok(false),
+            if self.signed_out_now(context).await {
+                return Ok(false);
+            }
+            match (&self.sign_in.signed_in, &self.sign_in.signed_out_url) {
+                // Only "signed out" is declared, and the page is not there.
+                (None, _) => return Ok(true),
+                // Only "signed in" is declared, and it does not hold.
+                (Some(_), None) => return Ok(false),
+                (Some(_), Some(_)) if !blank => return Ok(false),
+                (Some(_), Some(_)) if Instant::now() >= deadline => {
+                    return Err(StrategyError::failed(
+                        "sign_in_inconclusive",
+                        "the page opened by signIn.steps shows neither signedIn nor signedOutUrl",
+                    ));
+                }
+                (Some(_), Some(_)) => {}
+            }
         }
     }
 

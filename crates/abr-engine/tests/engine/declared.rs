@@ -48,6 +48,7 @@ fn fast() -> DeclaredTimeouts {
     DeclaredTimeouts {
         glance: Duration::from_millis(5),
         list: Duration::from_millis(5),
+        settle: Duration::from_millis(50),
         ..DeclaredTimeouts::default()
     }
 }
@@ -116,6 +117,9 @@ struct Site {
     /// A failure for the next action whose key (`click #submit`, `navigate /feed`) starts
     /// with this.
     fail: Option<(String, StepFailure)>,
+    /// How many more checks answer "not yet", as a page still rendering does within a
+    /// glance.
+    slow_checks: usize,
 }
 
 impl Site {
@@ -128,6 +132,7 @@ impl Site {
             typed: String::new(),
             log: Vec::new(),
             fail: None,
+            slow_checks: 0,
         }
     }
 
@@ -394,6 +399,10 @@ impl StepRunner for FakePage {
                 return Err(failure);
             }
             site.fail = Some((prefix, failure));
+        }
+        if matches!(action, BrowserAction::Assert { .. }) && site.slow_checks > 0 {
+            site.slow_checks -= 1;
+            return Ok(StepOutput::Checked(false));
         }
         site.act(action)
     }
@@ -938,6 +947,25 @@ async fn the_sign_in_check_only_navigates_a_blank_page() {
     site.lock().unwrap().page = Page::Blank;
     let e = inconclusive.is_authenticated(&page).await.unwrap_err();
     assert_eq!(e.code, "sign_in_inconclusive");
+}
+
+/// A loaded machine: the composer shows, but later than one glance. Still signed in, not
+/// "inconclusive" (which failed a post in CI).
+#[tokio::test]
+async fn a_composer_slower_than_a_glance_is_still_signed_in() {
+    let site = Arc::new(Mutex::new(Site::new()));
+    site.lock().unwrap().slow_checks = 3;
+    let page = FakePage::new(&site);
+    assert!(demo().is_authenticated(&page).await.unwrap());
+    // Signed out and slow: still signed out, not an error.
+    let site = Arc::new(Mutex::new(Site::new()));
+    {
+        let mut s = site.lock().unwrap();
+        s.signed_in = false;
+        s.slow_checks = 3;
+    }
+    let page = FakePage::new(&site);
+    assert!(!demo().is_authenticated(&page).await.unwrap());
 }
 
 #[tokio::test]
