@@ -4,7 +4,8 @@
 //   node bench/node-peer.mjs '<json config>'
 // config: { mode: "acquire" | "job" | "hold", iterations, concurrency, executablePath, args,
 //           originA, originB, cookies: [...], origins: [...] }
-// Prints one JSON line: { samplesMs: [...], wallMs, jobs }.
+// Prints one JSON line: { samplesMs: [...], wallMs, jobs, phases: { acquire, goto, release } }
+// (the phases' samples in acquire mode).
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,11 +20,21 @@ const state = { cookies: cfg.cookies, origins: cfg.withOrigins === false ? [] : 
 
 const browser = await chromium.launch({ executablePath: cfg.executablePath, headless: true, args: cfg.args });
 
+// acquire mode: each phase's time too (the context and its page, the page load, the close).
+const phases = { acquire: [], goto: [], release: [] };
+
 async function acquireGotoRelease() {
+  const t0 = performance.now();
   const context = await browser.newContext({ storageState: state, viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
+  const t1 = performance.now();
   await page.goto(`${cfg.originA}/page`);
+  const t2 = performance.now();
   await context.close();
+  const t3 = performance.now();
+  phases.acquire.push(t1 - t0);
+  phases.goto.push(t2 - t1);
+  phases.release.push(t3 - t2);
 }
 
 async function job(i) {
@@ -64,6 +75,7 @@ if (cfg.mode === 'hold') {
 
 const work = cfg.mode === 'acquire' ? () => acquireGotoRelease() : (i) => job(i);
 for (let w = 0; w < 3; w++) await work(-1 - w); // warm-up, untimed
+for (const list of Object.values(phases)) list.length = 0;
 
 const samples = [];
 let next = 0;
@@ -79,4 +91,4 @@ async function worker() {
 await Promise.all(Array.from({ length: cfg.concurrency }, worker));
 const wallMs = performance.now() - started;
 await browser.close();
-console.log(JSON.stringify({ samplesMs: samples, wallMs, jobs: samples.length }));
+console.log(JSON.stringify({ samplesMs: samples, wallMs, jobs: samples.length, phases }));

@@ -12,7 +12,8 @@
 //!
 //! Both sides drive the same Chromium binary (Debian's headless shell, which is also what
 //! Playwright launches by default for headless Chromium). Set `ABR_BENCH_QUICK=1` for a short
-//! smoke run.
+//! smoke run, `ABR_BENCH_ONLY=acquire` to stop after the local provider's acquire (and its
+//! phases).
 
 #![allow(
     clippy::unwrap_used,
@@ -93,14 +94,20 @@ async fn goto(session: &BrowserSession, url: &str) {
         .expect("goto");
 }
 
+/// Each phase's ms: the acquire (context, state, page), the page load, the release.
 async fn acquire_goto_release<P: SessionProvider<Context = BrowserSession>>(
     provider: &P,
     state: &AgentSessionState,
     url: &str,
-) {
+) -> [f64; 3] {
+    let t0 = Instant::now();
     let lease = provider.acquire(request(state)).await.expect("acquire");
+    let t1 = Instant::now();
     goto(lease.context(), url).await;
+    let t2 = Instant::now();
     lease.release().await.expect("release");
+    let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1000.0;
+    [ms(t0, t1), ms(t1, t2), ms(t2, Instant::now())]
 }
 
 async fn job<P: SessionProvider<Context = BrowserSession>>(
@@ -144,23 +151,101 @@ async fn work(session: &BrowserSession, url: &str, i: usize) {
     assert_eq!(text.as_deref(), Some(format!("Hello, job{i}").as_str()));
 }
 
-/// Median ms of `n` sequential acquire+goto+release after 3 warm-ups.
+/// Medians of `n` sequential acquire+goto+release after 3 warm-ups.
+struct AcquireTimes {
+    total: f64,
+    /// acquire, goto, release.
+    phases: [f64; 3],
+}
+
 async fn measure_acquire<P: SessionProvider<Context = BrowserSession>>(
     provider: &P,
     state: &AgentSessionState,
     url: &str,
     n: usize,
-) -> f64 {
+) -> AcquireTimes {
     for _ in 0..3 {
         acquire_goto_release(provider, state, url).await;
     }
-    let mut samples = Vec::with_capacity(n);
+    let mut totals = Vec::with_capacity(n);
+    let mut phases: [Vec<f64>; 3] = Default::default();
     for _ in 0..n {
-        let t0 = Instant::now();
-        acquire_goto_release(provider, state, url).await;
-        samples.push(t0.elapsed().as_secs_f64() * 1000.0);
+        let sample = acquire_goto_release(provider, state, url).await;
+        totals.push(sample.iter().sum());
+        for (list, ms) in phases.iter_mut().zip(sample) {
+            list.push(ms);
+        }
     }
-    median(&mut samples)
+    AcquireTimes {
+        total: median(&mut totals),
+        phases: phases.map(|mut list| median(&mut list)),
+    }
+}
+
+/// What one page read and one redacted frame cost on a loaded page, against the floor of a
+/// round trip to the page and a plain screenshot: where a task's rails and frames spend.
+async fn reads(local: &LocalBrowserSessionProvider, state: &AgentSessionState, url: &str) {
+    use abr_core::guard::PageProbe as _;
+    use abr_protocol::Selector;
+    use playwright_rs::protocol::{ScreenshotOptions, ScreenshotType};
+
+    const N: usize = 30;
+    let lease = local.acquire(request(state)).await.expect("acquire");
+    let session = lease.context();
+    goto(session, url).await;
+    let t = Duration::from_secs(10);
+    let selector = Selector::Css("#go".into());
+    let mut rows: Vec<(&str, Vec<f64>)> = Vec::new();
+    for name in [
+        "evaluate `() => 1` (one round trip to the page)",
+        "signals (the probe: the page's signals)",
+        "inspect `#go` (the probe: one element's facts)",
+        "plain viewport JPEG, quality 70",
+        "redacted frame (blur, confirm, JPEG, confirm, unblur)",
+    ] {
+        rows.push((name, Vec::with_capacity(N)));
+    }
+    for _ in 0..N + 3 {
+        let mut sample = Vec::new();
+        let t0 = Instant::now();
+        session.page().evaluate_value("1").await.expect("eval");
+        sample.push(t0.elapsed());
+        let t0 = Instant::now();
+        session.signals(t).await.expect("signals");
+        sample.push(t0.elapsed());
+        let t0 = Instant::now();
+        session.inspect(&selector, t).await.expect("inspect");
+        sample.push(t0.elapsed());
+        let t0 = Instant::now();
+        let options = ScreenshotOptions::builder()
+            .screenshot_type(ScreenshotType::Jpeg)
+            .quality(70)
+            .build();
+        session
+            .page()
+            .screenshot(options)
+            .await
+            .expect("screenshot");
+        sample.push(t0.elapsed());
+        let t0 = Instant::now();
+        session
+            .redacted_frame(512 * 1024, t)
+            .await
+            .expect("redacted frame");
+        sample.push(t0.elapsed());
+        for ((_, list), d) in rows.iter_mut().zip(sample) {
+            list.push(d.as_secs_f64() * 1000.0);
+        }
+    }
+    lease.release().await.expect("release");
+    println!("\n## page reads and frames on one loaded page, median ms of {N}\n");
+    println!("| read | median ms |");
+    println!("|---|---|");
+    for (name, mut list) in rows {
+        // The first three are warm-ups.
+        let mut list = list.split_off(3);
+        println!("| {name} | {:.1} |", median(&mut list));
+    }
 }
 
 /// Jobs per second of `jobs` jobs on `concurrency` workers, after 3 warm-ups.
@@ -204,6 +289,16 @@ struct NodeRun {
     #[serde(rename = "wallMs")]
     wall_ms: f64,
     jobs: usize,
+    /// acquire mode: the samples of each phase.
+    #[serde(default)]
+    phases: Option<NodePhases>,
+}
+
+#[derive(serde::Deserialize)]
+struct NodePhases {
+    acquire: Vec<f64>,
+    goto: Vec<f64>,
+    release: Vec<f64>,
 }
 
 fn repo_root() -> PathBuf {
@@ -426,7 +521,15 @@ async fn main() {
         egress: Some(site.egress()),
         ..LocalProviderConfig::default()
     }));
-    let local_median = measure_acquire(local.as_ref(), &state, &url, n_acquire).await;
+    let local_times = measure_acquire(local.as_ref(), &state, &url, n_acquire).await;
+    let local_median = local_times.total;
+    // The same provider without the egress proxy (its own warm browser), for the guard's
+    // cost: here, and in the throughput cells.
+    let unguarded = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: None,
+        ..LocalProviderConfig::default()
+    }));
+    let unguarded_times = measure_acquire(unguarded.as_ref(), &state, &url, n_acquire).await;
     println!(
         "| **ABR local provider** (headless shell, shared browser) | {local_median:.1} | {:.2} |",
         local_median / node_median
@@ -462,6 +565,46 @@ async fn main() {
         local_median / floor_median
     );
 
+    // Where the time goes: the page load is the floor under both; the rest is each side's
+    // own overhead (the context with its state and page, and the close).
+    let node_phases = node_run.phases.as_mut().expect("the Node peer's phases");
+    let node_times = [
+        median(&mut node_phases.acquire),
+        median(&mut node_phases.goto),
+        median(&mut node_phases.release),
+    ];
+    println!("\n### acquire phases, median ms\n");
+    println!("| phase | ABR local | ABR local, egress guard off | Node | ABR / Node |");
+    println!("|---|---|---|---|---|");
+    for (i, phase) in [
+        "acquire (context, state, page)",
+        "goto (the page load)",
+        "release (close)",
+    ]
+    .iter()
+    .enumerate()
+    {
+        println!(
+            "| {phase} | {:.1} | {:.1} | {:.1} | {:.2} |",
+            local_times.phases[i],
+            unguarded_times.phases[i],
+            node_times[i],
+            local_times.phases[i] / node_times[i]
+        );
+    }
+    let own = local_times.phases[0] + local_times.phases[2];
+    println!(
+        "\nABR's own overhead (acquire + release): {own:.1} ms; Node's: {:.1} ms",
+        node_times[0] + node_times[2]
+    );
+    println!("BENCH acquire_own_overhead_ms {own:.1} 15");
+    reads(local.as_ref(), &state, &url).await;
+    if std::env::var("ABR_BENCH_ONLY").is_ok_and(|only| only == "acquire") {
+        unguarded.shutdown().await;
+        local.shutdown().await;
+        return;
+    }
+
     // The other providers, same work. CDP attaches to a Chromium (headless shell) launched
     // here; Steel and Kernel run against the local doubles, whose CDP proxies to a real
     // Chromium and which create a browser per session (their cost is in the numbers).
@@ -475,7 +618,7 @@ async fn main() {
         egress: Some(site.egress()),
         ..abr_providers::CdpProviderConfig::new(chromium.http_url())
     });
-    let cdp_median = measure_acquire(&cdp, &state, &url, n_acquire).await;
+    let cdp_median = measure_acquire(&cdp, &state, &url, n_acquire).await.total;
     println!(
         "| ABR CDP attach (new context per job) | {cdp_median:.1} | {:.2} |",
         cdp_median / node_median
@@ -492,7 +635,7 @@ async fn main() {
         },
         Duration::from_secs(60),
     );
-    let steel_median = measure_acquire(&steel, &state, &url, n_remote).await;
+    let steel_median = measure_acquire(&steel, &state, &url, n_remote).await.total;
     println!(
         "| ABR Steel (local double: create session, attach, release) | {steel_median:.1} | {:.2} |",
         steel_median / node_median
@@ -506,7 +649,7 @@ async fn main() {
         egress: Some(site.egress()),
         ..abr_providers::KernelProviderConfig::new(kernel_double.api_key())
     });
-    let kernel_median = measure_acquire(&kernel, &state, &url, n_remote).await;
+    let kernel_median = measure_acquire(&kernel, &state, &url, n_remote).await.total;
     println!(
         "| ABR Kernel (local double: a browser per lease) | {kernel_median:.1} | {:.2} |",
         kernel_median / node_median
@@ -522,11 +665,6 @@ async fn main() {
     println!("|---|---|---|---|---|---|");
     let state = Arc::new(state);
     let url = Arc::new(url);
-    // The same provider without the egress proxy (its own warm browser), for the guard's cost.
-    let unguarded = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
-        egress: None,
-        ..LocalProviderConfig::default()
-    }));
     let reps = if quick { 1 } else { 3 };
     for concurrency in [2, 4] {
         let node_run = node("job", n_jobs, concurrency, &site, &state, &SAME_BINARY).await;
