@@ -38,6 +38,11 @@ const PROBE: Duration = Duration::from_millis(500);
 /// How often a condition Playwright cannot wait for (the URL) is polled.
 pub(crate) const POLL: Duration = Duration::from_millis(50);
 
+/// What an action on a visible element says when none matched.
+const NO_VISIBLE: &str = "no visible element matched the selector";
+/// What typing says when no visible field matched.
+const NO_VISIBLE_FIELD: &str = "no visible field matched the selector";
+
 /// How long a navigation waits for the page to settle: for a late error page to commit
 /// after a refused navigation, or before going again after being interrupted by one.
 const SETTLE: Duration = Duration::from_millis(500);
@@ -318,18 +323,14 @@ impl<'a> Step<'a> {
                 }),
             };
         };
+        // Playwright's action waits for a visible match itself (no separate wait first: one
+        // round trip); a timeout with nothing matching is `NotFound`.
         let target = self.visible(selector)?;
-        self.appear(
-            &target,
-            WaitForState::Visible,
-            "no visible element matched the selector",
-        )
-        .await?;
         let options = PressOptions::builder().timeout(self.remaining_ms()).build();
         match target.press(key, options).await {
             Ok(()) => Ok(StepOutput::Done),
             Err(e) => Err(self
-                .act_failed(&target, &e, "pressing a key", "focusable")
+                .act_failed(&target, &e, "pressing a key", "focusable", NO_VISIBLE)
                 .await),
         }
     }
@@ -400,12 +401,12 @@ impl<'a> Step<'a> {
             .map_err(|e| self.fail(&e, "waiting for the element", self.not_found(what)))
     }
 
-    /// After an action on `locator` ran out of time: `NotFound` when nothing matches any
-    /// more, else the element was there but never became usable.
-    async fn unusable(&self, locator: &Locator, how: &str) -> StepFailure {
+    /// After an action on `locator` ran out of time: `NotFound` (`missing`) when nothing
+    /// matches, else the element was there but never became usable.
+    async fn unusable(&self, locator: &Locator, how: &str, missing: &str) -> StepFailure {
         let count = tokio::time::timeout(PROBE, locator.count()).await;
         match count {
-            Ok(Ok(0)) => self.not_found("no element matched the selector"),
+            Ok(Ok(0)) => self.not_found(missing),
             _ => self.gone_or(
                 StepFailureKind::Rejected,
                 &format!(
@@ -500,17 +501,15 @@ impl<'a> Step<'a> {
     }
 
     async fn click(&self, selector: &Selector) -> Result<StepOutput, StepFailure> {
+        // Playwright's action waits for a visible match itself (no separate wait first: one
+        // round trip); a timeout with nothing matching is `NotFound`.
         let target = self.visible(selector)?;
-        self.appear(
-            &target,
-            WaitForState::Visible,
-            "no visible element matched the selector",
-        )
-        .await?;
         let options = ClickOptions::builder().timeout(self.remaining_ms()).build();
         match target.click(options).await {
             Ok(()) => Ok(StepOutput::Done),
-            Err(e) => Err(self.act_failed(&target, &e, "clicking", "clickable").await),
+            Err(e) => Err(self
+                .act_failed(&target, &e, "clicking", "clickable", NO_VISIBLE)
+                .await),
         }
     }
 
@@ -520,22 +519,20 @@ impl<'a> Step<'a> {
         value: &str,
         submit: bool,
     ) -> Result<StepOutput, StepFailure> {
+        // Playwright's action waits for a visible match itself (no separate wait first: one
+        // round trip); a timeout with nothing matching is `NotFound`.
         let target = self.visible(selector)?;
-        self.appear(
-            &target,
-            WaitForState::Visible,
-            "no visible field matched the selector",
-        )
-        .await?;
         let options = FillOptions::builder().timeout(self.remaining_ms()).build();
         if let Err(e) = target.fill(value, options).await {
-            return Err(self.act_failed(&target, &e, "typing", "editable").await);
+            return Err(self
+                .act_failed(&target, &e, "typing", "editable", NO_VISIBLE_FIELD)
+                .await);
         }
         if submit {
             let options = PressOptions::builder().timeout(self.remaining_ms()).build();
             if let Err(e) = target.press("Enter", options).await {
                 return Err(self
-                    .act_failed(&target, &e, "pressing Enter", "focusable")
+                    .act_failed(&target, &e, "pressing Enter", "focusable", NO_VISIBLE_FIELD)
                     .await);
             }
         }
@@ -595,10 +592,11 @@ impl<'a> Step<'a> {
         error: &PwError,
         doing: &str,
         how: &str,
+        missing: &str,
     ) -> StepFailure {
         match Cause::of(self.session, error) {
             Cause::Closed => self.closed(),
-            Cause::TimedOut => self.unusable(target, how).await,
+            Cause::TimedOut => self.unusable(target, how, missing).await,
             cause => self.rejected(format!("{doing}: {}", cause.reason())),
         }
     }
@@ -775,17 +773,23 @@ impl<'a> Step<'a> {
         arg: Option<Value>,
     ) -> Result<Value, StepFailure> {
         let target = self.first(selector)?;
+        // The element is usually there already: read it at once (one round trip, resolved
+        // by the same selector engine), and wait for it only when it was not.
+        let mut waited = false;
         loop {
-            self.appear(
-                &target,
-                WaitForState::Attached,
-                "no element matched the selector",
-            )
-            .await?;
+            if waited {
+                self.appear(
+                    &target,
+                    WaitForState::Attached,
+                    "no element matched the selector",
+                )
+                .await?;
+            }
             match target.evaluate::<Value, Value>(js, arg.clone()).await {
                 Ok(value) => return Ok(value),
                 Err(e) => match Cause::of(self.session, &e) {
                     Cause::Closed => return Err(self.closed()),
+                    Cause::Navigated | Cause::Detached if !waited => waited = true,
                     Cause::Navigated | Cause::Detached if Instant::now() < self.deadline => {
                         tokio::time::sleep(POLL).await;
                     }
