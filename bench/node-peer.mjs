@@ -4,9 +4,10 @@
 //   node bench/node-peer.mjs '<json config>'
 // config: { mode: "acquire" | "job" | "hold", iterations, concurrency, executablePath, args,
 //           originA, originB, cookies: [...], origins: [...] }
-// Prints one JSON line: { samplesMs: [...], wallMs, jobs, phases: { acquire, goto, release } }
-// (the phases' samples in acquire mode).
+// Prints one JSON line: { samplesMs: [...], wallMs, jobs, phases: { acquire, goto, release },
+// cpuMs: { script, browser } } (the phases' samples in acquire mode; CPU after the warm-up).
 import { createRequire } from 'node:module';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -73,9 +74,33 @@ if (cfg.mode === 'hold') {
   process.exit(0);
 }
 
+// CPU ms of the processes under this one (the browser Playwright launched; Linux /proc,
+// clock ticks of 10 ms) and of this script, for the throughput cells' CPU split.
+function childrenCpuMs(root) {
+  const rows = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime stime, and cutime cstime: children that ended (renderers of closed contexts).
+      rows.push({ pid: Number(name), ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+    } catch { /* gone */ }
+  }
+  const tree = new Set([root]);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const r of rows) if (!tree.has(r.pid) && tree.has(r.ppid)) { tree.add(r.pid); grew = true; }
+  }
+  return rows.filter((r) => r.pid !== root && tree.has(r.pid)).reduce((sum, r) => sum + r.ticks * 10, 0);
+}
+const cpuNow = () => ({ script: process.cpuUsage(), browser: childrenCpuMs(process.pid) });
+
 const work = cfg.mode === 'acquire' ? () => acquireGotoRelease() : (i) => job(i);
 for (let w = 0; w < 3; w++) await work(-1 - w); // warm-up, untimed
 for (const list of Object.values(phases)) list.length = 0;
+const cpuStart = cpuNow();
 
 const samples = [];
 let next = 0;
@@ -90,5 +115,8 @@ async function worker() {
 }
 await Promise.all(Array.from({ length: cfg.concurrency }, worker));
 const wallMs = performance.now() - started;
+const cpuEnd = cpuNow();
+const used = process.cpuUsage(cpuStart.script);
+const cpuMs = { script: (used.user + used.system) / 1000, browser: cpuEnd.browser - cpuStart.browser };
 await browser.close();
-console.log(JSON.stringify({ samplesMs: samples, wallMs, jobs: samples.length, phases }));
+console.log(JSON.stringify({ samplesMs: samples, wallMs, jobs: samples.length, phases, cpuMs }));

@@ -248,17 +248,19 @@ async fn reads(local: &LocalBrowserSessionProvider, state: &AgentSessionState, u
     }
 }
 
-/// Jobs per second of `jobs` jobs on `concurrency` workers, after 3 warm-ups.
+/// Jobs per second of `jobs` jobs on `concurrency` workers, after 3 warm-ups, and the CPU
+/// ms they took in the runner, the driver and the browsers ([`cpu_split`]).
 async fn measure_jobs<P: SessionProvider<Context = BrowserSession>>(
     provider: Arc<P>,
     state: Arc<AgentSessionState>,
     url: Arc<String>,
     jobs: usize,
     concurrency: usize,
-) -> f64 {
+) -> (f64, [f64; 4]) {
     for w in 0..3 {
         job(provider.as_ref(), &state, &url, 1_000_000 + w).await;
     }
+    let cpu_before = cpu_split();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let t0 = Instant::now();
     let workers: Vec<_> = (0..concurrency)
@@ -279,7 +281,9 @@ async fn measure_jobs<P: SessionProvider<Context = BrowserSession>>(
     for w in workers {
         w.await.expect("worker");
     }
-    jobs as f64 / t0.elapsed().as_secs_f64()
+    let rate = jobs as f64 / t0.elapsed().as_secs_f64();
+    let cpu_after = cpu_split();
+    (rate, std::array::from_fn(|i| cpu_after[i] - cpu_before[i]))
 }
 
 #[derive(serde::Deserialize)]
@@ -292,6 +296,15 @@ struct NodeRun {
     /// acquire mode: the samples of each phase.
     #[serde(default)]
     phases: Option<NodePhases>,
+    /// CPU ms after the warm-up: the script (client and driver in one process), the browser.
+    #[serde(rename = "cpuMs")]
+    cpu_ms: NodeCpu,
+}
+
+#[derive(serde::Deserialize)]
+struct NodeCpu {
+    script: f64,
+    browser: f64,
 }
 
 #[derive(serde::Deserialize)]
@@ -354,38 +367,9 @@ async fn node(
 /// The proportional set size (kB) of `root` and every process under it (`/proc`, Linux):
 /// shared pages counted once across the tree, as `smaps_rollup` splits them.
 fn tree_pss_kb(root: u32) -> u64 {
-    let mut parents = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            // `pid (comm) state ppid ...`: the command may hold spaces and parentheses.
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-                .and_then(|p| p.parse::<u32>().ok());
-            if let Some(ppid) = ppid {
-                parents.push((pid, ppid));
-            }
-        }
-    }
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let parent = tree[i];
-        tree.extend(
-            parents
-                .iter()
-                .filter(|(_, p)| *p == parent)
-                .map(|(c, _)| *c),
-        );
-        i += 1;
-    }
-    tree.iter()
+    let procs = processes();
+    descendants(root, &procs)
+        .iter()
         .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok())
         .filter_map(|rollup| {
             rollup.lines().find_map(|l| {
@@ -394,6 +378,117 @@ fn tree_pss_kb(root: u32) -> u64 {
             })
         })
         .sum()
+}
+
+/// A process as `/proc/<pid>/stat` shows it.
+struct Proc {
+    pid: u32,
+    ppid: u32,
+    /// User + system CPU, in clock ticks (10 ms).
+    ticks: u64,
+    /// The same of its children that ended and were waited for (a closed context's
+    /// renderer).
+    ended_children: u64,
+}
+
+/// Every process now (Linux `/proc`).
+fn processes() -> Vec<Proc> {
+    let mut procs = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return procs;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ... utime stime ...`: the command may hold spaces and
+        // parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+        if let (Some(ppid), Some(utime), Some(stime), Some(cutime), Some(cstime)) =
+            (num(1), num(11), num(12), num(13), num(14))
+        {
+            procs.push(Proc {
+                pid,
+                ppid: ppid as u32,
+                ticks: utime + stime,
+                ended_children: cutime + cstime,
+            });
+        }
+    }
+    procs
+}
+
+/// `root` and every process under it.
+fn descendants(root: u32, procs: &[Proc]) -> Vec<u32> {
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(procs.iter().filter(|p| p.ppid == parent).map(|p| p.pid));
+        i += 1;
+    }
+    tree
+}
+
+/// CPU ms the whole machine spent so far (every core; `/proc/stat`).
+fn machine_busy_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(cpu) = stat.lines().find(|l| l.starts_with("cpu ")) else {
+        return 0.0;
+    };
+    let ticks: Vec<u64> = cpu
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...: all but idle and iowait.
+    let busy: u64 = ticks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, t)| t)
+        .sum();
+    busy as f64 * 10.0
+}
+
+/// CPU ms so far of this process (the runner, and the test site it serves), of the
+/// Playwright driver it started, of the browsers under the driver, and of the machine.
+fn cpu_split() -> [f64; 4] {
+    let procs = processes();
+    let me = std::process::id();
+    // With the children that ended (renderers come and go with contexts), except for this
+    // process: the Node peers it ran and waited for are not the runner's.
+    let ms = |pids: &[u32]| {
+        procs
+            .iter()
+            .filter(|p| pids.contains(&p.pid))
+            .map(|p| {
+                let ended = if p.pid == me { 0 } else { p.ended_children };
+                (p.ticks + ended) as f64 * 10.0
+            })
+            .sum::<f64>()
+    };
+    let drivers: Vec<u32> = procs
+        .iter()
+        .filter(|p| p.ppid == me)
+        .filter(|p| {
+            std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("run-driver"))
+        })
+        .map(|p| p.pid)
+        .collect();
+    let browsers: Vec<u32> = drivers
+        .iter()
+        .flat_map(|d| descendants(*d, &procs).into_iter().skip(1))
+        .collect();
+    [ms(&[me]), ms(&drivers), ms(&browsers), machine_busy_ms()]
 }
 
 /// Memory per concurrent job at 1, 2 and 4 jobs held open (state, page, fill, click), ABR's
@@ -666,15 +761,19 @@ async fn main() {
     let state = Arc::new(state);
     let url = Arc::new(url);
     let reps = if quick { 1 } else { 3 };
+    // Per cell: Node's CPU ms per job (script, browser) and ABR's with the guard on
+    // (runner, driver, browser).
+    let mut cpu_rows = Vec::new();
     for concurrency in [2, 4] {
         let node_run = node("job", n_jobs, concurrency, &site, &state, &SAME_BINARY).await;
         let node_rate = node_run.jobs as f64 / (node_run.wall_ms / 1000.0);
         // Interleaved (on, off, off, on, ...) so that drift of the machine cancels out.
         let (mut on, mut off) = (Vec::new(), Vec::new());
+        let mut abr_cpu = [0.0; 4];
         for rep in 0..reps {
             for guarded in [rep % 2 == 0, rep % 2 != 0] {
                 let provider = if guarded { &local } else { &unguarded };
-                let rate = measure_jobs(
+                let (rate, cpu) = measure_jobs(
                     provider.clone(),
                     state.clone(),
                     url.clone(),
@@ -683,12 +782,21 @@ async fn main() {
                 )
                 .await;
                 if guarded {
-                    on.push(rate)
+                    on.push(rate);
+                    for (sum, ms) in abr_cpu.iter_mut().zip(cpu) {
+                        *sum += ms;
+                    }
                 } else {
                     off.push(rate)
                 }
             }
         }
+        let runs = on.len() as f64;
+        let abr_cpu = abr_cpu.map(|ms| ms / (runs * n_jobs as f64));
+        let node_cpu =
+            [node_run.cpu_ms.script, node_run.cpu_ms.browser].map(|ms| ms / node_run.jobs as f64);
+        let wall_per_job = 1000.0 / median(&mut on.clone());
+        cpu_rows.push((concurrency, node_cpu, abr_cpu, wall_per_job));
         let (on, off) = (median(&mut on), median(&mut off));
         println!(
             "| {concurrency} | {node_rate:.2} | {on:.2} | {:.2} | {off:.2} | {:.3} |",
@@ -698,6 +806,29 @@ async fn main() {
         println!(
             "BENCH throughput_n{concurrency} {:.3} 3.0 higher",
             on / node_rate
+        );
+    }
+    println!(
+        "\n### CPU per job in the throughput cells, ms (runner: this process, with the test \
+         site it serves; Node's script holds its client and driver in one process)\n"
+    );
+    println!(
+        "| concurrency | Node script | Node browser | Node total | ABR runner | ABR driver | ABR browser | ABR total | ABR / Node | ABR: machine busy, share of 2 cores |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (concurrency, node_cpu, abr_cpu, wall_per_job) in cpu_rows {
+        let node_total = node_cpu.iter().sum::<f64>();
+        let abr_total = abr_cpu[..3].iter().sum::<f64>();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        println!(
+            "| {concurrency} | {:.0} | {:.0} | {node_total:.0} | {:.0} | {:.0} | {:.0} | {abr_total:.0} | {:.2} | {:.0}% |",
+            node_cpu[0],
+            node_cpu[1],
+            abr_cpu[0],
+            abr_cpu[1],
+            abr_cpu[2],
+            abr_total / node_total,
+            100.0 * abr_cpu[3] / (wall_per_job * cores)
         );
     }
     unguarded.shutdown().await;
