@@ -2,7 +2,7 @@
 // Node Playwright user would, on one shared browser with newContext({ storageState }).
 //
 //   node bench/node-peer.mjs '<json config>'
-// config: { mode: "acquire" | "job" | "hold", iterations, concurrency, executablePath, args,
+// config: { mode: "acquire" | "job" | "hold", recipe?: "abr", iterations, concurrency, executablePath, args,
 //           originA, originB, cookies: [...], origins: [...] }
 // Prints one JSON line: { samplesMs: [...], wallMs, jobs, phases: { acquire, goto, release },
 // cpuMs: { script, browser } } (the phases' samples in acquire mode; CPU after the warm-up).
@@ -38,9 +38,40 @@ async function acquireGotoRelease() {
   phases.release.push(t3 - t2);
 }
 
+// recipe "abr": what ABR does, written in Node (the best a Playwright script gets with
+// ABR's design): contexts and pages made ahead (two kept ready, refilled in the
+// background), cookies added on claim, localStorage seeded by an init script, service
+// workers blocked, downloads denied. Otherwise newContext({ storageState }).
+const abrRecipe = cfg.recipe === 'abr';
+const abrOptions = { viewport: { width: 1280, height: 800 }, serviceWorkers: 'block', acceptDownloads: false };
+const seedScript = `(() => { const seeds = ${JSON.stringify(Object.fromEntries(
+  state.origins.map((o) => [new URL(o.origin).origin, o.localStorage.map((i) => [i.name, i.value])]),
+))}; const items = seeds[location.origin]; if (!items) return;
+  if (sessionStorage.getItem('__seeded') !== null) return;
+  for (const [k, v] of items) localStorage.setItem(k, v); sessionStorage.setItem('__seeded', '1'); })();`;
+const warm = [];
+function refill() {
+  while (abrRecipe && warm.length < 2) {
+    warm.push(browser.newContext(abrOptions).then(async (context) => { await context.newPage(); return context; }));
+  }
+}
+refill();
+
+async function open() {
+  if (!abrRecipe) {
+    const context = await browser.newContext({ storageState: state, viewport: { width: 1280, height: 800 } });
+    return { context, page: await context.newPage() };
+  }
+  // A ready one if there is one (more jobs at once than the pool holds make their own).
+  const claimed = warm.shift();
+  refill();
+  const context = claimed ? await claimed : await browser.newContext(abrOptions);
+  await Promise.all([context.addCookies(state.cookies), context.addInitScript(seedScript)]);
+  return { context, page: context.pages()[0] ?? (await context.newPage()) };
+}
+
 async function job(i) {
-  const context = await browser.newContext({ storageState: state, viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
+  const { context, page } = await open();
   await page.goto(`${cfg.originA}/page`);
   await page.locator('#name').fill(`job${i}`);
   await page.locator('#go').click();
@@ -116,6 +147,7 @@ async function worker() {
 await Promise.all(Array.from({ length: cfg.concurrency }, worker));
 const wallMs = performance.now() - started;
 const cpuEnd = cpuNow();
+for (const context of warm) await (await context).close();
 const used = process.cpuUsage(cpuStart.script);
 const cpuMs = { script: (used.user + used.system) / 1000, browser: cpuEnd.browser - cpuStart.browser };
 await browser.close();

@@ -323,11 +323,21 @@ struct NodeCase {
     binary: ChromiumBinary,
     /// false: cookies only, no localStorage (the floor of a context).
     with_origins: bool,
+    /// ABR's recipe written in Node (warm contexts, cookies on claim, localStorage by init
+    /// script) instead of `newContext({ storageState })`.
+    abr_recipe: bool,
 }
 
 const SAME_BINARY: NodeCase = NodeCase {
     binary: ChromiumBinary::HeadlessShell,
     with_origins: true,
+    abr_recipe: false,
+};
+
+/// What ABR does, done by a Node script: ABR's own overhead is what it costs beyond this.
+const ABR_RECIPE: NodeCase = NodeCase {
+    abr_recipe: true,
+    ..SAME_BINARY
 };
 
 async fn node(
@@ -343,6 +353,7 @@ async fn node(
         "iterations": iterations,
         "concurrency": concurrency,
         "withOrigins": case.with_origins,
+        "recipe": if case.abr_recipe { "abr" } else { "storageState" },
         "executablePath": case.binary.path(),
         "args": base_args(),
         "originA": site.origin_a(),
@@ -637,6 +648,7 @@ async fn main() {
     let floor = NodeCase {
         binary: ChromiumBinary::HeadlessShell,
         with_origins: false,
+        abr_recipe: false,
     };
     let mut floor_run = node("acquire", n_acquire, 1, &site, &state, &floor).await;
     let floor_median = median(&mut floor_run.samples_ms);
@@ -647,6 +659,7 @@ async fn main() {
     let full = NodeCase {
         binary: ChromiumBinary::Chromium,
         with_origins: true,
+        abr_recipe: false,
     };
     let mut full_run = node("acquire", n_acquire, 1, &site, &state, &full).await;
     let full_median = median(&mut full_run.samples_ms);
@@ -767,6 +780,8 @@ async fn main() {
     for concurrency in [2, 4] {
         let node_run = node("job", n_jobs, concurrency, &site, &state, &SAME_BINARY).await;
         let node_rate = node_run.jobs as f64 / (node_run.wall_ms / 1000.0);
+        let recipe_run = node("job", n_jobs, concurrency, &site, &state, &ABR_RECIPE).await;
+        let recipe_rate = recipe_run.jobs as f64 / (recipe_run.wall_ms / 1000.0);
         // Interleaved (on, off, off, on, ...) so that drift of the machine cancels out.
         let (mut on, mut off) = (Vec::new(), Vec::new());
         let mut abr_cpu = [0.0; 4];
@@ -796,7 +811,16 @@ async fn main() {
         let node_cpu =
             [node_run.cpu_ms.script, node_run.cpu_ms.browser].map(|ms| ms / node_run.jobs as f64);
         let wall_per_job = 1000.0 / median(&mut on.clone());
-        cpu_rows.push((concurrency, node_cpu, abr_cpu, wall_per_job));
+        let recipe_cpu =
+            (recipe_run.cpu_ms.script + recipe_run.cpu_ms.browser) / recipe_run.jobs as f64;
+        cpu_rows.push((
+            concurrency,
+            node_cpu,
+            abr_cpu,
+            wall_per_job,
+            recipe_rate,
+            recipe_cpu,
+        ));
         let (on, off) = (median(&mut on), median(&mut off));
         println!(
             "| {concurrency} | {node_rate:.2} | {on:.2} | {:.2} | {off:.2} | {:.3} |",
@@ -816,7 +840,8 @@ async fn main() {
         "| concurrency | Node script | Node browser | Node total | ABR runner | ABR driver | ABR browser | ABR total | ABR / Node | ABR: machine busy, share of 2 cores |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for (concurrency, node_cpu, abr_cpu, wall_per_job) in cpu_rows {
+    let mut recipe_rows = Vec::new();
+    for (concurrency, node_cpu, abr_cpu, wall_per_job, recipe_rate, recipe_cpu) in cpu_rows {
         let node_total = node_cpu.iter().sum::<f64>();
         let abr_total = abr_cpu[..3].iter().sum::<f64>();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
@@ -829,6 +854,27 @@ async fn main() {
             abr_cpu[2],
             abr_total / node_total,
             100.0 * abr_cpu[3] / (wall_per_job * cores)
+        );
+        recipe_rows.push((
+            concurrency,
+            recipe_rate,
+            recipe_cpu,
+            1000.0 / wall_per_job,
+            abr_total,
+        ));
+    }
+    println!(
+        "\n### ABR against its own recipe done by a Node script (warm contexts, cookies on claim, \
+         localStorage by init script): ABR's own overhead\n"
+    );
+    println!(
+        "| concurrency | recipe in Node jobs/s | ABR jobs/s | ABR / recipe | recipe CPU ms per job | ABR CPU ms per job |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (concurrency, recipe_rate, recipe_cpu, abr_rate, abr_cpu) in recipe_rows {
+        println!(
+            "| {concurrency} | {recipe_rate:.2} | {abr_rate:.2} | {:.2} | {recipe_cpu:.0} | {abr_cpu:.0} |",
+            abr_rate / recipe_rate
         );
     }
     unguarded.shutdown().await;
