@@ -402,6 +402,27 @@ function unquote(s) {
   return s;
 }
 
+/** The result of a peer that answers a page whole in one text (Playwright MCP,
+ * agent-browser): `texts` are the repeated snapshots of one page, `times` their ms. */
+function oneAnswer(texts, times) {
+  const els = parseAriaTree(texts[0]);
+  const exposed = els.filter((e) => e.actionable).map((e) => e.name);
+  return {
+    tokensFirst: tokens(texts[0]),
+    tokensAll: tokens(texts[0]),
+    answers: 1,
+    charsFirst: texts[0].length,
+    stable: texts.every((t) => t === texts[0]),
+    tokenSpread: spread(texts),
+    exposedFirst: exposed,
+    exposedAll: exposed,
+    anyRef: els.map((e) => e.name),
+    refs: els.length,
+    ms: times,
+    raw: texts,
+  };
+}
+
 /** The elements of an ARIA-snapshot-like YAML text (Playwright MCP's `browser_snapshot`,
  * agent-browser's `snapshot`): each line with a `ref=eN`, its role, its name (the quoted
  * one, else the text of its descendants, as an accessible name from content), and whether
@@ -676,21 +697,7 @@ async function runPlaywrightMcp(base, pages, tmp) {
         if (r.isError) throw new Error(`playwright-mcp browser_snapshot: ${mcpText(r).slice(0, 800)}`);
         texts.push(mcpText(r));
       }
-      const els = parseAriaTree(texts[0]);
-      results[p.id] = {
-        tokensFirst: tokens(texts[0]),
-        tokensAll: tokens(texts[0]),
-        answers: 1,
-        charsFirst: texts[0].length,
-        stable: texts.every((t) => t === texts[0]),
-        tokenSpread: spread(texts),
-        exposedFirst: els.filter((e) => e.actionable).map((e) => e.name),
-        exposedAll: els.filter((e) => e.actionable).map((e) => e.name),
-        anyRef: els.map((e) => e.name),
-        refs: els.length,
-        ms: times,
-        raw: texts,
-      };
+      results[p.id] = oneAnswer(texts, times);
       // Every page on a fresh browser, as ABR's browse_open gives it: refs would otherwise
       // carry the session's history (Playwright prefixes them per navigation, f7e1...).
       track(mcp.transport.pid, 'playwright-mcp');
@@ -806,21 +813,7 @@ async function runAgentBrowser(base, pages, tmp) {
         times.push(r.ms);
         texts.push(r.stdout);
       }
-      const els = parseAriaTree(texts[0]);
-      results[p.id] = {
-        tokensFirst: tokens(texts[0]),
-        tokensAll: tokens(texts[0]),
-        answers: 1,
-        charsFirst: texts[0].length,
-        stable: texts.every((t) => t === texts[0]),
-        tokenSpread: spread(texts),
-        exposedFirst: els.filter((e) => e.actionable).map((e) => e.name),
-        exposedAll: els.filter((e) => e.actionable).map((e) => e.name),
-        anyRef: els.map((e) => e.name),
-        refs: els.length,
-        ms: times,
-        raw: texts,
-      };
+      results[p.id] = oneAnswer(texts, times);
       track(daemonPid(), 'agent-browser daemon');
       await ab('close');
     }

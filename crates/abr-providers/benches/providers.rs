@@ -307,6 +307,31 @@ struct NodeCpu {
     browser: f64,
 }
 
+impl NodeRun {
+    /// Jobs per second.
+    fn rate(&self) -> f64 {
+        self.jobs as f64 / (self.wall_ms / 1000.0)
+    }
+
+    /// CPU ms per job: the script, the browser.
+    fn cpu_per_job(&self) -> [f64; 2] {
+        [self.cpu_ms.script, self.cpu_ms.browser].map(|ms| ms / self.jobs as f64)
+    }
+}
+
+/// One throughput cell, for the CPU tables after the throughput table.
+struct Cell {
+    concurrency: usize,
+    /// Node's CPU ms per job: script, browser.
+    node_cpu: [f64; 2],
+    /// ABR's with the guard on, per job: runner, driver, browser, the whole machine.
+    abr_cpu: [f64; 4],
+    abr_rate: f64,
+    recipe_rate: f64,
+    /// The recipe's CPU ms per job: script, browser.
+    recipe_cpu: [f64; 2],
+}
+
 #[derive(serde::Deserialize)]
 struct NodePhases {
     acquire: Vec<f64>,
@@ -774,14 +799,10 @@ async fn main() {
     let state = Arc::new(state);
     let url = Arc::new(url);
     let reps = if quick { 1 } else { 3 };
-    // Per cell: Node's CPU ms per job (script, browser) and ABR's with the guard on
-    // (runner, driver, browser).
-    let mut cpu_rows = Vec::new();
+    let mut cells = Vec::new();
     for concurrency in [2, 4] {
         let node_run = node("job", n_jobs, concurrency, &site, &state, &SAME_BINARY).await;
-        let node_rate = node_run.jobs as f64 / (node_run.wall_ms / 1000.0);
         let recipe_run = node("job", n_jobs, concurrency, &site, &state, &ABR_RECIPE).await;
-        let recipe_rate = recipe_run.jobs as f64 / (recipe_run.wall_ms / 1000.0);
         // Interleaved (on, off, off, on, ...) so that drift of the machine cancels out.
         let (mut on, mut off) = (Vec::new(), Vec::new());
         let mut abr_cpu = [0.0; 4];
@@ -806,21 +827,8 @@ async fn main() {
                 }
             }
         }
-        let runs = on.len() as f64;
-        let abr_cpu = abr_cpu.map(|ms| ms / (runs * n_jobs as f64));
-        let node_cpu =
-            [node_run.cpu_ms.script, node_run.cpu_ms.browser].map(|ms| ms / node_run.jobs as f64);
-        let wall_per_job = 1000.0 / median(&mut on.clone());
-        let recipe_cpu =
-            (recipe_run.cpu_ms.script + recipe_run.cpu_ms.browser) / recipe_run.jobs as f64;
-        cpu_rows.push((
-            concurrency,
-            node_cpu,
-            abr_cpu,
-            wall_per_job,
-            recipe_rate,
-            recipe_cpu,
-        ));
+        let guarded_jobs = (on.len() * n_jobs) as f64;
+        let node_rate = node_run.rate();
         let (on, off) = (median(&mut on), median(&mut off));
         println!(
             "| {concurrency} | {node_rate:.2} | {on:.2} | {:.2} | {off:.2} | {:.3} |",
@@ -831,6 +839,14 @@ async fn main() {
             "BENCH throughput_n{concurrency} {:.3} 3.0 higher",
             on / node_rate
         );
+        cells.push(Cell {
+            concurrency,
+            node_cpu: node_run.cpu_per_job(),
+            abr_cpu: abr_cpu.map(|ms| ms / guarded_jobs),
+            abr_rate: on,
+            recipe_rate: recipe_run.rate(),
+            recipe_cpu: recipe_run.cpu_per_job(),
+        });
     }
     println!(
         "\n### CPU per job in the throughput cells, ms (runner: this process, with the test \
@@ -840,28 +856,22 @@ async fn main() {
         "| concurrency | Node script | Node browser | Node total | ABR runner | ABR driver | ABR browser | ABR total | ABR / Node | ABR: machine busy, share of 2 cores |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    let mut recipe_rows = Vec::new();
-    for (concurrency, node_cpu, abr_cpu, wall_per_job, recipe_rate, recipe_cpu) in cpu_rows {
-        let node_total = node_cpu.iter().sum::<f64>();
-        let abr_total = abr_cpu[..3].iter().sum::<f64>();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let abr_total = |cell: &Cell| cell.abr_cpu[..3].iter().sum::<f64>();
+    for cell in &cells {
+        let node_total = cell.node_cpu.iter().sum::<f64>();
+        let [runner, driver, browser, machine] = cell.abr_cpu;
+        // The machine's CPU per job over what 2 cores give a job's share of the wall time.
+        let busy = machine * cell.abr_rate / (1000.0 * cores);
         println!(
-            "| {concurrency} | {:.0} | {:.0} | {node_total:.0} | {:.0} | {:.0} | {:.0} | {abr_total:.0} | {:.2} | {:.0}% |",
-            node_cpu[0],
-            node_cpu[1],
-            abr_cpu[0],
-            abr_cpu[1],
-            abr_cpu[2],
-            abr_total / node_total,
-            100.0 * abr_cpu[3] / (wall_per_job * cores)
+            "| {} | {:.0} | {:.0} | {node_total:.0} | {runner:.0} | {driver:.0} | {browser:.0} | {:.0} | {:.2} | {:.0}% |",
+            cell.concurrency,
+            cell.node_cpu[0],
+            cell.node_cpu[1],
+            abr_total(cell),
+            abr_total(cell) / node_total,
+            100.0 * busy
         );
-        recipe_rows.push((
-            concurrency,
-            recipe_rate,
-            recipe_cpu,
-            1000.0 / wall_per_job,
-            abr_total,
-        ));
     }
     println!(
         "\n### ABR against its own recipe done by a Node script (warm contexts, cookies on claim, \
@@ -871,10 +881,15 @@ async fn main() {
         "| concurrency | recipe in Node jobs/s | ABR jobs/s | ABR / recipe | recipe CPU ms per job | ABR CPU ms per job |"
     );
     println!("|---|---|---|---|---|---|");
-    for (concurrency, recipe_rate, recipe_cpu, abr_rate, abr_cpu) in recipe_rows {
+    for cell in &cells {
         println!(
-            "| {concurrency} | {recipe_rate:.2} | {abr_rate:.2} | {:.2} | {recipe_cpu:.0} | {abr_cpu:.0} |",
-            abr_rate / recipe_rate
+            "| {} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} |",
+            cell.concurrency,
+            cell.recipe_rate,
+            cell.abr_rate,
+            cell.abr_rate / cell.recipe_rate,
+            cell.recipe_cpu.iter().sum::<f64>(),
+            abr_total(cell)
         );
     }
     unguarded.shutdown().await;

@@ -764,8 +764,9 @@ impl<'a> Step<'a> {
         }
     }
 
-    /// Waits for the first match of `selector` and evaluates `js` on it (with `arg`), again
-    /// if the element or the document changed in between, until the deadline.
+    /// Evaluates `js` on the first match of `selector` (with `arg`), waiting for a match only
+    /// when there is none yet, and again if the element or the document changed in between,
+    /// until the deadline.
     pub(crate) async fn read_first(
         &self,
         selector: &Selector,
