@@ -541,24 +541,20 @@ impl<'a> Step<'a> {
 
     async fn select(&self, selector: &Selector, value: &str) -> Result<StepOutput, StepFailure> {
         let target = self.visible(selector)?;
-        self.appear(
-            &target,
-            WaitForState::Visible,
-            "no visible <select> matched the selector",
-        )
-        .await?;
         // By value, falling back to the label (Playwright's own `selectOption("x")` matches
         // either). A `<select>` whose options are not there yet gets both and Playwright
-        // waits for whichever appears first.
-        let found: Result<Value, PwError> = target
-            .evaluate(
-                "(el, v) => el.tagName !== 'SELECT' ? 'notselect' \
-                 : [...el.options].some((o) => o.value === v) ? 'value' \
-                 : [...el.options].some((o) => o.label === v) ? 'label' : 'none'",
-                Some(value),
+        // waits for whichever appears first. The element is read at once and waited for
+        // only when it is not there yet (one round trip before the action, not two).
+        let found = self
+            .read_at_once(
+                &target,
+                CHOICE_JS,
+                Some(Value::from(value)),
+                WaitForState::Visible,
+                "no visible <select> matched the selector",
             )
-            .await;
-        let choices = match found.as_ref().ok().and_then(Value::as_str) {
+            .await?;
+        let choices = match found.as_str() {
             Some("notselect") => return Err(self.rejected("the element is not a <select>")),
             Some("value") => vec![SelectOption::Value(value.to_owned())],
             Some("label") => vec![SelectOption::Label(value.to_owned())],
@@ -774,17 +770,33 @@ impl<'a> Step<'a> {
         arg: Option<Value>,
     ) -> Result<Value, StepFailure> {
         let target = self.first(selector)?;
+        self.read_at_once(
+            &target,
+            js,
+            arg,
+            WaitForState::Attached,
+            "no element matched the selector",
+        )
+        .await
+    }
+
+    /// Evaluates `js` on `target` (with `arg`), waiting for it to reach `state` only when it
+    /// did not match yet (`missing` then names what never came), and again if the element or
+    /// the document changed in between, until the deadline.
+    async fn read_at_once(
+        &self,
+        target: &Locator,
+        js: &str,
+        arg: Option<Value>,
+        state: WaitForState,
+        missing: &str,
+    ) -> Result<Value, StepFailure> {
         // The element is usually there already: read it at once (one round trip, resolved
         // by the same selector engine), and wait for it only when it was not.
         let mut waited = false;
         loop {
             if waited {
-                self.appear(
-                    &target,
-                    WaitForState::Attached,
-                    "no element matched the selector",
-                )
-                .await?;
+                self.appear(target, state, missing).await?;
             }
             match target.evaluate::<Value, Value>(js, arg.clone()).await {
                 Ok(value) => return Ok(value),
@@ -904,6 +916,11 @@ impl<'a> Step<'a> {
 /// True once Chromium's error page is the loaded document.
 const ERROR_PAGE_SETTLED_JS: &str =
     "() => document.readyState === 'complete' && location.href.startsWith('chrome-error://')";
+
+/// How a `<select>` takes `v`: `notselect`, `value`, `label`, or `none` (not there yet).
+const CHOICE_JS: &str = "(el, v) => el.tagName !== 'SELECT' ? 'notselect' \
+     : [...el.options].some((o) => o.value === v) ? 'value' \
+     : [...el.options].some((o) => o.label === v) ? 'label' : 'none'";
 
 const TEXT_JS: &str = "(el) => (el.innerText ?? el.textContent ?? '').trim()";
 
