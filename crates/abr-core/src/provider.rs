@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use abr_protocol::{AgentSessionState, SecretValue};
+use abr_protocol::{AgentSessionState, Cookie, SecretValue};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 
@@ -72,6 +72,14 @@ impl std::fmt::Debug for ProviderViewer {
 pub trait SessionContext: Send + Sync + 'static {
     /// The context's current cookies and localStorage, as Playwright's `storageState()`.
     async fn export_state(&self) -> Result<AgentSessionState, ProviderError>;
+
+    /// The context's current cookies: exactly [`Self::export_state`]'s, without the
+    /// localStorage. For a check that needs only cookies (is the session still signed in?):
+    /// a browser answers it in one call, where an export may load every origin's storage.
+    /// Default: the export's cookies.
+    async fn cookies(&self) -> Result<Vec<Cookie>, ProviderError> {
+        Ok(self.export_state().await?.cookies)
+    }
 
     /// Whether the browser behind this context is gone for good: its page closed or
     /// crashed, the browser disconnected, or a remote session was replaced or ended. A

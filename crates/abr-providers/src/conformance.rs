@@ -795,6 +795,12 @@ pub async fn export_follows_page_changes<P: SessionProvider<Context = BrowserSes
     };
     assert_eq!(cookie("sid").as_deref(), Some("a-y"));
     assert_eq!(cookie("fresh").as_deref(), Some("f1"));
+    // The cookies alone are exactly the export's.
+    let cookies = session.cookies().await.expect("cookies");
+    assert!(
+        cookies == state.cookies,
+        "cookies() differs from the export's cookies"
+    );
     let items: BTreeMap<_, _> = state
         .origins
         .iter()

@@ -156,6 +156,22 @@ impl BrowserSession {
     pub(crate) fn live_state(&self) -> &Arc<crate::live_state::LiveState> {
         &self.live
     }
+
+    /// Adds the carried cookies (partitioned ones the browser could not take) that the
+    /// browser has no cookie of the same name, domain, path and partition for.
+    fn carry_cookies(&self, cookies: &mut Vec<Cookie>) {
+        for cookie in &self.carried {
+            let replaced = cookies.iter().any(|c| {
+                c.name == cookie.name
+                    && c.domain == cookie.domain
+                    && c.path == cookie.path
+                    && c.partition_key == cookie.partition_key
+            });
+            if !replaced {
+                cookies.push(cookie.clone());
+            }
+        }
+    }
 }
 
 #[async_trait]
@@ -181,18 +197,21 @@ impl SessionContext for BrowserSession {
                 exported.origins.push(origin.clone());
             }
         }
-        for cookie in &self.carried {
-            let replaced = exported.cookies.iter().any(|c| {
-                c.name == cookie.name
-                    && c.domain == cookie.domain
-                    && c.path == cookie.path
-                    && c.partition_key == cookie.partition_key
-            });
-            if !replaced {
-                exported.cookies.push(cookie.clone());
-            }
-        }
+        self.carry_cookies(&mut exported.cookies);
         Ok(exported)
+    }
+
+    /// The browser's cookies in one call (no origin's storage loaded), with the carried
+    /// partitioned cookies as [`Self::export_state`] has them.
+    async fn cookies(&self) -> Result<Vec<Cookie>, ProviderError> {
+        let pw = self
+            .context
+            .cookies(None)
+            .await
+            .map_err(|e| from_playwright("reading the cookies", e))?;
+        let mut cookies = state::cookies_from_playwright(pw);
+        self.carry_cookies(&mut cookies);
+        Ok(cookies)
     }
 
     /// Gone for good when the page closed or crashed, the browser disconnected, or the

@@ -48,27 +48,7 @@ pub fn to_playwright_cookies(state: &AgentSessionState) -> (Vec<PwCookie>, usize
 
 /// A Playwright storage state as ABR's, without the seed marker.
 pub fn from_playwright(state: StorageState) -> AgentSessionState {
-    let cookies = state
-        .cookies
-        .into_iter()
-        .map(|c| {
-            let mut cookie = Cookie::new(c.name, c.value, c.domain);
-            cookie.path = if c.path.is_empty() {
-                "/".to_owned()
-            } else {
-                c.path
-            };
-            cookie.expires = c.expires;
-            cookie.http_only = c.http_only;
-            cookie.secure = c.secure;
-            cookie.same_site = match c.same_site.as_deref() {
-                Some("Strict") => SameSite::Strict,
-                Some("None") => SameSite::None,
-                _ => SameSite::Lax,
-            };
-            cookie
-        })
-        .collect();
+    let cookies = cookies_from_playwright(state.cookies);
     let origins = state
         .origins
         .into_iter()
@@ -87,6 +67,30 @@ pub fn from_playwright(state: StorageState) -> AgentSessionState {
         metadata: None,
         extra: Map::new(),
     }
+}
+
+/// Playwright's cookies as ABR's.
+pub(crate) fn cookies_from_playwright(cookies: Vec<PwCookie>) -> Vec<Cookie> {
+    cookies
+        .into_iter()
+        .map(|c| {
+            let mut cookie = Cookie::new(c.name, c.value, c.domain);
+            cookie.path = if c.path.is_empty() {
+                "/".to_owned()
+            } else {
+                c.path
+            };
+            cookie.expires = c.expires;
+            cookie.http_only = c.http_only;
+            cookie.secure = c.secure;
+            cookie.same_site = match c.same_site.as_deref() {
+                Some("Strict") => SameSite::Strict,
+                Some("None") => SameSite::None,
+                _ => SameSite::Lax,
+            };
+            cookie
+        })
+        .collect()
 }
 
 /// The init script that writes `state`'s localStorage into matching origins before page

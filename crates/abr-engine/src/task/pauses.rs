@@ -389,9 +389,10 @@ impl<C: TaskContext> TaskRunner<C> {
         if rails.has_session && task.record.session_check.is_none() {
             let host = rails::host_of(&rails.last_url);
             let timeout = self.config().export_timeout;
-            if let Step::Done(state) = guarded(timeout, lease.context().export_state()).await {
+            // The cookies alone: one call, where an export may load every origin's storage.
+            if let Step::Done(cookies) = guarded(timeout, lease.context().cookies()).await {
                 let now = self.clock.now().unix_timestamp() as f64;
-                let facts = rails::cookie_facts(&state, &host, now);
+                let facts = rails::cookie_facts(&cookies, &host, now);
                 let out = rails::signed_out(&facts);
                 task.record.session_check = Some(facts);
                 if out {

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use abr_core::guard::{FrameRecorder, PauseRules, RunGuard, SiteFilter, SitePolicy, SiteVerdict};
 use abr_core::step_runner::BrowserAction;
-use abr_protocol::{
-    AgentSessionState, CookieFact, FramePoint, PauseReason, Selector, SiteDecision,
-};
+use abr_protocol::{Cookie, CookieFact, FramePoint, PauseReason, Selector, SiteDecision};
 
 use crate::task::network::RunNetwork;
 
@@ -220,13 +218,8 @@ fn is_activation(key: &str) -> bool {
 }
 
 /// The session's cookies for `host`: names, domains and expiry, never values.
-pub(crate) fn cookie_facts(
-    state: &AgentSessionState,
-    host: &str,
-    now_unix: f64,
-) -> Vec<CookieFact> {
-    state
-        .cookies
+pub(crate) fn cookie_facts(cookies: &[Cookie], host: &str, now_unix: f64) -> Vec<CookieFact> {
+    cookies
         .iter()
         .filter(|c| {
             let domain = c.domain.trim_start_matches('.').to_ascii_lowercase();

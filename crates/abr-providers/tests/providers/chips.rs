@@ -61,6 +61,12 @@ async fn partitioned_cookies_are_carried_through_unchanged_and_never_widened() {
         exported.cookies
     );
     assert_eq!(carried[0], &partitioned, "changed on the way through");
+    // The cookies alone (the session check before a commit) are the export's, carried too.
+    let cookies = lease.context().cookies().await.unwrap();
+    assert!(
+        cookies == exported.cookies,
+        "cookies() differs from the export's cookies"
+    );
     lease.release().await.unwrap();
     provider.shutdown().await;
 }
