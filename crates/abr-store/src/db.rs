@@ -243,19 +243,28 @@ impl SqliteStore {
         result
     }
 
-    /// Runs `f` on the connection on tokio's blocking pool.
+    /// Runs `f` on the connection without holding up the runtime: in place on a
+    /// multi-threaded runtime (its other tasks move to another worker meanwhile, and the
+    /// caller waits on no thread hand-off: on a busy machine a wake-up is most of a small
+    /// write's wait), else on tokio's blocking pool.
     pub(crate) async fn with<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
+        let run = move || {
             let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
             f(&mut conn)
-        })
-        .await
-        .map_err(|e| StoreError::Database(format!("the store's worker failed: {e}")))?
+        };
+        let multi_threaded = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if multi_threaded {
+            return tokio::task::block_in_place(run);
+        }
+        tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|e| StoreError::Database(format!("the store's worker failed: {e}")))?
     }
 }
 

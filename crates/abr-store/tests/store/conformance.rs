@@ -55,7 +55,9 @@ impl StoreHarness<SqliteStore> for Sqlite {
     }
 }
 
-#[tokio::test]
+// The store runs its calls in place on a multi-threaded runtime and on the blocking pool on
+// a current-thread one: some contracts run on each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn task_records_keep_the_record_contract() {
     store::task_records(&mut Sqlite::new()).await;
 }
@@ -70,7 +72,7 @@ async fn task_and_post_keys_are_apart() {
     store::keys_apart(&mut Sqlite::new()).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counters_keep_their_contract() {
     store::counters(&mut Sqlite::new()).await;
 }
@@ -85,7 +87,7 @@ async fn sessions_keep_their_contract() {
     store::sessions(&mut Sqlite::new()).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_keep_their_contract() {
     store::frames(&mut Sqlite::new()).await;
 }
