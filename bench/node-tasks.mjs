@@ -6,7 +6,8 @@
 // config: { base, executablePath, args, storageState }
 // Then one JSON command per line on stdin, one JSON answer per line on stdout, so the Rust
 // side can interleave its rounds with ours:
-//   {"email": "..."}  → {"ms": <task ms>, "found": <the new email is in the extracted table>}
+//   {"email": "..."}  → {"ms": <task ms>, "phases": [<ms per phase, PHASES' order>],
+//                       "found": <the new email is in the extracted table>}
 //   {"quit": true}    → closes the browser → {"closed": true}; EOF does the same.
 // The first line printed, once the browser is up, is {"ready": true}.
 import { createRequire } from 'node:module';
@@ -37,30 +38,51 @@ const TABLE_JS = (el) => {
 
 const browser = await chromium.launch({ executablePath: cfg.executablePath, headless: true, args: cfg.args });
 
+// The phases of a task, in the order ABR's benchmark times its own: the times between them
+// are reported side by side.
+const PHASES = ['acquire', 'target', 'navigate', 'click', 'type', 'select', 'submit', 'extract', 'check', 'release'];
+
 async function task(email) {
   const t0 = performance.now();
+  const marks = [];
+  const mark = () => marks.push(performance.now());
   const context = await browser.newContext({ storageState: cfg.storageState, viewport: { width: 1280, height: 800 } });
   let users;
   try {
     const page = await context.newPage();
+    mark();
     // ABR's task runner opens the plan's target URL before the first step: the same here.
     await page.goto(`${cfg.base}/admin/users`);
+    mark();
     // 1. navigate, 2. open the form, 3. type the email, 4. choose the role, 5. submit,
     // 6. read the users table.
     await page.goto(`${cfg.base}/admin/users`);
+    mark();
     await page.locator('#add-user-btn').click();
+    mark();
     await page.locator('#email-input').fill(email);
+    mark();
     await page.locator('#role-dropdown').selectOption('editor');
+    mark();
     await page.getByRole('button', { name: 'Submit' }).click();
+    mark();
     users = await page.locator('#users').evaluate(TABLE_JS);
+    mark();
     // The verification: the success message is shown.
     await page.locator('.success-message', { hasText: 'User created successfully' }).first().waitFor();
+    mark();
   } finally {
     // Timed, as ABR's release of the browser context is.
     await context.close();
   }
+  mark();
   const ms = performance.now() - t0;
-  return { ms, found: Array.isArray(users) && users.some((u) => u.Email === email) };
+  const phases = marks.map((t, i) => t - (i === 0 ? t0 : marks[i - 1]));
+  return {
+    ms,
+    phases: phases.length === PHASES.length ? phases : null,
+    found: Array.isArray(users) && users.some((u) => u.Email === email),
+  };
 }
 
 let closed = false;

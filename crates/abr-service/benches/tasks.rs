@@ -145,6 +145,7 @@ async fn signed_in(site: &DemoSite) -> AgentSessionState {
 struct TimedStore {
     inner: Arc<dyn TaskStore>,
     nanos: AtomicU64,
+    calls: AtomicU64,
 }
 
 impl TimedStore {
@@ -153,12 +154,16 @@ impl TimedStore {
         let out = f.await;
         let spent = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.nanos.fetch_add(spent, Ordering::Relaxed);
+        self.calls.fetch_add(1, Ordering::Relaxed);
         out
     }
 
-    /// Milliseconds spent in the store since the last call.
-    fn take_ms(&self) -> f64 {
-        self.nanos.swap(0, Ordering::Relaxed) as f64 / 1e6
+    /// Milliseconds spent in the store, and the calls made, since the last call.
+    fn take(&self) -> (f64, u64) {
+        (
+            self.nanos.swap(0, Ordering::Relaxed) as f64 / 1e6,
+            self.calls.swap(0, Ordering::Relaxed),
+        )
     }
 }
 
@@ -251,6 +256,11 @@ struct TaskTiming {
     admin_ms: f64,
     /// Waiting on the task store, over create, approve and run.
     store_ms: f64,
+    /// The task store's calls over create, approve and run.
+    store_calls: u64,
+    /// Each plan step's time as the runner recorded it (its element read, rule, action,
+    /// network check and what it kept).
+    steps: Vec<f64>,
 }
 
 struct Abr {
@@ -268,6 +278,7 @@ impl Abr {
         let store = Arc::new(TimedStore {
             inner: store,
             nanos: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
         });
         let audit = Arc::new(MemoryAuditSink::new());
         let config = TaskConfig {
@@ -311,7 +322,7 @@ impl Abr {
             dry_run: false,
             handoff: None,
         };
-        self.store.take_ms();
+        self.store.take();
         let t0 = Instant::now();
         let created = self
             .runner
@@ -338,7 +349,7 @@ impl Abr {
             .await
             .unwrap();
         let total_ms = t0.elapsed().as_secs_f64() * 1000.0;
-        let store_ms = self.store.take_ms();
+        let (store_ms, store_calls) = self.store.take();
         assert_eq!(
             end.record.state,
             TaskState::Succeeded,
@@ -354,6 +365,13 @@ impl Abr {
             total_ms,
             admin_ms,
             store_ms,
+            store_calls,
+            steps: end
+                .record
+                .step_results
+                .iter()
+                .map(|r| r.ms as f64)
+                .collect(),
         }
     }
 }
@@ -389,6 +407,18 @@ impl RequestGate for BenchGate {
     }
 }
 
+/// The phases of a task, timed on both sides (steps only and the Node script) in this order.
+const PHASES: [&str; 10] = [
+    "acquire", "target", "navigate", "click", "type", "select", "submit", "extract", "check",
+    "release",
+];
+
+/// One task's time, whole and by phase ([`PHASES`]).
+struct Phased {
+    ms: f64,
+    phases: Vec<f64>,
+}
+
 /// The same browser actions as the task runner, straight through `StepRunner` on a lease;
 /// with `gated`, the lease's context routed through a network gate first (the cost of the
 /// read-only invariant's interception, alone).
@@ -398,7 +428,7 @@ async fn steps_only(
     session: &AgentSessionState,
     email: &str,
     gated: bool,
-) -> f64 {
+) -> Phased {
     let inputs = inputs(email);
     let valid = validate(plan, &inputs, &PlanLimits::default()).unwrap();
     let steps = valid.fill(&inputs).unwrap();
@@ -412,6 +442,7 @@ async fn steps_only(
         url: valid.target_url().clone(),
     };
     let t0 = Instant::now();
+    let mut marks = Vec::with_capacity(PHASES.len());
     let lease = provider
         .acquire(AcquireRequest {
             mode: AcquireMode::Unattended,
@@ -434,16 +465,21 @@ async fn steps_only(
         let gate: Arc<dyn RequestGate> = gate.clone();
         context.guard_network(gate).await.unwrap();
     }
+    marks.push(Instant::now());
     context.run(&target, STEP_TIMEOUT).await.unwrap();
+    marks.push(Instant::now());
     let mut table = None;
     for step in &steps {
         if let StepOutput::Extracted(value) = context.run(&step.action, STEP_TIMEOUT).await.unwrap()
         {
             table = Some(value);
         }
+        marks.push(Instant::now());
     }
     let checked = context.run(&verification, STEP_TIMEOUT).await.unwrap();
+    marks.push(Instant::now());
     lease.release().await.unwrap();
+    marks.push(Instant::now());
     if let Some(gate) = &gate {
         assert!(
             gate.writes.load(Ordering::SeqCst) >= 1,
@@ -456,7 +492,16 @@ async fn steps_only(
         lists(table.as_ref(), email),
         "the extracted table misses {email}"
     );
-    ms
+    let phases = marks
+        .iter()
+        .scan(t0, |last, &t| {
+            let ms = t.duration_since(*last).as_secs_f64() * 1000.0;
+            *last = t;
+            Some(ms)
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(phases.len(), PHASES.len(), "one time per phase");
+    Phased { ms, phases }
 }
 
 /// The Node peer: one long-running process, one task per command line.
@@ -514,14 +559,24 @@ impl NodePeer {
         self.stdin.flush().await.unwrap();
     }
 
-    async fn task(&mut self, email: &str) -> f64 {
+    async fn task(&mut self, email: &str) -> Phased {
         self.send(&json!({ "email": email })).await;
         let answer = self.read().await;
         assert_eq!(
             answer["found"], true,
             "node: the extracted table misses {email}"
         );
-        answer["ms"].as_f64().unwrap()
+        let phases = answer["phases"]
+            .as_array()
+            .expect("node: a time per phase")
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect::<Vec<_>>();
+        assert_eq!(phases.len(), PHASES.len(), "node: one time per phase");
+        Phased {
+            ms: answer["ms"].as_f64().unwrap(),
+            phases,
+        }
     }
 
     /// Closes its browser and waits for it to exit.
@@ -636,8 +691,16 @@ async fn main() {
     let (mut t_node, mut t_steps, mut t_memory, mut t_sqlite, mut t_framed) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut t_gated = Vec::new();
+    // Per phase: Node's and steps only's samples.
+    let (mut p_node, mut p_steps) = (
+        vec![Vec::new(); PHASES.len()],
+        vec![Vec::new(); PHASES.len()],
+    );
     let (mut admin_memory, mut admin_sqlite) = (Vec::new(), Vec::new());
     let (mut store_memory, mut store_sqlite) = (Vec::new(), Vec::new());
+    let mut calls_sqlite = Vec::new();
+    // Per plan step, as the runner (SQLite) recorded it.
+    let mut r_steps = vec![Vec::new(); 6];
     let stamp = std::process::id();
     for round in 0..WARMUP + n {
         let timed = round >= WARMUP;
@@ -646,21 +709,27 @@ async fn main() {
             let email = |tag: &str| format!("{tag}-{stamp}-{round}@bench.example");
             match side {
                 Side::Node => {
-                    let ms = node.task(&email("node")).await;
+                    let t = node.task(&email("node")).await;
                     if timed {
-                        t_node.push(ms);
+                        t_node.push(t.ms);
+                        for (samples, ms) in p_node.iter_mut().zip(t.phases) {
+                            samples.push(ms);
+                        }
                     }
                 }
                 Side::Steps => {
-                    let ms = steps_only(&provider, &plan, &session, &email("steps"), false).await;
+                    let t = steps_only(&provider, &plan, &session, &email("steps"), false).await;
                     if timed {
-                        t_steps.push(ms);
+                        t_steps.push(t.ms);
+                        for (samples, ms) in p_steps.iter_mut().zip(t.phases) {
+                            samples.push(ms);
+                        }
                     }
                 }
                 Side::StepsGated => {
-                    let ms = steps_only(&provider, &plan, &session, &email("gated"), true).await;
+                    let t = steps_only(&provider, &plan, &session, &email("gated"), true).await;
                     if timed {
-                        t_gated.push(ms);
+                        t_gated.push(t.ms);
                     }
                 }
                 Side::Memory => {
@@ -683,6 +752,10 @@ async fn main() {
                         t_sqlite.push(t.total_ms);
                         admin_sqlite.push(t.admin_ms);
                         store_sqlite.push(t.store_ms);
+                        calls_sqlite.push(t.store_calls as f64);
+                        for (samples, ms) in r_steps.iter_mut().zip(&t.steps) {
+                            samples.push(*ms);
+                        }
                     }
                 }
             }
@@ -743,6 +816,37 @@ async fn main() {
             median(samples) / node_median
         );
     }
+    println!(
+        "\nBy phase, steps only against the Node script (medians; Node's acquire is newContext + \
+         newPage, ABR's the lease; the target URL is the runner's opening before step 1):\n"
+    );
+    println!("| phase | Node ms | ABR steps ms | ABR − Node ms |");
+    println!("|---|---|---|---|");
+    for (i, name) in PHASES.iter().enumerate() {
+        let (n, a) = (median(&p_node[i]), median(&p_steps[i]));
+        println!("| {name} | {n:.1} | {a:.1} | {:+.1} |", a - n);
+    }
+    println!(
+        "\nBy plan step, the task runner (SQLite) against steps only (medians; the runner's \
+         step holds its element read, the commit rule, the action, the network check and what \
+         it keeps; whole ms):\n"
+    );
+    println!("| step | steps only ms | runner ms | runner − steps ms |");
+    println!("|---|---|---|---|");
+    let (mut sum_steps, mut sum_runner) = (0.0, 0.0);
+    for (i, samples) in r_steps.iter().enumerate() {
+        let (a, r) = (median(&p_steps[i + 2]), median(samples));
+        sum_steps += a;
+        sum_runner += r;
+        println!("| {} | {a:.1} | {r:.1} | {:+.1} |", PHASES[i + 2], r - a);
+    }
+    println!(
+        "| everything else (acquire, target URL, page reads between steps, verification, \
+         bookkeeping, release) | {:.1} | {:.1} | {:+.1} |",
+        median(&t_steps) - sum_steps,
+        median(&t_sqlite) - sum_runner,
+        (median(&t_sqlite) - sum_runner) - (median(&t_steps) - sum_steps)
+    );
     let steps = median(&t_steps);
     let gate_diffs = paired(&t_gated, &t_steps);
     println!(
@@ -781,6 +885,12 @@ async fn main() {
     println!(
         "BENCH task_frames_vs_node {:.3} 1.3",
         median(&t_framed) / node_median
+    );
+    println!(
+        "\nThe SQLite store's calls per task: {:.0} (median), {:.2} ms each (median wait / median \
+         calls)",
+        median(&calls_sqlite),
+        median(&store_sqlite) / median(&calls_sqlite)
     );
     println!("BENCH task_store_wait_ms {:.2} 10", median(&store_sqlite));
     println!(
