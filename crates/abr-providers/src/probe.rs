@@ -3,7 +3,9 @@
 //!
 //! - `inspect` and `signals` are one evaluation each of `probe.js` (through the step
 //!   runner's locators, deadlines and failure classification); they read kinds, names and
-//!   counts, never a field's value, and act on nothing.
+//!   counts, never a field's value, and act on nothing. `signals_ahead` is both in one
+//!   evaluation on the element when it is in the top document now (the same locator as
+//!   `inspect`, without its wait), else `signals` alone.
 //! - `redacted_frame` blurs every field with a constructed style sheet adopted by the
 //!   document, its open shadow roots and its same-origin frames (no element is added or
 //!   changed), blurs frames it cannot reach into as a whole (an inline `filter`, restored),
@@ -50,6 +52,15 @@ static INSPECT_JS: LazyLock<String> =
 /// `signals()`: the page's signals.
 static SIGNALS_JS: LazyLock<String> =
     LazyLock::new(|| format!("() => {{\n{PROBE_JS}\nreturn signals();\n}}"));
+
+/// `signals()` and `inspect(el)` in one pass; `null` when `el` is not in the top document
+/// (the signals would be its frame's).
+static AHEAD_JS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "(el) => {{\n{PROBE_JS}\nreturn window !== window.top ? null \
+         : {{ signals: signals(), facts: inspect(el) }};\n}}"
+    )
+});
 
 /// `focused()`: the facts of the focused element, if any.
 static FOCUSED_JS: LazyLock<String> =
@@ -117,13 +128,29 @@ impl PageProbe for BrowserSession {
 
     async fn signals(&self, timeout: Duration) -> Result<PageSignals, StepFailure> {
         let step = Step::new(self, timeout);
+        match tokio::time::timeout(timeout + MARGIN, read_signals(&step)).await {
+            Ok(result) => result,
+            Err(_) => Err(step.gone_or(
+                StepFailureKind::Rejected,
+                "the page's signals could not be read in time",
+            )),
+        }
+    }
+
+    async fn signals_ahead(
+        &self,
+        ahead: &Selector,
+        timeout: Duration,
+    ) -> Result<(PageSignals, Option<ElementFacts>), StepFailure> {
+        let step = Step::new(self, timeout);
         let read = async {
-            let value = step
-                .evaluate_page(&SIGNALS_JS, "reading the page's signals")
-                .await?;
-            serde_json::from_value::<RawSignals>(value)
-                .map(RawSignals::into_signals)
-                .map_err(|_| step.rejected("reading the page's signals: unexpected result"))
+            // The element is usually there already: one read of both. Else (not there yet,
+            // in a frame, the document changed meanwhile) the signals alone.
+            let both = step.read_now(ahead, &AHEAD_JS).await;
+            if let Some(raw) = both.and_then(|v| serde_json::from_value::<RawAhead>(v).ok()) {
+                return Ok((raw.signals.into_signals(), Some(raw.facts.into_facts())));
+            }
+            Ok((read_signals(&step).await?, None))
         };
         match tokio::time::timeout(timeout + MARGIN, read).await {
             Ok(result) => result,
@@ -275,6 +302,23 @@ impl BrowserSession {
                 )
             })
     }
+}
+
+/// The page's signals, read once (again if a navigation replaced the document meanwhile).
+async fn read_signals(step: &Step<'_>) -> Result<PageSignals, StepFailure> {
+    let value = step
+        .evaluate_page(&SIGNALS_JS, "reading the page's signals")
+        .await?;
+    serde_json::from_value::<RawSignals>(value)
+        .map(RawSignals::into_signals)
+        .map_err(|_| step.rejected("reading the page's signals: unexpected result"))
+}
+
+/// What `AHEAD_JS` answers for an element of the top document.
+#[derive(Deserialize)]
+struct RawAhead {
+    signals: RawSignals,
+    facts: RawFacts,
 }
 
 /// A token naming one frame's redaction in the page, so one frame never takes off (or

@@ -780,6 +780,13 @@ impl<'a> Step<'a> {
         .await
     }
 
+    /// Evaluates `js` on the first match of `selector` once, without waiting: `None` when
+    /// nothing matches now (or the read failed in any way).
+    pub(crate) async fn read_now(&self, selector: &Selector, js: &str) -> Option<Value> {
+        let target = self.first(selector).ok()?;
+        target.evaluate::<Value, Value>(js, None).await.ok()
+    }
+
     /// Evaluates `js` on `target` (with `arg`), waiting for it to reach `state` only when it
     /// did not match yet (`missing` then names what never came), and again if the element or
     /// the document changed in between, until the deadline.

@@ -118,6 +118,9 @@ pub trait SiteFilter: Send + Sync + std::fmt::Debug + 'static {
 /// - `inspect` reads the first element `selector` matches (waiting for it to be attached,
 ///   within `timeout`); a missing element is a [`StepFailure`] of kind `NotFound`.
 /// - `signals` reads the whole page in one pass, within `timeout`.
+/// - `signals_ahead` is `signals` and, in the same pass, what `inspect(ahead)` would answer
+///   right now, when `ahead` matches an element in the page's top document at once; it
+///   never waits for the element (`None`: the caller inspects, and waits, as usual).
 /// - `redacted_frame` blurs every `input`, `textarea`, `select` and editable region
 ///   (including in same-origin frames), confirms the blur on every one of them through the
 ///   computed style, and only then captures the viewport as a JPEG of at most `max_bytes`;
@@ -151,6 +154,18 @@ pub trait PageProbe: Send + Sync + 'static {
 
     /// The page's signals.
     async fn signals(&self, timeout: Duration) -> Result<PageSignals, StepFailure>;
+
+    /// The page's signals and, read with them, the facts of the element `ahead` matches
+    /// when it is there already (the next step's element: one read where there were two).
+    /// Default: the signals alone.
+    async fn signals_ahead(
+        &self,
+        ahead: &Selector,
+        timeout: Duration,
+    ) -> Result<(PageSignals, Option<ElementFacts>), StepFailure> {
+        let _ = ahead;
+        Ok((self.signals(timeout).await?, None))
+    }
 
     /// A viewport frame with every form field blurred.
     async fn redacted_frame(

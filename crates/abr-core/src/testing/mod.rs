@@ -1171,6 +1171,39 @@ impl FakePage {
     }
 }
 
+/// The fake element's facts, counted as an inspection.
+fn fake_facts(
+    page: &mut PageState,
+    selector: &Selector,
+) -> Result<crate::guard::element::ElementFacts, StepFailure> {
+    page.inspected += 1;
+    if page.signed_out {
+        return Err(StepFailure::new(
+            StepFailureKind::SignedOut,
+            "the fake site shows its sign-in page",
+        ));
+    }
+    let key = selector_key(selector);
+    if page.missing.contains(&key) {
+        return Err(StepFailure::new(
+            StepFailureKind::NotFound,
+            "the fake element is not on the page",
+        ));
+    }
+    Ok(page
+        .facts
+        .get(&key)
+        .cloned()
+        .unwrap_or_else(|| crate::guard::element::ElementFacts {
+            tag: "button".into(),
+            input_type: Some("submit".into()),
+            name: key,
+            in_form: true,
+            form_has_submit: true,
+            ..crate::guard::element::ElementFacts::default()
+        }))
+}
+
 #[async_trait]
 impl crate::guard::probe::PageProbe for FakeContext {
     async fn inspect(
@@ -1179,32 +1212,24 @@ impl crate::guard::probe::PageProbe for FakeContext {
         _timeout: std::time::Duration,
     ) -> Result<crate::guard::element::ElementFacts, StepFailure> {
         let mut page = self.page.lock();
-        page.inspected += 1;
-        if page.signed_out {
-            return Err(StepFailure::new(
-                StepFailureKind::SignedOut,
-                "the fake site shows its sign-in page",
-            ));
-        }
-        let key = selector_key(selector);
-        if page.missing.contains(&key) {
-            return Err(StepFailure::new(
-                StepFailureKind::NotFound,
-                "the fake element is not on the page",
-            ));
-        }
-        Ok(page
-            .facts
-            .get(&key)
-            .cloned()
-            .unwrap_or_else(|| crate::guard::element::ElementFacts {
-                tag: "button".into(),
-                input_type: Some("submit".into()),
-                name: key,
-                in_form: true,
-                form_has_submit: true,
-                ..crate::guard::element::ElementFacts::default()
-            }))
+        fake_facts(&mut page, selector)
+    }
+
+    /// The signals and, when the element is there, its facts (an inspection).
+    async fn signals_ahead(
+        &self,
+        ahead: &Selector,
+        timeout: std::time::Duration,
+    ) -> Result<
+        (
+            crate::guard::probe::PageSignals,
+            Option<crate::guard::element::ElementFacts>,
+        ),
+        StepFailure,
+    > {
+        let signals = self.signals(timeout).await?;
+        let mut page = self.page.lock();
+        Ok((signals, fake_facts(&mut page, ahead).ok()))
     }
 
     async fn signals(

@@ -183,6 +183,13 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut failures = 0;
         let mut stuck_pauses = 0;
         let mut reopened = false;
+        // The element as the checkpoint before this step read it with the page (no pause
+        // since): judged as it is, once; any later look reads it again.
+        let mut ahead = rails
+            .ahead
+            .take()
+            .filter(|(selector, _)| Some(selector) == rails::target(action))
+            .map(|(_, facts)| facts);
         loop {
             let facts = match rails::target(action) {
                 None if matches!(action, BrowserAction::Press { .. }) => {
@@ -190,6 +197,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     self.inspect_focused(context, timeout).await
                 }
                 None => None,
+                Some(_) if ahead.is_some() => ahead.take(),
                 Some(selector) => match self.inspect(context, selector, timeout).await {
                     Ok(facts) => Some(facts),
                     Err(failure) => {
@@ -424,6 +432,8 @@ impl<C: TaskContext> TaskRunner<C> {
             .default_step_timeout
             .min(Duration::from_secs(10));
         let mut resumed: Option<PauseReason> = None;
+        // The next step's element, read with the page when it is there already.
+        let look_ahead = rails.look_ahead.take();
         loop {
             let refused = rails.sites.refused();
             if refused > rails.refused_seen {
@@ -436,9 +446,24 @@ impl<C: TaskContext> TaskRunner<C> {
             }
             // A page that cannot be read is not a reason to stop: the next step or the
             // verification finds out.
-            let Step::Done(signals) = guarded(timeout, context.signals(timeout)).await else {
+            let read = match &look_ahead {
+                Some(selector) => {
+                    match guarded(timeout, context.signals_ahead(selector, timeout)).await {
+                        Step::Done((signals, facts)) => {
+                            Some((signals, facts.map(|f| (selector.clone(), f))))
+                        }
+                        _ => None,
+                    }
+                }
+                None => match guarded(timeout, context.signals(timeout)).await {
+                    Step::Done(signals) => Some((signals, None)),
+                    _ => None,
+                },
+            };
+            let Some((signals, ahead)) = read else {
                 return Ok(resumed.is_some());
             };
+            rails.ahead = ahead;
             rails.last_url.clone_from(&signals.url);
             let host = rails::host_of(&signals.url);
             let page = rails::page_key(&signals.url);
@@ -491,6 +516,8 @@ impl<C: TaskContext> TaskRunner<C> {
         reason: PauseReason,
         step: Option<usize>,
     ) -> Result<(), Failure> {
+        // A person may change the page: nothing read before holds after.
+        rails.ahead = None;
         if let Some(frames) = &rails.frames {
             frames
                 .capture(lease.context(), FramePoint::Pause, reason.as_str())

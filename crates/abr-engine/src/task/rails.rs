@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use abr_core::guard::{FrameRecorder, PauseRules, RunGuard, SiteFilter, SitePolicy, SiteVerdict};
+use abr_core::guard::{
+    ElementFacts, FrameRecorder, PauseRules, RunGuard, SiteFilter, SitePolicy, SiteVerdict,
+};
 use abr_core::step_runner::BrowserAction;
 use abr_protocol::{Cookie, CookieFact, FramePoint, PauseReason, Selector, SiteDecision};
 
@@ -106,6 +108,11 @@ pub(crate) struct Rails {
     pub(crate) refused_seen: usize,
     /// Whether the action now running may commit without a person's word.
     pub(crate) approval: CommitApproval,
+    /// The next step's element, for the next checkpoint to read with the page's signals.
+    pub(crate) look_ahead: Option<Selector>,
+    /// That element's facts as the last checkpoint read them (no pause since), for the
+    /// next step to judge instead of reading them again.
+    pub(crate) ahead: Option<(Selector, ElementFacts)>,
 }
 
 impl std::fmt::Debug for Rails {
@@ -146,6 +153,8 @@ impl Rails {
             last_url: String::new(),
             refused_seen: 0,
             approval: CommitApproval::NotRequired,
+            look_ahead: None,
+            ahead: None,
         }
     }
 }

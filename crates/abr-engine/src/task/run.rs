@@ -494,6 +494,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 .capture(context, FramePoint::Navigation, "navigate")
                 .await;
         }
+        rails.look_ahead = look_ahead(steps, 0);
         if let Err(failure) = self.checkpoint(task, rails, lease, None).await {
             return Outcome::interrupted(false, None, failure);
         }
@@ -513,6 +514,7 @@ impl<C: TaskContext> TaskRunner<C> {
             let started = Instant::now();
             let done = if matches!(filled.action, BrowserAction::Screenshot) {
                 // Evidence, not an action: a redacted frame kept below (`keep`).
+                rails.ahead = None;
                 Ok((StepOutput::Done, false))
             } else {
                 self.guarded_step(task, rails, lease, index, &filled.action, timeout)
@@ -563,10 +565,11 @@ impl<C: TaskContext> TaskRunner<C> {
             {
                 frames.capture(context, point, filled.action.kind()).await;
             }
-            if rails::may_change_page(&filled.action)
-                && let Err(failure) = self.checkpoint(task, rails, lease, Some(index + 1)).await
-            {
-                return Outcome::interrupted(committed, Some(index), failure);
+            if rails::may_change_page(&filled.action) {
+                rails.look_ahead = look_ahead(steps, index + 1);
+                if let Err(failure) = self.checkpoint(task, rails, lease, Some(index + 1)).await {
+                    return Outcome::interrupted(committed, Some(index), failure);
+                }
             }
         }
         if let Err(failure) = self.late_network(task, rails, lease).await {
@@ -1001,4 +1004,13 @@ impl<C: TaskContext> TaskRunner<C> {
             TaskVerification::ApiCallback { .. } => answer(RecheckAnswer::Ambiguous, None),
         }
     }
+}
+
+/// The element of step `index`, if it has one: what the checkpoint before it reads with the
+/// page.
+fn look_ahead(steps: &[FilledStep], index: usize) -> Option<abr_protocol::Selector> {
+    steps
+        .get(index)
+        .and_then(|step| rails::target(&step.action))
+        .cloned()
 }

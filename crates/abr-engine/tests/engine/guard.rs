@@ -329,6 +329,62 @@ async fn a_challenge_pauses_a_takeover_clears_it_and_the_run_resumes_where_it_st
     ));
 }
 
+/// The checkpoint before a step reads its element with the page; a page that looks harmless
+/// there and turns its control into a payment during a takeover is judged as it is after
+/// the takeover: the read-only run refuses the click.
+#[tokio::test]
+async fn a_control_that_changes_during_a_takeover_is_judged_as_it_is_after_it() {
+    let h = h();
+    h.page.set_facts("#next", link("Next page"));
+    h.page
+        .set_signals(Some(captcha("https://shop.example/cart")));
+    let mut req = request(plan(json!({
+        "targetUrl": "https://shop.example/cart",
+        "readOnly": true,
+        "steps": [
+            {"type": "click", "selector": "#next", "description": "Next page", "timeoutMs": 200}
+        ],
+        "verification": {"method": "dom_check", "text": "Paid"}
+    })));
+    req.handoff = Some(abr_protocol::HandoffOptions { wait_seconds: 60 });
+    let created = h.runner.create(&agent(T), req, None).await.unwrap();
+    let id = created.record.task_id.clone();
+    if created.record.state == TaskState::PendingApproval {
+        h.runner
+            .approve(
+                &approver(T),
+                &id,
+                &ApproveRequest {
+                    approved_by: Some("alice".into()),
+                    plan_hash: created.record.plan_hash.clone(),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let runner = Arc::clone(&h.runner);
+    let task_id = id.clone();
+    let join = tokio::spawn(async move { runner.run(T, &task_id).await.unwrap().record });
+    let paused = wait_for_state(&h, &id, TaskState::Paused).await;
+    assert_eq!(paused.pause.unwrap().reason, PauseReason::Challenge);
+    let inspected = h.page.inspected();
+    assert!(inspected >= 1, "the checkpoint read the next element");
+
+    // During the takeover the page turns the harmless link into a payment.
+    h.runner.take_over(T, &id).await.unwrap();
+    h.page.set_facts("#next", pay_button());
+    h.page.set_signals(None);
+    h.runner.resume(T, &id).await.unwrap();
+    let record = join.await.unwrap();
+    assert!(
+        h.page.inspected() > inspected,
+        "the element was read again after the takeover"
+    );
+    assert_eq!(h.page.clicks_on("#next"), 0, "the payment was clicked");
+    assert_eq!(record.blocked.len(), 1, "{:?}", record.blocked);
+    assert_eq!(record.blocked[0].step, Some(0));
+}
+
 #[tokio::test]
 async fn an_expired_takeover_ends_the_run_without_acting() {
     let h = h();

@@ -782,6 +782,34 @@ async fn signals_read_what_the_pause_detector_needs() {
     close(provider, lease).await;
 }
 
+/// The checkpoint's read with the next step's element: the same signals and the same facts
+/// as the two reads it replaces, and no wait for an element that is not there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signals_ahead_answer_as_signals_and_inspect_do_and_never_wait() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/login").as_str()).await;
+
+    let signals = s.signals(STEP).await.unwrap();
+    let facts = facts(s, "form button").await;
+    let (ahead_signals, ahead_facts) = s.signals_ahead(&css("form button"), STEP).await.unwrap();
+    assert!(ahead_signals == signals, "the same signals as signals()");
+    assert_eq!(ahead_facts, Some(facts), "the same facts as inspect()");
+    assert_eq!(signals.forms[0].submit_names, vec!["Sign in".to_owned()]);
+
+    let started = Instant::now();
+    let (missing_signals, missing_facts) = s.signals_ahead(&css("#never"), STEP).await.unwrap();
+    assert!(missing_signals == signals, "the signals alone");
+    assert_eq!(missing_facts, None, "nothing is there: no facts");
+    assert!(
+        started.elapsed() < STEP / 4,
+        "waited for the element: {:?}",
+        started.elapsed()
+    );
+    close(provider, lease).await;
+}
+
 /// A decoded frame: grey levels, row-major.
 struct Grey {
     width: usize,
