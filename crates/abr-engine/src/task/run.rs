@@ -455,6 +455,50 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
+    /// Opens the plan's target URL before its first step, with its frame and the page read
+    /// after it (once more after a person cleared an error page that may be a block).
+    /// `Err`: the run ends there, having done nothing.
+    async fn open_target(
+        &self,
+        task: &mut StoredTask,
+        target: &BrowserAction,
+        steps: &[FilledStep],
+        lease: &Lease<C>,
+        rails: &mut Rails,
+    ) -> Result<(), Outcome> {
+        let context = lease.context();
+        let mut reopened = false;
+        loop {
+            match self
+                .step(context, target, self.config.default_step_timeout)
+                .await
+            {
+                Ok(_) => break,
+                Err(failure) if failure.body.code == codes::NAVIGATION_FAILED && !reopened => {
+                    reopened = true;
+                    // An error page may be a block (a 403, a bot check): read it, and open
+                    // the page again after a person cleared it.
+                    match self.checkpoint(task, rails, lease, None).await {
+                        Ok(true) => {}
+                        Ok(false) => return Err(Outcome::interrupted(false, None, failure)),
+                        Err(failure) => return Err(Outcome::interrupted(false, None, failure)),
+                    }
+                }
+                Err(failure) => return Err(Outcome::interrupted(false, None, failure)),
+            }
+        }
+        if let Some(frames) = &rails.frames {
+            frames
+                .capture(context, FramePoint::Navigation, "navigate")
+                .await;
+        }
+        rails.look_ahead = look_ahead(steps, 0);
+        self.checkpoint(task, rails, lease, None)
+            .await
+            .map(|_| ())
+            .map_err(|failure| Outcome::interrupted(false, None, failure))
+    }
+
     /// The browser part of a run: the target URL, the steps (each through the guard, with a
     /// checkpoint after it), the verification.
     async fn drive(
@@ -469,34 +513,13 @@ impl<C: TaskContext> TaskRunner<C> {
         let target = BrowserAction::Navigate {
             url: valid.target_url().clone(),
         };
-        let mut reopened = false;
-        loop {
-            match self
-                .step(context, &target, self.config.default_step_timeout)
-                .await
-            {
-                Ok(_) => break,
-                Err(failure) if failure.body.code == codes::NAVIGATION_FAILED && !reopened => {
-                    reopened = true;
-                    // An error page may be a block (a 403, a bot check): read it, and open
-                    // the page again after a person cleared it.
-                    match self.checkpoint(task, rails, lease, None).await {
-                        Ok(true) => {}
-                        Ok(false) => return Outcome::interrupted(false, None, failure),
-                        Err(failure) => return Outcome::interrupted(false, None, failure),
-                    }
-                }
-                Err(failure) => return Outcome::interrupted(false, None, failure),
-            }
-        }
-        if let Some(frames) = &rails.frames {
-            frames
-                .capture(context, FramePoint::Navigation, "navigate")
-                .await;
-        }
-        rails.look_ahead = look_ahead(steps, 0);
-        if let Err(failure) = self.checkpoint(task, rails, lease, None).await {
-            return Outcome::interrupted(false, None, failure);
+        // A plan whose first step opens its target URL is not made to load it twice: that
+        // step opens it (with its frame and the page read after it).
+        let opens_itself = steps.first().is_some_and(|step| step.action == target);
+        if !opens_itself
+            && let Err(outcome) = self.open_target(task, &target, steps, lease, rails).await
+        {
+            return outcome;
         }
         let mut committed = false;
         let mut extracted_bytes = 0;

@@ -627,6 +627,52 @@ async fn a_frame_follows_every_page_read_through_the_one_redaction_path() {
     );
 }
 
+/// A plan whose first step opens its own target URL loads it once: that step opens it, with
+/// its frame and the page read after it. Any other first step finds the target open.
+#[tokio::test]
+async fn a_first_step_that_opens_the_target_loads_it_once() {
+    let h = h();
+    shop(&h);
+    let opens = plan(json!({
+        "targetUrl": "https://shop.example/cart",
+        "steps": [
+            {"type": "navigate", "url": "https://shop.example/cart", "description": "Open the cart"},
+            {"type": "click", "selector": "#next", "description": "Next page", "timeoutMs": 200}
+        ],
+        "verification": {"method": "dom_check", "text": "Shop"}
+    }));
+    h.page.set_text("Shop");
+    let record = run(&h, request(opens)).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(h.page.count("navigate"), 1, "the target was loaded twice");
+    assert_eq!(record.step_results[0].action, "navigate");
+    let frames = h.frames.frames(T, &record.task_id).await.unwrap();
+    let points: Vec<_> = frames.iter().map(|f| f.point).collect();
+    assert_eq!(
+        points,
+        [
+            FramePoint::Navigation,
+            FramePoint::Click,
+            FramePoint::Completion
+        ]
+    );
+
+    // Elsewhere first: the target is opened before the first step.
+    let h = self::h();
+    shop(&h);
+    let elsewhere = plan(json!({
+        "targetUrl": "https://shop.example/cart",
+        "steps": [
+            {"type": "navigate", "url": "https://shop.example/other", "description": "Open another page"}
+        ],
+        "verification": {"method": "dom_check", "text": "Shop"}
+    }));
+    h.page.set_text("Shop");
+    let record = run(&h, request(elsewhere)).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(h.page.count("navigate"), 2);
+}
+
 #[tokio::test]
 async fn frames_are_taken_at_fixed_points_and_never_with_screenshots_off() {
     let h = h();
