@@ -508,10 +508,19 @@ async fn the_cast_socket_lists_tabs_streams_frames_and_takes_input() {
         m["url"] == format!("{origin}/second")
     })
     .await;
-    // Also by index.
+    // Also by index. Chromium sends a screencast frame when the page paints, and a static tab
+    // that a first screencast already drew may not paint again for a second one: the viewer's
+    // own input makes it paint, and its frames come back on that socket.
     let mut by_index = raw_ws(&format!("{}?pageIndex=0", d.cast_url())).await;
+    by_index
+        .send(tokio_tungstenite::tungstenite::Message::text(
+            json!({"type": "navigation", "pageId": first, "event": {"url": format!("{origin}/first")}})
+                .to_string(),
+        ))
+        .await
+        .unwrap();
     next_json_where(&mut by_index, "a frame by index", |m| {
-        m.get("data").is_some()
+        m.get("data").is_some() && m["url"] == format!("{origin}/first")
     })
     .await;
     drop(by_index);
