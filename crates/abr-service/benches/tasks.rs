@@ -645,7 +645,21 @@ enum Side {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let wall = Instant::now();
-    let n = if std::env::var_os("ABR_BENCH_QUICK").is_some() {
+    // `ABR_BENCH_TRACE=1`: one task of each side after the warm-ups, every browser call and
+    // the runner's events on stderr with their times (where a task's time goes).
+    let trace = std::env::var_os("ABR_BENCH_TRACE").is_some();
+    if trace {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "abr_engine=debug,abr_providers=debug,playwright_rs::protocol=debug",
+            ))
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let n = if trace {
+        1
+    } else if std::env::var_os("ABR_BENCH_QUICK").is_some() {
         5
     } else {
         30
