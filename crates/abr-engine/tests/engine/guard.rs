@@ -247,7 +247,16 @@ async fn wait_for_state(h: &H, id: &str, state: TaskState) -> TaskRecord {
 }
 
 async fn start_paused(h: &H, wait_seconds: u64) -> (String, tokio::task::JoinHandle<TaskRecord>) {
-    let mut req = request(click_plan(false));
+    start_paused_with(h, click_plan(false), wait_seconds).await
+}
+
+/// Creates, approves and starts a run of `plan` that waits `wait_seconds` for a person.
+async fn start_paused_with(
+    h: &H,
+    plan: StepPlan,
+    wait_seconds: u64,
+) -> (String, tokio::task::JoinHandle<TaskRecord>) {
+    let mut req = request(plan);
     req.handoff = Some(abr_protocol::HandoffOptions { wait_seconds });
     let created = h.runner.create(&agent(T), req, None).await.unwrap();
     let id = created.record.task_id.clone();
@@ -338,33 +347,15 @@ async fn a_control_that_changes_during_a_takeover_is_judged_as_it_is_after_it() 
     h.page.set_facts("#next", link("Next page"));
     h.page
         .set_signals(Some(captcha("https://shop.example/cart")));
-    let mut req = request(plan(json!({
+    let read_only = plan(json!({
         "targetUrl": "https://shop.example/cart",
         "readOnly": true,
         "steps": [
             {"type": "click", "selector": "#next", "description": "Next page", "timeoutMs": 200}
         ],
         "verification": {"method": "dom_check", "text": "Paid"}
-    })));
-    req.handoff = Some(abr_protocol::HandoffOptions { wait_seconds: 60 });
-    let created = h.runner.create(&agent(T), req, None).await.unwrap();
-    let id = created.record.task_id.clone();
-    if created.record.state == TaskState::PendingApproval {
-        h.runner
-            .approve(
-                &approver(T),
-                &id,
-                &ApproveRequest {
-                    approved_by: Some("alice".into()),
-                    plan_hash: created.record.plan_hash.clone(),
-                },
-            )
-            .await
-            .unwrap();
-    }
-    let runner = Arc::clone(&h.runner);
-    let task_id = id.clone();
-    let join = tokio::spawn(async move { runner.run(T, &task_id).await.unwrap().record });
+    }));
+    let (id, join) = start_paused_with(&h, read_only, 60).await;
     let paused = wait_for_state(&h, &id, TaskState::Paused).await;
     assert_eq!(paused.pause.unwrap().reason, PauseReason::Challenge);
     let inspected = h.page.inspected();
