@@ -432,8 +432,10 @@ impl<C: TaskContext> TaskRunner<C> {
             .default_step_timeout
             .min(Duration::from_secs(10));
         let mut resumed: Option<PauseReason> = None;
-        // The next step's element, read with the page when it is there already.
+        // The next step's element, read with the page when it is there already; nothing an
+        // earlier read left is judged after this one.
         let look_ahead = rails.look_ahead.take();
+        rails.ahead = None;
         loop {
             let refused = rails.sites.refused();
             if refused > rails.refused_seen {
