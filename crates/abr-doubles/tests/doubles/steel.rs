@@ -410,6 +410,16 @@ async fn next_json_where(
     }
 }
 
+/// Sends a viewer's navigation of tab `page` to `url` over a cast socket.
+async fn navigate_on(ws: &mut common::RawWs, page: &str, url: &str) {
+    let message = json!({"type": "navigation", "pageId": page, "event": {"url": url}});
+    ws.send(tokio_tungstenite::tungstenite::Message::text(
+        message.to_string(),
+    ))
+    .await
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_viewer_page_opens_an_absolute_cast_address() {
     for advertise_host_0000 in [false, true] {
@@ -497,13 +507,7 @@ async fn the_cast_socket_lists_tabs_streams_frames_and_takes_input() {
         "a base64 JPEG"
     );
     // Input goes back to the tab: a navigation shows up in the next frames.
-    frames
-        .send(tokio_tungstenite::tungstenite::Message::text(
-            json!({"type": "navigation", "pageId": first, "event": {"url": format!("{origin}/second")}})
-                .to_string(),
-        ))
-        .await
-        .unwrap();
+    navigate_on(&mut frames, &first, &format!("{origin}/second")).await;
     next_json_where(&mut frames, "a frame after navigating", |m| {
         m["url"] == format!("{origin}/second")
     })
@@ -512,13 +516,7 @@ async fn the_cast_socket_lists_tabs_streams_frames_and_takes_input() {
     // that a first screencast already drew may not paint again for a second one: the viewer's
     // own input makes it paint, and its frames come back on that socket.
     let mut by_index = raw_ws(&format!("{}?pageIndex=0", d.cast_url())).await;
-    by_index
-        .send(tokio_tungstenite::tungstenite::Message::text(
-            json!({"type": "navigation", "pageId": first, "event": {"url": format!("{origin}/first")}})
-                .to_string(),
-        ))
-        .await
-        .unwrap();
+    navigate_on(&mut by_index, &first, &format!("{origin}/first")).await;
     next_json_where(&mut by_index, "a frame by index", |m| {
         m.get("data").is_some() && m["url"] == format!("{origin}/first")
     })

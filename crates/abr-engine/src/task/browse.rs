@@ -925,6 +925,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 &mut open.rails,
                 &open.lease,
                 Some(index + 1),
+                None,
             )
             .await;
         let Err(failure) = checked else {

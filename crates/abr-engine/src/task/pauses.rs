@@ -275,7 +275,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     // An error page may be a block (a 403, a bot check): read it, and go
                     // again after a person cleared it.
                     if self
-                        .checkpoint(task, rails, lease, Some(index))
+                        .checkpoint(task, rails, lease, Some(index), None)
                         .await
                         .map_err(|f| (f, false))?
                     {
@@ -418,13 +418,15 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Reads the page after a step (and after the first navigation): a denied site stops
     /// the run; a site nobody decided on, or a page that calls for a person, pauses it. A
     /// block still there after a resume ends the run: it never goes past one. `Ok(true)`:
-    /// a person resumed a pause on the way.
+    /// a person resumed a pause on the way. `ahead`: the next step's element, read with the
+    /// page when it is there already (for that step to judge).
     pub(super) async fn checkpoint(
         &self,
         task: &mut StoredTask,
         rails: &mut Rails,
         lease: &Lease<C>,
         next_step: Option<usize>,
+        look_ahead: Option<&abr_protocol::Selector>,
     ) -> Result<bool, Failure> {
         let context = lease.context();
         let timeout = self
@@ -432,9 +434,7 @@ impl<C: TaskContext> TaskRunner<C> {
             .default_step_timeout
             .min(Duration::from_secs(10));
         let mut resumed: Option<PauseReason> = None;
-        // The next step's element, read with the page when it is there already; nothing an
-        // earlier read left is judged after this one.
-        let look_ahead = rails.look_ahead.take();
+        // Nothing an earlier read left is judged after this one.
         rails.ahead = None;
         loop {
             let refused = rails.sites.refused();
@@ -448,7 +448,7 @@ impl<C: TaskContext> TaskRunner<C> {
             }
             // A page that cannot be read is not a reason to stop: the next step or the
             // verification finds out.
-            let read = match &look_ahead {
+            let read = match look_ahead {
                 Some(selector) => {
                     match guarded(timeout, context.signals_ahead(selector, timeout)).await {
                         Step::Done((signals, facts)) => {

@@ -108,10 +108,8 @@ pub(crate) struct Rails {
     pub(crate) refused_seen: usize,
     /// Whether the action now running may commit without a person's word.
     pub(crate) approval: CommitApproval,
-    /// The next step's element, for the next checkpoint to read with the page's signals.
-    pub(crate) look_ahead: Option<Selector>,
-    /// That element's facts as the last checkpoint read them (no pause since), for the
-    /// next step to judge instead of reading them again.
+    /// The next step's element and its facts as the last checkpoint read them with the
+    /// page (no pause since), for that step to judge instead of reading them again.
     pub(crate) ahead: Option<(Selector, ElementFacts)>,
 }
 
@@ -153,7 +151,6 @@ impl Rails {
             last_url: String::new(),
             refused_seen: 0,
             approval: CommitApproval::NotRequired,
-            look_ahead: None,
             ahead: None,
         }
     }

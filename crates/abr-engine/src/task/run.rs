@@ -478,7 +478,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     reopened = true;
                     // An error page may be a block (a 403, a bot check): read it, and open
                     // the page again after a person cleared it.
-                    match self.checkpoint(task, rails, lease, None).await {
+                    match self.checkpoint(task, rails, lease, None, None).await {
                         Ok(true) => {}
                         Ok(false) => return Err(Outcome::interrupted(false, None, failure)),
                         Err(failure) => return Err(Outcome::interrupted(false, None, failure)),
@@ -492,8 +492,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 .capture(context, FramePoint::Navigation, "navigate")
                 .await;
         }
-        rails.look_ahead = look_ahead(steps, 0);
-        self.checkpoint(task, rails, lease, None)
+        self.checkpoint(task, rails, lease, None, look_ahead(steps, 0))
             .await
             .map(|_| ())
             .map_err(|failure| Outcome::interrupted(false, None, failure))
@@ -537,7 +536,6 @@ impl<C: TaskContext> TaskRunner<C> {
             let started = Instant::now();
             let done = if matches!(filled.action, BrowserAction::Screenshot) {
                 // Evidence, not an action: a redacted frame kept below (`keep`).
-                rails.ahead = None;
                 Ok((StepOutput::Done, false))
             } else {
                 self.guarded_step(task, rails, lease, index, &filled.action, timeout)
@@ -588,11 +586,18 @@ impl<C: TaskContext> TaskRunner<C> {
             {
                 frames.capture(context, point, filled.action.kind()).await;
             }
-            if rails::may_change_page(&filled.action) {
-                rails.look_ahead = look_ahead(steps, index + 1);
-                if let Err(failure) = self.checkpoint(task, rails, lease, Some(index + 1)).await {
-                    return Outcome::interrupted(committed, Some(index), failure);
-                }
+            if rails::may_change_page(&filled.action)
+                && let Err(failure) = self
+                    .checkpoint(
+                        task,
+                        rails,
+                        lease,
+                        Some(index + 1),
+                        look_ahead(steps, index + 1),
+                    )
+                    .await
+            {
+                return Outcome::interrupted(committed, Some(index), failure);
             }
         }
         if let Err(failure) = self.late_network(task, rails, lease).await {
@@ -1031,9 +1036,8 @@ impl<C: TaskContext> TaskRunner<C> {
 
 /// The element of step `index`, if it has one: what the checkpoint before it reads with the
 /// page.
-fn look_ahead(steps: &[FilledStep], index: usize) -> Option<abr_protocol::Selector> {
+fn look_ahead(steps: &[FilledStep], index: usize) -> Option<&abr_protocol::Selector> {
     steps
         .get(index)
         .and_then(|step| rails::target(&step.action))
-        .cloned()
 }
