@@ -446,7 +446,9 @@ async fn wait_text(tab: &Tab<'_>, selector: &str, part: &str) -> bool {
 /// Under ABR's local provider the registration is blocked: the page says so, and nothing
 /// the worker would send reaches the ledger.
 async fn service_worker_blocked(tab: &Tab<'_>) -> Outcome {
-    tab.fresh("/attack/sw").await?;
+    // Emptied before the load, so a write during it is seen, not erased (as `fresh` would).
+    tab.site.reset_ledger();
+    tab.open("/attack/sw").await?;
     let settled = wait_text(tab, "#sw-status", "blocked").await;
     if !settled {
         return Err(format!(
@@ -461,7 +463,10 @@ async fn service_worker_blocked(tab: &Tab<'_>) -> Outcome {
 /// In a plain context of the same browser (service workers allowed, no proxy), the worker
 /// writes on install, on activate and when messaged.
 async fn service_worker_unblocked(tab: &Tab<'_>) -> Outcome {
-    tab.fresh("/attack/sw").await?;
+    // The ledger is emptied before the page loads: the worker registers while it loads
+    // and may write `install` before `goto` returns, which `fresh` would then erase.
+    tab.site.reset_ledger();
+    tab.open("/attack/sw").await?;
     let settled = wait_text(tab, "#sw-status", "active").await;
     if !settled {
         return Err(format!(
