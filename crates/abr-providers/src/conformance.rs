@@ -25,6 +25,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use abr_core::guard::{MAX_FRAME_BYTES, PageProbe};
 use abr_core::{
     AcquireMode, AcquireRequest, AllowedPrivate, EgressPolicy, Lease, ProviderError,
     SessionContext, SessionProvider,
@@ -756,6 +757,68 @@ pub async fn sees_exactly_the_injected_state<P: SessionProvider<Context = Browse
         "localStorage on origin B"
     );
     release(lease).await;
+}
+
+/// A redacted frame of this provider's browser is a JPEG of the viewport (the page's
+/// `innerWidth` × `innerHeight`, one pixel per CSS pixel) of the page loaded, with its one
+/// field blurred, and the blur off again after.
+pub async fn frames_capture_the_viewport<P: SessionProvider<Context = BrowserSession>>(
+    provider: &P,
+    site: &TestSite,
+) {
+    let lease = acquire(provider, state_for(site, "f")).await;
+    let session = lease.context();
+    let url = format!("{}/page", site.origin_a());
+    visit_page(session, &url).await;
+    let frame = bounded(
+        "a redacted frame",
+        session.redacted_frame(MAX_FRAME_BYTES, Duration::from_secs(20)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("a redacted frame: {e}"));
+    assert_eq!(frame.url, url, "the frame's page");
+    assert_eq!(frame.blurred, 1, "the page's one field");
+    let page = bounded(
+        "reading the viewport",
+        session.page().evaluate::<(), serde_json::Value>(
+            "() => [innerWidth, innerHeight, getComputedStyle(document.getElementById('name')).filter]",
+            None,
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("reading the viewport: {e}"));
+    let size = page[0].as_u64().zip(page[1].as_u64());
+    assert_eq!(
+        jpeg_size(&frame.jpeg).map(|(w, h)| (u64::from(w), u64::from(h))),
+        size,
+        "a JPEG of the viewport"
+    );
+    assert_eq!(page[2], "none", "the blur is off after the frame");
+    release(lease).await;
+}
+
+/// A baseline or progressive JPEG's width and height (its start-of-frame segment).
+fn jpeg_size(jpeg: &[u8]) -> Option<(u16, u16)> {
+    if !jpeg.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    let mut at = 2;
+    while at + 4 <= jpeg.len() {
+        if jpeg[at] != 0xFF {
+            return None;
+        }
+        let marker = jpeg[at + 1];
+        let length = usize::from(u16::from_be_bytes([jpeg[at + 2], jpeg[at + 3]]));
+        if matches!(marker, 0xC0..=0xC3) {
+            let sof = jpeg.get(at + 5..at + 9)?;
+            return Some((
+                u16::from_be_bytes([sof[2], sof[3]]),
+                u16::from_be_bytes([sof[0], sof[1]]),
+            ));
+        }
+        at += 2 + length;
+    }
+    None
 }
 
 /// The exported state follows what the page changed: a server-set cookie, a changed

@@ -92,7 +92,7 @@ async fn send(
 }
 
 /// Playwright wraps a CDP answer as `{"result": ...}`.
-fn unwrap_result(answer: Value) -> Value {
+pub(crate) fn unwrap_result(answer: Value) -> Value {
     match answer {
         Value::Object(mut obj) if obj.len() == 1 && obj.contains_key("result") => {
             obj.remove("result").unwrap_or_default()

@@ -475,7 +475,22 @@ const redactCheck = (token) => {
   }
   for (const el of opaque) count(el);
   if (!intact && unconfirmed === 0) unconfirmed = 1;
-  return { fields, unconfirmed, url: location.href };
+  return { fields, unconfirmed, url: location.href, clip: viewportClip() };
+};
+
+/** The visible viewport as a capture clip: in CSS pixels of the document (where the visual
+ * viewport is scrolled to), scaled to one image pixel per CSS pixel (Playwright's
+ * `scale: 'css'`). */
+const viewportClip = () => {
+  const vv = window.visualViewport;
+  const zoom = vv && vv.scale > 0 ? vv.scale : 1;
+  return {
+    x: vv ? vv.pageLeft : window.scrollX,
+    y: vv ? vv.pageTop : window.scrollY,
+    width: window.innerWidth / zoom,
+    height: window.innerHeight / zoom,
+    scale: zoom / (window.devicePixelRatio || 1),
+  };
 };
 
 /** Takes the redaction of `token` off (any earlier one too when `token` is null). */

@@ -54,6 +54,7 @@ async fn cdp_attach_conformance_over_http_endpoint() {
     }));
     let probe = ChromiumContexts(chromium.browser_ws_url());
     conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;
+    conformance::frames_capture_the_viewport(provider.as_ref(), &site).await;
     conformance::the_network_gate_holds_every_write(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
     conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;

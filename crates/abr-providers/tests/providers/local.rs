@@ -37,6 +37,7 @@ async fn local_shared_browser_conformance() {
     let site = Arc::new(TestSite::start().await.unwrap());
     let provider = Arc::new(shared(&site));
     conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;
+    conformance::frames_capture_the_viewport(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
     conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;
     conformance::cycles_leak_nothing(provider.as_ref(), &site, 50, &OpenContexts(&provider)).await;

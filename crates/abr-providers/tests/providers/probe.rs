@@ -988,6 +988,77 @@ async fn a_typed_canary_cannot_be_read_in_a_redacted_frame() {
     close(provider, lease).await;
 }
 
+/// The frame is the viewport where the page is scrolled to, as a plain screenshot shows it,
+/// and stays that when the page's script lies about its size (the frame is captured in a
+/// region the page's answer names, so a lie must not make it another or a huge one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_is_the_viewport_as_scrolled_whatever_the_page_says_its_size_is() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/canary").as_str()).await;
+    // A tall page of numbered lines, scrolled to the middle.
+    eval(
+        s,
+        "() => { const box = document.createElement('div'); \
+         box.style.cssText = 'position:absolute;left:40px;top:300px;font:24px monospace'; \
+         for (let i = 0; i < 200; i++) { const line = document.createElement('div'); \
+         line.textContent = 'line ' + i + ' '.repeat(i % 7) + '#'.repeat(i % 13); \
+         box.append(line); } document.body.append(box); window.scrollTo(0, 1500); \
+         return scrollY; }",
+    )
+    .await;
+    let size = eval(s, "() => [innerWidth, innerHeight, scrollY]").await;
+    let (vw, vh) = (
+        size[0].as_u64().unwrap() as usize,
+        size[1].as_u64().unwrap() as usize,
+    );
+    assert_eq!(size[2], 1500, "the page scrolled");
+    let whole = Box {
+        x: 0,
+        y: 0,
+        width: vw,
+        height: vh,
+    };
+    let plain = unredacted(s).await;
+    let (scrolled, _) = frame(s).await;
+    let scrolled_px = decode(&scrolled.jpeg);
+    assert_eq!((scrolled_px.width, scrolled_px.height), (vw, vh));
+    let same = mean_abs_diff(&scrolled_px, &plain, whole);
+
+    // The comparison can fail: the top of the page is another picture.
+    eval(s, "() => window.scrollTo(0, 0)").await;
+    let top = unredacted(s).await;
+    let other = mean_abs_diff(&scrolled_px, &top, whole);
+    eprintln!("scrolled frame vs its screenshot {same:.2}, vs the top of the page {other:.2}");
+    assert!(other > 5.0, "the top differs from the middle: {other:.2}");
+    assert!(
+        same < 3.0,
+        "the frame is not the scrolled viewport: {same:.2}"
+    );
+
+    // A page that lies about its size and zoom.
+    eval(
+        s,
+        "() => { window.scrollTo(0, 1500); \
+         Object.defineProperty(window, 'innerWidth', { get: () => 1e9 }); \
+         Object.defineProperty(window, 'innerHeight', { get: () => -5 }); \
+         Object.defineProperty(window, 'devicePixelRatio', { get: () => 1e-9 }); }",
+    )
+    .await;
+    let (lied, _) = frame(s).await;
+    let lied_px = decode(&lied.jpeg);
+    assert_eq!(
+        (lied_px.width, lied_px.height),
+        (vw, vh),
+        "the viewport, not what the page claims"
+    );
+    let after = mean_abs_diff(&lied_px, &plain, whole);
+    assert!(after < 3.0, "the frame is not the viewport: {after:.2}");
+
+    close(provider, lease).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_that_cannot_be_redacted_are_not_taken() {
     let site = Site::start().await;
