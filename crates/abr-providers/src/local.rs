@@ -102,7 +102,7 @@ pub struct LocalBrowserSessionProvider {
     browsers: Mutex<HashMap<Pool, Browser>>,
     launches: AtomicUsize,
     warm: Arc<std::sync::Mutex<Vec<BrowserContext>>>,
-    refills: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    refills: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
     proxy: LazyProxy,
 }
 
@@ -123,7 +123,7 @@ impl LocalBrowserSessionProvider {
             browsers: Mutex::new(HashMap::new()),
             launches: AtomicUsize::new(0),
             warm: Arc::default(),
-            refills: std::sync::Mutex::default(),
+            refills: Arc::default(),
             proxy: LazyProxy::default(),
         }
     }
@@ -182,44 +182,29 @@ impl LocalBrowserSessionProvider {
         warm.pop()
     }
 
-    /// Tops the warm pool up to `prewarm` in the background.
-    fn refill(&self, browser: &Browser, proxy: Option<&ProxySettings>) {
-        let target = self.config.prewarm;
-        let have = self
+    /// What tops the warm pool up to `prewarm` in the background, detached from `self` (a
+    /// lease's release runs it).
+    fn refiller(&self, browser: &Browser, proxy: Option<&ProxySettings>) -> Refiller {
+        Refiller {
+            browser: browser.clone(),
+            options: self.context_options(proxy.cloned()),
+            warm: Arc::clone(&self.warm),
+            refills: Arc::clone(&self.refills),
+            target: self.config.prewarm,
+            deadline: self.config.launch_timeout,
+        }
+    }
+
+    /// The warm pool now: contexts ready to claim, and contexts being made.
+    pub fn warm_pool(&self) -> (usize, usize) {
+        let ready = self
             .warm
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .len();
         let mut refills = self.refills.lock().unwrap_or_else(PoisonError::into_inner);
         refills.retain(|h| !h.is_finished());
-        let missing = target.saturating_sub(have + refills.len());
-        for _ in 0..missing {
-            let (browser, warm, options) = (
-                browser.clone(),
-                Arc::clone(&self.warm),
-                self.context_options(proxy.cloned()),
-            );
-            // Bounded: a browser that dies mid-refill may never answer.
-            let deadline = self.config.launch_timeout;
-            refills.push(tokio::spawn(async move {
-                let created = tokio::time::timeout(deadline, async {
-                    let context = browser.new_context_with_options(options).await.ok()?;
-                    match context.new_page().await {
-                        Ok(_) => Some(context),
-                        Err(_) => {
-                            let _ = context.close().await;
-                            None
-                        }
-                    }
-                })
-                .await;
-                if let Ok(Some(context)) = created {
-                    warm.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(context);
-                }
-            }));
-        }
+        (ready, refills.len())
     }
 
     /// Waits for background refills of the warm pool to finish.
@@ -344,6 +329,57 @@ impl LocalBrowserSessionProvider {
     }
 }
 
+/// Tops a warm pool up to its target in the background: a context with its page each (the
+/// page is a renderer process, most of what a context costs).
+struct Refiller {
+    browser: Browser,
+    options: BrowserContextOptions,
+    warm: Arc<std::sync::Mutex<Vec<BrowserContext>>>,
+    refills: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    target: usize,
+    /// Bound on one refill: a browser that dies mid-refill may never answer.
+    deadline: Duration,
+}
+
+impl Refiller {
+    fn refill(&self) {
+        let have = self
+            .warm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        let mut refills = self.refills.lock().unwrap_or_else(PoisonError::into_inner);
+        refills.retain(|h| !h.is_finished());
+        let missing = self.target.saturating_sub(have + refills.len());
+        for _ in 0..missing {
+            let (browser, warm, options, deadline) = (
+                self.browser.clone(),
+                Arc::clone(&self.warm),
+                self.options.clone(),
+                self.deadline,
+            );
+            refills.push(tokio::spawn(async move {
+                let created = tokio::time::timeout(deadline, async {
+                    let context = browser.new_context_with_options(options).await.ok()?;
+                    match context.new_page().await {
+                        Ok(_) => Some(context),
+                        Err(_) => {
+                            let _ = context.close().await;
+                            None
+                        }
+                    }
+                })
+                .await;
+                if let Ok(Some(context)) = created {
+                    warm.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(context);
+                }
+            }));
+        }
+    }
+}
+
 #[async_trait]
 impl SessionProvider for LocalBrowserSessionProvider {
     type Context = BrowserSession;
@@ -374,8 +410,15 @@ impl SessionProvider for LocalBrowserSessionProvider {
         };
         let warm = !per_job && pool == Pool::Jobs && self.config.prewarm > 0;
         let claimed = if warm { self.claim_warm() } else { None };
-        if warm {
-            self.refill(&browser, proxy.as_ref());
+        // The pool is topped up when a lease ends, not while a job loads its first page: a
+        // refill is a renderer process starting, and on two cores it slowed that load by a
+        // third. A job that found none ready (the first, or more at once than the pool
+        // holds) starts it now.
+        let refiller = warm.then(|| self.refiller(&browser, proxy.as_ref()));
+        if claimed.is_none()
+            && let Some(refiller) = &refiller
+        {
+            refiller.refill();
         }
         let opened = async {
             let context = match claimed {
@@ -404,6 +447,9 @@ impl SessionProvider for LocalBrowserSessionProvider {
                 if per_job {
                     let _ = browser.close().await;
                 }
+                if let Some(refiller) = &refiller {
+                    refiller.refill();
+                }
                 return Err(e);
             }
         };
@@ -416,12 +462,18 @@ impl SessionProvider for LocalBrowserSessionProvider {
                         .await
                         .map_err(|e| from_playwright("closing the browser", e))
                 } else {
-                    match session.context().close().await {
+                    let closed = match session.context().close().await {
                         Ok(()) => Ok(()),
                         // A context of a browser that died is gone already.
                         Err(_) if !browser.is_connected() => Ok(()),
                         Err(e) => Err(from_playwright("closing the browser context", e)),
+                    };
+                    if let Some(refiller) = refiller
+                        && browser.is_connected()
+                    {
+                        refiller.refill();
                     }
+                    closed
                 }
             })
         });

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use abr_core::{ProviderErrorKind, SessionProvider};
+use abr_core::{AcquireMode, ProviderErrorKind, SessionProvider};
 use abr_providers::conformance::{self, LeakProbe, TestSite};
 use abr_providers::{ChromiumBinary, Isolation, LocalBrowserSessionProvider, LocalProviderConfig};
 
@@ -30,6 +30,66 @@ fn shared(site: &TestSite) -> LocalBrowserSessionProvider {
         egress: Some(site.egress()),
         ..LocalProviderConfig::default()
     })
+}
+
+/// The warm pool is topped up when a lease ends, never while a job that claimed a warm
+/// context loads its pages (a refill starts a renderer process, which slows that load); a
+/// job that found none ready starts the refill at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_warm_pool_is_topped_up_when_a_lease_ends_not_while_a_job_runs() {
+    let site = TestSite::start().await.unwrap();
+    let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: Some(site.egress()),
+        prewarm: 2,
+        ..LocalProviderConfig::default()
+    });
+    let page = format!("{}/page", site.origin_a());
+    let state = conformance::state_for(&site, "w");
+    let request = || conformance::request(AcquireMode::Unattended, Some(state.clone()));
+
+    // None ready: the first job makes its own context and fills the pool meanwhile.
+    let first = conformance::acquire_with(&provider, request()).await;
+    provider.settle().await;
+    assert_eq!(
+        provider.warm_pool(),
+        (2, 0),
+        "filled while the first job ran"
+    );
+    conformance::release(first).await;
+
+    let second = conformance::acquire_with(&provider, request()).await;
+    conformance::visit(second.context(), &page).await;
+    assert_eq!(
+        provider.warm_pool(),
+        (1, 0),
+        "a job that claimed a warm context starts no refill while it runs"
+    );
+    conformance::release(second).await;
+    provider.settle().await;
+    assert_eq!(
+        provider.warm_pool(),
+        (2, 0),
+        "its release topped the pool up"
+    );
+
+    // More jobs at once than the pool holds: the third makes its own and starts a refill.
+    let mut leases = Vec::new();
+    for _ in 0..3 {
+        leases.push(conformance::acquire_with(&provider, request()).await);
+    }
+    provider.settle().await;
+    assert_eq!(provider.warm_pool(), (2, 0));
+    for lease in leases {
+        conformance::release(lease).await;
+    }
+    provider.settle().await;
+    assert_eq!(provider.warm_pool(), (2, 0), "never more than the target");
+    assert_eq!(
+        provider.open_contexts().await,
+        0,
+        "every job's context closed"
+    );
+    provider.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
