@@ -228,45 +228,94 @@ impl RequestRouter {
     ) -> Result<(), PwError> {
         let websockets = gate.websockets_guarded();
         *self.network.write().unwrap_or_else(PoisonError::into_inner) = Some(gate);
-        self.install(context).await?;
-        {
-            let mut installed = self.installed.lock().await;
-            if !installed.no_shared_workers {
-                context.add_init_script(NO_SHARED_WORKER_SCRIPT).await?;
-                installed.no_shared_workers = true;
-            }
-        }
+        // The route, the init script and the net are independent calls: sent at once (the
+        // page loads nothing before this returns), they cost the slowest, not the sum.
+        let (installed, joined) = tokio::join!(
+            self.install_for_network(context),
+            self.join_net(context, page)
+        );
+        installed?;
+        joined?;
         if websockets {
             let mut installed = self.installed.lock().await;
             self.route_websockets(&mut installed, context).await?;
         }
+        Ok(())
+    }
+
+    /// The context's route ([`Self::install`]) and the init script that takes
+    /// `SharedWorker` away, each once.
+    async fn install_for_network(
+        self: &Arc<Self>,
+        context: &BrowserContext,
+    ) -> Result<(), PwError> {
+        let mut installed = self.installed.lock().await;
+        let (route, script) = (!installed.requests, !installed.no_shared_workers);
+        let router = Arc::downgrade(self);
+        let (routed, scripted) = tokio::join!(
+            async {
+                if route {
+                    context
+                        .route(PATTERN, move |route| handle(router.clone(), route))
+                        .await?;
+                }
+                Ok::<_, PwError>(())
+            },
+            async {
+                if script {
+                    context.add_init_script(NO_SHARED_WORKER_SCRIPT).await?;
+                }
+                Ok::<_, PwError>(())
+            }
+        );
+        if route && routed.is_ok() {
+            installed.requests = true;
+        }
+        if script && scripted.is_ok() {
+            installed.no_shared_workers = true;
+        }
+        routed?;
+        scripted?;
+        if self.egress.is_some() {
+            self.route_websockets(&mut installed, context).await?;
+        }
+        Ok(())
+    }
+
+    /// Joins the browser's net for the requests Playwright does not route (`unload`), once.
+    async fn join_net(
+        self: &Arc<Self>,
+        context: &BrowserContext,
+        page: &Page,
+    ) -> Result<(), PwError> {
         let registered = self
             .unload
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .is_some();
-        if !registered {
-            let Some(browser) = context.browser() else {
-                return Err(PwError::InvalidArgument(
-                    "the context has no browser to guard the requests of documents being left"
-                        .to_owned(),
-                ));
-            };
-            let gated: Arc<dyn Gated> = Arc::clone(self) as Arc<dyn Gated>;
-            let registration = unload::register(&browser, context, page, &gated)
-                .await
-                .map_err(|e| {
-                    tracing::warn!(error = %e, "the browser's net for documents being left");
-                    PwError::InvalidArgument(e)
-                })?;
-            let previous = self
-                .unload
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .replace(registration);
-            if let Some(previous) = previous {
-                previous.release().await;
-            }
+        if registered {
+            return Ok(());
+        }
+        let Some(browser) = context.browser() else {
+            return Err(PwError::InvalidArgument(
+                "the context has no browser to guard the requests of documents being left"
+                    .to_owned(),
+            ));
+        };
+        let gated: Arc<dyn Gated> = Arc::clone(self) as Arc<dyn Gated>;
+        let registration = unload::register(&browser, context, page, &gated)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "the browser's net for documents being left");
+                PwError::InvalidArgument(e)
+            })?;
+        let previous = self
+            .unload
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(registration);
+        if let Some(previous) = previous {
+            previous.release().await;
         }
         Ok(())
     }

@@ -632,7 +632,7 @@ fn paired(a: &[f64], b: &[f64]) -> Vec<f64> {
     a.iter().zip(b).map(|(x, y)| x - y).collect()
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Side {
     Node,
     Steps,
@@ -651,7 +651,7 @@ async fn main() {
     if trace {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(
-                "abr_engine=debug,abr_providers=debug,playwright_rs::protocol=debug",
+                "tasks=info,abr_engine=debug,abr_providers=debug,playwright_rs::protocol=debug",
             ))
             .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
             .with_writer(std::io::stderr)
@@ -724,6 +724,9 @@ async fn main() {
         for k in 0..sides.len() {
             let side = sides[(round + k) % sides.len()];
             let email = |tag: &str| format!("{tag}-{stamp}-{round}@bench.example");
+            if trace && timed {
+                tracing::info!("== trace: {side:?} ==");
+            }
             match side {
                 Side::Node => {
                     let t = node.task(&email("node")).await;
