@@ -594,7 +594,12 @@ async fn memory(
             .expect("end");
         child.wait().await.expect("node exit");
 
-        // ABR: the same jobs held on leases of the local provider (guard on).
+        // ABR: the same jobs held on leases of the local provider (guard on; its browser is
+        // up from the cell before, or launched by a first job released here).
+        if concurrency == 1 {
+            let lease = local.acquire(request(state)).await.expect("acquire");
+            lease.release().await.expect("release");
+        }
         tokio::time::sleep(SETTLE).await;
         let abr_idle = tree_pss_kb(me);
         let mut leases = Vec::new();
@@ -893,7 +898,6 @@ async fn main() {
         );
     }
     unguarded.shutdown().await;
-    memory(&local, &state, &url, &site).await;
     if let Some(proxy) = local.egress_proxy().await {
         println!(
             "\negress proxy: {} connections allowed, {} refused, {} failed",
@@ -903,4 +907,14 @@ async fn main() {
         );
     }
     local.shutdown().await;
+    // Memory on a provider with no warm pool: a held job claims a warm context and the pool
+    // is topped up only when it ends, so with a pool the tree would not grow by what a job
+    // costs. Without one, it grows by exactly that.
+    let bare = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: Some(site.egress()),
+        prewarm: 0,
+        ..LocalProviderConfig::default()
+    }));
+    memory(&bare, &state, &url, &site).await;
+    bare.shutdown().await;
 }

@@ -197,14 +197,8 @@ impl LocalBrowserSessionProvider {
 
     /// The warm pool now: contexts ready to claim, and contexts being made.
     pub fn warm_pool(&self) -> (usize, usize) {
-        let ready = self
-            .warm
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
         let mut refills = self.refills.lock().unwrap_or_else(PoisonError::into_inner);
-        refills.retain(|h| !h.is_finished());
-        (ready, refills.len())
+        pool_state(&self.warm, &mut refills)
     }
 
     /// Waits for background refills of the warm pool to finish.
@@ -329,6 +323,17 @@ impl LocalBrowserSessionProvider {
     }
 }
 
+/// A warm pool's contexts ready and being made (`refills`, locked by the caller, forgets
+/// the finished ones).
+fn pool_state(
+    warm: &std::sync::Mutex<Vec<BrowserContext>>,
+    refills: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> (usize, usize) {
+    refills.retain(|h| !h.is_finished());
+    let ready = warm.lock().unwrap_or_else(PoisonError::into_inner).len();
+    (ready, refills.len())
+}
+
 /// Tops a warm pool up to its target in the background: a context with its page each (the
 /// page is a renderer process, most of what a context costs).
 struct Refiller {
@@ -343,14 +348,9 @@ struct Refiller {
 
 impl Refiller {
     fn refill(&self) {
-        let have = self
-            .warm
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
         let mut refills = self.refills.lock().unwrap_or_else(PoisonError::into_inner);
-        refills.retain(|h| !h.is_finished());
-        let missing = self.target.saturating_sub(have + refills.len());
+        let (ready, making) = pool_state(&self.warm, &mut refills);
+        let missing = self.target.saturating_sub(ready + making);
         for _ in 0..missing {
             let (browser, warm, options, deadline) = (
                 self.browser.clone(),
