@@ -469,7 +469,7 @@ struct Check {
 
 /// A capture clip: a region of the document in CSS pixels and the image's pixels per
 /// device pixel (CDP's `Page.Viewport`).
-#[derive(Clone, Copy, Debug, Deserialize, serde::Serialize, PartialEq)]
+#[derive(Deserialize, serde::Serialize)]
 struct Clip {
     x: f64,
     y: f64,

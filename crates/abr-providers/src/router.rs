@@ -64,6 +64,8 @@ pub(crate) struct RequestRouter {
     sites: RwLock<Option<Arc<dyn SiteFilter>>>,
     network: RwLock<Option<Arc<dyn RequestGate>>>,
     installed: tokio::sync::Mutex<Installed>,
+    /// Set once the init script that takes `SharedWorker` away is on the context.
+    no_shared_workers: tokio::sync::OnceCell<()>,
     /// The context's place in its browser's net (`unload`), while a network gate is set.
     unload: std::sync::Mutex<Option<Registration>>,
     /// The redirect gate's CDP session ([`install_hop_gate`]): a remote browser's, or the
@@ -90,7 +92,6 @@ impl Drop for RequestRouter {
 struct Installed {
     requests: bool,
     websockets: bool,
-    no_shared_workers: bool,
 }
 
 impl RequestRouter {
@@ -101,6 +102,7 @@ impl RequestRouter {
             sites: RwLock::default(),
             network: RwLock::default(),
             installed: tokio::sync::Mutex::default(),
+            no_shared_workers: tokio::sync::OnceCell::new(),
             unload: std::sync::Mutex::default(),
             redirects: std::sync::Mutex::default(),
         }
@@ -230,11 +232,13 @@ impl RequestRouter {
         *self.network.write().unwrap_or_else(PoisonError::into_inner) = Some(gate);
         // The route, the init script and the net are independent calls: sent at once (the
         // page loads nothing before this returns), they cost the slowest, not the sum.
-        let (installed, joined) = tokio::join!(
-            self.install_for_network(context),
+        let (routed, scripted, joined) = tokio::join!(
+            self.install(context),
+            self.no_shared_workers(context),
             self.join_net(context, page)
         );
-        installed?;
+        routed?;
+        scripted?;
         joined?;
         if websockets {
             let mut installed = self.installed.lock().await;
@@ -243,43 +247,15 @@ impl RequestRouter {
         Ok(())
     }
 
-    /// The context's route ([`Self::install`]) and the init script that takes
-    /// `SharedWorker` away, each once.
-    async fn install_for_network(
-        self: &Arc<Self>,
-        context: &BrowserContext,
-    ) -> Result<(), PwError> {
-        let mut installed = self.installed.lock().await;
-        let (route, script) = (!installed.requests, !installed.no_shared_workers);
-        let router = Arc::downgrade(self);
-        let (routed, scripted) = tokio::join!(
-            async {
-                if route {
-                    context
-                        .route(PATTERN, move |route| handle(router.clone(), route))
-                        .await?;
-                }
-                Ok::<_, PwError>(())
-            },
-            async {
-                if script {
-                    context.add_init_script(NO_SHARED_WORKER_SCRIPT).await?;
-                }
-                Ok::<_, PwError>(())
-            }
-        );
-        if route && routed.is_ok() {
-            installed.requests = true;
-        }
-        if script && scripted.is_ok() {
-            installed.no_shared_workers = true;
-        }
-        routed?;
-        scripted?;
-        if self.egress.is_some() {
-            self.route_websockets(&mut installed, context).await?;
-        }
-        Ok(())
+    /// Takes `SharedWorker` away from the context's documents (an init script), once.
+    async fn no_shared_workers(&self, context: &BrowserContext) -> Result<(), PwError> {
+        self.no_shared_workers
+            .get_or_try_init(|| async {
+                context.add_init_script(NO_SHARED_WORKER_SCRIPT).await?;
+                Ok(())
+            })
+            .await
+            .map(|_| ())
     }
 
     /// Joins the browser's net for the requests Playwright does not route (`unload`), once.

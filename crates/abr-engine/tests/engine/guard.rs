@@ -618,6 +618,12 @@ async fn a_frame_follows_every_page_read_through_the_one_redaction_path() {
     );
 }
 
+/// The points of the frames run `run_id` of tenant `T` kept, in order.
+async fn frame_points(h: &H, run_id: &str) -> Vec<FramePoint> {
+    let frames = h.frames.frames(T, run_id).await.unwrap();
+    frames.iter().map(|f| f.point).collect()
+}
+
 /// A plan whose first step opens its own target URL loads it once: that step opens it, with
 /// its frame and the page read after it. Any other first step finds the target open.
 #[tokio::test]
@@ -637,10 +643,8 @@ async fn a_first_step_that_opens_the_target_loads_it_once() {
     assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
     assert_eq!(h.page.count("navigate"), 1, "the target was loaded twice");
     assert_eq!(record.step_results[0].action, "navigate");
-    let frames = h.frames.frames(T, &record.task_id).await.unwrap();
-    let points: Vec<_> = frames.iter().map(|f| f.point).collect();
     assert_eq!(
-        points,
+        frame_points(&h, &record.task_id).await,
         [
             FramePoint::Navigation,
             FramePoint::Click,
@@ -674,10 +678,8 @@ async fn frames_are_taken_at_fixed_points_and_never_with_screenshots_off() {
         record.replay.clone().unwrap().screenshots,
         ScreenshotsMode::On
     );
-    let frames = h.frames.frames(T, &record.task_id).await.unwrap();
-    let points: Vec<_> = frames.iter().map(|f| f.point).collect();
     assert_eq!(
-        points,
+        frame_points(&h, &record.task_id).await,
         [
             FramePoint::Navigation,
             FramePoint::Click,
@@ -685,6 +687,7 @@ async fn frames_are_taken_at_fixed_points_and_never_with_screenshots_off() {
             FramePoint::Completion
         ]
     );
+    let frames = h.frames.frames(T, &record.task_id).await.unwrap();
     assert!(frames.iter().all(|f| f.url == "https://shop.example/cart"));
     assert!(
         h.frames
