@@ -837,6 +837,12 @@ struct PageState {
     signals: Option<crate::guard::probe::PageSignals>,
     fail_frames: bool,
     frames_taken: usize,
+    /// How long the next frames hold their blur ([`FakePage::frame_takes`]).
+    frame_takes: std::collections::VecDeque<std::time::Duration>,
+    /// Frames holding their blur now.
+    blurring: usize,
+    /// What the page saw while a frame held its blur ([`FakePage::under_blur`]).
+    under_blur: Vec<String>,
     inspected: usize,
     site_filter: Option<Arc<dyn crate::guard::probe::SiteFilter>>,
     gate: Option<Arc<dyn crate::guard::network::RequestGate>>,
@@ -972,6 +978,25 @@ impl FakePage {
         self.lock().frames_taken
     }
 
+    /// The next redacted frames hold their blur on the page for these times, one each, and
+    /// every later one for the last (a capture waiting for the compositor), so that what
+    /// the page sees meanwhile is recorded ([`FakePage::under_blur`]).
+    pub fn frame_takes(&self, takes: &[std::time::Duration]) {
+        self.lock().frame_takes = takes.iter().copied().collect();
+    }
+
+    /// What reached the page while a frame held its blur, in order: the kind of each action
+    /// run (`click`, `assert`, ...) and `read` for each read of the page (its signals, an
+    /// element's facts).
+    pub fn under_blur(&self) -> Vec<String> {
+        self.lock().under_blur.clone()
+    }
+
+    /// Whether a frame holds its blur on the page now.
+    pub fn blurred(&self) -> bool {
+        self.lock().blurring > 0
+    }
+
     /// How many elements were inspected.
     pub fn inspected(&self) -> usize {
         self.lock().inspected
@@ -1055,6 +1080,9 @@ impl FakePage {
         let call = page.calls;
         page.calls += 1;
         page.actions.push(action.clone());
+        if page.blurring > 0 {
+            page.under_blur.push(action.kind().to_owned());
+        }
         let key = action_key(action);
         let fault = page
             .faults_at_call
@@ -1171,12 +1199,32 @@ impl FakePage {
     }
 }
 
+/// A fake frame's blur on the page: off again when dropped (taken, or given up).
+struct Blur<'a>(&'a FakePage);
+
+impl<'a> Blur<'a> {
+    fn on(page: &'a FakePage) -> Self {
+        page.lock().blurring += 1;
+        Self(page)
+    }
+}
+
+impl Drop for Blur<'_> {
+    fn drop(&mut self) {
+        let mut page = self.0.lock();
+        page.blurring = page.blurring.saturating_sub(1);
+    }
+}
+
 /// The fake element's facts, counted as an inspection.
 fn fake_facts(
     page: &mut PageState,
     selector: &Selector,
 ) -> Result<crate::guard::element::ElementFacts, StepFailure> {
     page.inspected += 1;
+    if page.blurring > 0 {
+        page.under_blur.push("read".into());
+    }
     if page.signed_out {
         return Err(StepFailure::new(
             StepFailureKind::SignedOut,
@@ -1236,7 +1284,13 @@ impl crate::guard::probe::PageProbe for FakeContext {
         &self,
         _timeout: std::time::Duration,
     ) -> Result<crate::guard::probe::PageSignals, StepFailure> {
-        let page = self.page.lock();
+        // A read is a round trip to the page: whatever else the runner has going (a frame
+        // being taken) goes on meanwhile.
+        tokio::task::yield_now().await;
+        let mut page = self.page.lock();
+        if page.blurring > 0 {
+            page.under_blur.push("read".into());
+        }
         Ok(page
             .signals
             .clone()
@@ -1253,13 +1307,26 @@ impl crate::guard::probe::PageProbe for FakeContext {
         _max_bytes: usize,
         _timeout: std::time::Duration,
     ) -> Result<crate::guard::probe::RedactedFrame, crate::guard::probe::FrameError> {
-        let mut page = self.page.lock();
-        if page.fail_frames {
-            return Err(crate::guard::probe::FrameError::BlurUnconfirmed {
-                fields: 1,
-                unconfirmed: 1,
-            });
+        let takes = {
+            let mut page = self.page.lock();
+            if page.fail_frames {
+                return Err(crate::guard::probe::FrameError::BlurUnconfirmed {
+                    fields: 1,
+                    unconfirmed: 1,
+                });
+            }
+            if page.frame_takes.len() > 1 {
+                page.frame_takes.pop_front()
+            } else {
+                page.frame_takes.front().copied()
+            }
+        };
+        if let Some(takes) = takes {
+            let blur = Blur::on(&self.page);
+            tokio::time::sleep(takes).await;
+            drop(blur);
         }
+        let mut page = self.page.lock();
         page.frames_taken += 1;
         Ok(crate::guard::probe::RedactedFrame {
             jpeg: b"\xFF\xD8 fake jpeg".to_vec(),

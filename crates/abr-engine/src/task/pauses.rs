@@ -214,11 +214,9 @@ impl<C: TaskContext> TaskRunner<C> {
                 Ok(committing) => committing,
                 Err(mut blocked) => {
                     blocked.step = Some(index);
-                    if let Some(frames) = &rails.frames {
-                        frames
-                            .capture(context, FramePoint::Blocker, action.kind())
-                            .await;
-                    }
+                    rails
+                        .frame_now(lease, FramePoint::Blocker, action.kind())
+                        .await;
                     let failure =
                         Failure::refusal(codes::BLOCKED_ACTION, blocked_message(&blocked));
                     task.record.blocked.push(blocked);
@@ -338,11 +336,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let Some(first) = net.blocked.first().cloned() else {
             return Ok(net.wrote);
         };
-        if let Some(frames) = &rails.frames {
-            frames
-                .capture(lease.context(), FramePoint::Blocker, "network")
-                .await;
-        }
+        rails.frame_now(lease, FramePoint::Blocker, "network").await;
         let count = net.blocked.len();
         for mut blocked in net.blocked {
             blocked.step = Some(index);
@@ -520,11 +514,10 @@ impl<C: TaskContext> TaskRunner<C> {
     ) -> Result<(), Failure> {
         // A person may change the page: nothing read before holds after.
         rails.ahead = None;
-        if let Some(frames) = &rails.frames {
-            frames
-                .capture(lease.context(), FramePoint::Pause, reason.as_str())
-                .await;
-        }
+        // Any frame still being taken first: a person never sees the page under its blur.
+        rails
+            .frame_now(lease, FramePoint::Pause, reason.as_str())
+            .await;
         let Some(wait) = rails.handoff_wait else {
             return Err(Failure::refusal(
                 reason.as_str(),

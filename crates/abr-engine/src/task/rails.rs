@@ -6,9 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use abr_core::context::TaskContext;
 use abr_core::guard::{
     ElementFacts, FrameRecorder, PauseRules, RunGuard, SiteFilter, SitePolicy, SiteVerdict,
 };
+use abr_core::provider::Lease;
 use abr_core::step_runner::BrowserAction;
 use abr_protocol::{Cookie, CookieFact, FramePoint, PauseReason, Selector, SiteDecision};
 
@@ -93,6 +95,8 @@ pub(crate) struct Rails {
     pub(crate) rules: PauseRules,
     pub(crate) sites: Arc<SharedSites>,
     pub(crate) frames: Option<FrameRecorder>,
+    /// The frame being taken in the background, if any ([`Rails::frame_behind`]).
+    behind: Option<Behind>,
     /// The run takes screenshots (its frames, and a plan's screenshot steps): the tenant's
     /// switch and the platform's setting, as recorded when it started.
     pub(crate) evidence: bool,
@@ -144,6 +148,7 @@ impl Rails {
             },
             sites: SharedSites::new(sites),
             frames: None,
+            behind: None,
             evidence: true,
             handoff_wait,
             has_session,
@@ -152,6 +157,75 @@ impl Rails {
             refused_seen: 0,
             approval: CommitApproval::NotRequired,
             ahead: None,
+        }
+    }
+}
+
+/// A frame taken in a task of its own; dropped (the run given up), it is stopped, and the
+/// browser session takes its blur off.
+struct Behind(tokio::task::JoinHandle<()>);
+
+impl Drop for Behind {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Behind {
+    async fn settle(mut self) {
+        // A frame is best effort: a panic in it is not the run's.
+        let _ = (&mut self.0).await;
+    }
+}
+
+/// A run's frames, taken beside its page reads. A frame takes about as long as a page read
+/// (a capture waits for the compositor's next frame), so a frame whose point is reached is
+/// started in the background ([`Rails::frame_behind`]) and goes on while the run only reads
+/// the page: the checkpoint after an action, an extract, an assert, a wait. Whatever may
+/// change the page (an action, a pause for a person, a screenshot, the release) waits for
+/// it first ([`Rails::settle_frames`]), so a frame still shows the page its step left and
+/// nobody ever sees or touches the page under a frame's blur. Frames are taken one after
+/// another, in the order their points were reached.
+impl Rails {
+    /// Starts the frame at `point` after `action` in the background, after the one still
+    /// being taken (nothing when the run takes no frames).
+    pub(crate) fn frame_behind<C: TaskContext>(
+        &mut self,
+        lease: &Lease<C>,
+        point: FramePoint,
+        action: &str,
+    ) {
+        let Some(recorder) = self.frames.clone() else {
+            return;
+        };
+        let before = self.behind.take();
+        let context = lease.context_handle();
+        let action = action.to_owned();
+        self.behind = Some(Behind(tokio::spawn(async move {
+            if let Some(before) = before {
+                before.settle().await;
+            }
+            recorder.capture(&*context, point, &action).await;
+        })));
+    }
+
+    /// Takes the frame at `point` after `action` now, after the one still being taken.
+    pub(crate) async fn frame_now<C: TaskContext>(
+        &mut self,
+        lease: &Lease<C>,
+        point: FramePoint,
+        action: &str,
+    ) {
+        self.settle_frames().await;
+        if let Some(frames) = &self.frames {
+            frames.capture(lease.context(), point, action).await;
+        }
+    }
+
+    /// Waits for the frames still being taken.
+    pub(crate) async fn settle_frames(&mut self) {
+        if let Some(behind) = self.behind.take() {
+            behind.settle().await;
         }
     }
 }
@@ -197,6 +271,15 @@ pub(crate) fn frame_point(action: &BrowserAction) -> Option<FramePoint> {
         BrowserAction::Extract { .. } => Some(FramePoint::Read),
         _ => None,
     }
+}
+
+/// Whether `action` only reads the page (an extract, an assert, a wait), so that a frame
+/// still being taken goes on beside it ([`Rails::frame_behind`]).
+pub(crate) fn reads_only(action: &BrowserAction) -> bool {
+    matches!(
+        action,
+        BrowserAction::Extract { .. } | BrowserAction::Assert { .. } | BrowserAction::Wait { .. }
+    )
 }
 
 /// Whether the page may have moved on after `action`, so that a checkpoint reads it again:

@@ -239,17 +239,15 @@ impl<C: TaskContext> TaskRunner<C> {
             tracing::warn!(code = %failure.body.code, "the network after the run");
         }
         let outcome = network_truth(outcome, rails.network.committed());
-        if let Some(frames) = &rails.frames {
-            frames
-                .capture(lease.context(), FramePoint::Completion, "completion")
-                .await;
-        }
+        // Taken beside the write-back, which only reads the browser's state.
+        rails.frame_behind(&lease, FramePoint::Completion, "completion");
         if !matches!(outcome, Outcome::NeedsReauth { .. })
             && let Some(session_id) = task.request.session_id.clone()
         {
             self.write_back(&task.tenant_id, &session_id, &lease, &platform, scopes)
                 .await;
         }
+        rails.settle_frames().await;
         self.release(lease).await;
         outcome
     }
@@ -487,11 +485,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 Err(failure) => return Err(Outcome::interrupted(false, None, failure)),
             }
         }
-        if let Some(frames) = &rails.frames {
-            frames
-                .capture(context, FramePoint::Navigation, "navigate")
-                .await;
-        }
+        rails.frame_behind(lease, FramePoint::Navigation, "navigate");
         self.checkpoint(task, rails, lease, None, look_ahead(steps, 0))
             .await
             .map(|_| ())
@@ -534,6 +528,10 @@ impl<C: TaskContext> TaskRunner<C> {
                 .timeout_ms
                 .map_or(self.config.default_step_timeout, Duration::from_millis);
             let started = Instant::now();
+            // A frame still being taken goes on beside a step that only reads the page.
+            if !rails::reads_only(&filled.action) {
+                rails.settle_frames().await;
+            }
             let done = if matches!(filled.action, BrowserAction::Screenshot) {
                 // Evidence, not an action: a redacted frame kept below (`keep`).
                 Ok((StepOutput::Done, false))
@@ -581,10 +579,8 @@ impl<C: TaskContext> TaskRunner<C> {
                 Some(failure) => return blocked_or(task, committed, Some(index), failure),
                 None => {}
             }
-            if let Some(point) = rails::frame_point(&filled.action)
-                && let Some(frames) = &rails.frames
-            {
-                frames.capture(context, point, filled.action.kind()).await;
+            if let Some(point) = rails::frame_point(&filled.action) {
+                rails.frame_behind(lease, point, filled.action.kind());
             }
             if rails::may_change_page(&filled.action)
                 && let Err(failure) = self
@@ -618,6 +614,10 @@ impl<C: TaskContext> TaskRunner<C> {
                     ),
                 ),
             };
+        }
+        // A DOM check only reads the page; a verification screenshot is a frame of its own.
+        if !matches!(valid.plan().verification, TaskVerification::DomCheck { .. }) {
+            rails.settle_frames().await;
         }
         self.verify(task, valid, context, committed, rails.evidence)
             .await

@@ -724,6 +724,72 @@ async fn frames_are_taken_at_fixed_points_and_never_with_screenshots_off() {
     assert!(matches!(refused, FrameRefused::ScreenshotsOff));
 }
 
+/// A frame takes about as long as a page read, so the runner takes it beside the reads
+/// that follow its point. What may change the page waits for it: no action ever reaches a
+/// page under a frame's blur, and the frames keep the order of their points.
+#[tokio::test]
+async fn frames_are_taken_beside_page_reads_and_never_under_an_action() {
+    let h = h();
+    shop(&h);
+    h.page.frame_takes(&[Duration::from_millis(40)]);
+    let record = run(&h, request(click_plan(false))).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(
+        frame_points(&h, &record.task_id).await,
+        [
+            FramePoint::Navigation,
+            FramePoint::Click,
+            FramePoint::Click,
+            FramePoint::Completion
+        ]
+    );
+    let under_blur = h.page.under_blur();
+    assert!(
+        under_blur.iter().any(|seen| seen == "read"),
+        "the checkpoints read the page while the frames were taken: {under_blur:?}"
+    );
+    assert!(
+        under_blur
+            .iter()
+            .all(|seen| seen == "read" || seen == "assert"),
+        "only reads reached the page under a frame's blur: {under_blur:?}"
+    );
+    assert!(!h.page.blurred(), "no blur is left on the page");
+}
+
+/// A checkpoint that pauses for a person waits for the frame still being taken (here
+/// slower than the pause's own): the person never gets the page under its blur.
+#[tokio::test]
+async fn a_person_never_gets_the_page_under_a_frames_blur() {
+    let h = h();
+    shop(&h);
+    h.page
+        .frame_takes(&[Duration::from_millis(300), Duration::from_millis(5)]);
+    h.page
+        .set_signals(Some(captcha("https://shop.example/cart")));
+    let (id, join) = start_paused(&h, 60).await;
+    let paused = wait_for_state(&h, &id, TaskState::Paused).await;
+    assert_eq!(paused.pause.unwrap().reason, PauseReason::Challenge);
+    assert!(!h.page.blurred(), "the page is paused under a frame's blur");
+    assert_eq!(
+        frame_points(&h, &id).await,
+        [FramePoint::Navigation, FramePoint::Pause]
+    );
+    h.runner.take_over(T, &id).await.unwrap();
+    h.page.set_signals(None);
+    h.runner.resume(T, &id).await.unwrap();
+    let record = join.await.unwrap();
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert!(
+        h.page
+            .under_blur()
+            .iter()
+            .all(|seen| seen == "read" || seen == "assert"),
+        "only reads reached the page under a frame's blur: {:?}",
+        h.page.under_blur()
+    );
+}
+
 fn frame() -> StoredFrame {
     StoredFrame {
         info: FrameInfo {
