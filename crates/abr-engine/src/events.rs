@@ -194,4 +194,18 @@ impl TenantEvents {
             }
         }
     }
+
+    /// Waits for the next event of the run `run_id` (a step, a pause, its end) or for a sign
+    /// that one may have been missed (the subscriber fell behind). Never returns once the
+    /// engine is gone: bound it with a timeout.
+    pub async fn next_of(&mut self, run_id: &str) {
+        loop {
+            match self.next().await {
+                Received::Event(event) if event.run_id == run_id => return,
+                Received::Event(_) => {}
+                Received::Missed(_) => return,
+                Received::Closed => std::future::pending::<()>().await,
+            }
+        }
+    }
 }

@@ -29,10 +29,12 @@ use crate::json_detail::{JsonDetail, read_value};
 use crate::state::AppState;
 use crate::tenant::{Caller, one_header};
 use abr_core::context::TaskContext;
+use abr_engine::TenantEvents;
 
 /// Longest long poll (`waitSecs`).
 const MAX_WAIT: Duration = Duration::from_secs(60);
-/// How often a long poll or an event stream looks at the record.
+/// How often a long poll or an event stream looks at the record besides the task's own
+/// events (a step, a pause, its end wake them at once): for changes no event tells.
 const POLL_EVERY: Duration = Duration::from_millis(200);
 
 /// The routes of the task API (behind the bearer check).
@@ -231,13 +233,30 @@ async fn get_task<C: TaskContext>(
         .request_timeout
         .saturating_sub(Duration::from_secs(1));
     let until = tokio::time::Instant::now() + wait.min(MAX_WAIT).min(limit);
+    // Subscribed before the first read, so that an end between that read and the wait
+    // still wakes it.
+    let mut events = if wait.is_zero() {
+        None
+    } else {
+        Some(state.runner.engine.subscribe_events(&actor)?)
+    };
     loop {
         let record = state.runner.engine.task(&actor, &id).await?;
-        if record.state.is_final() || tokio::time::Instant::now() >= until {
+        let now = tokio::time::Instant::now();
+        let Some(events) = events
+            .as_mut()
+            .filter(|_| !record.state.is_final() && now < until)
+        else {
             return Ok(Json(record));
-        }
-        tokio::time::sleep(POLL_EVERY).await;
+        };
+        woken(events, &id, POLL_EVERY.min(until - now)).await;
     }
+}
+
+/// Waits for the task's next event (its end is one: the answer goes out as it ends), or
+/// `at_most` (a change that tells no event, such as an approval, is seen then).
+async fn woken(events: &mut TenantEvents, task_id: &str, at_most: Duration) {
+    let _ = tokio::time::timeout(at_most, events.next_of(task_id)).await;
 }
 
 /// `GET /v1/tasks/{id}/events`: the record as a `task` event now and at every change, until
@@ -248,12 +267,14 @@ async fn events<C: TaskContext>(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let actor = caller.actor(None)?;
+    // Subscribed before the first read: every change after it wakes the stream at once.
+    let events = state.runner.engine.subscribe_events(&actor)?;
     // Unknown and foreign ids are refused before the stream starts.
     let first = state.runner.engine.task(&actor, &id).await?;
     let runner = Arc::clone(&state.runner);
     let stream = futures::stream::unfold(
-        (Some(first), None::<String>, false),
-        move |(next, last, done)| {
+        (Some(first), None::<String>, false, events),
+        move |(next, last, done, mut events)| {
             let runner = Arc::clone(&runner);
             let actor = actor.clone();
             let id = id.clone();
@@ -272,7 +293,7 @@ async fn events<C: TaskContext>(
                                     .event("error")
                                     .json_data(e.to_body())
                                     .unwrap_or_default();
-                                return Some((Ok(event), (None, last, true)));
+                                return Some((Ok(event), (None, last, true, events)));
                             }
                         },
                     };
@@ -280,9 +301,9 @@ async fn events<C: TaskContext>(
                     if last.as_deref() != Some(json.as_str()) {
                         let ended = current.state.is_final();
                         let event = Event::default().event("task").data(json.clone());
-                        return Some((Ok(event), (None, Some(json), ended)));
+                        return Some((Ok(event), (None, Some(json), ended, events)));
                     }
-                    tokio::time::sleep(POLL_EVERY).await;
+                    woken(&mut events, &id, POLL_EVERY).await;
                 }
             }
         },

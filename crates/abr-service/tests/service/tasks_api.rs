@@ -455,6 +455,49 @@ async fn the_101st_execution_of_the_day_is_a_429_with_retry_after() {
     assert_eq!(s.provider.acquired(), 101);
 }
 
+/// A long poll answers as its task ends, not at its next look at the store. In paused
+/// time: the plan's one step hangs until its deadline (1 130 ms and the grace), which is
+/// not a multiple of the 200 ms between looks.
+#[tokio::test(start_paused = true)]
+async fn a_long_poll_answers_as_its_task_ends() {
+    let s = fake_stack_with(FakeProvider::new(), |c| {
+        c.tasks.approval = ApprovalRule::Off;
+    });
+    s.provider.page().fault_on("#users", FakeFault::Hang);
+    let mut plan = read_plan();
+    plan["plan"]["steps"][0]["timeoutMs"] = json!(1130);
+    let mut events = s
+        .runner
+        .engine
+        .subscribe_events(&abr_core::principal::Actor::operator("busy").unwrap())
+        .unwrap();
+    let task = create(&s.app, "busy", &plan).await;
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let app = s.app.clone();
+    let (tenant, path) = ("busy", format!("/v1/tasks/{id}?waitSecs=30"));
+    let poll = tokio::spawn(async move {
+        let reply = send(&app, Method::GET, &path, Some(tenant), &[], None).await;
+        (tokio::time::Instant::now(), reply)
+    });
+    let ended_at = loop {
+        match events.next().await {
+            abr_engine::Received::Event(e) if e.event == "run_ended" && e.run_id == id => {
+                break tokio::time::Instant::now();
+            }
+            abr_engine::Received::Event(_) => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    let (answered_at, reply) = poll.await.unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json()["state"], "failed", "{}", reply.body);
+    assert_eq!(
+        answered_at.duration_since(ended_at),
+        Duration::ZERO,
+        "the long poll answered when the task ended"
+    );
+}
+
 #[tokio::test]
 async fn the_event_stream_follows_a_task_to_its_end() {
     let s = stack();
