@@ -779,6 +779,10 @@ async fn main() {
                     }
                 }
             }
+            // Every task starts on a quiet machine: not beside the warm pool's refill after
+            // the last side's lease (which the side after an ABR side would pay, and the
+            // side after Node not).
+            provider.settle().await;
         }
     }
     provider.shutdown().await;
