@@ -375,16 +375,10 @@ impl<C: TaskContext> TaskRunner<C> {
         let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
         let request = SnapshotRequest::with_query(open.snapshot.attr.clone(), &query);
         let snapshot = self.read_page_with(open, &request).await;
-        if let Some(frames) = &open.rails.frames {
-            // Evidence of what the brain read, redacted like every frame.
-            frames
-                .capture(
-                    open.lease.context(),
-                    abr_protocol::FramePoint::Read,
-                    "snapshot",
-                )
-                .await;
-        }
+        // Evidence of what the brain read, redacted like every frame: taken while the brain
+        // reads the answer (the next call that may change the page waits for it).
+        open.rails
+            .frame_behind(&open.lease, abr_protocol::FramePoint::Read, "snapshot");
         entry.touch();
         Ok(snapshot)
     }
@@ -687,6 +681,10 @@ impl<C: TaskContext> TaskRunner<C> {
             // An approved action's writes leave until its answer is read; no other's do.
             open.rails.network.hold(granted.is_none());
         }
+        // A frame still being taken goes on beside an action that only reads the page.
+        if !rails::reads_only(&browser) {
+            open.rails.settle_frames().await;
+        }
         let guarded = self
             .guarded_step(
                 &mut open.task,
@@ -702,12 +700,9 @@ impl<C: TaskContext> TaskRunner<C> {
             Err((failure, committing)) => self.not_done(open, failure, committing),
         };
         if acted.outcome == ActOutcome::Done {
-            if let Some(point) = rails::frame_point(&browser)
-                && let Some(frames) = &open.rails.frames
-            {
-                frames
-                    .capture(open.lease.context(), point, browser.kind())
-                    .await;
+            // Taken beside the page reads of the answer (and the brain's next snapshot).
+            if let Some(point) = rails::frame_point(&browser) {
+                open.rails.frame_behind(&open.lease, point, browser.kind());
             }
             if rails::may_change_page(&browser) {
                 self.read_for_pause(open, &mut acted, index).await;
@@ -1008,15 +1003,12 @@ impl<C: TaskContext> TaskRunner<C> {
         {
             tracing::warn!(code = %failure.body.code, "browse: the network at the end");
         }
-        if let Some(frames) = &open.rails.frames {
-            frames
-                .capture(
-                    open.lease.context(),
-                    abr_protocol::FramePoint::Completion,
-                    "completion",
-                )
-                .await;
-        }
+        // Taken beside the write-back, which only reads the browser's state.
+        open.rails.frame_behind(
+            &open.lease,
+            abr_protocol::FramePoint::Completion,
+            "completion",
+        );
         if let Some(session_id) = open.task.request.session_id.clone() {
             let unscoped = unscoped_policy();
             let scopes = Scopes::new(
@@ -1032,6 +1024,7 @@ impl<C: TaskContext> TaskRunner<C> {
             )
             .await;
         }
+        open.rails.settle_frames().await;
         let Open {
             mut task,
             lease,

@@ -59,6 +59,8 @@ impl<C: TaskContext> TaskRunner<C> {
         wait: Duration,
         input: Option<(String, String)>,
     ) -> Result<BrowsePause, CoreError> {
+        // A person never gets the page under a frame's blur.
+        open.rails.settle_frames().await;
         let sites = LiveSites::new(&open.rails.last_url, None);
         let pending = self.handoffs.request(
             &open.task.tenant_id,

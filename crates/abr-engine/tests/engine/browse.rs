@@ -708,18 +708,43 @@ async fn a_snapshot_the_brain_reads_leaves_a_frame() {
         .await
         .unwrap();
     let id = opened.browse_id.clone();
+    // A frame takes about as long as a page read: the brain has its answer without waiting
+    // for it, and the next action waits for it (never a click under its blur).
+    h.page.frame_takes(&[Duration::from_millis(60)]);
     h.runner
         .browse_snapshot(T, &id, SnapshotQuery::default())
         .await
         .unwrap();
-    let frames = h.frames.frames(T, &id).await.unwrap();
-    let reads: Vec<_> = frames
-        .iter()
-        .filter(|f| f.point == abr_protocol::FramePoint::Read)
-        .map(|f| f.action.as_str())
-        .collect();
-    assert_eq!(reads, ["snapshot"], "{frames:?}");
+    // The frame's own task runs when this one yields (a current-thread runtime).
+    tokio::task::yield_now().await;
+    assert!(
+        h.page.blurred(),
+        "the snapshot answered while its frame was taken"
+    );
+    let clicked = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
+    assert_eq!(clicked.outcome, ActOutcome::Done);
     h.runner.browse_close(T, &id).await.unwrap();
+    assert!(!h.page.blurred());
+    let under_blur = h.page.under_blur();
+    assert!(
+        under_blur.iter().all(|seen| seen == "read"),
+        "only reads reached the page under a frame's blur: {under_blur:?}"
+    );
+    let frames = h.frames.frames(T, &id).await.unwrap();
+    let points: Vec<_> = frames
+        .iter()
+        .map(|f| (f.point, f.action.as_str()))
+        .collect();
+    assert_eq!(
+        points,
+        [
+            (abr_protocol::FramePoint::Navigation, "navigate"),
+            (abr_protocol::FramePoint::Read, "snapshot"),
+            (abr_protocol::FramePoint::Click, "click"),
+            (abr_protocol::FramePoint::Completion, "completion"),
+        ],
+        "{frames:?}"
+    );
 }
 
 /// The page turns into a captcha.
@@ -763,8 +788,13 @@ async fn a_paused_session_is_taken_over_and_resumed_and_the_brain_goes_on() {
         .unwrap()
         .browse_id;
     captcha(&h);
+    // The click's frame is slower than the pause's own: the person still never gets the
+    // page under its blur.
+    h.page
+        .frame_takes(&[Duration::from_millis(200), Duration::from_millis(5)]);
     let paused = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
     assert_eq!(paused.outcome, ActOutcome::Paused, "{paused:?}");
+    assert!(!h.page.blurred(), "the session paused under a frame's blur");
     let pause = paused.pause.unwrap();
     assert_eq!(pause.reason, PauseReason::Challenge);
     let takeover = pause.takeover_id.clone().expect("a takeover to resolve");
