@@ -837,6 +837,8 @@ struct PageState {
     signals: Option<crate::guard::probe::PageSignals>,
     fail_frames: bool,
     frames_taken: usize,
+    /// How long after its action a script's request is sent ([`FakePage::scripts_send_after`]).
+    scripts_send_after: Option<std::time::Duration>,
     /// How long the next frames hold their blur ([`FakePage::frame_takes`]).
     frame_takes: std::collections::VecDeque<std::time::Duration>,
     /// Frames holding their blur now.
@@ -1021,6 +1023,12 @@ impl FakePage {
             .entry(key.to_owned())
             .or_default()
             .push((method.to_owned(), url.to_owned()));
+    }
+
+    /// The requests of [`FakePage::request_on`] are sent `after` the action returned (a
+    /// handler's `fetch` that waits on a timer), not as it returns.
+    pub fn scripts_send_after(&self, after: std::time::Duration) {
+        self.lock().scripts_send_after = Some(after);
     }
 
     /// What `inspect_focused` answers (default: only the document has the focus).
@@ -1433,7 +1441,18 @@ impl StepRunner for FakeContext {
         match self.page.play(action) {
             Ok(result) => {
                 if result.is_ok() {
-                    self.page.send_requests(action).await;
+                    let after = self.page.lock().scripts_send_after;
+                    match after {
+                        None => self.page.send_requests(action).await,
+                        Some(after) => {
+                            let page = Arc::clone(&self.page);
+                            let action = action.clone();
+                            tokio::spawn(async move {
+                                tokio::time::sleep(after).await;
+                                page.send_requests(&action).await;
+                            });
+                        }
+                    }
                 }
                 result
             }

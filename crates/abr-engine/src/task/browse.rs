@@ -52,8 +52,9 @@ const MAX_KEY: usize = 40;
 /// Longest URL a `navigate` or an open takes.
 const MAX_URL: usize = 4096;
 
-/// How long a read-only or dry-run session waits, after an action a page's script may
-/// answer with a request, before it reads what the network gate refused.
+/// How long a session waits, after an action a page's script may answer with a request,
+/// before it reads what the network gate saw: a read-only or dry-run session after its
+/// answer's reads, a writable one from the action's end (its reads count).
 const SETTLE: Duration = Duration::from_millis(150);
 
 /// Whether the page's own scripts may answer `action` by sending something.
@@ -695,6 +696,9 @@ impl<C: TaskContext> TaskRunner<C> {
                 timeout,
             )
             .await;
+        // What the action started (a handler's post) has until `SETTLE` after it to reach
+        // the gate before the answer says whether the action committed.
+        let settled_at = Instant::now() + SETTLE;
         let mut acted = match guarded {
             Ok((_, committing)) => Acted::done(committing),
             Err((failure, committing)) => self.not_done(open, failure, committing),
@@ -714,6 +718,11 @@ impl<C: TaskContext> TaskRunner<C> {
             // A refusal is the answer: give what the action started (a handler's
             // `requestSubmit`, a post behind a click) the moment it takes to reach the gate.
             tokio::time::sleep(SETTLE).await;
+        } else if scripts_may_send(&browser) {
+            // The answer tells the brain whether the action committed (a brain told it did
+            // not may do it again): the reads above count towards the same moment. The
+            // frame, taken beside them, no longer stretches them to it.
+            tokio::time::sleep_until(settled_at).await;
         }
         // What the action started after it returned (a script's post), seen by now.
         match self

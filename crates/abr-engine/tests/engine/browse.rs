@@ -614,6 +614,32 @@ async fn a_rejected_action_closes_the_session_with_nothing_of_it_committed() {
     assert!(h.page.sent().is_empty(), "nothing left the browser");
 }
 
+/// A handler's post that leaves a moment after the click (behind a timer) is the click's:
+/// a writable session's answer says `committing` (a brain told otherwise may click again),
+/// whatever else the answer did or did not wait for.
+#[tokio::test]
+async fn a_post_a_script_sends_a_moment_after_the_click_makes_the_answer_committing() {
+    let h = h();
+    h.page
+        .request_on("#next", "POST", "https://shop.example/api/like");
+    h.page.scripts_send_after(Duration::from_millis(60));
+    let opened = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap();
+    let next = opened.first.snapshot.elements[0].reference.clone();
+    let acted = h
+        .runner
+        .browse_act(T, &opened.browse_id, click(&next))
+        .await
+        .unwrap();
+    assert_eq!(acted.outcome, ActOutcome::Done, "{acted:?}");
+    assert!(acted.committing, "the post left: {:?}", h.page.sent());
+    assert_eq!(h.page.sent().len(), 1);
+    h.runner.browse_close(T, &opened.browse_id).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_write_the_rule_did_not_foresee_is_held_below_the_page_until_approved() {
     // "Next page" is a link (the rule lets it run), but the page's script posts on it.
