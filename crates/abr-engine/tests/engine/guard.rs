@@ -67,6 +67,14 @@ fn request(plan: StepPlan) -> TaskRequest {
     serde_json::from_value(json!({ "plan": plan })).unwrap()
 }
 
+/// The frames a run of [`click_plan`] takes: the page, its two clicks, completion.
+const CLICK_PLAN_FRAMES: [FramePoint; 4] = [
+    FramePoint::Navigation,
+    FramePoint::Click,
+    FramePoint::Click,
+    FramePoint::Completion,
+];
+
 fn click_plan(read_only: bool) -> StepPlan {
     plan(json!({
         "targetUrl": "https://shop.example/cart",
@@ -678,15 +686,7 @@ async fn frames_are_taken_at_fixed_points_and_never_with_screenshots_off() {
         record.replay.clone().unwrap().screenshots,
         ScreenshotsMode::On
     );
-    assert_eq!(
-        frame_points(&h, &record.task_id).await,
-        [
-            FramePoint::Navigation,
-            FramePoint::Click,
-            FramePoint::Click,
-            FramePoint::Completion
-        ]
-    );
+    assert_eq!(frame_points(&h, &record.task_id).await, CLICK_PLAN_FRAMES);
     let frames = h.frames.frames(T, &record.task_id).await.unwrap();
     assert!(frames.iter().all(|f| f.url == "https://shop.example/cart"));
     assert!(
@@ -734,15 +734,7 @@ async fn frames_are_taken_beside_page_reads_and_never_under_an_action() {
     h.page.frame_takes(&[Duration::from_millis(40)]);
     let record = run(&h, request(click_plan(false))).await;
     assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
-    assert_eq!(
-        frame_points(&h, &record.task_id).await,
-        [
-            FramePoint::Navigation,
-            FramePoint::Click,
-            FramePoint::Click,
-            FramePoint::Completion
-        ]
-    );
+    assert_eq!(frame_points(&h, &record.task_id).await, CLICK_PLAN_FRAMES);
     let under_blur = h.page.under_blur();
     assert!(
         under_blur.iter().any(|seen| seen == "read"),
