@@ -75,11 +75,19 @@ impl Tab<'_> {
     }
 
     async fn open(&self, path: &str) -> Outcome {
-        self.page
-            .goto(&self.url(path), None)
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("open {path}: {e}"))
+        let mut interrupted = false;
+        loop {
+            match self.page.goto(&self.url(path), None).await {
+                Ok(_) => return Ok(()),
+                // A navigation the last check's page started (a form it submitted, late
+                // under load) can land now and interrupt this one: it is that page's, not
+                // this check's subject. Go again, once.
+                Err(e) if !interrupted && e.to_string().contains("interrupted by another") => {
+                    interrupted = true;
+                }
+                Err(e) => return Err(format!("open {path}: {e}")),
+            }
+        }
     }
 
     /// A fresh ledger and `path` loaded.
