@@ -243,13 +243,12 @@ async fn get_task<C: TaskContext>(
     loop {
         let record = state.runner.engine.task(&actor, &id).await?;
         let now = tokio::time::Instant::now();
-        let Some(events) = events
-            .as_mut()
-            .filter(|_| !record.state.is_final() && now < until)
-        else {
-            return Ok(Json(record));
-        };
-        woken(events, &id, POLL_EVERY.min(until - now)).await;
+        match events.as_mut() {
+            Some(events) if !record.state.is_final() && now < until => {
+                woken(events, &id, POLL_EVERY.min(until - now)).await;
+            }
+            _ => return Ok(Json(record)),
+        }
     }
 }
 

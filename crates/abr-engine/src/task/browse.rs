@@ -714,15 +714,17 @@ impl<C: TaskContext> TaskRunner<C> {
         }
         let snapshot = self.read_page(open).await;
         let refusing = open.rails.guard.refuses().is_some() || (gated && granted.is_none());
-        if refusing && scripts_may_send(&browser) {
-            // A refusal is the answer: give what the action started (a handler's
-            // `requestSubmit`, a post behind a click) the moment it takes to reach the gate.
-            tokio::time::sleep(SETTLE).await;
-        } else if scripts_may_send(&browser) {
-            // The answer tells the brain whether the action committed (a brain told it did
-            // not may do it again): the reads above count towards the same moment. The
-            // frame, taken beside them, no longer stretches them to it.
-            tokio::time::sleep_until(settled_at).await;
+        if scripts_may_send(&browser) {
+            // Give what the action started (a handler's `requestSubmit`, a post behind a
+            // click) the moment it takes to reach the gate: after the reads when a refusal
+            // is the answer; from the action's end otherwise (the answer tells the brain
+            // whether it committed, and a brain told it did not may do it again).
+            let until = if refusing {
+                Instant::now() + SETTLE
+            } else {
+                settled_at
+            };
+            tokio::time::sleep_until(until).await;
         }
         // What the action started after it returned (a script's post), seen by now.
         match self
