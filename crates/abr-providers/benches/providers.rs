@@ -33,7 +33,7 @@ use abr_providers::{
     BrowserSession, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args,
 };
 use playwright_rs::protocol::GotoOptions;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn bench_state(site: &TestSite) -> AgentSessionState {
     let mut cookies = Vec::new();
@@ -198,6 +198,7 @@ async fn reads(local: &LocalBrowserSessionProvider, state: &AgentSessionState, u
     let mut rows: Vec<(&str, Vec<f64>)> = Vec::new();
     for name in [
         "evaluate `() => 1` (one round trip to the page)",
+        "locator evaluate `(el) => 1` on `#go` (the floor of an element read)",
         "signals (the probe: the page's signals)",
         "inspect `#go` (the probe: one element's facts)",
         "plain viewport JPEG, quality 70",
@@ -209,6 +210,15 @@ async fn reads(local: &LocalBrowserSessionProvider, state: &AgentSessionState, u
         let mut sample = Vec::new();
         let t0 = Instant::now();
         session.page().evaluate_value("1").await.expect("eval");
+        sample.push(t0.elapsed());
+        let t0 = Instant::now();
+        let _: Value = session
+            .page()
+            .locator("#go")
+            .first()
+            .evaluate("(el) => 1", None::<()>)
+            .await
+            .expect("locator eval");
         sample.push(t0.elapsed());
         let t0 = Instant::now();
         session.signals(t).await.expect("signals");

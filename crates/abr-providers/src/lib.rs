@@ -31,6 +31,7 @@ mod live;
 mod live_state;
 mod local;
 mod probe;
+mod probe_script;
 mod remote;
 mod router;
 mod session;

@@ -20,7 +20,8 @@ use crate::chromium::{ChromiumBinary, base_args, display_available};
 use crate::driver::playwright;
 use crate::egress::{EgressProxy, LazyProxy};
 use crate::error::from_playwright;
-use crate::router::NO_SHARED_WORKERS;
+use crate::probe_script::INSTALL_JS;
+use crate::router::{NO_SHARED_WORKERS, RequestRouter, launched_without_shared_workers};
 use crate::session::BrowserSession;
 
 /// How jobs are isolated from each other.
@@ -226,6 +227,20 @@ impl LocalBrowserSessionProvider {
         }
     }
 
+    /// The switches a browser of `pool` is launched with.
+    fn args(&self, pool: Pool) -> Vec<String> {
+        // A job browser has no shared workers: their requests are not routed, so no network
+        // gate could see them (a separate switch: Playwright's own `--disable-features`
+        // would replace ours).
+        let jobs_only = (pool == Pool::Jobs).then(|| NO_SHARED_WORKERS.to_owned());
+        base_args()
+            .into_iter()
+            .map(str::to_owned)
+            .chain(jobs_only)
+            .chain(self.config.extra_args.iter().cloned())
+            .collect()
+    }
+
     async fn launch(&self, pool: Pool) -> Result<Browser, ProviderError> {
         let binary = self.binary(pool);
         let path = binary.require()?;
@@ -235,16 +250,7 @@ impl LocalBrowserSessionProvider {
                 .config
                 .headful_interactive
                 .unwrap_or_else(display_available);
-        // A job browser has no shared workers: their requests are not routed, so no network
-        // gate could see them (a separate switch: Playwright's own `--disable-features`
-        // would replace ours).
-        let jobs_only = (pool == Pool::Jobs).then(|| NO_SHARED_WORKERS.to_owned());
-        let args = base_args()
-            .into_iter()
-            .map(str::to_owned)
-            .chain(jobs_only)
-            .chain(self.config.extra_args.iter().cloned())
-            .collect();
+        let args = self.args(pool);
         let timeout_ms = self.config.launch_timeout.as_secs_f64() * 1000.0;
         let options = LaunchOptions::new()
             .executable_path(path.to_string_lossy().into_owned())
@@ -361,12 +367,15 @@ impl Refiller {
             refills.push(tokio::spawn(async move {
                 let created = tokio::time::timeout(deadline, async {
                     let context = browser.new_context_with_options(options).await.ok()?;
-                    match context.new_page().await {
-                        Ok(_) => Some(context),
-                        Err(_) => {
-                            let _ = context.close().await;
-                            None
-                        }
+                    // The probe's script before the page's first document (about:blank now,
+                    // the job's later).
+                    let (installed, page) =
+                        tokio::join!(context.add_init_script(&INSTALL_JS), context.new_page());
+                    if installed.is_ok() && page.is_ok() {
+                        Some(context)
+                    } else {
+                        let _ = context.close().await;
+                        None
                     }
                 })
                 .await;
@@ -423,10 +432,17 @@ impl SessionProvider for LocalBrowserSessionProvider {
         let opened = async {
             let context = match claimed {
                 Some(context) => context,
-                None => browser
-                    .new_context_with_options(self.context_options(proxy))
-                    .await
-                    .map_err(|e| from_playwright("creating a browser context", e))?,
+                None => {
+                    let context = browser
+                        .new_context_with_options(self.context_options(proxy))
+                        .await
+                        .map_err(|e| from_playwright("creating a browser context", e))?;
+                    if let Err(e) = context.add_init_script(&INSTALL_JS).await {
+                        let _ = context.close().await;
+                        return Err(from_playwright("installing the page probe", e));
+                    }
+                    context
+                }
             };
             let session = BrowserSession::open(
                 context.clone(),
@@ -438,7 +454,15 @@ impl SessionProvider for LocalBrowserSessionProvider {
             if session.is_err() {
                 let _ = context.close().await;
             }
-            session
+            // A browser launched without `SharedWorker` needs no script to take it away.
+            session.map(|session| {
+                let session = session.with_probe_installed();
+                if launched_without_shared_workers(&self.args(pool)) {
+                    session.with_router(Arc::new(RequestRouter::without_shared_workers()))
+                } else {
+                    session
+                }
+            })
         }
         .await;
         let session = match opened {

@@ -23,8 +23,8 @@
 //!   refused one is followed (the egress guard still applies to it).
 
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use abr_core::guard::{
@@ -40,47 +40,11 @@ use playwright_rs::protocol::Page;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::probe_script::{
+    AHEAD, APPLY, FINISH, FOCUSED, INSPECT, ProbeCall, REMOVE, SIGNALS, SNAPSHOT,
+};
 use crate::session::BrowserSession;
 use crate::steps::{Cause, MARGIN, Step};
-
-/// The script's helpers and entry points (see its header).
-const PROBE_JS: &str = include_str!("probe.js");
-
-/// `inspect(el)`: the facts of the element.
-static INSPECT_JS: LazyLock<String> =
-    LazyLock::new(|| format!("(el) => {{\n{PROBE_JS}\nreturn inspect(el);\n}}"));
-
-/// `signals()`: the page's signals.
-static SIGNALS_JS: LazyLock<String> =
-    LazyLock::new(|| format!("() => {{\n{PROBE_JS}\nreturn signals();\n}}"));
-
-/// `signals()` and `inspect(el)` in one pass; `null` when `el` is not in the top document
-/// (the signals would be its frame's).
-static AHEAD_JS: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "(el) => {{\n{PROBE_JS}\nreturn window !== window.top ? null \
-         : {{ signals: signals(), facts: inspect(el) }};\n}}"
-    )
-});
-
-/// `focused()`: the facts of the focused element, if any.
-static FOCUSED_JS: LazyLock<String> =
-    LazyLock::new(|| format!("() => {{\n{PROBE_JS}\nreturn focused();\n}}"));
-
-/// `redactApply(token)`: blur and confirm (and take it off again when unconfirmed).
-static APPLY_JS: LazyLock<String> =
-    LazyLock::new(|| format!("(token) => {{\n{PROBE_JS}\nreturn redactApply(token);\n}}"));
-
-/// `redactFinish(token)`: confirm again after the capture, and take it off.
-static FINISH_JS: LazyLock<String> =
-    LazyLock::new(|| format!("(token) => {{\n{PROBE_JS}\nreturn redactFinish(token);\n}}"));
-
-/// `redactRemove(token)`: take it off.
-static REMOVE_JS: LazyLock<String> =
-    LazyLock::new(|| format!("(token) => {{\n{PROBE_JS}\nreturn redactRemove(token);\n}}"));
-
-static SNAPSHOT_JS: LazyLock<String> =
-    LazyLock::new(|| format!("(args) => {{\n{PROBE_JS}\nreturn snapshot(args);\n}}"));
 
 /// The arguments of `snapshot` in probe.js.
 #[derive(serde::Serialize)]
@@ -113,7 +77,12 @@ impl PageProbe for BrowserSession {
     ) -> Result<ElementFacts, StepFailure> {
         let step = Step::new(self, timeout);
         let read = async {
-            let value = step.read_first(selector, &INSPECT_JS, None).await?;
+            let mut value = step
+                .read_first(selector, INSPECT.first(self.probe_installed()), None)
+                .await?;
+            if ProbeCall::missing(&value) {
+                value = step.read_first(selector, INSPECT.full(), None).await?;
+            }
             serde_json::from_value::<RawFacts>(value)
                 .map(RawFacts::into_facts)
                 .map_err(|_| step.rejected("inspecting the element: unexpected result"))
@@ -147,7 +116,12 @@ impl PageProbe for BrowserSession {
         let read = async {
             // The element is usually there already: one read of both. Else (not there yet,
             // in a frame, the document changed meanwhile) the signals alone.
-            let both = step.read_now(ahead, &AHEAD_JS).await;
+            let mut both = step
+                .read_now(ahead, AHEAD.first(self.probe_installed()))
+                .await;
+            if both.as_ref().is_some_and(ProbeCall::missing) {
+                both = step.read_now(ahead, AHEAD.full()).await;
+            }
             if let Some(raw) = both.and_then(|v| serde_json::from_value::<RawAhead>(v).ok()) {
                 return Ok((raw.signals.into_signals(), Some(raw.facts.into_facts())));
             }
@@ -177,9 +151,15 @@ impl PageProbe for BrowserSession {
             hrefs: request.hrefs,
         };
         let read = async {
-            let value = step
-                .evaluate_page_with(&SNAPSHOT_JS, Some(&args), "reading the page")
+            let installed = self.probe_installed();
+            let mut value = step
+                .evaluate_page_with(SNAPSHOT.first(installed), Some(&args), "reading the page")
                 .await?;
+            if ProbeCall::missing(&value) {
+                value = step
+                    .evaluate_page_with(SNAPSHOT.full(), Some(&args), "reading the page")
+                    .await?;
+            }
             serde_json::from_value::<Snapshot>(value)
                 .map_err(|_| step.rejected("reading the page: unexpected result"))
         };
@@ -253,9 +233,17 @@ impl PageProbe for BrowserSession {
     ) -> Result<Option<ElementFacts>, StepFailure> {
         let step = Step::new(self, timeout);
         let read = async {
-            let value = step
-                .evaluate_page(&FOCUSED_JS, "reading the focused element")
+            let mut value = step
+                .evaluate_page(
+                    FOCUSED.first(self.probe_installed()),
+                    "reading the focused element",
+                )
                 .await?;
+            if ProbeCall::missing(&value) {
+                value = step
+                    .evaluate_page(FOCUSED.full(), "reading the focused element")
+                    .await?;
+            }
             let focused = serde_json::from_value::<RawFocused>(value)
                 .map_err(|_| step.rejected("reading the focused element: unexpected result"))?;
             match focused {
@@ -306,9 +294,13 @@ impl BrowserSession {
 
 /// The page's signals, read once (again if a navigation replaced the document meanwhile).
 async fn read_signals(step: &Step<'_>) -> Result<PageSignals, StepFailure> {
-    let value = step
-        .evaluate_page(&SIGNALS_JS, "reading the page's signals")
+    const DOING: &str = "reading the page's signals";
+    let mut value = step
+        .evaluate_page(SIGNALS.first(step.session().probe_installed()), DOING)
         .await?;
+    if ProbeCall::missing(&value) {
+        value = step.evaluate_page(SIGNALS.full(), DOING).await?;
+    }
     serde_json::from_value::<RawSignals>(value)
         .map(RawSignals::into_signals)
         .map_err(|_| step.rejected("reading the page's signals: unexpected result"))
@@ -330,8 +322,29 @@ fn frame_token() -> String {
     format!("abr-{:016x}", hasher.finish())
 }
 
+/// Evaluates `call` with `token` on `page` (see [`ProbeCall`]).
+async fn with_token(
+    page: &Page,
+    installed: bool,
+    call: &ProbeCall,
+    token: &str,
+) -> Result<Value, PwError> {
+    let value = page
+        .evaluate::<&str, Value>(call.first(installed), Some(&token))
+        .await?;
+    if ProbeCall::missing(&value) {
+        return page
+            .evaluate::<&str, Value>(call.full(), Some(&token))
+            .await;
+    }
+    Ok(value)
+}
+
+/// Takes a frame's blur off (a failure's path: from the source, whatever the document
+/// holds; the blur's state is the window's, not the probe's).
 async fn remove(page: &Page, token: &str) -> Result<Value, PwError> {
-    page.evaluate::<&str, Value>(&REMOVE_JS, Some(&token)).await
+    page.evaluate::<&str, Value>(REMOVE.full(), Some(&token))
+        .await
 }
 
 /// Takes the blur off when dropped armed (`page` set): a frame abandoned half-way.
@@ -374,11 +387,9 @@ impl Frame<'_> {
         FrameError::Browser(Cause::of(self.session, error).reason().to_owned())
     }
 
-    async fn check(&self, js: &str) -> Result<Check, FrameError> {
-        let value = self
-            .session
-            .page()
-            .evaluate::<&str, Value>(js, Some(&self.token))
+    async fn check(&self, call: &ProbeCall) -> Result<Check, FrameError> {
+        let installed = self.session.probe_installed();
+        let value = with_token(self.session.page(), installed, call, self.token)
             .await
             .map_err(|e| self.browser(&e))?;
         serde_json::from_value(value)
@@ -422,7 +433,7 @@ impl Frame<'_> {
     }
 
     async fn take(&self, max_bytes: usize) -> Taken {
-        let applied = match self.check(&APPLY_JS).await {
+        let applied = match self.check(&APPLY).await {
             Ok(check) => check,
             Err(error) => return Taken::Failed(error),
         };
@@ -444,7 +455,7 @@ impl Frame<'_> {
         let Some(jpeg) = jpeg else {
             return Taken::Failed(FrameError::TooLarge { cap: max_bytes });
         };
-        match self.check(&FINISH_JS).await {
+        match self.check(&FINISH).await {
             Ok(after) if after.unconfirmed > 0 => Taken::Unconfirmed(after.unconfirmed()),
             Ok(after) => Taken::Done(RedactedFrame {
                 jpeg,

@@ -56,6 +56,23 @@ pub(crate) const NO_SHARED_WORKERS: &str = "--disable-blink-features=SharedWorke
 /// routed, so the page may not make one.
 const NO_SHARED_WORKER_SCRIPT: &str = "delete globalThis.SharedWorker;";
 
+/// Whether a browser launched with `args` has no `SharedWorker`: the last
+/// `--disable-blink-features` names it and no `--enable-blink-features` does (Chromium takes
+/// the last value of a repeated switch).
+pub(crate) fn launched_without_shared_workers(args: &[String]) -> bool {
+    let names = |switch: &str| {
+        args.iter()
+            .filter_map(|arg| arg.strip_prefix(switch)?.strip_prefix('='))
+            .next_back()
+            .is_some_and(|list| list.split(',').any(|f| f.trim() == "SharedWorker"))
+    };
+    let enabled = args
+        .iter()
+        .filter_map(|arg| arg.strip_prefix("--enable-blink-features="))
+        .any(|list| list.split(',').any(|f| f.trim() == "SharedWorker"));
+    names("--disable-blink-features") && !enabled
+}
+
 /// What judges a context's requests (see the module docs). Shared by every clone of a
 /// session.
 #[derive(Debug, Default)]
@@ -64,7 +81,8 @@ pub(crate) struct RequestRouter {
     sites: RwLock<Option<Arc<dyn SiteFilter>>>,
     network: RwLock<Option<Arc<dyn RequestGate>>>,
     installed: tokio::sync::Mutex<Installed>,
-    /// Set once the init script that takes `SharedWorker` away is on the context.
+    /// Set once the init script that takes `SharedWorker` away is on the context, or from
+    /// the start for a browser launched without it ([`Self::without_shared_workers`]).
     no_shared_workers: tokio::sync::OnceCell<()>,
     /// The context's place in its browser's net (`unload`), while a network gate is set.
     unload: std::sync::Mutex<Option<Registration>>,
@@ -106,6 +124,14 @@ impl RequestRouter {
             unload: std::sync::Mutex::default(),
             redirects: std::sync::Mutex::default(),
         }
+    }
+
+    /// A router for a context of a browser launched without `SharedWorker` (see
+    /// [`launched_without_shared_workers`]): no init script needs to take it away.
+    pub(crate) fn without_shared_workers() -> Self {
+        let router = Self::default();
+        let _ = router.no_shared_workers.set(());
+        router
     }
 
     /// Adds a browser-level redirect gate to a remote browser's URL gate (see

@@ -32,6 +32,9 @@ pub struct BrowserSession {
     /// The context's one route: the egress URL gate (when set), the site filter, the
     /// network gate (see `router`).
     router: Arc<RequestRouter>,
+    /// The context runs the page probe's install script in every document
+    /// (`probe_script`): reads send only the call.
+    probe_installed: bool,
 }
 
 /// A provider's check that a session's browser is gone for good; see
@@ -117,6 +120,7 @@ impl BrowserSession {
             live: Arc::default(),
             lost_check: None,
             router: Arc::default(),
+            probe_installed: false,
         })
     }
 
@@ -135,6 +139,19 @@ impl BrowserSession {
     pub(crate) fn with_router(mut self, router: Arc<RequestRouter>) -> Self {
         self.router = router;
         self
+    }
+
+    /// Marks the context as one that runs the probe's install script
+    /// (`probe_script::INSTALL_JS`) in every document, added before its first page loaded.
+    #[must_use]
+    pub(crate) fn with_probe_installed(mut self) -> Self {
+        self.probe_installed = true;
+        self
+    }
+
+    /// Whether every document of the context holds the probe (see `probe_script`).
+    pub(crate) fn probe_installed(&self) -> bool {
+        self.probe_installed
     }
 
     /// The context's router.

@@ -202,6 +202,11 @@ impl Cause {
 }
 
 impl<'a> Step<'a> {
+    /// The session the step runs on.
+    pub(crate) fn session(&self) -> &'a BrowserSession {
+        self.session
+    }
+
     pub(crate) fn new(session: &'a BrowserSession, timeout: Duration) -> Self {
         Self {
             session,

@@ -14,7 +14,10 @@
 //!
 //! A request is the run's whose frame is one of its context's: the frame's target (a page,
 //! an out-of-process frame); else, for a frame inside a page's process, the browser's only
-//! guarded context, or with several the one with a page whose frame tree still holds it. A
+//! guarded context, or with several the one with a page whose frame tree still holds it.
+//! Which Chromium context a guarded one is (three CDP calls, about 8 ms) is asked beside the
+//! run, not before it: a context joins at once, and a judgement that needs it before the
+//! answer came waits for it. A
 //! frame no guarded context claims is refused while any guarded context of the browser
 //! refuses writes (a read-only run may not be the one to lose it), else let go (a
 //! read-write run does not count it). Interception stops when the browser's last guarded
@@ -50,16 +53,32 @@ static NETS: LazyLock<tokio::sync::Mutex<HashMap<String, Arc<BrowserNet>>>> =
     LazyLock::new(Default::default);
 
 /// One guarded context of a browser.
+#[derive(Clone)]
 struct Guarded {
     router: Weak<dyn Gated>,
     context: BrowserContext,
+    /// The page it joined with: what its Chromium id is asked through.
+    page: Page,
+    /// Its Chromium id (`None` when the browser would not say), asked once.
+    id: Arc<tokio::sync::OnceCell<Option<String>>>,
+}
+
+impl Guarded {
+    /// The context's Chromium id: asked now unless it was already (or is being) asked.
+    async fn id(&self) -> Option<&str> {
+        self.id
+            .get_or_init(|| chromium_id(&self.context, &self.page))
+            .await
+            .as_deref()
+    }
 }
 
 /// The browser-level net of one browser (see the module docs).
 pub(crate) struct BrowserNet {
     browser: String,
     cdp: CDPSession,
-    contexts: std::sync::Mutex<HashMap<String, Guarded>>,
+    /// The guarded contexts, by registration.
+    contexts: std::sync::Mutex<HashMap<u64, Guarded>>,
 }
 
 impl std::fmt::Debug for BrowserNet {
@@ -73,15 +92,18 @@ impl std::fmt::Debug for BrowserNet {
 #[derive(Debug)]
 pub(crate) struct Registration {
     net: Arc<BrowserNet>,
-    context_id: String,
+    key: u64,
 }
+
+/// The next registration's key.
+static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Registration {
     /// Takes the context out of the net (the last one stops the interception).
     pub(crate) async fn release(self) {
         let last = {
             let mut contexts = self.net.lock();
-            contexts.remove(&self.context_id);
+            contexts.remove(&self.key);
             contexts.is_empty()
         };
         if last {
@@ -110,8 +132,21 @@ async fn call(cdp: &CDPSession, method: &str, params: Value) -> Option<Value> {
     }
 }
 
+/// The id Chromium gives `context` (asked through `page`, else any other page it has).
+async fn chromium_id(context: &BrowserContext, page: &Page) -> Option<String> {
+    if let Some(id) = id_through(context, page).await {
+        return Some(id);
+    }
+    for other in context.pages() {
+        if let Some(id) = id_through(context, &other).await {
+            return Some(id);
+        }
+    }
+    None
+}
+
 /// The id Chromium gives `page`'s browser context.
-async fn context_id(context: &BrowserContext, page: &Page) -> Option<String> {
+async fn id_through(context: &BrowserContext, page: &Page) -> Option<String> {
     let cdp = tokio::time::timeout(CALL, context.new_cdp_session(page))
         .await
         .ok()?
@@ -124,19 +159,17 @@ async fn context_id(context: &BrowserContext, page: &Page) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Joins `context` (whose page is `page`) to its browser's net, judged by `router`.
+/// Joins `context` (whose page is `page`) to its browser's net, judged by `router`. The
+/// context's Chromium id is asked in the background (see the module docs).
 ///
 /// # Errors
-/// A description when the browser has no CDP session or the context cannot be told.
+/// A description when the browser has no CDP session or refuses interception.
 pub(crate) async fn register(
     browser: &Browser,
     context: &BrowserContext,
     page: &Page,
     router: &Arc<dyn Gated>,
 ) -> Result<Registration, String> {
-    let context_id = context_id(context, page)
-        .await
-        .ok_or("the browser did not say which context the page is in")?;
     let mut nets = NETS.lock().await;
     let net = match nets.get(browser.guid()) {
         Some(net) => Arc::clone(net),
@@ -171,15 +204,20 @@ pub(crate) async fn register(
             net
         }
     };
-    net.lock().insert(
-        context_id.clone(),
-        Guarded {
-            router: Arc::downgrade(router) as Weak<dyn Gated>,
-            context: context.clone(),
-        },
-    );
+    let guarded = Guarded {
+        router: Arc::downgrade(router) as Weak<dyn Gated>,
+        context: context.clone(),
+        page: page.clone(),
+        id: Arc::default(),
+    };
+    let key = NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    net.lock().insert(key, guarded.clone());
     drop(nets);
-    Ok(Registration { net, context_id })
+    // Asked beside the run; a judgement that needs it first waits for this same answer.
+    tokio::spawn(async move {
+        guarded.id().await;
+    });
+    Ok(Registration { net, key })
 }
 
 /// `Fetch.requestPaused`, the parts the net reads.
@@ -212,7 +250,7 @@ enum Owner {
 }
 
 impl BrowserNet {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Guarded>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Guarded>> {
         self.contexts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -299,10 +337,13 @@ impl BrowserNet {
             .and_then(|i| i.pointer("/targetInfo/browserContextId"))
             .and_then(Value::as_str)
         {
-            return match self.lock().get(context_id).and_then(|g| g.router.upgrade()) {
-                Some(router) => Owner::Run(router),
-                None => Owner::Nobody,
-            };
+            let guarded: Vec<Guarded> = self.lock().values().cloned().collect();
+            for g in guarded {
+                if g.id().await == Some(context_id) {
+                    return g.router.upgrade().map_or(Owner::Nobody, Owner::Run);
+                }
+            }
+            return Owner::Nobody;
         }
         // A frame in a page's process. With one guarded context in the browser, it is that
         // one's (a browser per job, a remote session, an attached browser); with several,

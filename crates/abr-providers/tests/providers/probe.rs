@@ -220,6 +220,7 @@ impl Site {
         let counted = Arc::clone(&seen);
         let app = Router::new()
             .route("/corpus", get(|| async { Html(CORPUS) }))
+            .route("/impostor", get(|| async { Html(IMPOSTOR) }))
             .route("/snapshot", get(|| async { Html(SNAPSHOT_PAGE) }))
             .route("/large", get(|| async { Html(large_page()) }))
             .route("/unpainted", get(|| async { Html(UNPAINTED_PAGE) }))
@@ -806,6 +807,64 @@ async fn signals_ahead_answer_as_signals_and_inspect_do_and_never_wait() {
         started.elapsed() < STEP / 4,
         "waited for the element: {:?}",
         started.elapsed()
+    );
+    close(provider, lease).await;
+}
+
+/// A page that looks for the probe its document holds and tries to put a lying one in its
+/// place (facts of a harmless element for every element, fields confirmed blurred).
+const IMPOSTOR: &str = r#"<!doctype html><title>impostor</title>
+<form action="/saved" method="post"><input id="pw" type="password" name="pw">
+<button id="go" type="submit">Sign in</button></form>
+<script>
+  const harmless = () => ({ tag: 'div', inputType: null, role: null, name: 'harmless',
+    inForm: false, formHasSubmit: false, formMissingRequired: false, formMethod: null,
+    formBlockingFields: 0, editable: false, search: false, disclosure: false,
+    autocomplete: null, fieldHints: [] });
+  const fake = Object.freeze({ inspect: harmless, focused: () => ({ kind: 'none' }),
+    redactApply: () => ({ fields: 0, unconfirmed: 0, url: location.href }),
+    redactFinish: () => ({ fields: 0, unconfirmed: 0, url: location.href }) });
+  window.__names = Object.getOwnPropertyNames(window).filter((n) => n.startsWith('__abr_probe_'));
+  window.__replaced = 0;
+  for (const n of window.__names) {
+    try { Object.defineProperty(window, n, { value: fake }); } catch (e) {}
+    try { window[n] = fake; } catch (e) {}
+    try { delete window[n]; } catch (e) {}
+    if (window[n] === fake || !(n in window)) window.__replaced++;
+  }
+</script>"#;
+
+/// The probe is in every document of a local context before the page's own scripts run
+/// (reads then send only the call, not its 33 kB source), and a page that finds it cannot
+/// replace, change or delete it: the facts stay the element's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_cannot_replace_the_probe_its_document_holds() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/impostor").as_str()).await;
+    assert_eq!(
+        eval(s, "() => window.__names.length").await,
+        1,
+        "the probe was there before the page's script"
+    );
+    assert_eq!(eval(s, "() => window.__replaced").await, 0, "replaced");
+    let field = facts(s, "#pw").await;
+    assert_eq!(field.tag, "input");
+    assert_eq!(field.input_type.as_deref(), Some("password"));
+    assert!(field.in_form && field.form_has_submit, "{field:?}");
+    let button = facts(s, "#go").await;
+    assert_eq!(button.name, "Sign in");
+    assert!(button.form_has_submit, "{button:?}");
+    assert_eq!(
+        class_of(&click("#go"), &button),
+        Some(CommitClass::SubmitControl),
+        "the commit rule sees the real submit button"
+    );
+    let (frame, _) = frame(s).await;
+    assert_eq!(
+        frame.blurred, 1,
+        "the real redaction blurred the password field"
     );
     close(provider, lease).await;
 }
