@@ -4,7 +4,9 @@
 //!
 //! 1. acquire-with-state (50 cookies, 2 origins × 10 localStorage items) + goto a local page +
 //!    release, through each provider, vs a Node playwright-core script doing the same on a
-//!    shared browser (`newContext({ storageState })`): medians and the ratio;
+//!    shared browser (`newContext({ storageState })`): medians and the ratio, back to back
+//!    (each acquire beside the warm pool's refill the last release started) and for the local
+//!    provider also alone (the pool refilled between samples, outside the timing);
 //! 2. a realistic job (state, goto, fill, click, read back, export state, release) at 2 and 4
 //!    concurrent jobs: throughput of the local provider vs Node on one shared browser, and of
 //!    the local provider with its egress guard (the egress proxy every context goes through)
@@ -170,6 +172,33 @@ async fn measure_acquire<P: SessionProvider<Context = BrowserSession>>(
     let mut totals = Vec::with_capacity(n);
     let mut phases: [Vec<f64>; 3] = Default::default();
     for _ in 0..n {
+        let sample = acquire_goto_release(provider, state, url).await;
+        totals.push(sample.iter().sum());
+        for (list, ms) in phases.iter_mut().zip(sample) {
+            list.push(ms);
+        }
+    }
+    AcquireTimes {
+        total: median(&mut totals),
+        phases: phases.map(|mut list| median(&mut list)),
+    }
+}
+
+/// As [`measure_acquire`] on the local provider, with its warm pool refilled between samples
+/// (outside the timing): one acquire as a lone job sees it, no refill of the last beside it.
+async fn measure_acquire_settled(
+    provider: &LocalBrowserSessionProvider,
+    state: &AgentSessionState,
+    url: &str,
+    n: usize,
+) -> AcquireTimes {
+    for _ in 0..3 {
+        acquire_goto_release(provider, state, url).await;
+    }
+    let mut totals = Vec::with_capacity(n);
+    let mut phases: [Vec<f64>; 3] = Default::default();
+    for _ in 0..n {
+        provider.settle().await;
         let sample = acquire_goto_release(provider, state, url).await;
         totals.push(sample.iter().sum());
         for (list, ms) in phases.iter_mut().zip(sample) {
@@ -683,6 +712,26 @@ async fn main() {
     println!(
         "BENCH acquire_vs_node {:.3} 0.25",
         local_median / node_median
+    );
+    let settled = measure_acquire_settled(local.as_ref(), &state, &url, n_acquire).await;
+    println!(
+        "| ABR local provider, a lone acquire (warm pool refilled between samples) | {:.1} | {:.2} |",
+        settled.total,
+        settled.total / node_median
+    );
+    println!(
+        "\nA lone acquire (warm pool ready; phases: acquire {:.1}, goto {:.1}, release {:.1} ms) \
+         against back-to-back ones (each beside the refill the last one started): the first is \
+         a job's latency on a runner with a moment between jobs, the second at full load.\n",
+        settled.phases[0], settled.phases[1], settled.phases[2]
+    );
+    println!(
+        "BENCH acquire_lone_vs_node {:.3} 0.25",
+        settled.total / node_median
+    );
+    println!(
+        "BENCH acquire_lone_own_overhead_ms {:.1} 15",
+        settled.phases[0] + settled.phases[2]
     );
 
     let floor = NodeCase {

@@ -99,7 +99,9 @@ pub(crate) struct Registration {
 static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Registration {
-    /// Takes the context out of the net (the last one stops the interception).
+    /// Takes the context out of the net at once (nothing it sends is judged by its router
+    /// from here on); the last one stops the interception, beside the caller (two CDP calls
+    /// the release need not wait for: a context that joins meanwhile keeps the net).
     pub(crate) async fn release(self) {
         let last = {
             let mut contexts = self.net.lock();
@@ -107,17 +109,22 @@ impl Registration {
             contexts.is_empty()
         };
         if last {
-            let mut nets = NETS.lock().await;
-            // Another context may have joined meanwhile, or a new net replaced this one.
-            let current = nets
-                .get(&self.net.browser)
-                .is_some_and(|net| Arc::ptr_eq(net, &self.net));
-            if self.net.lock().is_empty() && current {
-                nets.remove(&self.net.browser);
-                let _ = call(&self.net.cdp, "Fetch.disable", json!({})).await;
-                let _ = tokio::time::timeout(CALL, self.net.cdp.detach()).await;
-            }
+            tokio::spawn(stop_if_unused(self.net));
         }
+    }
+}
+
+/// Stops `net`'s interception and forgets it, unless a context joined it again or a new net
+/// replaced it.
+async fn stop_if_unused(net: Arc<BrowserNet>) {
+    let mut nets = NETS.lock().await;
+    let current = nets
+        .get(&net.browser)
+        .is_some_and(|known| Arc::ptr_eq(known, &net));
+    if net.lock().is_empty() && current {
+        nets.remove(&net.browser);
+        let _ = call(&net.cdp, "Fetch.disable", json!({})).await;
+        let _ = tokio::time::timeout(CALL, net.cdp.detach()).await;
     }
 }
 
