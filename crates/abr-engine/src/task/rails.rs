@@ -10,6 +10,7 @@ use abr_core::context::TaskContext;
 use abr_core::guard::{
     ElementFacts, FrameRecorder, PauseRules, RunGuard, SiteFilter, SitePolicy, SiteVerdict,
 };
+use abr_core::plan::FilledStep;
 use abr_core::provider::Lease;
 use abr_core::step_runner::BrowserAction;
 use abr_protocol::{Cookie, CookieFact, FramePoint, PauseReason, Selector, SiteDecision};
@@ -271,6 +272,15 @@ pub(crate) fn frame_point(action: &BrowserAction) -> Option<FramePoint> {
         BrowserAction::Extract { .. } => Some(FramePoint::Read),
         _ => None,
     }
+}
+
+/// Whether the frame at `point` is left to the run's completion frame: a read's or a wait's,
+/// when only steps that read the page follow (`later`). The completion frame, taken right
+/// after them, shows the same page; two captures of it would cost a frame's time (about
+/// 30 ms) on the path for nothing a replay shows.
+pub(crate) fn left_to_completion(point: FramePoint, later: &[FilledStep]) -> bool {
+    matches!(point, FramePoint::Read | FramePoint::Wait)
+        && later.iter().all(|step| reads_only(&step.action))
 }
 
 /// Whether `action` only reads the page (an extract, an assert, a wait), so that a frame

@@ -579,7 +579,9 @@ impl<C: TaskContext> TaskRunner<C> {
                 Some(failure) => return blocked_or(task, committed, Some(index), failure),
                 None => {}
             }
-            if let Some(point) = rails::frame_point(&filled.action) {
+            if let Some(point) = rails::frame_point(&filled.action)
+                && !rails::left_to_completion(point, steps.get(index + 1..).unwrap_or_default())
+            {
                 rails.frame_behind(lease, point, filled.action.kind());
             }
             if rails::may_change_page(&filled.action)

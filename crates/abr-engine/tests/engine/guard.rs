@@ -587,12 +587,16 @@ fn read_plan() -> StepPlan {
         "targetUrl": "https://shop.example/cart",
         "readOnly": true,
         "steps": [
-            {"type": "extract", "name": "total", "kind": "text", "selector": "#total", "description": "Read the total"}
+            {"type": "extract", "name": "total", "kind": "text", "selector": "#total", "description": "Read the total"},
+            {"type": "navigate", "url": "https://shop.example/orders", "description": "Orders"},
+            {"type": "extract", "name": "orders", "kind": "text", "selector": "#total", "description": "Read the orders"}
         ],
         "verification": {"method": "dom_check", "text": "Shop"}
     }))
 }
 
+/// A page read's frame goes through the one redaction path; the last read's is the
+/// completion frame (only reads follow it: the same page, captured once).
 #[tokio::test]
 async fn a_frame_follows_every_page_read_through_the_one_redaction_path() {
     let h = h();
@@ -601,6 +605,15 @@ async fn a_frame_follows_every_page_read_through_the_one_redaction_path() {
     h.page.extract_result("#total", json!("12.00"));
     let record = run(&h, request(read_plan())).await;
     assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(
+        frame_points(&h, &record.task_id).await,
+        [
+            FramePoint::Navigation,
+            FramePoint::Read,
+            FramePoint::Navigation,
+            FramePoint::Completion
+        ]
+    );
     let frames = h.frames.frames(T, &record.task_id).await.unwrap();
     let reads: Vec<_> = frames
         .iter()
