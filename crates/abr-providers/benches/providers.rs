@@ -166,22 +166,7 @@ async fn measure_acquire<P: SessionProvider<Context = BrowserSession>>(
     url: &str,
     n: usize,
 ) -> AcquireTimes {
-    for _ in 0..3 {
-        acquire_goto_release(provider, state, url).await;
-    }
-    let mut totals = Vec::with_capacity(n);
-    let mut phases: [Vec<f64>; 3] = Default::default();
-    for _ in 0..n {
-        let sample = acquire_goto_release(provider, state, url).await;
-        totals.push(sample.iter().sum());
-        for (list, ms) in phases.iter_mut().zip(sample) {
-            list.push(ms);
-        }
-    }
-    AcquireTimes {
-        total: median(&mut totals),
-        phases: phases.map(|mut list| median(&mut list)),
-    }
+    measure_acquire_between(provider, state, url, n, None).await
 }
 
 /// As [`measure_acquire`] on the local provider, with its warm pool refilled between samples
@@ -192,13 +177,26 @@ async fn measure_acquire_settled(
     url: &str,
     n: usize,
 ) -> AcquireTimes {
+    measure_acquire_between(provider, state, url, n, Some(provider)).await
+}
+
+/// The samples of [`measure_acquire`], each after `settle`'s warm pool refilled, if given.
+async fn measure_acquire_between<P: SessionProvider<Context = BrowserSession>>(
+    provider: &P,
+    state: &AgentSessionState,
+    url: &str,
+    n: usize,
+    settle: Option<&LocalBrowserSessionProvider>,
+) -> AcquireTimes {
     for _ in 0..3 {
         acquire_goto_release(provider, state, url).await;
     }
     let mut totals = Vec::with_capacity(n);
     let mut phases: [Vec<f64>; 3] = Default::default();
     for _ in 0..n {
-        provider.settle().await;
+        if let Some(local) = settle {
+            local.settle().await;
+        }
         let sample = acquire_goto_release(provider, state, url).await;
         totals.push(sample.iter().sum());
         for (list, ms) in phases.iter_mut().zip(sample) {
