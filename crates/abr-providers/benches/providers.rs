@@ -718,12 +718,6 @@ async fn main() {
         settled.total / node_median
     );
     println!(
-        "\nA lone acquire (warm pool ready; phases: acquire {:.1}, goto {:.1}, release {:.1} ms) \
-         against back-to-back ones (each beside the refill the last one started): the first is \
-         a job's latency on a runner with a moment between jobs, the second at full load.\n",
-        settled.phases[0], settled.phases[1], settled.phases[2]
-    );
-    println!(
         "BENCH acquire_lone_vs_node {:.3} 0.25",
         settled.total / node_median
     );
@@ -760,6 +754,12 @@ async fn main() {
         local_median / floor_median
     );
 
+    println!(
+        "\nA lone acquire (warm pool ready; phases: acquire {:.1}, goto {:.1}, release {:.1} ms) \
+         against back-to-back ones (each beside the refill the last one started): the first is \
+         a job's latency on a runner with a moment between jobs, the second at full load.\n",
+        settled.phases[0], settled.phases[1], settled.phases[2]
+    );
     // Where the time goes: the page load is the floor under both; the rest is each side's
     // own overhead (the context with its state and page, and the close).
     let node_phases = node_run.phases.as_mut().expect("the Node peer's phases");
