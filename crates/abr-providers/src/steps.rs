@@ -22,8 +22,9 @@ use async_trait::async_trait;
 use playwright_rs::Error as PwError;
 use playwright_rs::protocol::{
     ClickOptions, FilePayload, FillOptions, GotoOptions, Locator, PressOptions, ScreenshotOptions,
-    ScreenshotType, SelectOption, SelectOptions, WaitForOptions, WaitForState, WaitUntil,
+    ScreenshotType, WaitForOptions, WaitForState, WaitUntil,
 };
+use playwright_rs::server::channel_owner::ChannelOwner as _;
 use serde_json::Value;
 
 use crate::session::BrowserSession;
@@ -545,45 +546,52 @@ impl<'a> Step<'a> {
     }
 
     async fn select(&self, selector: &Selector, value: &str) -> Result<StepOutput, StepFailure> {
-        let target = self.visible(selector)?;
-        // By value, falling back to the label (Playwright's own `selectOption("x")` matches
-        // either). A `<select>` whose options are not there yet gets both and Playwright
-        // waits for whichever appears first. The element is read at once and waited for
-        // only when it is not there yet (one round trip before the action, not two).
-        let found = self
-            .read_at_once(
-                &target,
-                CHOICE_JS,
-                Some(Value::from(value)),
-                WaitForState::Visible,
-                "no visible <select> matched the selector",
-            )
-            .await?;
-        let choices = match found.as_str() {
-            Some("notselect") => return Err(self.rejected("the element is not a <select>")),
-            Some("value") => vec![SelectOption::Value(value.to_owned())],
-            Some("label") => vec![SelectOption::Label(value.to_owned())],
-            _ => vec![
-                SelectOption::Value(value.to_owned()),
-                SelectOption::Label(value.to_owned()),
-            ],
+        // One call, as Playwright's own `selectOption("x")`: the first option (in the
+        // document's order) whose value or label is `value`, waiting for a visible <select>
+        // and for such an option. playwright-rs offers value, label and index but not this
+        // protocol option (`valueOrLabel`), so it is sent on the frame's channel; reading
+        // which one matches first cost a second round trip (4-5 ms).
+        let base = playwright_selector(selector).map_err(|m| self.rejected(m))?;
+        let target = format!("{base} >> visible=true >> nth=0");
+        let params = serde_json::json!({
+            "selector": target,
+            "strict": true,
+            "options": [{ "valueOrLabel": value }],
+            "timeout": self.remaining_ms(),
+        });
+        let frame = self
+            .session
+            .page()
+            .main_frame()
+            .await
+            .map_err(|e| self.fail(&e, "choosing the option", self.closed()))?;
+        let Err(error) = frame
+            .channel()
+            .send::<_, Value>("selectOption", params)
+            .await
+        else {
+            return Ok(StepOutput::Done);
         };
-        let options = SelectOptions::builder()
-            .timeout(self.remaining_ms())
-            .build();
-        match target.select_option_multiple(&choices, options).await {
-            Ok(_) => Ok(StepOutput::Done),
-            Err(e) => {
-                let timed_out = self.gone_or(
-                    StepFailureKind::Rejected,
-                    &format!(
-                        "no option with this value or label became selectable within {} ms",
-                        self.timeout_ms()
+        Err(match Cause::of(self.session, &error) {
+            Cause::Closed => self.closed(),
+            Cause::TimedOut => {
+                let count = tokio::time::timeout(PROBE, self.locator(target).count()).await;
+                match count {
+                    Ok(Ok(0)) => self.not_found("no visible <select> matched the selector"),
+                    _ => self.gone_or(
+                        StepFailureKind::Rejected,
+                        &format!(
+                            "no option with this value or label became selectable within {} ms",
+                            self.timeout_ms()
+                        ),
                     ),
-                );
-                Err(self.fail(&e, "choosing the option", timed_out))
+                }
             }
-        }
+            Cause::Other(first) if first.contains("not a <select>") => {
+                self.rejected("the element is not a <select>")
+            }
+            cause => self.rejected(format!("choosing the option: {}", cause.reason())),
+        })
     }
 
     /// An action on `target` failed with `error`.
@@ -928,11 +936,6 @@ impl<'a> Step<'a> {
 /// True once Chromium's error page is the loaded document.
 const ERROR_PAGE_SETTLED_JS: &str =
     "() => document.readyState === 'complete' && location.href.startsWith('chrome-error://')";
-
-/// How a `<select>` takes `v`: `notselect`, `value`, `label`, or `none` (not there yet).
-const CHOICE_JS: &str = "(el, v) => el.tagName !== 'SELECT' ? 'notselect' \
-     : [...el.options].some((o) => o.value === v) ? 'value' \
-     : [...el.options].some((o) => o.label === v) ? 'label' : 'none'";
 
 const TEXT_JS: &str = "(el) => (el.innerText ?? el.textContent ?? '').trim()";
 

@@ -782,6 +782,25 @@ async fn failures_are_typed_bounded_and_free_of_typed_values() {
         );
         assert!(started.elapsed() < SHORT + SLACK);
     }
+    // Which of the two a select met is said: no such element, or no such option.
+    let not_select = BrowserAction::Select {
+        selector: css("#plain"),
+        value: SecretValue::new("canary-4711"),
+    };
+    let failure = s.run(&not_select, SHORT).await.unwrap_err();
+    assert_eq!(failure.message, "the element is not a <select>");
+    let no_option = BrowserAction::Select {
+        selector: css("#role"),
+        value: SecretValue::new("canary-4711"),
+    };
+    let failure = s.run(&no_option, SHORT).await.unwrap_err();
+    assert!(
+        failure
+            .message
+            .starts_with("no option with this value or label"),
+        "{}",
+        failure.message
+    );
     // A failed step left the page usable.
     ok(s, wait_selector(css("#email"))).await;
 
