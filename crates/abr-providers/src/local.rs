@@ -105,6 +105,8 @@ pub struct LocalBrowserSessionProvider {
     warm: Arc<std::sync::Mutex<Vec<BrowserContext>>>,
     refills: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
     proxy: LazyProxy,
+    /// The job browser is launched without `SharedWorker` (its switches say so, once).
+    jobs_without_shared_workers: bool,
 }
 
 impl std::fmt::Debug for LocalBrowserSessionProvider {
@@ -119,8 +121,11 @@ impl std::fmt::Debug for LocalBrowserSessionProvider {
 impl LocalBrowserSessionProvider {
     /// A provider with `config`. Nothing is launched until the first acquire.
     pub fn new(config: LocalProviderConfig) -> Self {
+        let jobs_without_shared_workers =
+            launched_without_shared_workers(&launch_args(&config, Pool::Jobs));
         Self {
             config,
+            jobs_without_shared_workers,
             browsers: Mutex::new(HashMap::new()),
             launches: AtomicUsize::new(0),
             warm: Arc::default(),
@@ -227,20 +232,6 @@ impl LocalBrowserSessionProvider {
         }
     }
 
-    /// The switches a browser of `pool` is launched with.
-    fn args(&self, pool: Pool) -> Vec<String> {
-        // A job browser has no shared workers: their requests are not routed, so no network
-        // gate could see them (a separate switch: Playwright's own `--disable-features`
-        // would replace ours).
-        let jobs_only = (pool == Pool::Jobs).then(|| NO_SHARED_WORKERS.to_owned());
-        base_args()
-            .into_iter()
-            .map(str::to_owned)
-            .chain(jobs_only)
-            .chain(self.config.extra_args.iter().cloned())
-            .collect()
-    }
-
     async fn launch(&self, pool: Pool) -> Result<Browser, ProviderError> {
         let binary = self.binary(pool);
         let path = binary.require()?;
@@ -250,7 +241,7 @@ impl LocalBrowserSessionProvider {
                 .config
                 .headful_interactive
                 .unwrap_or_else(display_available);
-        let args = self.args(pool);
+        let args = launch_args(&self.config, pool);
         let timeout_ms = self.config.launch_timeout.as_secs_f64() * 1000.0;
         let options = LaunchOptions::new()
             .executable_path(path.to_string_lossy().into_owned())
@@ -327,6 +318,20 @@ impl LocalBrowserSessionProvider {
         }
         self.proxy.close().await;
     }
+}
+
+/// The switches a browser of `pool` is launched with under `config`.
+fn launch_args(config: &LocalProviderConfig, pool: Pool) -> Vec<String> {
+    // A job browser has no shared workers: their requests are not routed, so no network
+    // gate could see them (a separate switch: Playwright's own `--disable-features` would
+    // replace ours).
+    let jobs_only = (pool == Pool::Jobs).then(|| NO_SHARED_WORKERS.to_owned());
+    base_args()
+        .into_iter()
+        .map(str::to_owned)
+        .chain(jobs_only)
+        .chain(config.extra_args.iter().cloned())
+        .collect()
 }
 
 /// A warm pool's contexts ready and being made (`refills`, locked by the caller, forgets
@@ -457,7 +462,7 @@ impl SessionProvider for LocalBrowserSessionProvider {
             // A browser launched without `SharedWorker` needs no script to take it away.
             session.map(|session| {
                 let session = session.with_probe_installed();
-                if launched_without_shared_workers(&self.args(pool)) {
+                if pool == Pool::Jobs && self.jobs_without_shared_workers {
                     session.with_router(Arc::new(RequestRouter::without_shared_workers()))
                 } else {
                     session

@@ -22,7 +22,6 @@
 //!   routes only the first request of a redirect chain: a redirect from an allowed host to a
 //!   refused one is followed (the egress guard still applies to it).
 
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -41,7 +40,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::probe_script::{
-    AHEAD, APPLY, FINISH, FOCUSED, INSPECT, ProbeCall, REMOVE, SIGNALS, SNAPSHOT,
+    AHEAD, APPLY, FINISH, FOCUSED, INSPECT, ProbeCall, REMOVE, SIGNALS, SNAPSHOT, random_u64,
 };
 use crate::session::BrowserSession;
 use crate::steps::{Cause, MARGIN, Step};
@@ -77,12 +76,11 @@ impl PageProbe for BrowserSession {
     ) -> Result<ElementFacts, StepFailure> {
         let step = Step::new(self, timeout);
         let read = async {
-            let mut value = step
-                .read_first(selector, INSPECT.first(self.probe_installed()), None)
+            let value = INSPECT
+                .run(self.probe_installed(), |js| {
+                    step.read_first(selector, js, None)
+                })
                 .await?;
-            if ProbeCall::missing(&value) {
-                value = step.read_first(selector, INSPECT.full(), None).await?;
-            }
             serde_json::from_value::<RawFacts>(value)
                 .map(RawFacts::into_facts)
                 .map_err(|_| step.rejected("inspecting the element: unexpected result"))
@@ -116,12 +114,9 @@ impl PageProbe for BrowserSession {
         let read = async {
             // The element is usually there already: one read of both. Else (not there yet,
             // in a frame, the document changed meanwhile) the signals alone.
-            let mut both = step
-                .read_now(ahead, AHEAD.first(self.probe_installed()))
+            let both = AHEAD
+                .run(self.probe_installed(), |js| step.read_now(ahead, js))
                 .await;
-            if both.as_ref().is_some_and(ProbeCall::missing) {
-                both = step.read_now(ahead, AHEAD.full()).await;
-            }
             if let Some(raw) = both.and_then(|v| serde_json::from_value::<RawAhead>(v).ok()) {
                 return Ok((raw.signals.into_signals(), Some(raw.facts.into_facts())));
             }
@@ -151,15 +146,11 @@ impl PageProbe for BrowserSession {
             hrefs: request.hrefs,
         };
         let read = async {
-            let installed = self.probe_installed();
-            let mut value = step
-                .evaluate_page_with(SNAPSHOT.first(installed), Some(&args), "reading the page")
+            let value = SNAPSHOT
+                .run(self.probe_installed(), |js| {
+                    step.evaluate_page_with(js, Some(&args), "reading the page")
+                })
                 .await?;
-            if ProbeCall::missing(&value) {
-                value = step
-                    .evaluate_page_with(SNAPSHOT.full(), Some(&args), "reading the page")
-                    .await?;
-            }
             serde_json::from_value::<Snapshot>(value)
                 .map_err(|_| step.rejected("reading the page: unexpected result"))
         };
@@ -233,17 +224,11 @@ impl PageProbe for BrowserSession {
     ) -> Result<Option<ElementFacts>, StepFailure> {
         let step = Step::new(self, timeout);
         let read = async {
-            let mut value = step
-                .evaluate_page(
-                    FOCUSED.first(self.probe_installed()),
-                    "reading the focused element",
-                )
+            let value = FOCUSED
+                .run(self.probe_installed(), |js| {
+                    step.evaluate_page(js, "reading the focused element")
+                })
                 .await?;
-            if ProbeCall::missing(&value) {
-                value = step
-                    .evaluate_page(FOCUSED.full(), "reading the focused element")
-                    .await?;
-            }
             let focused = serde_json::from_value::<RawFocused>(value)
                 .map_err(|_| step.rejected("reading the focused element: unexpected result"))?;
             match focused {
@@ -280,7 +265,7 @@ impl BrowserSession {
 
     async fn install_network_gate(&self, gate: Arc<dyn RequestGate>) -> Result<(), StepFailure> {
         self.router()
-            .set_network(self.context(), self.page(), gate)
+            .set_network(self.context(), gate)
             .await
             .map_err(|e| {
                 let reason = Cause::classify(&e).reason();
@@ -294,19 +279,17 @@ impl BrowserSession {
 
 /// The page's signals, read once (again if a navigation replaced the document meanwhile).
 async fn read_signals(step: &Step<'_>) -> Result<PageSignals, StepFailure> {
-    const DOING: &str = "reading the page's signals";
-    let mut value = step
-        .evaluate_page(SIGNALS.first(step.session().probe_installed()), DOING)
+    let value = SIGNALS
+        .run(step.session().probe_installed(), |js| {
+            step.evaluate_page(js, "reading the page's signals")
+        })
         .await?;
-    if ProbeCall::missing(&value) {
-        value = step.evaluate_page(SIGNALS.full(), DOING).await?;
-    }
     serde_json::from_value::<RawSignals>(value)
         .map(RawSignals::into_signals)
         .map_err(|_| step.rejected("reading the page's signals: unexpected result"))
 }
 
-/// What `AHEAD_JS` answers for an element of the top document.
+/// What `AHEAD` answers for an element of the top document.
 #[derive(Deserialize)]
 struct RawAhead {
     signals: RawSignals,
@@ -317,27 +300,10 @@ struct RawAhead {
 /// confirms) another's.
 fn frame_token() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    format!("abr-{:016x}", hasher.finish())
-}
-
-/// Evaluates `call` with `token` on `page` (see [`ProbeCall`]).
-async fn with_token(
-    page: &Page,
-    installed: bool,
-    call: &ProbeCall,
-    token: &str,
-) -> Result<Value, PwError> {
-    let value = page
-        .evaluate::<&str, Value>(call.first(installed), Some(&token))
-        .await?;
-    if ProbeCall::missing(&value) {
-        return page
-            .evaluate::<&str, Value>(call.full(), Some(&token))
-            .await;
-    }
-    Ok(value)
+    format!(
+        "abr-{:016x}",
+        random_u64(COUNTER.fetch_add(1, Ordering::Relaxed))
+    )
 }
 
 /// Takes a frame's blur off (a failure's path: from the source, whatever the document
@@ -388,8 +354,11 @@ impl Frame<'_> {
     }
 
     async fn check(&self, call: &ProbeCall) -> Result<Check, FrameError> {
-        let installed = self.session.probe_installed();
-        let value = with_token(self.session.page(), installed, call, self.token)
+        let page = self.session.page();
+        let value = call
+            .run(self.session.probe_installed(), |js| {
+                page.evaluate::<&str, Value>(js, Some(&self.token))
+            })
             .await
             .map_err(|e| self.browser(&e))?;
         serde_json::from_value(value)

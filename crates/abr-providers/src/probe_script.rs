@@ -13,6 +13,7 @@
 //! (a page may have taken the name in a document where it ran first) and leaves one for
 //! the next read where the name is free.
 
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::LazyLock;
 
@@ -24,15 +25,16 @@ const PROBE_JS: &str = include_str!("probe.js");
 /// What a short call answers in a document that holds no probe.
 const MISSING: &str = "__abr_probe_missing";
 
+/// 64 random bits (a hasher with the process's random keys, `RandomState`, of `salt`).
+pub(crate) fn random_u64(salt: u64) -> u64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(salt);
+    hasher.finish()
+}
+
 /// The window property the probe is installed under: random to this process.
-static NAME: LazyLock<String> = LazyLock::new(|| {
-    let random = |salt: u64| {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(salt);
-        hasher.finish()
-    };
-    format!("__abr_probe_{:016x}{:016x}", random(1), random(2))
-});
+static NAME: LazyLock<String> =
+    LazyLock::new(|| format!("__abr_probe_{:016x}{:016x}", random_u64(1), random_u64(2)));
 
 /// The probe as a frozen object of its entry points, from its source.
 static OBJECT_JS: LazyLock<String> = LazyLock::new(|| {
@@ -81,7 +83,7 @@ impl ProbeCall {
 
     /// The expression to send first: the short one where the context installs the probe
     /// in every document.
-    pub(crate) fn first(&self, installed: bool) -> &str {
+    fn first(&self, installed: bool) -> &str {
         if installed { &self.short } else { &self.full }
     }
 
@@ -90,9 +92,44 @@ impl ProbeCall {
         &self.full
     }
 
-    /// Whether `answer` says the document held no probe (send [`Self::full`]).
-    pub(crate) fn missing(answer: &Value) -> bool {
-        answer.as_str() == Some(MISSING)
+    /// Runs the call with `send` (which evaluates one expression in the page): the short
+    /// form first where the context has the probe in every document (`installed`), the
+    /// whole source again when the document answered that it holds none.
+    pub(crate) async fn run<'s, R, F, Fut>(&'s self, installed: bool, send: F) -> R
+    where
+        R: Answer,
+        F: Fn(&'s str) -> Fut,
+        Fut: Future<Output = R>,
+    {
+        let answer = send(self.first(installed)).await;
+        if answer.missing() {
+            return send(&self.full).await;
+        }
+        answer
+    }
+}
+
+/// What a page evaluation answers, as far as [`ProbeCall::run`] reads it.
+pub(crate) trait Answer {
+    /// The document held no probe.
+    fn missing(&self) -> bool;
+}
+
+impl Answer for Value {
+    fn missing(&self) -> bool {
+        self.as_str() == Some(MISSING)
+    }
+}
+
+impl<E> Answer for Result<Value, E> {
+    fn missing(&self) -> bool {
+        self.as_ref().is_ok_and(Answer::missing)
+    }
+}
+
+impl Answer for Option<Value> {
+    fn missing(&self) -> bool {
+        self.as_ref().is_some_and(Answer::missing)
     }
 }
 
@@ -142,16 +179,21 @@ mod tests {
         assert!(NAME.len() > "__abr_probe_".len() + 16, "{}", *NAME);
         assert!(INSTALL_JS.contains(NAME.as_str()));
         for call in [
-            &*INSPECT, &*SIGNALS, &*AHEAD, &*FOCUSED, &*APPLY, &*SNAPSHOT,
+            &*INSPECT, &*SIGNALS, &*AHEAD, &*FOCUSED, &*APPLY, &*FINISH, &*REMOVE, &*SNAPSHOT,
         ] {
             assert!(call.short.len() < 400, "{}", call.short);
             assert!(call.short.contains(MISSING));
-            assert!(call.full.contains("function") || call.full.len() > 30_000);
+            assert!(!call.short.contains(PROBE_JS));
+            assert!(call.full.contains(PROBE_JS));
             assert!(!call.full.contains(MISSING));
             assert_eq!(call.first(true), call.short);
             assert_eq!(call.first(false), call.full);
         }
-        assert!(ProbeCall::missing(&Value::from(MISSING)));
-        assert!(!ProbeCall::missing(&Value::Null));
+        assert!(Value::from(MISSING).missing());
+        assert!(!Value::Null.missing());
+        assert!(Ok::<_, ()>(Value::from(MISSING)).missing());
+        assert!(!Err::<Value, _>(()).missing());
+        assert!(Some(Value::from(MISSING)).missing());
+        assert!(!None::<Value>.missing());
     }
 }

@@ -247,11 +247,10 @@ impl RequestRouter {
 
     /// Sets the network gate (a new one replaces the last), routes the context, routes its
     /// WebSockets when the gate guards them, and joins the browser's net for the requests
-    /// Playwright does not route (`unload`; `page` is the context's).
+    /// Playwright does not route (`unload`).
     pub(crate) async fn set_network(
         self: &Arc<Self>,
         context: &BrowserContext,
-        page: &Page,
         gate: Arc<dyn RequestGate>,
     ) -> Result<(), PwError> {
         let websockets = gate.websockets_guarded();
@@ -261,7 +260,7 @@ impl RequestRouter {
         let (routed, scripted, joined) = tokio::join!(
             self.install(context),
             self.no_shared_workers(context),
-            self.join_net(context, page)
+            self.join_net(context)
         );
         routed?;
         scripted?;
@@ -285,11 +284,7 @@ impl RequestRouter {
     }
 
     /// Joins the browser's net for the requests Playwright does not route (`unload`), once.
-    async fn join_net(
-        self: &Arc<Self>,
-        context: &BrowserContext,
-        page: &Page,
-    ) -> Result<(), PwError> {
+    async fn join_net(self: &Arc<Self>, context: &BrowserContext) -> Result<(), PwError> {
         let registered = self
             .unload
             .lock()
@@ -305,7 +300,7 @@ impl RequestRouter {
             ));
         };
         let gated: Arc<dyn Gated> = Arc::clone(self) as Arc<dyn Gated>;
-        let registration = unload::register(&browser, context, page, &gated)
+        let registration = unload::register(&browser, context, &gated)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "the browser's net for documents being left");

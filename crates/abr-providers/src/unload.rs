@@ -57,8 +57,6 @@ static NETS: LazyLock<tokio::sync::Mutex<HashMap<String, Arc<BrowserNet>>>> =
 struct Guarded {
     router: Weak<dyn Gated>,
     context: BrowserContext,
-    /// The page it joined with: what its Chromium id is asked through.
-    page: Page,
     /// Its Chromium id (`None` when the browser would not say), asked once.
     id: Arc<tokio::sync::OnceCell<Option<String>>>,
 }
@@ -67,7 +65,7 @@ impl Guarded {
     /// The context's Chromium id: asked now unless it was already (or is being) asked.
     async fn id(&self) -> Option<&str> {
         self.id
-            .get_or_init(|| chromium_id(&self.context, &self.page))
+            .get_or_init(|| chromium_id(&self.context))
             .await
             .as_deref()
     }
@@ -139,13 +137,10 @@ async fn call(cdp: &CDPSession, method: &str, params: Value) -> Option<Value> {
     }
 }
 
-/// The id Chromium gives `context` (asked through `page`, else any other page it has).
-async fn chromium_id(context: &BrowserContext, page: &Page) -> Option<String> {
-    if let Some(id) = id_through(context, page).await {
-        return Some(id);
-    }
-    for other in context.pages() {
-        if let Some(id) = id_through(context, &other).await {
+/// The id Chromium gives `context`, asked through its first page that answers.
+async fn chromium_id(context: &BrowserContext) -> Option<String> {
+    for page in context.pages() {
+        if let Some(id) = id_through(context, &page).await {
             return Some(id);
         }
     }
@@ -166,7 +161,7 @@ async fn id_through(context: &BrowserContext, page: &Page) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Joins `context` (whose page is `page`) to its browser's net, judged by `router`. The
+/// Joins `context` to its browser's net, judged by `router`. The
 /// context's Chromium id is asked in the background (see the module docs).
 ///
 /// # Errors
@@ -174,7 +169,6 @@ async fn id_through(context: &BrowserContext, page: &Page) -> Option<String> {
 pub(crate) async fn register(
     browser: &Browser,
     context: &BrowserContext,
-    page: &Page,
     router: &Arc<dyn Gated>,
 ) -> Result<Registration, String> {
     let mut nets = NETS.lock().await;
@@ -214,7 +208,6 @@ pub(crate) async fn register(
     let guarded = Guarded {
         router: Arc::downgrade(router) as Weak<dyn Gated>,
         context: context.clone(),
-        page: page.clone(),
         id: Arc::default(),
     };
     let key = NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
