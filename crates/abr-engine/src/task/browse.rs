@@ -797,6 +797,9 @@ impl<C: TaskContext> TaskRunner<C> {
         self.announce_step(&open.task, &result);
         open.task.record.steps.push(described);
         open.task.record.step_results.push(result);
+        if rails::acts(&browser) {
+            open.rails.writes_owner = Some(index);
+        }
         if let Err(failure) = self.save_progress(&mut open.task).await {
             tracing::warn!(code = %failure.body.code, "could not record a browse action");
         }

@@ -166,8 +166,11 @@ impl RunNetwork {
         self.closed.store(true, Ordering::SeqCst);
     }
 
-    /// What happened since the last call.
-    pub(crate) fn take(&self) -> NetActivity {
+    /// What happened since the last call. A first write being announced and marked is
+    /// waited for (at most [`MARK_TIMEOUT`]): it reached the gate during what is being read,
+    /// so whether it left is part of the answer.
+    pub(crate) async fn take(&self) -> NetActivity {
+        drop(self.marking.lock().await);
         let pending = std::mem::take(&mut *self.lock_pending());
         let writes = self.writes.load(Ordering::SeqCst);
         let read = self.writes_read.swap(writes, Ordering::SeqCst);
@@ -348,7 +351,7 @@ mod tests {
         assert!(!gate.admit(&post("https://tracker.other.net/t")).await);
         assert!(gate.websockets_guarded());
         assert!(!gate.admit_websocket("wss://chat.shop.example/socket"));
-        let seen = gate.take();
+        let seen = gate.take().await;
         let blocked: Vec<_> = seen
             .blocked
             .iter()
@@ -376,7 +379,7 @@ mod tests {
         );
         assert!(!seen.wrote && !gate.committed());
         assert_eq!(marks.load(Ordering::SeqCst), 0);
-        assert!(gate.take().blocked.is_empty(), "read once");
+        assert!(gate.take().await.blocked.is_empty(), "read once");
         // A person holding the browser in a takeover acts as themselves.
         gate.set_person(true);
         assert!(gate.admit(&post("https://shop.example/login")).await);
@@ -389,7 +392,10 @@ mod tests {
     async fn a_read_write_gate_marks_once_before_the_first_own_write_and_counts_them() {
         let (gate, marks) = gate(None);
         assert!(gate.admit(&post("https://tracker.other.net/t")).await);
-        assert!(!gate.take().wrote, "a third party's write is background");
+        assert!(
+            !gate.take().await.wrote,
+            "a third party's write is background"
+        );
         assert_eq!(marks.load(Ordering::SeqCst), 0);
         assert!(gate.admit(&post("https://shop.example/api/like")).await);
         assert!(gate.admit(&post("https://api.shop.example/api/like")).await);
@@ -398,8 +404,8 @@ mod tests {
             1,
             "marked once, before the first"
         );
-        assert!(gate.take().wrote && gate.committed());
-        assert!(!gate.take().wrote, "nothing new since");
+        assert!(gate.take().await.wrote && gate.committed());
+        assert!(!gate.take().await.wrote, "nothing new since");
         assert!(!gate.websockets_guarded());
         // Once the run ended, nothing more leaves.
         gate.close();
@@ -411,8 +417,42 @@ mod tests {
         own.add_host("shop.example");
         let gate = RunNetwork::new(NetworkRules::default(), own, None, failing);
         assert!(!gate.admit(&post("https://shop.example/api/like")).await);
-        let seen = gate.take();
+        let seen = gate.take().await;
         assert!(!seen.wrote && seen.unannounced.is_some());
         assert!(!gate.committed());
+    }
+
+    #[tokio::test]
+    async fn a_write_still_being_marked_is_part_of_what_is_read_meanwhile() {
+        // The store is slow to mark the run: the write reached the gate, so reading the gate
+        // waits for the mark and reports the write, instead of leaving it to the next step.
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let released = Arc::new(tokio::sync::Mutex::new(Some(released)));
+        let mark: MarkCommitting = Arc::new(move || {
+            let released = Arc::clone(&released);
+            Box::pin(async move {
+                if let Some(released) = released.lock().await.take() {
+                    let _ = released.await;
+                }
+                Ok(())
+            })
+        });
+        let mut own = OwnSites::default();
+        own.add_host("shop.example");
+        let gate = RunNetwork::new(NetworkRules::default(), own, None, mark);
+        let sender = Arc::clone(&gate);
+        let write =
+            tokio::spawn(async move { sender.admit(&post("https://shop.example/api/like")).await });
+        // The write is at the gate, its mark under way.
+        while gate.marking.try_lock().is_ok() {
+            tokio::task::yield_now().await;
+        }
+        let reader = Arc::clone(&gate);
+        let read = tokio::spawn(async move { reader.take().await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!read.is_finished(), "the read waits for the mark");
+        let _ = release.send(());
+        assert!(read.await.unwrap().wrote, "the write is in this read");
+        assert!(write.await.unwrap(), "and it left");
     }
 }

@@ -319,7 +319,7 @@ impl<C: TaskContext> TaskRunner<C> {
         lease: &Lease<C>,
         index: usize,
     ) -> Result<bool, Failure> {
-        let net = rails.network.take();
+        let net = rails.network.take().await;
         if net.wrote {
             task.committing_started = true;
         }

@@ -116,6 +116,9 @@ pub(crate) struct Rails {
     /// The next step's element and its facts as the last checkpoint read them with the
     /// page (no pause since), for that step to judge instead of reading them again.
     pub(crate) ahead: Option<(Selector, ElementFacts)>,
+    /// The record's last step result of an action on the page ([`acts`]): a write the
+    /// page sends while a later step only reads or waits, or between steps, is its.
+    pub(crate) writes_owner: Option<usize>,
 }
 
 impl std::fmt::Debug for Rails {
@@ -158,6 +161,7 @@ impl Rails {
             refused_seen: 0,
             approval: CommitApproval::NotRequired,
             ahead: None,
+            writes_owner: None,
         }
     }
 }
@@ -290,6 +294,15 @@ pub(crate) fn reads_only(action: &BrowserAction) -> bool {
         action,
         BrowserAction::Extract { .. } | BrowserAction::Assert { .. } | BrowserAction::Wait { .. }
     )
+}
+
+/// Whether `action` acts on the page, so that a write the page sends while it runs may be
+/// its doing: anything but a read, a wait and a screenshot. A write seen during one of
+/// those came from an earlier action or the page itself, and is put on the last step that
+/// acted ([`Rails::writes_owner`]): a script's post reaches the gate a moment after the
+/// click that started it, often while the next step waits.
+pub(crate) fn acts(action: &BrowserAction) -> bool {
+    !reads_only(action) && !matches!(action, BrowserAction::Screenshot)
 }
 
 /// Whether the page may have moved on after `action`, so that a checkpoint reads it again:

@@ -539,10 +539,20 @@ impl<C: TaskContext> TaskRunner<C> {
                 self.guarded_step(task, rails, lease, index, &filled.action, timeout)
                     .await
             };
-            let committing = match &done {
+            let mut committing = match &done {
                 Ok((_, committing)) | Err((_, committing)) => *committing,
             };
             committed |= committing;
+            // A write seen while this step only read or waited is the last acting step's.
+            if committing
+                && !rails::acts(&filled.action)
+                && let Some(owner) = rails
+                    .writes_owner
+                    .and_then(|i| task.record.step_results.get_mut(i))
+            {
+                owner.committing = true;
+                committing = false;
+            }
             let mut result = StepResult {
                 index,
                 action: filled.action.kind().to_owned(),
@@ -569,6 +579,9 @@ impl<C: TaskContext> TaskRunner<C> {
             }
             self.announce_step(task, &result);
             task.record.step_results.push(result);
+            if rails::acts(&filled.action) {
+                rails.writes_owner = task.record.step_results.len().checked_sub(1);
+            }
             let saved = self.save_progress(task).await;
             if let Err(failure) = saved {
                 return Outcome::interrupted(committed, Some(index), failure);
@@ -625,8 +638,9 @@ impl<C: TaskContext> TaskRunner<C> {
             .await
     }
 
-    /// What the network did since the last step ended, put on that step's result (and the
-    /// record's `blocked`): a refusal there makes it a refused step, a write makes it
+    /// What the network did since the last step ended, put on the result of the last step
+    /// that acted ([`Rails::writes_owner`](rails::Rails), else the last step) and the
+    /// record's `blocked`: a refusal there makes it a refused step, a write makes it
     /// committing. Before the first step, a write still counts for the outcome
     /// ([`RunNetwork::committed`]). `Err`: a write could not be announced or marked (it
     /// never left the browser), and the run stops.
@@ -636,7 +650,9 @@ impl<C: TaskContext> TaskRunner<C> {
         rails: &mut Rails,
         lease: &Lease<C>,
     ) -> Result<(), Failure> {
-        let last = task.record.step_results.len().checked_sub(1);
+        let last = rails
+            .writes_owner
+            .or_else(|| task.record.step_results.len().checked_sub(1));
         let index = last.unwrap_or(0);
         let outcome = self.network_after(task, rails, lease, index).await;
         let Some(result) = last.and_then(|i| task.record.step_results.get_mut(i)) else {

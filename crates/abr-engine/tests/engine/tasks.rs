@@ -1996,6 +1996,29 @@ async fn a_write_the_page_sends_makes_the_task_uncertain_whatever_the_element_lo
 }
 
 #[tokio::test]
+async fn a_write_that_reaches_the_gate_while_the_next_step_waits_is_the_clicks() {
+    // The click's script posts a moment later: the post reaches the gate while the wait
+    // that follows the click is running (and fails). A wait does not act: the write is the
+    // click's, and the run may have acted.
+    let h = h();
+    h.page.set_facts("#more", harmless_link());
+    h.page
+        .request_on("#more", "POST", "https://api.tool.example/track");
+    h.page.scripts_send_after(Duration::from_millis(60));
+    h.page.fault_on("text:Never shown", FakeFault::Hang);
+    let record = h.run(show_more_plan(false)).await.record;
+    assert_eq!(h.page.sent().len(), 1, "the post left");
+    assert_eq!(record.state, TaskState::Uncertain, "{:?}", record.error);
+    assert!(!record.error.unwrap().retryable);
+    let committing: Vec<bool> = record.step_results.iter().map(|r| r.committing).collect();
+    assert_eq!(
+        committing,
+        [true, false],
+        "the click sent it, the wait did not"
+    );
+}
+
+#[tokio::test]
 async fn a_read_only_task_sends_no_write_whatever_the_page_does() {
     let h = h();
     h.page.set_facts("#more", harmless_link());
