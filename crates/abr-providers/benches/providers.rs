@@ -251,7 +251,10 @@ async fn reads(local: &LocalBrowserSessionProvider, state: &AgentSessionState, u
         session.signals(t).await.expect("signals");
         sample.push(t0.elapsed());
         let t0 = Instant::now();
-        session.inspect(&selector, t).await.expect("inspect");
+        session
+            .inspect(&selector, abr_core::guard::Reach::FirstVisible, t)
+            .await
+            .expect("inspect");
         sample.push(t0.elapsed());
         let t0 = Instant::now();
         let options = ScreenshotOptions::builder()

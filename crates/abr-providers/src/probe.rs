@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use abr_core::guard::{
-    ElementFacts, FormFacts, FrameError, PageProbe, PageSignals, RedactedFrame, RequestGate,
+    ElementFacts, FormFacts, FrameError, PageProbe, PageSignals, Reach, RedactedFrame, RequestGate,
     SiteFilter, SnapshotRequest,
 };
 use abr_core::step_runner::{StepFailure, StepFailureKind};
@@ -72,13 +72,14 @@ impl PageProbe for BrowserSession {
     async fn inspect(
         &self,
         selector: &Selector,
+        reach: Reach,
         timeout: Duration,
     ) -> Result<ElementFacts, StepFailure> {
         let step = Step::new(self, timeout);
         let read = async {
             let value = INSPECT
                 .run(self.probe_installed(), |js| {
-                    step.read_first(selector, js, None)
+                    step.read_first(selector, reach, js, None)
                 })
                 .await?;
             serde_json::from_value::<RawFacts>(value)
@@ -108,6 +109,7 @@ impl PageProbe for BrowserSession {
     async fn signals_ahead(
         &self,
         ahead: &Selector,
+        reach: Reach,
         timeout: Duration,
     ) -> Result<(PageSignals, Option<ElementFacts>), StepFailure> {
         let step = Step::new(self, timeout);
@@ -115,7 +117,7 @@ impl PageProbe for BrowserSession {
             // The element is usually there already: one read of both. Else (not there yet,
             // in a frame, the document changed meanwhile) the signals alone.
             let both = AHEAD
-                .run(self.probe_installed(), |js| step.read_now(ahead, js))
+                .run(self.probe_installed(), |js| step.read_now(ahead, reach, js))
                 .await;
             if let Some(raw) = both.and_then(|v| serde_json::from_value::<RawAhead>(v).ok()) {
                 return Ok((raw.signals.into_signals(), Some(raw.facts.into_facts())));

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use abr_core::guard::Reach;
 use abr_core::step_runner::{
     BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner, UploadFile,
 };
@@ -378,16 +379,20 @@ impl<'a> Step<'a> {
         self.session.page().locator(selector)
     }
 
-    /// The first visible match of `selector`: what a person would act on.
-    fn visible(&self, selector: &Selector) -> Result<Locator, StepFailure> {
-        let base = playwright_selector(selector).map_err(|m| self.rejected(m))?;
-        Ok(self.locator(format!("{base} >> visible=true >> nth=0")))
+    /// The `reach` match of `selector` ([`reached`]).
+    fn target(&self, selector: &Selector, reach: Reach) -> Result<Locator, StepFailure> {
+        let target = reached(selector, reach).map_err(|m| self.rejected(m))?;
+        Ok(self.locator(target))
     }
 
-    /// The first match of `selector`, visible or not: what a read looks at.
+    /// The first visible match of `selector`: what a person would act on.
+    fn visible(&self, selector: &Selector) -> Result<Locator, StepFailure> {
+        self.target(selector, Reach::FirstVisible)
+    }
+
+    /// The first match of `selector`, visible or not: what a read (and an upload) looks at.
     fn first(&self, selector: &Selector) -> Result<Locator, StepFailure> {
-        let base = playwright_selector(selector).map_err(|m| self.rejected(m))?;
-        Ok(self.locator(format!("{base} >> nth=0")))
+        self.target(selector, Reach::First)
     }
 
     /// Waits until `locator` reaches `state`; `NotFound` when it does not in time.
@@ -551,8 +556,7 @@ impl<'a> Step<'a> {
         // and for such an option. playwright-rs offers value, label and index but not this
         // protocol option (`valueOrLabel`), so it is sent on the frame's channel; reading
         // which one matches first cost a second round trip (4-5 ms).
-        let base = playwright_selector(selector).map_err(|m| self.rejected(m))?;
-        let target = format!("{base} >> visible=true >> nth=0");
+        let target = reached(selector, Reach::FirstVisible).map_err(|m| self.rejected(m))?;
         let params = serde_json::json!({
             "selector": target,
             "strict": true,
@@ -746,7 +750,9 @@ impl<'a> Step<'a> {
     async fn extract(&self, what: &Extraction) -> Result<Value, StepFailure> {
         match what {
             Extraction::Text { selector } => {
-                let value = self.read_first(selector, TEXT_JS, None).await?;
+                let value = self
+                    .read_first(selector, Reach::First, TEXT_JS, None)
+                    .await?;
                 Ok(value)
             }
             Extraction::Attribute {
@@ -756,6 +762,7 @@ impl<'a> Step<'a> {
                 let value = self
                     .read_first(
                         selector,
+                        Reach::First,
                         ATTRIBUTE_JS,
                         Some(Value::from(attribute.as_str())),
                     )
@@ -763,7 +770,9 @@ impl<'a> Step<'a> {
                 Ok(value)
             }
             Extraction::Table { selector } => {
-                let value = self.read_first(selector, TABLE_JS, None).await?;
+                let value = self
+                    .read_first(selector, Reach::First, TABLE_JS, None)
+                    .await?;
                 if value.is_null() {
                     return Err(self.rejected("the element is not a table and holds none"));
                 }
@@ -779,24 +788,28 @@ impl<'a> Step<'a> {
     pub(crate) async fn read_first(
         &self,
         selector: &Selector,
+        reach: Reach,
         js: &str,
         arg: Option<Value>,
     ) -> Result<Value, StepFailure> {
-        let target = self.first(selector)?;
-        self.read_at_once(
-            &target,
-            js,
-            arg,
-            WaitForState::Attached,
-            "no element matched the selector",
-        )
-        .await
+        let target = self.target(selector, reach)?;
+        let missing = match reach {
+            Reach::FirstVisible => NO_VISIBLE,
+            Reach::First => "no element matched the selector",
+        };
+        self.read_at_once(&target, js, arg, WaitForState::Attached, missing)
+            .await
     }
 
     /// Evaluates `js` on the first match of `selector` once, without waiting: `None` when
     /// nothing matches now (or the read failed in any way).
-    pub(crate) async fn read_now(&self, selector: &Selector, js: &str) -> Option<Value> {
-        let target = self.first(selector).ok()?;
+    pub(crate) async fn read_now(
+        &self,
+        selector: &Selector,
+        reach: Reach,
+        js: &str,
+    ) -> Option<Value> {
+        let target = self.target(selector, reach).ok()?;
         target.evaluate::<Value, Value>(js, None).await.ok()
     }
 
@@ -998,6 +1011,17 @@ const LIST_JS: &str = r"(items, fields) => {
   return { items: out };
 }";
 
+/// The Playwright selector of the element an action on `selector` acts on, its `reach`
+/// match: the one place both the action and the guard's read before it take it from, so the
+/// element judged is the element acted on.
+pub(crate) fn reached(selector: &Selector, reach: Reach) -> Result<String, String> {
+    let base = playwright_selector(selector)?;
+    Ok(match reach {
+        Reach::FirstVisible => format!("{base} >> visible=true >> nth=0"),
+        Reach::First => format!("{base} >> nth=0"),
+    })
+}
+
 /// The Playwright selector for `selector`, or why there is none.
 pub(crate) fn playwright_selector(selector: &Selector) -> Result<String, String> {
     match selector {
@@ -1112,6 +1136,16 @@ mod tests {
         assert_eq!(
             playwright_selector(&explicit(None, None, Some("link"), None)),
             Ok("internal:role=link".to_owned())
+        );
+        // An action and the guard's read before it reach the same match.
+        let submit = Selector::Css("#submit".into());
+        assert_eq!(
+            reached(&submit, Reach::FirstVisible),
+            Ok("#submit >> visible=true >> nth=0".to_owned())
+        );
+        assert_eq!(
+            reached(&submit, Reach::First),
+            Ok("#submit >> nth=0".to_owned())
         );
     }
 

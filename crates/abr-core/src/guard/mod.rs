@@ -39,7 +39,7 @@ pub use network::{
 };
 pub use pause::{PauseRules, detect_pause};
 pub use probe::{
-    FormFacts, FrameError, PageProbe, PageSignals, REDACTED, RedactedFrame, SiteFilter,
+    FormFacts, FrameError, PageProbe, PageSignals, REDACTED, Reach, RedactedFrame, SiteFilter,
     SnapshotRequest,
 };
 pub use run_guard::{ReadOnlySource, RunGuard};

@@ -7,7 +7,32 @@ use async_trait::async_trait;
 
 use crate::guard::element::ElementFacts;
 use crate::guard::network::RequestGate;
+use crate::step_runner::BrowserAction;
 use crate::step_runner::StepFailure;
+
+/// Which match of its selector an action acts on, and so which element the guard judges
+/// before it: the same rule for the read and the action, so that the element judged is
+/// the element acted on (a hidden harmless first match cannot stand in for a visible
+/// committing second one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The first visible match: what a person would act on (a click, typing, a choice, a
+    /// key pressed on an element).
+    FirstVisible,
+    /// The first match, visible or not: an upload (a file input is usually hidden behind
+    /// a styled button).
+    First,
+}
+
+impl Reach {
+    /// The match `action` acts on.
+    pub fn of(action: &BrowserAction) -> Self {
+        match action {
+            BrowserAction::Upload { .. } => Self::First,
+            _ => Self::FirstVisible,
+        }
+    }
+}
 
 /// One form on the page, as the pause detector sees it: kinds of fields, never values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -118,6 +143,8 @@ pub trait SiteFilter: Send + Sync + std::fmt::Debug + 'static {
 /// - `inspect` reads the first element `selector` matches (waiting for it to be attached,
 ///   within `timeout`); a missing element is a [`StepFailure`] of kind `NotFound`.
 /// - `signals` reads the whole page in one pass, within `timeout`.
+/// - `inspect` reads the element an action acts on: the [`Reach`] match of its selector,
+///   waiting for one within `timeout`.
 /// - `signals_ahead` is `signals` and, in the same pass, what `inspect(ahead)` would answer
 ///   right now, when `ahead` matches an element in the page's top document at once; it
 ///   never waits for the element (`None`: the caller inspects, and waits, as usual).
@@ -141,10 +168,11 @@ pub trait SiteFilter: Send + Sync + std::fmt::Debug + 'static {
 ///   change it makes to the page.
 #[async_trait]
 pub trait PageProbe: Send + Sync + 'static {
-    /// Facts about the element `selector` matches.
+    /// Facts about the element an action on `selector` acts on (its `reach` match).
     async fn inspect(
         &self,
         selector: &Selector,
+        reach: Reach,
         timeout: Duration,
     ) -> Result<ElementFacts, StepFailure>;
 
@@ -155,15 +183,16 @@ pub trait PageProbe: Send + Sync + 'static {
     /// The page's signals.
     async fn signals(&self, timeout: Duration) -> Result<PageSignals, StepFailure>;
 
-    /// The page's signals and, read with them, the facts of the element `ahead` matches
-    /// when it is there already (the next step's element: one read where there were two).
-    /// Default: the signals alone.
+    /// The page's signals and, read with them, the facts of the element an action on
+    /// `ahead` acts on (its `reach` match) when it is there already (the next step's
+    /// element: one read where there were two). Default: the signals alone.
     async fn signals_ahead(
         &self,
         ahead: &Selector,
+        reach: Reach,
         timeout: Duration,
     ) -> Result<(PageSignals, Option<ElementFacts>), StepFailure> {
-        let _ = ahead;
+        let _ = (ahead, reach);
         Ok((self.signals(timeout).await?, None))
     }
 
@@ -245,5 +274,43 @@ impl SnapshotRequest {
     /// [`Self::is_reference`] first).
     pub fn selector(&self, reference: &str) -> Selector {
         Selector::Css(format!("[{}=\"{reference}\"]", self.attr))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abr_protocol::SecretValue;
+
+    #[test]
+    fn an_upload_reaches_its_first_match_and_every_other_action_its_first_visible_one() {
+        let selector = || Selector::Css("#x".into());
+        assert_eq!(
+            Reach::of(&BrowserAction::Upload {
+                selector: selector(),
+                files: Vec::new()
+            }),
+            Reach::First
+        );
+        for action in [
+            BrowserAction::Click {
+                selector: selector(),
+            },
+            BrowserAction::Type {
+                selector: selector(),
+                value: SecretValue::new("v"),
+                submit: false,
+            },
+            BrowserAction::Select {
+                selector: selector(),
+                value: "v".into(),
+            },
+            BrowserAction::Press {
+                selector: Some(selector()),
+                key: "Enter".into(),
+            },
+        ] {
+            assert_eq!(Reach::of(&action), Reach::FirstVisible, "{action:?}");
+        }
     }
 }

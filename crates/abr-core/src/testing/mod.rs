@@ -1265,6 +1265,7 @@ impl crate::guard::probe::PageProbe for FakeContext {
     async fn inspect(
         &self,
         selector: &Selector,
+        _reach: crate::guard::probe::Reach,
         _timeout: std::time::Duration,
     ) -> Result<crate::guard::element::ElementFacts, StepFailure> {
         let mut page = self.page.lock();
@@ -1275,6 +1276,7 @@ impl crate::guard::probe::PageProbe for FakeContext {
     async fn signals_ahead(
         &self,
         ahead: &Selector,
+        _reach: crate::guard::probe::Reach,
         timeout: std::time::Duration,
     ) -> Result<
         (

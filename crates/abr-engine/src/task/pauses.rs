@@ -6,7 +6,7 @@ use std::time::Duration;
 use abr_core::codes;
 use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
-use abr_core::guard::{ElementFacts, SiteVerdict, detect_pause};
+use abr_core::guard::{ElementFacts, Reach, SiteVerdict, detect_pause};
 use abr_core::provider::Lease;
 use abr_core::step_runner::{BrowserAction, StepOutput};
 use abr_core::store::StoredTask;
@@ -185,11 +185,12 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut reopened = false;
         // The element as the checkpoint before this step read it with the page (no pause
         // since): judged as it is, once; any later look reads it again.
+        let reach = Reach::of(action);
         let mut ahead = rails
             .ahead
             .take()
-            .filter(|(selector, _)| Some(selector) == rails::target(action))
-            .map(|(_, facts)| facts);
+            .filter(|(selector, read, _)| Some(selector) == rails::target(action) && *read == reach)
+            .map(|(_, _, facts)| facts);
         loop {
             let facts = match rails::target(action) {
                 None if matches!(action, BrowserAction::Press { .. }) => {
@@ -198,7 +199,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 }
                 None => None,
                 Some(_) if ahead.is_some() => ahead.take(),
-                Some(selector) => match self.inspect(context, selector, timeout).await {
+                Some(selector) => match self.inspect(context, selector, reach, timeout).await {
                     Ok(facts) => Some(facts),
                     Err(failure) => {
                         if retry_or_stuck(failure, false, rails, &mut failures, stuck_pauses)? {
@@ -420,7 +421,7 @@ impl<C: TaskContext> TaskRunner<C> {
         rails: &mut Rails,
         lease: &Lease<C>,
         next_step: Option<usize>,
-        look_ahead: Option<&abr_protocol::Selector>,
+        look_ahead: Option<&BrowserAction>,
     ) -> Result<bool, Failure> {
         let context = lease.context();
         let timeout = self
@@ -442,11 +443,13 @@ impl<C: TaskContext> TaskRunner<C> {
             }
             // A page that cannot be read is not a reason to stop: the next step or the
             // verification finds out.
-            let read = match look_ahead {
-                Some(selector) => {
-                    match guarded(timeout, context.signals_ahead(selector, timeout)).await {
+            let ahead =
+                look_ahead.and_then(|action| Some((rails::target(action)?, Reach::of(action))));
+            let read = match ahead {
+                Some((selector, reach)) => {
+                    match guarded(timeout, context.signals_ahead(selector, reach, timeout)).await {
                         Step::Done((signals, facts)) => {
-                            Some((signals, facts.map(|f| (selector.clone(), f))))
+                            Some((signals, facts.map(|f| (selector.clone(), reach, f))))
                         }
                         _ => None,
                     }
@@ -637,11 +640,12 @@ impl<C: TaskContext> TaskRunner<C> {
         &self,
         context: &C,
         selector: &abr_protocol::Selector,
+        reach: Reach,
         timeout: Duration,
     ) -> Result<ElementFacts, Failure> {
         match guarded(
             timeout + self.config().step_grace,
-            context.inspect(selector, timeout),
+            context.inspect(selector, reach, timeout),
         )
         .await
         {

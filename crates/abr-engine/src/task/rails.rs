@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use abr_core::context::TaskContext;
 use abr_core::guard::{
-    ElementFacts, FrameRecorder, PauseRules, RunGuard, SiteFilter, SitePolicy, SiteVerdict,
+    ElementFacts, FrameRecorder, PauseRules, Reach, RunGuard, SiteFilter, SitePolicy, SiteVerdict,
 };
 use abr_core::plan::FilledStep;
 use abr_core::provider::Lease;
@@ -113,9 +113,10 @@ pub(crate) struct Rails {
     pub(crate) refused_seen: usize,
     /// Whether the action now running may commit without a person's word.
     pub(crate) approval: CommitApproval,
-    /// The next step's element and its facts as the last checkpoint read them with the
-    /// page (no pause since), for that step to judge instead of reading them again.
-    pub(crate) ahead: Option<(Selector, ElementFacts)>,
+    /// The next step's element (its selector and the match its action acts on) and its
+    /// facts as the last checkpoint read them with the page (no pause since), for that step
+    /// to judge instead of reading them again.
+    pub(crate) ahead: Option<(Selector, Reach, ElementFacts)>,
     /// The record's last step result of an action on the page ([`acts`]): a write the
     /// page sends while a later step only reads or waits, or between steps, is its.
     pub(crate) writes_owner: Option<usize>,

@@ -1052,10 +1052,11 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 }
 
-/// The element of step `index`, if it has one: what the checkpoint before it reads with the
-/// page.
-fn look_ahead(steps: &[FilledStep], index: usize) -> Option<&abr_protocol::Selector> {
+/// The action of step `index` when it acts on an element: what the checkpoint before it
+/// reads with the page.
+fn look_ahead(steps: &[FilledStep], index: usize) -> Option<&BrowserAction> {
     steps
         .get(index)
-        .and_then(|step| rails::target(&step.action))
+        .map(|step| &step.action)
+        .filter(|action| rails::target(action).is_some())
 }

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abr_core::guard::{
-    CommitRules, ElementFacts, FrameError, MAX_FRAME_BYTES, PageProbe, RedactedFrame, SiteFilter,
-    commit_class,
+    CommitRules, ElementFacts, FrameError, MAX_FRAME_BYTES, PageProbe, Reach, RedactedFrame,
+    SiteFilter, commit_class,
 };
 use abr_core::step_runner::{BrowserAction, StepFailureKind, StepRunner, UploadFile};
 use abr_core::{AcquireMode, AcquireRequest, AllowedPrivate, EgressPolicy, Lease, SessionProvider};
@@ -221,6 +221,7 @@ impl Site {
         let app = Router::new()
             .route("/corpus", get(|| async { Html(CORPUS) }))
             .route("/impostor", get(|| async { Html(IMPOSTOR) }))
+            .route("/twins", get(|| async { Html(TWINS) }))
             .route("/snapshot", get(|| async { Html(SNAPSHOT_PAGE) }))
             .route("/large", get(|| async { Html(large_page()) }))
             .route("/unpainted", get(|| async { Html(UNPAINTED_PAGE) }))
@@ -400,9 +401,14 @@ async fn go(session: &BrowserSession, url: &str) {
         .unwrap_or_else(|e| panic!("goto {url}: {e}"));
 }
 
+/// The facts of the element an action on `selector` acts on (its first visible match).
 async fn facts(session: &BrowserSession, selector: &str) -> ElementFacts {
+    facts_of(session, selector, Reach::FirstVisible).await
+}
+
+async fn facts_of(session: &BrowserSession, selector: &str, reach: Reach) -> ElementFacts {
     session
-        .inspect(&css(selector), STEP)
+        .inspect(&css(selector), reach, STEP)
         .await
         .unwrap_or_else(|e| panic!("inspect {selector}: {:?} {}", e.kind, e.message))
 }
@@ -669,7 +675,7 @@ async fn element_facts_drive_the_commit_rule() {
         Value::from(TYPED)
     );
     // Nor the value of a hidden input (a token), alone or inside a link.
-    let token = facts(s, "#token").await;
+    let token = facts_of(s, "#token", Reach::First).await;
     assert_eq!(
         (token.input_type.as_deref(), token.name.as_str()),
         (Some("hidden"), "")
@@ -684,7 +690,7 @@ async fn element_facts_drive_the_commit_rule() {
         "#token",
         "#with-token",
     ] {
-        everything.push_str(&format!("{:?}", facts(s, selector).await));
+        everything.push_str(&format!("{:?}", facts_of(s, selector, Reach::First).await));
     }
     assert!(
         !everything.to_lowercase().contains(&TYPED.to_lowercase()),
@@ -709,7 +715,11 @@ async fn element_facts_drive_the_commit_rule() {
     // A missing element is NotFound, within its deadline.
     let started = Instant::now();
     let missing = s
-        .inspect(&css("#nowhere"), Duration::from_millis(800))
+        .inspect(
+            &css("#nowhere"),
+            Reach::FirstVisible,
+            Duration::from_millis(800),
+        )
         .await
         .unwrap_err();
     assert_eq!(missing.kind, StepFailureKind::NotFound);
@@ -794,13 +804,19 @@ async fn signals_ahead_answer_as_signals_and_inspect_do_and_never_wait() {
 
     let signals = s.signals(STEP).await.unwrap();
     let facts = facts(s, "form button").await;
-    let (ahead_signals, ahead_facts) = s.signals_ahead(&css("form button"), STEP).await.unwrap();
+    let (ahead_signals, ahead_facts) = s
+        .signals_ahead(&css("form button"), Reach::FirstVisible, STEP)
+        .await
+        .unwrap();
     assert!(ahead_signals == signals, "the same signals as signals()");
     assert_eq!(ahead_facts, Some(facts), "the same facts as inspect()");
     assert_eq!(signals.forms[0].submit_names, vec!["Sign in".to_owned()]);
 
     let started = Instant::now();
-    let (missing_signals, missing_facts) = s.signals_ahead(&css("#never"), STEP).await.unwrap();
+    let (missing_signals, missing_facts) = s
+        .signals_ahead(&css("#never"), Reach::FirstVisible, STEP)
+        .await
+        .unwrap();
     assert!(missing_signals == signals, "the signals alone");
     assert_eq!(missing_facts, None, "nothing is there: no facts");
     assert!(
@@ -866,6 +882,51 @@ async fn a_page_cannot_replace_the_probe_its_document_holds() {
         frame.blurred, 1,
         "the real redaction blurred the password field"
     );
+    close(provider, lease).await;
+}
+
+/// Two elements match `.go`: a hidden harmless link first, a visible "Delete account"
+/// submit button second. A click acts on the visible one.
+const TWINS: &str = r##"<!doctype html><title>twins</title>
+<a class="go" href="#more" hidden>Show more</a>
+<form action="/delete" method="post"><button class="go" type="submit">Delete account</button></form>
+<script>
+  window.__clicked = [];
+  document.addEventListener('click', (e) => {
+    window.__clicked.push(e.target.textContent);
+    e.preventDefault();
+  }, true);
+</script>"##;
+
+/// A page cannot have the guard judge one element and the action hit another: the facts
+/// read before a click are those of the element the click acts on (the first visible
+/// match), not of a hidden harmless element placed first under the same selector.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_element_judged_is_the_element_acted_on_not_a_hidden_twin() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/twins").as_str()).await;
+    let action = click(".go");
+    let reach = Reach::of(&action);
+    let judged = s.inspect(&css(".go"), reach, STEP).await.unwrap();
+    assert_eq!(judged.name, "Delete account", "{judged:?}");
+    assert_eq!(
+        class_of(&action, &judged),
+        Some(CommitClass::SubmitControl),
+        "the commit rule sees the button the click hits"
+    );
+    let (_, ahead) = s.signals_ahead(&css(".go"), reach, STEP).await.unwrap();
+    assert_eq!(ahead.map(|f| f.name), Some("Delete account".to_owned()));
+    s.run(&action, STEP).await.unwrap();
+    assert_eq!(
+        eval(s, "() => window.__clicked").await,
+        serde_json::json!(["Delete account"]),
+        "the click hit the element that was judged"
+    );
+    // A read (an extract, an upload's file input) still looks at the first match.
+    let first = s.inspect(&css(".go"), Reach::First, STEP).await.unwrap();
+    assert_eq!(first.name, "Show more");
     close(provider, lease).await;
 }
 
@@ -1574,7 +1635,11 @@ async fn a_snapshot_lists_what_a_brain_can_act_on_by_stable_reference_and_never_
     // A reference's selector finds its element, in a shadow root too, and the facts the
     // commit rule reads are that element's.
     let facts = s
-        .inspect(&request.selector(&post.reference), STEP)
+        .inspect(
+            &request.selector(&post.reference),
+            Reach::FirstVisible,
+            STEP,
+        )
         .await
         .unwrap();
     assert!(facts.is_submit_control(), "{facts:?}");
@@ -1588,7 +1653,10 @@ async fn a_snapshot_lists_what_a_brain_can_act_on_by_stable_reference_and_never_
     .await
     .unwrap();
     assert_eq!(eval(s, "() => document.title").await, "other clicked");
-    let facts = s.inspect(&request.selector(&deep), STEP).await.unwrap();
+    let facts = s
+        .inspect(&request.selector(&deep), Reach::FirstVisible, STEP)
+        .await
+        .unwrap();
     assert_eq!(facts.name, "Deep");
 
     // Keys, scrolling and going back.
