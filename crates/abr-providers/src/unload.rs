@@ -20,8 +20,8 @@
 //! answer came waits for it. A
 //! frame no guarded context claims is refused while any guarded context of the browser
 //! refuses writes (a read-only run may not be the one to lose it), else let go (a
-//! read-write run does not count it). Interception stops when the browser's last guarded
-//! context goes.
+//! read-write run does not count it). Interception stops a moment ([`LINGER`]) after the
+//! browser's last guarded context went, unless another joined meanwhile.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Weak};
@@ -44,6 +44,11 @@ pub(crate) trait Gated: Send + Sync {
 
 /// Bound on one CDP call of the net.
 const CALL: Duration = Duration::from_secs(5);
+
+/// How long a net with no guarded context left stays up for the next one. Meanwhile the
+/// requests of the intercepted types from other contexts are paused and let go at once
+/// (about 2 ms each): no judgement applies to them.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// The resource types a write can leave a document with after it is gone.
 const PATTERNS: [&str; 5] = ["Ping", "XHR", "Fetch", "Other", "CSPViolationReport"];
@@ -98,8 +103,10 @@ static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::ne
 
 impl Registration {
     /// Takes the context out of the net at once (nothing it sends is judged by its router
-    /// from here on); the last one stops the interception, beside the caller (two CDP calls
-    /// the release need not wait for: a context that joins meanwhile keeps the net).
+    /// from here on); after the last one the net stays up for [`LINGER`], beside the
+    /// caller, for the next guarded context to join (a runner's tasks come back to back:
+    /// opening the browser's CDP session and enabling interception again cost about 6 ms
+    /// a task), then stops unless one did.
     pub(crate) async fn release(self) {
         let last = {
             let mut contexts = self.net.lock();
@@ -107,7 +114,10 @@ impl Registration {
             contexts.is_empty()
         };
         if last {
-            tokio::spawn(stop_if_unused(self.net));
+            tokio::spawn(async move {
+                tokio::time::sleep(LINGER).await;
+                stop_if_unused(self.net).await;
+            });
         }
     }
 }
