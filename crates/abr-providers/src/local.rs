@@ -414,8 +414,9 @@ impl Refiller {
 /// scripts compiled before the job: V8 keeps a process's compiled scripts across
 /// documents. Measured (Node, the admin page, medians of 40): the first element read and
 /// click of a fresh document 102 ms unprimed, 70-76 ms primed; a bare click 65-72 ms. It
-/// costs the renderer about 35 ms of CPU (Playwright's scripts run once more, in the blank
-/// document), so a refill primes only while no job lease is alive. A failure leaves the
+/// costs CPU (Playwright's scripts run once more, in the blank document: about 35 ms more
+/// a job in the throughput benchmark with every refill primed), so a refill primes only
+/// while no job lease is alive. A failure leaves the
 /// page as it was (the job compiles them itself).
 async fn prime(page: &playwright_rs::protocol::Page) {
     let _ = page

@@ -79,7 +79,7 @@ impl PageProbe for BrowserSession {
         let read = async {
             let value = INSPECT
                 .run(self.probe_installed(), |js| {
-                    step.read_first(selector, reach, js, None)
+                    step.read_match(selector, reach, js, None)
                 })
                 .await?;
             serde_json::from_value::<RawFacts>(value)

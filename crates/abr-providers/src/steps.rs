@@ -751,7 +751,7 @@ impl<'a> Step<'a> {
         match what {
             Extraction::Text { selector } => {
                 let value = self
-                    .read_first(selector, Reach::First, TEXT_JS, None)
+                    .read_match(selector, Reach::First, TEXT_JS, None)
                     .await?;
                 Ok(value)
             }
@@ -760,7 +760,7 @@ impl<'a> Step<'a> {
                 attribute,
             } => {
                 let value = self
-                    .read_first(
+                    .read_match(
                         selector,
                         Reach::First,
                         ATTRIBUTE_JS,
@@ -771,7 +771,7 @@ impl<'a> Step<'a> {
             }
             Extraction::Table { selector } => {
                 let value = self
-                    .read_first(selector, Reach::First, TABLE_JS, None)
+                    .read_match(selector, Reach::First, TABLE_JS, None)
                     .await?;
                 if value.is_null() {
                     return Err(self.rejected("the element is not a table and holds none"));
@@ -782,10 +782,10 @@ impl<'a> Step<'a> {
         }
     }
 
-    /// Evaluates `js` on the first match of `selector` (with `arg`), waiting for a match only
-    /// when there is none yet, and again if the element or the document changed in between,
-    /// until the deadline.
-    pub(crate) async fn read_first(
+    /// Evaluates `js` on the `reach` match of `selector` (with `arg`), waiting for a match
+    /// only when there is none yet, and again if the element or the document changed in
+    /// between, until the deadline.
+    pub(crate) async fn read_match(
         &self,
         selector: &Selector,
         reach: Reach,
@@ -801,7 +801,7 @@ impl<'a> Step<'a> {
             .await
     }
 
-    /// Evaluates `js` on the first match of `selector` once, without waiting: `None` when
+    /// Evaluates `js` on the `reach` match of `selector` once, without waiting: `None` when
     /// nothing matches now (or the read failed in any way).
     pub(crate) async fn read_now(
         &self,

@@ -140,11 +140,10 @@ pub trait SiteFilter: Send + Sync + std::fmt::Debug + 'static {
 /// # Contract
 /// - Nothing here acts on the page: no click, no key, no focus change, no navigation.
 ///   `redacted_frame` changes styles for the time of the capture and restores them.
-/// - `inspect` reads the first element `selector` matches (waiting for it to be attached,
-///   within `timeout`); a missing element is a [`StepFailure`] of kind `NotFound`.
+/// - `inspect` reads the element an action acts on: the [`Reach`] match of its selector
+///   (waiting for one to be attached, within `timeout`); a missing element is a
+///   [`StepFailure`] of kind `NotFound`.
 /// - `signals` reads the whole page in one pass, within `timeout`.
-/// - `inspect` reads the element an action acts on: the [`Reach`] match of its selector,
-///   waiting for one within `timeout`.
 /// - `signals_ahead` is `signals` and, in the same pass, what `inspect(ahead)` would answer
 ///   right now, when `ahead` matches an element in the page's top document at once; it
 ///   never waits for the element (`None`: the caller inspects, and waits, as usual).

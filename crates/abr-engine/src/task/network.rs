@@ -444,9 +444,14 @@ mod tests {
         let write =
             tokio::spawn(async move { sender.admit(&post("https://shop.example/api/like")).await });
         // The write is at the gate, its mark under way.
-        while gate.marking.try_lock().is_ok() {
-            tokio::task::yield_now().await;
-        }
+        let marking = async {
+            while gate.marking.try_lock().is_ok() {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), marking)
+            .await
+            .expect("the write reached the gate and its mark started");
         let reader = Arc::clone(&gate);
         let read = tokio::spawn(async move { reader.take().await });
         tokio::time::sleep(Duration::from_millis(20)).await;
