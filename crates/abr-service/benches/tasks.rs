@@ -645,9 +645,13 @@ enum Side {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let wall = Instant::now();
-    // `ABR_BENCH_TRACE=1`: one task of each side after the warm-ups, every browser call and
-    // the runner's events on stderr with their times (where a task's time goes).
-    let trace = std::env::var_os("ABR_BENCH_TRACE").is_some();
+    // `ABR_BENCH_TRACE=1`: one task of each side after the warm-ups (`=N`: N of each), every
+    // browser call and the runner's events on stderr with their times (where a task's time
+    // goes).
+    let trace_rounds = std::env::var("ABR_BENCH_TRACE")
+        .ok()
+        .map(|v| v.parse::<usize>().unwrap_or(1).max(1));
+    let trace = trace_rounds.is_some();
     if trace {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(
@@ -657,8 +661,8 @@ async fn main() {
             .with_writer(std::io::stderr)
             .init();
     }
-    let n = if trace {
-        1
+    let n = if let Some(rounds) = trace_rounds {
+        rounds
     } else if std::env::var_os("ABR_BENCH_QUICK").is_some() {
         5
     } else {
@@ -718,6 +722,7 @@ async fn main() {
     let mut calls_sqlite = Vec::new();
     // Per plan step, as the runner (SQLite) recorded it.
     let mut r_steps = vec![Vec::new(); 6];
+    let mut r_framed = vec![Vec::new(); 6];
     let stamp = std::process::id();
     for round in 0..WARMUP + n {
         let timed = round >= WARMUP;
@@ -764,6 +769,9 @@ async fn main() {
                     let t = framed.task(&plan, &session, &scope, &email("framed")).await;
                     if timed {
                         t_framed.push(t.total_ms);
+                        for (samples, ms) in r_framed.iter_mut().zip(&t.steps) {
+                            samples.push(*ms);
+                        }
                     }
                 }
                 Side::Sqlite => {
@@ -853,23 +861,29 @@ async fn main() {
     println!(
         "\nBy plan step, the task runner (SQLite) against steps only (medians; the runner's \
          step holds its element read, the commit rule, the action, the network check and what \
-         it keeps; whole ms):\n"
+         it keeps; whole ms; with frames, the same runner taking the default replay frames):\n"
     );
-    println!("| step | steps only ms | runner ms | runner − steps ms |");
-    println!("|---|---|---|---|");
-    let (mut sum_steps, mut sum_runner) = (0.0, 0.0);
-    for (i, samples) in r_steps.iter().enumerate() {
-        let (a, r) = (median(&p_steps[i + 1]), median(samples));
+    println!("| step | steps only ms | runner ms | runner − steps ms | with frames ms |");
+    println!("|---|---|---|---|---|");
+    let (mut sum_steps, mut sum_runner, mut sum_framed) = (0.0, 0.0, 0.0);
+    for (i, (samples, framed)) in r_steps.iter().zip(&r_framed).enumerate() {
+        let (a, r, f) = (median(&p_steps[i + 1]), median(samples), median(framed));
         sum_steps += a;
         sum_runner += r;
-        println!("| {} | {a:.1} | {r:.1} | {:+.1} |", PHASES[i + 1], r - a);
+        sum_framed += f;
+        println!(
+            "| {} | {a:.1} | {r:.1} | {:+.1} | {f:.1} |",
+            PHASES[i + 1],
+            r - a
+        );
     }
     println!(
         "| everything else (acquire, page reads between steps, verification, \
-         bookkeeping, release) | {:.1} | {:.1} | {:+.1} |",
+         bookkeeping, release) | {:.1} | {:.1} | {:+.1} | {:.1} |",
         median(&t_steps) - sum_steps,
         median(&t_sqlite) - sum_runner,
-        (median(&t_sqlite) - sum_runner) - (median(&t_steps) - sum_steps)
+        (median(&t_sqlite) - sum_runner) - (median(&t_steps) - sum_steps),
+        median(&t_framed) - sum_framed
     );
     let steps = median(&t_steps);
     let gate_diffs = paired(&t_gated, &t_steps);
