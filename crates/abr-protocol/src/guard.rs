@@ -294,6 +294,12 @@ pub struct FrameInfo {
     /// When.
     #[serde(with = "time::serde::rfc3339")]
     pub taken_at: OffsetDateTime,
+    /// The frame (its `seq`) whose image this one is: the page had not changed since that
+    /// frame was taken (the same document and URL, no change to its DOM, no scroll, load,
+    /// focus or animation, nothing in it that changes unseen), so its image was kept again
+    /// instead of capturing the same page twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<u32>,
 }
 
 /// Whether a run takes replay screenshots, fixed when it starts.

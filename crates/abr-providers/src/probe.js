@@ -1,8 +1,8 @@
 // The page probe's script: the body of the functions `src/probe.rs` evaluates in the page.
 // It defines helpers and the entry points (`inspect`, `focused`, `signals`, `redactApply`,
-// `redactFinish`, `redactRemove`, `snapshot`); the Rust side appends the call. Reading never acts on the
-// page: no focus, click, scroll or event. It never reads the value of a field a person types
-// or chooses in (`isField`).
+// `redactFinish`, `redactRemove`, `still`, `snapshot`); the Rust side appends the call.
+// Reading never acts on the page: no focus, click, scroll or event (a frame's watch only
+// listens). It never reads the value of a field a person types or chooses in (`isField`).
 
 /** The blur every field gets for a frame, exactly as `getComputedStyle` reports it. */
 const BLUR = 'blur(16px)';
@@ -497,6 +497,11 @@ const viewportClip = () => {
 const redactRemove = (token) => {
   const state = window[KEY];
   if (!state || (token !== null && state.token !== token)) return false;
+  return own(() => takeOff(state));
+};
+
+/** Takes `state`'s blur off every element and root it is on. */
+const takeOff = (state) => {
   for (const [root, sheet] of state.sheets) {
     try {
       root.adoptedStyleSheets = root.adoptedStyleSheets.filter((s) => s !== sheet);
@@ -523,6 +528,16 @@ const redactRemove = (token) => {
  * again at once when anything is unconfirmed. */
 const redactApply = (token) => {
   redactRemove(null);
+  const w = watchStart();
+  own(() => blurAll(token));
+  const result = redactCheck(token);
+  if (result.unconfirmed > 0) redactRemove(token);
+  else if (w) result.mark = markOf(w);
+  return result;
+};
+
+/** Puts the blur of `token` on every field and opaque frame. */
+const blurAll = (token) => {
   const { roots, opaque } = collectRoots(document);
   const state = { token, sheets: [], inline: [] };
   Object.defineProperty(window, KEY, { value: state, configurable: true, writable: true });
@@ -545,9 +560,6 @@ const redactApply = (token) => {
     ]);
     el.style.setProperty('filter', BLUR, 'important');
   }
-  const result = redactCheck(token);
-  if (result.unconfirmed > 0) redactRemove(token);
-  return result;
 };
 
 /** After the capture: checks again (a field that appeared since would be in the frame
@@ -556,6 +568,111 @@ const redactFinish = (token) => {
   const result = redactCheck(token);
   redactRemove(token);
   return result;
+};
+
+/** The constructors the watch uses, as the document had them when the probe was defined
+ * (before the page's own scripts, where the context installs it). */
+const WatchObserver = typeof MutationObserver === 'function' ? MutationObserver : null;
+const listenOn = EventTarget.prototype.addEventListener;
+const onNextFrame = window.requestAnimationFrame.bind(window);
+const after = window.setTimeout.bind(window);
+
+/** What may change what a frame shows without a change to the DOM: scrolling, loads, focus,
+ * animations, and any input (a step's, or a person's in the live view: a pointer moved over
+ * an element restyles it by `:hover`). Not `pointerover` and its kin alone: the browser
+ * sends those without any input when the element under a still pointer is found again after
+ * a layout (a change counted here already). */
+const WATCHED_EVENTS = [
+  'scroll', 'resize', 'load', 'error', 'focusin', 'focusout', 'toggle', 'fullscreenchange',
+  'animationstart', 'animationiteration', 'animationend', 'animationcancel',
+  'transitionrun', 'transitionstart', 'transitionend', 'transitioncancel',
+  'pointermove', 'pointerdown', 'pointerup', 'mousemove', 'mousedown', 'mouseup', 'click',
+  'wheel', 'touchstart', 'keydown', 'keyup', 'input', 'change', 'select', 'selectionchange',
+  'compositionstart', 'dragstart',
+];
+
+/** Elements whose pixels change without the DOM changing (a frame's content, a canvas, a
+ * video): a page holding one is never still. */
+const UNWATCHABLE = 'iframe, frame, object, embed, canvas, video, audio, marquee';
+
+/** The document's watch, started by the first frame taken in it: every change of the DOM
+ * and every event above, counted. One per document where the probe is installed (a probe
+ * evaluated from its source has a watch of its own, which no later read finds). */
+let watch = null;
+
+/** Starts the watch (once), or null where it cannot run. */
+const watchStart = () => {
+  if (watch) return watch;
+  if (!WatchObserver) return null;
+  const w = { nonce: Math.random().toString(36).slice(2), changes: 0, observer: null };
+  try {
+    w.observer = new WatchObserver((records) => {
+      w.changes += records.length;
+    });
+    w.observer.observe(document, {
+      subtree: true, childList: true, attributes: true, characterData: true,
+    });
+    const bump = () => {
+      w.changes += 1;
+    };
+    for (const type of WATCHED_EVENTS) listenOn.call(window, type, bump, { capture: true, passive: true });
+    if (document.fonts) listenOn.call(document.fonts, 'loadingdone', bump);
+  } catch (e) {
+    return null;
+  }
+  watch = w;
+  return w;
+};
+
+/** Counts the changes the observer holds but has not delivered yet. */
+const watchFlush = (w) => {
+  w.changes += w.observer.takeRecords().length;
+};
+
+/** What the document looks like to the watch now: a change since makes another mark. */
+const markOf = (w) => {
+  watchFlush(w);
+  return w.nonce + ':' + w.changes + ':' + location.href;
+};
+
+/** Runs `change` (the probe's own change to the page) so that the watch counts whatever the
+ * page did before it and nothing of it. */
+const own = (change) => {
+  const w = watch;
+  if (w) watchFlush(w);
+  try {
+    return change();
+  } finally {
+    if (w) w.observer.takeRecords();
+  }
+};
+
+/** How long `still` waits for the page's next rendering before it answers no. */
+const STILL_WAIT_MS = 100;
+
+/** Whether the page is as it was at `mark` (a frame's): the same document at the same URL,
+ * no change to its DOM and none of the events above since, no animation running, and
+ * nothing in it whose pixels change unseen (a frame, a canvas, a video, an open shadow
+ * root, a custom element, which may hold a closed one). Answered at the page's next
+ * rendering, so that what the page did before the question (a scroll, whose event waits
+ * for it) is counted; no rendering within `STILL_WAIT_MS` (a hidden page): no. */
+const still = (mark) => new Promise((resolve) => {
+  if (!watch || typeof mark !== 'string') {
+    resolve(false);
+    return;
+  }
+  after(() => resolve(false), STILL_WAIT_MS);
+  onNextFrame(() => resolve(stillNow(mark)));
+});
+
+const stillNow = (mark) => {
+  if (markOf(watch) !== mark) return false;
+  if (document.querySelector(UNWATCHABLE)) return false;
+  for (const el of document.getElementsByTagName('*')) {
+    if (el.shadowRoot || el.localName.includes('-')) return false;
+  }
+  if (typeof document.getAnimations !== 'function') return false;
+  return !document.getAnimations().some((a) => a.playState === 'running');
 };
 
 /** Elements a brain can act on. */

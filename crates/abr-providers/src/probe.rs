@@ -11,7 +11,10 @@
 //!   changed), blurs frames it cannot reach into as a whole (an inline `filter`, restored),
 //!   confirms the blur on each through the computed style, captures the viewport, checks
 //!   again (a field that appeared meanwhile would be in the frame unblurred), and takes the
-//!   styles off, on every path.
+//!   styles off, on every path. The first frame of a document starts its watch (a mutation
+//!   observer and listeners for scrolling, loads, focus and animations, in the probe's
+//!   closure where the page cannot reach it), and the frame carries the watch's mark:
+//!   `unchanged_since` answers whether the page still looks as it did then.
 //! - `inspect_focused` is one evaluation of `probe.js` on the page: the focus followed into
 //!   same-origin frames and open shadow roots.
 //! - `filter_sites` and `guard_network` join the context's one route (`router`): a document
@@ -40,7 +43,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::probe_script::{
-    AHEAD, APPLY, FINISH, FOCUSED, INSPECT, ProbeCall, REMOVE, SIGNALS, SNAPSHOT, random_u64,
+    AHEAD, APPLY, FINISH, FOCUSED, INSPECT, ProbeCall, REMOVE, SIGNALS, SNAPSHOT, STILL, random_u64,
 };
 use crate::session::BrowserSession;
 use crate::steps::{Cause, MARGIN, Step};
@@ -198,6 +201,20 @@ impl PageProbe for BrowserSession {
         };
         guard.page = None;
         result
+    }
+
+    async fn unchanged_since(&self, mark: &str, timeout: Duration) -> bool {
+        if self.page_gone() {
+            return false;
+        }
+        let page = self.page();
+        let read = STILL.run(self.probe_installed(), |js| {
+            page.evaluate::<&str, Value>(js, Some(&mark))
+        });
+        matches!(
+            tokio::time::timeout(timeout, read).await,
+            Ok(Ok(Value::Bool(true)))
+        )
     }
 
     async fn filter_sites(&self, filter: Arc<dyn SiteFilter>) -> Result<(), StepFailure> {
@@ -432,6 +449,7 @@ impl Frame<'_> {
                 jpeg,
                 url: after.url,
                 blurred: after.fields,
+                mark: applied.mark,
             }),
             Err(error) => Taken::Failed(error),
         }
@@ -447,6 +465,9 @@ struct Check {
     /// The viewport to capture (`viewportClip` in probe.js).
     #[serde(default)]
     clip: Option<Clip>,
+    /// The page as the document's watch saw it with the blur on (`markOf` in probe.js).
+    #[serde(default)]
+    mark: Option<String>,
 }
 
 /// A capture clip: a region of the document in CSS pixels and the image's pixels per

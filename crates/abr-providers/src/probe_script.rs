@@ -40,7 +40,7 @@ static NAME: LazyLock<String> =
 static OBJECT_JS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "(() => {{\n{PROBE_JS}\nreturn Object.freeze({{ inspect, signals, focused, \
-         redactApply, redactFinish, redactRemove, snapshot }});\n}})()"
+         redactApply, redactFinish, redactRemove, still, snapshot }});\n}})()"
     )
 });
 
@@ -166,6 +166,10 @@ pub(crate) static FINISH: LazyLock<ProbeCall> =
 pub(crate) static REMOVE: LazyLock<ProbeCall> =
     LazyLock::new(|| ProbeCall::new("token", "return p.redactRemove(token);"));
 
+/// `still(mark)`: whether the page still looks as it did at a frame's mark.
+pub(crate) static STILL: LazyLock<ProbeCall> =
+    LazyLock::new(|| ProbeCall::new("mark", "return p.still(mark);"));
+
 /// `snapshot(args)`: the page for an agent.
 pub(crate) static SNAPSHOT: LazyLock<ProbeCall> =
     LazyLock::new(|| ProbeCall::new("args", "return p.snapshot(args);"));
@@ -179,7 +183,8 @@ mod tests {
         assert!(NAME.len() > "__abr_probe_".len() + 16, "{}", *NAME);
         assert!(INSTALL_JS.contains(NAME.as_str()));
         for call in [
-            &*INSPECT, &*SIGNALS, &*AHEAD, &*FOCUSED, &*APPLY, &*FINISH, &*REMOVE, &*SNAPSHOT,
+            &*INSPECT, &*SIGNALS, &*AHEAD, &*FOCUSED, &*APPLY, &*FINISH, &*REMOVE, &*STILL,
+            &*SNAPSHOT,
         ] {
             assert!(call.short.len() < 400, "{}", call.short);
             assert!(call.short.contains(MISSING));

@@ -153,6 +153,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE api_keys_7 RENAME TO api_keys;
     CREATE UNIQUE INDEX api_keys_one_live_runner ON api_keys (name)
         WHERE role = 'runner' AND revoked_at IS NULL;",
+    // 8: a frame may be the image of an earlier frame of its run, kept again because the
+    // page had not changed since (`same_as`, its sequence number).
+    "ALTER TABLE frames ADD COLUMN same_as INTEGER
+        CHECK (same_as IS NULL OR (same_as >= 1 AND same_as < seq));",
 ];
 
 /// ABR's records in one SQLite file.

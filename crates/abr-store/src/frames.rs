@@ -30,10 +30,22 @@ fn mode_of(name: &str) -> Result<ScreenshotsMode, StoreError> {
 }
 
 /// The columns of a frame's metadata, in the order [`read_info`] reads them.
-const INFO_COLUMNS: &str = "seq, point, url, domain, action, bytes, taken_at";
+const INFO_COLUMNS: &str = "seq, point, url, domain, action, bytes, taken_at, same_as";
+
+/// How many columns [`INFO_COLUMNS`] names: what a query adds after them starts here.
+const INFO_LEN: usize = 8;
 
 /// Columns as read, before decoding.
-type RawInfo = (u32, String, String, String, String, i64, String);
+type RawInfo = (
+    u32,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    String,
+    Option<u32>,
+);
 
 fn read_info(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawInfo> {
     Ok((
@@ -44,11 +56,12 @@ fn read_info(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawInfo> {
         row.get(4)?,
         row.get(5)?,
         row.get(6)?,
+        row.get(7)?,
     ))
 }
 
 fn decode_info(raw: RawInfo) -> Result<FrameInfo, StoreError> {
-    let (seq, point, url, domain, action, bytes, taken_at) = raw;
+    let (seq, point, url, domain, action, bytes, taken_at, same_as) = raw;
     Ok(FrameInfo {
         seq,
         point: from_name::<FramePoint>(&point, "a frame's point")?,
@@ -57,6 +70,7 @@ fn decode_info(raw: RawInfo) -> Result<FrameInfo, StoreError> {
         action,
         bytes: usize::try_from(bytes).map_err(|_| StoreError::Record("a frame's size".into()))?,
         taken_at: parse_timestamp(&taken_at, "a frame's time")?,
+        same_as,
     })
 }
 
@@ -167,11 +181,16 @@ impl FrameStore for SqliteStore {
                 return Ok(Err(FrameRefused::TooMany(MAX_FRAMES_PER_RUN)));
             }
             let seq = count + 1;
+            if let Some(same) = info.same_as
+                && !(1..seq).contains(&same)
+            {
+                return Ok(Err(FrameRefused::NotEarlier(same)));
+            }
             let (encrypted, sealed) = sealer.seal_payload(jpeg, &frame_aad(&t, &r, seq), true)?;
             tx.execute(
                 "INSERT INTO frames (tenant_id, run_id, seq, point, url, domain, action, bytes,
-                    taken_at, encrypted, jpeg)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    taken_at, encrypted, jpeg, same_as)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 rusqlite::params![
                     &t,
                     &r,
@@ -184,6 +203,7 @@ impl FrameStore for SqliteStore {
                     &taken_at,
                     encrypted,
                     &sealed,
+                    info.same_as,
                 ],
             )?;
             tx.commit()?;
@@ -232,8 +252,8 @@ impl FrameStore for SqliteStore {
                         |row| {
                             Ok((
                                 read_info(row)?,
-                                row.get::<_, bool>(7)?,
-                                row.get::<_, Vec<u8>>(8)?,
+                                row.get::<_, bool>(INFO_LEN)?,
+                                row.get::<_, Vec<u8>>(INFO_LEN + 1)?,
                             ))
                         },
                     )

@@ -50,6 +50,10 @@ pub enum FrameRefused {
     /// The run was never registered (no screenshots setting recorded).
     #[error("the run has no recorded screenshots setting")]
     UnknownRun,
+    /// The frame says it is the same as one that is not an earlier frame of its run
+    /// ([`FrameInfo::same_as`]).
+    #[error("a frame can only be the same as an earlier frame of its run, not {0}")]
+    NotEarlier(u32),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] CoreError),
@@ -150,6 +154,18 @@ pub struct FrameRecorder {
     on: bool,
     timeout: Duration,
     taken: Arc<std::sync::atomic::AtomicU32>,
+    /// The last frame taken, while the page's watch can tell whether it still shows the page.
+    last: Arc<std::sync::Mutex<Option<Kept>>>,
+}
+
+/// A frame kept for [`FrameRecorder::capture_final`].
+#[derive(Clone)]
+struct Kept {
+    seq: u32,
+    url: String,
+    domain: String,
+    jpeg: Vec<u8>,
+    mark: String,
 }
 
 impl std::fmt::Debug for FrameRecorder {
@@ -187,6 +203,7 @@ impl FrameRecorder {
             // Run ids are new when a run starts (a retry is another run); the store still
             // counts for itself.
             taken: Arc::new(std::sync::atomic::AtomicU32::new(0)),
+            last: Arc::default(),
         };
         Ok((recorder, setting))
     }
@@ -205,10 +222,66 @@ impl FrameRecorder {
         point: FramePoint,
         action: &str,
     ) -> Option<u32> {
+        self.take(page, point, action, false).await
+    }
+
+    /// [`capture`](Self::capture) for the frame that ends a run, when nothing acted on the
+    /// page since the last frame was taken: if the page provably still looks as it did then
+    /// ([`PageProbe::unchanged_since`]), that frame's image is stored again as this one
+    /// ([`FrameInfo::same_as`]): one read of the page instead of a capture (a capture waits
+    /// for the compositor's next frame, about 30 ms). Otherwise a frame is taken.
+    pub async fn capture_final<P: PageProbe + ?Sized>(
+        &self,
+        page: &P,
+        point: FramePoint,
+        action: &str,
+    ) -> Option<u32> {
+        self.take(page, point, action, true).await
+    }
+
+    fn last(&self) -> std::sync::MutexGuard<'_, Option<Kept>> {
+        self.last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn take<P: PageProbe + ?Sized>(
+        &self,
+        page: &P,
+        point: FramePoint,
+        action: &str,
+        may_keep_last: bool,
+    ) -> Option<u32> {
         use std::sync::atomic::Ordering;
         if !self.on || self.taken.load(Ordering::SeqCst) >= MAX_FRAMES_PER_RUN {
             return None;
         }
+        let last = if may_keep_last {
+            self.last().take()
+        } else {
+            None
+        };
+        if let Some(last) = last
+            && page.unchanged_since(&last.mark, self.timeout).await
+        {
+            let info = FrameInfo {
+                seq: 0,
+                point,
+                url: last.url.clone(),
+                domain: last.domain.clone(),
+                action: action.to_owned(),
+                bytes: last.jpeg.len(),
+                taken_at: self.clock.now(),
+                same_as: Some(last.seq),
+            };
+            let jpeg = last.jpeg.clone();
+            let seq = self.put(point, info, jpeg).await;
+            if seq.is_some() {
+                *self.last() = Some(last);
+            }
+            return seq;
+        }
+        *self.last() = None;
         let frame: RedactedFrame = match page.redacted_frame(MAX_FRAME_BYTES, self.timeout).await {
             Ok(frame) => frame,
             Err(e) => {
@@ -220,22 +293,32 @@ impl FrameRecorder {
         let info = FrameInfo {
             seq: 0,
             point,
-            url,
-            domain,
+            url: url.clone(),
+            domain: domain.clone(),
             action: action.to_owned(),
             bytes: frame.jpeg.len(),
             taken_at: self.clock.now(),
+            same_as: None,
         };
+        let kept = frame.mark.map(|mark| (mark, frame.jpeg.clone()));
+        let seq = self.put(point, info, frame.jpeg).await?;
+        if let Some((mark, jpeg)) = kept {
+            *self.last() = Some(Kept {
+                seq,
+                url,
+                domain,
+                jpeg,
+                mark,
+            });
+        }
+        Some(seq)
+    }
+
+    async fn put(&self, point: FramePoint, info: FrameInfo, jpeg: Vec<u8>) -> Option<u32> {
+        use std::sync::atomic::Ordering;
         match self
             .store
-            .put_frame(
-                &self.tenant,
-                &self.run_id,
-                StoredFrame {
-                    info,
-                    jpeg: frame.jpeg,
-                },
-            )
+            .put_frame(&self.tenant, &self.run_id, StoredFrame { info, jpeg })
             .await
         {
             Ok(seq) => {

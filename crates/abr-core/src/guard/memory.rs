@@ -113,6 +113,11 @@ impl FrameStore for InMemoryFrameStore {
         if seq > MAX_FRAMES_PER_RUN {
             return Err(FrameRefused::TooMany(MAX_FRAMES_PER_RUN));
         }
+        if let Some(same) = frame.info.same_as
+            && !(1..seq).contains(&same)
+        {
+            return Err(FrameRefused::NotEarlier(same));
+        }
         frame.info.seq = seq;
         frame.info.bytes = frame.jpeg.len();
         frames.push(frame);

@@ -116,6 +116,9 @@ pub struct RedactedFrame {
     pub url: String,
     /// How many fields were blurred (and confirmed).
     pub blurred: u32,
+    /// The page as the provider's watch saw it when the frame was taken, for
+    /// [`PageProbe::unchanged_since`] (`None`: the provider cannot tell).
+    pub mark: Option<String>,
 }
 
 impl std::fmt::Debug for RedactedFrame {
@@ -201,6 +204,16 @@ pub trait PageProbe: Send + Sync + 'static {
         max_bytes: usize,
         timeout: Duration,
     ) -> Result<RedactedFrame, FrameError>;
+
+    /// Whether the page provably still looks as it did when the frame of `mark`
+    /// ([`RedactedFrame::mark`]) was taken: the same document at the same URL, nothing in
+    /// it changed since, and nothing in it whose pixels change unseen. `false` whenever it
+    /// cannot tell (a failed read included): the caller then takes a frame. Default:
+    /// `false`.
+    async fn unchanged_since(&self, mark: &str, timeout: Duration) -> bool {
+        let _ = (mark, timeout);
+        false
+    }
 
     /// Routes every document request through `filter`.
     async fn filter_sites(&self, filter: std::sync::Arc<dyn SiteFilter>)

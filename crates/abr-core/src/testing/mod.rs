@@ -837,6 +837,14 @@ struct PageState {
     signals: Option<crate::guard::probe::PageSignals>,
     fail_frames: bool,
     frames_taken: usize,
+    /// Whether frames carry a mark ([`FakePage::watch_frames`]).
+    watch_frames: bool,
+    /// Changes to the page: every action that is not a read, and [`FakePage::change`].
+    changes: u64,
+    /// Elements whose every action (a read too) changes the page ([`FakePage::changes_on`]).
+    changes_on: BTreeSet<String>,
+    /// How often the page was asked whether it changed since a frame.
+    still_checks: usize,
     /// How long after its action a script's request is sent ([`FakePage::scripts_send_after`]).
     scripts_send_after: Option<std::time::Duration>,
     /// How long the next frames hold their blur ([`FakePage::frame_takes`]).
@@ -980,6 +988,30 @@ impl FakePage {
         self.lock().frames_taken
     }
 
+    /// Whether the page watches for changes: its frames carry a mark (the URL and a count of
+    /// changes: every action but a read, a wait and a screenshot, and [`FakePage::change`]),
+    /// and [`PageProbe::unchanged_since`](crate::guard::probe::PageProbe::unchanged_since)
+    /// compares the page with it. Off by default: a provider that cannot tell.
+    pub fn watch_frames(&self, watch: bool) {
+        self.lock().watch_frames = watch;
+    }
+
+    /// The page changes by itself (a script's doing).
+    pub fn change(&self) {
+        self.lock().changes += 1;
+    }
+
+    /// Every action on the element `key` ([`action_key`]), a read too, finds the page
+    /// changed (its script updates it meanwhile).
+    pub fn changes_on(&self, key: &str) {
+        self.lock().changes_on.insert(key.to_owned());
+    }
+
+    /// How often the page was asked whether it changed since a frame.
+    pub fn still_checks(&self) -> usize {
+        self.lock().still_checks
+    }
+
     /// The next redacted frames hold their blur on the page for these times, one each, and
     /// every later one for the last (a capture waiting for the compositor), so that what
     /// the page sees meanwhile is recorded ([`FakePage::under_blur`]).
@@ -1088,10 +1120,21 @@ impl FakePage {
         let call = page.calls;
         page.calls += 1;
         page.actions.push(action.clone());
+        let key = action_key(action);
+        if page.changes_on.contains(&key)
+            || !matches!(
+                action,
+                BrowserAction::Extract { .. }
+                    | BrowserAction::Assert { .. }
+                    | BrowserAction::Wait { .. }
+                    | BrowserAction::Screenshot
+            )
+        {
+            page.changes += 1;
+        }
         if page.blurring > 0 {
             page.under_blur.push(action.kind().to_owned());
         }
-        let key = action_key(action);
         let fault = page
             .faults_at_call
             .remove(&call)
@@ -1339,10 +1382,23 @@ impl crate::guard::probe::PageProbe for FakeContext {
         let mut page = self.page.lock();
         page.frames_taken += 1;
         Ok(crate::guard::probe::RedactedFrame {
-            jpeg: b"\xFF\xD8 fake jpeg".to_vec(),
+            jpeg: [
+                b"\xFF\xD8 fake jpeg ".as_slice(),
+                page.frames_taken.to_string().as_bytes(),
+            ]
+            .concat(),
             url: page.url.clone(),
             blurred: 0,
+            mark: page
+                .watch_frames
+                .then(|| format!("{}#{}", page.url, page.changes)),
         })
+    }
+
+    async fn unchanged_since(&self, mark: &str, _timeout: std::time::Duration) -> bool {
+        let mut page = self.page.lock();
+        page.still_checks += 1;
+        page.watch_frames && mark == format!("{}#{}", page.url, page.changes)
     }
 
     async fn filter_sites(

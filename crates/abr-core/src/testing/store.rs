@@ -802,6 +802,7 @@ fn frame(tag: u8, bytes: usize) -> StoredFrame {
             action: "click".into(),
             bytes: 0,
             taken_at: OffsetDateTime::UNIX_EPOCH,
+            same_as: None,
         },
         jpeg,
     }
@@ -838,6 +839,54 @@ where
         "a run's screenshots setting changed mid-run"
     );
     store.begin_run("t1", "run-off", &off).await.unwrap();
+    // A frame the same as an earlier one says which; never a later one, itself or none.
+    store
+        .begin_run("t1", "run-same", &screenshots_on())
+        .await
+        .unwrap();
+    let same_as = |of: u32| {
+        let mut f = frame(7, 64);
+        f.info.same_as = Some(of);
+        f
+    };
+    for bad in [0, 1, 2] {
+        assert!(
+            matches!(
+                store.put_frame("t1", "run-same", same_as(bad)).await,
+                Err(FrameRefused::NotEarlier(n)) if n == bad
+            ),
+            "the first frame was stored as the same as frame {bad}"
+        );
+    }
+    assert_eq!(
+        store
+            .put_frame("t1", "run-same", frame(7, 64))
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(matches!(
+        store.put_frame("t1", "run-same", same_as(2)).await,
+        Err(FrameRefused::NotEarlier(2))
+    ));
+    assert_eq!(
+        store.put_frame("t1", "run-same", same_as(1)).await.unwrap(),
+        2
+    );
+    let kept = store.frames("t1", "run-same").await.unwrap();
+    assert_eq!(
+        kept.iter().map(|f| f.same_as).collect::<Vec<_>>(),
+        [None, Some(1)]
+    );
+    assert_eq!(
+        store
+            .frame("t1", "run-same", 2)
+            .await
+            .unwrap()
+            .unwrap()
+            .jpeg,
+        frame(7, 64).jpeg
+    );
     // Refusals: off, unknown run, too large, too many.
     assert!(matches!(
         store.put_frame("t1", "run-off", frame(1, 64)).await,
@@ -893,6 +942,11 @@ where
     assert!(!store.screenshots_enabled("t1").await.unwrap());
     assert_eq!(store.run_setting("t1", "run-off").await.unwrap(), Some(off));
     assert!(store.frame("t1", "run-on", 1).await.unwrap().is_some());
+    assert_eq!(
+        store.frames("t1", "run-same").await.unwrap()[1].same_as,
+        Some(1),
+        "which frame a frame is the same as was lost on reopening"
+    );
 }
 
 /// The [`EvidenceStore`] contract: frames of old runs, and the extracted data and

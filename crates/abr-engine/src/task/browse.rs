@@ -799,6 +799,7 @@ impl<C: TaskContext> TaskRunner<C> {
         open.task.record.step_results.push(result);
         if rails::acts(&browser) {
             open.rails.writes_owner = Some(index);
+            open.rails.acted_since_frame = true;
         }
         if let Err(failure) = self.save_progress(&mut open.task).await {
             tracing::warn!(code = %failure.body.code, "could not record a browse action");
@@ -1018,11 +1019,7 @@ impl<C: TaskContext> TaskRunner<C> {
             tracing::warn!(code = %failure.body.code, "browse: the network at the end");
         }
         // Taken beside the write-back, which only reads the browser's state.
-        open.rails.frame_behind(
-            &open.lease,
-            abr_protocol::FramePoint::Completion,
-            "completion",
-        );
+        open.rails.completion_frame(&open.lease);
         if let Some(session_id) = open.task.request.session_id.clone() {
             let unscoped = unscoped_policy();
             let scopes = Scopes::new(

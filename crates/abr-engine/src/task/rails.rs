@@ -120,6 +120,9 @@ pub(crate) struct Rails {
     /// The record's last step result of an action on the page ([`acts`]): a write the
     /// page sends while a later step only reads or waits, or between steps, is its.
     pub(crate) writes_owner: Option<usize>,
+    /// A step acted on the page ([`acts`]) since the last frame was started: the
+    /// completion frame cannot be that frame's image kept again ([`Rails::completion_frame`]).
+    pub(crate) acted_since_frame: bool,
 }
 
 impl std::fmt::Debug for Rails {
@@ -163,6 +166,7 @@ impl Rails {
             approval: CommitApproval::NotRequired,
             ahead: None,
             writes_owner: None,
+            acted_since_frame: true,
         }
     }
 }
@@ -201,9 +205,29 @@ impl Rails {
         point: FramePoint,
         action: &str,
     ) {
+        self.start_frame(lease, point, action, false);
+    }
+
+    /// Starts the run's completion frame in the background, as [`Rails::frame_behind`].
+    /// When no step acted on the page since the last frame was started, and the page
+    /// provably still looks as it did in that frame ([`FrameRecorder::capture_final`]),
+    /// that frame's image is kept again: one read instead of a capture.
+    pub(crate) fn completion_frame<C: TaskContext>(&mut self, lease: &Lease<C>) {
+        let may_keep_last = !self.acted_since_frame;
+        self.start_frame(lease, FramePoint::Completion, "completion", may_keep_last);
+    }
+
+    fn start_frame<C: TaskContext>(
+        &mut self,
+        lease: &Lease<C>,
+        point: FramePoint,
+        action: &str,
+        may_keep_last: bool,
+    ) {
         let Some(recorder) = self.frames.clone() else {
             return;
         };
+        self.acted_since_frame = false;
         let before = self.behind.take();
         let context = lease.context_handle();
         let action = action.to_owned();
@@ -211,7 +235,11 @@ impl Rails {
             if let Some(before) = before {
                 before.settle().await;
             }
-            recorder.capture(&*context, point, &action).await;
+            if may_keep_last {
+                recorder.capture_final(&*context, point, &action).await;
+            } else {
+                recorder.capture(&*context, point, &action).await;
+            }
         })));
     }
 
@@ -224,6 +252,7 @@ impl Rails {
     ) {
         self.settle_frames().await;
         if let Some(frames) = &self.frames {
+            self.acted_since_frame = false;
             frames.capture(lease.context(), point, action).await;
         }
     }

@@ -240,7 +240,7 @@ impl<C: TaskContext> TaskRunner<C> {
         }
         let outcome = network_truth(outcome, rails.network.committed());
         // Taken beside the write-back, which only reads the browser's state.
-        rails.frame_behind(&lease, FramePoint::Completion, "completion");
+        rails.completion_frame(&lease);
         if !matches!(outcome, Outcome::NeedsReauth { .. })
             && let Some(session_id) = task.request.session_id.clone()
         {
@@ -581,6 +581,7 @@ impl<C: TaskContext> TaskRunner<C> {
             task.record.step_results.push(result);
             if rails::acts(&filled.action) {
                 rails.writes_owner = task.record.step_results.len().checked_sub(1);
+                rails.acted_since_frame = true;
             }
             let saved = self.save_progress(task).await;
             if let Err(failure) = saved {

@@ -639,6 +639,83 @@ async fn a_frame_follows_every_page_read_through_the_one_redaction_path() {
     );
 }
 
+/// The completion frame of a page that has not changed since the run's last frame is that
+/// frame's image kept again (`sameAs`): one read of the page instead of a capture. A page
+/// that changed meanwhile, or a step that acted since, gets a capture of its own.
+#[tokio::test]
+async fn a_completion_frame_of_an_unchanged_page_is_the_last_frame_kept_again() {
+    let unchanged = h();
+    let changed = h();
+    for h in [&unchanged, &changed] {
+        shop(h);
+        h.page.set_text("Shop");
+        h.page.extract_result("#total", json!("12.00"));
+        h.page.watch_frames(true);
+    }
+    // The last read's script changes the page as it is read.
+    changed.page.changes_on("#total");
+    let kept = run(&unchanged, request(read_plan())).await;
+    let captured = run(&changed, request(read_plan())).await;
+    for (h, record) in [(&unchanged, &kept), (&changed, &captured)] {
+        assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+        assert_eq!(
+            frame_points(h, &record.task_id).await,
+            [
+                FramePoint::Navigation,
+                FramePoint::Read,
+                FramePoint::Navigation,
+                FramePoint::Completion
+            ]
+        );
+    }
+    let frames = unchanged.frames.frames(T, &kept.task_id).await.unwrap();
+    assert_eq!(
+        frames.iter().map(|f| f.same_as).collect::<Vec<_>>(),
+        [None, None, None, Some(3)]
+    );
+    assert_eq!(
+        unchanged.page.frames_taken(),
+        3,
+        "the page was captured again"
+    );
+    let image = |seq| unchanged.frames.frame(T, &kept.task_id, seq);
+    let jpeg = |frame: Option<abr_core::guard::StoredFrame>| frame.unwrap().jpeg;
+    assert_eq!(jpeg(image(4).await.unwrap()), jpeg(image(3).await.unwrap()));
+    assert_ne!(jpeg(image(3).await.unwrap()), jpeg(image(2).await.unwrap()));
+    assert_eq!(frames[3].url, frames[2].url);
+    let frames = changed.frames.frames(T, &captured.task_id).await.unwrap();
+    assert!(frames.iter().all(|f| f.same_as.is_none()), "{frames:?}");
+    assert_eq!(changed.page.frames_taken(), 4);
+
+    // A step that acts after the last frame: the page is not even asked.
+    let h = self::h();
+    shop(&h);
+    h.page.set_text("Shop");
+    h.page.watch_frames(true);
+    let acts_last = plan(json!({
+        "targetUrl": "https://shop.example/cart",
+        "steps": [
+            {"type": "navigate", "url": "https://shop.example/cart", "description": "Open the cart"},
+            {"type": "type", "selector": "#note", "value": "gift", "description": "Add a note"}
+        ],
+        "verification": {"method": "dom_check", "text": "Shop"}
+    }));
+    let record = run(&h, request(acts_last)).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    let frames = h.frames.frames(T, &record.task_id).await.unwrap();
+    assert_eq!(
+        frames
+            .iter()
+            .map(|f| (f.point, f.same_as))
+            .collect::<Vec<_>>(),
+        [
+            (FramePoint::Navigation, None),
+            (FramePoint::Completion, None)
+        ]
+    );
+    assert_eq!(h.page.still_checks(), 0, "a page a step acted on was asked");
+}
+
 /// The points of the frames run `run_id` of tenant `T` kept, in order.
 async fn frame_points(h: &H, run_id: &str) -> Vec<FramePoint> {
     let frames = h.frames.frames(T, run_id).await.unwrap();
@@ -805,6 +882,7 @@ fn frame() -> StoredFrame {
             action: "click".into(),
             bytes: 0,
             taken_at: time::OffsetDateTime::UNIX_EPOCH,
+            same_as: None,
         },
         jpeg: vec![0xFF, 0xD8, 1, 2, 3],
     }

@@ -980,7 +980,7 @@ async fn a_proven_task_succeeds_with_its_results() {
             .screenshot(T, &record.task_id, "step-5")
             .await
             .unwrap(),
-        Some(b"\xFF\xD8 fake jpeg".to_vec())
+        Some(b"\xFF\xD8 fake jpeg 1".to_vec())
     );
     assert_eq!(h.page.frames_taken(), 1);
     assert!(record.started_at.is_some() && record.finished_at.is_some());

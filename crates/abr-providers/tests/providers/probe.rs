@@ -1179,6 +1179,101 @@ async fn a_frame_is_the_viewport_as_scrolled_whatever_the_page_says_its_size_is(
     close(provider, lease).await;
 }
 
+/// A frame carries the watch's mark of its page, and `unchanged_since` answers yes only while
+/// the page provably still looks the same: every kind of change answers no, and so does a
+/// page holding what changes unseen (a running animation, a canvas, a custom element).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_is_unchanged_since_a_frame_only_while_nothing_changed() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/canary").as_str()).await;
+    eval(s, "() => { document.body.style.height = '5000px'; }").await;
+    let mark = |frame: RedactedFrame| frame.mark.expect("a frame carries its page's mark");
+    let first = mark(frame(s).await.0);
+    assert!(
+        s.unchanged_since(&first, STEP).await,
+        "a quiet page changed"
+    );
+    assert!(
+        s.unchanged_since(&first, STEP).await,
+        "asking changed the page"
+    );
+    assert_eq!(
+        mark(frame(s).await.0),
+        first,
+        "a frame's own blur counted as a change"
+    );
+    assert!(!s.unchanged_since("made-up:0:x", STEP).await);
+
+    // Each change, then a fresh frame is unchanged again.
+    let changes: [(&str, &str); 5] = [
+        (
+            "a node added",
+            "() => { document.body.append(document.createElement('p')); }",
+        ),
+        (
+            "an attribute",
+            "() => { document.body.dataset.step = '2'; }",
+        ),
+        ("a text", "() => { document.title = document.title + '!'; }"),
+        ("a scroll", "() => { window.scrollTo(0, 120); }"),
+        (
+            "a same-document navigation",
+            "() => { history.pushState(null, '', '#moved'); }",
+        ),
+    ];
+    for (what, js) in changes {
+        let before = mark(frame(s).await.0);
+        assert!(s.unchanged_since(&before, STEP).await, "{what}: before");
+        eval(s, js).await;
+        assert!(!s.unchanged_since(&before, STEP).await, "{what}: unseen");
+    }
+    // Input, as a step (or a person in the live view) gives it.
+    let before = mark(frame(s).await.0);
+    s.run(&type_into("#canary", "x", false), STEP)
+        .await
+        .unwrap();
+    assert!(!s.unchanged_since(&before, STEP).await, "typing: unseen");
+
+    // What changes without the DOM changing: never unchanged.
+    let unwatchable: [(&str, &str); 3] = [
+        (
+            "a running animation",
+            "() => { const st = document.createElement('style'); \
+             st.textContent = '@keyframes spin { to { transform: rotate(1turn); } } \
+             #spin { animation: spin 30s linear infinite; width: 10px; height: 10px; }'; \
+             document.head.append(st); const d = document.createElement('div'); \
+             d.id = 'spin'; document.body.prepend(d); }",
+        ),
+        (
+            "a canvas",
+            "() => { document.getElementById('spin').remove(); \
+             document.body.append(document.createElement('canvas')); }",
+        ),
+        (
+            "a custom element",
+            "() => { document.querySelector('canvas').remove(); \
+             document.body.append(document.createElement('x-widget')); }",
+        ),
+    ];
+    for (what, js) in unwatchable {
+        eval(s, js).await;
+        // Let its start (an event) pass before the frame.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let before = mark(frame(s).await.0);
+        assert!(!s.unchanged_since(&before, STEP).await, "{what}");
+    }
+    eval(s, "() => { document.querySelector('x-widget').remove(); }").await;
+    let before = mark(frame(s).await.0);
+    assert!(s.unchanged_since(&before, STEP).await, "quiet again");
+
+    // Another document: its probe never saw the mark.
+    go(s, site.url("/plain").as_str()).await;
+    assert!(!s.unchanged_since(&before, STEP).await, "another document");
+    close(provider, lease).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_that_cannot_be_redacted_are_not_taken() {
     let site = Site::start().await;

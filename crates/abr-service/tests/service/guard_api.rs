@@ -103,6 +103,7 @@ fn frame(url: &str) -> StoredFrame {
             action: "navigate".to_owned(),
             bytes: 0,
             taken_at: time::OffsetDateTime::now_utc(),
+            same_as: None,
         },
         jpeg: JPEG.to_vec(),
     }

@@ -51,6 +51,7 @@ fn info(point: FramePoint) -> FrameInfo {
         bytes: 0,
         // Not UTC, and to the nanosecond: the stored instant must be the same one.
         taken_at: datetime!(2026-03-04 05:06:07.123456789 +02:00),
+        same_as: None,
     }
 }
 
@@ -613,21 +614,52 @@ async fn a_migration_3_database_upgrades_in_place() {
             .unwrap();
         store.set_screenshots_enabled("t1", false).await.unwrap();
     }
-    assert_eq!(user_version(&path), 7);
+    assert_eq!(user_version(&path), 8);
 
     // The upgraded schema is exactly the one a new database gets.
     let fresh = dir.path().join("fresh.db");
     drop(SqliteStore::open(&fresh, None, false).unwrap());
     assert_eq!(schema(&path), schema(&fresh));
-    assert_eq!(user_version(&fresh), 7);
+    assert_eq!(user_version(&fresh), 8);
 
     // Opening it again migrates nothing more and keeps everything.
     let store = SqliteStore::open(&path, Some(key()), false).unwrap();
-    assert_eq!(user_version(&path), 7);
+    assert_eq!(user_version(&path), 8);
     assert_eq!(
         store.frame("t1", "run-1", 1).await.unwrap().unwrap().jpeg,
         jpeg(1)
     );
     assert_eq!(SiteStore::sites(&store, "t1").await.unwrap().len(), 1);
     assert!(!store.screenshots_enabled("t1").await.unwrap());
+}
+
+/// The database itself refuses a frame that would be the same as itself or a later frame,
+/// whoever writes the row.
+#[tokio::test]
+async fn the_database_refuses_a_frame_the_same_as_a_later_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abr.db");
+    {
+        let store = SqliteStore::open(&path, Some(key()), false).unwrap();
+        store.begin_run("t1", "run-1", &on()).await.unwrap();
+        assert_eq!(store.put_frame("t1", "run-1", frame(1)).await.unwrap(), 1);
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let insert = |seq: u32, same_as: u32| {
+        conn.execute(
+            "INSERT INTO frames (tenant_id, run_id, seq, point, url, domain, action, bytes,
+                taken_at, encrypted, jpeg, same_as)
+             SELECT tenant_id, run_id, ?1, point, url, domain, action, bytes, taken_at,
+                encrypted, jpeg, ?2 FROM frames WHERE seq = 1",
+            (seq, same_as),
+        )
+    };
+    for (seq, same_as) in [(2, 2), (2, 3), (2, 0)] {
+        let error = insert(seq, same_as).unwrap_err();
+        assert!(
+            error.to_string().contains("CHECK constraint failed"),
+            "frame {seq} the same as {same_as}: {error}"
+        );
+    }
+    assert_eq!(insert(2, 1).unwrap(), 1);
 }
