@@ -574,8 +574,9 @@ const redactFinish = (token) => {
  * (before the page's own scripts, where the context installs it). */
 const WatchObserver = typeof MutationObserver === 'function' ? MutationObserver : null;
 const listenOn = EventTarget.prototype.addEventListener;
-const onNextFrame = window.requestAnimationFrame.bind(window);
-const after = window.setTimeout.bind(window);
+const onNextFrame =
+  typeof requestAnimationFrame === 'function' ? requestAnimationFrame.bind(window) : null;
+const after = typeof setTimeout === 'function' ? setTimeout.bind(window) : null;
 
 /** What may change what a frame shows without a change to the DOM: scrolling, loads, focus,
  * animations, and any input (a step's, or a person's in the live view: a pointer moved over
@@ -657,12 +658,18 @@ const STILL_WAIT_MS = 100;
  * rendering, so that what the page did before the question (a scroll, whose event waits
  * for it) is counted; no rendering within `STILL_WAIT_MS` (a hidden page): no. */
 const still = (mark) => new Promise((resolve) => {
-  if (!watch || typeof mark !== 'string') {
+  if (!watch || typeof mark !== 'string' || !onNextFrame || !after) {
     resolve(false);
     return;
   }
   after(() => resolve(false), STILL_WAIT_MS);
-  onNextFrame(() => resolve(stillNow(mark)));
+  onNextFrame(() => {
+    try {
+      resolve(stillNow(mark));
+    } catch (e) {
+      resolve(false);
+    }
+  });
 });
 
 const stillNow = (mark) => {
