@@ -66,7 +66,8 @@ pub enum FrameRefused {
 ///   run keeps the first value (switching mid-run changes nothing for a run going).
 /// - `put_frame` refuses ([`FrameRefused`]) a frame for a run recorded off, for an unknown
 ///   run, beyond [`MAX_FRAMES_PER_RUN`] (the 61st is not stored) or over
-///   [`MAX_FRAME_BYTES`]; the store enforces this itself, whatever the caller checked.
+///   [`MAX_FRAME_BYTES`], or one whose [`FrameInfo::same_as`] is not an earlier frame of
+///   its run; the store enforces this itself, whatever the caller checked.
 /// - Reads are per tenant: another tenant's run or frame is `None`, exactly like a missing
 ///   one.
 /// - The tenant switch is per tenant; platforms can be switched off too.
