@@ -761,7 +761,8 @@ pub async fn sees_exactly_the_injected_state<P: SessionProvider<Context = Browse
 
 /// A redacted frame of this provider's browser is a JPEG of the viewport (the page's
 /// `innerWidth` × `innerHeight`, one pixel per CSS pixel) of the page loaded, with its one
-/// field blurred, and the blur off again after.
+/// field blurred, and the blur off again after; once the page changed, it is not unchanged
+/// since the frame.
 pub async fn frames_capture_the_viewport<P: SessionProvider<Context = BrowserSession>>(
     provider: &P,
     site: &TestSite,
@@ -794,6 +795,27 @@ pub async fn frames_capture_the_viewport<P: SessionProvider<Context = BrowserSes
         "a JPEG of the viewport"
     );
     assert_eq!(page[2], "none", "the blur is off after the frame");
+    // Whatever the provider can tell of a page since a frame, a page that changed is never
+    // the frame's.
+    if let Some(mark) = &frame.mark {
+        bounded(
+            "changing the page",
+            session.page().evaluate::<(), serde_json::Value>(
+                "() => { document.body.append(document.createElement('p')); }",
+                None,
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("changing the page: {e}"));
+        assert!(
+            !bounded(
+                "asking whether the page changed",
+                session.unchanged_since(mark, Duration::from_secs(20)),
+            )
+            .await,
+            "a changed page passed for the frame's"
+        );
+    }
     release(lease).await;
 }
 
