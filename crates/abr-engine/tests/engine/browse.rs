@@ -753,6 +753,71 @@ async fn a_snapshot_the_brain_reads_leaves_a_frame() {
     );
 }
 
+/// A browse session that only read since its last frame ends with that frame kept again
+/// as its completion frame. One whose last move was an action (its frame is started as the
+/// action answers, before anything was read beside it) ends with a capture of its own, and
+/// its page is not even asked.
+#[tokio::test]
+async fn a_session_that_only_read_since_its_last_frame_ends_with_it_kept_again() {
+    use abr_protocol::FramePoint::{Click, Completion, Navigation, Read};
+    let h = h();
+    h.page.watch_frames(true);
+    let read_only = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap()
+        .browse_id;
+    h.runner
+        .browse_snapshot(T, &read_only, SnapshotQuery::default())
+        .await
+        .unwrap();
+    h.runner.browse_close(T, &read_only).await.unwrap();
+    let frames = h.frames.frames(T, &read_only).await.unwrap();
+    assert_eq!(
+        frames
+            .iter()
+            .map(|f| (f.point, f.same_as))
+            .collect::<Vec<_>>(),
+        [(Navigation, None), (Read, None), (Completion, Some(2))],
+        "{frames:?}"
+    );
+
+    let asked = h.page.still_checks();
+    let acted = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap()
+        .browse_id;
+    h.runner
+        .browse_snapshot(T, &acted, SnapshotQuery::default())
+        .await
+        .unwrap();
+    let clicked = h.runner.browse_act(T, &acted, click("e1")).await.unwrap();
+    assert_eq!(clicked.outcome, ActOutcome::Done);
+    h.runner.browse_close(T, &acted).await.unwrap();
+    let frames = h.frames.frames(T, &acted).await.unwrap();
+    assert_eq!(
+        frames
+            .iter()
+            .map(|f| (f.point, f.same_as))
+            .collect::<Vec<_>>(),
+        [
+            (Navigation, None),
+            (Read, None),
+            (Click, None),
+            (Completion, None)
+        ],
+        "{frames:?}"
+    );
+    assert_eq!(
+        h.page.still_checks(),
+        asked,
+        "a page the brain acted on was asked"
+    );
+}
+
 /// The page turns into a captcha.
 fn captcha(h: &H) {
     h.page.set_signals(Some(PageSignals {
