@@ -762,60 +762,53 @@ async fn a_session_that_only_read_since_its_last_frame_ends_with_it_kept_again()
     use abr_protocol::FramePoint::{Click, Completion, Navigation, Read};
     let h = h();
     h.page.watch_frames(true);
-    let read_only = h
-        .runner
-        .browse_open(&agent(T), open(false, false))
-        .await
-        .unwrap()
-        .browse_id;
-    h.runner
-        .browse_snapshot(T, &read_only, SnapshotQuery::default())
-        .await
-        .unwrap();
+    let read_only = opened_and_read(&h).await;
     h.runner.browse_close(T, &read_only).await.unwrap();
-    let frames = h.frames.frames(T, &read_only).await.unwrap();
     assert_eq!(
-        frames
-            .iter()
-            .map(|f| (f.point, f.same_as))
-            .collect::<Vec<_>>(),
-        [(Navigation, None), (Read, None), (Completion, Some(2))],
-        "{frames:?}"
+        kept(&h, &read_only).await,
+        [(Navigation, None), (Read, None), (Completion, Some(2))]
     );
 
     let asked = h.page.still_checks();
-    let acted = h
-        .runner
-        .browse_open(&agent(T), open(false, false))
-        .await
-        .unwrap()
-        .browse_id;
-    h.runner
-        .browse_snapshot(T, &acted, SnapshotQuery::default())
-        .await
-        .unwrap();
+    let acted = opened_and_read(&h).await;
     let clicked = h.runner.browse_act(T, &acted, click("e1")).await.unwrap();
     assert_eq!(clicked.outcome, ActOutcome::Done);
     h.runner.browse_close(T, &acted).await.unwrap();
-    let frames = h.frames.frames(T, &acted).await.unwrap();
     assert_eq!(
-        frames
-            .iter()
-            .map(|f| (f.point, f.same_as))
-            .collect::<Vec<_>>(),
+        kept(&h, &acted).await,
         [
             (Navigation, None),
             (Read, None),
             (Click, None),
             (Completion, None)
-        ],
-        "{frames:?}"
+        ]
     );
     assert_eq!(
         h.page.still_checks(),
         asked,
         "a page the brain acted on was asked"
     );
+}
+
+/// The frames session `id` kept: each one's point, and the frame it repeats.
+async fn kept(h: &H, id: &str) -> Vec<(abr_protocol::FramePoint, Option<u32>)> {
+    let frames = h.frames.frames(T, id).await.unwrap();
+    frames.iter().map(|f| (f.point, f.same_as)).collect()
+}
+
+/// A session opened by an agent whose page the brain read once: its id.
+async fn opened_and_read(h: &H) -> String {
+    let id = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap()
+        .browse_id;
+    h.runner
+        .browse_snapshot(T, &id, SnapshotQuery::default())
+        .await
+        .unwrap();
+    id
 }
 
 /// The page turns into a captcha.
