@@ -497,11 +497,6 @@ const viewportClip = () => {
 const redactRemove = (token) => {
   const state = window[KEY];
   if (!state || (token !== null && state.token !== token)) return false;
-  return own(() => takeOff(state));
-};
-
-/** Takes `state`'s blur off every element and root it is on. */
-const takeOff = (state) => {
   for (const [root, sheet] of state.sheets) {
     try {
       root.adoptedStyleSheets = root.adoptedStyleSheets.filter((s) => s !== sheet);
@@ -529,15 +524,6 @@ const takeOff = (state) => {
 const redactApply = (token) => {
   redactRemove(null);
   const w = watchStart();
-  own(() => blurAll(token));
-  const result = redactCheck(token);
-  if (result.unconfirmed > 0) redactRemove(token);
-  else if (w) result.mark = markOf(w);
-  return result;
-};
-
-/** Puts the blur of `token` on every field and opaque frame. */
-const blurAll = (token) => {
   const { roots, opaque } = collectRoots(document);
   const state = { token, sheets: [], inline: [] };
   Object.defineProperty(window, KEY, { value: state, configurable: true, writable: true });
@@ -560,6 +546,10 @@ const blurAll = (token) => {
     ]);
     el.style.setProperty('filter', BLUR, 'important');
   }
+  const result = redactCheck(token);
+  if (result.unconfirmed > 0) redactRemove(token);
+  else if (w) result.mark = markOf(w);
+  return result;
 };
 
 /** After the capture: checks again (a field that appeared since would be in the frame
@@ -597,7 +587,9 @@ const WATCHED_EVENTS = [
 const UNWATCHABLE = 'iframe, frame, object, embed, canvas, video, audio, marquee';
 
 /** The document's watch, started by the first frame taken in it: every change of the DOM
- * and every event above, counted. One per document where the probe is installed (a probe
+ * and every event above, counted. The blur itself changes no element (an adopted style
+ * sheet), except the inline filter on an opaque frame, which the watch counts: a page with
+ * one is never still anyway (`UNWATCHABLE`). One per document where the probe is installed (a probe
  * evaluated from its source has a watch of its own, which no later read finds). */
 let watch = null;
 
@@ -634,18 +626,6 @@ const watchFlush = (w) => {
 const markOf = (w) => {
   watchFlush(w);
   return w.nonce + ':' + w.changes + ':' + location.href;
-};
-
-/** Runs `change` (the probe's own change to the page) so that the watch counts whatever the
- * page did before it and nothing of it. */
-const own = (change) => {
-  const w = watch;
-  if (w) watchFlush(w);
-  try {
-    return change();
-  } finally {
-    if (w) w.observer.takeRecords();
-  }
 };
 
 /** How long `still` waits for the page's next rendering before it answers no. */

@@ -160,7 +160,6 @@ pub struct FrameRecorder {
 }
 
 /// A frame kept for [`FrameRecorder::capture_final`].
-#[derive(Clone)]
 struct Kept {
     seq: u32,
     url: String,
@@ -262,62 +261,45 @@ impl FrameRecorder {
         } else {
             None
         };
-        if let Some(last) = last
-            && page.unchanged_since(&last.mark, self.timeout).await
-        {
-            let info = FrameInfo {
-                seq: 0,
-                point,
-                url: last.url.clone(),
-                domain: last.domain.clone(),
-                action: action.to_owned(),
-                bytes: last.jpeg.len(),
-                taken_at: self.clock.now(),
-                same_as: Some(last.seq),
-            };
-            let jpeg = last.jpeg.clone();
-            let seq = self.put(point, info, jpeg).await;
-            if seq.is_some() {
-                *self.last() = Some(last);
-            }
-            return seq;
-        }
+        let kept = match last {
+            Some(last) if page.unchanged_since(&last.mark, self.timeout).await => Some(last),
+            _ => None,
+        };
         *self.last() = None;
-        let frame: RedactedFrame = match page.redacted_frame(MAX_FRAME_BYTES, self.timeout).await {
-            Ok(frame) => frame,
-            Err(e) => {
-                tracing::debug!(run_id = %self.run_id, ?point, error = %e, "no frame");
-                return None;
+        // The image, where it shows, the frame it repeats, and the watch's mark of it.
+        let (jpeg, url, domain, same_as, mark) = match kept {
+            Some(last) => (
+                last.jpeg,
+                last.url,
+                last.domain,
+                Some(last.seq),
+                Some(last.mark),
+            ),
+            None => {
+                let frame: RedactedFrame =
+                    match page.redacted_frame(MAX_FRAME_BYTES, self.timeout).await {
+                        Ok(frame) => frame,
+                        Err(e) => {
+                            tracing::debug!(run_id = %self.run_id, ?point, error = %e, "no frame");
+                            return None;
+                        }
+                    };
+                let (url, domain) = frame_url(&frame.url);
+                (frame.jpeg, url, domain, None, frame.mark)
             }
         };
-        let (url, domain) = frame_url(&frame.url);
         let info = FrameInfo {
             seq: 0,
             point,
             url: url.clone(),
             domain: domain.clone(),
             action: action.to_owned(),
-            bytes: frame.jpeg.len(),
+            bytes: jpeg.len(),
             taken_at: self.clock.now(),
-            same_as: None,
+            same_as,
         };
-        let kept = frame.mark.map(|mark| (mark, frame.jpeg.clone()));
-        let seq = self.put(point, info, frame.jpeg).await?;
-        if let Some((mark, jpeg)) = kept {
-            *self.last() = Some(Kept {
-                seq,
-                url,
-                domain,
-                jpeg,
-                mark,
-            });
-        }
-        Some(seq)
-    }
-
-    async fn put(&self, point: FramePoint, info: FrameInfo, jpeg: Vec<u8>) -> Option<u32> {
-        use std::sync::atomic::Ordering;
-        match self
+        let again = mark.map(|mark| (mark, jpeg.clone()));
+        let seq = match self
             .store
             .put_frame(&self.tenant, &self.run_id, StoredFrame { info, jpeg })
             .await
@@ -325,13 +307,24 @@ impl FrameRecorder {
             Ok(seq) => {
                 self.taken.fetch_add(1, Ordering::SeqCst);
                 tracing::debug!(run_id = %self.run_id, seq, ?point, "screenshot.captured");
-                Some(seq)
+                seq
             }
             Err(e) => {
                 tracing::debug!(run_id = %self.run_id, ?point, error = %e, "frame refused");
-                None
+                return None;
             }
+        };
+        if let Some((mark, jpeg)) = again {
+            *self.last() = Some(Kept {
+                // A frame kept again points at the one that was captured.
+                seq: same_as.unwrap_or(seq),
+                url,
+                domain,
+                jpeg,
+                mark,
+            });
         }
+        Some(seq)
     }
 }
 
