@@ -589,8 +589,8 @@ const UNWATCHABLE = 'iframe, frame, object, embed, canvas, video, audio, marquee
 /** The document's watch, started by the first frame taken in it: every change of the DOM
  * and every event above, counted. The blur itself changes no element (an adopted style
  * sheet), except the inline filter on an opaque frame, which the watch counts: a page with
- * one is never still anyway (`UNWATCHABLE`). One per document where the probe is installed (a probe
- * evaluated from its source has a watch of its own, which no later read finds). */
+ * one is never still anyway (`UNWATCHABLE`). One per document where the probe is installed
+ * (a probe evaluated from its source has a watch of its own, which no later read finds). */
 let watch = null;
 
 /** Starts the watch (once), or null where it cannot run. */
