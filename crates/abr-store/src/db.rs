@@ -202,9 +202,13 @@ impl SqliteStore {
                 .create(dir)
                 .map_err(|e| StoreError::Database(e.to_string()))?;
         }
+        // A killed runner leaves its `-wal` and `-shm` behind with whatever mode they had:
+        // taken back before SQLite reads them, and again once the log is open.
+        owner_only(path)?;
         let conn = Connection::open(path)?;
         owner_only(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
+        owner_only(path)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -272,20 +276,30 @@ impl SqliteStore {
     }
 }
 
-/// The database file readable and writable by its owner only (0600): it holds task records,
-/// sealed sessions and key digests. SQLite gives its `-wal` and `-shm` files the database
-/// file's mode.
+/// The database file and its write-ahead log (`-wal`, `-shm`) readable and writable by
+/// their owner only (0600): they hold task records, sealed sessions and key digests. SQLite
+/// gives a log it creates the database file's mode, but keeps the mode of one it finds (a
+/// killed runner's), so each file that exists is checked; one that does not is skipped.
 fn owner_only(path: &Path) -> Result<(), StoreError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(path)
-            .map_err(|e| StoreError::Database(e.to_string()))?
-            .permissions()
-            .mode();
-        if mode & 0o077 != 0 {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| StoreError::Database(e.to_string()))?;
+        let mut files = vec![path.to_owned()];
+        for suffix in ["-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            files.push(PathBuf::from(name));
+        }
+        for file in files {
+            let mode = match std::fs::metadata(&file) {
+                Ok(meta) => meta.permissions().mode(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(StoreError::Database(e.to_string())),
+            };
+            if mode & 0o077 != 0 {
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                    .map_err(|e| StoreError::Database(e.to_string()))?;
+            }
         }
     }
     #[cfg(not(unix))]

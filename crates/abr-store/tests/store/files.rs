@@ -26,3 +26,26 @@ async fn the_database_and_its_log_are_readable_by_their_owner_only() {
     assert!(wal.exists(), "the write-ahead log holds the last writes");
     assert_eq!(mode(&wal), 0o600, "the log holds the same records");
 }
+
+#[tokio::test]
+async fn a_killed_runners_log_left_readable_is_the_owners_alone_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abr.db");
+    let killed = SqliteStore::open(&path, None, false).unwrap();
+    killed.insert_key(&sample_key("key_a", 1)).await.unwrap();
+    // Killed: its connection never closes, so its log and shared memory stay behind...
+    std::mem::forget(killed);
+    let wal = dir.path().join("abr.db-wal");
+    let shm = dir.path().join("abr.db-shm");
+    assert!(wal.exists() && shm.exists(), "a killed runner leaves both");
+    // ...readable by every user of the machine, as an older version (or a umask) left them.
+    for file in [&wal, &shm] {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    // Another user reads the log at their leisure unless the restart takes it back.
+    let restarted = SqliteStore::open(&path, None, false).unwrap();
+    restarted.insert_key(&sample_key("key_b", 2)).await.unwrap();
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&wal), 0o600, "the log holds the last records");
+    assert_eq!(mode(&shm), 0o600, "the shared memory indexes the log");
+}
