@@ -764,7 +764,8 @@ const shortHref = (href) => {
 
 /** The page's visible text outside actionable elements, headings and labels (what the
  * elements and headings already say), in blocks, each block once. Bounded; follows open
- * shadow roots and slots. `total` is the length of the whole text (within the bound). */
+ * shadow roots and slots. `total` is the length of the whole text (within the bound), in
+ * characters. */
 const proseOf = (root, max) => {
   const blocks = [];
   let line = [];
@@ -821,9 +822,12 @@ const proseOf = (root, max) => {
     once.add(block);
     kept.push(block);
   }
-  const whole = kept.join('\n');
-  const text = whole.length > max ? wellFormed(whole.slice(0, max)) : whole;
-  return { text, total: whole.length };
+  // Counted and cut in characters (code points), the unit of the budget and of the Rust
+  // side (`chars()`): in UTF-16 units an emoji counts twice, and a page that was not cut
+  // would say it was.
+  const chars = Array.from(wellFormed(kept.join('\n')));
+  const text = chars.length > max ? chars.slice(0, max).join('') : chars.join('');
+  return { text, total: chars.length, cut: chars.length > max };
 };
 
 /** Rendered as the browser paints it: also not in a closed `<details>` or other content the
@@ -919,7 +923,7 @@ const snapshot = ({ attr, from, maxElements, maxText, maxName, hrefs }) => {
     const text = cap(textOf(el), maxName);
     if (text) placed.push({ level: headingLevel(el), text, at });
   }
-  const prose = doc.body ? proseOf(doc.body, maxText) : { text: '', total: 0 };
+  const prose = doc.body ? proseOf(doc.body, maxText) : { text: '', total: 0, cut: false };
   const count = elements.length;
   const page = { from: first, count, total, textTotal: prose.total };
   if (!last) page.next = end;
@@ -928,7 +932,7 @@ const snapshot = ({ attr, from, maxElements, maxText, maxName, hrefs }) => {
     title: cap(doc.title, maxName),
     elements,
     text: prose.text,
-    truncated: !last || prose.total > prose.text.length,
+    truncated: !last || prose.cut,
     headings: placed,
     page,
   };

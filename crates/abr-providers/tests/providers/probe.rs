@@ -225,6 +225,7 @@ impl Site {
             .route("/snapshot", get(|| async { Html(SNAPSHOT_PAGE) }))
             .route("/large", get(|| async { Html(large_page()) }))
             .route("/unpainted", get(|| async { Html(UNPAINTED_PAGE) }))
+            .route("/emoji", get(|| async { Html(EMOJI_PAGE) }))
             .route("/login", get(|| async { Html(LOGIN) }))
             .route("/captcha", get(|| async { Html(CAPTCHA) }))
             .route(
@@ -1948,6 +1949,51 @@ async fn a_snapshot_lists_only_what_is_painted_and_never_names_an_element_by_an_
         "the closed details' links are not painted; an image is no name"
     );
     assert_eq!(snap.page.unwrap().total, 3);
+    close(provider, lease).await;
+}
+
+/// Text beyond the basic plane: each emoji is one character and two UTF-16 units.
+const EMOJI_PAGE: &str = "<!doctype html><html><head><title>Emoji</title></head><body>\
+<p>Shipped \u{1F680} on time \u{1F389}\u{1F389}, thanks \u{1F44B}</p></body></html>";
+
+/// A page whose text holds emoji, read whole: the snapshot neither says it was cut nor asks
+/// for more with `maxText` (the brain would ask again for text that is not there); cut, it
+/// counts the characters it keeps and the page's total in one unit, the budget's.
+#[tokio::test]
+async fn a_snapshot_of_text_with_emoji_says_it_was_cut_only_when_it_was() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/emoji").as_str()).await;
+    let request = abr_core::guard::SnapshotRequest::new("data-abr-e4j".into());
+    let whole = s.snapshot(&request, STEP).await.unwrap();
+    let text = "Shipped \u{1F680} on time \u{1F389}\u{1F389}, thanks \u{1F44B}";
+    assert_eq!(whole.text, text);
+    assert!(!whole.truncated, "nothing was cut: {whole:?}");
+    assert_eq!(
+        whole.page.as_ref().unwrap().text_total,
+        text.chars().count()
+    );
+    assert!(
+        !whole.to_text().contains("maxText"),
+        "nothing more to ask for: {}",
+        whole.to_text()
+    );
+    let budget = text.chars().count() - 3;
+    let cut = s
+        .snapshot(
+            &abr_core::guard::SnapshotRequest {
+                max_text: budget,
+                ..request.clone()
+            },
+            STEP,
+        )
+        .await
+        .unwrap();
+    assert_eq!(cut.text.chars().count(), budget, "{:?}", cut.text);
+    assert!(text.starts_with(&cut.text));
+    assert!(cut.truncated);
+    assert_eq!(cut.page.unwrap().text_total, text.chars().count());
     close(provider, lease).await;
 }
 
