@@ -15,7 +15,7 @@
 //! Both sides drive the same Chromium binary (Debian's headless shell, which is also what
 //! Playwright launches by default for headless Chromium). Set `ABR_BENCH_QUICK=1` for a short
 //! smoke run, `ABR_BENCH_ONLY=acquire` to stop after the local provider's acquire (and its
-//! phases).
+//! phases), `ABR_BENCH_ONLY=memory` to measure only the memory per concurrent job.
 
 #![allow(
     clippy::unwrap_used,
@@ -567,25 +567,69 @@ fn cpu_split() -> [f64; 4] {
     [ms(&[me]), ms(&drivers), ms(&browsers), machine_busy_ms()]
 }
 
+/// A process tree's memory once it is still: its PSS (kB) and how many processes it has.
+#[derive(Clone, Copy)]
+struct TreeMemory {
+    pss_kb: u64,
+    processes: usize,
+}
+
+/// The memory of `root`'s tree once it has settled: sampled every 250 ms until two samples
+/// in a row have the same processes and a PSS within 1% (at most 10 s), then the median of
+/// three more. A browser just launched is still growing a second after it says it is ready
+/// (it starts helpers, and Chromium may start a spare renderer for the next page), and a
+/// baseline read while it grows makes a job look free.
+async fn settled_tree(root: u32) -> TreeMemory {
+    let sample = || TreeMemory {
+        pss_kb: tree_pss_kb(root),
+        processes: descendants(root, &processes()).len(),
+    };
+    let mut last = sample();
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = sample();
+        let still = now.processes == last.processes
+            && now.pss_kb.abs_diff(last.pss_kb) * 100 <= last.pss_kb.max(1);
+        last = now;
+        if still {
+            break;
+        }
+    }
+    let mut samples = vec![last];
+    for _ in 0..2 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        samples.push(sample());
+    }
+    samples.sort_by_key(|m| m.pss_kb);
+    samples[1]
+}
+
+/// Below this, a tree's growth is not what a held job costs (a job's page needs a renderer,
+/// tens of MB): the idle tree already held the process the job took (Chromium's spare
+/// renderer), or memory was handed back meanwhile. Reported as such, never as a ratio.
+const LEAST_JOB_GROWTH_MB: f64 = 5.0;
+
 /// Memory per concurrent job at 1, 2 and 4 jobs held open (state, page, fill, click), ABR's
 /// local provider (this process: the runner's side, its driver and browser) against Node
 /// (its script and browser): the growth of each side's process tree over the same tree
-/// idle (browser warm, no job), per job, and the whole tree. Sampled after a settle.
+/// idle (browser warm, no job), per job, and the whole tree; each tree read once it is
+/// still ([`settled_tree`]). A growth too small to be a job's ([`LEAST_JOB_GROWTH_MB`]) is
+/// printed as not measured, with the processes of both trees, and gives no ratio.
 async fn memory(
     local: &Arc<LocalBrowserSessionProvider>,
     state: &Arc<AgentSessionState>,
     url: &Arc<String>,
     site: &TestSite,
 ) {
-    const SETTLE: Duration = Duration::from_millis(1500);
     println!(
         "\n## memory per concurrent job (PSS of the process tree: runner + driver + browser for ABR, script + browser for Node)\n"
     );
     println!(
-        "| concurrent jobs | Node per job MB | ABR per job MB | ABR / Node | Node tree MB | ABR tree MB | ABR / Node (tree) |"
+        "| concurrent jobs | Node per job MB | ABR per job MB | ABR / Node | Node tree MB | ABR tree MB | ABR / Node (tree) | Node processes idle → held | ABR processes idle → held |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let me = std::process::id();
+    let mut unmeasured = Vec::new();
     for concurrency in [1usize, 2, 4] {
         // Node: idle, then the jobs held.
         let config = json!({
@@ -617,8 +661,7 @@ async fn memory(
             .await
             .expect("node ready")
             .expect("node idle");
-        tokio::time::sleep(SETTLE).await;
-        let node_idle = tree_pss_kb(pid);
+        let node_idle = settled_tree(pid).await;
         tokio::io::AsyncWriteExt::write_all(&mut stdin, b"go\n")
             .await
             .expect("go");
@@ -627,8 +670,7 @@ async fn memory(
             .await
             .expect("node held")
             .expect("node held line");
-        tokio::time::sleep(SETTLE).await;
-        let node_held = tree_pss_kb(pid);
+        let node_held = settled_tree(pid).await;
         tokio::io::AsyncWriteExt::write_all(&mut stdin, b"end\n")
             .await
             .expect("end");
@@ -640,32 +682,62 @@ async fn memory(
             let lease = local.acquire(request(state)).await.expect("acquire");
             lease.release().await.expect("release");
         }
-        tokio::time::sleep(SETTLE).await;
-        let abr_idle = tree_pss_kb(me);
+        let abr_idle = settled_tree(me).await;
         let mut leases = Vec::new();
         for i in 0..concurrency {
             let lease = local.acquire(request(state)).await.expect("acquire");
             work(lease.context(), url, i).await;
             leases.push(lease);
         }
-        tokio::time::sleep(SETTLE).await;
-        let abr_held = tree_pss_kb(me);
+        let abr_held = settled_tree(me).await;
         for lease in leases {
             lease.release().await.expect("release");
         }
         let mb = |kb: u64| kb as f64 / 1024.0;
-        let per = |held: u64, idle: u64| mb(held.saturating_sub(idle)) / concurrency as f64;
+        // Signed: a tree that shrank says so.
+        let per = |held: TreeMemory, idle: TreeMemory| {
+            (mb(held.pss_kb) - mb(idle.pss_kb)) / concurrency as f64
+        };
         let (node_per, abr_per) = (per(node_held, node_idle), per(abr_held, abr_idle));
+        let measured = |per: f64| per >= LEAST_JOB_GROWTH_MB;
+        let cell = |per: f64| {
+            if measured(per) {
+                format!("{per:.1}")
+            } else {
+                format!("not measured ({per:.1})")
+            }
+        };
+        let ratio = if measured(node_per) && measured(abr_per) {
+            format!("{:.2}", abr_per / node_per)
+        } else {
+            unmeasured.push(concurrency);
+            "—".to_owned()
+        };
         println!(
-            "| {concurrency} | {node_per:.1} | {abr_per:.1} | {:.2} | {:.1} | {:.1} | {:.2} |",
-            abr_per / node_per,
-            mb(node_held),
-            mb(abr_held),
-            abr_held as f64 / node_held as f64
+            "| {concurrency} | {} | {} | {ratio} | {:.1} | {:.1} | {:.2} | {} → {} | {} → {} |",
+            cell(node_per),
+            cell(abr_per),
+            mb(node_held.pss_kb),
+            mb(abr_held.pss_kb),
+            abr_held.pss_kb as f64 / node_held.pss_kb.max(1) as f64,
+            node_idle.processes,
+            node_held.processes,
+            abr_idle.processes,
+            abr_held.processes,
         );
+        if measured(node_per) && measured(abr_per) {
+            println!(
+                "BENCH memory_per_job_n{concurrency} {:.3} 0.5",
+                abr_per / node_per
+            );
+        }
+    }
+    if !unmeasured.is_empty() {
         println!(
-            "BENCH memory_per_job_n{concurrency} {:.3} 0.5",
-            abr_per / node_per
+            "\nNot measured at {unmeasured:?} concurrent job(s): a tree grew by less than \
+             {LEAST_JOB_GROWTH_MB} MB per job, less than a job's renderer costs (the idle tree \
+             already held the process the job took, or memory was handed back while it ran). \
+             No ratio is given for it: run again."
         );
     }
 }
@@ -677,6 +749,10 @@ async fn main() {
     let site = TestSite::start().await.expect("test site");
     let state = bench_state(&site);
     let url = format!("{}/page", site.origin_a());
+    if std::env::var("ABR_BENCH_ONLY").is_ok_and(|only| only == "memory") {
+        bare_memory(&site, &state, &url).await;
+        return;
+    }
 
     println!(
         "# ABR provider benchmark ({} acquire samples, {} jobs per throughput cell)\n",
@@ -967,14 +1043,24 @@ async fn main() {
         );
     }
     local.shutdown().await;
-    // Memory on a provider with no warm pool: a held job claims a warm context and the pool
-    // is topped up only when it ends, so with a pool the tree would not grow by what a job
-    // costs. Without one, it grows by exactly that.
+    bare_memory(&site, &state, &url).await;
+}
+
+/// Memory on a provider with no warm pool: a held job claims a warm context and the pool is
+/// topped up only when it ends, so with a pool the tree would not grow by what a job costs.
+/// Without one, it grows by exactly that.
+async fn bare_memory(site: &TestSite, state: &AgentSessionState, url: &str) {
     let bare = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
         egress: Some(site.egress()),
         prewarm: 0,
         ..LocalProviderConfig::default()
     }));
-    memory(&bare, &state, &url, &site).await;
+    memory(
+        &bare,
+        &Arc::new(state.clone()),
+        &Arc::new(url.to_owned()),
+        site,
+    )
+    .await;
     bare.shutdown().await;
 }
