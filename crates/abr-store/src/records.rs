@@ -6,7 +6,7 @@
 //! sealing and opening of a payload bound to its row is shared with stored sessions.
 
 use abr_core::CoreError;
-use abr_core::store::{IdempotencyKey, Inserted, ListQuery, Listed, parse_cursor};
+use abr_core::store::{IdempotencyKey, Inserted, ListQuery, Listed, bad_cursor, parse_cursor};
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -193,14 +193,9 @@ impl Table {
     }
 
     fn select(&self) -> String {
-        self.select_with("")
-    }
-
-    /// [`select`](Self::select) with `extra` columns after the row's.
-    fn select_with(&self, extra: &str) -> String {
         format!(
             "SELECT tenant_id, version, record, request_encrypted, request, {mark}, retried_by,
-                {id}{extra} FROM {table}",
+                {id} FROM {table}",
             mark = self.mark_column,
             id = self.id_column,
             table = self.table,
@@ -429,8 +424,10 @@ impl Table {
     }
 
     /// One page of `tenant`'s records, newest first (by rowid: the order they were
-    /// inserted), in `state` when given, below the rowid `before`; decoded with `decode`.
-    /// The next page's cursor is the rowid of the last one given.
+    /// inserted), in `state` when given, below the record the cursor names (the tenant's
+    /// own: the last of the page before); decoded with `decode`. The next page's cursor is
+    /// the id of the last one given, never a rowid (shared by every tenant, a rowid's step
+    /// counts the others' records).
     pub(crate) async fn list<T>(
         &'static self,
         store: &SqliteStore,
@@ -438,36 +435,54 @@ impl Table {
         query: &ListQuery,
         decode: impl Fn(Read) -> Result<T, StoreError>,
     ) -> Result<Listed<T>, CoreError> {
-        let before =
-            parse_cursor(query.cursor.as_deref())?.map(|b| i64::try_from(b).unwrap_or(i64::MAX));
+        let after = parse_cursor(query.cursor.as_deref())?.map(str::to_owned);
         let (t, state) = (tenant.to_owned(), query.state.clone());
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
         let rows = store
             .with(move |conn| {
+                let before = match &after {
+                    None => None,
+                    Some(id) => {
+                        let rowid = conn
+                            .query_row(
+                                &format!(
+                                    "SELECT rowid FROM {} WHERE tenant_id = ?1 AND {} = ?2",
+                                    self.table, self.id_column
+                                ),
+                                (&t, id),
+                                |r| r.get::<_, i64>(0),
+                            )
+                            .optional()?;
+                        // A cursor that names no record of the tenant: none this list gave.
+                        let Some(rowid) = rowid else {
+                            return Ok(None);
+                        };
+                        Some(rowid)
+                    }
+                };
                 let mut statement = conn.prepare(&format!(
                     "{} WHERE tenant_id = ?1 AND (?2 IS NULL OR state = ?2)
                         AND (?3 IS NULL OR rowid < ?3)
                      ORDER BY rowid DESC LIMIT ?4",
-                    self.select_with(", rowid")
+                    self.select()
                 ))?;
                 let rows = statement
-                    .query_map((&t, &state, before, limit + 1), |r| {
-                        Ok((read_row(r)?, r.get::<_, i64>(8)?))
-                    })?
+                    .query_map((&t, &state, before, limit + 1), read_row)?
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok(rows)
+                Ok(Some(rows))
             })
-            .await?;
+            .await?
+            .ok_or_else(bad_cursor)?;
         let more = rows.len() > query.limit;
         let mut items = Vec::with_capacity(query.limit);
         let mut last = None;
-        for (row, rowid) in rows.into_iter().take(query.limit) {
+        for row in rows.into_iter().take(query.limit) {
+            last = Some(row.id.clone());
             items.push(decode(self.open(store, row)?)?);
-            last = Some(rowid);
         }
         Ok(Listed {
             items,
-            next: last.filter(|_| more).map(|r| r.to_string()),
+            next: last.filter(|_| more),
         })
     }
 

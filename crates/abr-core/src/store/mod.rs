@@ -30,7 +30,7 @@ pub use memory::InMemoryStore;
 pub use posts::{InMemoryPostStore, PostStore, StoredPost};
 pub use records::{
     IdempotencyKey, InMemoryRecordStore, Inserted, LedgerRecord, ListQuery, Listed, MAX_PAGE,
-    RecordStore, parse_cursor, wire_name,
+    RecordStore, bad_cursor, parse_cursor, wire_name,
 };
 pub use retention::{EvidenceStore, Expired};
 pub use screenshots::{InMemoryScreenshots, ScreenshotStore};

@@ -69,15 +69,26 @@ pub fn wire_name(value: &impl serde::Serialize) -> String {
     }
 }
 
-fn bad_cursor() -> CoreError {
-    CoreError::InvalidInput("the cursor is not one this list gave".into())
+/// A cursor as a list gave it: the id of the last record of the page before, one of the
+/// tenant's own, so that it says nothing of another tenant's records (a position shared by
+/// every tenant would count them). The store refuses one that names no record of the
+/// tenant ([`bad_cursor`]); this checks only its shape.
+///
+/// # Errors
+/// [`CoreError::InvalidInput`] for a cursor no list could have given.
+pub fn parse_cursor(cursor: Option<&str>) -> Result<Option<&str>, CoreError> {
+    cursor
+        .map(|c| {
+            crate::tenant::check("cursor", Some(c))
+                .map(|()| c)
+                .map_err(|_| bad_cursor())
+        })
+        .transpose()
 }
 
-/// A cursor as a list gave it: a position, in decimal.
-pub fn parse_cursor(cursor: Option<&str>) -> Result<Option<u64>, CoreError> {
-    cursor
-        .map(|c| c.parse::<u64>().map_err(|_| bad_cursor()))
-        .transpose()
+/// The refusal of a cursor no list of the tenant gave (a made-up one, another tenant's).
+pub fn bad_cursor() -> CoreError {
+    CoreError::InvalidInput("the cursor is not one this list gave".into())
 }
 
 /// A record a ledger keeps: found by its tenant and id, replaced by version, marked before
@@ -340,16 +351,25 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
             .collect())
     }
 
-    /// The cursor is a position in storing order (from 1): the next page starts below it.
+    /// The cursor is the id of the last record given: the next page starts below it in
+    /// storing order.
     async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<R>, CoreError> {
-        let before = parse_cursor(query.cursor.as_deref())?;
+        let after = parse_cursor(query.cursor.as_deref())?;
         let inner = self.lock();
         let mut items = Vec::new();
         let mut next = None;
-        let end = before.map_or(inner.order.len(), |b| {
-            usize::try_from(b.saturating_sub(1)).unwrap_or(usize::MAX)
-        });
-        for (i, k) in inner.order.iter().enumerate().take(end).rev() {
+        let end = match after {
+            None => inner.order.len(),
+            Some(id) => {
+                let key = tenant_key(tenant, id);
+                inner
+                    .order
+                    .iter()
+                    .position(|k| *k == key)
+                    .ok_or_else(bad_cursor)?
+            }
+        };
+        for k in inner.order.iter().take(end).rev() {
             let Some(record) = inner.records.get(k) else {
                 continue;
             };
@@ -363,7 +383,7 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
             }
             if items.len() == query.limit {
                 // One more exists: the page ends at the last one given.
-                next = Some((i + 2).to_string());
+                next = items.last().map(|last: &R| last.id().to_owned());
                 break;
             }
             items.push(record.clone());

@@ -324,6 +324,82 @@ where
         matches!(refused, Err(crate::error::CoreError::InvalidInput(_))),
         "{kind}: a made-up cursor was taken"
     );
+    cursors_say_nothing_of_other_tenants(harness, sample).await;
+}
+
+/// A cursor is the tenant's alone: the cursors t1 pages through its records with are the
+/// same whether t2 stored nothing or many records meanwhile (the attack: cursors that are
+/// positions shared by every tenant, where t1, knowing how many records it has, reads how
+/// many the others have), and another tenant's cursor is refused like a made-up one.
+async fn cursors_say_nothing_of_other_tenants<R, S>(
+    harness: &mut impl StoreHarness<S>,
+    sample: fn(&str, &str, bool) -> R,
+) where
+    R: LedgerRecord + std::fmt::Debug,
+    S: RecordStore<R> + ?Sized,
+{
+    let kind = R::KIND;
+    let one = |cursor: Option<String>| ListQuery {
+        state: None,
+        cursor,
+        limit: 1,
+    };
+    // One world where t2 is idle, one where it stores 7 records among t1's.
+    let mut worlds = Vec::new();
+    for others in [0usize, 7] {
+        let store = harness.open().await;
+        let t1 = |i: usize| sample("t1", &format!("c-{i}"), true);
+        store.insert(&t1(0), None).await.unwrap();
+        for i in 0..others {
+            store
+                .insert(&sample("t2", &format!("c-other-{i}"), true), None)
+                .await
+                .unwrap();
+        }
+        store.insert(&t1(1), None).await.unwrap();
+        store.insert(&t1(2), None).await.unwrap();
+        let mut cursors = Vec::new();
+        let mut cursor = None;
+        loop {
+            let listed = store.list("t1", &one(cursor)).await.unwrap();
+            match listed.next {
+                Some(next) => {
+                    cursors.push(next.clone());
+                    cursor = Some(next);
+                }
+                None => break,
+            }
+            assert!(cursors.len() < 10, "{kind}: the list never ends");
+        }
+        assert_eq!(cursors.len(), 2, "{kind}: t1's three records, one a page");
+        let foreign = match store.list("t2", &one(None)).await.unwrap().next {
+            Some(theirs) => Some(store.list("t1", &one(Some(theirs))).await),
+            None => None,
+        };
+        worlds.push((cursors, foreign));
+    }
+    // The attacker's count: its largest cursor read as a number, less its own 3 records.
+    let counted = |cursors: &[String]| {
+        cursors
+            .iter()
+            .filter_map(|c| c.parse::<i64>().ok())
+            .max()
+            .map_or(0, |n| n - 3)
+    };
+    assert_eq!(
+        worlds[0].0,
+        worlds[1].0,
+        "{kind}: t1's cursors changed with what another tenant stored (read as positions, \
+         they count {} records beside t1's)",
+        counted(&worlds[1].0)
+    );
+    for (_, foreign) in worlds {
+        assert!(
+            foreign
+                .is_none_or(|used| matches!(used, Err(crate::error::CoreError::InvalidInput(_)))),
+            "{kind}: another tenant's cursor was taken"
+        );
+    }
 }
 
 async fn records<R, S>(harness: &mut impl StoreHarness<S>, sample: fn(&str, &str, bool) -> R)

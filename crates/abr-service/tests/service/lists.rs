@@ -105,14 +105,67 @@ async fn a_tenant_pages_through_its_own_items_and_never_sees_another_tenants() {
     assert!(b_first.get("nextCursor").is_none(), "{b_first}");
     let a_page = get(&s.app, &a, "/v1/tasks?limit=2").await.json();
     let cursor = a_page["nextCursor"].as_str().unwrap();
-    let b_with_a_cursor = get(&s.app, &b, &format!("/v1/tasks?cursor={cursor}"))
-        .await
-        .json();
-    for item in b_with_a_cursor["items"].as_array().unwrap() {
-        assert_eq!(item["taskId"], theirs.as_str(), "{b_with_a_cursor}");
-    }
+    let b_with_a_cursor = get(&s.app, &b, &format!("/v1/tasks?cursor={cursor}")).await;
+    // Refused like a made-up one: nothing of A's, nothing at all.
+    assert_eq!(
+        b_with_a_cursor.error(),
+        (422, "invalid_request".into(), false),
+        "{}",
+        b_with_a_cursor.body
+    );
+    assert!(!b_with_a_cursor.body.contains("taskId"));
     // Takeovers: none is open.
     assert_eq!(get(&s.app, &a, "/v1/takeovers").await.json(), json!([]));
+}
+
+/// The attack on cursors that are positions shared by every tenant: A knows how many tasks
+/// it has, pages through them one at a time, and reads in its cursors how many tasks other
+/// tenants created meanwhile. What A reads must be the same whether B created none or seven.
+#[tokio::test]
+async fn a_tenant_counts_nothing_of_another_tenants_tasks_in_its_cursors() {
+    let mut counted = Vec::new();
+    for others in [0, 7] {
+        let s = fake_stack();
+        let a = new_key(&s.app, "a's agent", "agent", Some("tenant-a")).await;
+        let b = new_key(&s.app, "b's agent", "agent", Some("tenant-b")).await;
+        let create = |token: String| {
+            let app = s.app.clone();
+            async move {
+                let reply =
+                    request_as(&app, &token, Method::POST, "/v1/tasks", &[], Some(&plan())).await;
+                assert_eq!(reply.status, 201, "{}", reply.body);
+            }
+        };
+        create(a.clone()).await;
+        for _ in 0..others {
+            create(b.clone()).await;
+        }
+        create(a.clone()).await;
+        create(a.clone()).await;
+        let mut cursors = Vec::new();
+        let mut path = "/v1/tasks?limit=1".to_owned();
+        loop {
+            let page = get(&s.app, &a, &path).await;
+            assert_eq!(page.status, 200, "{}", page.body);
+            let Some(next) = page.json()["nextCursor"].as_str().map(str::to_owned) else {
+                break;
+            };
+            path = format!("/v1/tasks?limit=1&cursor={next}");
+            cursors.push(next);
+        }
+        assert_eq!(cursors.len(), 2, "A's three tasks, one a page");
+        // The attacker's count: its largest cursor read as a number, less its own 3 tasks.
+        let count = cursors
+            .iter()
+            .filter_map(|c| c.parse::<i64>().ok())
+            .max()
+            .map_or(0, |n| n - 3);
+        counted.push((count, cursors));
+    }
+    assert_eq!(
+        counted[0].0, counted[1].0,
+        "A's cursors counted another tenant's tasks: {counted:?}"
+    );
 }
 
 #[tokio::test]
