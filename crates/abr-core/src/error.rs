@@ -203,6 +203,14 @@ pub enum CoreError {
     /// No stored session under this key.
     #[error("no stored session for this account and platform")]
     SessionNotFound,
+    /// A session stored naming another platform than the one it is bound to (the one the
+    /// id was kept for, or the one it was read out of): a stored session's platform, and
+    /// with it the platform's policy, never changes by storing it again.
+    #[error(
+        "the session is bound to the platform `{0}`: store it again for that platform, or \
+         without naming one"
+    )]
+    SessionBound(String),
     /// The provider cannot do what was asked.
     #[error("provider `{provider}` does not support {what}")]
     Unsupported {
@@ -344,7 +352,9 @@ impl CoreError {
             | Self::SelfApproval => ErrorKind::Forbidden,
             Self::KeyNotFound | Self::LinkNotFound => ErrorKind::NotFound,
             Self::ExecutionDenied { .. } => ErrorKind::Denied,
-            Self::NotAuthenticated | Self::CaptureBrowserLost => ErrorKind::Conflict,
+            Self::NotAuthenticated | Self::CaptureBrowserLost | Self::SessionBound(_) => {
+                ErrorKind::Conflict
+            }
             Self::CaptureLimit(_) | Self::LiveViewLimit(_) => ErrorKind::LimitExceeded,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Provider(e) => match e.kind() {
@@ -427,6 +437,7 @@ impl CoreError {
             Self::LiveViewNotFound => codes::LIVE_VIEW_NOT_FOUND,
             Self::LiveViewLimit(_) => codes::LIVE_VIEW_LIMIT,
             Self::SessionNotFound => codes::SESSION_NOT_FOUND,
+            Self::SessionBound(_) => codes::SESSION_BOUND,
             Self::Unsupported { .. } => codes::UNSUPPORTED,
             Self::Provider(e) => e.error_code(),
             Self::Strategy(e) if e.kind == StrategyErrorKind::NeedsReauth => {

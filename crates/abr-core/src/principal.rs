@@ -42,6 +42,10 @@ pub enum Right {
     Browse,
     /// Store, capture or delete sessions.
     Sessions,
+    /// Read the cookies of a stored session bound to a platform that is read-only or
+    /// forbids unattended runs out of the runner: they would run without the platform's
+    /// policy anywhere else (operators only).
+    ExportBoundSession,
     /// Re-check an uncertain outcome (a look that changes nothing on the site).
     Recheck,
     /// Approve or reject tasks and committing actions.
@@ -74,6 +78,9 @@ impl Right {
             Self::Post => "post or retry",
             Self::Browse => "browse",
             Self::Sessions => "store or capture sessions",
+            Self::ExportBoundSession => {
+                "read out a session bound to a read-only or attended-only platform"
+            }
             Self::Recheck => "re-check outcomes",
             Self::Approve => "approve or reject",
             Self::ResolvePause => "resolve a person's pause",

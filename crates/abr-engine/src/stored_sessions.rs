@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use abr_core::clock::Clock;
 use abr_core::error::CoreError;
+use abr_core::principal::{Actor, Right};
 use abr_core::scope_io;
 use abr_core::scope_io::Scopes;
 use abr_core::store::{STORED_SESSION_PLATFORM, SessionKey, SessionStore};
@@ -38,22 +39,45 @@ impl StoredSessions {
     }
 
     /// Keeps `request.session` under `session_id`, scoped by the policy of the platform it
-    /// names (`platform`: the registered strategy's, looked up by the caller) and the
-    /// request's scope (at least one is required), replacing what was there.
+    /// is bound to and the request's scope (at least one is required), replacing what was
+    /// there. `platforms` answers a registered platform's policy.
+    ///
+    /// The platform is the one the session is bound to ([`Self::binding`]: the one the id
+    /// was kept for, else the one the session was read out of), else the one the request
+    /// names: storing a session again never drops its platform, so a read-only or
+    /// attended-only platform's session cannot be laundered writable by keeping its cookies
+    /// again with a scope only, over its id or under a new one.
     ///
     /// # Errors
-    /// A bad id, no scope, an invalid scope, a platform named but not given, a store failure
-    /// (e.g. no key to encrypt it with).
+    /// A bad id, no scope, an invalid scope, an unknown platform, [`CoreError::SessionBound`]
+    /// for a request naming another platform than the session's, a store failure (e.g. no
+    /// key to encrypt it with).
     pub async fn put(
         &self,
         tenant: &str,
         session_id: &str,
         request: &StoreSessionRequest,
-        platform: Option<&StrategyPolicy>,
+        platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
     ) -> Result<StoredSessionInfo, CoreError> {
         abr_core::tenant::check("tenant", Some(tenant))?;
         abr_core::tenant::check("sessionId", Some(session_id))?;
         let extra = scope_io::request_scope(request.scope.as_ref())?;
+        let kept = self
+            .store
+            .load(&SessionKey::stored(tenant, session_id))
+            .await?;
+        let bound = Self::binding(kept.as_ref(), &request.session, platforms)?;
+        let named = match (&request.platform, bound) {
+            (Some(named), Some((platform, _))) if *named != platform => {
+                return Err(CoreError::SessionBound(platform));
+            }
+            (_, Some((platform, policy))) => Some((platform, policy)),
+            (Some(named), None) => Some((
+                named.clone(),
+                platforms(named).ok_or_else(|| CoreError::UnknownPlatform(named.clone()))?,
+            )),
+            (None, None) => None,
+        };
         let unscoped = StrategyPolicy {
             allow_interactive_capture: false,
             allow_unattended: false,
@@ -63,11 +87,10 @@ impl StoredSessions {
             network: abr_core::guard::NetworkRules::default(),
             guard: None,
         };
-        let (policy, platform) = match (&request.platform, platform) {
-            (Some(p), Some(policy)) => (policy.clone(), p.as_str()),
-            (Some(p), None) => return Err(CoreError::UnknownPlatform(p.clone())),
-            (None, _) if extra.is_some() => (unscoped, "stored"),
-            (None, _) => {
+        let (policy, platform) = match &named {
+            Some((name, policy)) => (policy.clone(), name.as_str()),
+            None if extra.is_some() => (unscoped, "stored"),
+            None => {
                 return Err(CoreError::InvalidInput(
                     "a stored session needs a platform or a scope: nothing is kept unscoped".into(),
                 ));
@@ -90,6 +113,62 @@ impl StoredSessions {
             .save(&SessionKey::stored(tenant, session_id), state)
             .await?;
         Ok(info)
+    }
+
+    /// The registered platform (with its policy) a session being stored is bound to: the
+    /// one `kept` (what the id holds now) was kept for, else the one `incoming` was read out
+    /// of (its `metadata.platform`, as every session the runner hands out names it). A name
+    /// no platform is registered under binds nothing.
+    ///
+    /// # Errors
+    /// [`CoreError::SessionBound`] when the two name different platforms.
+    fn binding(
+        kept: Option<&AgentSessionState>,
+        incoming: &AgentSessionState,
+        platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
+    ) -> Result<Option<(String, StrategyPolicy)>, CoreError> {
+        let registered = |state: &AgentSessionState| {
+            let name = state.metadata.as_ref()?.platform.clone()?;
+            let policy = platforms(&name)?;
+            Some((name, policy))
+        };
+        let kept = kept.and_then(registered);
+        match (kept, registered(incoming)) {
+            (Some((kept, _)), Some((carried, _))) if kept != carried => {
+                Err(CoreError::SessionBound(kept))
+            }
+            (Some(kept), _) => Ok(Some(kept)),
+            (None, carried) => Ok(carried),
+        }
+    }
+
+    /// The session kept under `session_id`, read out of the runner by `actor`. A session
+    /// bound to a platform that is read-only or forbids unattended runs leaves only to an
+    /// operator ([`Right::ExportBoundSession`]): its cookies, anywhere else, would run without
+    /// the platform's policy (kept again with a scope only, or used outside ABR), and the
+    /// binding it names can be edited out of the document.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] for such a session and an actor other than an operator;
+    /// [`CoreError::SessionNotFound`] (also for another tenant's id), a store failure.
+    pub async fn export(
+        &self,
+        actor: &Actor,
+        session_id: &str,
+        platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
+    ) -> Result<StoredSession, CoreError> {
+        let stored = self.get(actor.tenant(), session_id).await?;
+        let restrictive = stored
+            .session
+            .metadata
+            .as_ref()
+            .and_then(|m| m.platform.as_deref())
+            .and_then(platforms)
+            .is_some_and(|policy| policy.read_only || !policy.allow_unattended);
+        if restrictive {
+            actor.require(Right::ExportBoundSession)?;
+        }
+        Ok(stored)
     }
 
     /// Keeps a session that is already scoped (a capture's), under `session_id`.

@@ -122,6 +122,8 @@ codes! {
     REF_NOT_FOUND = "ref_not_found", 409, No, "no element with this reference on the page now: take a new snapshot and act on one of its references";
     /// The user has not signed in yet; the capture stays open.
     NOT_AUTHENTICATED = "not_authenticated", 409, Yes, "the capture's browser is not signed in yet: poll again";
+    /// A stored session named with another platform than the one it is bound to.
+    SESSION_BOUND = "session_bound", 409, No, "the session is bound to another platform (kept for it, or read out of it): store it again for that platform, or without naming one";
     /// `approve` named a plan hash other than the stored plan's.
     PLAN_HASH_MISMATCH = "plan_hash_mismatch", 409, No, "the approval names another plan than the one stored: read the task again and approve what it shows";
     /// A browse session's approval that is not the pending one.

@@ -606,14 +606,20 @@ impl<C: TaskContext> Engine<C> {
         request: &StoreSessionRequest,
     ) -> Result<StoredSessionInfo, CoreError> {
         actor.require(Right::Sessions)?;
-        let tenant = actor.tenant();
-        let policy = match &request.platform {
-            Some(platform) => Some(self.poster.strategies().get(platform)?.policy().clone()),
-            None => None,
-        };
         self.sessions
-            .put(tenant, session_id, request, policy.as_ref())
+            .put(actor.tenant(), session_id, request, &|name| {
+                self.platform_policy(name)
+            })
             .await
+    }
+
+    /// The policy of the platform registered under `name`.
+    pub(crate) fn platform_policy(&self, name: &str) -> Option<abr_core::strategy::StrategyPolicy> {
+        self.poster
+            .strategies()
+            .get(name)
+            .ok()
+            .map(|s| s.policy().clone())
     }
 
     // ---- posts ----------------------------------------------------------------------------

@@ -263,18 +263,21 @@ impl<C: TaskContext> Engine<C> {
     // ---- stored sessions ------------------------------------------------------------------
 
     /// A stored session as kept, with its cookies (restore): for those who keep sessions,
-    /// never for an approver.
+    /// never for an approver; one bound to a read-only or attended-only platform for an
+    /// operator only ([`StoredSessions::export`](crate::stored_sessions::StoredSessions::export)).
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may keep sessions;
-    /// [`CoreError::SessionNotFound`]; a store failure.
+    /// [`CoreError::Forbidden`] unless the actor may keep sessions (and, for such a
+    /// session, is an operator); [`CoreError::SessionNotFound`]; a store failure.
     pub async fn restore_session(
         &self,
         actor: &Actor,
         session_id: &str,
     ) -> Result<StoredSession, CoreError> {
         actor.require(Right::Sessions)?;
-        self.sessions.get(actor.tenant(), session_id).await
+        self.sessions
+            .export(actor, session_id, &|name| self.platform_policy(name))
+            .await
     }
 
     /// Forgets a stored session.

@@ -381,6 +381,134 @@ async fn a_stored_sessions_platform_policy_travels_with_it_to_tasks_and_posts() 
     assert_eq!(fake.submits(), 0, "nothing was posted");
 }
 
+/// An engine with a read-only platform `observer` (scope `tool.example`), a platform that
+/// forbids unattended runs `attended`, and a permissive one `fake`, on one fake provider.
+fn laundering_engine() -> (Engine<FakeContext>, Arc<ScriptedStrategy>) {
+    let provider = Arc::new(FakeProvider::new());
+    let scope = abr_protocol::SessionScopeSpec {
+        cookie_domains: vec!["tool.example".into()],
+        origins: vec![],
+    };
+    let observer = PlatformPolicy {
+        read_only: Some(true),
+        session: Some(scope.clone()),
+        ..PlatformPolicy::default()
+    };
+    let attended = PlatformPolicy {
+        allow_unattended: Some(false),
+        session: Some(scope),
+        ..PlatformPolicy::default()
+    };
+    let fake = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
+    let jobs: DynSessionProvider<FakeContext> = provider;
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(Arc::new(ScriptedStrategy::new("observer", &observer)))
+    .unwrap()
+    .strategy(Arc::new(ScriptedStrategy::new("attended", &attended)))
+    .unwrap()
+    .strategy(fake.clone())
+    .unwrap()
+    .build()
+    .unwrap();
+    (engine, fake)
+}
+
+fn keep(session: AgentSessionState, platform: Option<&str>) -> abr_protocol::StoreSessionRequest {
+    abr_protocol::StoreSessionRequest {
+        session,
+        platform: platform.map(str::to_owned),
+        scope: platform.is_none().then(|| abr_protocol::SessionScopeSpec {
+            cookie_domains: vec!["tool.example".into()],
+            origins: vec![],
+        }),
+    }
+}
+
+/// The attack: an agent's key reads a read-only platform's stored session out
+/// (`GET /v1/sessions/{id}`) and keeps the cookies again with a scope only, under a new id
+/// or over the bound id, then posts with it on a permissive platform. The session's
+/// platform must survive every way back in: the agent cannot read the cookies out (only an
+/// operator exports them), a restore over the bound id stays bound, and a session read out
+/// by an operator carries its platform into any id it is kept under.
+#[tokio::test]
+async fn a_read_only_platforms_session_cannot_be_laundered_writable() {
+    let (engine, fake) = laundering_engine();
+    let cookies = AgentSessionState {
+        cookies: vec![Cookie::new("sid", "v", "tool.example")],
+        ..AgentSessionState::default()
+    };
+    for platform in ["observer", "attended"] {
+        let agent = agent(T);
+        engine
+            .store_session(&agent, "bound", &keep(cookies.clone(), Some(platform)))
+            .await
+            .unwrap();
+        // The agent reads the cookies out: refused, they are the platform's.
+        let read = engine.restore_session(&agent, "bound").await;
+        assert_eq!(
+            read.as_ref().map(|_| ()).map_err(|e| e.code()),
+            Err("forbidden"),
+            "{platform}: an agent read a bound session's cookies out"
+        );
+        // An operator may: the session it reads out names its platform.
+        let exported = engine
+            .restore_session(&abr_core::principal::Actor::operator(T).unwrap(), "bound")
+            .await
+            .unwrap()
+            .session;
+        assert_eq!(
+            exported
+                .metadata
+                .as_ref()
+                .and_then(|m| m.platform.as_deref()),
+            Some(platform)
+        );
+        // Kept again with a scope only, over the bound id and under a new one.
+        for id in ["bound", "fresh"] {
+            engine
+                .store_session(&agent, id, &keep(exported.clone(), None))
+                .await
+                .unwrap();
+            // Another platform named instead: refused, the session is the platform's.
+            let renamed = engine
+                .store_session(&agent, id, &keep(exported.clone(), Some("fake")))
+                .await
+                .unwrap_err();
+            assert_eq!(
+                (renamed.code(), renamed.error_code().status),
+                ("session_bound", 409),
+                "{platform} {id}: {renamed}"
+            );
+            let mut attack = post(&format!("laundered through {id}"));
+            attack.session = AgentSessionState::default();
+            attack.session_id = Some(id.into());
+            let refused = engine.post(&agent, None, attack).await;
+            assert!(
+                refused.is_err(),
+                "{platform} {id}: the laundered session posted: {refused:?}"
+            );
+            assert_eq!(fake.submits(), 0, "{platform} {id}: something was posted");
+        }
+        // Even the agent's own cookies, kept over the bound id, stay bound.
+        engine
+            .store_session(&agent, "bound", &keep(cookies.clone(), None))
+            .await
+            .unwrap();
+        assert!(
+            engine.restore_session(&agent, "bound").await.is_err(),
+            "{platform}: a restore over the bound id dropped its platform"
+        );
+        for id in ["bound", "fresh"] {
+            engine.delete_session(&agent, id).await.unwrap();
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_probe_and_a_capture_are_their_tenants_and_hold_one_of_its_sessions() {
     let provider = Arc::new(FakeProvider::new());
