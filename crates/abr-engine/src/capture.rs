@@ -484,6 +484,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             .try_acquire_owned()
             .map_err(|_| CoreError::LiveViewLimit(self.config.max_live_sockets))?;
         Ok(LiveAttachment {
+            on_input: None,
             platform: capture.platform.clone(),
             surface: Arc::clone(&capture.context),
             viewer: capture.viewer.clone(),

@@ -18,7 +18,7 @@ use time::OffsetDateTime;
 use tokio::sync::{Semaphore, watch};
 
 use crate::capture::LiveTarget;
-use crate::live_access::{LiveAttachment, LiveSites};
+use crate::live_access::{LiveAttachment, LiveSites, PersonInput};
 
 /// Most viewer sockets one takeover's live token may hold at once.
 const LIVE_SOCKETS: usize = 2;
@@ -36,6 +36,8 @@ struct Handoff<C> {
     live_token: Mutex<Option<String>>,
     surface: Arc<C>,
     sites: LiveSites,
+    /// What the run hears of the person's input (its network gate's window).
+    on_input: Option<PersonInput>,
     live_slots: Arc<Semaphore>,
     /// `true` once the takeover is no longer active: live sockets close.
     live_ended: watch::Sender<bool>,
@@ -136,11 +138,16 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
     }
 
     /// Registers a paused run's takeover (`requested`). Dropping the answer (the run ended,
-    /// the runner stopped) removes it and closes its live sockets.
+    /// the runner stopped) removes it and closes its live sockets. `on_input` is told of
+    /// every click, key and text the person sends through the live view.
     ///
     /// # Errors
     /// [`CoreError::Internal`] when no id can be minted.
-    pub fn request(
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the takeover's parts, each from the paused run"
+    )]
+    pub(crate) fn request(
         self: &Arc<Self>,
         tenant: &str,
         run_id: &str,
@@ -148,6 +155,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
         surface: Arc<C>,
         sites: LiveSites,
         wait: Duration,
+        on_input: Option<PersonInput>,
     ) -> Result<PendingHandoff<C>, CoreError> {
         let now = self.clock.now();
         let handoff = Arc::new(Handoff {
@@ -161,6 +169,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
             live_token: Mutex::new(None),
             surface,
             sites,
+            on_input,
             live_slots: Arc::new(Semaphore::new(LIVE_SOCKETS)),
             live_ended: watch::Sender::new(false),
         });
@@ -319,6 +328,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
             .try_acquire_owned()
             .map_err(|_| CoreError::LiveViewLimit(LIVE_SOCKETS))?;
         Ok(LiveAttachment {
+            on_input: handoff.on_input.clone(),
             platform: format!("takeover:{}", handoff.reason.as_str()),
             surface: Arc::clone(&handoff.surface),
             viewer: None,

@@ -123,6 +123,10 @@ pub enum LiveInputError {
     Provider(#[from] ProviderError),
 }
 
+/// What a paused run hears of its person's input in the live view: called before each
+/// click, key or text reaches the page.
+pub(crate) type PersonInput = Arc<dyn Fn() + Send + Sync>;
+
 /// One viewer's hold on a capture's browser, from
 /// [`SessionCaptureManager::attach_live`](crate::capture::SessionCaptureManager::attach_live).
 ///
@@ -131,6 +135,9 @@ pub enum LiveInputError {
 /// expires: a socket that selects on it is closed with its capture.
 pub struct LiveAttachment<C> {
     pub(crate) platform: String,
+    /// Told of every click, key and text the viewer sends (a takeover's run opens its
+    /// network gate to the person for a moment after each), before it reaches the page.
+    pub(crate) on_input: Option<PersonInput>,
     pub(crate) surface: Arc<C>,
     pub(crate) viewer: Option<ProviderViewer>,
     pub(crate) sites: LiveSites,
@@ -208,7 +215,27 @@ impl<C: LiveSurface> LiveAttachment<C> {
     /// [`LiveInputError::Refused`] before anything reached the browser, or the provider's.
     pub async fn input(&self, input: LiveInput) -> Result<(), LiveInputError> {
         check_input(&self.sites, &input)?;
+        if let Some(on_input) = &self.on_input
+            && is_a_persons_act(&input)
+        {
+            on_input();
+        }
         Ok(self.surface.input(input).await?)
+    }
+}
+
+/// Whether `input` is something a person does to the page (a click, a key, text, a
+/// navigation), rather than looking at it (moving the pointer, scrolling).
+fn is_a_persons_act(input: &LiveInput) -> bool {
+    match input {
+        LiveInput::Pointer { action, .. } => *action != abr_core::live::PointerAction::Move,
+        LiveInput::Wheel { .. } => false,
+        LiveInput::Key { .. }
+        | LiveInput::Text { .. }
+        | LiveInput::Navigate { .. }
+        | LiveInput::Back
+        | LiveInput::Forward
+        | LiveInput::Reload => true,
     }
 }
 

@@ -35,6 +35,7 @@ mod probe_script;
 mod remote;
 mod router;
 mod session;
+mod sockets;
 pub mod state;
 mod steel;
 mod steps;

@@ -284,7 +284,7 @@ impl BrowserSession {
 
     async fn install_network_gate(&self, gate: Arc<dyn RequestGate>) -> Result<(), StepFailure> {
         self.router()
-            .set_network(self.context(), gate)
+            .set_network(self.context(), self.page(), gate)
             .await
             .map_err(|e| {
                 let reason = Cause::classify(&e).reason();

@@ -16,7 +16,10 @@
 //!
 //! WebSockets are routed separately (Playwright's WebSocket routing, set for an egress URL
 //! gate and for a network gate that guards them): a refused socket is closed before it
-//! connects.
+//! connects. That routing replaces `WebSocket` in documents only; below it, a gate that
+//! guards sockets has every socket of the context refused by the browser's network, from
+//! any document or worker (`sockets`), and a document request of a page not covered yet
+//! (a popup's first) waits until it is.
 //!
 //! Documents being left send writes Playwright does not route either (a `pagehide` beacon):
 //! the browser's own net catches those (`unload`).
@@ -34,9 +37,11 @@ use playwright_rs::Error as PwError;
 use playwright_rs::protocol::{
     BrowserContext, FulfillOptions, Page, Route, WebSocketRoute, WebSocketRouteCloseOptions,
 };
+use playwright_rs::server::channel_owner::ChannelOwner as _;
 
 use crate::egress::UrlGate;
 use crate::error::from_playwright;
+use crate::sockets::{SocketGuard, WORKER_MARK, WORKER_PREFIX, socket_script};
 use crate::unload::{self, Gated, Registration};
 
 /// The route pattern: every URL.
@@ -89,6 +94,26 @@ pub(crate) struct RequestRouter {
     /// The redirect gate's CDP session ([`install_hop_gate`]): a remote browser's, or the
     /// page's once a site filter is set; kept while the context's lease lives.
     redirects: std::sync::Mutex<Option<playwright_rs::protocol::CDPSession>>,
+    /// The sockets of the context: watched for the network gate, refused below the page
+    /// while it guards them (`sockets`).
+    sockets: Sockets,
+}
+
+/// The context's sockets (see [`RequestRouter::watch_sockets`]).
+#[derive(Debug, Default)]
+struct Sockets {
+    /// Refused below the page (the gate guards them): every page is covered.
+    guarded: std::sync::atomic::AtomicBool,
+    /// The pages and their frames and workers holding the rule.
+    guard: SocketGuard,
+    /// The context, once its pages are watched (its new pages are from then on).
+    context: std::sync::Mutex<Option<BrowserContext>>,
+    /// The pages whose sockets are told to the gate, by guid.
+    watched: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The pages known to be covered, by guid.
+    covered: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The init script that takes the page's other socket paths away is on the context.
+    scripted: tokio::sync::OnceCell<()>,
 }
 
 impl Drop for RequestRouter {
@@ -123,6 +148,7 @@ impl RequestRouter {
             no_shared_workers: tokio::sync::OnceCell::new(),
             unload: std::sync::Mutex::default(),
             redirects: std::sync::Mutex::default(),
+            sockets: Sockets::default(),
         }
     }
 
@@ -245,31 +271,171 @@ impl RequestRouter {
         Ok(())
     }
 
-    /// Sets the network gate (a new one replaces the last), routes the context, routes its
-    /// WebSockets when the gate guards them, and joins the browser's net for the requests
-    /// Playwright does not route (`unload`).
+    /// Sets the network gate (a new one replaces the last), routes the context, joins the
+    /// browser's net for the requests Playwright does not route (`unload`), and tells the
+    /// gate of every socket the context opens; when the gate guards sockets, routes the
+    /// documents' WebSockets and has every other socket refused below the page
+    /// (`sockets`), `page` (the lease's) covered before this returns.
     pub(crate) async fn set_network(
         self: &Arc<Self>,
         context: &BrowserContext,
+        page: &Page,
         gate: Arc<dyn RequestGate>,
     ) -> Result<(), PwError> {
         let websockets = gate.websockets_guarded();
         *self.network.write().unwrap_or_else(PoisonError::into_inner) = Some(gate);
-        // The route, the init script and the net are independent calls: sent at once (the
-        // page loads nothing before this returns), they cost the slowest, not the sum.
-        let (routed, scripted, joined) = tokio::join!(
+        self.sockets
+            .guarded
+            .store(websockets, std::sync::atomic::Ordering::SeqCst);
+        // The route, the init scripts, the net and the socket rule are independent calls:
+        // sent at once (the page loads nothing before this returns), they cost the slowest,
+        // not the sum.
+        let (routed, scripted, joined, watched) = tokio::join!(
             self.install(context),
             self.no_shared_workers(context),
-            self.join_net(context)
+            self.join_net(context),
+            self.watch_sockets(context, page, websockets)
         );
         routed?;
         scripted?;
         joined?;
+        watched?;
         if websockets {
             let mut installed = self.installed.lock().await;
             self.route_websockets(&mut installed, context).await?;
         }
         Ok(())
+    }
+
+    /// Tells the gate of every socket the context's pages open (the pages there are and
+    /// every new one), and when `guarded` covers every page (`sockets`) after the init
+    /// script that takes the documents' other socket paths away.
+    async fn watch_sockets(
+        self: &Arc<Self>,
+        context: &BrowserContext,
+        page: &Page,
+        guarded: bool,
+    ) -> Result<(), PwError> {
+        let first = self
+            .sockets
+            .context
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(context.clone())
+            .is_none();
+        if first {
+            let router = Arc::downgrade(self);
+            context
+                .on_page(move |page| {
+                    let router = router.clone();
+                    async move {
+                        if let Some(router) = router.upgrade() {
+                            router.watch_page(&page).await?;
+                        }
+                        Ok(())
+                    }
+                })
+                .await?;
+        }
+        if guarded {
+            self.sockets
+                .scripted
+                .get_or_try_init(|| async {
+                    context.add_init_script(&socket_script()).await?;
+                    Ok::<(), PwError>(())
+                })
+                .await?;
+        }
+        let mut pages = context.pages();
+        if !pages.iter().any(|p| p.guid() == page.guid()) {
+            pages.push(page.clone());
+        }
+        for page in pages {
+            self.watch_page(&page).await?;
+        }
+        Ok(())
+    }
+
+    /// Tells the gate of `page`'s sockets (once), and covers it while sockets are guarded.
+    async fn watch_page(self: &Arc<Self>, page: &Page) -> Result<(), PwError> {
+        let new = self
+            .sockets
+            .watched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(page.guid().to_owned());
+        if new {
+            let router = Arc::downgrade(self);
+            page.on_websocket(move |socket| {
+                let router = router.clone();
+                async move {
+                    let gate = router.upgrade().and_then(|r| r.network());
+                    if let Some(gate) = gate {
+                        gate.socket_opened(socket.url()).await;
+                    }
+                    Ok(())
+                }
+            })
+            .await?;
+        }
+        self.cover(Some(page)).await
+    }
+
+    /// Covers every page of the context (`sockets`) while the gate guards sockets, `page`
+    /// among them; nothing otherwise.
+    async fn cover(&self, page: Option<&Page>) -> Result<(), PwError> {
+        if !self.guards_sockets() {
+            return Ok(());
+        }
+        let context = self
+            .sockets
+            .context
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(context) = context else {
+            return Ok(());
+        };
+        self.sockets.guard.cover(&context).await?;
+        let mut covered = self
+            .sockets
+            .covered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        covered.extend(context.pages().iter().map(|p| p.guid().to_owned()));
+        if let Some(page) = page {
+            covered.insert(page.guid().to_owned());
+        }
+        Ok(())
+    }
+
+    fn guards_sockets(&self) -> bool {
+        self.sockets
+            .guarded
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether a document request in `frame` must wait for its page to be covered: the
+    /// main frame of a page not known to be covered while sockets are guarded (a popup's
+    /// first document, whose page the driver reports only later).
+    fn must_cover(&self, frame: Option<&playwright_rs::protocol::Frame>) -> bool {
+        if !self.guards_sockets() {
+            return false;
+        }
+        let Some(frame) = frame else {
+            return false;
+        };
+        if frame.parent_frame().is_some() {
+            return false;
+        }
+        frame.page().is_none_or(|page| {
+            !self
+                .sockets
+                .covered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(page.guid())
+        })
     }
 
     /// Takes `SharedWorker` away from the context's documents (an init script), once.
@@ -336,6 +502,15 @@ impl RequestRouter {
     pub(crate) async fn remove(&self, context: &BrowserContext) -> Result<(), PwError> {
         *self.sites.write().unwrap_or_else(PoisonError::into_inner) = None;
         *self.network.write().unwrap_or_else(PoisonError::into_inner) = None;
+        self.sockets
+            .guarded
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        self.sockets.guard.uncover().await;
+        self.sockets
+            .covered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         self.leave_net().await;
         let mut installed = self.installed.lock().await;
         installed.requests = false;
@@ -364,6 +539,19 @@ async fn handle(router: Weak<RequestRouter>, route: Route) -> Result<(), PwError
         return route.abort(Some(BLOCKED)).await;
     }
     let document = request.resource_type() == "document";
+    if document && router.must_cover(request.frame().as_ref()) {
+        // A page's first document (a popup's) loads only once its sockets are refused.
+        let page = request.frame().and_then(|f| f.page());
+        if let Err(e) = router.cover(page.as_ref()).await {
+            tracing::warn!(error = %e, "sockets: a new page could not be covered; its document is refused");
+            return route.abort(Some(BLOCKED)).await;
+        }
+    }
+    if router.guards_sockets()
+        && let Some(script) = worker_script(&url)
+    {
+        return start_worker(route, script).await;
+    }
     if document
         && let Some(filter) = router.sites()
         && !may_open(filter.as_ref(), &url)
@@ -401,6 +589,71 @@ async fn handle(router: Weak<RequestRouter>, route: Route) -> Result<(), PwError
         }
     }
     route.continue_(None).await
+}
+
+/// The script of a worker a guarded document starts from the network: its URL as the
+/// page wrote it, without the marker the document's `Worker` adds ([`WORKER_MARK`]); none
+/// for any other request.
+fn worker_script(url: &str) -> Option<String> {
+    let mut parsed = url::Url::parse(url).ok()?;
+    let pairs: Vec<(String, String)> = parsed
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    if !pairs.iter().any(|(k, _)| k == WORKER_MARK) {
+        return None;
+    }
+    let rest: Vec<&(String, String)> = pairs.iter().filter(|(k, _)| k != WORKER_MARK).collect();
+    if rest.is_empty() {
+        parsed.set_query(None);
+    } else {
+        parsed.query_pairs_mut().clear().extend_pairs(rest);
+    }
+    Some(parsed.into())
+}
+
+/// Serves a worker's main script (`script`, fetched from the network) with
+/// [`WORKER_PREFIX`] in front: a worker of a guarded context starts no worker and has no
+/// socket constructor (its own sockets are refused below the page; a worker's worker's
+/// would be keyed to a worker whose rule may come late, see `sockets`). A script that
+/// cannot be fetched, or that redirects (its next hop would not be judged), fails the worker.
+async fn start_worker(route: Route, script: String) -> Result<(), PwError> {
+    let options = playwright_rs::protocol::FetchOptions::builder()
+        .url(script)
+        .max_redirects(0)
+        .build();
+    let fetched = match route.fetch(options).await {
+        Ok(fetched) if !(300..400).contains(&fetched.status()) => fetched,
+        Ok(_) => {
+            tracing::info!("sockets: a worker's script redirects; the worker is refused");
+            return route.abort(Some(BLOCKED)).await;
+        }
+        Err(e) => {
+            tracing::info!(error = %e, "sockets: a worker's script could not be fetched");
+            return route.abort(Some(BLOCKED)).await;
+        }
+    };
+    let mut body = WORKER_PREFIX.as_bytes().to_vec();
+    body.extend_from_slice(fetched.body());
+    let headers = fetched
+        .headers()
+        .iter()
+        .filter(|(name, _)| {
+            !["content-length", "content-encoding", "transfer-encoding"]
+                .iter()
+                .any(|h| name.eq_ignore_ascii_case(h))
+        })
+        .cloned()
+        .collect();
+    route
+        .fulfill(
+            FulfillOptions::builder()
+                .status(fetched.status())
+                .headers(headers)
+                .body(body)
+                .build(),
+        )
+        .await
 }
 
 async fn handle_websocket(

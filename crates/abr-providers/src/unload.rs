@@ -148,7 +148,7 @@ async fn call(cdp: &CDPSession, method: &str, params: Value) -> Option<Value> {
 }
 
 /// The id Chromium gives `context`, asked through its first page that answers.
-async fn chromium_id(context: &BrowserContext) -> Option<String> {
+pub(crate) async fn chromium_id(context: &BrowserContext) -> Option<String> {
     for page in context.pages() {
         if let Some(id) = id_through(context, &page).await {
             return Some(id);

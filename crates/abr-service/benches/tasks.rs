@@ -405,6 +405,8 @@ impl RequestGate for BenchGate {
     fn admit_websocket(&self, _url: &str) -> bool {
         true
     }
+
+    async fn socket_opened(&self, _url: &str) {}
 }
 
 /// The phases of a task, timed on both sides (steps only and the Node script) in this order.

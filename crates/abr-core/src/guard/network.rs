@@ -483,9 +483,17 @@ pub fn classify(
 ///   not asked about (the hot path). Until it answers, the request is held; `false` means it
 ///   never leaves the browser (a document is answered `204 No Content`, so the page stays
 ///   where it was; anything else is aborted).
-/// - When [`websockets_guarded`](Self::websockets_guarded), every WebSocket the page opens
-///   is asked about with [`admit_websocket`](Self::admit_websocket) before it connects;
-///   refused, it never reaches the server.
+/// - When [`websockets_guarded`](Self::websockets_guarded) (read once, when the gate is
+///   installed), no WebSocket of the context connects: not from a document (any page,
+///   frame or popup, `WebSocket` or `WebSocketStream`), not from a dedicated worker at any
+///   depth, not from any other context the browser runs for the page. A socket a document
+///   opens through the provider's per-socket route is asked about with
+///   [`admit_websocket`](Self::admit_websocket) before it connects; every other socket is
+///   refused below the page without asking.
+/// - Every WebSocket the context's documents and workers open is told to
+///   [`socket_opened`](Self::socket_opened) as the browser creates it, refused or not: a
+///   gate that refuses records it, a read-write one counts a socket to the run's own sites
+///   as a write that left.
 /// - The gate holds for the lease's whole life, from the call that installs it, also for
 ///   the writes of a document being left (a `pagehide` beacon), which the browser sends
 ///   after its document is gone.
@@ -503,6 +511,9 @@ pub trait RequestGate: Send + Sync + std::fmt::Debug + 'static {
 
     /// Whether a WebSocket to `url` may connect.
     fn admit_websocket(&self, url: &str) -> bool;
+
+    /// A document or worker of the context opened a WebSocket to `url` (see the contract).
+    async fn socket_opened(&self, url: &str);
 }
 
 #[cfg(test)]

@@ -142,6 +142,18 @@ impl Acted {
     }
 }
 
+/// Whether `failure` is the network gate holding a write for an approver (not the action
+/// itself refused).
+fn held_below<C: TaskContext>(open: &Open<C>, failure: &Failure) -> bool {
+    failure.body.code == codes::BLOCKED_ACTION
+        && open
+            .task
+            .record
+            .blocked
+            .last()
+            .is_some_and(|b| b.blocked_by == BlockedBy::AwaitingApproval)
+}
+
 impl<C: TaskContext> TaskRunner<C> {
     /// Opens a browse session of the actor's tenant: a fresh browser with the request's
     /// session (scoped), the rails (read-only from the platform, the request or a read-only
@@ -217,6 +229,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 read_only: request.read_only,
             },
             inputs: BTreeMap::new(),
+            secret_inputs: Vec::new(),
             session: request.session,
             session_id: request.session_id,
             scope: request.scope,
@@ -602,6 +615,9 @@ impl<C: TaskContext> TaskRunner<C> {
             state: TaskState::Running,
             plan_hash: plan_hash(&request.plan),
             steps: Vec::new(),
+            inputs: Vec::new(),
+            account: None,
+            reasoning: None,
             risk: Risk::Low,
             approval_rule: self.config.approval.as_str().to_owned(),
             approval: None,
@@ -701,6 +717,13 @@ impl<C: TaskContext> TaskRunner<C> {
         let settled_at = Instant::now() + SETTLE;
         let mut acted = match guarded {
             Ok((_, committing)) => Acted::done(committing),
+            Err((failure, committing)) if granted.is_some() && held_below(open, &failure) => {
+                // The approved action ran; what the page sent of its own meanwhile was
+                // refused (recorded). An approved action is never asked about again.
+                let mut acted = Acted::done(committing);
+                acted.blocked = open.task.record.blocked.last().cloned();
+                acted
+            }
             Err((failure, committing)) => self.not_done(open, failure, committing),
         };
         if acted.outcome == ActOutcome::Done {
@@ -732,6 +755,9 @@ impl<C: TaskContext> TaskRunner<C> {
             .await
         {
             Ok(wrote) => acted.committing |= wrote,
+            Err(failure) if granted.is_some() && held_below(open, &failure) => {
+                acted.blocked = open.task.record.blocked.last().cloned();
+            }
             Err(failure) => {
                 let committing = acted.committing;
                 acted = self.not_done(open, failure, committing);

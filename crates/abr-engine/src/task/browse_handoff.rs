@@ -69,6 +69,7 @@ impl<C: TaskContext> TaskRunner<C> {
             open.lease.context_handle(),
             sites,
             wait,
+            Some(open.rails.network.person_input()),
         )?;
         let (input_ref, prompt) = input.unzip();
         let pause = BrowsePause {

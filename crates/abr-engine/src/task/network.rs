@@ -3,6 +3,14 @@
 //! answer: method and host, never the body); in a read-write run the first write to the
 //! run's own sites is announced to the commit watch and durably marked before it leaves the
 //! browser, so that nothing the page sends can be reported "failed, safe to retry".
+//!
+//! Two windows open a refusing gate, each as narrowly as the gate can tell:
+//! - a person's takeover: for [`PERSON_WINDOW`] after each click, key, text or navigation
+//!   the person sends through the live view, never on the page's own (a timer's post while
+//!   the person only looks stays refused);
+//! - an approved action, under the approval rule: while it runs, except a write the page
+//!   already tried while writes were held (its method, host and path), which is the page's
+//!   own background, not the action's.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -27,6 +35,13 @@ const MARK_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Most refused requests kept between two reads of the gate.
 const MAX_BLOCKED: usize = 32;
+
+/// How long after a person's act in the live view (a click, a key, text, a navigation) the
+/// page's writes are the person's.
+pub(crate) const PERSON_WINDOW: Duration = Duration::from_secs(3);
+
+/// Most write signatures remembered as the page's own background.
+const MAX_BACKGROUND: usize = 256;
 
 /// What the network did since the gate was last read.
 #[derive(Debug, Default)]
@@ -62,8 +77,14 @@ pub(crate) struct RunNetwork {
     writes_read: AtomicU64,
     /// After the run ended nothing more may leave.
     closed: AtomicBool,
-    /// A person holds the browser (an active takeover): they act as themselves.
+    /// A person holds the browser (an active takeover): they act as themselves, for
+    /// [`PERSON_WINDOW`] after each of their acts.
     person: AtomicBool,
+    /// When the person last acted, in milliseconds since `epoch` plus one (0: never).
+    person_acted: AtomicU64,
+    epoch: std::time::Instant,
+    /// The writes (method, host, path) the page sent while writes were held: its own.
+    background: Mutex<std::collections::HashSet<String>>,
     /// A browse session under the approval rule: its writes wait for an approver.
     gated: AtomicBool,
     /// Writes are refused now (`awaiting_approval`): no approved action is running.
@@ -102,6 +123,9 @@ impl RunNetwork {
             writes_read: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             person: AtomicBool::new(false),
+            person_acted: AtomicU64::new(0),
+            epoch: std::time::Instant::now(),
+            background: Mutex::default(),
             gated: AtomicBool::new(false),
             held: AtomicBool::new(false),
             pending: Mutex::new(Pending::default()),
@@ -132,11 +156,56 @@ impl RunNetwork {
         self.marked.store(true, Ordering::SeqCst);
     }
 
-    /// Whether a person holds the browser through an active takeover. Meanwhile nothing is
-    /// refused (a person signs in or answers a challenge as themselves, through the live
-    /// view), and a read-write run still counts their writes as committing.
+    /// Whether a person holds the browser through an active takeover. Meanwhile the writes
+    /// that follow their acts are theirs (a person signs in or answers a challenge as
+    /// themselves, through the live view): not refused, and a read-write run still counts
+    /// them as committing.
     pub(crate) fn set_person(&self, holds: bool) {
         self.person.store(holds, Ordering::SeqCst);
+    }
+
+    /// What the live view tells of the person's acts ([`PERSON_WINDOW`]).
+    pub(crate) fn person_input(self: &Arc<Self>) -> crate::live_access::PersonInput {
+        let network = Arc::downgrade(self);
+        Arc::new(move || {
+            if let Some(network) = network.upgrade() {
+                let now = u64::try_from(network.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+                network
+                    .person_acted
+                    .store(now.saturating_add(1), Ordering::SeqCst);
+            }
+        })
+    }
+
+    /// Whether the page's writes are the person's now: a takeover is active and they acted
+    /// less than [`PERSON_WINDOW`] ago.
+    fn persons_moment(&self) -> bool {
+        if !self.person.load(Ordering::SeqCst) {
+            return false;
+        }
+        let acted = self.person_acted.load(Ordering::SeqCst);
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let window = u64::try_from(PERSON_WINDOW.as_millis()).unwrap_or(u64::MAX);
+        acted > 0 && now.saturating_sub(acted - 1) <= window
+    }
+
+    /// Remembers `request` as the page's own background write (sent while held).
+    fn remember_background(&self, request: &OutgoingRequest<'_>) {
+        let mut background = self
+            .background
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if background.len() < MAX_BACKGROUND {
+            background.insert(signature(request));
+        }
+    }
+
+    /// Whether the page sent `request` (its method, host and path) while writes were held.
+    fn is_background(&self, request: &OutgoingRequest<'_>) -> bool {
+        self.background
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&signature(request))
     }
 
     /// Puts the run under the approval rule (a read-write browse session when approval is
@@ -191,17 +260,28 @@ impl RunNetwork {
             method,
             "network: refused a request of a run that may not commit"
         );
+        let blocked = BlockedAction {
+            step: None,
+            blocked_by: by,
+            class,
+            verb: None,
+            method: method.map(|m| m.trim().to_ascii_uppercase()),
+            host: Some(host),
+        };
         let mut pending = self.lock_pending();
-        if pending.blocked.len() < MAX_BLOCKED {
-            pending.blocked.push(BlockedAction {
-                step: None,
-                blocked_by: by,
-                class,
-                verb: None,
-                method: method.map(|m| m.trim().to_ascii_uppercase()),
-                host: Some(host),
-            });
+        // A socket refused by its route is also told as opened: said once.
+        let told = class == CommitClass::WebSocket && pending.blocked.contains(&blocked);
+        if pending.blocked.len() < MAX_BLOCKED && !told {
+            pending.blocked.push(blocked);
         }
+    }
+
+    /// Why sockets are refused now, if they are: the run's refusal, or the approval rule.
+    fn refuses_sockets(&self) -> Option<BlockedBy> {
+        if !self.websockets_guarded() {
+            return None;
+        }
+        Some(self.refuse.unwrap_or(BlockedBy::AwaitingApproval))
     }
 
     /// Announces and marks the first write; later ones go at once. `false`: it must not
@@ -251,10 +331,12 @@ impl RequestGate for RunNetwork {
         if kind == RequestKind::Read {
             return true;
         }
-        let person = self.person.load(Ordering::SeqCst);
+        let persons = self.persons_moment();
         if let Some(by) = self.refuse {
-            if person {
-                tracing::info!("network: a person's write during a takeover of a read-only run");
+            if persons {
+                tracing::info!(
+                    "network: a write following the person's act during a takeover of a read-only run"
+                );
                 return true;
             }
             self.block(
@@ -265,7 +347,20 @@ impl RequestGate for RunNetwork {
             );
             return false;
         }
-        if self.held.load(Ordering::SeqCst) && !person {
+        let held = self.held.load(Ordering::SeqCst);
+        if held && !persons {
+            self.remember_background(request);
+            self.block(
+                CommitClass::NetworkWrite,
+                Some(request.method),
+                request.host(),
+                BlockedBy::AwaitingApproval,
+            );
+            return false;
+        }
+        if self.gated.load(Ordering::SeqCst) && !held && !persons && self.is_background(request) {
+            // An approved action runs, but this is what the page sent before anyone acted.
+            tracing::info!("network: the page's own background write during an approved action");
             self.block(
                 CommitClass::NetworkWrite,
                 Some(request.method),
@@ -285,8 +380,7 @@ impl RequestGate for RunNetwork {
     }
 
     fn refuses_writes(&self) -> bool {
-        (self.refuse.is_some() || self.held.load(Ordering::SeqCst))
-            && !self.person.load(Ordering::SeqCst)
+        (self.refuse.is_some() || self.held.load(Ordering::SeqCst)) && !self.persons_moment()
     }
 
     fn websockets_guarded(&self) -> bool {
@@ -294,18 +388,49 @@ impl RequestGate for RunNetwork {
             && !self.rules.allows_websockets()
     }
 
+    /// A run that guards sockets refuses every one, for its whole life: below the page the
+    /// provider cannot tell a socket an approved action or a person's input opened from one
+    /// the page's own timer or worker opened, so none connects.
     fn admit_websocket(&self, url: &str) -> bool {
-        let by = match self.refuse {
-            Some(by) => by,
-            None if self.held.load(Ordering::SeqCst) => BlockedBy::AwaitingApproval,
-            None => return true,
-        };
-        if self.person.load(Ordering::SeqCst) || self.rules.allows_websockets() {
-            return true;
+        match self.refuses_sockets() {
+            Some(by) => {
+                self.block(CommitClass::WebSocket, None, host_of(url), by);
+                false
+            }
+            None => true,
         }
-        self.block(CommitClass::WebSocket, None, host_of(url), by);
-        false
     }
+
+    async fn socket_opened(&self, url: &str) {
+        if let Some(by) = self.refuses_sockets() {
+            // Refused below the page: recorded for the answer.
+            self.block(CommitClass::WebSocket, None, host_of(url), by);
+            return;
+        }
+        let own = self
+            .own
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&host_of(url));
+        if own && !self.closed.load(Ordering::SeqCst) {
+            // A socket to the run's own sites may carry anything: it counts as a write that
+            // left (the browser opens it as it tells; the mark follows at once).
+            tracing::info!("network: a WebSocket to the run's own sites counts as committing");
+            self.commit().await;
+        }
+    }
+}
+
+/// A write's signature: its method, host and path (never the query or the body).
+fn signature(request: &OutgoingRequest<'_>) -> String {
+    let path = url::Url::parse(request.url)
+        .map(|u| u.path().to_owned())
+        .unwrap_or_default();
+    format!(
+        "{} {}{path}",
+        request.method.trim().to_ascii_uppercase(),
+        request.host()
+    )
 }
 
 #[cfg(test)]
@@ -380,10 +505,19 @@ mod tests {
         assert!(!seen.wrote && !gate.committed());
         assert_eq!(marks.load(Ordering::SeqCst), 0);
         assert!(gate.take().await.blocked.is_empty(), "read once");
-        // A person holding the browser in a takeover acts as themselves.
+        // A person holding the browser in a takeover acts as themselves, right after each of
+        // their acts only; the page's own writes while they look stay refused, and no
+        // socket connects.
         gate.set_person(true);
+        assert!(
+            !gate.admit(&post("https://shop.example/timer")).await,
+            "nothing the person did"
+        );
+        assert!(gate.refuses_writes());
+        (gate.person_input())();
         assert!(gate.admit(&post("https://shop.example/login")).await);
-        assert!(gate.admit_websocket("wss://chat.shop.example/socket"));
+        assert!(!gate.refuses_writes());
+        assert!(!gate.admit_websocket("wss://chat.shop.example/socket"));
         gate.set_person(false);
         assert!(!gate.admit(&post("https://shop.example/login")).await);
     }

@@ -540,6 +540,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 lease.context_handle(),
                 sites,
                 wait,
+                Some(rails.network.person_input()),
             )
             .map_err(|e| Failure::store(&e))?;
         task.record.state = TaskState::Paused;

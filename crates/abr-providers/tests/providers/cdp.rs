@@ -56,6 +56,7 @@ async fn cdp_attach_conformance_over_http_endpoint() {
     conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;
     conformance::frames_capture_the_viewport(provider.as_ref(), &site).await;
     conformance::the_network_gate_holds_every_write(provider.as_ref(), &site).await;
+    conformance::no_socket_leaves_a_guarded_context(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
     conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;
     conformance::cycles_leak_nothing(provider.as_ref(), &site, 50, &probe).await;

@@ -103,6 +103,7 @@ async fn local_shared_browser_conformance() {
     conformance::cycles_leak_nothing(provider.as_ref(), &site, 50, &OpenContexts(&provider)).await;
     conformance::concurrent_acquires(provider.clone(), site.clone(), 4).await;
     conformance::the_network_gate_holds_every_write(provider.as_ref(), &site).await;
+    conformance::no_socket_leaves_a_guarded_context(provider.as_ref(), &site).await;
     assert_eq!(provider.launches(), 1, "one warm browser serves every job");
     assert_eq!(provider.open_contexts().await, 0);
     conformance::survives_a_browser_crash(provider.as_ref(), &site).await;

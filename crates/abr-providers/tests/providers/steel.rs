@@ -129,6 +129,7 @@ async fn steel_oss_conformance() {
     conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;
     conformance::frames_capture_the_viewport(provider.as_ref(), &site).await;
     conformance::the_network_gate_holds_every_write(provider.as_ref(), &site).await;
+    conformance::no_socket_leaves_a_guarded_context(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
     conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;
     assert_clean(&double);
@@ -139,7 +140,7 @@ async fn steel_oss_conformance() {
     assert_clean(&double);
     assert_eq!(
         double.created(),
-        1 + 1 + 2 + 1 + 2 + 3 + 2,
+        1 + 1 + 2 + 2 + 1 + 2 + 3 + 2,
         "one session per acquire"
     );
     eprintln!("steel: conformance {:?}", started.elapsed());
