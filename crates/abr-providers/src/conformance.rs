@@ -876,6 +876,15 @@ pub async fn no_socket_leaves_a_guarded_context<P: SessionProvider<Context = Bro
                 Vec::<String>::new(),
                 "no socket of a guarded context reaches the site"
             );
+            // The refused sockets the page-level route never saw are told to the gate, so
+            // the run can say what it refused.
+            let told = SuiteGate::list(&gate.opened);
+            for from in ["page-stream", "worker", "worker-stream", "worker-file"] {
+                assert!(
+                    told.iter().any(|t| t == from),
+                    "the gate was told of the refused socket {from}: {told:?}"
+                );
+            }
             // The popups were let load (their first document waited for their rule).
             wait_until("both popups loaded", Duration::from_secs(10), || {
                 lease

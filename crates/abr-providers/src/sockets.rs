@@ -7,30 +7,35 @@
 //! one, but `Network.emulateNetworkConditionsByRule` with `offline` for `ws://` and `wss://`
 //! URLs makes the network service fail the handshake, for `WebSocket` and `WebSocketStream`
 //! alike, while every HTTP request goes on. Chromium keys a socket's conditions to whoever
-//! created it: a document's to its page (or out-of-process frame), a dedicated worker's to
-//! the document or the worker that started it. So the rule is set
+//! created it: a document's (in any frame of a page's process) to its page, an
+//! out-of-process frame's to that frame, a dedicated worker's to the document or the
+//! worker that started it. So the rule is set
 //!
-//! - on every page of the context: the lease's page when the gate is installed, a popup
-//!   before its first document loads (the context's route holds a page's main-frame
-//!   document until every page of the context is covered, [`SocketGuard::cover`]), through a
-//!   browser-level session attached to each page: the driver reports a popup only once its
-//!   first document came, so the page's own session cannot be asked for before;
-//! - on every out-of-process frame and every dedicated worker, at any depth: a page's
-//!   session auto-attaches to them (paused at their start where Chromium waits for it) and
-//!   sets the rule on each before letting it run, then does the same one level down.
+//! - on every page of the context, through one browser-level session attached to each page
+//!   in the nested mode: the lease's page when the gate is installed, a popup before its
+//!   first document loads (the context's route holds a main-frame document until every page
+//!   of the context is covered: the driver reports a popup only after its first document
+//!   came, so its own session cannot be asked for before);
+//! - on every out-of-process frame and every dedicated worker, at any depth: each covered
+//!   target auto-attaches to them (paused at their start where Chromium waits for it) and
+//!   the rule is set on each before it is let run, then the same one level down.
 //!
-//! Two places have no DevTools target to hold a rule, and get no way to open a socket
-//! there instead, through an init script Playwright runs in every document before the
-//! page's own scripts (also an `about:blank` one a script just made): a dedicated worker
-//! started by an in-process subframe is keyed to that subframe, so subframes have no
-//! `Worker`; a popup a script opened (it has an opener) could be scripted before its page
-//! is covered, so it has none either. No document has `WebSocketStream` or `WebTransport`.
-//! A worker also loses its socket constructors as it is attached (a second line: Playwright
-//! may let it start first).
+//! Where the rule cannot be relied on, the way to a socket is taken away before the page's
+//! own scripts run, through an init script Playwright runs in every document (also an
+//! `about:blank` one a script just made):
+//! - a dedicated worker started by an in-process subframe is keyed to that subframe, which
+//!   has no DevTools target: subframes have no `Worker`, and neither has a popup a script
+//!   opened (it could be scripted before its page is covered);
+//! - a worker's worker is keyed to the first worker, whose rule may come a moment after it
+//!   started (the driver lets workers run as soon as it attached them): a worker has no
+//!   `Worker`. Every worker of a covered page starts with [`WORKER_PREFIX`]: one from a
+//!   `blob:` or `data:` URL from a copy that begins with it, one from the network from its
+//!   script served by the context's route with it in front ([`WORKER_MARK`]);
+//! - `WebTransport` (not a WebSocket, so not under the rule) exists nowhere.
 //!
-//! A gate that does not guard sockets still hears of every socket the context's documents
-//! and workers open (Playwright's `websocket` event, which reports workers' too), so that a
-//! read-write run counts one to its own sites.
+//! Every WebSocket a gated context's documents and workers open, refused or not, is told to
+//! the gate (Playwright's `websocket` event, which reports workers' too), so a refusing gate
+//! records it and a read-write run counts one to its own sites.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,9 +46,11 @@ use playwright_rs::protocol::{BrowserContext, CDPSession};
 use serde_json::{Value, json};
 
 /// What a worker of a guarded context runs before its own code (see the module docs): no
-/// worker of its own, no socket constructor.
-pub(crate) const WORKER_PREFIX: &str = "delete self.Worker; delete self.SharedWorker; \
-delete self.WebSocket; delete self.WebSocketStream; delete self.WebTransport;\n";
+/// worker of its own (its worker's sockets would be keyed to it, and its rule may come
+/// late), no `WebTransport`. Its own sockets are left to the rule, which refuses them and
+/// lets the driver report them.
+pub(crate) const WORKER_PREFIX: &str =
+    "delete self.Worker; delete self.SharedWorker; delete self.WebTransport;\n";
 
 /// The query parameter a guarded document's `Worker` adds to a worker's URL from the
 /// network, so that the context's route serves its script with [`WORKER_PREFIX`] in front
@@ -51,14 +58,14 @@ delete self.WebSocket; delete self.WebSocketStream; delete self.WebTransport;\n"
 pub(crate) const WORKER_MARK: &str = "__abr_worker";
 
 /// What every document of a context whose sockets are guarded runs first (see the module
-/// docs): no `WebSocketStream` or `WebTransport` anywhere; no `Worker` in a subframe or a
-/// script's popup; elsewhere a `Worker` whose workers start with [`WORKER_PREFIX`]: from a
+/// docs): no `WebTransport` anywhere; no `Worker` in a subframe or a script's popup;
+/// elsewhere a `Worker` whose workers start with [`WORKER_PREFIX`]: from a
 /// `blob:` or `data:` URL, a copy that begins with it (read at once, so a URL revoked right
 /// after is still read); from the network, the URL marked with [`WORKER_MARK`].
 pub(crate) fn socket_script() -> String {
     format!(
         r#"(() => {{
-delete globalThis.WebSocketStream; delete globalThis.WebTransport;
+delete globalThis.WebTransport;
 let opened = false; try {{ opened = window.opener !== null; }} catch (e) {{ opened = true; }}
 if (window !== window.top || opened) {{ delete globalThis.Worker; return; }}
 const Native = globalThis.Worker;

@@ -1056,6 +1056,112 @@ async fn every_finding_is_refused_over_rest_and_nothing_reaches_the_ledger() {
     );
 }
 
+// ---- 1b. sockets from where the page-level routing does not reach ------------------------
+
+/// The socket entries of the ledger (upgrades and messages).
+fn socket_entries(stack: &Stack) -> Vec<LedgerEntry> {
+    stack
+        .site
+        .ledger()
+        .into_iter()
+        .filter(|e| e.method.starts_with("WS"))
+        .collect()
+}
+
+/// Whether `record` shows a refused WebSocket to the site.
+fn socket_refused(record: &Value) -> bool {
+    record["blocked"].as_array().is_some_and(|all| {
+        all.iter()
+            .any(|b| b["class"] == "web_socket" && b["host"] == "127.0.0.1")
+    })
+}
+
+/// `/attack/ws-worker` (a worker's socket and a `WebSocketStream` at load, another socket
+/// on "Show more") in a read-only browse session opened `via`: nothing reaches the site's
+/// socket, and the record says a socket was refused.
+async fn worker_sockets(stack: &Stack, via: Via, attacks: &mut Attacks) {
+    let url = at(&stack.site, "/attack/ws-worker");
+    let (mut s, _) = Browse::open(stack, via, &url, Some(true), None).await;
+    tokio::time::sleep(SETTLE).await;
+    if let Some(go) = attacks.reference(&s, "ws-worker", "button", "Show more") {
+        s.act(click(&go)).await;
+    }
+    tokio::time::sleep(SETTLE).await;
+    let answer = s.act(json!({"action": "scroll"})).await;
+    let leaked = socket_entries(stack);
+    if !leaked.is_empty() {
+        attacks.problem(format!(
+            "ws-worker over {via:?}: sockets reached the site: {leaked:?} ({})",
+            brief(&answer)
+        ));
+    }
+    let record = s.record().await;
+    if !socket_refused(&record) {
+        attacks.problem(format!(
+            "ws-worker over {via:?}: the record should name the refused socket: {}",
+            record["blocked"]
+        ));
+    }
+    s.close().await;
+    stack.site.reset_ledger();
+}
+
+/// Issue 34, finding 1: a page opens a WebSocket from a dedicated worker and with
+/// `WebSocketStream` (Playwright's WebSocket routing replaces `WebSocket` in documents
+/// only). In every read-only entry point (a read-only browse session over REST, one over a
+/// read-only `/mcp`, a read-only task, a dry-run task) no socket reaches the site and the
+/// record names the refusal. On main before the fix the socket's `like 42` reached the
+/// site in each of them and nothing was recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sockets_from_a_worker_and_a_stream_reach_no_site_in_any_read_only_entry_point() {
+    let _serial = SERIAL.lock().await;
+    let stack = stack_with(
+        |c| {
+            attack_config(c);
+            c.mcp.read_only = true;
+        },
+        |b| b,
+    )
+    .await;
+    let mut attacks = Attacks::default();
+    worker_sockets(&stack, Via::Rest, &mut attacks).await;
+    worker_sockets(&stack, Via::Mcp, &mut attacks).await;
+    let steps = json!([
+        {"type": "click", "selector": "#go", "timeoutMs": 3000, "description": "Show more"},
+        {"type": "wait", "text": "Part two", "timeoutMs": 3000, "description": "Read on"}
+    ]);
+    let record = read_only_task(&stack, "/attack/ws-worker", steps.clone()).await;
+    let leaked = socket_entries(&stack);
+    if !leaked.is_empty() || !socket_refused(&record) {
+        attacks.problem(format!(
+            "ws-worker, read-only task: sockets reached the site: {leaked:?}; refusals: {}",
+            record["blocked"]
+        ));
+    }
+    stack.site.reset_ledger();
+    let body = json!({
+        "plan": {
+            "targetUrl": at(&stack.site, "/attack/ws-worker"),
+            "steps": steps,
+            "verification": {"method": "dom_check", "selector": "body"}
+        },
+        "dryRun": true
+    });
+    let record = run_task(&stack.server.base_url(), body).await;
+    let leaked = socket_entries(&stack);
+    if !leaked.is_empty() || !socket_refused(&record) {
+        attacks.problem(format!(
+            "ws-worker, dry run: sockets reached the site: {leaked:?}; record: {record}"
+        ));
+    }
+    stop(stack).await;
+    assert!(
+        attacks.problems.is_empty(),
+        "{}",
+        attacks.problems.join("\n")
+    );
+}
+
 // ---- 2. the same over MCP -----------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

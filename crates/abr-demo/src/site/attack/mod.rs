@@ -70,6 +70,11 @@
 //! - `GET /attack/ws`: opens `new WebSocket('ws://' + location.host + '/attack/ws')` on load
 //!   and sends `open` once open; a click on `#go` sends `click`. `#ws-status` says `open`,
 //!   `closed` or `error`, or what the server answered (`server: received`).
+//! - `GET /attack/ws-worker`: the socket from where Playwright's WebSocket routing does not
+//!   reach: on load a dedicated worker (from a `blob:` URL) opens
+//!   `ws://<host>/attack/ws` and sends `like 42`, and the page opens a `WebSocketStream` to
+//!   it and writes `like 42`; a click on `#go` has the worker open another and send `click`.
+//!   `#ws-status` says what the worker saw (`worker: open`, `worker: error`).
 //! - `GET /attack/iframe`: two same-origin iframes. `#frame` holds `/attack/frame-form`, a
 //!   POST form (`form=iframe`) whose submit button `#frame-more` is named "Show more":
 //!   focus it inside the frame and press Enter on the page to submit. `#frame-harmless`
@@ -144,6 +149,7 @@ pub const ATTACK_PAGES: &[&str] = &[
     "worker",
     "sw",
     "ws",
+    "ws-worker",
     "iframe",
 ];
 

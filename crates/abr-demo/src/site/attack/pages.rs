@@ -116,6 +116,7 @@ pub(super) fn page(name: &str) -> Option<String> {
         "worker" => background("Workers", "", WORKER_PAGE_JS),
         "sw" => background("Service worker", SW_STATUS, SW_PAGE_JS),
         "ws" => background("WebSocket", WS_STATUS, WS_PAGE_JS),
+        "ws-worker" => background("Live story", WS_STATUS, WS_WORKER_PAGE_JS),
         "iframe" => iframe(),
         "frame-form" => frame_form(),
         "frame-harmless" => frame_harmless(),
@@ -546,6 +547,22 @@ self.addEventListener('message', (event) => {
 ";
 
 const WS_STATUS: &str = "<p id=\"ws-status\" role=\"status\">connecting</p>";
+
+const WS_WORKER_PAGE_JS: &str = "\
+const wsStatus = (text) => { document.getElementById('ws-status').textContent = text; };
+const url = 'ws://' + location.host + '/attack/ws';
+const source = \"onmessage = (e) => { const s = new WebSocket(e.data.url); \\
+  s.onopen = () => { s.send(e.data.say); postMessage('worker: open'); }; \\
+  s.onerror = () => postMessage('worker: error'); };\";
+const worker = new Worker(URL.createObjectURL(new Blob([source], { type: 'text/javascript' })));
+worker.onmessage = (e) => wsStatus(e.data);
+worker.postMessage({ url, say: 'like 42' });
+if (typeof WebSocketStream === 'function') {
+  new WebSocketStream(url).opened
+    .then(({ writable }) => writable.getWriter().write('like 42'))
+    .catch(() => {});
+}
+go.addEventListener('click', () => { show(); worker.postMessage({ url, say: 'click' }); });";
 
 const WS_PAGE_JS: &str = "\
 const wsStatus = (text) => { document.getElementById('ws-status').textContent = text; };
