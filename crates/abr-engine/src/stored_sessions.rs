@@ -171,21 +171,31 @@ impl StoredSessions {
         Ok(stored)
     }
 
-    /// Keeps a session that is already scoped (a capture's), under `session_id`.
+    /// Keeps a session that is already scoped (a capture's, naming its platform), under
+    /// `session_id`: refused over an id bound to another platform, which keeps its binding
+    /// as [`Self::put`] does.
     ///
     /// # Errors
-    /// A bad id, a store failure (e.g. no key to encrypt it with).
+    /// A bad id, [`CoreError::SessionBound`], a store failure (e.g. no key to encrypt it
+    /// with).
     pub async fn put_scoped(
         &self,
         tenant: &str,
         session_id: &str,
         state: AgentSessionState,
+        platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
     ) -> Result<(), CoreError> {
         abr_core::tenant::check("tenant", Some(tenant))?;
         abr_core::tenant::check("sessionId", Some(session_id))?;
-        self.store
-            .save(&SessionKey::stored(tenant, session_id), state)
-            .await
+        let key = SessionKey::stored(tenant, session_id);
+        let kept = self.store.load(&key).await?;
+        let platform = state.metadata.as_ref().and_then(|m| m.platform.as_deref());
+        if let Some((bound, _)) = Self::binding(kept.as_ref(), &state, platforms)?
+            && platform != Some(bound.as_str())
+        {
+            return Err(CoreError::SessionBound(bound));
+        }
+        self.store.save(&key, state).await
     }
 
     /// One page of the ids `tenant` keeps sessions under, in order, after `after`, with how

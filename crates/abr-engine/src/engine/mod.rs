@@ -988,7 +988,12 @@ impl<C: TaskContext> Engine<C> {
         if let Some(id) = store_as {
             match self
                 .sessions
-                .put_scoped(&capture.workspace_id, &id, response.session.clone())
+                .put_scoped(
+                    &capture.workspace_id,
+                    &id,
+                    response.session.clone(),
+                    &|name| self.platform_policy(name),
+                )
                 .await
             {
                 Ok(()) => response.stored_as = Some(id),

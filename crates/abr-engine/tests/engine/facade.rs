@@ -503,6 +503,40 @@ async fn a_read_only_platforms_session_cannot_be_laundered_writable() {
             engine.restore_session(&agent, "bound").await.is_err(),
             "{platform}: a restore over the bound id dropped its platform"
         );
+        // Nor does a capture of the permissive platform, stored over the bound id, unbind
+        // it: the capture answers its session, not kept.
+        let capture = engine
+            .capture_start(
+                &agent,
+                serde_json::from_value(json!({
+                    "workspaceId": T, "accountId": "ada", "platform": "fake"
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+        fake.edit(|script| script.precheck = abr_core::testing::Script::Return(Some(true)));
+        let finished = engine
+            .capture_finish(
+                &agent,
+                &abr_protocol::CaptureRef {
+                    capture_id: capture.capture_id,
+                    workspace_id: T.into(),
+                    account_id: "ada".into(),
+                },
+                Some("bound".into()),
+            )
+            .await
+            .unwrap();
+        fake.edit(|script| script.precheck = abr_core::testing::Script::Return(None));
+        assert_eq!(
+            finished.stored_as, None,
+            "{platform}: kept over the bound id"
+        );
+        assert!(
+            engine.restore_session(&agent, "bound").await.is_err(),
+            "{platform}: a capture over the bound id dropped its platform"
+        );
         for id in ["bound", "fresh"] {
             engine.delete_session(&agent, id).await.unwrap();
         }

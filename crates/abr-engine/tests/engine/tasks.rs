@@ -1408,7 +1408,10 @@ async fn the_session_is_scoped_going_in_and_written_back() {
         ],
         ..AgentSessionState::default()
     };
-    sessions.put_scoped(T, "s1", state.clone()).await.unwrap();
+    sessions
+        .put_scoped(T, "s1", state.clone(), &|_| None)
+        .await
+        .unwrap();
     let scope = SessionScopeSpec {
         cookie_domains: vec!["tool.example".into()],
         origins: vec![],
