@@ -81,6 +81,8 @@ window.writes = {
     const w = new SharedWorker('/shared-worker.js'); w.port.postMessage('go'); return 'started'; },
   frame: () => { document.getElementById('frame').contentDocument.getElementById('s').click(); return 'clicked'; },
   ping: () => { document.getElementById('pinged').click(); return 'clicked'; },
+  hop: () => quiet(fetch('http://localhost:' + location.port + '/api/hop307?to='
+    + encodeURIComponent(location.origin + '/api/hop'), { method: 'POST', mode: 'no-cors', body: 'x' })),
   ws: () => new Promise((done) => { const s = new WebSocket('ws://' + location.host + '/ws');
     s.onopen = () => { s.send('hello'); done('open'); }; s.onerror = () => done('error');
     s.onclose = () => done('closed'); setTimeout(() => done('timeout'), 3000); }),
@@ -206,6 +208,12 @@ pub struct TestSite {
     ledger: WriteLedger,
 }
 
+/// Where `/api/hop307` sends a request on (`307`: the method and body kept).
+#[derive(Deserialize)]
+struct Hop {
+    to: String,
+}
+
 /// Where a socket to `/ws` says it came from.
 #[derive(Deserialize)]
 struct SocketFrom {
@@ -251,6 +259,12 @@ impl TestSite {
                         [(header::CONTENT_TYPE, "text/javascript")],
                         WRITES_SHARED_WORKER,
                     )
+                }),
+            )
+            .route(
+                "/api/hop307",
+                axum::routing::any(|Query(hop): Query<Hop>| async move {
+                    axum::response::Redirect::temporary(&hop.to)
                 }),
             )
             .route(
@@ -619,7 +633,7 @@ impl abr_core::guard::RequestGate for SuiteGate {
 
 /// The ways [`WRITES_PAGE`] writes, in the order the check runs them (the form last: when
 /// it is let through, its page is left).
-const WRITES: [&str; 16] = [
+const WRITES: [&str; 17] = [
     "fetch",
     "put",
     "del",
@@ -632,6 +646,7 @@ const WRITES: [&str; 16] = [
     "sharedWorker",
     "frame",
     "ping",
+    "hop",
     "ws",
     "query",
     "mutation",
@@ -641,7 +656,7 @@ const WRITES: [&str; 16] = [
 /// Every HTTP write [`WRITES_PAGE`] makes, as the ledger writes it (a guarded context has
 /// no shared worker: it never makes the last). The three before the last are sent as the
 /// page is left.
-const HTTP_WRITES: [&str; 17] = [
+const HTTP_WRITES: [&str; 18] = [
     "POST /api/fetch",
     "PUT /api/put",
     "DELETE /api/delete",
@@ -653,6 +668,7 @@ const HTTP_WRITES: [&str; 17] = [
     "POST /api/worker",
     "POST /api/frame-form",
     "POST /api/ping",
+    "POST /api/hop307",
     "POST /graphql",
     "POST /api/form",
     "POST /api/leave-beacon",
@@ -691,7 +707,8 @@ async fn run_writes(
 /// page and in a frame, fetch, XHR, beacons, keepalive fetches, pings, timers, dedicated
 /// and shared workers), and every WebSocket when it guards them: refused, none reaches the
 /// site (the page stays where it was); let through, each reaches it only after the gate was
-/// asked. Reads go on unasked, except the declared GraphQL query, which passes.
+/// asked, also a redirect's next hop (a write to another site sent on to the site by a 307).
+/// Reads go on unasked, except the declared GraphQL query, which passes.
 pub async fn the_network_gate_holds_every_write<P: SessionProvider<Context = BrowserSession>>(
     provider: &P,
     site: &TestSite,
@@ -716,7 +733,7 @@ pub async fn the_network_gate_holds_every_write<P: SessionProvider<Context = Bro
     };
     // The page's own writes as it is left are asked about; a subframe's (the last of them)
     // may be judged without the gate (see `unload`): refused while a gate refuses.
-    let (in_page, on_leaving) = HTTP_WRITES[..HTTP_WRITES.len() - 2].split_at(13);
+    let (in_page, on_leaving) = HTTP_WRITES[..HTTP_WRITES.len() - 2].split_at(14);
     wait_until(
         "the gate was asked about every write",
         Duration::from_secs(10),
@@ -818,6 +835,20 @@ pub async fn the_network_gate_holds_every_write<P: SessionProvider<Context = Bro
         SuiteGate::list(&gate.early).is_empty(),
         "writes reached the site before the gate was asked: {:?}",
         SuiteGate::list(&gate.early)
+    );
+    // A write to another site that answers 307 to the site: its next hop is asked about
+    // too, before it arrives (it is a write to the site's own).
+    assert!(
+        site.ledger().entries().iter().any(|e| e == "POST /api/hop"),
+        "the redirected write arrived: {:?}",
+        site.ledger().entries()
+    );
+    assert!(
+        SuiteGate::list(&gate.asked)
+            .iter()
+            .any(|a| a == "POST /api/hop"),
+        "the gate was asked about the redirect's next hop: {:?}",
+        SuiteGate::list(&gate.asked)
     );
     assert_eq!(
         seen["ws"],

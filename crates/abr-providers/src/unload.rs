@@ -10,6 +10,9 @@
 //! context lives in a browser, the browser's own CDP session intercepts the resource types
 //! that can carry such a write (ping, XHR, fetch, other, CSP reports) and judges the requests
 //! Playwright does not route: those without a network id and with a method that is not safe.
+//! It also judges every redirect's next hop whose method is not safe, documents' too
+//! (Playwright routes a chain's first request only, and a 307 or 308 keeps the method: a
+//! write to another site that sends it on to the run's own is a write to the run's own).
 //! Everything else goes on at once (Playwright's route judges it).
 //!
 //! A request is the run's whose frame is one of its context's: the frame's target (a page,
@@ -50,8 +53,16 @@ const CALL: Duration = Duration::from_secs(5);
 /// (about 2 ms each): no judgement applies to them.
 const LINGER: Duration = Duration::from_secs(2);
 
-/// The resource types a write can leave a document with after it is gone.
-const PATTERNS: [&str; 5] = ["Ping", "XHR", "Fetch", "Other", "CSPViolationReport"];
+/// The resource types a write can leave a document with after it is gone, and the
+/// documents (whose redirect hops Playwright does not route).
+const PATTERNS: [&str; 6] = [
+    "Ping",
+    "XHR",
+    "Fetch",
+    "Other",
+    "CSPViolationReport",
+    "Document",
+];
 
 /// Every browser's net, by the browser's Playwright id.
 static NETS: LazyLock<tokio::sync::Mutex<HashMap<String, Arc<BrowserNet>>>> =
@@ -239,6 +250,8 @@ struct Paused {
     frame_id: Option<String>,
     resource_type: Option<String>,
     network_id: Option<String>,
+    /// Set on a redirect's next hop: the request it follows.
+    redirected_request_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -270,7 +283,10 @@ impl BrowserNet {
         let Ok(paused) = serde_json::from_value::<Paused>(params) else {
             return;
         };
-        let routed = paused.network_id.is_some();
+        // Playwright routes a request's first hop only; a redirect's next hop with a method
+        // that is not safe (a 307 or 308 keeps the POST) is judged here, by where it goes: a
+        // write to another site that the other site sends on to the run's own is the run's.
+        let routed = paused.network_id.is_some() && paused.redirected_request_id.is_none();
         let go = if routed || is_safe_method(&paused.request.method) {
             true
         } else {

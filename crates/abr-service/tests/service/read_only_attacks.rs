@@ -1428,6 +1428,25 @@ async fn tasks_tell_the_truth_about_the_pages_own_posts() {
     }
     site.reset_ledger();
 
+    // Issue 34, finding 9: a socket to the run's own site carries anything (a `like 42`,
+    // the click's message): a read-write run whose page opened one (in the document, or in
+    // a worker) is uncertain when a later step fails, never "failed, retryable".
+    for page in ["/attack/ws", "/attack/ws-worker"] {
+        let steps = json!([
+            {"type": "click", "selector": "#go", "timeoutMs": 3000, "description": "Show more"},
+            {"type": "wait", "text": "Version 3 is here", "timeoutMs": 1500, "description": "Wait for the next version"}
+        ]);
+        let record = run_task(&base, plan(site, page, steps)).await;
+        let reached = site.ledger().iter().any(|e| e.method == "WS");
+        if !reached || says_retry(&record) || record["state"] != "uncertain" {
+            problems.push(format!(
+                "read-write {page}: a message reached the site's socket ({reached}), so the \
+                 run is uncertain, never failed and retryable: {record}"
+            ));
+        }
+        site.reset_ledger();
+    }
+
     // The one-field POST form: Enter in it sends the POST (implicit submission); whatever
     // happens after, the run is never "failed, retryable".
     for (what, then) in [
