@@ -2,7 +2,12 @@
 //! hashes idempotency keys are bound to ([`request_hash`], [`post_request_hash`]), and the
 //! digest an API key's token is kept as ([`token_digest`]).
 
-use abr_protocol::{PostRequest, SecretValue, StepPlan, TaskRequest};
+use std::collections::{BTreeMap, BTreeSet};
+
+use abr_protocol::{
+    AgentSessionState, InputShown, PostRequest, SecretValue, SessionScopeSpec, StepPlan,
+    TaskAccount, TaskRequest,
+};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -10,12 +15,56 @@ use sha2::{Digest, Sha256};
 /// whitespace, prefixed with a version tag. It covers every field of the plan (target URL,
 /// steps, verification, risk, reasoning, confidence) and nothing else: not the inputs, the
 /// session or the tenant. The same plan written with keys in another order, or with the
-/// snake_case spellings, has the same hash.
+/// snake_case spellings, has the same hash. A task's approval binds more
+/// ([`approval_hash`]); a browse session's record names this one.
 pub fn plan_hash(plan: &StepPlan) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"abr-plan-v1\n");
     hasher.update(canonical_json(plan));
     hex(&hasher.finalize())
+}
+
+/// What an approval binds, besides the plan: the values the steps are filled with (and
+/// which of them the approver saw masked), the session and the platform it runs with.
+#[derive(serde::Serialize)]
+struct Approved<'a> {
+    plan: &'a StepPlan,
+    inputs: &'a BTreeMap<String, SecretValue>,
+    secret: BTreeSet<&'a str>,
+    account: Option<&'a TaskAccount>,
+    session: Option<&'a AgentSessionState>,
+    scope: Option<&'a SessionScopeSpec>,
+    dry_run: bool,
+}
+
+/// The hash a task's approval binds (its record's `planHash`): SHA-256 of the canonical
+/// JSON of the plan, the filled values (`inputs`, with which of them are `shown` masked),
+/// the session it runs with (the stored session's id and the platform it is bound to, as
+/// `account` says; a session sent with the task whole) and its scope, the platform the task
+/// names and whether it is a dry run. Two tasks that differ in any of these, the same
+/// steps filled with other values among them, have different hashes. Keyed with `key` (a
+/// runner secret) when given, so that the hash, shown to every reader of the record,
+/// confirms no guessed secret offline.
+pub fn approval_hash(
+    request: &TaskRequest,
+    shown: &[InputShown],
+    account: Option<&TaskAccount>,
+    key: Option<&SecretValue>,
+) -> String {
+    let approved = Approved {
+        plan: &request.plan,
+        inputs: &request.inputs,
+        secret: shown
+            .iter()
+            .filter(|i| i.secret)
+            .map(|i| i.name.as_str())
+            .collect(),
+        account,
+        session: request.session.as_ref(),
+        scope: request.scope.as_ref(),
+        dry_run: request.dry_run,
+    };
+    keyed_hash(b"abr-approval-v1\n", &approved, key)
 }
 
 /// SHA-256 of a bearer token: what the store keeps of an API key, and what a presented

@@ -17,7 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use abr_protocol::{
-    DomCheck, Extraction, PlanStep, SecretValue, Selector, StepAction, StepPlan, TaskVerification,
+    DomCheck, Extraction, InputShown, PlanStep, SecretValue, Selector, StepAction, StepPlan,
+    TaskVerification,
 };
 use url::Url;
 
@@ -435,6 +436,93 @@ fn check_inputs(inputs: &BTreeMap<String, SecretValue>) -> Result<(), PlanProble
         at_most(value.expose(), "an input's value", MAX_VALUE)?;
     }
     Ok(())
+}
+
+/// The task's inputs as the approver sees them, by name: each value, except a secret's
+/// (named in `declared`, the request's `secretInputs`, or named like a credential:
+/// [`is_secret_name`]), which is shown as its name and length only.
+///
+/// # Errors
+/// `declared` names an input not in `inputs`, or more than [`MAX_INPUTS`] names.
+pub fn shown_inputs(
+    inputs: &BTreeMap<String, SecretValue>,
+    declared: &[String],
+) -> Result<Vec<InputShown>, PlanError> {
+    let at = PlanError::at(PlanLocation::Inputs);
+    if declared.len() > MAX_INPUTS {
+        return Err(at(PlanProblem::TooMany {
+            what: "secretInputs",
+            max: MAX_INPUTS,
+        }));
+    }
+    if let Some(unknown) = declared.iter().find(|name| !inputs.contains_key(*name)) {
+        let name = if valid_name(unknown) {
+            unknown.clone()
+        } else {
+            "(not an input name)".to_owned()
+        };
+        return Err(at(PlanProblem::UnknownSecretInput(name)));
+    }
+    Ok(inputs
+        .iter()
+        .map(|(name, value)| {
+            let secret = declared.contains(name) || is_secret_name(name);
+            InputShown {
+                name: name.clone(),
+                value: (!secret).then(|| value.expose().to_owned()),
+                secret,
+                length: value.expose().chars().count(),
+            }
+        })
+        .collect())
+}
+
+/// Parts of an input's name that make it a secret wherever they appear in it
+/// (`newPassword`, `api_token`).
+const SECRET_PARTS: [&str; 10] = [
+    "password",
+    "passwd",
+    "passphrase",
+    "passcode",
+    "secret",
+    "token",
+    "apikey",
+    "credential",
+    "privatekey",
+    "cookie",
+];
+
+/// Words of an input's name (split at `_`, `-`, `.` and a lower-to-upper case change) that
+/// make it a secret (`otp`, `pin_code`, `apiKey`).
+const SECRET_WORDS: [&str; 12] = [
+    "pass", "pwd", "pw", "pin", "otp", "totp", "mfa", "2fa", "key", "cvv", "cvc", "auth",
+];
+
+/// Whether an input named `name` is a secret by its name alone: a credential's name holds
+/// one of [`SECRET_PARTS`] or is made of words among which one of [`SECRET_WORDS`]. A
+/// planner that forgets `secretInputs` for its password does not show it to the approver.
+pub fn is_secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    if SECRET_PARTS.iter().any(|part| lower.contains(part)) {
+        return true;
+    }
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if matches!(c, '_' | '-' | '.') {
+            words.push(std::mem::take(&mut word));
+            previous_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && previous_lower {
+            words.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        word.push(c.to_ascii_lowercase());
+    }
+    words.push(word);
+    words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()))
 }
 
 /// `value` is at most `max` bytes.

@@ -79,8 +79,8 @@ pub use snapshot::{
 };
 pub use task::{
     Approval, ApprovalLink, ApproveRequest, AssertNotPostedRequest, DomCheck, Extraction,
-    HandoffOptions, OwnerAssertion, PlanStep, RecheckAnswer, RecheckResult, RejectRequest, Risk,
-    Selector, SelectorSpec, StepAction, StepPlan, StepResult, TaskRecord, TaskRequest, TaskState,
-    TaskVerification,
+    HandoffOptions, InputShown, OwnerAssertion, PlanStep, RecheckAnswer, RecheckResult,
+    RejectRequest, Risk, Selector, SelectorSpec, StepAction, StepPlan, StepResult, TaskAccount,
+    TaskRecord, TaskRequest, TaskState, TaskVerification,
 };
 pub use time::OffsetDateTime;

@@ -293,10 +293,15 @@ pub struct StepPlan {
 pub struct TaskRequest {
     /// The plan.
     pub plan: StepPlan,
-    /// Values for `{{name}}` placeholders in the steps (may be secrets: never logged,
-    /// never stored in audit).
+    /// Values for `{{name}}` placeholders in the steps (never logged, never in the audit;
+    /// shown to the approver on the record, a secret one as its name and length only).
     #[serde(default)]
     pub inputs: BTreeMap<String, SecretValue>,
+    /// The inputs that are secrets (a password, a code): the record and the approval page
+    /// show their name and length, never their value. An input named like a credential
+    /// (`password`, `token`, `secret`, `otp`, ...) is one whatever this says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_inputs: Vec<String>,
     /// A session to run with (scoped by `scope` or the platform's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<AgentSessionState>,
@@ -646,6 +651,7 @@ impl std::fmt::Debug for TaskRequest {
         f.debug_struct("TaskRequest")
             .field("steps", &self.plan.steps.len())
             .field("inputs", &self.inputs.keys().collect::<Vec<_>>())
+            .field("secret_inputs", &self.secret_inputs)
             .field("session", &self.session.is_some())
             .field("session_id", &self.session_id.is_some())
             .field("platform", &self.platform)
@@ -739,10 +745,22 @@ pub struct TaskRecord {
     pub task_id: String,
     /// Where it is.
     pub state: TaskState,
-    /// SHA-256 of the plan as stored (hex): `approve` must name it.
+    /// The hash of everything the approval binds (hex): the plan, the values it is filled
+    /// with, the session and the platform it runs with. `approve` must name it; keyed with
+    /// a runner secret, so that it confirms no guessed value.
     pub plan_hash: String,
     /// The steps in words, as the approver sees them.
     pub steps: Vec<String>,
+    /// The values the steps are filled with, as the approver sees them (a secret one as its
+    /// name and length), by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<InputShown>,
+    /// Whose session it runs with and under which platform, as the approver sees it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<TaskAccount>,
+    /// Why the planner proposes it (the plan's `reasoning`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// The declared risk.
     pub risk: Risk,
     /// The key that proposed it (created it, or retried the task it is a new attempt of):
@@ -831,6 +849,43 @@ pub struct TaskRecord {
         skip_serializing_if = "Option::is_none"
     )]
     pub evidence_expired_at: Option<OffsetDateTime>,
+}
+
+/// An input as the approver sees it: its value, or for a secret its length only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputShown {
+    /// The input's name (its placeholder's).
+    pub name: String,
+    /// Its value; absent for a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// It is a secret: only its length is shown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
+    /// Its length, in characters.
+    pub length: usize,
+}
+
+/// Whose session a task runs with and under which platform's policy, as the approver sees
+/// it (never a cookie's value).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskAccount {
+    /// The stored session it runs with (`sessionId`): the account, by the tenant's own name
+    /// for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// It runs with a session sent with the task: the sites that session is signed in to
+    /// (its cookies' domains).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_session_sites: Option<Vec<String>>,
+    /// The platform the task names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// The platform the stored session is bound to (its policy applies too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_platform: Option<String>,
 }
 
 /// `POST .../assert-not-posted`: the owner states that an uncertain action did not happen.
@@ -1153,6 +1208,7 @@ mod tests {
                 read_only: false,
             },
             inputs: BTreeMap::from([("password".to_owned(), SecretValue::new("hunter2"))]),
+            secret_inputs: Vec::new(),
             session: None,
             session_id: None,
             scope: None,

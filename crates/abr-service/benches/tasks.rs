@@ -313,6 +313,7 @@ impl Abr {
         let request = TaskRequest {
             plan: plan.clone(),
             inputs: inputs(email),
+            secret_inputs: Vec::new(),
             session: Some(session.clone()),
             session_id: None,
             scope: Some(scope.clone()),

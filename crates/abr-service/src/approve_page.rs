@@ -1,12 +1,14 @@
 //! The approval page (`/approve/{token}`): a person who holds no key opens the one-time link
 //! an approver minted (`POST /v1/tasks/{id}/approval-link`), reads the task (its steps in
-//! words, its risk, the site it opens) and approves or rejects it once. No script runs on
+//! words, the values they are filled with, a secret as its length only, whose session it
+//! runs with and under which platform, why, its risk, the site it opens, the hash that
+//! binds all of it) and approves or rejects it once. No script runs on
 //! the page (a strict CSP allows none), every text of the task is HTML-escaped, the page is
 //! never cached, never framed and sends no referrer (the link is a credential). A form posted
 //! from another site is refused.
 
 use abr_core::context::TaskContext;
-use abr_protocol::{Risk, TaskState, codes};
+use abr_protocol::{InputShown, Risk, TaskAccount, TaskState, codes};
 use axum::Router;
 use axum::extract::{Form, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -54,15 +56,27 @@ async fn page<C: TaskContext>(
     } else {
         r#"<p id="decided">This task is no longer waiting for approval.</p>"#
     };
+    let why = match &record.reasoning {
+        Some(reasoning) if !reasoning.trim().is_empty() => escape(reasoning.trim()),
+        _ => "<em>the plan gives no reason</em>".to_owned(),
+    };
     let body = format!(
         r#"<h1>Approve a browser task?</h1>
 <p>Asked of <strong>{approver}</strong>; your decision is recorded as theirs, with your name.</p>
 <dl><dt>Opens</dt><dd id="target">{target}</dd><dt>Risk</dt><dd id="risk">{risk}</dd>
+<dt>Why</dt><dd id="reasoning">{why}</dd>
+<dt>Runs as</dt><dd id="account">{account}</dd>
 <dt>Task</dt><dd id="task">{task_id}</dd><dt>State</dt><dd id="state">{state}</dd></dl>
-<h2>What it will do</h2><ol id="steps">{steps}</ol>{form}"#,
+<h2>What it will do</h2><ol id="steps">{steps}</ol>
+<h2>The values it fills in</h2>{values}
+<p>Plan hash <code id="hash">{hash}</code>: approving approves these steps with these values,
+on this session, under this platform, and nothing else.</p>{form}"#,
         approver = escape(&linked.approver),
         target = escape(&linked.target_url),
         risk = risk(record.risk),
+        account = account(record.account.as_ref()),
+        values = values(&record.inputs),
+        hash = escape(&record.plan_hash),
         task_id = escape(&record.task_id),
         state = escape(state_name(record.state)),
     );
@@ -182,6 +196,68 @@ fn respond(status: StatusCode, body: &str) -> Result<Response, ApiError> {
     let mut response = (status, Html(html)).into_response();
     crate::live::page::secure(response.headers_mut(), &csp);
     Ok(response)
+}
+
+/// Whose session the task runs with and under which platform, in words (escaped).
+fn account(account: Option<&TaskAccount>) -> String {
+    let Some(account) = account else {
+        return "no session (signed out), no platform".to_owned();
+    };
+    let mut parts = Vec::new();
+    if let Some(id) = &account.session_id {
+        parts.push(format!(
+            "the stored session <strong>{}</strong>",
+            escape(id)
+        ));
+    }
+    if let Some(sites) = &account.sent_session_sites {
+        parts.push(format!(
+            "a session sent with the task, signed in to {}",
+            if sites.is_empty() {
+                "no site".to_owned()
+            } else {
+                escape(&sites.join(", "))
+            }
+        ));
+    }
+    if account.session_id.is_none() && account.sent_session_sites.is_none() {
+        parts.push("no session (signed out)".to_owned());
+    }
+    if let Some(platform) = &account.session_platform {
+        parts.push(format!(
+            "bound to the platform <strong>{}</strong>",
+            escape(platform)
+        ));
+    }
+    if let Some(platform) = &account.platform {
+        parts.push(format!(
+            "under the platform <strong>{}</strong>",
+            escape(platform)
+        ));
+    }
+    parts.join(", ")
+}
+
+/// The values the steps are filled with, a secret as its length only (escaped).
+fn values(inputs: &[InputShown]) -> String {
+    if inputs.is_empty() {
+        return r#"<p id="values">None: the steps use no input.</p>"#.to_owned();
+    }
+    let rows: String = inputs
+        .iter()
+        .map(|input| {
+            let value = match (&input.value, input.secret) {
+                (Some(value), false) => format!("<code>{}</code>", escape(value)),
+                _ => format!(
+                    "<em>a secret of {} character{}, not shown</em>",
+                    input.length,
+                    if input.length == 1 { "" } else { "s" }
+                ),
+            };
+            format!("<dt>{}</dt><dd>{value}</dd>", escape(&input.name))
+        })
+        .collect();
+    format!(r#"<dl id="values">{rows}</dl>"#)
 }
 
 fn risk(risk: Risk) -> &'static str {

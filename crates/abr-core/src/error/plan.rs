@@ -132,6 +132,9 @@ pub enum PlanProblem {
     /// An input whose name no placeholder could use.
     #[error("an input name is 1 to 64 letters, digits, `_`, `-` or `.` (the placeholders' names)")]
     InputName,
+    /// `secretInputs` names an input the task does not give.
+    #[error("secretInputs names {0:?}, which is not one of the task's inputs")]
+    UnknownSecretInput(String),
 }
 
 impl PlanProblem {

@@ -339,3 +339,60 @@ fn committing_or_risky_asks_the_commit_rule_and_a_low_risk_does_not_lower_it() {
     assert!(ApprovalRule::All.requires_approval(&valid));
     assert!(!ApprovalRule::Off.requires_approval(&valid));
 }
+
+/// What the approver sees of each input: a value named like a credential is masked even when
+/// the planner forgot `secretInputs` (the attack: a password shown on the approval page);
+/// a value the planner names a secret is masked too; every other value is shown; a
+/// `secretInputs` name that is no input is refused, naming it.
+#[test]
+fn inputs_are_shown_to_the_approver_and_secrets_as_their_length_only() {
+    use abr_core::plan::{is_secret_name, shown_inputs};
+    for secret in [
+        "password",
+        "newPassword",
+        "db_passwd",
+        "api_key",
+        "apiKey",
+        "otp-code",
+        "pin",
+        "accessToken",
+        "client.secret",
+        "auth",
+        "2fa",
+    ] {
+        assert!(is_secret_name(secret), "{secret} is shown");
+    }
+    for plain in [
+        "email",
+        "user",
+        "role",
+        "shipping",
+        "keyword",
+        "monkey",
+        "spinner",
+        "author",
+        "passenger",
+        "zip_code",
+        "q",
+    ] {
+        assert!(!is_secret_name(plain), "{plain} is masked");
+    }
+    let inputs = BTreeMap::from([
+        ("email".to_owned(), SecretValue::new("ada@example.com")),
+        ("note".to_owned(), SecretValue::new("héllo")),
+        ("password".to_owned(), SecretValue::new("hunter2")),
+    ]);
+    let shown = shown_inputs(&inputs, &["note".to_owned()]).unwrap();
+    let json = serde_json::to_value(&shown).unwrap();
+    assert_eq!(
+        json,
+        json!([
+            {"name": "email", "value": "ada@example.com", "length": 15},
+            {"name": "note", "secret": true, "length": 5},
+            {"name": "password", "secret": true, "length": 7}
+        ])
+    );
+    let e = shown_inputs(&inputs, &["nope".to_owned()]).unwrap_err();
+    assert_eq!(e.location, PlanLocation::Inputs);
+    assert_eq!(e.problem, PlanProblem::UnknownSecretInput("nope".into()));
+}

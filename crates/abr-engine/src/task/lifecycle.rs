@@ -8,17 +8,18 @@ use std::sync::Arc;
 use abr_core::audit::{AuditAction, AuditEvent, AuditOutcome, AuditStep};
 use abr_core::codes;
 use abr_core::context::TaskContext;
-use abr_core::digest::request_hash;
+use abr_core::digest::{approval_hash, request_hash};
 use abr_core::error::CoreError;
 use abr_core::limits::TenantLimit;
-use abr_core::plan::{ValidPlan, validate};
+use abr_core::plan::{ValidPlan, shown_inputs, validate};
 use abr_core::scope::SessionScope;
 use abr_core::scope_io;
 use abr_core::store::{Counter, CounterStore, IdempotencyKey, LedgerRecord, StoredTask};
 use abr_core::strategy::StrategyPolicy;
 use abr_protocol::{
-    AgentSessionState, Approval, ApproveRequest, AssertNotPostedRequest, ErrorBody, RecheckAnswer,
-    RecheckResult, RejectRequest, TaskRecord, TaskRequest, TaskState, TaskVerification,
+    AgentSessionState, Approval, ApproveRequest, AssertNotPostedRequest, ErrorBody, InputShown,
+    RecheckAnswer, RecheckResult, RejectRequest, TaskAccount, TaskRecord, TaskRequest, TaskState,
+    TaskVerification,
 };
 
 use abr_core::principal::{Actor, Right};
@@ -67,7 +68,8 @@ impl<C: TaskContext> TaskRunner<C> {
         let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
         // Also checks that a stored session it names exists.
         self.resolve_policy(tenant, &request, NO_PLATFORM).await?;
-        let task = self.new_task(actor, request, &valid, None)?;
+        let subject = self.approval_subject(tenant, &request).await?;
+        let task = self.new_task(actor, request, &valid, subject, None)?;
         let admitted = self.admit_if_queued(&task).await?;
         match self.ledger.record(&task, idempotency.as_ref()).await {
             Ok(Recorded::New) => {}
@@ -293,12 +295,13 @@ impl<C: TaskContext> TaskRunner<C> {
         }
         let request = original.request.clone();
         let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
+        let subject = self.approval_subject(tenant, &request).await?;
         let first = original
             .record
             .retry_of
             .clone()
             .unwrap_or_else(|| original.id().to_owned());
-        let task = self.new_task(actor, request, &valid, Some(first.clone()))?;
+        let task = self.new_task(actor, request, &valid, subject, Some(first.clone()))?;
         let retries = Counter::Retries { task_id: first };
         let max = self.config.limits.retries;
         if !self.store.increment(tenant, &retries, max).await? {
@@ -408,6 +411,7 @@ impl<C: TaskContext> TaskRunner<C> {
         proposer: &Actor,
         request: TaskRequest,
         valid: &ValidPlan,
+        subject: ApprovalSubject,
         retry_of: Option<String>,
     ) -> Result<StoredTask, CoreError> {
         let now = self.clock.now();
@@ -420,8 +424,11 @@ impl<C: TaskContext> TaskRunner<C> {
             } else {
                 TaskState::PendingApproval
             },
-            plan_hash: valid.hash().to_owned(),
+            plan_hash: subject.hash,
             steps: valid.describe().to_vec(),
+            inputs: subject.inputs,
+            account: subject.account,
+            reasoning: valid.plan().reasoning.clone(),
             risk: valid.plan().risk,
             approval_rule: rule.as_str().to_owned(),
             approval: auto.then(|| Approval {
@@ -459,6 +466,51 @@ impl<C: TaskContext> TaskRunner<C> {
             version: 0,
             committing_started: false,
             retried_by: None,
+        })
+    }
+
+    /// What the approver of `request` sees besides its steps (the values they are filled
+    /// with, secrets masked; whose session it runs with and under which platform) and the
+    /// hash that binds all of it with the plan ([`approval_hash`]): the record's
+    /// `planHash`, which an approval must name and a run must still match.
+    ///
+    /// # Errors
+    /// `secretInputs` naming an input not given, an unknown `sessionId`, a store failure.
+    pub(super) async fn approval_subject(
+        &self,
+        tenant: &str,
+        request: &TaskRequest,
+    ) -> Result<ApprovalSubject, CoreError> {
+        let inputs = shown_inputs(&request.inputs, &request.secret_inputs)?;
+        let session_platform = match &request.session_id {
+            Some(_) => match self.session_state(tenant, request).await? {
+                Some(stored) => self.bound_platform(&stored)?.map(|(name, _)| name),
+                None => None,
+            },
+            None => None,
+        };
+        let sent_session_sites = request.session.as_ref().map(|session| {
+            let mut sites: Vec<String> = session
+                .cookies
+                .iter()
+                .map(|c| c.domain.trim_start_matches('.').to_ascii_lowercase())
+                .collect();
+            sites.sort();
+            sites.dedup();
+            sites
+        });
+        let account = TaskAccount {
+            session_id: request.session_id.clone(),
+            sent_session_sites,
+            platform: request.platform.clone(),
+            session_platform,
+        };
+        let account = (account != TaskAccount::default()).then_some(account);
+        let hash = approval_hash(request, &inputs, account.as_ref(), self.body_key.as_ref());
+        Ok(ApprovalSubject {
+            inputs,
+            account,
+            hash,
         })
     }
 
@@ -752,4 +804,15 @@ pub(crate) fn stated(field: &str, value: Option<&str>) -> Result<Option<String>,
         None | Some("") => Ok(None),
         Some(v) => abr_core::tenant::person(field, v).map(Some),
     }
+}
+
+/// What a task's approver sees besides its steps, and the hash that binds it
+/// ([`TaskRunner::approval_subject`]).
+pub(super) struct ApprovalSubject {
+    /// The values the steps are filled with (secrets masked).
+    pub(super) inputs: Vec<InputShown>,
+    /// Whose session, under which platform.
+    pub(super) account: Option<TaskAccount>,
+    /// The record's `planHash`.
+    pub(super) hash: String,
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use abr_core::codes;
 use abr_core::context::TaskContext;
-use abr_core::digest::plan_hash;
 use abr_core::error::CoreError;
 use abr_core::guard::{
     FrameRecorder, MAX_FRAME_BYTES, OwnSites, ReadOnlySource, RequestGate, RunGuard, SitePolicy,
@@ -171,12 +170,17 @@ impl<C: TaskContext> TaskRunner<C> {
 
     /// Everything between `running` and the outcome.
     async fn execute(&self, task: &mut StoredTask) -> Outcome {
-        // The plan that runs is the plan that was approved, or nothing runs.
-        if task.record.approval.is_none() || plan_hash(&task.request.plan) != task.record.plan_hash
-        {
+        // The plan that runs, filled with the values, on the session and under the platform
+        // that were approved, or nothing runs.
+        let approved = match self.approval_subject(&task.tenant_id, &task.request).await {
+            Ok(subject) => subject.hash == task.record.plan_hash,
+            Err(e) => return Outcome::not_started(e.to_body()),
+        };
+        if task.record.approval.is_none() || !approved {
             return Outcome::not_started(ErrorBody::new(
                 codes::PLAN_NOT_APPROVED,
-                "the stored plan is not the approved one: nothing ran",
+                "the stored plan, its values, its session or its platform are not the approved \
+                 ones: nothing ran",
             ));
         }
         let valid = match validate(&task.request.plan, &task.request.inputs, &self.config.plan) {

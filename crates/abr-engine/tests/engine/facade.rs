@@ -91,6 +91,7 @@ fn task() -> TaskRequest {
     TaskRequest {
         plan,
         inputs: BTreeMap::from([("email".to_owned(), SecretValue::new("a@example.com"))]),
+        secret_inputs: Vec::new(),
         session: None,
         session_id: None,
         scope: None,

@@ -20,11 +20,11 @@ use std::time::Duration;
 use abr_core::Clock as _;
 use abr_core::approval::ApprovalRule;
 use abr_core::codes as task_codes;
-use abr_core::digest::plan_hash;
+use abr_core::digest::{approval_hash, plan_hash};
 use abr_core::error::{PlanLocation, PlanProblem, UrlProblem};
 use abr_core::guard::{CommitRules, is_committing};
 use abr_core::limits::TenantLimits;
-use abr_core::plan::{PlanLimits, describe_steps, validate};
+use abr_core::plan::{PlanLimits, describe_steps, shown_inputs, validate};
 use abr_core::step_runner::{BrowserAction, StepFailureKind};
 use abr_core::store::{
     Counter, CounterStore, IdempotencyKey, InMemorySessionStore, InMemoryStore, Inserted,
@@ -229,6 +229,7 @@ fn request(plan: StepPlan) -> TaskRequest {
     TaskRequest {
         plan,
         inputs: BTreeMap::from([("email".to_owned(), SecretValue::new(CANARY))]),
+        secret_inputs: Vec::new(),
         session: None,
         session_id: None,
         scope: None,
@@ -702,6 +703,152 @@ fn committing_is_decided_by_the_action_only() {
 }
 
 // ---- approval -------------------------------------------------------------------------------
+
+/// The attack (issue 34, finding 6): the approver read `{{email}}`, approved, and the
+/// attacker's address was added as an admin; two tasks with the same steps and other values
+/// or another session shared a hash, so the approval of the honest one approved the
+/// attacker's. The record shows the values the steps are filled with (a secret as its name
+/// and length only), the session's account and platform, and the plan's reasoning; its hash
+/// binds all of them, and a run whose stored request no longer matches it runs nothing.
+#[tokio::test]
+async fn the_approver_sees_and_binds_the_values_the_session_and_the_reasoning() {
+    let provider = Arc::new(FakeProvider::new());
+    let store = Arc::new(InMemoryStore::new());
+    let sessions = StoredSessions::new(
+        Arc::new(InMemorySessionStore::new()),
+        Arc::new(abr_core::SystemClock),
+    );
+    for account in ["ada-admin", "mallory"] {
+        let state = AgentSessionState {
+            cookies: vec![Cookie::new("sid", account, ".tool.example")],
+            ..AgentSessionState::default()
+        };
+        sessions
+            .put_scoped(T, account, state, &|_| None)
+            .await
+            .unwrap();
+    }
+    let dyn_provider: DynSessionProvider<FakeContext> = provider.clone();
+    let dyn_store: Arc<dyn TaskStore> = store.clone();
+    let runner = TaskRunner::new(dyn_provider, dyn_store)
+        .with_sessions(sessions)
+        .with_body_hash_key(SecretValue::new("runner-secret"));
+    let task = |email: &str, session: &str, secret: &[&str]| -> TaskRequest {
+        serde_json::from_value(json!({
+            "plan": serde_json::to_value(form_plan()).unwrap(),
+            "inputs": {"email": email, "password": "hunter2-secret"},
+            "secretInputs": secret,
+            "sessionId": session,
+            "scope": {"cookieDomains": ["tool.example"], "origins": []}
+        }))
+        .unwrap()
+    };
+    let create = |request: TaskRequest| {
+        let runner = &runner;
+        async move { runner.create(&agent(T), request, None).await }
+    };
+    let honest = create(task("ada@example.com", "ada-admin", &[]))
+        .await
+        .unwrap()
+        .record;
+    let attack = create(task("mallory@evil.example", "ada-admin", &[]))
+        .await
+        .unwrap()
+        .record;
+    assert_ne!(
+        honest.plan_hash, attack.plan_hash,
+        "the same steps filled with other values share a hash"
+    );
+    // What the approver of the attacker's task reads.
+    let shown = serde_json::to_value(&attack).unwrap();
+    assert_eq!(
+        shown["inputs"],
+        json!([
+            {"name": "email", "value": "mallory@evil.example", "length": 20},
+            {"name": "password", "secret": true, "length": 14}
+        ]),
+        "{shown}"
+    );
+    assert!(
+        !shown.to_string().contains("hunter2"),
+        "a secret is shown: {shown}"
+    );
+    assert_eq!(shown["account"], json!({"sessionId": "ada-admin"}));
+    assert_eq!(shown["reasoning"], "no API");
+    // The honest task's approval does not approve the attacker's.
+    let e = runner
+        .approve(
+            &approver(T),
+            &attack.task_id,
+            &ApproveRequest {
+                approved_by: None,
+                plan_hash: honest.plan_hash.clone(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code(), e.error_code().status),
+        ("plan_hash_mismatch", 409)
+    );
+    // Nor does another account's session share the hash.
+    let other = create(task("ada@example.com", "mallory", &[]))
+        .await
+        .unwrap()
+        .record;
+    assert_ne!(
+        honest.plan_hash, other.plan_hash,
+        "another session, one hash"
+    );
+    assert_eq!(
+        other.account.unwrap().session_id.as_deref(),
+        Some("mallory")
+    );
+    // A value the planner says is a secret is masked too; a name it does not give is refused.
+    let masked = create(task("ada@example.com", "ada-admin", &["email"]))
+        .await
+        .unwrap()
+        .record;
+    assert!(masked.inputs.iter().all(|i| i.secret && i.value.is_none()));
+    assert_ne!(
+        masked.plan_hash, honest.plan_hash,
+        "what was masked is bound"
+    );
+    let e = create(task("ada@example.com", "ada-admin", &["emial"]))
+        .await
+        .unwrap_err();
+    assert_eq!((e.code(), e.error_code().status), ("invalid_plan", 422));
+
+    // The approved task's stored request changed before it ran: nothing runs.
+    let approved = runner
+        .approve(
+            &approver(T),
+            &honest.task_id,
+            &ApproveRequest {
+                approved_by: None,
+                plan_hash: honest.plan_hash.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    let mut stored: StoredTask = RecordStore::get(store.as_ref(), T, &approved.task_id)
+        .await
+        .unwrap()
+        .unwrap();
+    stored
+        .request
+        .inputs
+        .insert("email".to_owned(), SecretValue::new("mallory@evil.example"));
+    assert!(
+        RecordStore::<StoredTask>::update(store.as_ref(), &stored)
+            .await
+            .unwrap()
+    );
+    let end = runner.run(T, &approved.task_id).await.unwrap();
+    assert_eq!(end.record.state, TaskState::Failed);
+    assert_eq!(error_code(&end.record), "plan_not_approved");
+    assert_eq!(provider.acquired(), 0, "a browser started");
+}
 
 #[tokio::test]
 async fn approval_needs_the_exact_hash_and_an_approver_other_than_the_proposer_once() {
@@ -2388,7 +2535,12 @@ async fn check_sequence(rule: ApprovalRule, ops: Vec<Op>) {
             } else {
                 assert!(approved_by_call.contains(&r.task_id), "approved by nobody");
             }
-            assert_eq!(r.plan_hash, plan_hash(&task.request.plan));
+            // What ran is what the approval bound: the plan, its values, its session.
+            let shown = shown_inputs(&task.request.inputs, &task.request.secret_inputs).unwrap();
+            assert_eq!(
+                r.plan_hash,
+                approval_hash(&task.request, &shown, r.account.as_ref(), None)
+            );
         }
         if r.state == TaskState::Rejected {
             assert!(!ran);

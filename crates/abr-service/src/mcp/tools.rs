@@ -281,8 +281,10 @@ struct TaskSchema {
     /// The plan: `{targetUrl, steps: [{type, selector, value?, description}...],
     /// verification, risk}`, as for `POST /v1/tasks` (see the runner's README).
     plan: JsonObject,
-    /// Values of the plan's `{{name}}` placeholders.
+    /// Values of the plan's `{{name}}` placeholders (shown to the approver).
     inputs: Option<std::collections::BTreeMap<String, String>>,
+    /// The inputs that are secrets (passwords, codes): the approver sees their length only.
+    secret_inputs: Option<Vec<String>>,
     /// A session stored on the runner to run with (its id).
     session_id: Option<String>,
     /// A Playwright storageState to run with, scoped first.

@@ -423,3 +423,111 @@ async fn a_person_approves_a_browse_sessions_committing_action_through_the_link_
     assert_eq!(status, 200);
     server.shutdown().await;
 }
+
+/// The attack on the approval page (issue 34, finding 6), read as the person without a key
+/// reads it (in process, no browser needed: the page is HTML without script): a task that
+/// types an attacker's address into an admin form, with a password beside it and markup in
+/// its reasoning and values. The page shows the value that will be typed, never the
+/// password (its length only), whose session it runs with, the plan's reasoning and the
+/// hash the decision binds, every text escaped.
+#[tokio::test]
+async fn the_page_shows_the_values_the_session_and_the_reasoning_never_a_secret() {
+    let s = fake_stack();
+    let agent = new_key(&s.app, "planner", "agent", Some("acme")).await;
+    let approver = new_key(&s.app, "Ada", "approver", Some("acme")).await;
+    let session = json!({
+        "session": {"cookies": [{"name": "sid", "value": "cookie-canary-4d1e", "domain": ".fake.example", "path": "/"}], "origins": []},
+        "platform": FAKE_PLATFORM
+    });
+    let reply = request_as(
+        &s.app,
+        &agent,
+        axum::http::Method::PUT,
+        "/v1/sessions/ada-admin",
+        &[],
+        Some(&session),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let task = json!({
+        "plan": {
+            "targetUrl": "https://fake.example/admin",
+            "steps": [
+                {"type": "type", "selector": "#email", "value": "{{email}}", "description": "Enter the new admin's email"},
+                {"type": "type", "selector": "#pw", "value": "{{pin}}", "description": "Confirm with the PIN"},
+                {"type": "click", "selector": {"role": "button", "name": "Submit"}, "description": "Add the admin"}
+            ],
+            "verification": {"method": "dom_check", "text": "Saved"},
+            "risk": "high",
+            "reasoning": "Onboarding <b id=\"injected\">ticket 42</b>"
+        },
+        "inputs": {"email": "mallory@evil.example<script>", "pin": "secret-pin-7731"},
+        "secretInputs": ["pin"],
+        "sessionId": "ada-admin"
+    });
+    let created = request_as(
+        &s.app,
+        &agent,
+        axum::http::Method::POST,
+        "/v1/tasks",
+        &[],
+        Some(&task),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let record = created.json();
+    let id = record["taskId"].as_str().unwrap();
+    let hash = record["planHash"].as_str().unwrap();
+    let link = request_as(
+        &s.app,
+        &approver,
+        axum::http::Method::POST,
+        &format!("/v1/tasks/{id}/approval-link"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(link.status, 201, "{}", link.body);
+    let url = link.json()["url"].as_str().unwrap().to_owned();
+    let path = url.trim_start_matches(FAKE_ORIGIN);
+    let page = get(&s.app, path).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let html = &page.body;
+    // The value that will be typed, escaped; the secret never, its length only.
+    assert!(
+        html.contains("<code>mallory@evil.example&lt;script&gt;</code>"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("secret-pin-7731"),
+        "the secret is on the page"
+    );
+    assert!(
+        html.contains("a secret of 15 characters, not shown"),
+        "{html}"
+    );
+    assert!(!html.contains("cookie-canary"), "a cookie is on the page");
+    // Whose session, under which platform, why, and the hash the decision binds.
+    assert!(
+        html.contains("the stored session <strong>ada-admin</strong>"),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(
+            "bound to the platform <strong>{FAKE_PLATFORM}</strong>"
+        )),
+        "{html}"
+    );
+    assert!(
+        html.contains("Onboarding &lt;b id=&quot;injected&quot;&gt;ticket 42&lt;/b&gt;"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("id=\"injected\""),
+        "markup from the plan ran"
+    );
+    assert!(
+        html.contains(&format!("<code id=\"hash\">{hash}</code>")),
+        "{html}"
+    );
+}

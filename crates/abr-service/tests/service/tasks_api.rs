@@ -155,8 +155,14 @@ async fn create_waits_for_approval_then_runs_the_exact_plan_once() {
     assert_eq!(task["approvalRule"], "all");
     assert_eq!(task["steps"].as_array().unwrap().len(), 3);
     assert!(
-        !task.to_string().contains("new@x"),
+        !task["steps"].to_string().contains("new@x"),
         "the steps in words carry no input: {task}"
+    );
+    // The value is shown beside them, for the approver (issue 34: the approver sees what
+    // will be typed).
+    assert_eq!(
+        task["inputs"],
+        json!([{"name": "email", "value": "new@x", "length": 5}])
     );
     let id = task["taskId"].as_str().unwrap().to_owned();
     // Nothing ran before approval.
