@@ -1,10 +1,10 @@
 //! API keys: created (the token shown once), listed, revoked, and a presented token turned
 //! into its [`Principal`] ([`Keys::authenticate`]).
 //!
-//! A token reads `abrk.<key id>.<secret>`: the id finds the key, and the SHA-256 digest of
-//! the whole token is compared with the stored one in constant time. An unknown id costs
-//! the same comparison (with a digest nobody holds), so timing tells nothing about which
-//! ids exist. A revoked or expired key authenticates nobody.
+//! A token reads `abrk.<key id>.<secret>`: the key is looked up by the SHA-256 digest of the
+//! whole token, never by the id it names, so a known id with a wrong secret and an unknown
+//! id are the same miss and timing tells nothing about which ids exist. A revoked or expired
+//! key authenticates nobody.
 //!
 //! Runners at a hub have keys too ([`Keys::enroll`], [`Keys::redeem_enrollment`]): an
 //! operator or an approver of a tenant makes a short-lived enrollment code for one runner id
@@ -23,7 +23,6 @@ use abr_core::digest::token_digest;
 use abr_core::principal::{Actor, Principal, Right, Tenants, unexpired, valid_runner_id};
 use abr_core::store::{KeyStore, StoredKey};
 use abr_protocol::{CreatedKey, KeyInfo, KeyRequest, Role, SecretValue};
-use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
 
 /// The first part of every key's token.
@@ -308,20 +307,17 @@ impl Keys {
     /// # Errors
     /// A store failure.
     pub async fn authenticate(&self, token: &str) -> Result<Option<Arc<Principal>>, CoreError> {
-        let presented = token_digest(token);
         let mut parts = token.splitn(3, '.');
         let (Some(TOKEN_PREFIX), Some(id), Some(_)) = (parts.next(), parts.next(), parts.next())
         else {
             return Ok(None);
         };
-        let stored = self.store.key(id).await?;
-        // The same comparison whether or not the id exists.
-        let expected = stored.as_ref().map_or([0xa5; 32], |k| k.digest);
-        let matches: bool = expected.ct_eq(&presented).into();
-        let Some(key) = stored.filter(|_| matches) else {
+        // By the digest: a wrong secret under a known id misses like an unknown id.
+        let Some(key) = self.store.key_by_digest(&token_digest(token)).await? else {
             return Ok(None);
         };
-        if key.revoked_at.is_some() || !unexpired(key.expires_at, self.clock.now()) {
+        if key.id != id || key.revoked_at.is_some() || !unexpired(key.expires_at, self.clock.now())
+        {
             return Ok(None);
         }
         let tenants = key.tenant.clone().map_or(Tenants::All, Tenants::One);

@@ -157,6 +157,9 @@ const MIGRATIONS: &[&str] = &[
     // page had not changed since (`same_as`, its sequence number).
     "ALTER TABLE frames ADD COLUMN same_as INTEGER
         CHECK (same_as IS NULL OR (same_as >= 1 AND same_as < seq));",
+    // 9: a presented token is looked up by its digest (a known id with a wrong secret and
+    // an unknown id are the same miss).
+    "CREATE INDEX api_keys_by_digest ON api_keys (digest);",
 ];
 
 /// ABR's records in one SQLite file.

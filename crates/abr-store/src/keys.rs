@@ -116,6 +116,22 @@ impl KeyStore for SqliteStore {
         Ok(row.map(decode).transpose()?)
     }
 
+    async fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<StoredKey>, CoreError> {
+        let digest = digest.to_vec();
+        let row = self
+            .with(move |conn| {
+                Ok(conn
+                    .query_row(
+                        &format!("SELECT {COLUMNS} FROM api_keys WHERE digest = ?1"),
+                        [&digest],
+                        raw,
+                    )
+                    .optional()?)
+            })
+            .await?;
+        Ok(row.map(decode).transpose()?)
+    }
+
     async fn keys(&self) -> Result<Vec<StoredKey>, CoreError> {
         let rows = self
             .with(move |conn| {

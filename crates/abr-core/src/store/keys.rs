@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use abr_protocol::{KeyInfo, Role};
 use async_trait::async_trait;
+use subtle::ConstantTimeEq as _;
 use time::OffsetDateTime;
 
 use crate::error::CoreError;
@@ -71,6 +72,10 @@ impl std::fmt::Debug for StoredKey {
 ///   (role `runner`) while another one for the same runner id (its name) is not revoked:
 ///   a runner id has one credential at a time, whatever races.
 /// - [`key`](Self::key) answers a key by id, revoked or not, as it was stored.
+/// - [`key_by_digest`](Self::key_by_digest) answers the key whose token has this SHA-256
+///   digest, revoked or not. A presented token is looked up by its digest, never by the id
+///   it names: a known id with a wrong secret and an unknown id are the same miss, so the
+///   time a lookup takes tells nothing about which ids exist.
 /// - [`keys`](Self::keys) answers every key, oldest first (by creation, then id).
 /// - [`revoke_key`](Self::revoke_key) sets `revoked_at` once: `true` the first time, `false`
 ///   for an unknown or already revoked key (the first instant stays). Revocation survives a
@@ -82,6 +87,9 @@ pub trait KeyStore: Send + Sync + 'static {
 
     /// The key `id`, if any.
     async fn key(&self, id: &str) -> Result<Option<StoredKey>, CoreError>;
+
+    /// The key whose token's SHA-256 digest is `digest`, if any.
+    async fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<StoredKey>, CoreError>;
 
     /// Every key, oldest first.
     async fn keys(&self) -> Result<Vec<StoredKey>, CoreError>;
@@ -129,6 +137,18 @@ impl KeyStore for InMemoryKeys {
 
     async fn key(&self, id: &str) -> Result<Option<StoredKey>, CoreError> {
         Ok(self.lock().get(id).cloned())
+    }
+
+    async fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<StoredKey>, CoreError> {
+        // Every key is compared (no early exit), in constant time.
+        let keys = self.lock();
+        let mut found = None;
+        for key in keys.values() {
+            if bool::from(key.digest.ct_eq(digest)) {
+                found = Some(key.clone());
+            }
+        }
+        Ok(found)
     }
 
     async fn keys(&self) -> Result<Vec<StoredKey>, CoreError> {

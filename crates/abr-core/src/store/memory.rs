@@ -278,6 +278,10 @@ impl KeyStore for InMemoryStore {
         self.keys.key(id).await
     }
 
+    async fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<StoredKey>, CoreError> {
+        self.keys.key_by_digest(digest).await
+    }
+
     async fn keys(&self) -> Result<Vec<StoredKey>, CoreError> {
         self.keys.keys().await
     }

@@ -1079,6 +1079,33 @@ impl FakePage {
         self.lock().refused.clone()
     }
 
+    /// The page's own script sends a request `method` to `url` now (a timer's), through the
+    /// network gate when one is installed: whether it left.
+    pub async fn page_sends(&self, method: &str, url: &str) -> bool {
+        let gate = self.lock().gate.clone();
+        let admitted = match &gate {
+            Some(gate) if !crate::guard::network::is_safe_method(method) => {
+                let request = crate::guard::network::OutgoingRequest {
+                    method,
+                    url,
+                    resource_type: "fetch",
+                    content_type: None,
+                    body: None,
+                };
+                gate.admit(&request).await
+            }
+            _ => true,
+        };
+        let mut page = self.lock();
+        let sent = (method.to_owned(), url.to_owned());
+        if admitted {
+            page.sent.push(sent);
+        } else {
+            page.refused.push(sent);
+        }
+        admitted
+    }
+
     /// Sends the requests `action` makes the page send through the gate, in order.
     async fn send_requests(&self, action: &BrowserAction) {
         let (requests, gate) = {

@@ -18,8 +18,8 @@
 //!   below zero; sessions cleared alone.
 //! - [`screenshots`], [`sessions`], [`frames`], [`sites`]: per tenant, as their contracts
 //!   say; frames refused beyond the run's bounds by the store itself.
-//! - [`keys`]: a key id is stored once; revocation is set once and survives a reopen; keys
-//!   are listed oldest first.
+//! - [`keys`]: a key id is stored once; a key is found by its token's digest; revocation
+//!   is set once and survives a reopen; keys are listed oldest first.
 //! - [`evidence`]: evidence older than the cutoff is forgotten, outcomes stay.
 //! - [`sealed`]: inputs, cookies, post content and screenshots are not readable at rest.
 
@@ -757,6 +757,12 @@ where
     );
     assert_eq!(store.key("key_a").await.unwrap(), Some(second.clone()));
     assert_eq!(store.key("key_c").await.unwrap(), None);
+    // A token is found by its digest, and only by it.
+    assert_eq!(
+        store.key_by_digest(&second.digest).await.unwrap(),
+        Some(second.clone())
+    );
+    assert_eq!(store.key_by_digest(&[7; 32]).await.unwrap(), None);
     // One live credential per runner id.
     let runner = |id: &str| StoredKey {
         name: "erins-laptop".into(),

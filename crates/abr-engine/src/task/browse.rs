@@ -702,6 +702,7 @@ impl<C: TaskContext> TaskRunner<C> {
         if !rails::reads_only(&browser) {
             open.rails.settle_frames().await;
         }
+        open.rails.network.acting(true);
         let guarded = self
             .guarded_step(
                 &mut open.task,
@@ -764,6 +765,7 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         }
         open.rails.network.set_watch(None);
+        open.rails.network.acting(false);
         if gated {
             open.rails.network.hold(true);
             open.rails.approval = CommitApproval::Required;

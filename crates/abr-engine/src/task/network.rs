@@ -9,8 +9,8 @@
 //!   the person sends through the live view, never on the page's own (a timer's post while
 //!   the person only looks stays refused);
 //! - an approved action, under the approval rule: while it runs, except a write the page
-//!   already tried while writes were held (its method, host and path), which is the page's
-//!   own background, not the action's.
+//!   already tried while writes were held and no action ran (its method, host and path),
+//!   which is the page's own background, not the action's.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -83,8 +83,11 @@ pub(crate) struct RunNetwork {
     /// When the person last acted, in milliseconds since `epoch` plus one (0: never).
     person_acted: AtomicU64,
     epoch: std::time::Instant,
-    /// The writes (method, host, path) the page sent while writes were held: its own.
+    /// The writes (method, host, path) the page sent while writes were held and no action
+    /// ran: its own.
     background: Mutex<std::collections::HashSet<String>>,
+    /// An action of the brain runs: what the page sends meanwhile is the action's.
+    acting: AtomicBool,
     /// A browse session under the approval rule: its writes wait for an approver.
     gated: AtomicBool,
     /// Writes are refused now (`awaiting_approval`): no approved action is running.
@@ -126,6 +129,7 @@ impl RunNetwork {
             person_acted: AtomicU64::new(0),
             epoch: std::time::Instant::now(),
             background: Mutex::default(),
+            acting: AtomicBool::new(false),
             gated: AtomicBool::new(false),
             held: AtomicBool::new(false),
             pending: Mutex::new(Pending::default()),
@@ -187,6 +191,12 @@ impl RunNetwork {
         let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
         let window = u64::try_from(PERSON_WINDOW.as_millis()).unwrap_or(u64::MAX);
         acted > 0 && now.saturating_sub(acted - 1) <= window
+    }
+
+    /// Whether an action of the brain runs (from before it reaches the page until what it
+    /// started was read): a write held meanwhile is the action's, not the page's own.
+    pub(crate) fn acting(&self, acting: bool) {
+        self.acting.store(acting, Ordering::SeqCst);
     }
 
     /// Remembers `request` as the page's own background write (sent while held).
@@ -349,7 +359,9 @@ impl RequestGate for RunNetwork {
         }
         let held = self.held.load(Ordering::SeqCst);
         if held && !persons {
-            self.remember_background(request);
+            if !self.acting.load(Ordering::SeqCst) {
+                self.remember_background(request);
+            }
             self.block(
                 CommitClass::NetworkWrite,
                 Some(request.method),

@@ -592,6 +592,52 @@ async fn a_committing_action_waits_for_an_approver_and_runs_once_when_approved()
     h.runner.browse_close(T, &id).await.unwrap();
 }
 
+/// Issue 34, finding 7: while an approved action runs, the page's own background write (a
+/// DELETE its timer sends, already refused while writes were held) stays refused; the
+/// action's own post leaves; and the approved action answers done, never
+/// `approval_required` again. On main before the fix the DELETE left with the approved
+/// click and the click was asked about again.
+#[tokio::test]
+async fn an_approved_actions_window_admits_only_what_the_action_sends() {
+    let h = h_approving();
+    h.page.text_after("#pay", "Paid");
+    // The approved click posts, and the page's timer fires again meanwhile.
+    h.page
+        .request_on("#pay", "DELETE", "https://shop.example/api/item/7");
+    h.page
+        .request_on("#pay", "POST", "https://shop.example/api/pay");
+    let opened = h
+        .runner
+        .browse_open(&agent(T), open(false, false))
+        .await
+        .unwrap();
+    let id = opened.browse_id.clone();
+    // The page's timer deletes while nobody acts: held.
+    assert!(
+        !h.page
+            .page_sends("DELETE", "https://shop.example/api/item/7")
+            .await
+    );
+    let asked = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    let approval = asked.approval.expect("the click waits for an approver");
+    h.runner
+        .browse_decide(&approver(T), &id, &decision(&approval.approval_id), true)
+        .await
+        .unwrap();
+    let paid = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    assert_eq!(paid.outcome, ActOutcome::Done, "{paid:?}");
+    assert!(paid.approval.is_none() && paid.pause.is_none(), "{paid:?}");
+    assert!(paid.committing);
+    assert_eq!(
+        h.page.sent(),
+        [("POST".to_owned(), "https://shop.example/api/pay".to_owned())],
+        "only the action's own post left"
+    );
+    let blocked = paid.blocked.expect("the page's own write is named");
+    assert_eq!(blocked.method.as_deref(), Some("DELETE"));
+    h.runner.browse_close(T, &id).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_rejected_action_closes_the_session_with_nothing_of_it_committed() {
     let h = h_approving();

@@ -346,6 +346,87 @@ async fn a_challenge_pauses_a_takeover_clears_it_and_the_run_resumes_where_it_st
     ));
 }
 
+/// Issue 34, finding 7: a read-only run paused on a page that claims a security check is
+/// taken over, and the person does nothing: the page's own timer posts, and nothing leaves.
+/// Right after the person clicks in the live view, the page's post is theirs and leaves; a
+/// moment later the page's own posts are refused again, and so is every socket. On main
+/// before the fix every post of the timer left while the takeover was active.
+#[tokio::test]
+async fn a_takeover_lets_through_the_persons_writes_only() {
+    let h = h();
+    shop(&h);
+    h.page
+        .set_signals(Some(captcha("https://shop.example/cart")));
+    let (id, join) = start_paused_with(&h, click_plan(true), 60).await;
+    wait_for_state(&h, &id, TaskState::Paused).await;
+    let active = h.runner.take_over(T, &id).await.unwrap();
+    let attachment = h.runner.handoffs().attach_live(&active.live_token).unwrap();
+    // The run has seen the takeover become active.
+    for _ in 0..400 {
+        let record = h.runner.get(T, &id).await.unwrap();
+        if record
+            .pause
+            .is_some_and(|p| p.state == TakeoverState::Active)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // The person looks (moves the pointer, scrolls): the page's timer posts, nothing leaves.
+    let look = abr_core::live::LiveInput::Pointer {
+        action: abr_core::live::PointerAction::Move,
+        x: 10.0,
+        y: 10.0,
+        button: abr_core::live::PointerButton::None,
+        click_count: 0,
+        modifiers: abr_core::live::Modifiers::default(),
+    };
+    attachment.input(look).await.unwrap();
+    for n in 0..5 {
+        assert!(
+            !h.page
+                .page_sends("POST", &format!("https://shop.example/api/like?n={n}"))
+                .await,
+            "the page's own post {n} left during the takeover"
+        );
+    }
+    // The person clicks: what the page sends right after is theirs.
+    let click = abr_core::live::LiveInput::Pointer {
+        action: abr_core::live::PointerAction::Down,
+        x: 10.0,
+        y: 10.0,
+        button: abr_core::live::PointerButton::Left,
+        click_count: 1,
+        modifiers: abr_core::live::Modifiers::default(),
+    };
+    attachment.input(click).await.unwrap();
+    assert!(
+        h.page
+            .page_sends("POST", "https://shop.example/verify")
+            .await,
+        "the post that follows the person's click leaves"
+    );
+    assert_eq!(
+        h.page.sent(),
+        [("POST".to_owned(), "https://shop.example/verify".to_owned())],
+        "only the person's post left"
+    );
+    h.page.set_signals(None);
+    h.runner.resume(T, &id).await.unwrap();
+    let record = join.await.unwrap();
+    let refused_posts = record
+        .blocked
+        .iter()
+        .filter(|b| b.class == CommitClass::NetworkWrite)
+        .count();
+    assert!(
+        refused_posts >= 5,
+        "the page's own posts are on the record as refused: {:?}",
+        record.blocked
+    );
+}
+
 /// The checkpoint before a step reads its element with the page; a page that looks harmless
 /// there and turns its control into a payment during a takeover is judged as it is after
 /// the takeover: the read-only run refuses the click.

@@ -1,6 +1,6 @@
 //! API keys from the holder's side: a key authenticates until it expires or is revoked,
-//! a token with a forged secret or an unknown id names nobody, and only an operator makes
-//! keys.
+//! a token with a forged secret or an unknown id names nobody (and costs the store the same
+//! lookup), and only an operator makes keys.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,6 +180,109 @@ async fn an_enrollment_code_works_once_for_ten_minutes_and_runner_keys_come_only
     );
     assert!(
         keys.authenticate(newer.token.expose())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+/// A key store that records what each lookup of a presented token answered (the key's id,
+/// or nothing): what the work after it depends on.
+#[derive(Default)]
+struct Recording {
+    inner: abr_core::store::InMemoryKeys,
+    answers: std::sync::Mutex<Vec<Option<String>>>,
+}
+
+impl Recording {
+    fn took(&self) -> Vec<Option<String>> {
+        std::mem::take(&mut *self.answers.lock().unwrap())
+    }
+}
+
+#[async_trait::async_trait]
+impl abr_core::store::KeyStore for Recording {
+    async fn insert_key(
+        &self,
+        key: &abr_core::store::StoredKey,
+    ) -> Result<(), abr_core::CoreError> {
+        self.inner.insert_key(key).await
+    }
+
+    async fn key(
+        &self,
+        id: &str,
+    ) -> Result<Option<abr_core::store::StoredKey>, abr_core::CoreError> {
+        let found = self.inner.key(id).await?;
+        self.answers
+            .lock()
+            .unwrap()
+            .push(found.as_ref().map(|k| k.id.clone()));
+        Ok(found)
+    }
+
+    async fn key_by_digest(
+        &self,
+        digest: &[u8; 32],
+    ) -> Result<Option<abr_core::store::StoredKey>, abr_core::CoreError> {
+        let found = self.inner.key_by_digest(digest).await?;
+        self.answers
+            .lock()
+            .unwrap()
+            .push(found.as_ref().map(|k| k.id.clone()));
+        Ok(found)
+    }
+
+    async fn keys(&self) -> Result<Vec<abr_core::store::StoredKey>, abr_core::CoreError> {
+        self.inner.keys().await
+    }
+
+    async fn revoke_key(
+        &self,
+        id: &str,
+        at: time::OffsetDateTime,
+    ) -> Result<bool, abr_core::CoreError> {
+        self.inner.revoke_key(id, at).await
+    }
+}
+
+/// The attack (issue 34, LOW): tell known key ids from unknown ones by how long a token with
+/// a wrong secret takes to refuse. A known id with a wrong secret and an unknown id must
+/// cost the store the same work: the same lookup, answering the same nothing (a store row
+/// found and decoded for a known id was the measured difference).
+#[tokio::test]
+async fn a_wrong_secret_under_a_known_id_costs_what_an_unknown_id_costs() {
+    let store = Arc::new(Recording::default());
+    let keys = Keys::new(
+        store.clone(),
+        Arc::new(ManualClock::new(time::OffsetDateTime::now_utc())),
+        Auditor::none(),
+    );
+    let operator = Principal::operator("bootstrap", "ops");
+    let now = time::OffsetDateTime::now_utc();
+    let created = keys.create(&operator, &request(None, now)).await.unwrap();
+    let (prefix, _) = created.token.expose().rsplit_once('.').unwrap();
+    let secret = "A".repeat(43);
+    store.took();
+
+    assert!(
+        keys.authenticate(&format!("{prefix}.{secret}"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let known = store.took();
+    assert!(
+        keys.authenticate(&format!("abrk.key_0000000000000000000000000.{secret}"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let unknown = store.took();
+    assert_eq!(known, unknown, "the store answered a known id otherwise");
+    // The right token is found.
+    assert!(
+        keys.authenticate(created.token.expose())
             .await
             .unwrap()
             .is_some()
