@@ -47,5 +47,9 @@ pub const SITE_DENIED: &str = "site_denied";
 pub const TAKEOVER_ENDED: &str = "takeover_ended";
 /// Nobody resumed the takeover in time: the run stopped without acting.
 pub const TAKEOVER_EXPIRED: &str = "takeover_expired";
+/// A committing step that paused for a person was not run again after the takeover: the
+/// person acted in the live view and may have done it themselves. The run is uncertain; the
+/// owner's assertion that it was not done allows the one new attempt.
+pub const PERSON_MAY_HAVE_ACTED: &str = "person_may_have_acted";
 /// A browse session was closed after its idle time without a call.
 pub const BROWSE_IDLE: &str = "browse_idle";

@@ -82,6 +82,8 @@ pub(crate) struct RunNetwork {
     person: AtomicBool,
     /// When the person last acted, in milliseconds since `epoch` plus one (0: never).
     person_acted: AtomicU64,
+    /// The person acted since [`Self::take_person_acted`] was last asked.
+    person_acted_ever: AtomicBool,
     epoch: std::time::Instant,
     /// The writes (method, host, path) the page sent while writes were held and no action
     /// ran: its own.
@@ -127,6 +129,7 @@ impl RunNetwork {
             closed: AtomicBool::new(false),
             person: AtomicBool::new(false),
             person_acted: AtomicU64::new(0),
+            person_acted_ever: AtomicBool::new(false),
             epoch: std::time::Instant::now(),
             background: Mutex::default(),
             acting: AtomicBool::new(false),
@@ -177,8 +180,15 @@ impl RunNetwork {
                 network
                     .person_acted
                     .store(now.saturating_add(1), Ordering::SeqCst);
+                network.person_acted_ever.store(true, Ordering::SeqCst);
             }
         })
+    }
+
+    /// Whether the person acted in the live view (a click, a key, text, a navigation) since
+    /// this was last asked.
+    pub(crate) fn take_person_acted(&self) -> bool {
+        self.person_acted_ever.swap(false, Ordering::SeqCst)
     }
 
     /// Whether the page's writes are the person's now: a takeover is active and they acted

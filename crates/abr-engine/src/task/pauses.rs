@@ -183,6 +183,9 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut failures = 0;
         let mut stuck_pauses = 0;
         let mut reopened = false;
+        // A person had the page in a `stuck` pause and acted in it: they may have done this
+        // step themselves.
+        let mut person_acted = false;
         // The element as the checkpoint before this step read it with the page (no pause
         // since): judged as it is, once; any later look reads it again.
         let reach = Reach::of(action);
@@ -205,7 +208,9 @@ impl<C: TaskContext> TaskRunner<C> {
                         if retry_or_stuck(failure, false, rails, &mut failures, stuck_pauses)? {
                             stuck_pauses += 1;
                             failures = 0;
+                            rails.network.take_person_acted();
                             self.stuck(task, rails, lease, index).await?;
+                            person_acted |= rails.network.take_person_acted();
                         }
                         continue;
                     }
@@ -224,6 +229,18 @@ impl<C: TaskContext> TaskRunner<C> {
                     return Err((failure, false));
                 }
             };
+            if committing.is_some() && person_acted {
+                // Never twice: what the person did in the live view is not known, so the step
+                // is not run again (the owner asserts it was not done to retry it once).
+                return Err((
+                    Failure::new(
+                        codes::PERSON_MAY_HAVE_ACTED,
+                        "the step commits, and the person acted in the live view while the run \
+                         waited for them: they may have done it, so it was not run again",
+                    ),
+                    true,
+                ));
+            }
             if let Some(c) = committing {
                 if rails.approval == rails::CommitApproval::Required {
                     return Err((
@@ -300,7 +317,9 @@ impl<C: TaskContext> TaskRunner<C> {
                         Ok(true) => {
                             stuck_pauses += 1;
                             failures = 0;
+                            rails.network.take_person_acted();
                             self.stuck(task, rails, lease, index).await?;
+                            person_acted |= rails.network.take_person_acted();
                         }
                         Ok(false) => {}
                     }

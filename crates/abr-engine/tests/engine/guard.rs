@@ -1170,6 +1170,51 @@ async fn a_run_paused_when_the_runner_stopped_is_ended_at_the_next_start() {
     assert!(error.retryable);
 }
 
+/// Issue 34, finding 10: a committing step paused `stuck` (its control not found); a person
+/// takes over and presses it in the live view; the control is there after the resume. The
+/// run does not press it again: it ends uncertain, `person_may_have_acted` (the owner's
+/// assertion allows the one new attempt). A person who only looked leaves it to the run,
+/// which runs it. On main the step ran again after the resume: sent twice.
+#[tokio::test]
+async fn a_committing_step_is_never_run_again_after_the_person_acted_in_its_pause() {
+    let press = abr_core::live::LiveInput::Pointer {
+        action: abr_core::live::PointerAction::Down,
+        x: 40.0,
+        y: 40.0,
+        button: abr_core::live::PointerButton::Left,
+        click_count: 1,
+        modifiers: abr_core::live::Modifiers::default(),
+    };
+    for person_presses in [true, false] {
+        let h = h();
+        shop(&h);
+        h.page.remove("#pay");
+        let (id, join) = start_paused(&h, 60).await;
+        let paused = wait_for_state(&h, &id, TaskState::Paused).await;
+        assert_eq!(paused.pause.unwrap().reason, PauseReason::Stuck);
+        let active = h.runner.take_over(T, &id).await.unwrap();
+        let attachment = h.runner.handoffs().attach_live(&active.live_token).unwrap();
+        if person_presses {
+            attachment.input(press.clone()).await.unwrap();
+        }
+        h.page.restore("#pay");
+        h.runner.resume(T, &id).await.unwrap();
+        let record = join.await.unwrap();
+        if person_presses {
+            assert_eq!(record.state, TaskState::Uncertain, "{:?}", record.error);
+            assert_eq!(record.error.unwrap().code, "person_may_have_acted");
+            assert_eq!(
+                h.page.clicks_on("#pay"),
+                0,
+                "the run pressed Pay after the person may have"
+            );
+        } else {
+            assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+            assert_eq!(h.page.clicks_on("#pay"), 1);
+        }
+    }
+}
+
 /// A committing step whose control vanished before anything was sent is tried again like
 /// any step (and would pause `stuck`); one that may have acted is never tried again.
 #[tokio::test]
