@@ -703,6 +703,11 @@ impl Gated for RequestRouter {
     fn refuses_writes(&self) -> bool {
         self.network().is_some_and(|gate| gate.refuses_writes())
     }
+
+    fn refuses_document(&self, url: &str) -> bool {
+        self.sites()
+            .is_some_and(|filter| !may_open(filter.as_ref(), url))
+    }
 }
 
 /// The egress URL gate of a context no proxy can be set on (see `egress.rs`: weaker than

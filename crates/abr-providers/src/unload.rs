@@ -12,7 +12,9 @@
 //! Playwright does not route: those without a network id and with a method that is not safe.
 //! It also judges every redirect's next hop whose method is not safe, documents' too
 //! (Playwright routes a chain's first request only, and a 307 or 308 keeps the method: a
-//! write to another site that sends it on to the run's own is a write to the run's own).
+//! write to another site that sends it on to the run's own is a write to the run's own),
+//! and every document's next hop against its context's site filter (a popup's redirect to
+//! a denied site, which no page-level gate sees).
 //! Everything else goes on at once (Playwright's route judges it).
 //!
 //! A request is the run's whose frame is one of its context's: the frame's target (a page,
@@ -43,6 +45,9 @@ pub(crate) trait Gated: Send + Sync {
     fn network_gate(&self) -> Option<Arc<dyn RequestGate>>;
     /// Whether that gate refuses every write (a read-only or dry run).
     fn refuses_writes(&self) -> bool;
+    /// Whether the context's site filter refuses a document from `url` (a redirect's next
+    /// hop in any of its pages, a popup's too).
+    fn refuses_document(&self, url: &str) -> bool;
 }
 
 /// Bound on one CDP call of the net.
@@ -287,7 +292,13 @@ impl BrowserNet {
         // that is not safe (a 307 or 308 keeps the POST) is judged here, by where it goes: a
         // write to another site that the other site sends on to the run's own is the run's.
         let routed = paused.network_id.is_some() && paused.redirected_request_id.is_none();
-        let go = if routed || is_safe_method(&paused.request.method) {
+        let go = if paused.redirected_request_id.is_some()
+            && paused.resource_type.as_deref() == Some("Document")
+            && self.refuses_document(&paused).await
+        {
+            tracing::info!("site filter: refused a redirect's next hop of a document");
+            false
+        } else if routed || is_safe_method(&paused.request.method) {
             true
         } else {
             self.judge(&paused).await
@@ -304,6 +315,15 @@ impl BrowserNet {
             )
         };
         let _ = call(&self.cdp, method, params).await;
+    }
+
+    /// Whether the site filter of the context a document's redirect hop belongs to refuses
+    /// it (a page's own documents are also gated on its page; a popup's only here).
+    async fn refuses_document(&self, paused: &Paused) -> bool {
+        match self.owner(paused.frame_id.as_deref()).await {
+            Owner::Run(router) => router.refuses_document(&paused.request.url),
+            Owner::Nobody => false,
+        }
     }
 
     /// Whether a write Playwright would not route may leave.

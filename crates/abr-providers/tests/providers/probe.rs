@@ -1451,6 +1451,59 @@ async fn the_site_filter_refuses_documents_of_refused_hosts() {
     close(provider, lease).await;
 }
 
+/// A network gate that lets everything go (a read-write run's, as far as the site filter is
+/// concerned).
+mod lets_go {
+    #[derive(Debug)]
+    pub(super) struct LetsGo;
+
+    #[async_trait::async_trait]
+    impl abr_core::guard::RequestGate for LetsGo {
+        async fn admit(&self, _request: &abr_core::guard::OutgoingRequest<'_>) -> bool {
+            true
+        }
+
+        fn refuses_writes(&self) -> bool {
+            false
+        }
+
+        fn websockets_guarded(&self) -> bool {
+            false
+        }
+
+        fn admit_websocket(&self, _url: &str) -> bool {
+            true
+        }
+
+        async fn socket_opened(&self, _url: &str) {}
+    }
+}
+
+/// Issue 34 (LOW): a popup a page opens on an allowed page that redirects to a refused host
+/// never reaches it (the page-level redirect gate sees only the session's own page; the
+/// browser's net judges every page's document hops). On main the popup landed there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_popups_redirect_to_a_refused_host_never_reaches_it() {
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    s.guard_network(Arc::new(lets_go::LetsGo)).await.unwrap();
+    s.filter_sites(Refuse::new("localhost")).await.unwrap();
+    go(s, site.url("/links").as_str()).await;
+    eval(
+        s,
+        &format!("() => {{ window.open('{}'); }}", site.url("/redirect")),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        site.seen("localhost", "/landing"),
+        0,
+        "a popup's redirect reached the refused host"
+    );
+    close(provider, lease).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_site_filter_keeps_the_egress_proxy_and_costs_little() {
     let site = Site::start().await;
