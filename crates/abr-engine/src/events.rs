@@ -14,6 +14,8 @@ use abr_protocol::RunEvent;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
+use crate::keys::KeyWatch;
+
 /// Where events go besides the tenant streams: a webhook, a notifier. Events carry ids only.
 pub trait EventSink: Send + Sync + 'static {
     /// Delivers one event (must not block: queue it).
@@ -75,6 +77,7 @@ impl Events {
         TenantEvents {
             tenant: tenant.to_owned(),
             events: self.stream.subscribe(),
+            holder: None,
         }
     }
 
@@ -173,20 +176,38 @@ pub enum Received {
     Missed(u64),
     /// The engine is gone.
     Closed,
+    /// The key that subscribed was revoked or expired: the subscription is over.
+    Revoked,
 }
 
-/// One tenant's events, from when it subscribed.
+/// One tenant's events, from when it subscribed; held by a key, for as long as it stands.
 #[derive(Debug)]
 pub struct TenantEvents {
     tenant: String,
     events: broadcast::Receiver<Arc<RunEvent>>,
+    holder: Option<KeyWatch>,
 }
 
 impl TenantEvents {
+    /// These events, for as long as `holder`'s key stands (then [`Received::Revoked`]).
+    pub(crate) fn held_by(mut self, holder: KeyWatch) -> Self {
+        self.holder = Some(holder);
+        self
+    }
+
     /// The next event of the tenant (another tenant's are skipped).
     pub async fn next(&mut self) -> Received {
         loop {
-            match self.events.recv().await {
+            let received = match &mut self.holder {
+                // The key first: nothing is passed on after its revocation.
+                Some(holder) => tokio::select! {
+                    biased;
+                    () = holder.ended() => return Received::Revoked,
+                    received = self.events.recv() => received,
+                },
+                None => self.events.recv().await,
+            };
+            match received {
                 Ok(event) if event.tenant_id == self.tenant => return Received::Event(event),
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(n)) => return Received::Missed(n),
@@ -196,14 +217,16 @@ impl TenantEvents {
     }
 
     /// Waits for the next event of the run `run_id` (a step, a pause, its end) or for a sign
-    /// that one may have been missed (the subscriber fell behind). Never returns once the
-    /// engine is gone: bound it with a timeout.
-    pub async fn next_of(&mut self, run_id: &str) {
+    /// that one may have been missed (the subscriber fell behind): `true`; `false` once the
+    /// key that subscribed no longer stands. Never returns once the engine is gone: bound it
+    /// with a timeout.
+    pub async fn next_of(&mut self, run_id: &str) -> bool {
         loop {
             match self.next().await {
-                Received::Event(event) if event.run_id == run_id => return,
+                Received::Event(event) if event.run_id == run_id => return true,
                 Received::Event(_) => {}
-                Received::Missed(_) => return,
+                Received::Missed(_) => return true,
+                Received::Revoked => return false,
                 Received::Closed => std::future::pending::<()>().await,
             }
         }

@@ -4,7 +4,9 @@
 //! A token reads `abrk.<key id>.<secret>`: the key is looked up by the SHA-256 digest of the
 //! whole token, never by the id it names, so a known id with a wrong secret and an unknown
 //! id are the same miss and timing tells nothing about which ids exist. A revoked or expired
-//! key authenticates nobody.
+//! key authenticates nobody, and what it opened ends with it: a [`KeyWatch`] (every event
+//! stream, a runner's relay socket) ends when its key is revoked here (at once) or by
+//! another process on the same store (`abr keys revoke`, within [`KEY_RECHECK`]).
 //!
 //! Runners at a hub have keys too ([`Keys::enroll`], [`Keys::redeem_enrollment`]): an
 //! operator or an approver of a tenant makes a short-lived enrollment code for one runner id
@@ -24,12 +26,20 @@ use abr_core::principal::{Actor, Principal, Right, Tenants, unexpired, valid_run
 use abr_core::store::{KeyStore, StoredKey};
 use abr_protocol::{CreatedKey, KeyInfo, KeyRequest, Role, SecretValue};
 use time::OffsetDateTime;
+use tokio::sync::broadcast;
 
 /// The first part of every key's token.
 const TOKEN_PREFIX: &str = "abrk";
 
 /// How long an enrollment code works.
 pub const ENROLLMENT_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// How often a [`KeyWatch`] looks at its key again for what this process did not do (a
+/// revocation by `abr keys revoke` on the data directory) or cannot be told (its expiry).
+pub const KEY_RECHECK: Duration = Duration::from_secs(2);
+
+/// Revocations a [`KeyWatch`] may fall behind by before it looks at its key in the store.
+const REVOKED_BUFFER: usize = 64;
 
 /// An enrollment code, shown once.
 #[derive(Debug, Clone)]
@@ -61,6 +71,8 @@ pub struct Keys {
     store: Arc<dyn KeyStore>,
     clock: Arc<dyn Clock>,
     audit: Auditor,
+    /// The id of every key this process revokes: the [`KeyWatch`]es of that key end at once.
+    revoked: broadcast::Sender<Arc<str>>,
 }
 
 impl std::fmt::Debug for Keys {
@@ -76,6 +88,7 @@ impl Keys {
             store,
             clock,
             audit,
+            revoked: broadcast::channel(REVOKED_BUFFER).0,
         }
     }
 
@@ -248,8 +261,7 @@ impl Keys {
         }
         for old in keys {
             if old.role == Role::Runner && old.name == runner_id && old.revoked_at.is_none() {
-                self.store.revoke_key(&old.id, now).await?;
-                self.audit_key(AuditAction::KeyRevoked, &old);
+                self.revoke_stored(&old, now).await?;
             }
         }
         let id = crate::ledger::record_id("key_")?;
@@ -285,20 +297,28 @@ impl Keys {
             .collect())
     }
 
-    /// Revokes the key `id`: from now on it authenticates nobody. Revoking a revoked key
-    /// answers it as it is.
+    /// Revokes the key `id`: from now on it authenticates nobody, and what it opened ends
+    /// (see [`KeyWatch`]). Revoking a revoked key answers it as it is.
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless `by` is an operator; [`CoreError::KeyNotFound`]; a
     /// store failure.
     pub async fn revoke(&self, by: &Principal, id: &str) -> Result<KeyInfo, CoreError> {
         by.require(Right::Operate)?;
-        let revoked = self.store.revoke_key(id, self.clock.now()).await?;
         let key = self.store.key(id).await?.ok_or(CoreError::KeyNotFound)?;
-        if revoked {
-            self.audit_key(AuditAction::KeyRevoked, &key);
-        }
+        self.revoke_stored(&key, self.clock.now()).await?;
+        let key = self.store.key(id).await?.ok_or(CoreError::KeyNotFound)?;
         Ok(key.info())
+    }
+
+    /// Revokes `key` at `at` (audited the first time), and tells every [`KeyWatch`].
+    async fn revoke_stored(&self, key: &StoredKey, at: OffsetDateTime) -> Result<(), CoreError> {
+        if self.store.revoke_key(&key.id, at).await? {
+            self.audit_key(AuditAction::KeyRevoked, key);
+            // Nobody watching is not an error.
+            let _ = self.revoked.send(Arc::from(key.id.as_str()));
+        }
+        Ok(())
     }
 
     /// The principal of `token`: `None` for a token of no key, a wrong secret, a revoked or
@@ -328,10 +348,111 @@ impl Keys {
         )
     }
 
+    /// Whether the credential `key_id` still stands: a stored key neither revoked nor
+    /// expired, or no stored key at all (the bootstrap token, an embedder, a principal a hub
+    /// named: not this store's to revoke).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn stands(&self, key_id: &str) -> Result<bool, CoreError> {
+        Ok(self.standing(key_id).await? != Standing::Revoked)
+    }
+
+    async fn standing(&self, key_id: &str) -> Result<Standing, CoreError> {
+        Ok(match self.store.key(key_id).await? {
+            None => Standing::NotAKey,
+            Some(k) if k.revoked_at.is_none() && unexpired(k.expires_at, self.clock.now()) => {
+                Standing::Valid
+            }
+            Some(_) => Standing::Revoked,
+        })
+    }
+
+    /// A watch on the credential `key_id`, for what it opened (see [`KeyWatch`]).
+    pub fn watch(&self, key_id: &str) -> KeyWatch {
+        KeyWatch {
+            keys: self.clone(),
+            key_id: key_id.to_owned(),
+            revocations: self.revoked.subscribe(),
+            next_check: tokio::time::Instant::now() + KEY_RECHECK,
+            standing: Standing::Valid,
+        }
+    }
+
     fn audit_key(&self, action: AuditAction, key: &StoredKey) {
         let mut event = AuditEvent::new(self.clock.now(), action, AuditOutcome::Ok, "");
         event.workspace_id.clone_from(&key.tenant);
         event.actor = Some(format!("{} ({})", key.id, key.role));
         self.audit.emit(event);
+    }
+}
+
+/// Where a credential stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// A stored key, neither revoked nor expired.
+    Valid,
+    /// A stored key, revoked or expired (a store failure counts as this: what it opened
+    /// ends, and is opened again with a fresh check).
+    Revoked,
+    /// No stored key: never revoked here.
+    NotAKey,
+}
+
+/// A watch on one credential, held by what it opened (an event stream, a runner's relay
+/// socket): [`KeyWatch::ended`] resolves once the key is revoked or expired, at once for a
+/// revocation this process makes (it is told the key's id) and within [`KEY_RECHECK`] for
+/// one another process makes on the same store or an expiry (it looks). Never for a
+/// credential that is no stored key.
+pub struct KeyWatch {
+    keys: Keys,
+    key_id: String,
+    revocations: broadcast::Receiver<Arc<str>>,
+    next_check: tokio::time::Instant,
+    standing: Standing,
+}
+
+impl std::fmt::Debug for KeyWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyWatch")
+            .field("key_id", &self.key_id)
+            .field("standing", &self.standing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeyWatch {
+    /// Resolves once the key no longer stands: at its first poll for a revocation this
+    /// process made before it (so a caller that polls it first never passes on anything
+    /// after one). Cancel-safe: call it again in a loop.
+    pub async fn ended(&mut self) {
+        loop {
+            match self.standing {
+                Standing::Revoked => return,
+                Standing::NotAKey => std::future::pending::<()>().await,
+                Standing::Valid => {}
+            }
+            tokio::select! {
+                biased;
+                revoked = self.revocations.recv() => match revoked {
+                    Ok(id) if *id == *self.key_id => {
+                        self.standing = Standing::Revoked;
+                        continue;
+                    }
+                    // Another key's.
+                    Ok(_) => continue,
+                    // Fell behind (or, never while `keys` is held here, closed): look.
+                    Err(_) => {}
+                },
+                () = tokio::time::sleep_until(self.next_check) => {}
+            }
+            // A check cut short (the caller moved on) is done again at the next call.
+            self.standing = self
+                .keys
+                .standing(&self.key_id)
+                .await
+                .unwrap_or(Standing::Revoked);
+            self.next_check = tokio::time::Instant::now() + KEY_RECHECK;
+        }
     }
 }

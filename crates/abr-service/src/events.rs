@@ -2,8 +2,9 @@
 //! connected: `approval_required`, takeover transitions, `step_progress`, `run_stalled`,
 //! `run_ended` (each an SSE `event:` of that name, its data the [`RunEvent`] JSON). A
 //! subscriber too slow to keep up is told how many it missed (`event: missed`,
-//! `{"missed": n}`) and goes on; the stream ends when the runner stops. The same events go
-//! to the signed webhook (`ABR_EVENTS_WEBHOOK`).
+//! `{"missed": n}`) and goes on; the stream ends when the runner stops, or when the key
+//! that opened it is revoked or expires. The same events go to the signed webhook
+//! (`ABR_EVENTS_WEBHOOK`).
 //!
 //! [`RunEvent`]: abr_protocol::RunEvent
 
@@ -42,7 +43,7 @@ async fn stream<C: TaskContext>(
                 .event("missed")
                 .json_data(serde_json::json!({ "missed": n }))
                 .unwrap_or_default(),
-            Received::Closed => return None,
+            Received::Closed | Received::Revoked => return None,
         };
         Some((Ok(event), events))
     });

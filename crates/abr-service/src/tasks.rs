@@ -245,7 +245,10 @@ async fn get_task<C: TaskContext>(
         let now = tokio::time::Instant::now();
         match events.as_mut() {
             Some(events) if !record.state.is_final() && now < until => {
-                woken(events, &id, POLL_EVERY.min(until - now)).await;
+                if !woken(events, &id, POLL_EVERY.min(until - now)).await {
+                    // The caller's key was revoked while it waited.
+                    return Err(ApiError::unauthorized());
+                }
             }
             _ => return Ok(Json(record)),
         }
@@ -253,13 +256,17 @@ async fn get_task<C: TaskContext>(
 }
 
 /// Waits for the task's next event (its end is one: the answer goes out as it ends), or
-/// `at_most` (a change that tells no event, such as an approval, is seen then).
-async fn woken(events: &mut TenantEvents, task_id: &str, at_most: Duration) {
-    let _ = tokio::time::timeout(at_most, events.next_of(task_id)).await;
+/// `at_most` (a change that tells no event, such as an approval, is seen then): `false`
+/// once the caller's key was revoked or expired (its subscription ended).
+async fn woken(events: &mut TenantEvents, task_id: &str, at_most: Duration) -> bool {
+    tokio::time::timeout(at_most, events.next_of(task_id))
+        .await
+        .unwrap_or(true)
 }
 
 /// `GET /v1/tasks/{id}/events`: the record as a `task` event now and at every change, until
-/// it ends (the stream then closes).
+/// it ends (the stream then closes), or the caller's key is revoked or expires (closed
+/// then too).
 async fn events<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
@@ -302,7 +309,9 @@ async fn events<C: TaskContext>(
                         let event = Event::default().event("task").data(json.clone());
                         return Some((Ok(event), (None, Some(json), ended, events)));
                     }
-                    woken(&mut events, &id, POLL_EVERY).await;
+                    if !woken(&mut events, &id, POLL_EVERY).await {
+                        return None;
+                    }
                 }
             }
         },

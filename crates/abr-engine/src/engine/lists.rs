@@ -121,16 +121,23 @@ impl<C: TaskContext> Engine<C> {
     }
 
     /// The actor's tenant's run events from now on (`approval_required`, takeovers, step
-    /// progress, `run_stalled`, `run_ended`).
+    /// progress, `run_stalled`, `run_ended`), for as long as the actor's key stands: once it
+    /// is revoked or expires, the subscription ends ([`Received::Revoked`]).
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may read.
+    ///
+    /// [`Received::Revoked`]: crate::events::Received::Revoked
     pub fn subscribe_events(
         &self,
         actor: &Actor,
     ) -> Result<crate::events::TenantEvents, CoreError> {
         actor.require(Right::Read)?;
-        Ok(self.tasks.events().subscribe(actor.tenant()))
+        Ok(self
+            .tasks
+            .events()
+            .subscribe(actor.tenant())
+            .held_by(self.keys().watch(actor.principal().key_id())))
     }
 
     /// The actor's tenant's takeovers that are not over (`requested` or `active`).

@@ -101,9 +101,13 @@ impl<C: TaskContext> Engine<C> {
     /// session's action it decides); nothing is used up.
     ///
     /// # Errors
-    /// [`CoreError::LinkNotFound`] for a link never minted, used or expired; a store failure.
+    /// [`CoreError::LinkNotFound`] for a link never minted, used or expired, or whose
+    /// approver's key was revoked or expired since; a store failure.
     pub async fn task_by_link(&self, token: &str) -> Result<LinkedTask, CoreError> {
         let grant = self.links.peek(token).ok_or(CoreError::LinkNotFound)?;
+        if !self.keys().stands(grant.minted_by.key_id()).await? {
+            return Err(CoreError::LinkNotFound);
+        }
         let task = RecordStore::get(self.tasks.store().as_ref(), &grant.tenant, &grant.task_id)
             .await?
             .ok_or(CoreError::TaskNotFound)?;
@@ -128,7 +132,8 @@ impl<C: TaskContext> Engine<C> {
     /// Approves (and runs) or rejects the task of an approval link, or the browse session's
     /// committing action it names, as the approver who minted it, `person` being what the
     /// person said of themself. The link is used up first: a second decision, however sent,
-    /// is [`CoreError::LinkNotFound`].
+    /// is [`CoreError::LinkNotFound`]; so is a decision once the approver's key was revoked
+    /// or expired (a link is that key's, and ends with it).
     ///
     /// # Errors
     /// [`CoreError::LinkNotFound`]; [`Self::approve_task`]'s, [`Self::reject_task`]'s or
@@ -140,6 +145,9 @@ impl<C: TaskContext> Engine<C> {
         person: Option<String>,
     ) -> Result<TaskRecord, CoreError> {
         let grant = self.links.take(token).ok_or(CoreError::LinkNotFound)?;
+        if !self.keys().stands(grant.minted_by.key_id()).await? {
+            return Err(CoreError::LinkNotFound);
+        }
         let actor = grant.minted_by.act_for(Some(&grant.tenant))?;
         if let Some(approval_id) = grant.action {
             let decision = ActionDecision {

@@ -1,6 +1,6 @@
 //! API keys from the holder's side: a key authenticates until it expires or is revoked,
 //! a token with a forged secret or an unknown id names nobody (and costs the store the same
-//! lookup), and only an operator makes keys.
+//! lookup), only an operator makes keys, and what a key opened ends with it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use abr_core::audit::Auditor;
 use abr_core::principal::Principal;
 use abr_core::store::InMemoryStore;
 use abr_core::testing::ManualClock;
-use abr_engine::Keys;
+use abr_engine::{KEY_RECHECK, Keys};
 use abr_protocol::{KeyRequest, Role};
 
 fn request(expires_in: Option<time::Duration>, now: time::OffsetDateTime) -> KeyRequest {
@@ -286,5 +286,52 @@ async fn a_wrong_secret_under_a_known_id_costs_what_an_unknown_id_costs() {
             .await
             .unwrap()
             .is_some()
+    );
+}
+
+/// What a key opened (an event stream, a runner's socket: a [`abr_engine::KeyWatch`]) ends
+/// when the key is revoked here (at once), by another process on the same store (`abr keys
+/// revoke`, within [`KEY_RECHECK`]), or expires; never for a credential that is no key.
+#[tokio::test(start_paused = true)]
+async fn what_a_key_opened_ends_when_it_is_revoked_here_elsewhere_or_expires() {
+    let start = time::OffsetDateTime::now_utc();
+    let clock = Arc::new(ManualClock::new(start));
+    let store = Arc::new(InMemoryStore::new());
+    let keys = Keys::new(store.clone(), clock.clone(), Auditor::none());
+    // `abr keys revoke` on the data directory: another process, the same store.
+    let elsewhere = Keys::new(store, clock.clone(), Auditor::none());
+    let operator = Principal::operator("bootstrap", "ops");
+    let mut ids = Vec::new();
+    for expires in [None, None, Some(time::Duration::hours(1))] {
+        let created = keys
+            .create(&operator, &request(expires, start))
+            .await
+            .unwrap();
+        ids.push(created.key.key_id);
+    }
+    let [here, there, expiring] = [0, 1, 2].map(|i| keys.watch(&ids[i]));
+    let (mut here, mut there, mut expiring) = (here, there, expiring);
+    let mut bootstrap = keys.watch("bootstrap");
+    let long = KEY_RECHECK * 5;
+    assert!(
+        tokio::time::timeout(long, here.ended()).await.is_err(),
+        "a standing key ended"
+    );
+
+    keys.revoke(&operator, &ids[0]).await.unwrap();
+    tokio::time::timeout(Duration::from_millis(1), here.ended())
+        .await
+        .expect("a revocation here ends it at once");
+    elsewhere.revoke(&operator, &ids[1]).await.unwrap();
+    tokio::time::timeout(KEY_RECHECK + Duration::from_millis(10), there.ended())
+        .await
+        .expect("a revocation elsewhere ends it within the recheck");
+    clock.advance(Duration::from_secs(3600));
+    tokio::time::timeout(KEY_RECHECK + Duration::from_millis(10), expiring.ended())
+        .await
+        .expect("an expiry ends it within the recheck");
+    assert!(
+        tokio::time::timeout(long, bootstrap.ended()).await.is_err(),
+        "the bootstrap token is no key: nothing revokes it here"
     );
 }

@@ -126,3 +126,85 @@ async fn the_stream_needs_a_key() {
     .await;
     assert_eq!(reply.status, 401, "{}", reply.body);
 }
+
+/// Reads `stream` until it ends; panics if it is still open after `limit`. Answers the
+/// SSE event names it delivered meanwhile.
+async fn ends_within(stream: &mut axum::body::BodyDataStream, limit: Duration) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut text = String::new();
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => panic!("the stream is still open {limit:?} after the key was revoked"),
+            Ok(Some(Ok(chunk))) => text.push_str(std::str::from_utf8(&chunk).unwrap()),
+            Ok(Some(Err(_)) | None) => break,
+        }
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The attack (issue 34, finding 8): an agent's key opens its tenant's event stream and
+/// its task's stream, then the key is revoked (leaked, the agent retired). The streams
+/// must not keep delivering: both close promptly, and the tenant's next task is not told
+/// on them.
+#[tokio::test]
+async fn a_revoked_keys_open_streams_close() {
+    let s = fake_stack();
+    let agent = new_key(&s.app, "retired agent", "agent", Some("tenant-a")).await;
+    let other = new_key(&s.app, "new agent", "agent", Some("tenant-a")).await;
+    let reply = request_as(
+        &s.app,
+        &agent,
+        Method::POST,
+        "/v1/tasks",
+        &[],
+        Some(&plan()),
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let id = reply.json()["taskId"].as_str().unwrap().to_owned();
+    let mut events = open_stream(&s.app, &agent).await;
+    let response = s
+        .app
+        .clone()
+        .oneshot(
+            authed_with(&agent, Method::GET, &format!("/v1/tasks/{id}/events"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut task_events = response.into_body().into_data_stream();
+    let first = read_until(&mut task_events, |e| !e.is_empty()).await;
+    assert_eq!(first[0].0, "task");
+
+    let key_id = agent.split('.').nth(1).unwrap();
+    let revoked = call(
+        &s.app,
+        authed(Method::DELETE, &format!("/v1/keys/{key_id}"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    let reply = request_as(
+        &s.app,
+        &other,
+        Method::POST,
+        "/v1/tasks",
+        &[],
+        Some(&plan()),
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+
+    let told = ends_within(&mut events, Duration::from_secs(5)).await;
+    assert!(
+        !told.iter().any(|e| e == "approval_required"),
+        "the revoked key was told of the next task: {told:?}"
+    );
+    ends_within(&mut task_events, Duration::from_secs(5)).await;
+}

@@ -483,3 +483,75 @@ async fn an_agent_over_mcp_waits_for_a_person_and_never_approves_its_own_action(
     let done = mcp(&s.app, &agent, &click).await;
     assert!(done.body.contains("Paid"), "{}", done.body);
 }
+
+/// The key id of a key's token (`abrk.<keyId>.<secret>`).
+fn key_id(token: &str) -> String {
+    token.split('.').nth(1).unwrap().to_owned()
+}
+
+/// The attack (issue 34, finding 8): an approver mints a one-time link, then their key is
+/// revoked; whoever holds the link tries to approve the task with it, as them. The link
+/// stopped working with the key: the page and the form are `404`, the task still waits.
+#[tokio::test]
+async fn a_link_an_approver_minted_stops_working_when_their_key_is_revoked() {
+    let s = fake_stack();
+    let agent = new_key(&s.app, "the agent", "agent", Some("t1")).await;
+    let approver = new_key(&s.app, "Ada", "approver", Some("t1")).await;
+    let task = created_task(&s.app, &agent).await;
+    let id = task["taskId"].as_str().unwrap();
+    let minted = request_as(
+        &s.app,
+        &approver,
+        Method::POST,
+        &format!("/v1/tasks/{id}/approval-link"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(minted.status, 201, "{}", minted.body);
+    let url = minted.json()["url"].as_str().unwrap().to_owned();
+    let path = format!("/approve/{}", url.rsplit('/').next().unwrap());
+    let revoked = call(
+        &s.app,
+        authed(Method::DELETE, &format!("/v1/keys/{}", key_id(&approver)))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+
+    let page = get(&s.app, &path).await;
+    assert_eq!(page.error().0, 404, "{}", page.body);
+    let decided = call(
+        &s.app,
+        axum::http::Request::builder()
+            .method(Method::POST)
+            .uri(&path)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from("decision=approve&name=Ada"))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        decided.error(),
+        (404, "approval_link_not_found".into(), false),
+        "{}",
+        decided.body
+    );
+    let record = request_as(
+        &s.app,
+        &agent,
+        Method::GET,
+        &format!("/v1/tasks/{id}"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        record.json()["state"],
+        "pending_approval",
+        "{}",
+        record.body
+    );
+    assert_eq!(s.provider.acquired(), 0, "nothing ran");
+}
