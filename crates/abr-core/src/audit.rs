@@ -67,6 +67,10 @@ pub enum AuditAction {
     KeyCreated,
     /// An operator revoked an API key (`actor`: the key's id and role).
     KeyRevoked,
+    /// An operator re-enrolled a runner that was connected with its own credential: that
+    /// credential is revoked and its socket closed (`actor`: the operator's key id and
+    /// role; `accountId`: the runner id).
+    RunnerReenrolled,
 }
 
 /// One step of a task, as audited: its type and description, never a value.

@@ -8,12 +8,19 @@
 //! stream, a runner's relay socket) ends when its key is revoked here (at once) or by
 //! another process on the same store (`abr keys revoke`, within [`KEY_RECHECK`]).
 //!
+//! An operator's key for every tenant manages every key; one bound to a tenant manages that
+//! tenant's keys only (it makes keys of its tenant, lists and revokes those).
+//!
 //! Runners at a hub have keys too ([`Keys::enroll`], [`Keys::redeem_enrollment`]): an
 //! operator or an approver of a tenant makes a short-lived enrollment code for one runner id
 //! (a key of role `enrollment`), the runner trades it once for its runner credential (role
 //! `runner`, bound to that runner id and tenant), which mints relay tokens for that runner
-//! id only. A runner id belongs to one tenant: enrolling it for another is refused;
-//! enrolling it again for the same tenant revokes its older credential.
+//! id only. **A runner id is owned by one credential**: enrolled for a tenant, enrolling it
+//! for another is refused; connected, its id is not enrolled by anyone but an operator, and
+//! only when its own credential holds it (that credential is revoked at once and its socket
+//! closed, recorded as [`AuditAction::RunnerReenrolled`]); a connection of the id uses up
+//! every code made for it before ([`Keys::runner_connected`]), and a code is refused while
+//! the id is connected. The hub tells what it sees ([`RunnerPresence`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +47,17 @@ pub const KEY_RECHECK: Duration = Duration::from_secs(2);
 
 /// Revocations a [`KeyWatch`] may fall behind by before it looks at its key in the store.
 const REVOKED_BUFFER: usize = 64;
+
+/// What a hub sees of a runner id as it is enrolled or its code redeemed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunnerPresence<'a> {
+    /// Not connected (or unknown: `abr hub enroll` on the data directory does not see the
+    /// hub's sockets; the code is then refused at redemption while the id is connected).
+    Offline,
+    /// Connected now, by the credential of this key id (a runner's credential, an
+    /// operator's key, `bootstrap`).
+    Connected(&'a str),
+}
 
 /// An enrollment code, shown once.
 #[derive(Debug, Clone)]
@@ -96,15 +114,23 @@ impl Keys {
     /// again (only its digest is kept).
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless `by` is an operator; [`CoreError::InvalidInput`] for
-    /// a bad name or tenant, an agent or approver key for every tenant, an expiry in the
-    /// past; the OS random source failing; a store failure.
+    /// [`CoreError::Forbidden`] unless `by` is an operator; [`CoreError::TenantForbidden`]
+    /// for an operator bound to a tenant asking for a key of another tenant or of every
+    /// tenant; [`CoreError::InvalidInput`] for a bad name or tenant, an agent or approver
+    /// key for every tenant, an expiry in the past; the OS random source failing; a store
+    /// failure.
     pub async fn create(
         &self,
         by: &Principal,
         request: &KeyRequest,
     ) -> Result<CreatedKey, CoreError> {
         by.require(Right::Operate)?;
+        if by
+            .tenant()
+            .is_some_and(|own| request.tenant_id.as_deref() != Some(own))
+        {
+            return Err(CoreError::TenantForbidden);
+        }
         if matches!(request.role, Role::Runner | Role::Enrollment) {
             return Err(CoreError::InvalidInput(
                 "runner credentials come from enrollment (abr hub enroll), not from a key request"
@@ -170,13 +196,22 @@ impl Keys {
     }
 
     /// An enrollment code for `runner_id`, serving the actor's tenant: it works once, for
-    /// [`ENROLLMENT_TTL`].
+    /// [`ENROLLMENT_TTL`]. `presence` is what the hub sees of the id now: connected by its
+    /// own credential, only an operator enrolls it again, and that credential is revoked at
+    /// once (its socket closes; recorded); connected by any other credential (an
+    /// operator's token), nobody enrolls it.
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may enroll runners (an operator, an
-    /// approver of the tenant), or when the runner id is enrolled for another tenant;
+    /// approver of the tenant), when the runner id is enrolled for another tenant, connected
+    /// by another credential, or connected and the actor is not an operator;
     /// [`CoreError::InvalidInput`] for a bad runner id; the OS random source; a store failure.
-    pub async fn enroll(&self, by: &Actor, runner_id: &str) -> Result<MintedEnrollment, CoreError> {
+    pub async fn enroll(
+        &self,
+        by: &Actor,
+        runner_id: &str,
+        presence: RunnerPresence<'_>,
+    ) -> Result<MintedEnrollment, CoreError> {
         by.require(Right::EnrollRunner)?;
         if !valid_runner_id(runner_id) {
             return Err(CoreError::InvalidInput(
@@ -185,16 +220,40 @@ impl Keys {
         }
         let tenant = by.tenant().to_owned();
         let now = self.clock.now();
-        let taken = self.store.keys().await?.into_iter().any(|k| {
-            k.role == Role::Runner
-                && k.name == runner_id
-                && k.revoked_at.is_none()
-                && k.tenant.as_deref() != Some(tenant.as_str())
-        });
-        if taken {
+        let credential = self.credential_of(runner_id).await?;
+        if credential
+            .as_ref()
+            .is_some_and(|k| k.tenant.as_deref() != Some(tenant.as_str()))
+        {
             return Err(CoreError::Forbidden(format!(
                 "runner id {runner_id} is enrolled for another tenant: choose another id"
             )));
+        }
+        if let RunnerPresence::Connected(connected_by) = presence {
+            let own = credential.filter(|k| k.id == connected_by).ok_or_else(|| {
+                CoreError::Forbidden(format!(
+                    "runner id {runner_id} is connected with another credential (an \
+                     operator's token): stop that runner before enrolling its id"
+                ))
+            })?;
+            if by.require(Right::Operate).is_err() {
+                return Err(CoreError::Forbidden(format!(
+                    "runner {runner_id} is connected: an approver does not re-enroll a live \
+                     runner (an operator can)"
+                )));
+            }
+            // An operator replaces a live runner: its credential ends now, and its socket.
+            self.revoke_stored(&own, now).await?;
+            let mut event =
+                AuditEvent::new(now, AuditAction::RunnerReenrolled, AuditOutcome::Ok, "");
+            event.workspace_id = Some(tenant.clone());
+            event.account_id = Some(runner_id.to_owned());
+            event.actor = Some(format!(
+                "{} ({})",
+                by.principal().key_id(),
+                by.principal().role()
+            ));
+            self.audit.emit(event);
         }
         let id = crate::ledger::record_id("key_")?;
         let principal = Principal::new(
@@ -218,16 +277,18 @@ impl Keys {
     }
 
     /// Trades an enrollment `code` made for `runner_id` for that runner's credential. The
-    /// code is used up by the first attempt, right or wrong runner id; the runner id's older
-    /// credential is revoked.
+    /// code is used up by the first attempt, right or wrong runner id, connected or not; the
+    /// runner id's older credential is revoked.
     ///
     /// # Errors
-    /// `Ok(None)`: not an enrollment code, used, expired, or made for another runner id. A
-    /// store failure; the OS random source.
+    /// `Ok(None)`: not an enrollment code, used, expired, or made for another runner id.
+    /// [`CoreError::Forbidden`] while the runner id is connected (`presence`: stop that
+    /// runner first). A store failure; the OS random source.
     pub async fn redeem_enrollment(
         &self,
         code: &str,
         runner_id: &str,
+        presence: RunnerPresence<'_>,
     ) -> Result<Option<EnrolledRunner>, CoreError> {
         let Some(enrollment) = self.authenticate(code).await? else {
             return Ok(None);
@@ -246,6 +307,13 @@ impl Keys {
         };
         if enrolled_id != runner_id {
             return Ok(None);
+        }
+        if presence != RunnerPresence::Offline {
+            // Told only to the holder of a valid code for this id.
+            return Err(CoreError::Forbidden(format!(
+                "runner id {runner_id} is connected: stop that runner, then ask for a new \
+                 code (this one is used up)"
+            )));
         }
         let tenant = tenant.to_owned();
         let keys = self.store.keys().await?;
@@ -282,7 +350,43 @@ impl Keys {
         }))
     }
 
-    /// Every key, revoked ones included, oldest first.
+    /// The key id of `runner_id`'s live runner credential, if it is enrolled: only that
+    /// credential connects it.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn runner_credential(&self, runner_id: &str) -> Result<Option<String>, CoreError> {
+        Ok(self.credential_of(runner_id).await?.map(|k| k.id))
+    }
+
+    /// `runner_id` connected: every enrollment code made for it before is used up (a code
+    /// made while the id was away does not take it over once it is back).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn runner_connected(&self, runner_id: &str) -> Result<(), CoreError> {
+        let now = self.clock.now();
+        for code in self.store.keys().await? {
+            if code.role == Role::Enrollment && code.name == runner_id && code.revoked_at.is_none()
+            {
+                self.revoke_stored(&code, now).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The live runner credential of `runner_id`, if any.
+    async fn credential_of(&self, runner_id: &str) -> Result<Option<StoredKey>, CoreError> {
+        Ok(self
+            .store
+            .keys()
+            .await?
+            .into_iter()
+            .find(|k| k.role == Role::Runner && k.name == runner_id && k.revoked_at.is_none()))
+    }
+
+    /// Every key `by` manages (an operator bound to a tenant: that tenant's), revoked ones
+    /// included, oldest first.
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless `by` is an operator; a store failure.
@@ -293,6 +397,7 @@ impl Keys {
             .keys()
             .await?
             .iter()
+            .filter(|k| manages(by, k))
             .map(StoredKey::info)
             .collect())
     }
@@ -301,11 +406,16 @@ impl Keys {
     /// (see [`KeyWatch`]). Revoking a revoked key answers it as it is.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless `by` is an operator; [`CoreError::KeyNotFound`]; a
-    /// store failure.
+    /// [`CoreError::Forbidden`] unless `by` is an operator; [`CoreError::KeyNotFound`], also
+    /// for a key of a tenant an operator bound to another does not manage; a store failure.
     pub async fn revoke(&self, by: &Principal, id: &str) -> Result<KeyInfo, CoreError> {
         by.require(Right::Operate)?;
-        let key = self.store.key(id).await?.ok_or(CoreError::KeyNotFound)?;
+        let key = self
+            .store
+            .key(id)
+            .await?
+            .filter(|k| manages(by, k))
+            .ok_or(CoreError::KeyNotFound)?;
         self.revoke_stored(&key, self.clock.now()).await?;
         let key = self.store.key(id).await?.ok_or(CoreError::KeyNotFound)?;
         Ok(key.info())
@@ -385,6 +495,13 @@ impl Keys {
         event.actor = Some(format!("{} ({})", key.id, key.role));
         self.audit.emit(event);
     }
+}
+
+/// Whether `by` (an operator) manages `key`: every key for an operator of every tenant, its
+/// tenant's keys for one bound to a tenant.
+fn manages(by: &Principal, key: &StoredKey) -> bool {
+    by.tenant()
+        .is_none_or(|own| key.tenant.as_deref() == Some(own))
 }
 
 /// Where a credential stands.

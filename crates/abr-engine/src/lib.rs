@@ -54,7 +54,9 @@ pub use engine::{
 pub use events::{DEFAULT_STALL, EventSink, Events, Received, TenantEvents};
 pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff};
 pub use jobs::{JobSlot, JobSlots};
-pub use keys::{ENROLLMENT_TTL, EnrolledRunner, KEY_RECHECK, KeyWatch, Keys, MintedEnrollment};
+pub use keys::{
+    ENROLLMENT_TTL, EnrolledRunner, KEY_RECHECK, KeyWatch, Keys, MintedEnrollment, RunnerPresence,
+};
 pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal, LiveSites};
 pub use poster::{AgentPoster, PosterConfig};
 pub use posts::{PostJournal, PostReply, Posted};

@@ -4,7 +4,9 @@
 //! operator's (`ABR_API_TOKEN`, [`TokenSet`]) or an API key's
 //! ([`Keys::authenticate`](abr_engine::Keys::authenticate)); a request the runner's relay
 //! link hands over in-process acts as the principal the hub authenticated (its role and
-//! tenant), or as the hub's operator when the hub named none.
+//! tenant), or as the hub's operator when the hub named none. A runner's credential and an
+//! enrollment code call no API: the credential mints its runner's relay tokens, and that is
+//! all ([`calls_the_api`](crate::tokens::calls_the_api)).
 
 use std::sync::Arc;
 
@@ -15,10 +17,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::api_error::ApiError;
-use crate::relay::Relayed;
+use crate::relay::{Relayed, TOKENS_PATH};
 use crate::state::AppState;
 use crate::tenant::RELAY_KEY_ID;
-use crate::tokens::principal_of;
+use crate::tokens::{calls_the_api, principal_of};
 
 /// Refuses a request without exactly one `Authorization: Bearer <token>` header naming a
 /// principal (a bootstrap token, or a key neither revoked nor expired), unless the runner's
@@ -42,6 +44,11 @@ pub(crate) async fn require_bearer<C: TaskContext>(
             Err(e) => return e.into_response(),
         }
     };
+    if request.uri().path() != TOKENS_PATH
+        && let Err(refused) = calls_the_api(&principal)
+    {
+        return refused.into_response();
+    }
     request.extensions_mut().insert(principal);
     next.run(request).await
 }

@@ -339,7 +339,8 @@ fn router<C: TaskContext + LiveSurface>(
     forward: crate::relay::ForwardState,
 ) -> Router {
     let body_limit = state.runner.config.limits.body_limit_bytes;
-    let (relay_tokens, relay_connect) = hub.routes::<AppState<C>>();
+    let (relay_tokens, relay_connect) =
+        hub.routes::<AppState<C>>(state.runner.engine.keys().clone());
     let mut protected = Router::new()
         .route("/v1/platforms", get(platforms::<C>))
         .route("/v1/capture/start", post(capture_start::<C>))
@@ -357,7 +358,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::sites::routes::<C>())
         .merge(crate::browse::routes::<C>())
         .merge(crate::keys::routes::<C>())
-        .merge(crate::enrollment::protected_routes::<C>())
+        .merge(crate::enrollment::protected_routes::<C>(hub.clone()))
         .merge(crate::runners::routes::<C>(hub.clone()))
         .merge(relay_tokens);
     if let Some(mcp) = mcp {
@@ -373,7 +374,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::live::routes::<C, AppState<C>>())
         .merge(crate::approve_page::routes::<C>())
         .merge(relay_connect)
-        .merge(crate::enrollment::public_routes::<C>())
+        .merge(crate::enrollment::public_routes::<C>(hub.clone()))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))

@@ -108,6 +108,19 @@ pub(crate) async fn principal_of(
     Ok(keys.authenticate(token).await?)
 }
 
+/// Refuses a runner's credential and an enrollment code (`403 forbidden`): they call no API
+/// (on the hub or through it), whatever the route; a runner's credential only mints its
+/// runner's relay tokens (`POST /v1/relay/tokens`, which checks its own right).
+pub(crate) fn calls_the_api(principal: &Principal) -> Result<(), ApiError> {
+    if principal.runner_id().is_some() {
+        return Err(ApiError::new(
+            abr_protocol::codes::FORBIDDEN,
+            "a runner's credential only connects its runner: it calls no API",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use axum::http::{HeaderMap, HeaderValue, header};

@@ -1,6 +1,7 @@
 //! API keys from the holder's side: a key authenticates until it expires or is revoked,
 //! a token with a forged secret or an unknown id names nobody (and costs the store the same
-//! lookup), only an operator makes keys, and what a key opened ends with it.
+//! lookup), only an operator makes keys, what a key opened ends with it, and a runner id is
+//! its credential's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use abr_core::audit::Auditor;
 use abr_core::principal::Principal;
 use abr_core::store::InMemoryStore;
 use abr_core::testing::ManualClock;
+use abr_engine::RunnerPresence::{Connected, Offline};
 use abr_engine::{KEY_RECHECK, Keys};
 use abr_protocol::{KeyRequest, Role};
 
@@ -117,20 +119,20 @@ async fn an_enrollment_code_works_once_for_ten_minutes_and_runner_keys_come_only
         let refused = keys.create(&operator, &asked).await.unwrap_err();
         assert_eq!(refused.code(), "invalid_request", "{role}");
     }
-    let bad = keys.enroll(&acme, "../etc").await.unwrap_err();
+    let bad = keys.enroll(&acme, "../etc", Offline).await.unwrap_err();
     assert_eq!(bad.code(), "invalid_request");
 
     // Late: the code expired.
-    let late = keys.enroll(&acme, "laptop").await.unwrap();
+    let late = keys.enroll(&acme, "laptop", Offline).await.unwrap();
     clock.advance(abr_engine::ENROLLMENT_TTL + Duration::from_secs(1));
     assert!(
-        keys.redeem_enrollment(late.code.expose(), "laptop")
+        keys.redeem_enrollment(late.code.expose(), "laptop", Offline)
             .await
             .unwrap()
             .is_none()
     );
     // In time: a runner credential of its runner id and tenant, and the code is spent.
-    let code = keys.enroll(&acme, "laptop").await.unwrap();
+    let code = keys.enroll(&acme, "laptop", Offline).await.unwrap();
     assert!(
         keys.authenticate(code.code.expose())
             .await
@@ -139,7 +141,7 @@ async fn an_enrollment_code_works_once_for_ten_minutes_and_runner_keys_come_only
         "a code is an enrollment principal, with no right"
     );
     let enrolled = keys
-        .redeem_enrollment(code.code.expose(), "laptop")
+        .redeem_enrollment(code.code.expose(), "laptop", Offline)
         .await
         .unwrap()
         .unwrap();
@@ -158,16 +160,16 @@ async fn an_enrollment_code_works_once_for_ten_minutes_and_runner_keys_come_only
         "a runner's credential reads nothing"
     );
     assert!(
-        keys.redeem_enrollment(code.code.expose(), "laptop")
+        keys.redeem_enrollment(code.code.expose(), "laptop", Offline)
             .await
             .unwrap()
             .is_none(),
         "once"
     );
     // Enrolled again: the older credential stops working.
-    let again = keys.enroll(&acme, "laptop").await.unwrap();
+    let again = keys.enroll(&acme, "laptop", Offline).await.unwrap();
     let newer = keys
-        .redeem_enrollment(again.code.expose(), "laptop")
+        .redeem_enrollment(again.code.expose(), "laptop", Offline)
         .await
         .unwrap()
         .unwrap();
@@ -333,5 +335,105 @@ async fn what_a_key_opened_ends_when_it_is_revoked_here_elsewhere_or_expires() {
     assert!(
         tokio::time::timeout(long, bootstrap.ended()).await.is_err(),
         "the bootstrap token is no key: nothing revokes it here"
+    );
+}
+
+/// A runner id is its credential's (issue 34, findings 3 and 4, at the keys): connected by
+/// its own credential, the tenant's approver does not enroll it again and an operator does
+/// (that credential revoked at once, what it opened ended, recorded); connected by another
+/// credential, nobody enrolls it; a code made while the id was away is spent when it
+/// connects again, and no code enrolls it while it is connected.
+#[tokio::test]
+async fn a_live_runner_id_is_re_enrolled_by_an_operator_only_and_recorded() {
+    let audit = Arc::new(abr_core::audit::MemoryAuditSink::new());
+    let keys = Keys::new(
+        Arc::new(InMemoryStore::new()),
+        Arc::new(ManualClock::new(time::OffsetDateTime::now_utc())),
+        Auditor::new(audit.clone(), Duration::from_secs(5)),
+    );
+    let acme = |role| {
+        Arc::new(
+            Principal::new(
+                format!("key_{role}"),
+                "someone",
+                role,
+                abr_core::principal::Tenants::One("acme".into()),
+                false,
+            )
+            .unwrap(),
+        )
+        .act_for(None)
+        .unwrap()
+    };
+    let (approver, operator) = (acme(Role::Approver), acme(Role::Operator));
+    let code = keys.enroll(&approver, "laptop", Offline).await.unwrap();
+    let runner = keys
+        .redeem_enrollment(code.code.expose(), "laptop", Offline)
+        .await
+        .unwrap()
+        .unwrap();
+    let credential = keys.runner_credential("laptop").await.unwrap().unwrap();
+    let live = Connected(&credential);
+
+    let refused = keys.enroll(&approver, "laptop", live).await.unwrap_err();
+    assert_eq!(refused.code(), "forbidden", "{refused}");
+    let refused = keys
+        .enroll(&operator, "desk", Connected("bootstrap"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        "forbidden",
+        "another credential's runner: {refused}"
+    );
+
+    let away = keys.enroll(&approver, "laptop", Offline).await.unwrap();
+    keys.runner_connected("laptop").await.unwrap();
+    assert!(
+        keys.redeem_enrollment(away.code.expose(), "laptop", Offline)
+            .await
+            .unwrap()
+            .is_none(),
+        "a code outlived the runner's return"
+    );
+    let late = keys.enroll(&approver, "laptop", Offline).await.unwrap();
+    let refused = keys
+        .redeem_enrollment(late.code.expose(), "laptop", live)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "forbidden", "{refused}");
+
+    let mut socket = keys.watch(&credential);
+    let replacing = keys.enroll(&operator, "laptop", live).await.unwrap();
+    assert!(
+        keys.authenticate(runner.token.expose())
+            .await
+            .unwrap()
+            .is_none(),
+        "the live runner's credential still works"
+    );
+    tokio::time::timeout(Duration::from_secs(1), socket.ended())
+        .await
+        .expect("what the credential opened did not end");
+    let mut recorded = None;
+    for _ in 0..100 {
+        recorded = audit
+            .events()
+            .into_iter()
+            .find(|e| e.action == abr_core::audit::AuditAction::RunnerReenrolled);
+        if recorded.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let recorded = recorded.expect("the re-enrollment was not recorded");
+    assert_eq!(recorded.account_id.as_deref(), Some("laptop"));
+    assert_eq!(recorded.workspace_id.as_deref(), Some("acme"));
+    assert!(recorded.actor.unwrap().contains("key_operator"));
+    assert!(
+        keys.redeem_enrollment(replacing.code.expose(), "laptop", Offline)
+            .await
+            .unwrap()
+            .is_some()
     );
 }

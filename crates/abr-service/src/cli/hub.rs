@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use abr_core::principal::DEFAULT_TENANT;
+use abr_engine::RunnerPresence;
 use abr_protocol::relay::Enrollment;
 
 use crate::cli::CliError;
@@ -57,7 +58,12 @@ impl HubArgs {
             match self.command {
                 HubCommand::Enroll { runner_id, tenant } => {
                     let actor = me.act_for(Some(&tenant)).map_err(run_error)?;
-                    let minted = keys.enroll(&actor, &runner_id).await.map_err(run_error)?;
+                    // The hub's sockets are not seen from here: a code is refused at
+                    // redemption while the id is connected.
+                    let minted = keys
+                        .enroll(&actor, &runner_id, RunnerPresence::Offline)
+                        .await
+                        .map_err(run_error)?;
                     eprintln!(
                         "abr: on the runner's machine, within ten minutes: abr up --hub <this \
                          hub's URL> --runner-id {} --enroll <code>",

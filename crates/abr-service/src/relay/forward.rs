@@ -3,12 +3,12 @@
 //! principal it authenticated ([`PRINCIPAL_HEADER`]): the runner acts as that key, with its
 //! role and tenant. A runner enrolled for a tenant is reached only by keys of that tenant
 //! (and operators, pinned to it); a runner an operator's token connected, only by
-//! operators. Any other caller is told the runner is offline, as if it did not exist.
+//! operators. Any other caller is told the runner is offline, as if it did not exist (after
+//! the same wait).
 
 use std::sync::Arc;
 
 use abr_core::principal::Principal;
-use abr_protocol::Role;
 use abr_protocol::codes;
 use abr_protocol::relay::{PRINCIPAL_HEADER, RelayedPrincipal};
 use axum::extract::{Request, State};
@@ -71,12 +71,8 @@ pub(crate) async fn forward_to_runner(
             Ok(None) => return ApiError::unauthorized().into_response(),
             Err(e) => return e.into_response(),
         };
-    if matches!(principal.role(), Role::Runner | Role::Enrollment) {
-        return ApiError::new(
-            codes::FORBIDDEN,
-            "a runner's credential only connects its runner: it calls no API",
-        )
-        .into_response();
+    if let Err(refused) = crate::tokens::calls_the_api(&principal) {
+        return refused.into_response();
     }
     let Some(runner) = runner.filter(|r| valid_runner_id(r)) else {
         return ApiError::new(
@@ -87,12 +83,11 @@ pub(crate) async fn forward_to_runner(
     };
     let Some(named) = state
         .hub
-        .tenant_of_within_wait(&runner)
+        .reach_within_wait(&runner, |serves| relayed_as(&principal, serves))
         .await
-        .and_then(|serves| relayed_as(&principal, serves.as_deref()))
     else {
-        // Not connected within the wait, or not this caller's: the same answer, nothing
-        // was done.
+        // Not connected within the wait, or not this caller's: the same answer after the
+        // same wait, nothing was done.
         return ApiError::new(
             codes::RUNNER_OFFLINE,
             "no runner with this id is connected to the hub; nothing was done",
@@ -165,6 +160,7 @@ fn forwarded_headers(headers: &axum::http::HeaderMap) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use abr_protocol::Role;
     use axum::http::{HeaderMap, HeaderValue, header};
 
     #[test]

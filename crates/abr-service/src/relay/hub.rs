@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::live_tokens::{LiveTokens, rewrite};
 use super::stream::{MAX_STREAM_MESSAGE, MAX_STREAMS, STREAM_QUEUE, StreamMessage, close_frame};
-use super::tokens::{MintRefused, RelayTokens};
+use super::tokens::{Grant, MintRefused, RelayTokens};
 use super::{HubSettings, frame, valid_host, valid_runner_id};
 use crate::api_error::{ApiError, ApiJson};
 
@@ -47,6 +47,9 @@ pub(crate) struct Conn {
     host: String,
     /// The tenant its credential serves (`None`: connected by an operator's token).
     tenant: Option<String>,
+    /// The key id of the credential that opened it: only that credential replaces it
+    /// (`force`).
+    owner: String,
     /// What its hello said of it, and when it connected.
     version: String,
     launch: String,
@@ -145,23 +148,30 @@ impl Hub {
         self.conns().get(runner_id).map(|c| c.host.clone())
     }
 
-    /// The tenant `runner_id`'s live socket serves: `None` when none is connected,
-    /// `Some(None)` for a runner an operator connected (only operators reach it).
-    pub(crate) fn tenant_of(&self, runner_id: &str) -> Option<Option<String>> {
-        self.conns().get(runner_id).map(|c| c.tenant.clone())
+    /// The key id of the credential whose socket holds `runner_id` now, if one is connected.
+    pub(crate) fn connected_by(&self, runner_id: &str) -> Option<String> {
+        self.conns().get(runner_id).map(|c| c.owner.clone())
     }
 
-    /// [`Self::tenant_of`], waiting up to the hub's `offline_wait` for a runner that is not
-    /// connected to (re)connect.
-    pub(crate) async fn tenant_of_within_wait(&self, runner_id: &str) -> Option<Option<String>> {
+    /// `reach(serves)` of `runner_id`'s live socket (`serves`: the tenant it serves, `None`
+    /// for a runner an operator connected), once it is connected and `reach` answers
+    /// something, waiting up to the hub's `offline_wait`; `None` after it. A runner the
+    /// caller may not reach is waited for like an absent one: the answer and its time tell
+    /// nothing about which runners are connected.
+    pub(crate) async fn reach_within_wait<T>(
+        &self,
+        runner_id: &str,
+        reach: impl Fn(Option<&str>) -> Option<T>,
+    ) -> Option<T> {
         let deadline = Instant::now() + self.inner.settings.offline_wait;
         loop {
             let connected = self.inner.connected.notified();
             tokio::pin!(connected);
             // Registered before looking: a connection between the look and the wait wakes it.
             connected.as_mut().enable();
-            if let Some(serves) = self.tenant_of(runner_id) {
-                return Some(serves);
+            let serves = self.conns().get(runner_id).map(|c| c.tenant.clone());
+            if let Some(reached) = serves.and_then(|serves| reach(serves.as_deref())) {
+                return Some(reached);
             }
             if tokio::time::timeout_at(deadline, connected).await.is_err() {
                 return None;
@@ -229,16 +239,22 @@ impl Hub {
     }
 
     /// The routes: `POST /v1/relay/tokens` (to put behind the bearer check) and the connect
-    /// endpoint (authenticated by its relay token).
+    /// endpoint (authenticated by its relay token), on the hub's API keys `keys` (who holds
+    /// an enrolled runner id; what a revoked key opened ends).
     pub(crate) fn routes<S: Clone + Send + Sync + 'static>(
         &self,
+        keys: abr_engine::Keys,
     ) -> (axum::Router<S>, axum::Router<S>) {
+        let state = RelayState {
+            hub: self.clone(),
+            keys,
+        };
         let tokens = axum::Router::new()
-            .route("/v1/relay/tokens", post(mint))
-            .with_state(self.clone());
+            .route(TOKENS_PATH, post(mint))
+            .with_state(state.clone());
         let connect = axum::Router::new()
             .route("/v1/relay/{runner_id}/connect", get(connect))
-            .with_state(self.clone());
+            .with_state(state);
         (tokens, connect)
     }
 
@@ -516,32 +532,55 @@ fn answered(status: u16, headers: &[(String, String)], body: Bytes) -> Response 
     response
 }
 
+/// Where runners mint their relay tokens: the one API path a runner's credential calls.
+pub(crate) const TOKENS_PATH: &str = "/v1/relay/tokens";
+
+/// What the relay's routes need: the hub and its API keys.
+#[derive(Clone, Debug)]
+struct RelayState {
+    hub: Hub,
+    keys: abr_engine::Keys,
+}
+
 /// `POST /v1/relay/tokens`.
 async fn mint(
-    State(hub): State<Hub>,
+    State(RelayState { hub, keys }): State<RelayState>,
     axum::Extension(principal): axum::Extension<Arc<abr_core::principal::Principal>>,
     ApiJson(request): ApiJson<RelayTokenRequest>,
 ) -> Result<Json<RelayTokenResponse>, ApiError> {
     // A runner's credential mints for its own runner id (serving its tenant); an operator
-    // for any (a runner only operators reach). Nobody else.
+    // for a runner id no credential holds (serving its tenant, or only operators for an
+    // operator of every tenant). Nobody else.
     principal.require(abr_core::principal::Right::Relay)?;
     if !valid_runner_id(&request.runner_id) {
         return Err(invalid_runner_id());
     }
-    let tenant = match principal.runner_id() {
-        Some(own) if own == request.runner_id => principal.tenant(),
+    match principal.runner_id() {
+        Some(own) if own == request.runner_id => {}
         Some(_) => {
             return Err(ApiError::new(
                 codes::FORBIDDEN,
                 "a runner's credential mints relay tokens for its own runner id only",
             ));
         }
-        None => None,
+        None => {
+            if keys.runner_credential(&request.runner_id).await?.is_some() {
+                return Err(ApiError::new(
+                    codes::FORBIDDEN,
+                    "this runner id is enrolled: only its own credential connects it (an \
+                     operator re-enrolls it to replace it)",
+                ));
+            }
+        }
+    }
+    let grant = Grant {
+        tenant: principal.tenant().map(str::to_owned),
+        owner: principal.key_id().to_owned(),
     };
     let (token, ttl) = hub
         .inner
         .tokens
-        .mint(&request.runner_id, tenant)
+        .mint(&request.runner_id, grant)
         .map_err(|e| match e {
             MintRefused::Full => ApiError::new(
                 codes::OVERLOADED,
@@ -569,7 +608,7 @@ fn invalid_runner_id() -> ApiError {
 /// `GET /v1/relay/{runnerId}/connect`: only a relay token minted for this runner id (the
 /// long-lived API credential is not one).
 async fn connect(
-    State(hub): State<Hub>,
+    State(RelayState { hub, keys }): State<RelayState>,
     Path(runner_id): Path<String>,
     headers: HeaderMap,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
@@ -584,15 +623,33 @@ async fn connect(
         )
         .into_response();
     };
-    let tenant =
+    let grant =
         crate::tokens::bearer(&headers).and_then(|t| hub.inner.tokens.redeem(t, &runner_id));
-    let Some(tenant) = tenant else {
+    let Some(grant) = grant else {
         return ApiError::new(
             codes::UNAUTHORIZED,
             "a relay token minted for this runner id is required (POST /v1/relay/tokens)",
         )
         .into_response();
     };
+    // Checked again as it is used: the minter's key may have been revoked since, and the
+    // runner id enrolled (then only its credential connects it).
+    let holds = match (
+        keys.stands(&grant.owner).await,
+        keys.runner_credential(&runner_id).await,
+    ) {
+        (Ok(stands), Ok(credential)) => stands && credential.is_none_or(|c| c == grant.owner),
+        (Err(e), _) | (_, Err(e)) => return ApiError::from(e).into_response(),
+    };
+    if !holds {
+        return ApiError::new(
+            codes::FORBIDDEN,
+            "this relay token's credential does not hold this runner id (revoked, or the id \
+             is enrolled with another credential)",
+        )
+        .into_response();
+    }
+    let watch = keys.watch(&grant.owner);
     if hub.is_killed() {
         return ApiError::new(codes::OVERLOADED, "the hub is stopping").into_response();
     }
@@ -600,7 +657,9 @@ async fn connect(
     upgrade
         .max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |socket| async move { hub.serve(socket, runner_id, tenant).await })
+        .on_upgrade(move |socket| async move {
+            hub.serve(socket, runner_id, grant, keys, watch).await;
+        })
 }
 
 /// What ended a socket.
@@ -612,7 +671,16 @@ enum End {
 }
 
 impl Hub {
-    async fn serve(self, mut socket: WebSocket, runner_id: String, tenant: Option<String>) {
+    /// Serves one runner's socket, opened with `grant`, until it ends: dropped, closed,
+    /// replaced, the hub killed, or the key that opened it revoked (`watch`).
+    async fn serve(
+        self,
+        mut socket: WebSocket,
+        runner_id: String,
+        grant: Grant,
+        keys: abr_engine::Keys,
+        mut watch: abr_engine::KeyWatch,
+    ) {
         let settings = self.inner.settings.clone();
         let waiting = tokio::time::timeout(settings.dead_after, first_hello(&mut socket));
         let Ok(Some(hello)) = waiting.await else {
@@ -650,7 +718,8 @@ impl Hub {
         let conn = Arc::new(Conn {
             serial: self.inner.serials.fetch_add(1, Ordering::SeqCst),
             host: hello.host.clone(),
-            tenant,
+            tenant: grant.tenant,
+            owner: grant.owner,
             version: hello.version.clone(),
             launch: hello.launch.clone(),
             connected_at: time::OffsetDateTime::now_utc(),
@@ -680,6 +749,10 @@ impl Hub {
             version = hello.version,
             "runner connected"
         );
+        // A code made while the id was away does not take it over now that it is back.
+        if let Err(e) = keys.runner_connected(&runner_id).await {
+            tracing::warn!(target: "abr::relay", runner_id, error = %e, "enrollment codes not spent");
+        }
         send_frame(
             &mut socket,
             &RelayFrame::Welcome {
@@ -725,6 +798,10 @@ impl Hub {
                 }
                 () = raised(&mut replaced_rx) => break End::Replaced,
                 () = raised(&mut killed) => break End::Gone,
+                () = watch.ended() => {
+                    tracing::info!(target: "abr::relay", runner_id, "its credential was revoked: disconnected");
+                    break End::Gone;
+                }
             }
         };
         // Closed first: a request that picked this socket either finds it closed or is in
@@ -742,9 +819,8 @@ impl Hub {
 
     /// Makes `conn` the socket of `runner_id`. One socket per id: while one is live, another
     /// is a conflict whatever host its hello names (a name the runner gives itself proves
-    /// nothing), unless it says `force`, which replaces the live one (told, then closed).
-    /// Proving that a connection is the same runner is for runner credentials, not for the
-    /// hello.
+    /// nothing), unless it says `force` and was opened with the live one's credential, which
+    /// replaces the live one (told, then closed). Another credential never replaces it.
     fn register(
         &self,
         runner_id: &str,
@@ -757,6 +833,12 @@ impl Hub {
                 return Err(codes::RUNNER_CONFLICT.body(
                     "a runner with this id is already connected to the hub; `force` replaces \
                      it",
+                ));
+            }
+            if live.owner != conn.owner {
+                return Err(codes::RUNNER_CONFLICT.body(
+                    "a runner with this id is connected with another credential: `force` \
+                     replaces a runner only for the credential that connected it",
                 ));
             }
             live.replaced.send_replace(true);

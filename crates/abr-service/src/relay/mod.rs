@@ -56,6 +56,7 @@ use std::time::Duration;
 
 pub(crate) use forward::{ForwardState, forward_to_runner};
 pub use hub::Hub;
+pub(crate) use hub::TOKENS_PATH;
 
 /// The header that names the runner a hub call is for.
 pub const RUNNER_HEADER: &str = "x-abr-runner";

@@ -1,5 +1,6 @@
 //! Relay tokens: random, single use, short-lived, scoped to one runner id (and the tenant
-//! its credential serves), kept only as SHA-256 digests and compared in constant time.
+//! its credential serves), naming the credential that minted them (the connection's
+//! owner), kept only as SHA-256 digests and compared in constant time.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -11,8 +12,16 @@ use tokio::time::Instant;
 struct Entry {
     digest: [u8; 32],
     runner_id: String,
-    tenant: Option<String>,
+    grant: Grant,
     expires: Instant,
+}
+
+/// What a relay token opens: a connection of its runner id serving `tenant` (`None`: only
+/// operators reach it), owned by the credential `owner` (a key id) that minted it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub(crate) tenant: Option<String>,
+    pub(crate) owner: String,
 }
 
 /// Why no token was minted.
@@ -57,12 +66,12 @@ impl RelayTokens {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new token for `runner_id` serving `tenant` (`None`: a runner an operator connects,
-    /// which only operators reach), and how long it opens a connection.
+    /// A new token for `runner_id` opening what `grant` says, and how long it opens a
+    /// connection.
     pub(crate) fn mint(
         &self,
         runner_id: &str,
-        tenant: Option<&str>,
+        grant: Grant,
     ) -> Result<(String, Duration), MintRefused> {
         let token = abr_core::new_token().map_err(|_| MintRefused::NoRandomness)?;
         let now = Instant::now();
@@ -74,16 +83,16 @@ impl RelayTokens {
         entries.push(Entry {
             digest: digest(&token),
             runner_id: runner_id.to_owned(),
-            tenant: tenant.map(str::to_owned),
+            grant,
             expires: now + self.ttl,
         });
         Ok((token, self.ttl))
     }
 
-    /// Spends `presented`: `Some(tenant)` (the tenant the connection serves) when it is an
-    /// unexpired token minted for `runner_id`. A token presented for another runner id is
-    /// spent too (a token is good for one attempt).
-    pub(crate) fn redeem(&self, presented: &str, runner_id: &str) -> Option<Option<String>> {
+    /// Spends `presented`: its grant when it is an unexpired token minted for `runner_id`. A
+    /// token presented for another runner id is spent too (a token is good for one
+    /// attempt).
+    pub(crate) fn redeem(&self, presented: &str, runner_id: &str) -> Option<Grant> {
         let presented = digest(presented);
         let now = Instant::now();
         let mut entries = self.lock();
@@ -95,7 +104,7 @@ impl RelayTokens {
             }
         }
         let entry = entries.swap_remove(found?);
-        (entry.runner_id == runner_id && entry.expires > now).then_some(entry.tenant)
+        (entry.runner_id == runner_id && entry.expires > now).then_some(entry.grant)
     }
 }
 
@@ -103,19 +112,26 @@ impl RelayTokens {
 mod tests {
     use super::*;
 
+    fn grant(tenant: Option<&str>) -> Grant {
+        Grant {
+            tenant: tenant.map(str::to_owned),
+            owner: "key_1".into(),
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_token_opens_one_connection_for_its_runner_before_it_expires() {
         let tokens = RelayTokens::new(Duration::from_secs(120), 8);
-        let (a, ttl) = tokens.mint("runner-a", Some("acme")).unwrap();
+        let (a, ttl) = tokens.mint("runner-a", grant(Some("acme"))).unwrap();
         assert_eq!(ttl, Duration::from_secs(120));
         assert!(tokens.redeem("not-a-token", "runner-a").is_none());
-        assert_eq!(tokens.redeem(&a, "runner-a"), Some(Some("acme".into())));
+        assert_eq!(tokens.redeem(&a, "runner-a"), Some(grant(Some("acme"))));
         assert!(
             tokens.redeem(&a, "runner-a").is_none(),
             "a token is single use"
         );
 
-        let (b, _) = tokens.mint("runner-a", None).unwrap();
+        let (b, _) = tokens.mint("runner-a", grant(None)).unwrap();
         assert!(
             tokens.redeem(&b, "runner-b").is_none(),
             "scoped to its runner id"
@@ -125,7 +141,7 @@ mod tests {
             "spent by the wrong attempt"
         );
 
-        let (c, _) = tokens.mint("runner-a", None).unwrap();
+        let (c, _) = tokens.mint("runner-a", grant(None)).unwrap();
         tokio::time::advance(Duration::from_secs(121)).await;
         assert!(tokens.redeem(&c, "runner-a").is_none(), "expired");
     }
@@ -133,10 +149,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn unused_tokens_are_bounded_and_expired_ones_make_room() {
         let tokens = RelayTokens::new(Duration::from_secs(10), 2);
-        tokens.mint("a", None).unwrap();
-        tokens.mint("a", None).unwrap();
-        assert_eq!(tokens.mint("a", None).unwrap_err(), MintRefused::Full);
+        tokens.mint("a", grant(None)).unwrap();
+        tokens.mint("a", grant(None)).unwrap();
+        assert_eq!(
+            tokens.mint("a", grant(None)).unwrap_err(),
+            MintRefused::Full
+        );
         tokio::time::advance(Duration::from_secs(11)).await;
-        tokens.mint("a", None).unwrap();
+        tokens.mint("a", grant(None)).unwrap();
     }
 }

@@ -489,6 +489,192 @@ fn key_id(token: &str) -> String {
     token.split('.').nth(1).unwrap().to_owned()
 }
 
+/// `POST /v1/relay/enrollments` for `runner_id` with `token`'s key: the code.
+async fn enrollment_code(app: &axum::Router, token: &str, runner_id: &str) -> String {
+    let reply = request_as(
+        app,
+        token,
+        Method::POST,
+        "/v1/relay/enrollments",
+        &[],
+        Some(&json!({"runnerId": runner_id})),
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    reply.json()["code"].as_str().unwrap().to_owned()
+}
+
+/// `POST /v1/relay/enroll` (no bearer: the code is the credential): the runner's credential.
+async fn redeemed(app: &axum::Router, runner_id: &str, code: &str) -> String {
+    let reply = call(
+        app,
+        axum::http::Request::builder()
+            .method(Method::POST)
+            .uri("/v1/relay/enroll")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(
+                json!({"runnerId": runner_id, "code": code}).to_string(),
+            ))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    reply.json()["token"].as_str().unwrap().to_owned()
+}
+
+/// The attack (issue 34, finding 2): an operator's key bound to tenant A tries to be every
+/// tenant's operator: make operator keys for every tenant and an approver key of tenant B
+/// (to approve B's task), list and revoke B's keys, and mint a relay token for B's enrolled
+/// runner. Each is refused; in its own tenant it does all of it.
+#[tokio::test]
+async fn an_operator_bound_to_a_tenant_manages_that_tenants_keys_and_runners_only() {
+    let s = fake_stack();
+    let op_a = new_key(&s.app, "a's operator", "operator", Some("tenant-a")).await;
+    let b_agent = new_key(&s.app, "b's agent", "agent", Some("tenant-b")).await;
+    let b_approver = new_key(&s.app, "b's approver", "approver", Some("tenant-b")).await;
+    let everyones = new_key(&s.app, "the hub's operator", "operator", None).await;
+    let task = created_task(&s.app, &b_agent).await;
+    let id = task["taskId"].as_str().unwrap();
+
+    for body in [
+        json!({"name": "mine", "role": "operator"}),
+        json!({"name": "mine", "role": "operator", "tenantId": "tenant-b"}),
+        json!({"name": "mine", "role": "approver", "tenantId": "tenant-b"}),
+    ] {
+        let reply = request_as(&s.app, &op_a, Method::POST, "/v1/keys", &[], Some(&body)).await;
+        assert_eq!(
+            reply.error(),
+            (403, "tenant_forbidden".into(), false),
+            "{body}: {}",
+            reply.body
+        );
+    }
+    // The list shows tenant A's keys only: none of B's, none for every tenant.
+    let list = request_as(&s.app, &op_a, Method::GET, "/v1/keys", &[], None).await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    let listed = list.json()["keys"].as_array().unwrap().clone();
+    assert!(!listed.is_empty(), "{}", list.body);
+    for key in &listed {
+        assert_eq!(key["tenantId"], "tenant-a", "{}", list.body);
+    }
+    // B's keys and the operator's for every tenant are not found, and keep working.
+    for victim in [&b_approver, &everyones] {
+        let reply = request_as(
+            &s.app,
+            &op_a,
+            Method::DELETE,
+            &format!("/v1/keys/{}", key_id(victim)),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(
+            reply.error(),
+            (404, "key_not_found".into(), false),
+            "{}",
+            reply.body
+        );
+        let still = request_as(&s.app, victim, Method::GET, "/v1/approvals", &[], None).await;
+        assert_eq!(still.status, 200, "{}", still.body);
+    }
+    // B's runner: A's operator mints no relay token for it.
+    let code = enrollment_code(&s.app, &b_approver, "b-laptop").await;
+    redeemed(&s.app, "b-laptop", &code).await;
+    let reply = request_as(
+        &s.app,
+        &op_a,
+        Method::POST,
+        "/v1/relay/tokens",
+        &[],
+        Some(&json!({"runnerId": "b-laptop"})),
+    )
+    .await;
+    assert_eq!(reply.error().1, "forbidden", "{}", reply.body);
+
+    // In its own tenant it makes, lists and revokes keys.
+    let created = request_as(
+        &s.app,
+        &op_a,
+        Method::POST,
+        "/v1/keys",
+        &[],
+        Some(&json!({"name": "a's bot", "role": "agent", "tenantId": "tenant-a"})),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let bot = created.json()["key"]["keyId"].as_str().unwrap().to_owned();
+    let revoked = request_as(
+        &s.app,
+        &op_a,
+        Method::DELETE,
+        &format!("/v1/keys/{bot}"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    // B's task still waits for B's approver.
+    let record = request_as(
+        &s.app,
+        &b_agent,
+        Method::GET,
+        &format!("/v1/tasks/{id}"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        record.json()["state"],
+        "pending_approval",
+        "{}",
+        record.body
+    );
+}
+
+/// From the attacker's side (issue 34, LOW): a runner's credential and an enrollment code
+/// try the API beside the relay: the platforms and MCP's `initialize` and `tools/list`.
+/// Both are `403`; the credential still mints its own runner's relay tokens.
+#[tokio::test]
+async fn a_runners_credential_or_an_enrollment_code_calls_no_api() {
+    let s = fake_stack();
+    let approver = new_key(&s.app, "Ada", "approver", Some("t1")).await;
+    let code = enrollment_code(&s.app, &approver, "laptop").await;
+    let credential = redeemed(&s.app, "laptop", &code).await;
+    let unused = enrollment_code(&s.app, &approver, "desk").await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "attacker", "version": "0"}}});
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    for token in [&credential, &unused] {
+        let reply = request_as(&s.app, token, Method::GET, "/v1/platforms", &[], None).await;
+        assert_eq!(
+            reply.error(),
+            (403, "forbidden".into(), false),
+            "{}",
+            reply.body
+        );
+        for body in [&initialize, &list] {
+            let reply = mcp(&s.app, token, body).await;
+            assert_eq!(
+                reply.error(),
+                (403, "forbidden".into(), false),
+                "{}",
+                reply.body
+            );
+        }
+    }
+    let reply = request_as(
+        &s.app,
+        &credential,
+        Method::POST,
+        "/v1/relay/tokens",
+        &[],
+        Some(&json!({"runnerId": "laptop"})),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+}
+
 /// The attack (issue 34, finding 8): an approver mints a one-time link, then their key is
 /// revoked; whoever holds the link tries to approve the task with it, as them. The link
 /// stopped working with the key: the page and the form are `404`, the task still waits.

@@ -1449,7 +1449,10 @@ async fn redeem(hub: &HubServer, runner_id: &str, code: &str) -> (u16, String) {
         .unwrap();
     let status = response.status().as_u16();
     let body: serde_json::Value = response.json().await.unwrap_or_default();
-    assert!(status == 201 || status == 401, "{status}: {body}");
+    assert!(
+        status == 201 || status == 401 || status == 403,
+        "{status}: {body}"
+    );
     (
         status,
         body["token"].as_str().unwrap_or_default().to_owned(),
@@ -1715,6 +1718,208 @@ async fn the_hub_lists_the_runners_a_caller_reaches_with_their_health() {
             ["a-laptop", "ops-box"],
             "an operator also sees operators' runners"
         );
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// An enrolled runner `runner_id` of `tenant` linked to `hub` with its own credential, its
+/// hello naming `host`; answers it once connected, with its approver's key.
+async fn enrolled_runner(hub: &HubServer, tenant: &str, runner_id: &str, host: &str) -> Linked {
+    let approver = hub_key(hub, "the tenant's approver", "approver", tenant).await;
+    let (status, code) = enrollment(hub, &approver, runner_id).await;
+    assert_eq!(status, 201);
+    let (status, credential) = redeem(hub, runner_id, &code).await;
+    assert_eq!(status, 201);
+    let mut options = Linked::options(hub, runner_id, host);
+    options.credential = SecretString::from(credential);
+    let runner = Linked::start(options);
+    wait_for("the runner to connect", || {
+        hub.hub.connected(runner_id).as_deref() == Some(host)
+    })
+    .await;
+    runner
+}
+
+/// The attack (issue 34, finding 2): an operator's key bound to tenant A mints a relay token
+/// for tenant B's enrolled runner and for a runner the hub's operator linked, and connects
+/// with `force` to take their sockets. B's runner id is its credential's: no token; the
+/// operator's runner is the operator token's: `force` from another credential is a
+/// conflict. Both keep their sockets.
+#[tokio::test]
+async fn a_tenant_bound_operator_takes_no_other_principals_runner() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let op_a = hub_key(&hub, "A's ops", "operator", "tenant-a").await;
+        let _b = enrolled_runner(&hub, "tenant-b", "b-laptop", "bos-laptop").await;
+        let _ops = Linked::connect(&hub, "ops-box", "rack-1").await;
+
+        let mint = serde_json::json!({"runnerId": "b-laptop"});
+        let (status, body) = hub_call(&hub, &op_a, "/v1/relay/tokens", None, None, &mint).await;
+        assert_eq!(
+            status, 403,
+            "A's operator minted a token for B's runner: {body}"
+        );
+        let mut attacker = Linked::options(&hub, "b-laptop", "mallorys-box");
+        attacker.credential = SecretString::from(op_a.clone());
+        attacker.force = true;
+        let ended = Linked::start(attacker).ended().await;
+        assert!(matches!(ended, Err(RelayError::Unauthorized)), "{ended:?}");
+
+        let mut attacker = Linked::options(&hub, "ops-box", "mallorys-box");
+        attacker.credential = SecretString::from(op_a.clone());
+        attacker.force = true;
+        let ended = Linked::start(attacker).ended().await;
+        assert!(matches!(ended, Err(RelayError::Conflict(_))), "{ended:?}");
+
+        assert_eq!(hub.hub.connected("b-laptop").as_deref(), Some("bos-laptop"));
+        assert_eq!(hub.hub.connected("ops-box").as_deref(), Some("rack-1"));
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// The attack (issue 34, finding 3): another tenant's approver enrolls the id of a runner
+/// the hub's operator linked with its token, redeems the code and connects with `force`,
+/// to receive the operator's next `PUT /v1/sessions/…` with the user's cookies. Enrolling
+/// a connected id is refused; a code made while the id was offline is spent by the
+/// runner's next connection; the operator's session reaches the real runner.
+#[tokio::test]
+async fn another_tenants_approver_cannot_take_over_a_runner_an_operator_linked() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let runner = Linked::connect(&hub, "laptop", "erins-mac").await;
+        let approver_b = hub_key(&hub, "Bo", "approver", "tenant-b").await;
+
+        let (status, _) = enrollment(&hub, &approver_b, "laptop").await;
+        assert_eq!(
+            status, 403,
+            "an approver enrolled the id an operator's runner holds"
+        );
+
+        // A code made while the operator's runner was away, redeemed once it is back.
+        let (status, code) = enrollment(&hub, &approver_b, "desk").await;
+        assert_eq!(status, 201);
+        let _desk = Linked::connect(&hub, "desk", "erins-desk").await;
+        let (status, _) = redeem(&hub, "desk", &code).await;
+        assert_ne!(status, 201, "a code outlived the runner's return");
+        assert_eq!(hub.hub.connected("desk").as_deref(), Some("erins-desk"));
+
+        // The operator's next session goes to the real runner.
+        let secret = "erins-cookie-value-3b9e";
+        let store = serde_json::json!({"platform": FAKE_PLATFORM, "session": {"cookies": [
+            {"name": "sid", "value": secret, "domain": "fake.example", "path": "/"}],
+            "origins": []}});
+        let response = client()
+            .put(format!("http://{}/v1/sessions/erin", hub.addr))
+            .bearer_auth(FAKE_TOKEN)
+            .header("x-tenant-id", "tenant-1")
+            .header("x-abr-runner", "laptop")
+            .json(&store)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let kept = call(
+            &runner.stack.app,
+            authed(axum::http::Method::GET, "/v1/sessions/erin")
+                .header("x-tenant-id", "tenant-1")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert!(kept.body.contains(secret), "{}", kept.body);
+        assert_eq!(hub.hub.connected("laptop").as_deref(), Some("erins-mac"));
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// The attack (issue 34, finding 4): the approver of the runner's own tenant re-enrolls its
+/// live runner, to take its socket and receive the agent's next session upload. Refused:
+/// an approver does not re-enroll a live runner. An operator can: the live runner's
+/// credential is revoked and its socket closed at once, and the new code enrolls.
+#[tokio::test]
+async fn an_approver_cannot_re_enroll_its_tenants_live_runner_an_operator_can() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let mut runner = enrolled_runner(&hub, "tenant-a", "a-laptop", "adas-laptop").await;
+        let approver_a = hub_key(&hub, "Ada", "approver", "tenant-a").await;
+
+        let (status, _) = enrollment(&hub, &approver_a, "a-laptop").await;
+        assert_eq!(status, 403, "an approver re-enrolled a live runner");
+        assert_eq!(
+            hub.hub.connected("a-laptop").as_deref(),
+            Some("adas-laptop")
+        );
+
+        let body = serde_json::json!({"runnerId": "a-laptop"});
+        let (status, minted) = hub_call(
+            &hub,
+            FAKE_TOKEN,
+            "/v1/relay/enrollments",
+            None,
+            Some("tenant-a"),
+            &body,
+        )
+        .await;
+        assert_eq!(status, 201, "{minted}");
+        let ended = runner.ended().await;
+        assert!(matches!(ended, Err(RelayError::Unauthorized)), "{ended:?}");
+        let code = minted["code"].as_str().unwrap();
+        let (status, credential) = redeem(&hub, "a-laptop", code).await;
+        assert_eq!(status, 201);
+        let mut options = Linked::options(&hub, "a-laptop", "adas-new-laptop");
+        options.credential = SecretString::from(credential);
+        let _new = Linked::start(options);
+        wait_for("the new runner to connect", || {
+            hub.hub.connected("a-laptop").as_deref() == Some("adas-new-laptop")
+        })
+        .await;
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// From the attacker's side (issue 34, LOW): another tenant's key names a runner id to
+/// learn whether it is connected. A connected runner of another tenant and an absent id
+/// answer alike: `runner_offline`, after the hub's whole wait.
+#[tokio::test]
+async fn another_tenants_runner_answers_like_an_absent_one() {
+    tokio::time::timeout(LIMIT, async {
+        let wait = Duration::from_millis(600);
+        let hub = HubServer::start(
+            HubSettings {
+                offline_wait: wait,
+                ..settings()
+            },
+            None,
+        )
+        .await;
+        let _a = enrolled_runner(&hub, "tenant-a", "a-laptop", "adas-laptop").await;
+        let agent_b = hub_key(&hub, "B's bot", "agent", "tenant-b").await;
+        for runner in ["a-laptop", "nobody-here"] {
+            let started = std::time::Instant::now();
+            let (status, body) = hub_call(
+                &hub,
+                &agent_b,
+                "/v1/post",
+                Some(runner),
+                None,
+                &post_body("x"),
+            )
+            .await;
+            let took = started.elapsed();
+            assert_eq!(
+                (status, error_of(&body).0.as_str()),
+                (503, "runner_offline"),
+                "{runner}: {body}"
+            );
+            assert!(
+                took >= wait,
+                "{runner} answered in {took:?}, before the wait"
+            );
+        }
     })
     .await
     .expect("the test took too long");
