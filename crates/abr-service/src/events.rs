@@ -3,8 +3,8 @@
 //! `run_ended` (each an SSE `event:` of that name, its data the [`RunEvent`] JSON). A
 //! subscriber too slow to keep up is told how many it missed (`event: missed`,
 //! `{"missed": n}`) and goes on; the stream ends when the runner stops, or when the key
-//! that opened it is revoked or expires. The same events go to the signed webhook
-//! (`ABR_EVENTS_WEBHOOK`).
+//! that opened it is revoked or expires. It takes no query parameter (`422` for one). The
+//! same events go to the signed webhook (`ABR_EVENTS_WEBHOOK`).
 //!
 //! [`RunEvent`]: abr_protocol::RunEvent
 
@@ -12,8 +12,10 @@ use std::convert::Infallible;
 
 use abr_core::context::TaskContext;
 use abr_engine::Received;
+use abr_protocol::codes;
 use axum::Router;
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::get;
 use futures::Stream;
@@ -27,10 +29,22 @@ pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
     Router::new().route("/v1/events", get(stream::<C>))
 }
 
+/// No query parameter: one is refused, as the lists refuse one they do not know.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoQuery {}
+
 async fn stream<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
+    query: Result<Query<NoQuery>, QueryRejection>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    if query.is_err() {
+        return Err(ApiError::new(
+            codes::INVALID_REQUEST,
+            "the event stream takes no query parameter",
+        ));
+    }
     let actor = caller.actor(None)?;
     let events = state.runner.engine.subscribe_events(&actor)?;
     let stream = futures::stream::unfold(events, |mut events| async move {

@@ -165,6 +165,11 @@ async fn capture_start<C: TaskContext>(
 /// capture's tenant (its `workspaceId`). A capture that finished but could not be stored
 /// still answers its session (the browser is gone: the session would be lost otherwise),
 /// with `storedAs` absent; the failure is logged.
+///
+/// Relayed from a hub to a runner that keeps its sessions on its machine (session export
+/// off), the session never leaves: a finish without `storeAs` is refused before it ends
+/// the capture (the person's sign-in is kept), and a finish that stored it answers no
+/// cookie and no localStorage (a finish that could not store it answers the failure).
 async fn capture_finish<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
@@ -172,13 +177,29 @@ async fn capture_finish<C: TaskContext>(
 ) -> Result<Json<CaptureFinishResponse>, ApiError> {
     let CaptureFinishRequest { capture, store_as } = request;
     let actor = caller.actor(Some(&capture.workspace_id))?;
-    Ok(Json(
-        state
-            .runner
-            .engine
-            .capture_finish(&actor, &capture, store_as)
-            .await?,
-    ))
+    let keeps = crate::sessions::kept_on_this_machine(&state, &caller);
+    if keeps && store_as.is_none() {
+        return Err(ApiError::new(
+            codes::FORBIDDEN,
+            "this runner keeps sessions on its machine: finish the capture with storeAs (the \
+             hub then uses it by sessionId), or start the runner with --allow-session-export",
+        ));
+    }
+    let mut finished = state
+        .runner
+        .engine
+        .capture_finish(&actor, &capture, store_as)
+        .await?;
+    if keeps {
+        if finished.stored_as.is_none() {
+            return Err(ApiError::new(
+                codes::INTERNAL,
+                "the capture finished but its session could not be kept on the runner",
+            ));
+        }
+        finished.session = abr_protocol::AgentSessionState::default();
+    }
+    Ok(Json(finished))
 }
 
 async fn capture_cancel<C: TaskContext>(

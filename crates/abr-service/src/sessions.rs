@@ -45,7 +45,7 @@ async fn restore<C: TaskContext>(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<StoredSession>, ApiError> {
     // The hub never reads a stored session out of this runner unless its operator said so.
-    if caller.relayed() && !state.runner.config.relay_session_export {
+    if kept_on_this_machine(&state, &caller) {
         return Err(ApiError::new(
             codes::FORBIDDEN,
             "this runner keeps its stored sessions on its machine: the hub may not read them \
@@ -67,4 +67,11 @@ async fn forget<C: TaskContext>(
     let actor = caller.actor(None)?;
     state.runner.engine.delete_session(&actor, &id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Whether a session must not leave this runner in the answer to `caller`: a call relayed
+/// from a hub while session export is off (`ABR_RELAY_SESSION_EXPORT`, `abr up
+/// --allow-session-export`). Reading a stored session and finishing a capture both ask it.
+pub(crate) fn kept_on_this_machine<C: TaskContext>(state: &AppState<C>, caller: &Caller) -> bool {
+    caller.relayed() && !state.runner.config.relay_session_export
 }

@@ -208,3 +208,32 @@ async fn a_revoked_keys_open_streams_close() {
     );
     ends_within(&mut task_events, Duration::from_secs(5)).await;
 }
+
+/// The stream refuses a query parameter it does not know, as the lists do.
+#[tokio::test]
+async fn the_stream_refuses_an_unknown_query_parameter() {
+    let s = fake_stack();
+    let response = s
+        .app
+        .clone()
+        .oneshot(
+            authed(Method::GET, "/v1/events?x=1")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422, "a stream opened");
+    let body = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["error"]["code"], "invalid_request", "{body}");
+    let list = get_authed(&s.app, "/v1/tasks?x=1").await;
+    assert_eq!(
+        list.error(),
+        (422, "invalid_request".into(), false),
+        "{}",
+        list.body
+    );
+}

@@ -1924,3 +1924,81 @@ async fn another_tenants_runner_answers_like_an_absent_one() {
     .await
     .expect("the test took too long");
 }
+
+/// From the hub's side (issue 34): a capture finished through the hub on a runner that keeps
+/// its sessions on its machine. Without `storeAs` it is refused before it finishes (the
+/// person's sign-in is kept); with it, the session is kept on the runner and the answer
+/// carries no cookie. The runner's user allows export with `--allow-session-export`.
+#[tokio::test]
+async fn a_relayed_capture_finish_returns_no_cookies_unless_export_is_allowed() {
+    use abr_core::LiveSurface as _;
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let runner = Linked::connect(&hub, "laptop", "erins-mac").await;
+        let secret = "the-users-cookie-5d1c";
+        runner
+            .stack
+            .provider
+            .sign_in_state(abr_protocol::AgentSessionState {
+                cookies: vec![abr_protocol::Cookie::new("sid", secret, "fake.example")],
+                ..abr_protocol::AgentSessionState::default()
+            });
+        runner
+            .stack
+            .strategy
+            .edit(|script| script.precheck = Script::Return(Some(true)));
+        let (status, capture) = hub_call(
+            &hub,
+            FAKE_TOKEN,
+            "/v1/capture/start",
+            Some("laptop"),
+            None,
+            &fake_start("ws", "acct"),
+        )
+        .await;
+        assert_eq!(status, 200, "{capture}");
+        let id = capture["captureId"].as_str().unwrap();
+        // The person signs in in the runner's browser.
+        runner
+            .stack
+            .provider
+            .context(1)
+            .unwrap()
+            .input(abr_core::live::LiveInput::Key {
+                key: abr_core::live::LiveKey::Enter,
+                modifiers: abr_core::live::Modifiers::default(),
+            })
+            .await
+            .unwrap();
+
+        let finish = serde_json::json!({"captureId": id, "workspaceId": "ws", "accountId": "acct"});
+        let path = "/v1/capture/finish";
+        let (status, body) = hub_call(&hub, FAKE_TOKEN, path, Some("laptop"), None, &finish).await;
+        assert_eq!(status, 403, "{body}");
+        assert!(!body.to_string().contains(secret), "{body}");
+        let mut keep = finish.clone();
+        keep["storeAs"] = "erin".into();
+        let (status, body) = hub_call(&hub, FAKE_TOKEN, path, Some("laptop"), None, &keep).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["storedAs"], "erin");
+        assert!(
+            !body.to_string().contains(secret),
+            "the cookie left the runner: {body}"
+        );
+        let kept = call(
+            &runner.stack.app,
+            authed(axum::http::Method::GET, "/v1/sessions/erin")
+                .header("x-tenant-id", "ws")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert!(
+            kept.body.contains(secret),
+            "kept on the runner: {}",
+            kept.body
+        );
+    })
+    .await
+    .expect("the test took too long");
+}

@@ -5,7 +5,8 @@
 //!
 //! - a capture started through the hub answers a live-view URL on the hub; a user signs in
 //!   through it (a second browser that may reach the hub only) to the runner's browser, and
-//!   `capture/finish` through the hub answers the signed-in session;
+//!   `capture/finish` through the hub answers the signed-in session (the runner allows
+//!   session export);
 //! - an unknown token, and a live token of a capture the hub never handed out, are the
 //!   hub's `404` and never forwarded; a foreign Origin is refused by the hub; a network
 //!   client on the runner claiming a foreign Origin (or the hub's) is still refused;
@@ -224,7 +225,9 @@ async fn a_user_signs_in_through_the_hubs_live_view_to_a_runner_elsewhere() {
 }
 
 async fn signs_in_through_the_hub() {
-    let stack = stack().await;
+    // The runner's user allows session export: the hub gets the session it captured
+    // (without it, a relayed finish answers no cookie: `relay.rs`).
+    let stack = stack_with(|c| c.relay_session_export = true, |b| b).await;
     let hub = HubServer::start().await;
     let linked = Linked::start(&stack, &hub).await;
 
