@@ -9,10 +9,11 @@
 //!   live, a second connection for that id is refused right after the upgrade (a `refused`
 //!   frame carrying the `409 runner_conflict` envelope, then a close) whatever host its
 //!   hello names (the host is the runner's word about itself: shown, never trusted),
-//!   unless it says `force`: then the old socket is told (`replaced`) and closed. A relay
-//!   token proves only that its minter held the API credential; proving that a connection
-//!   is the same runner (runner credentials) is for the principals work, until then
-//!   `force` is the holder's explicit takeover.
+//!   unless it says `force` and was opened with the same credential as the live one: then
+//!   the old socket is told (`replaced`) and closed. A relay token names the credential
+//!   that minted it, which owns the connection: an enrolled runner id's tokens come from
+//!   its runner credential only, and a socket ends when its credential is revoked (see
+//!   [`abr_engine::keys`] for who owns a runner id).
 //! - Forwarding: method, path and query, a fixed list of headers (never the hub's
 //!   `Authorization`) and the body go to the runner, which runs them **in-process on its own
 //!   router** and answers status, headers and body; the hub returns the status, the body
