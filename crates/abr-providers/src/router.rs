@@ -182,16 +182,26 @@ impl RequestRouter {
         Ok(())
     }
 
-    /// Why a redirect's next hop to `url` is refused, if it is: the egress URL gate, and for
-    /// a document the site filter.
-    async fn refuses_hop(&self, url: &str, document: bool) -> Option<&'static str> {
+    /// Why a redirect's next hop is refused, if it is: the egress URL gate, for a document
+    /// the site filter, and for a method that is not safe the network gate (a 307 keeps the
+    /// POST: a write to another site sent on to the run's own is a write to the run's own).
+    async fn refuses_hop(&self, hop: &OutgoingRequest<'_>) -> Option<&'static str> {
         if let Some(gate) = &self.egress
-            && let Err(denied) = gate.check(url).await
+            && let Err(denied) = gate.check(hop.url).await
         {
             return Some(denied.code());
         }
         let filter = self.sites();
-        (document && filter.is_some_and(|f| !may_open(f.as_ref(), url))).then_some("site_filter")
+        if hop.resource_type == "Document" && filter.is_some_and(|f| !may_open(f.as_ref(), hop.url))
+        {
+            return Some("site_filter");
+        }
+        match self.network() {
+            Some(gate) if !is_safe_method(hop.method) && !gate.admit(hop).await => {
+                Some("network_gate")
+            }
+            _ => None,
+        }
     }
 
     fn sites(&self) -> Option<Arc<dyn SiteFilter>> {
@@ -738,9 +748,9 @@ enum HopScope {
 /// A redirect gate: Playwright routes only the first request of a redirect chain, so a CDP
 /// session pauses requests at their request stage (`Fetch`, which reports a redirect's next
 /// hop as a request of its own, with `redirectedRequestId`). A next hop the router's egress
-/// URL gate refuses, or a document hop its site filter refuses, fails (`BlockedByClient`)
-/// before it leaves; everything else goes on at once (a first request is the route's to
-/// judge).
+/// URL gate refuses, a document hop its site filter refuses, or a hop with a method that is
+/// not safe its network gate refuses, fails (`BlockedByClient`) before it leaves; everything
+/// else goes on at once (a first request is the route's to judge).
 async fn install_hop_gate(
     cdp: &playwright_rs::protocol::CDPSession,
     router: Weak<RequestRouter>,
@@ -755,9 +765,21 @@ async fn install_hop_gate(
             };
             let refused = match (event.get("redirectedRequestId"), router.upgrade()) {
                 (Some(_), Some(router)) => {
-                    let url = event["request"]["url"].as_str().unwrap_or_default();
-                    let document = event["resourceType"] == "Document";
-                    router.refuses_hop(url, document).await
+                    let request = &event["request"];
+                    let content_type = request["headers"].as_object().and_then(|headers| {
+                        headers
+                            .iter()
+                            .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+                            .and_then(|(_, value)| value.as_str())
+                    });
+                    let hop = OutgoingRequest {
+                        method: request["method"].as_str().unwrap_or("GET"),
+                        url: request["url"].as_str().unwrap_or_default(),
+                        resource_type: event["resourceType"].as_str().unwrap_or("Other"),
+                        content_type,
+                        body: request["postData"].as_str().map(str::as_bytes),
+                    };
+                    router.refuses_hop(&hop).await
                 }
                 _ => None,
             };
