@@ -20,7 +20,9 @@
 //! only when its own credential holds it (that credential is revoked at once and its socket
 //! closed, recorded as [`AuditAction::RunnerReenrolled`]); a connection of the id uses up
 //! every code made for it before ([`Keys::runner_connected`]), and a code is refused while
-//! the id is connected. The hub tells what it sees ([`RunnerPresence`]).
+//! the id is connected. An id connected with a credential not its own (an operator's token)
+//! is linked to that credential, durably: while it is away, only an operator of a tenant
+//! the link serves enrolls it. The hub tells what it sees ([`RunnerPresence`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -229,6 +231,21 @@ impl Keys {
                 "runner id {runner_id} is enrolled for another tenant: choose another id"
             )));
         }
+        if credential.is_none()
+            && let Some(link) = self.store.runner_link(runner_id).await?
+            && link.key_id != by.principal().key_id()
+        {
+            // Linked with another credential (an operator's token): its runner comes back
+            // as that id, so only an operator of a tenant the link serves gives it away.
+            let linker = self.store.key(&link.key_id).await?;
+            let serves = linker.is_none_or(|k| k.tenant.is_none_or(|t| t == tenant));
+            if by.require(Right::Operate).is_err() || !serves {
+                return Err(CoreError::Forbidden(format!(
+                    "runner id {runner_id} was linked with another credential (an operator's \
+                     token): an operator of its tenant enrolls it"
+                )));
+            }
+        }
         if let RunnerPresence::Connected(connected_by) = presence {
             let own = credential.filter(|k| k.id == connected_by).ok_or_else(|| {
                 CoreError::Forbidden(format!(
@@ -359,13 +376,22 @@ impl Keys {
         Ok(self.credential_of(runner_id).await?.map(|k| k.id))
     }
 
-    /// `runner_id` connected: every enrollment code made for it before is used up (a code
-    /// made while the id was away does not take it over once it is back).
+    /// `runner_id` connected with the credential `by` (a key id): every enrollment code made
+    /// for it before is used up (a code made while the id was away does not take it over
+    /// once it is back), and a credential that is not the id's own (an operator's key)
+    /// links the id: while it is away, only an operator enrolls it ([`Keys::enroll`]).
     ///
     /// # Errors
     /// A store failure.
-    pub async fn runner_connected(&self, runner_id: &str) -> Result<(), CoreError> {
+    pub async fn runner_connected(&self, runner_id: &str, by: &str) -> Result<(), CoreError> {
         let now = self.clock.now();
+        let own = self
+            .credential_of(runner_id)
+            .await?
+            .is_some_and(|credential| credential.id == by);
+        if !own {
+            self.store.link_runner(runner_id, by, now).await?;
+        }
         for code in self.store.keys().await? {
             if code.role == Role::Enrollment && code.name == runner_id && code.revoked_at.is_none()
             {

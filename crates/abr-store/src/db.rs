@@ -160,6 +160,13 @@ const MIGRATIONS: &[&str] = &[
     // 9: a presented token is looked up by its digest (a known id with a wrong secret and
     // an unknown id are the same miss).
     "CREATE INDEX api_keys_by_digest ON api_keys (digest);",
+    // 10: the credential (not the runner id's own: an operator's key) that last connected a
+    // runner id, so its id stays theirs while it is away.
+    "CREATE TABLE runner_links (
+        runner_id TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        linked_at TEXT NOT NULL
+    ) STRICT;",
 ];
 
 /// ABR's records in one SQLite file.

@@ -3,7 +3,7 @@
 //! stays revoked across a power loss.
 
 use abr_core::CoreError;
-use abr_core::store::{KeyStore, StoredKey};
+use abr_core::store::{KeyStore, RunnerLink, StoredKey};
 use abr_protocol::Role;
 use async_trait::async_trait;
 use rusqlite::OptionalExtension as _;
@@ -165,5 +165,57 @@ impl KeyStore for SqliteStore {
             })
             .await?;
         Ok(changed == 1)
+    }
+
+    async fn link_runner(
+        &self,
+        runner_id: &str,
+        key_id: &str,
+        at: OffsetDateTime,
+    ) -> Result<(), CoreError> {
+        let at = timestamp(at, "a runner link")?;
+        let (runner_id, key_id) = (runner_id.to_owned(), key_id.to_owned());
+        self.with(move |conn| {
+            SqliteStore::synced(conn, |conn| {
+                conn.execute(
+                    "INSERT INTO runner_links (runner_id, key_id, linked_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (runner_id) DO UPDATE SET key_id = ?2, linked_at = ?3",
+                    (&runner_id, &key_id, &at),
+                )?;
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn runner_link(&self, runner_id: &str) -> Result<Option<RunnerLink>, CoreError> {
+        let id = runner_id.to_owned();
+        let row = self
+            .with(move |conn| {
+                Ok(conn
+                    .query_row(
+                        "SELECT runner_id, key_id, linked_at FROM runner_links WHERE runner_id = ?1",
+                        [&id],
+                        |row| {
+                            Ok((
+                                row.get::<_, String>(0)?,
+                                row.get::<_, String>(1)?,
+                                row.get::<_, String>(2)?,
+                            ))
+                        },
+                    )
+                    .optional()?)
+            })
+            .await?;
+        Ok(row
+            .map(|(runner_id, key_id, at)| {
+                Ok::<_, StoreError>(RunnerLink {
+                    runner_id,
+                    key_id,
+                    linked_at: parse_timestamp(&at, "a runner link")?,
+                })
+            })
+            .transpose()?)
     }
 }

@@ -80,6 +80,11 @@ impl std::fmt::Debug for StoredKey {
 /// - [`revoke_key`](Self::revoke_key) sets `revoked_at` once: `true` the first time, `false`
 ///   for an unknown or already revoked key (the first instant stays). Revocation survives a
 ///   reopen of a durable store.
+/// - [`link_runner`](Self::link_runner) records that the credential `key_id` (one that is
+///   not the runner id's own: an operator's key) connected a runner id; a later link of the
+///   same id replaces it. [`runner_link`](Self::runner_link) answers the last one. Links
+///   survive a reopen of a durable store: a runner an operator linked stays theirs while
+///   it is away.
 #[async_trait]
 pub trait KeyStore: Send + Sync + 'static {
     /// Stores a new key.
@@ -96,12 +101,36 @@ pub trait KeyStore: Send + Sync + 'static {
 
     /// Revokes the key `id` at `at`; `false` when unknown or already revoked.
     async fn revoke_key(&self, id: &str, at: OffsetDateTime) -> Result<bool, CoreError>;
+
+    /// Records that the credential `key_id` connected `runner_id` at `at`.
+    async fn link_runner(
+        &self,
+        runner_id: &str,
+        key_id: &str,
+        at: OffsetDateTime,
+    ) -> Result<(), CoreError>;
+
+    /// The credential that last linked `runner_id`, and when, if any did.
+    async fn runner_link(&self, runner_id: &str) -> Result<Option<RunnerLink>, CoreError>;
+}
+
+/// A credential other than a runner's own that connected a runner id: who holds the id
+/// while it is away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerLink {
+    /// The runner id.
+    pub runner_id: String,
+    /// The key that connected it.
+    pub key_id: String,
+    /// When.
+    pub linked_at: OffsetDateTime,
 }
 
 /// Process-local keys (tests, single-process embedders).
 #[derive(Debug, Default)]
 pub struct InMemoryKeys {
     keys: Mutex<BTreeMap<String, StoredKey>>,
+    links: Mutex<BTreeMap<String, RunnerLink>>,
 }
 
 impl InMemoryKeys {
@@ -165,5 +194,32 @@ impl KeyStore for InMemoryKeys {
             }
             _ => Ok(false),
         }
+    }
+
+    async fn link_runner(
+        &self,
+        runner_id: &str,
+        key_id: &str,
+        at: OffsetDateTime,
+    ) -> Result<(), CoreError> {
+        let link = RunnerLink {
+            runner_id: runner_id.to_owned(),
+            key_id: key_id.to_owned(),
+            linked_at: at,
+        };
+        self.links
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(runner_id.to_owned(), link);
+        Ok(())
+    }
+
+    async fn runner_link(&self, runner_id: &str) -> Result<Option<RunnerLink>, CoreError> {
+        Ok(self
+            .links
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(runner_id)
+            .cloned())
     }
 }

@@ -289,6 +289,22 @@ impl KeyStore for InMemoryStore {
     async fn revoke_key(&self, id: &str, at: time::OffsetDateTime) -> Result<bool, CoreError> {
         self.keys.revoke_key(id, at).await
     }
+
+    async fn link_runner(
+        &self,
+        runner_id: &str,
+        key_id: &str,
+        at: time::OffsetDateTime,
+    ) -> Result<(), CoreError> {
+        self.keys.link_runner(runner_id, key_id, at).await
+    }
+
+    async fn runner_link(
+        &self,
+        runner_id: &str,
+    ) -> Result<Option<crate::store::keys::RunnerLink>, CoreError> {
+        self.keys.runner_link(runner_id).await
+    }
 }
 
 #[async_trait]

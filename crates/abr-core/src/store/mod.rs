@@ -25,7 +25,7 @@ pub(crate) mod sessions;
 pub(crate) mod tasks;
 
 pub use counters::{Counter, CounterStore, InMemoryCounters};
-pub use keys::{InMemoryKeys, KeyStore, StoredKey};
+pub use keys::{InMemoryKeys, KeyStore, RunnerLink, StoredKey};
 pub use memory::InMemoryStore;
 pub use posts::{InMemoryPostStore, PostStore, StoredPost};
 pub use records::{

@@ -800,6 +800,34 @@ where
         "a key was revoked twice"
     );
     assert!(!store.revoke_key("key_c", at).await.unwrap());
+    // Who linked a runner id last: one link per id, the later one replaces it.
+    assert_eq!(store.runner_link("erins-laptop").await.unwrap(), None);
+    let linked_at = OffsetDateTime::UNIX_EPOCH + time::Duration::days(3);
+    store
+        .link_runner("erins-laptop", "key_b", linked_at)
+        .await
+        .unwrap();
+    store
+        .link_runner(
+            "erins-laptop",
+            "key_a",
+            linked_at + time::Duration::hours(1),
+        )
+        .await
+        .unwrap();
+    store
+        .link_runner("other", "key_b", linked_at)
+        .await
+        .unwrap();
+    let link = crate::store::keys::RunnerLink {
+        runner_id: "erins-laptop".into(),
+        key_id: "key_a".into(),
+        linked_at: linked_at + time::Duration::hours(1),
+    };
+    assert_eq!(
+        store.runner_link("erins-laptop").await.unwrap(),
+        Some(link.clone())
+    );
     let Some(store) = harness.reopen(store).await else {
         eprintln!("keys: the store keeps nothing across processes: no restart check");
         return;
@@ -807,6 +835,11 @@ where
     let revoked = store.key("key_a").await.unwrap().unwrap();
     assert_eq!(revoked.revoked_at, Some(at), "revocation did not survive");
     assert_eq!(store.key("key_b").await.unwrap(), Some(first));
+    assert_eq!(
+        store.runner_link("erins-laptop").await.unwrap(),
+        Some(link),
+        "a runner's link did not survive"
+    );
 }
 
 /// The [`SessionStore`] contract.

@@ -246,6 +246,22 @@ impl abr_core::store::KeyStore for Recording {
     ) -> Result<bool, abr_core::CoreError> {
         self.inner.revoke_key(id, at).await
     }
+
+    async fn link_runner(
+        &self,
+        runner_id: &str,
+        key_id: &str,
+        at: time::OffsetDateTime,
+    ) -> Result<(), abr_core::CoreError> {
+        self.inner.link_runner(runner_id, key_id, at).await
+    }
+
+    async fn runner_link(
+        &self,
+        runner_id: &str,
+    ) -> Result<Option<abr_core::store::RunnerLink>, abr_core::CoreError> {
+        self.inner.runner_link(runner_id).await
+    }
 }
 
 /// The attack (issue 34, LOW): tell known key ids from unknown ones by how long a token with
@@ -388,7 +404,7 @@ async fn a_live_runner_id_is_re_enrolled_by_an_operator_only_and_recorded() {
     );
 
     let away = keys.enroll(&approver, "laptop", Offline).await.unwrap();
-    keys.runner_connected("laptop").await.unwrap();
+    keys.runner_connected("laptop", &credential).await.unwrap();
     assert!(
         keys.redeem_enrollment(away.code.expose(), "laptop", Offline)
             .await

@@ -749,9 +749,24 @@ impl Hub {
             version = hello.version,
             "runner connected"
         );
-        // A code made while the id was away does not take it over now that it is back.
-        if let Err(e) = keys.runner_connected(&runner_id).await {
-            tracing::warn!(target: "abr::relay", runner_id, error = %e, "enrollment codes not spent");
+        // A code made while the id was away does not take it over now that it is back, and
+        // an id linked with a credential not its own (an operator's) stays theirs while it
+        // is away: written before the runner is served, or it is not served.
+        if let Err(e) = keys.runner_connected(&runner_id, &conn.owner).await {
+            tracing::warn!(target: "abr::relay", runner_id, error = %e, "the runner's link could not be recorded: refused");
+            self.unregister(&runner_id, &conn);
+            let refusal = codes::STORE_FAILED
+                .body("the hub could not record the runner's connection; connect again");
+            send_frame(
+                &mut socket,
+                &RelayFrame::Refused {
+                    status: codes::STORE_FAILED.status,
+                    error: refusal,
+                },
+            )
+            .await;
+            let _ = socket.send(Message::Close(None)).await;
+            return;
         }
         send_frame(
             &mut socket,

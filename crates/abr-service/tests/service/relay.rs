@@ -1835,6 +1835,48 @@ async fn another_tenants_approver_cannot_take_over_a_runner_an_operator_linked()
     .expect("the test took too long");
 }
 
+/// The attack (issue 34, finding 3, the runner away): an operator's runner is linked with
+/// its token, then stops (a laptop closed for the night). Another tenant's approver, and
+/// its own tenant's, enroll its id to be the runner the operator's next calls reach:
+/// refused, the id stays the operator's while it is away; an operator enrolls it. On main
+/// any approver's code enrolled the free id.
+#[tokio::test]
+async fn a_runner_an_operator_linked_stays_theirs_while_it_is_away() {
+    tokio::time::timeout(LIMIT, async {
+        let hub = HubServer::start(settings(), None).await;
+        let runner = Linked::connect(&hub, "laptop", "erins-mac").await;
+        drop(runner);
+        wait_for("the runner to be gone", || {
+            hub.hub.connected("laptop").is_none()
+        })
+        .await;
+        for tenant in ["tenant-b", "tenant-1"] {
+            let approver = hub_key(&hub, "Bo", "approver", tenant).await;
+            let (status, _) = enrollment(&hub, &approver, "laptop").await;
+            assert_eq!(
+                status, 403,
+                "an approver of {tenant} enrolled the id an operator linked"
+            );
+        }
+        let body = serde_json::json!({"runnerId": "laptop"});
+        let (status, minted) = hub_call(
+            &hub,
+            FAKE_TOKEN,
+            "/v1/relay/enrollments",
+            None,
+            Some("tenant-1"),
+            &body,
+        )
+        .await;
+        assert_eq!(
+            status, 201,
+            "the operator enrolls its own runner's id: {minted}"
+        );
+    })
+    .await
+    .expect("the test took too long");
+}
+
 /// The attack (issue 34, finding 4): the approver of the runner's own tenant re-enrolls its
 /// live runner, to take its socket and receive the agent's next session upload. Refused:
 /// an approver does not re-enroll a live runner. An operator can: the live runner's
