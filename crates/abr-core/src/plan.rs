@@ -499,7 +499,7 @@ const SECRET_WORDS: [&str; 12] = [
 ];
 
 /// Whether an input named `name` is a secret by its name alone: a credential's name holds
-/// one of [`SECRET_PARTS`] or is made of words among which one of [`SECRET_WORDS`]. A
+/// one of `SECRET_PARTS` or is made of words among which one of `SECRET_WORDS`. A
 /// planner that forgets `secretInputs` for its password does not show it to the approver.
 pub fn is_secret_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();

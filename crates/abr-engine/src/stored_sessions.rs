@@ -42,7 +42,7 @@ impl StoredSessions {
     /// is bound to and the request's scope (at least one is required), replacing what was
     /// there. `platforms` answers a registered platform's policy.
     ///
-    /// The platform is the one the session is bound to ([`Self::binding`]: the one the id
+    /// The platform is the one the session is bound to (the one the id
     /// was kept for, else the one the session was read out of), else the one the request
     /// names: storing a session again never drops its platform, so a read-only or
     /// attended-only platform's session cannot be laundered writable by keeping its cookies
