@@ -79,16 +79,19 @@ struct Guarded {
     router: Weak<dyn Gated>,
     context: BrowserContext,
     /// Its Chromium id (`None` when the browser would not say), asked once.
-    id: Arc<tokio::sync::OnceCell<Option<String>>>,
+    id: Arc<tokio::sync::OnceCell<String>>,
 }
 
 impl Guarded {
-    /// The context's Chromium id: asked now unless it was already (or is being) asked.
+    /// The context's Chromium id: asked now unless it was already (or is being) asked; a
+    /// browser that did not answer is asked again the next time (an unknown id would leave
+    /// the context's writes unclaimed).
     async fn id(&self) -> Option<&str> {
         self.id
-            .get_or_init(|| chromium_id(&self.context))
+            .get_or_try_init(|| async { chromium_id(&self.context).await.ok_or(()) })
             .await
-            .as_deref()
+            .ok()
+            .map(String::as_str)
     }
 }
 
