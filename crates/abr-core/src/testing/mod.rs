@@ -1108,35 +1108,14 @@ impl FakePage {
 
     /// Sends the requests `action` makes the page send through the gate, in order.
     async fn send_requests(&self, action: &BrowserAction) {
-        let (requests, gate) = {
-            let page = self.lock();
-            let requests = page
-                .requests_on
-                .get(&action_key(action))
-                .cloned()
-                .unwrap_or_default();
-            (requests, page.gate.clone())
-        };
+        let requests = self
+            .lock()
+            .requests_on
+            .get(&action_key(action))
+            .cloned()
+            .unwrap_or_default();
         for (method, url) in requests {
-            let admitted = match &gate {
-                Some(gate) if !crate::guard::network::is_safe_method(&method) => {
-                    let request = crate::guard::network::OutgoingRequest {
-                        method: &method,
-                        url: &url,
-                        resource_type: "fetch",
-                        content_type: None,
-                        body: None,
-                    };
-                    gate.admit(&request).await
-                }
-                _ => true,
-            };
-            let mut page = self.lock();
-            if admitted {
-                page.sent.push((method, url));
-            } else {
-                page.refused.push((method, url));
-            }
+            self.page_sends(&method, &url).await;
         }
     }
 
