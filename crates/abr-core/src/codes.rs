@@ -2,13 +2,18 @@
 //! a re-check's `error.code`): outcomes inside a 200 answer, not HTTP errors (those are the
 //! table in [`abr_protocol::codes`]; a record may also carry one of those, e.g. a provider
 //! failure's `provider_unavailable`, or `invalid_plan`).
+//!
+//! A code that is also an HTTP error's is defined once, in that table: its name here is the
+//! table's wire name ([`BROWSER_CRASHED`], [`BLOCKED_ACTION`], [`SITE_DENIED`]).
+
+use abr_protocol::codes as wire;
 
 /// The element, URL or text did not appear within the step's deadline.
 pub const ELEMENT_NOT_FOUND: &str = "element_not_found";
 /// The page did not load.
 pub const NAVIGATION_FAILED: &str = "navigation_failed";
-/// The page or browser is gone.
-pub const BROWSER_CRASHED: &str = "browser_crashed";
+/// The page or browser is gone ([`wire::BROWSER_CRASHED`]).
+pub const BROWSER_CRASHED: &str = wire::BROWSER_CRASHED.code;
 /// The site sent the browser to a sign-in page.
 pub const NEEDS_REAUTH: &str = "needs_reauth";
 /// The browser refused the step (an element not editable, an option missing).
@@ -39,10 +44,12 @@ pub const APPROVAL_REQUIRED: &str = "approval_required";
 pub const REJECTED: &str = "rejected";
 /// The stored plan is not the approved one, or has no approval: nothing ran.
 pub const PLAN_NOT_APPROVED: &str = "plan_not_approved";
-/// The read-only or dry-run guard refused a committing action (nothing reached the page).
-pub const BLOCKED_ACTION: &str = "blocked_action";
-/// The run reached a site the tenant denied (or one outside its allow list).
-pub const SITE_DENIED: &str = "site_denied";
+/// The read-only or dry-run guard refused a committing action (nothing reached the page;
+/// [`wire::BLOCKED_ACTION`]).
+pub const BLOCKED_ACTION: &str = wire::BLOCKED_ACTION.code;
+/// The run reached a site the tenant denied, or one outside its allow list
+/// ([`wire::SITE_DENIED`]).
+pub const SITE_DENIED: &str = wire::SITE_DENIED.code;
 /// The person (or the orchestrator) ended the takeover: the run stopped without acting.
 pub const TAKEOVER_ENDED: &str = "takeover_ended";
 /// Nobody resumed the takeover in time: the run stopped without acting.
