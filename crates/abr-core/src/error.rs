@@ -10,8 +10,10 @@ use crate::limits::TenantLimit;
 use crate::scope::ScopeError;
 
 pub mod plan;
+pub mod store;
 
 pub use plan::{PlanError, PlanLocation, PlanProblem, UrlProblem};
+pub use store::{StoreFailure, StoreFailureKind};
 
 /// The broad category of an error: what a caller branches on (and what the HTTP layer maps
 /// to a status code).
@@ -234,9 +236,10 @@ pub enum CoreError {
     /// The provider panicked; only this request failed.
     #[error("the provider panicked {0}")]
     ProviderPanicked(&'static str),
-    /// The session store failed.
-    #[error("session store failed: {0}")]
-    Store(String),
+    /// A store failed (its kind says how: a lost race, down now, a damaged record, set up
+    /// wrong).
+    #[error("store failed: {0}")]
+    Store(#[from] StoreFailure),
     /// An internal failure (e.g. the OS random source); details are logged, not returned.
     #[error("internal error: {0}")]
     Internal(&'static str),
@@ -364,7 +367,15 @@ impl CoreError {
                 _ => ErrorKind::Unavailable,
             },
             Self::Strategy(e) if e.kind == StrategyErrorKind::NeedsReauth => ErrorKind::Conflict,
-            Self::Strategy(_) | Self::Store(_) => ErrorKind::Unavailable,
+            Self::Strategy(_) => ErrorKind::Unavailable,
+            Self::Store(e) => match e.kind() {
+                StoreFailureKind::Conflict => ErrorKind::Conflict,
+                StoreFailureKind::NotFound => ErrorKind::NotFound,
+                StoreFailureKind::Corrupt => ErrorKind::Internal,
+                StoreFailureKind::Unavailable | StoreFailureKind::Misconfigured => {
+                    ErrorKind::Unavailable
+                }
+            },
             Self::Timeout(_) => ErrorKind::Timeout,
             Self::StrategyPanicked(_) | Self::ProviderPanicked(_) | Self::Internal(_) => {
                 ErrorKind::Internal
@@ -402,10 +413,10 @@ impl CoreError {
             | Self::CaptureLimit(_)
             | Self::LiveViewLimit(_)
             | Self::Timeout(_)
-            | Self::Store(_)
             | Self::Overloaded { .. }
             | Self::QueueTimeout { .. } => true,
             Self::TenantLimit { limit, .. } => limit.is_retryable(),
+            Self::Store(e) => e.is_retryable(),
             Self::Strategy(e) => e.kind == StrategyErrorKind::Failed,
             _ => false,
         }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use abr_core::audit::{AuditOutcome, Auditor};
 use abr_core::clock::{Clock, SystemClock, new_token};
 use abr_core::error::CoreError;
+use abr_core::error::store::StoreFailure;
 use abr_core::store::{IdempotencyKey, Inserted, LedgerRecord, RecordStore};
 use abr_protocol::{AssertNotPostedRequest, OwnerAssertion, RecheckResult};
 
@@ -218,10 +219,10 @@ impl<R: LedgerRecord> Ledger<R> {
             }
             record = self.load(record.tenant(), record.id()).await?;
         }
-        Err(CoreError::Store(format!(
+        Err(CoreError::Store(StoreFailure::conflict(format!(
             "the {}'s record kept changing while it was written",
             R::KIND
-        )))
+        ))))
     }
 
     /// Marks the record durably before its commit point (outside the compare-and-swap).

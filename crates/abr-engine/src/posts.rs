@@ -36,6 +36,7 @@ use abr_core::clock::{Clock, SystemClock};
 use abr_core::codes;
 use abr_core::digest::post_request_hash;
 use abr_core::error::CoreError;
+use abr_core::error::store::StoreFailure;
 use abr_core::provider::SessionContext;
 use abr_core::store::{IdempotencyKey, LedgerRecord, PostStore, StoredPost};
 use abr_core::strategy::SubmitGate;
@@ -573,9 +574,9 @@ impl<C: SessionContext> PostJournal<C> {
                 }
             });
         }
-        Err(CoreError::Store(
-            "the post's record kept changing while it was read".into(),
-        ))
+        Err(CoreError::Store(StoreFailure::conflict(
+            "the post's record kept changing while it was read",
+        )))
     }
 
     fn replayed(&self, tenant: &str, platform: &str, result: AgentPostResult) -> Posted {

@@ -32,6 +32,8 @@ mod tasks;
 pub use crypto::SealingKey;
 pub use db::SqliteStore;
 
+use abr_core::error::store::{StoreFailure, StoreFailureKind};
+
 /// A store failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -39,6 +41,15 @@ pub enum StoreError {
     /// The database could not be opened, read or written.
     #[error("the store's database failed: {0}")]
     Database(String),
+    /// The database is locked by another writer now.
+    #[error("the store's database is busy: {0}")]
+    Busy(String),
+    /// A write broke one of the database's constraints (a key taken, a bound crossed).
+    #[error("the store refused a write: {0}")]
+    Constraint(String),
+    /// The database file is damaged or not a database.
+    #[error("the store's database is damaged: {0}")]
+    Damaged(String),
     /// `ABR_SESSION_KEY` is not 64 hex characters.
     #[error("the session key must be 64 hex characters (32 bytes)")]
     InvalidKey,
@@ -63,12 +74,31 @@ pub enum StoreError {
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        Self::Database(e.to_string())
+        use rusqlite::ErrorCode;
+        let message = e.to_string();
+        match e.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Self::Busy(message),
+            Some(ErrorCode::ConstraintViolation) => Self::Constraint(message),
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Self::Damaged(message),
+            _ => Self::Database(message),
+        }
+    }
+}
+
+impl StoreError {
+    /// What kind of store failure this is for the store contracts.
+    pub fn failure_kind(&self) -> StoreFailureKind {
+        match self {
+            Self::Database(_) | Self::Busy(_) => StoreFailureKind::Unavailable,
+            Self::Constraint(_) => StoreFailureKind::Conflict,
+            Self::Damaged(_) | Self::Crypto | Self::Record(_) => StoreFailureKind::Corrupt,
+            Self::InvalidKey | Self::NoKey => StoreFailureKind::Misconfigured,
+        }
     }
 }
 
 impl From<StoreError> for abr_core::CoreError {
     fn from(e: StoreError) -> Self {
-        abr_core::CoreError::Store(e.to_string())
+        abr_core::CoreError::Store(StoreFailure::new(e.failure_kind(), e.to_string()))
     }
 }

@@ -10,6 +10,7 @@ use subtle::ConstantTimeEq as _;
 use time::OffsetDateTime;
 
 use crate::error::CoreError;
+use crate::error::store::StoreFailure;
 
 /// A key as stored: who holds it, what it may do, and the SHA-256 digest of its token.
 #[derive(Clone, PartialEq, Eq)]
@@ -149,16 +150,18 @@ impl KeyStore for InMemoryKeys {
     async fn insert_key(&self, key: &StoredKey) -> Result<(), CoreError> {
         let mut keys = self.lock();
         if keys.contains_key(&key.id) {
-            return Err(CoreError::Store("a key with this id exists".into()));
+            return Err(CoreError::Store(StoreFailure::conflict(
+                "a key with this id exists",
+            )));
         }
         if key.role == Role::Runner
             && keys
                 .values()
                 .any(|k| k.role == Role::Runner && k.name == key.name && k.revoked_at.is_none())
         {
-            return Err(CoreError::Store(
-                "this runner id has a credential that is not revoked".into(),
-            ));
+            return Err(CoreError::Store(StoreFailure::conflict(
+                "this runner id has a credential that is not revoked",
+            )));
         }
         keys.insert(key.id.clone(), key.clone());
         Ok(())

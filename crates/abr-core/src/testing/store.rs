@@ -751,9 +751,11 @@ where
     store.insert_key(&first).await.unwrap();
     let mut clash = sample_key("key_a", 9);
     clash.role = abr_protocol::Role::Operator;
+    let taken = store.insert_key(&clash).await;
     assert!(
-        store.insert_key(&clash).await.is_err(),
-        "a second key under one id was stored"
+        matches!(&taken, Err(crate::error::CoreError::Store(e))
+            if e.kind() == crate::error::store::StoreFailureKind::Conflict && e.is_retryable()),
+        "a second key under one id is a conflict: {taken:?}"
     );
     assert_eq!(store.key("key_a").await.unwrap(), Some(second.clone()));
     assert_eq!(store.key("key_c").await.unwrap(), None);

@@ -20,6 +20,7 @@ use abr_core::codes;
 use abr_core::context::TaskContext;
 use abr_core::digest::plan_hash;
 use abr_core::error::CoreError;
+use abr_core::error::store::StoreFailure;
 use abr_core::guard::SnapshotRequest;
 use abr_core::principal::{Actor, Right};
 use abr_core::scope_io::Scopes;
@@ -275,8 +276,10 @@ impl<C: TaskContext> TaskRunner<C> {
             Err((_, failure)) => {
                 let error = if failure.body.code == codes::SITE_DENIED {
                     CoreError::SiteDenied(failure.body.message)
+                } else if failure.body.retryable {
+                    CoreError::Store(StoreFailure::unavailable(failure.body.message))
                 } else {
-                    CoreError::Store(failure.body.message)
+                    CoreError::Store(StoreFailure::corrupt(failure.body.message))
                 };
                 self.abandon(task, &error, admitted).await;
                 return Err(error);

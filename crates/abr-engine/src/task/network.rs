@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use abr_core::error::CoreError;
+use abr_core::error::store::StoreFailure;
 use abr_core::guard::{
     NetworkRules, OutgoingRequest, OwnSites, RequestGate, RequestKind, classify, host_of,
 };
@@ -324,9 +325,9 @@ impl RunNetwork {
                 };
                 let done = match tokio::time::timeout(MARK_TIMEOUT, announce_and_mark).await {
                     Ok(done) => done,
-                    Err(_) => Err(CoreError::Store(
-                        "marking the run committing took too long".into(),
-                    )),
+                    Err(_) => Err(CoreError::Store(StoreFailure::unavailable(
+                        "marking the run committing took too long",
+                    ))),
                 };
                 if let Err(e) = done {
                     tracing::warn!(error = %e, "network: a write could not be announced or marked; it was not sent");
@@ -567,8 +568,9 @@ mod tests {
         gate.close();
         assert!(!gate.admit(&post("https://shop.example/api/late")).await);
         // A mark that fails holds the write back, and says why.
-        let failing: MarkCommitting =
-            Arc::new(|| Box::pin(async { Err(CoreError::Store("disk full".into())) }));
+        let failing: MarkCommitting = Arc::new(|| {
+            Box::pin(async { Err(CoreError::Store(StoreFailure::unavailable("disk full"))) })
+        });
         let mut own = OwnSites::default();
         own.add_host("shop.example");
         let gate = RunNetwork::new(NetworkRules::default(), own, None, failing);

@@ -7,6 +7,7 @@ use std::time::Duration;
 use abr_core::codes;
 use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
+use abr_core::error::store::StoreFailure;
 use abr_core::guard::{
     FrameRecorder, MAX_FRAME_BYTES, OwnSites, ReadOnlySource, RequestGate, RunGuard, SitePolicy,
     SiteVerdict,
@@ -161,9 +162,9 @@ impl<C: TaskContext> TaskRunner<C> {
                 callback_url: callback_url(&task),
                 record: task.record,
             }),
-            Ok(false) => Err(CoreError::Store(
-                "the task record changed while the task ran".into(),
-            )),
+            Ok(false) => Err(CoreError::Store(StoreFailure::conflict(
+                "the task record changed while the task ran",
+            ))),
             Err(e) => Err(e),
         }
     }
@@ -924,9 +925,9 @@ impl<C: TaskContext> TaskRunner<C> {
     pub(super) async fn save_progress(&self, task: &mut StoredTask) -> Result<(), Failure> {
         match self.save(task).await {
             Ok(true) => Ok(()),
-            Ok(false) => Err(Failure::store(&CoreError::Store(
-                "the task record changed while the task ran".into(),
-            ))),
+            Ok(false) => Err(Failure::store(&CoreError::Store(StoreFailure::conflict(
+                "the task record changed while the task ran",
+            )))),
             Err(e) => Err(Failure::store(&e)),
         }
     }

@@ -692,10 +692,14 @@ impl RecordStore<StoredPost> for NoUpdates {
         self.0.get(tenant, post_id).await
     }
     async fn update(&self, _post: &StoredPost) -> Result<bool, CoreError> {
-        Err(CoreError::Store("disk full".into()))
+        Err(CoreError::Store(
+            abr_core::error::StoreFailure::unavailable("disk full"),
+        ))
     }
     async fn mark(&self, _tenant: &str, _post_id: &str) -> Result<(), CoreError> {
-        Err(CoreError::Store("disk full".into()))
+        Err(CoreError::Store(
+            abr_core::error::StoreFailure::unavailable("disk full"),
+        ))
     }
     async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {
         self.0.unfinished().await

@@ -54,6 +54,13 @@ async fn a_session_is_encrypted_at_rest_and_reads_back_with_its_key() {
     let wrong = SqliteStore::open(&path, Some(SealingKey::from_bytes([1; 32])), false).unwrap();
     let e = wrong.load(&k).await.unwrap_err();
     assert_eq!(e.code(), "store_failed");
+    // A row that does not open with this key is not a failure that goes away.
+    assert!(
+        matches!(&e, abr_core::CoreError::Store(f)
+            if f.kind() == abr_core::error::StoreFailureKind::Corrupt),
+        "{e:?}"
+    );
+    assert!(!e.is_retryable(), "{e:?}");
     assert!(!e.to_string().contains(CANARY));
     // Another row's key does not open it either (rows are bound to their key).
     assert_eq!(
@@ -71,6 +78,14 @@ async fn without_a_key_sessions_are_refused_unless_insecure_dev() {
     let strict = SqliteStore::open(&dir.path().join("a.db"), None, false).unwrap();
     let e = strict.save(&k, state()).await.unwrap_err();
     assert!(e.to_string().contains("ABR_SESSION_KEY"), "{e}");
+    // Set up wrong, not down: no retry can succeed (the relay example of issue 37 answered
+    // this `store_failed` marked retryable).
+    assert!(
+        matches!(&e, abr_core::CoreError::Store(f)
+            if f.kind() == abr_core::error::StoreFailureKind::Misconfigured),
+        "{e:?}"
+    );
+    assert!(!e.is_retryable(), "{e:?}");
     assert_eq!(
         strict.load(&k).await.unwrap(),
         None,
