@@ -4,7 +4,9 @@ use axum::http::{HeaderMap, HeaderValue, header};
 
 /// Security headers of a live-view page: a strict CSP (scripts and styles only with this
 /// response's nonce, connections only to the runner, framing only by `frame_ancestors`),
-/// `nosniff`, no caching, no referrer.
+/// `nosniff`, no caching, no referrer. Every live page has them from here: the runner's,
+/// the approval page, and a runner's page the hub serves over the relay (a second copy is
+/// the one that drifts: `.ci/check-layering` refuses another writer of `Referrer-Policy`).
 pub(crate) fn secure(headers: &mut HeaderMap, csp: &str) {
     let pairs = [
         (header::CONTENT_SECURITY_POLICY, csp),
@@ -19,7 +21,8 @@ pub(crate) fn secure(headers: &mut HeaderMap, csp: &str) {
     }
 }
 
-/// The CSP of the runner's own viewer page.
+/// The CSP of the runner's own viewer page (and the only one under which the hub lets a
+/// runner's page run its script, with the runner's nonce).
 pub(crate) fn viewer_csp(nonce: &str, frame_ancestors: &str) -> String {
     format!(
         "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \

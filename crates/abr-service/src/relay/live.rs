@@ -3,7 +3,8 @@
 //!
 //! The page a runner answers is served on the hub's origin, so the hub builds its response
 //! itself and copies none of the runner's headers ([`served_page`]): the hub's CSP,
-//! `nosniff`, `no-store`, `no-referrer`, and of the runner's answer only its status, its
+//! `nosniff`, `no-store`, `no-referrer` (the live page's headers, written by
+//! `live::page::secure` as on the runner), and of the runner's answer only its status, its
 //! body and a content type from a short list. The runner's viewer page carries inline
 //! script and style with a nonce the runner chose: the hub keeps that nonce only when the
 //! runner's CSP is exactly the viewer page's (scripts and styles by that nonce only, no
@@ -26,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::api_error::ApiError;
 use crate::live::LiveState;
+use crate::live::page::{secure, viewer_csp};
 
 use super::hub::{Hub, HubStream};
 use super::stream::StreamMessage;
@@ -107,16 +109,6 @@ pub(crate) async fn live_over_relay(
 const INERT_CSP: &str =
     "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// The CSP of the runner's viewer page (as `live::page` writes it), with its nonce and
-/// `frame-ancestors`.
-fn viewer_csp(nonce: &str, frame_ancestors: &str) -> String {
-    format!(
-        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
-         img-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
-         frame-ancestors {frame_ancestors}"
-    )
-}
-
 /// Whether `nonce` can be a nonce of the runner's page: 16 to 128 of `A-Z a-z 0-9 - _`.
 fn valid_nonce(nonce: &str) -> bool {
     (16..=128).contains(&nonce.len())
@@ -179,21 +171,6 @@ fn single<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     match (values.next(), values.next()) {
         (Some(value), None) => Some(value),
         _ => None,
-    }
-}
-
-/// The security headers of every live page the hub serves for a runner.
-fn secure(headers: &mut HeaderMap, csp: &str) {
-    let pairs = [
-        (header::CONTENT_SECURITY_POLICY, csp),
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::CACHE_CONTROL, "no-store"),
-        (header::REFERRER_POLICY, "no-referrer"),
-    ];
-    for (name, value) in pairs {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            headers.insert(name, value);
-        }
     }
 }
 
