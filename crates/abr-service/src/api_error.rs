@@ -1,6 +1,7 @@
 //! [`ApiError`]: every refusal of the API as the one JSON envelope, its status and
 //! retryability from [`abr_protocol::codes`]; [`ApiJson`] and [`ApiPath`]: a JSON body and
-//! path parameters whose rejections are envelopes too.
+//! path parameters whose rejections are envelopes too; [`is_json`]: the one check of a JSON
+//! content type.
 
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use axum::extract::path::ErrorKind;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
@@ -93,6 +94,18 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Whether `headers` say the body is JSON: the media type of `Content-Type` (before any
+/// `;` parameter, trimmed) is `application/json`, in any case. The one check, for what a
+/// client sends (an API body, `/mcp`'s message) and for an error answer that may stay as
+/// it is (the router's, `/mcp`'s).
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
 /// A JSON body whose every rejection is a JSON envelope, and whose error messages never echo
 /// input values (serde quotes them).
 #[derive(Debug)]
@@ -102,13 +115,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let is_json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
-        if !is_json {
+        if !is_json(req.headers()) {
             return Err(ApiError::new(
                 codes::UNSUPPORTED_MEDIA_TYPE,
                 "the body must be JSON (Content-Type: application/json)",

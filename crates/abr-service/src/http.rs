@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
+use crate::api_error::is_json;
 pub use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::auth::require_bearer;
 use crate::live::LiveState;
@@ -82,12 +83,7 @@ async fn every_error_an_envelope(request: Request, next: Next) -> Response {
     if proxied || !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("application/json"));
-    if is_json {
+    if is_json(response.headers()) {
         return response;
     }
     let (code, message) = match status.as_u16() {

@@ -20,7 +20,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use serde_json::{Value, json};
 
 use super::server::McpServer;
-use crate::api_error::ApiError;
+use crate::api_error::{ApiError, is_json};
 use crate::json_detail::JsonDetail;
 
 /// JSON-RPC's "Invalid Request".
@@ -73,13 +73,7 @@ impl McpEndpoint {
         if !self.host_is_ours(&request) {
             return foreign_host();
         }
-        let is_json = request
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
-        if !is_json {
+        if !is_json(request.headers()) {
             return envelope(
                 codes::UNSUPPORTED_MEDIA_TYPE,
                 "the body must be a JSON-RPC message (Content-Type: application/json)",
@@ -202,12 +196,7 @@ fn rpc_error(id: Value, message: &str) -> Response {
 /// for (its text is dropped: it may quote the request).
 fn in_json(response: Response) -> Response {
     let status = response.status();
-    let json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || json {
+    if !(status.is_client_error() || status.is_server_error()) || is_json(response.headers()) {
         return response;
     }
     match status {
