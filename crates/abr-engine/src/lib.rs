@@ -44,6 +44,8 @@ pub(crate) mod retention;
 pub(crate) mod step;
 pub mod stored_sessions;
 pub mod task;
+#[cfg(test)]
+mod tests;
 
 pub use admission::TenantAdmission;
 pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};

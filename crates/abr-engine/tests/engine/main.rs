@@ -1,5 +1,6 @@
-//! abr-engine's application on the core's fakes (the `testing` feature): no browser, no
-//! HTTP.
+//! abr-engine's API, [`abr_engine::Engine`], on the core's fakes (the `testing` feature): no
+//! browser, no HTTP. The tests of the engine's parts are unit tests of the crate
+//! (`src/tests`).
 //!
 //! One test binary for the crate: each test file is a module here.
 
@@ -13,17 +14,7 @@
     reason = "test code: a failed step is the test's failure"
 )]
 
-mod browse;
-mod capture;
-mod codes;
-mod declared;
 mod facade;
-mod guard;
-mod keys;
-mod live;
-mod post_journal;
-mod poster;
-mod tasks;
 
 use std::sync::Arc;
 
@@ -44,45 +35,4 @@ fn actor(id: &str, name: &str, role: Role, tenant: &str) -> Actor {
     Arc::new(Principal::new(id, name, role, Tenants::One(tenant.to_owned()), false).unwrap())
         .act_for(None)
         .unwrap()
-}
-
-/// Every log line written on this thread (every level) while the answer lives: a canary test
-/// looks for its secret there.
-pub(crate) struct Logs {
-    buffer: Arc<std::sync::Mutex<Vec<u8>>>,
-    _guard: tracing::subscriber::DefaultGuard,
-}
-
-impl Logs {
-    /// What was logged so far.
-    pub(crate) fn contents(&self) -> String {
-        String::from_utf8_lossy(&self.buffer.lock().unwrap()).into_owned()
-    }
-}
-
-#[derive(Clone)]
-struct LogWriter(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Captures the logs of this thread (a current-thread test runtime's tasks included).
-pub(crate) fn capture_logs() -> Logs {
-    let buffer = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let writer = LogWriter(Arc::clone(&buffer));
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    Logs {
-        buffer,
-        _guard: tracing::subscriber::set_default(subscriber),
-    }
 }

@@ -15,17 +15,18 @@
     reason = "test code"
 )]
 
-use crate::{agent, approver};
+use super::{agent, approver};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::task::browses::BrowseConfig;
+use crate::task::runner::{TaskConfig, TaskRunner};
 use abr_core::approval::ApprovalRule;
 use abr_core::guard::{ElementFacts, FrameStore, PageSignals};
 use abr_core::limits::TenantLimits;
 use abr_core::store::{InMemoryStore, TaskStore};
 use abr_core::testing::{FakeContext, FakePage, FakeProvider};
 use abr_core::{CoreError, DynSessionProvider};
-use abr_engine::task::{BrowseConfig, TaskConfig, TaskRunner};
 use abr_protocol::{
     ActOutcome, ActionApprovalState, ActionDecision, BlockedBy, BrowseAction, BrowseRequest,
     CommitClass, PauseReason, SecretValue, SnapshotQuery, TaskState,
@@ -982,7 +983,7 @@ async fn an_ended_or_expired_takeover_closes_the_session() {
 #[tokio::test]
 async fn a_value_a_person_supplies_reaches_the_page_and_nothing_else() {
     const SECRET: &str = "canary-supplied-code-4411";
-    let logs = crate::capture_logs();
+    let logs = super::capture_logs();
     let h = h();
     let id = h
         .runner

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::keys::RunnerPresence::{Connected, Offline};
+use crate::keys::{KEY_RECHECK, Keys};
 use abr_core::audit::Auditor;
 use abr_core::principal::Principal;
 use abr_core::store::InMemoryStore;
 use abr_core::testing::ManualClock;
-use abr_engine::RunnerPresence::{Connected, Offline};
-use abr_engine::{KEY_RECHECK, Keys};
 use abr_protocol::{KeyRequest, Role};
 
 fn request(expires_in: Option<time::Duration>, now: time::OffsetDateTime) -> KeyRequest {
@@ -124,7 +124,7 @@ async fn an_enrollment_code_works_once_for_ten_minutes_and_runner_keys_come_only
 
     // Late: the code expired.
     let late = keys.enroll(&acme, "laptop", Offline).await.unwrap();
-    clock.advance(abr_engine::ENROLLMENT_TTL + Duration::from_secs(1));
+    clock.advance(crate::keys::ENROLLMENT_TTL + Duration::from_secs(1));
     assert!(
         keys.redeem_enrollment(late.code.expose(), "laptop", Offline)
             .await
@@ -307,7 +307,7 @@ async fn a_wrong_secret_under_a_known_id_costs_what_an_unknown_id_costs() {
     );
 }
 
-/// What a key opened (an event stream, a runner's socket: a [`abr_engine::KeyWatch`]) ends
+/// What a key opened (an event stream, a runner's socket: a [`crate::KeyWatch`]) ends
 /// when the key is revoked here (at once), by another process on the same store (`abr keys
 /// revoke`, within [`KEY_RECHECK`]), or expires; never for a credential that is no key.
 #[tokio::test(start_paused = true)]

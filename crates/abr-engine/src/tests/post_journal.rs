@@ -12,13 +12,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::poster::AgentPoster;
+use crate::posts::{PostJournal, PostReply, Posted};
+use crate::stored_sessions::StoredSessions;
 use abr_core::store::{InMemoryPostStore, RecordStore, StoredPost};
 use abr_core::testing::{FakeContext, FakeProvider, Script, ScriptedStrategy, StrategyScript};
 use abr_core::{
     AuditAction, Auditor, CoreError, InMemorySessionStore, MemoryAuditSink, RecheckOutcome,
     SessionKey, SessionStore, StrategyError, StrategyRegistry, VerifyOutcome,
 };
-use abr_engine::{AgentPoster, PostJournal, PostReply, Posted, StoredSessions};
 use abr_protocol::{
     AgentPostResult, AgentSessionState, AssertNotPostedRequest, Cookie, FailureStage,
     PlatformPolicy, PostContent, PostRecord, PostRequest, PostState, RecheckAnswer, SecretValue,

@@ -8,9 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::capture::{CaptureConfig, SessionCaptureManager};
+use crate::poster::{AgentPoster, PosterConfig};
 use abr_core::testing::{FakeContext, FakeProvider, Script, ScriptedStrategy};
 use abr_core::{DynSessionProvider, StepTimeouts, StrategyRegistry, WebPostStrategy};
-use abr_engine::{AgentPoster, CaptureConfig, PosterConfig, SessionCaptureManager};
 use abr_protocol::{
     AgentSessionState, CaptureRef, CaptureStartRequest, PlatformPolicy, PostContent, PostRequest,
     ProbeRequest, codes,

@@ -12,11 +12,13 @@
     reason = "test code"
 )]
 
-use crate::{agent, approver};
+use super::{agent, approver};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::stored_sessions::StoredSessions;
+use crate::task::runner::{TaskConfig, TaskEnd, TaskRunner};
 use abr_core::Clock as _;
 use abr_core::approval::ApprovalRule;
 use abr_core::codes as task_codes;
@@ -32,8 +34,6 @@ use abr_core::store::{
 };
 use abr_core::testing::{FakeContext, FakeFault, FakePage, FakeProvider, ManualClock, action_key};
 use abr_core::{AuditAction, Auditor, CoreError, DynSessionProvider, ErrorKind, MemoryAuditSink};
-use abr_engine::StoredSessions;
-use abr_engine::task::{TaskConfig, TaskEnd, TaskRunner};
 use abr_protocol::{
     AgentSessionState, ApproveRequest, AssertNotPostedRequest, CommitClass, Cookie, RecheckAnswer,
     RejectRequest, SecretValue, SessionScopeSpec, StepPlan, TaskRecord, TaskRequest, TaskState,
@@ -2255,11 +2255,9 @@ async fn a_runner_stopped_after_a_write_left_recovers_the_task_uncertain() {
 async fn a_write_that_cannot_be_announced_never_leaves() {
     struct Gone;
     #[async_trait]
-    impl abr_engine::commit_watch::CommitHook for Gone {
-        async fn committing(&self) -> Result<(), abr_engine::commit_watch::CommitRefused> {
-            Err(abr_engine::commit_watch::CommitRefused(
-                "the hub is gone".into(),
-            ))
+    impl crate::commit_watch::CommitHook for Gone {
+        async fn committing(&self) -> Result<(), crate::commit_watch::CommitRefused> {
+            Err(crate::commit_watch::CommitRefused("the hub is gone".into()))
         }
     }
     let h = h();
@@ -2267,8 +2265,8 @@ async fn a_write_that_cannot_be_announced_never_leaves() {
     h.page
         .request_on("#more", "POST", "https://tool.example/api/like");
     let record = h.approved(show_more_plan(false)).await;
-    let watch = abr_engine::commit_watch::CommitWatch::new(Arc::new(Gone));
-    let end = abr_engine::commit_watch::scope(watch, h.runner.run(T, &record.task_id))
+    let watch = crate::commit_watch::CommitWatch::new(Arc::new(Gone));
+    let end = crate::commit_watch::scope(watch, h.runner.run(T, &record.task_id))
         .await
         .unwrap();
     assert!(h.page.sent().is_empty(), "the write was held, then refused");

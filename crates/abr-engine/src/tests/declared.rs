@@ -18,15 +18,15 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::declared::{
+    DeclaredError, DeclaredStrategy, DeclaredTimeouts, PlatformFormat, load_platform_files,
+};
+use crate::poster::AgentPoster;
 use abr_core::step_runner::{BrowserAction, StepFailure, StepFailureKind, StepOutput, StepRunner};
 use abr_core::{
     AcquireRequest, CoreError, Lease, PlatformPacing, PostProgress, ProviderCapabilities,
     ProviderError, RecheckOutcome, SessionContext, SessionProvider, StrategyRegistry,
     VerifyOutcome, WebPostStrategy,
-};
-use abr_engine::AgentPoster;
-use abr_engine::declared::{
-    DeclaredError, DeclaredStrategy, DeclaredTimeouts, PlatformFormat, load_platform_files,
 };
 use abr_protocol::{
     AgentPostResult, AgentSessionState, FailureStage, MediaAttachment, PlatformFile, PostContent,

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::capture::{CaptureConfig, SessionCaptureManager};
 use abr_core::Clock as _;
 use abr_core::testing::{FakeContext, FakeProvider, ManualClock, Script, ScriptedStrategy};
 use abr_core::{
@@ -14,7 +15,6 @@ use abr_core::{
     LiveInput, LiveKey, MemoryAuditSink, Modifiers, ProviderCapabilities, ProviderErrorKind,
     StrategyRegistry, WebPostStrategy,
 };
-use abr_engine::{CaptureConfig, SessionCaptureManager};
 use abr_protocol::{
     AgentSessionState, CaptureRef, CaptureStartRequest, CaptureStartResponse, Cookie, DropReason,
     LocalStorageItem, OriginState, PlatformPolicy, SessionScopeSpec,

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::poster::{AgentPoster, PosterConfig};
 use abr_core::testing::{
     FakeContext, FakeProvider, FixedRandom, ManualClock, Script, ScriptedStrategy, StrategyScript,
 };
@@ -18,7 +19,6 @@ use abr_core::{
     InMemorySessionStore, MemoryAuditSink, Pacing, ProviderErrorKind, ReceiptNote, SessionKey,
     SessionStore, StrategyError, StrategyRegistry, SubmitReceipt, VerifyOutcome,
 };
-use abr_engine::{AgentPoster, PosterConfig};
 use abr_protocol::{
     AgentPostResult, AgentSessionState, Cookie, FailureStage, LocalStorageItem, OriginState,
     PlatformPolicy, PostContent, PostOutcome, PostRequest, ProbeRequest, SessionScopeSpec,

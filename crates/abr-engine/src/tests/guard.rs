@@ -11,10 +11,11 @@
     reason = "test code"
 )]
 
-use crate::{agent, approver};
+use super::{agent, approver};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::task::runner::TaskRunner;
 use abr_core::guard::{
     ElementFacts, FrameRefused, FrameStore, InMemoryFrameStore, InMemorySiteStore, PageSignals,
     SiteStore, StoredFrame,
@@ -22,7 +23,6 @@ use abr_core::guard::{
 use abr_core::store::{InMemoryStore, TaskStore};
 use abr_core::testing::{FakeContext, FakePage, FakeProvider};
 use abr_core::{CoreError, DynSessionProvider};
-use abr_engine::task::TaskRunner;
 use abr_protocol::{
     AgentSessionState, ApproveRequest, BlockedBy, CommitClass, Cookie, FrameInfo, FramePoint,
     PauseReason, RunScreenshots, ScreenshotsMode, SiteDecision, SiteEntry, StepPlan, TakeoverState,
@@ -1001,11 +1001,12 @@ async fn the_sixty_first_frame_is_not_stored() {
 
 mod posts {
     use super::*;
+    use crate::poster::AgentPoster;
+    use crate::posts::{PostJournal, PostReply};
     use abr_core::guard::FrameSource;
     use abr_core::store::InMemoryPostStore;
     use abr_core::testing::{Script, ScriptedStrategy, StrategyScript};
     use abr_core::{StrategyRegistry, SystemClock, VerifyOutcome};
-    use abr_engine::{AgentPoster, PostJournal, PostReply};
     use abr_protocol::{PlatformPolicy, PostContent, PostRequest, SecretValue};
 
     const PLATFORM: &str = "social";

@@ -7,12 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::capture::{CaptureConfig, SessionCaptureManager};
+use crate::live_access::{LiveInputError, LiveRefusal};
 use abr_core::testing::{FakeContext, FakeProvider, ManualClock, ScriptedStrategy};
 use abr_core::{
     CoreError, DynSessionProvider, LiveFrame, LiveInput, LiveKey, Modifiers, StrategyRegistry,
     WebPostStrategy,
 };
-use abr_engine::{CaptureConfig, LiveInputError, LiveRefusal, SessionCaptureManager};
 use abr_protocol::{
     CaptureRef, CaptureStartRequest, CaptureStartResponse, PlatformPolicy, SessionScopeSpec,
 };
