@@ -1,8 +1,10 @@
-//! The docs say what the code does: the error table of `docs/http-api.md` is
-//! `abr_protocol::codes`, and the platform file `docs/platforms.md` shows is a valid one.
+//! The docs say what the code does. README.md is the front door (at most 250 lines); the
+//! error table of `docs/http-api.md` is `abr_protocol::codes`, and the platform file
+//! `docs/platforms.md` shows is a valid one.
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test code")]
 
+const README: &str = include_str!("../../../../README.md");
 const HTTP_API: &str = include_str!("../../../../docs/http-api.md");
 const PLATFORMS: &str = include_str!("../../../../docs/platforms.md");
 
@@ -18,6 +20,16 @@ fn marked<'a>(doc: &'a str, name: &str) -> &'a str {
         .find(&end)
         .unwrap_or_else(|| panic!("no {end:?} marker"));
     &doc[start..stop]
+}
+
+#[test]
+fn the_readme_is_a_front_door() {
+    let lines = README.lines().count();
+    assert!(
+        lines <= 250,
+        "README.md has {lines} lines: it is the front door (at most 250); the reference \
+         belongs in docs/"
+    );
 }
 
 #[test]
