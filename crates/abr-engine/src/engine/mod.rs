@@ -195,7 +195,7 @@ pub struct EngineBuilder<C: TaskContext> {
     body_key: Option<SecretValue>,
     event_sink: Option<Arc<dyn EventSink>>,
     completion: Option<Arc<dyn TaskCompletion>>,
-    retention_clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for EngineBuilder<C> {
@@ -227,7 +227,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             body_key: None,
             event_sink: None,
             completion: None,
-            retention_clock: Arc::new(SystemClock),
+            clock: Arc::new(SystemClock),
         }
     }
 
@@ -287,10 +287,12 @@ impl<C: TaskContext> EngineBuilder<C> {
         self
     }
 
-    /// The clock the evidence sweep reads (default: the system's; tests move one).
+    /// The one clock every part of the engine reads: records' times, deadlines of captures
+    /// and takeovers, tenant days, keys' expiry, the evidence sweep (default: the system's;
+    /// tests move one).
     #[must_use]
-    pub fn retention_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.retention_clock = clock;
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 
@@ -319,33 +321,37 @@ impl<C: TaskContext> EngineBuilder<C> {
         let frames: Arc<dyn FrameStore> = Arc::clone(&store) as Arc<dyn FrameStore>;
         let sites: Arc<dyn SiteStore> = Arc::clone(&store) as Arc<dyn SiteStore>;
         let task_store: Arc<dyn TaskStore> = Arc::clone(&store) as Arc<dyn TaskStore>;
+        let clock = self.clock;
         let poster = Arc::new(
             AgentPoster::new(Arc::clone(&self.jobs), Arc::clone(&strategies))
                 .with_audit(audit.clone())
                 .with_frames(Arc::new(FrameSource::new(
                     Arc::clone(&frames),
-                    Arc::new(SystemClock),
+                    Arc::clone(&clock),
                 )))
-                .with_config(poster_config),
+                .with_config(poster_config)
+                .with_clock(Arc::clone(&clock)),
         );
         let sessions = StoredSessions::new(
             Arc::clone(&store) as Arc<dyn SessionStore>,
-            Arc::new(SystemClock),
+            Arc::clone(&clock),
         );
         let admission = TenantAdmission::new(
             Arc::clone(&task_store) as Arc<dyn CounterStore>,
             config.tenant_limits,
-            Arc::new(SystemClock),
+            Arc::clone(&clock),
         );
         let posts = PostJournal::new(
             Arc::clone(&poster),
             Arc::clone(&store) as Arc<dyn PostStore>,
             body_key.clone(),
         )
+        .with_clock(Arc::clone(&clock))
         .with_sessions(sessions.clone())
         .with_admission(admission.clone())
         .with_audit(audit.clone());
         let mut tasks = TaskRunner::new(self.jobs, task_store)
+            .with_clock(Arc::clone(&clock))
             .with_config(TaskConfig {
                 approval: config.approval,
                 limits: config.tenant_limits,
@@ -363,7 +369,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             .with_audit(audit.clone());
         let events = Arc::new(Events::new(
             self.event_sink,
-            Arc::new(SystemClock),
+            Arc::clone(&clock),
             config.stall_after,
         ));
         tasks = tasks.with_events(Arc::clone(&events));
@@ -382,18 +388,19 @@ impl<C: TaskContext> EngineBuilder<C> {
                 .with_budget(&budget),
             )
             .with_audit(audit.clone())
-            .with_admission(admission.clone()),
+            .with_admission(admission.clone())
+            .with_clock(Arc::clone(&clock)),
         );
         let keys = Keys::new(
             Arc::clone(&store) as Arc<dyn KeyStore>,
-            Arc::new(SystemClock),
+            Arc::clone(&clock),
             audit.clone(),
         );
         let retention = config.retention.map(|keep| {
             Retention::new(
                 Arc::clone(&store) as Arc<dyn EvidenceStore>,
                 keep,
-                self.retention_clock,
+                Arc::clone(&clock),
             )
         });
         let mut sweeps = vec![
@@ -419,7 +426,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             sites,
             keys,
             admission,
-            links: ApprovalLinks::new(Arc::new(SystemClock)),
+            links: ApprovalLinks::new(Arc::clone(&clock)),
             audit,
             completion: self.completion,
             retention,

@@ -651,7 +651,7 @@ async fn an_expired_task_keeps_its_outcome_without_evidence() {
         Arc::new(InMemoryStore::new()),
     )
     .completion(ends.clone())
-    .retention_clock(clock.clone())
+    .clock(clock.clone())
     .build()
     .unwrap();
     let mut request = task();
