@@ -17,6 +17,7 @@ use secrecy::SecretString;
 
 use crate::cli::CliError;
 use crate::config::RunnerConfig;
+use crate::runner::RunnerBuilder;
 use crate::server::RunningServer;
 
 /// `abr demo` arguments.
@@ -80,7 +81,7 @@ impl DemoArgs {
         config.public_url = Some(
             url::Url::parse(&format!("http://{addr}")).map_err(|e| CliError::Run(e.to_string()))?,
         );
-        let runner = super::runner_builder(config)?
+        let runner = RunnerBuilder::from_config(config)?
             .build()
             .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
         let server = RunningServer::start(Arc::new(runner), listener)

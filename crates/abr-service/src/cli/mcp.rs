@@ -16,8 +16,7 @@ use secrecy::ExposeSecret;
 use crate::cli::CliError;
 use crate::config::{self, RunnerConfig};
 use crate::mcp::{McpServer, McpSettings};
-
-use super::serve::runner_builder;
+use crate::runner::RunnerBuilder;
 
 const MCP_HELP: &str = "\
 Configuration: the ABR_* environment variables of `abr serve` (see `abr serve --help`), and
@@ -79,7 +78,7 @@ async fn serve_stdio(config: RunnerConfig, mut settings: McpSettings) -> Result<
             .first()
             .map(|t| t.expose_secret().to_owned())
     });
-    let runner = runner_builder(config)?
+    let runner = RunnerBuilder::from_config(config)?
         .build()
         .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
     let runner = Arc::new(runner);

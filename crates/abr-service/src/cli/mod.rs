@@ -5,7 +5,8 @@
 //! into exactly one `abr: error: ...` line on stderr and the error's exit code.
 //!
 //! `abr demo` exists only with the crate's `demo` feature (on by default, for the `abr`
-//! binary); [`runner_builder`] is what `abr serve` runs, for embedders and tests.
+//! binary). Every command that runs a runner assembles it with
+//! [`RunnerBuilder::from_config`](crate::runner::RunnerBuilder::from_config).
 
 #[cfg(feature = "demo")]
 mod demo;
@@ -27,7 +28,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub(crate) use error::CliError;
-pub use serve::runner_builder;
 
 /// Exit codes, also listed in `abr --help`.
 const EXIT_CODES_HELP: &str = "\

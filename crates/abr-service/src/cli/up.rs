@@ -29,8 +29,8 @@ use crate::cli::local::logfile;
 use crate::cli::local::paths::{LocalPaths, private_dir};
 use crate::cli::local::state::{ControlToken, LaunchKind, RunnerState};
 use crate::cli::local::target::{Target, account_id, first_api_token};
-use crate::cli::serve::runner_builder;
 use crate::config::{self, RunnerConfig};
+use crate::runner::RunnerBuilder;
 use crate::server::{RunningServer, wait_for_signal};
 
 const UP_HELP: &str = "\
@@ -248,7 +248,7 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
     if config.insecure_dev && config.api_tokens.is_empty() {
         tracing::warn!("--insecure-dev: the API accepts requests without a token");
     }
-    let runner = runner_builder(config)
+    let runner = RunnerBuilder::from_config(config)
         .map_err(|e| LocalError::Run(e.to_string()))?
         .build()
         .map_err(|e| LocalError::Run(format!("cannot build the runner: {e}")))?;
