@@ -5,7 +5,6 @@
 //! A run and its frames are visible to their tenant only (its key's, or the one `x-tenant-id` names for an
 //! operator): another tenant's run id is a 404 `frame_not_found`, exactly like a missing one.
 
-use abr_core::{AuditAction, AuditEvent, AuditOutcome};
 use abr_protocol::{FramesResponse, ScreenshotsSetting, codes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -18,9 +17,6 @@ use crate::api_error::{ApiError, ApiJson};
 use crate::state::AppState;
 use crate::tenant::{Caller, one_header};
 use abr_core::context::TaskContext;
-
-/// The `platform` of audit events about a tenant's own settings (no platform involved).
-pub(crate) const SETTINGS_PLATFORM: &str = "settings";
 
 /// Who an unattributed change of a setting is audited as.
 const UNKNOWN_ACTOR: &str = "unknown";
@@ -140,21 +136,11 @@ async fn set_screenshots<C: TaskContext>(
 ) -> Result<Json<ScreenshotsSetting>, ApiError> {
     let actor = caller.actor(None)?;
     let person = person(&headers)?;
-    let runner = &state.runner;
-    runner
+    state
+        .runner
         .engine
-        .set_screenshots_enabled(&actor, setting.enabled)
+        .set_screenshots_enabled(&actor, setting.enabled, &person)
         .await?;
-    let mut event = AuditEvent::new(
-        time::OffsetDateTime::now_utc(),
-        AuditAction::ScreenshotsChanged,
-        AuditOutcome::Ok,
-        SETTINGS_PLATFORM,
-    )
-    .tenant(Some(actor.tenant()), None);
-    event.actor = Some(person);
-    event.screenshots_enabled = Some(setting.enabled);
-    runner.engine.audit().emit(event);
     Ok(Json(setting))
 }
 

@@ -1,10 +1,9 @@
 //! A tenant's site policy (`/v1/sites`): the sites its jobs may open (allow) or never open
 //! (deny), each entry covering its subdomains. Per tenant (`x-tenant-id`, `default`
 //! without): another tenant's decisions are never read, changed or removed. Every change is
-//! audited with the person who made it.
+//! audited with the person who made it (by the engine, where it is decided).
 
 use abr_core::guard::site_name;
-use abr_core::{AuditAction, AuditEvent, AuditOutcome};
 use abr_protocol::{SiteDecisionRequest, SiteEntry, SitesResponse, codes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -13,7 +12,6 @@ use axum::routing::{get, put};
 use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson};
-use crate::artifacts::SETTINGS_PLATFORM;
 use crate::state::AppState;
 use crate::tenant::Caller;
 use abr_core::context::TaskContext;
@@ -53,12 +51,11 @@ async fn decide<C: TaskContext>(
         decided_by,
         decided_at: time::OffsetDateTime::now_utc(),
     };
-    let runner = &state.runner;
-    runner.engine.decide_site(&actor, entry.clone()).await?;
-    let mut event = event(AuditAction::SiteDecided, actor.tenant(), &entry.domain);
-    event.actor = Some(entry.decided_by.clone());
-    event.decision = Some(entry.decision);
-    runner.engine.audit().emit(event);
+    state
+        .runner
+        .engine
+        .decide_site(&actor, entry.clone())
+        .await?;
     Ok(Json(entry))
 }
 
@@ -71,17 +68,12 @@ async fn remove<C: TaskContext>(
 ) -> Result<StatusCode, ApiError> {
     let actor = caller.actor(None)?;
     let domain = domain(path)?;
-    let runner = &state.runner;
-    if !runner.engine.remove_site(&actor, &domain).await? {
+    if !state.runner.engine.remove_site(&actor, &domain).await? {
         return Err(ApiError::new(
             codes::SITE_NOT_FOUND,
             "the tenant has no decision about this site",
         ));
     }
-    runner
-        .engine
-        .audit()
-        .emit(event(AuditAction::SiteRemoved, actor.tenant(), &domain));
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -90,16 +82,4 @@ fn domain(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError>
     let Path(raw) = path
         .map_err(|_| ApiError::new(codes::INVALID_REQUEST, "the path is not valid UTF-8 text"))?;
     Ok(site_name(&raw)?)
-}
-
-fn event(action: AuditAction, tenant: &str, domain: &str) -> AuditEvent {
-    let mut event = AuditEvent::new(
-        time::OffsetDateTime::now_utc(),
-        action,
-        AuditOutcome::Ok,
-        SETTINGS_PLATFORM,
-    )
-    .tenant(Some(tenant), None);
-    event.domain = Some(domain.to_owned());
-    event
 }

@@ -427,6 +427,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             keys,
             admission,
             links: ApprovalLinks::new(Arc::clone(&clock)),
+            clock,
             audit,
             completion: self.completion,
             retention,
@@ -479,6 +480,8 @@ pub struct Engine<C: TaskContext> {
     retention: Option<Retention>,
     config: EngineConfig,
     budget: DeadlineBudget,
+    /// The one clock every part reads (the builder's).
+    clock: Arc<dyn Clock>,
     sweeps: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -530,6 +533,11 @@ const POST_PANICKED: &str =
     "the job failed unexpectedly; it may have been published: do not retry automatically";
 
 impl<C: TaskContext> Engine<C> {
+    /// Now, by the engine's clock.
+    pub(crate) fn now(&self) -> time::OffsetDateTime {
+        self.clock.now()
+    }
+
     // ---- the parts ----------------------------------------------------------------------
 
     /// The API keys.

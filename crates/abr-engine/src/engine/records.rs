@@ -3,6 +3,7 @@
 //! the actor's right first, and reads or writes the actor's tenant only: another tenant's
 //! ids are not found.
 
+use abr_core::audit::{AuditAction, AuditEvent, AuditOutcome};
 use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
 use abr_core::guard::StoredFrame;
@@ -14,6 +15,9 @@ use abr_protocol::{
 };
 
 use crate::approval_links::MintedLink;
+
+/// The `platform` of audit events about a tenant's own settings (no platform involved).
+const SETTINGS_PLATFORM: &str = "settings";
 use crate::engine::Engine;
 use crate::handoff::ActiveTakeover;
 
@@ -310,23 +314,48 @@ impl<C: TaskContext> Engine<C> {
         Ok(sites)
     }
 
-    /// Allows or denies a site for the tenant (replacing an earlier decision).
+    /// Allows or denies a site for the tenant (replacing an earlier decision); audited
+    /// (`site_decided`, with the person who decided).
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may change the tenant's settings (an
     /// approver or an operator); a store failure.
     pub async fn decide_site(&self, actor: &Actor, entry: SiteEntry) -> Result<(), CoreError> {
         actor.require(Right::TenantSettings)?;
-        self.sites.decide(actor.tenant(), entry).await
+        let (domain, decided_by, decision) = (
+            entry.domain.clone(),
+            entry.decided_by.clone(),
+            entry.decision,
+        );
+        self.sites.decide(actor.tenant(), entry).await?;
+        let mut event = self.settings_event(AuditAction::SiteDecided, actor);
+        event.domain = Some(domain);
+        event.actor = Some(decided_by);
+        event.decision = Some(decision);
+        self.audit.emit(event);
+        Ok(())
     }
 
-    /// Removes the tenant's decision about `domain`; `false` when it had none.
+    /// Removes the tenant's decision about `domain`; `false` when it had none. Audited
+    /// (`site_removed`) when there was one.
     ///
     /// # Errors
     /// As [`Self::decide_site`].
     pub async fn remove_site(&self, actor: &Actor, domain: &str) -> Result<bool, CoreError> {
         actor.require(Right::TenantSettings)?;
-        self.sites.remove(actor.tenant(), domain).await
+        let removed = self.sites.remove(actor.tenant(), domain).await?;
+        if removed {
+            let mut event = self.settings_event(AuditAction::SiteRemoved, actor);
+            event.domain = Some(domain.to_owned());
+            self.audit.emit(event);
+        }
+        Ok(removed)
+    }
+
+    /// An audit event about the tenant's own settings (no platform involved).
+    fn settings_event(&self, action: AuditAction, actor: &Actor) -> AuditEvent {
+        AuditEvent::new(self.now(), action, AuditOutcome::Ok, SETTINGS_PLATFORM)
+            .tenant(Some(actor.tenant()), None)
     }
 
     /// A run's screenshots setting and its frames.
@@ -374,7 +403,8 @@ impl<C: TaskContext> Engine<C> {
         self.frames.screenshots_enabled(actor.tenant()).await
     }
 
-    /// Switches the tenant's replay screenshots on or off.
+    /// Switches the tenant's replay screenshots on or off; audited
+    /// (`screenshots_changed`, as `person`: the one a caller names, or `unknown`).
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may change the tenant's settings; a store
@@ -383,10 +413,16 @@ impl<C: TaskContext> Engine<C> {
         &self,
         actor: &Actor,
         enabled: bool,
+        person: &str,
     ) -> Result<(), CoreError> {
         actor.require(Right::TenantSettings)?;
         self.frames
             .set_screenshots_enabled(actor.tenant(), enabled)
-            .await
+            .await?;
+        let mut event = self.settings_event(AuditAction::ScreenshotsChanged, actor);
+        event.actor = Some(person.to_owned());
+        event.screenshots_enabled = Some(enabled);
+        self.audit.emit(event);
+        Ok(())
     }
 }

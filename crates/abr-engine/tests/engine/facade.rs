@@ -802,3 +802,86 @@ async fn a_run_without_progress_is_reported_stalled_once() {
         "a stall was reported twice"
     );
 }
+
+/// A decision the engine makes is audited by the engine: an embedder without abr-service
+/// gets the same audit trail (issue 35: the HTTP handlers used to write these events).
+#[tokio::test]
+async fn the_tenants_settings_are_audited_where_they_are_decided() {
+    let sink = Arc::new(abr_core::MemoryAuditSink::new());
+    let provider = Arc::new(FakeProvider::new());
+    let jobs: DynSessionProvider<FakeContext> = provider;
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .audit(sink.clone())
+    .build()
+    .unwrap();
+    let actor = approver(T);
+    let entry = abr_protocol::SiteEntry {
+        domain: "docs.example.com".into(),
+        decision: abr_protocol::SiteDecision::Allow,
+        decided_by: "alice".into(),
+        decided_at: time::OffsetDateTime::UNIX_EPOCH,
+    };
+    engine.decide_site(&actor, entry).await.unwrap();
+    assert!(
+        engine
+            .remove_site(&actor, "docs.example.com")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !engine
+            .remove_site(&actor, "docs.example.com")
+            .await
+            .unwrap()
+    );
+    engine
+        .set_screenshots_enabled(&actor, false, "bob")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..500 {
+        seen = sink
+            .events()
+            .iter()
+            .map(|e| (e.action, e.actor.clone(), e.domain.clone()))
+            .collect::<Vec<_>>();
+        if seen.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Delivered beside the calls: in any order.
+    seen.sort_by_key(|(action, _, _)| format!("{action:?}"));
+    assert_eq!(
+        seen,
+        [
+            (
+                abr_core::AuditAction::ScreenshotsChanged,
+                Some("bob".to_owned()),
+                None
+            ),
+            (
+                abr_core::AuditAction::SiteDecided,
+                Some("alice".to_owned()),
+                Some("docs.example.com".to_owned())
+            ),
+            (
+                abr_core::AuditAction::SiteRemoved,
+                None,
+                Some("docs.example.com".to_owned())
+            ),
+        ],
+        "each decision audited once (a removal of nothing is not one)"
+    );
+    assert!(
+        sink.events()
+            .iter()
+            .all(|e| e.workspace_id.as_deref() == Some(T))
+    );
+    engine.shutdown().await;
+}
