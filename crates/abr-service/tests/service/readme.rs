@@ -1,7 +1,8 @@
 //! The docs say what the code does. README.md is the front door (at most 250 lines), and
 //! the tables of `docs/` are the code's own: the error table is `abr_protocol::codes`, the
 //! settings table names the variables the runner reads, the MCP table the tools `/mcp`
-//! lists; the platform file shown is a valid platform file.
+//! lists; the platform file shown is a valid platform file, and the embedding snippet is the
+//! code of the compiled example (`examples/embed.rs`).
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test code")]
 
@@ -20,6 +21,8 @@ const HTTP_API: &str = include_str!("../../../../docs/http-api.md");
 const PLATFORMS: &str = include_str!("../../../../docs/platforms.md");
 const CONFIGURATION: &str = include_str!("../../../../docs/configuration.md");
 const MCP: &str = include_str!("../../../../docs/mcp.md");
+const EMBEDDING: &str = include_str!("../../../../docs/embedding.md");
+const EMBED_EXAMPLE: &str = include_str!("../../../../examples/embed.rs");
 
 /// The text of `doc` between `<!-- {name}:begin -->` and `<!-- {name}:end -->`.
 fn marked<'a>(doc: &'a str, name: &str) -> &'a str {
@@ -158,4 +161,34 @@ fn the_platform_file_is_valid() {
         std::collections::BTreeMap::from([("base".to_owned(), "http://127.0.0.1:8788".to_owned())]);
     let parsed = abr_engine::declared::DeclaredStrategy::parse_toml(toml, &vars);
     assert!(parsed.is_ok(), "{:?}", parsed.err());
+}
+
+/// The Rust the embedding page shows is the compiled example's code, region by region
+/// (`// docs:embed:begin` … `// docs:embed:end`, without the region's indentation), in the
+/// order the page shows it.
+#[test]
+fn the_embedding_snippets_are_the_compiled_example() {
+    let mut regions = Vec::new();
+    let mut rest = EMBED_EXAMPLE;
+    while let Some(at) = rest.find("// docs:embed:begin\n") {
+        let indent = at - rest[..at].rfind('\n').map_or(0, |n| n + 1);
+        let body = &rest[at + "// docs:embed:begin\n".len()..];
+        let end = body.find("// docs:embed:end").unwrap();
+        let region: Vec<&str> = body[..end]
+            .lines()
+            .map(|line| line.get(indent..).unwrap_or(line.trim_start()))
+            .collect();
+        regions.push(region.join("\n").trim_end().to_owned());
+        rest = &body[end..];
+    }
+    let shown: Vec<String> = EMBEDDING
+        .split("```rust\n")
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap().trim_end().to_owned())
+        .collect();
+    assert_eq!(regions.len(), 2, "{regions:?}");
+    assert_eq!(
+        shown, regions,
+        "docs/embedding.md shows other code than examples/embed.rs between its markers"
+    );
 }
