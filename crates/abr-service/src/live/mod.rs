@@ -229,9 +229,9 @@ async fn proxied<C: TaskContext + LiveSurface>(
     let target = state
         .runner
         .engine
-        .captures()
         .live_target(&token)
         .ok_or_else(gone)?;
+    // Only a capture's browser has a provider's viewer (a takeover's has none).
     let viewer = target.provider_viewer.ok_or_else(gone)?;
     let suffix = proxy::view_suffix(request.uri().path()).ok_or_else(gone)?;
     let upstream = proxy::upstream_url(&viewer, suffix, request.uri().query()).ok_or_else(gone)?;
@@ -241,7 +241,7 @@ async fn proxied<C: TaskContext + LiveSurface>(
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
     if is_upgrade {
         check_origin(&state.live, request.headers())?;
-        let live: LiveAttachment<C> = state.runner.engine.captures().attach_live(&token)?;
+        let live: LiveAttachment<C> = state.runner.engine.attach_live(&token)?;
         let upgrade = upgrade_of(request).await?;
         let server = proxy::connect(upstream).await.ok_or_else(|| {
             ApiError::new(
