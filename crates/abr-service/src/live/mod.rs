@@ -226,11 +226,7 @@ async fn proxied<C: TaskContext + LiveSurface>(
     let Some(client) = state.live.proxy.as_ref() else {
         return Err(gone());
     };
-    let target = state
-        .runner
-        .engine
-        .live_target(&token)
-        .ok_or_else(gone)?;
+    let target = state.runner.engine.live_target(&token).ok_or_else(gone)?;
     // Only a capture's browser has a provider's viewer (a takeover's has none).
     let viewer = target.provider_viewer.ok_or_else(gone)?;
     let suffix = proxy::view_suffix(request.uri().path()).ok_or_else(gone)?;
