@@ -14,7 +14,8 @@ use abr_core::store::{Counter, CounterStore};
 const SESSION_RETRY_AFTER: Duration = Duration::from_secs(10);
 
 /// Admission by the per-tenant limits, on the counters of a [`CounterStore`]: one for every
-/// kind of execution (tasks, posts), so a tenant's budgets count them all.
+/// kind of execution (tasks, posts, browse sessions, probes, captures), so a tenant's
+/// budgets count them all.
 #[derive(Clone)]
 pub struct TenantAdmission {
     store: Arc<dyn CounterStore>,

@@ -1,6 +1,6 @@
 //! Every error code the runner answers with, in one table: the server builds its error
-//! envelopes from it, `abr-client` matches on it, and the README's error table is checked
-//! against it.
+//! envelopes from it, `abr-client` matches on it, and the error table of `docs/http-api.md`
+//! is checked against it.
 
 /// Whether retrying the same request may succeed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,7 +22,7 @@ pub struct ErrorCode {
     pub status: u16,
     /// Whether a retry may succeed.
     pub retry: Retry,
-    /// What it means, for the README's table.
+    /// What it means, for the docs' error table.
     pub meaning: &'static str,
 }
 
@@ -236,7 +236,8 @@ pub fn lookup(code: &str) -> Option<&'static ErrorCode> {
     ALL.iter().find(|c| c.code == code)
 }
 
-/// The README's error table: one row per status, its codes, and what each means.
+/// The docs' error table (`docs/http-api.md`): one row per status, its codes, and what each
+/// means.
 pub fn markdown_table() -> String {
     let mut out = String::from("| status | code | retry | meaning |\n|---|---|---|---|\n");
     for c in ALL {

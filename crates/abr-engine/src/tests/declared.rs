@@ -508,7 +508,7 @@ fn the_shipped_demo_file_parses_with_its_base_filled_in() {
     );
 }
 
-/// The README's `[policy.network]` and `[policy.guard]`, in the demo file: templated,
+/// The `[policy.network]` and `[policy.guard]` of `docs/platforms.md`, in the demo file: templated,
 /// validated, and a bad endpoint refused naming the field.
 #[test]
 fn a_platform_file_declares_its_network_and_guard() {

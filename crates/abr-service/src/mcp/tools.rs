@@ -279,7 +279,7 @@ struct PostSchema {
 )]
 struct TaskSchema {
     /// The plan: `{targetUrl, steps: [{type, selector, value?, description}...],
-    /// verification, risk}`, as for `POST /v1/tasks` (see the runner's README).
+    /// verification, risk}`, as for `POST /v1/tasks` (see `docs/tasks.md`).
     plan: JsonObject,
     /// Values of the plan's `{{name}}` placeholders (shown to the approver).
     inputs: Option<std::collections::BTreeMap<String, String>>,

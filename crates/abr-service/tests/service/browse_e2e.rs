@@ -209,7 +209,7 @@ async fn a_brain_posts_through_snapshots_and_a_read_only_session_cannot() {
     assert!(!opened.read_only);
     let page = &opened.first.snapshot;
     assert!(page.url.ends_with("/compose"), "{}", page.url);
-    // The text form a model reads, as the README shows it.
+    // The text form a model reads, as `docs/browse.md` shows it.
     let form = page.to_text();
     let listing = form
         .split_once("/compose\n")
