@@ -5,7 +5,6 @@
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abr_client::{AgentRunnerClient, ClientError, LiveViewChannel};
@@ -16,8 +15,8 @@ use abr_providers::{LocalBrowserSessionProvider, LocalProviderConfig};
 use secrecy::SecretString;
 
 use crate::cli::CliError;
+use crate::cli::start;
 use crate::config::RunnerConfig;
-use crate::runner::RunnerBuilder;
 use crate::server::RunningServer;
 
 /// `abr demo` arguments.
@@ -47,11 +46,7 @@ impl DemoArgs {
         // Quiet unless RUST_LOG says otherwise: the demo's own lines are the output.
         let env = crate::config::process_env();
         crate::logging::init(crate::config::log_filter(&env), "warn,playwright_rs=error");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
-        runtime.block_on(self.demo())
+        start::runtime()?.block_on(self.demo())
     }
 
     async fn demo(self) -> Result<(), CliError> {
@@ -81,11 +76,9 @@ impl DemoArgs {
         config.public_url = Some(
             url::Url::parse(&format!("http://{addr}")).map_err(|e| CliError::Run(e.to_string()))?,
         );
-        let runner = RunnerBuilder::from_config(config)?
-            .build()
-            .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
-        let server = RunningServer::start(Arc::new(runner), listener)
-            .map_err(|e| CliError::Run(e.to_string()))?;
+        let runner = start::runner(config).await?;
+        let server =
+            RunningServer::start(runner, listener).map_err(|e| CliError::Run(e.to_string()))?;
         println!("runner        {}", server.base_url());
         let outcome = self.round_trip(&server, &site, &token).await;
         server.shutdown().await;

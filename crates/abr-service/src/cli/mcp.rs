@@ -14,9 +14,9 @@ use rmcp::ServiceExt as _;
 use secrecy::ExposeSecret;
 
 use crate::cli::CliError;
-use crate::config::{self, RunnerConfig};
+use crate::cli::start;
+use crate::config::RunnerConfig;
 use crate::mcp::{McpServer, McpSettings};
-use crate::runner::RunnerBuilder;
 
 const MCP_HELP: &str = "\
 Configuration: the ABR_* environment variables of `abr serve` (see `abr serve --help`), and
@@ -48,19 +48,13 @@ pub(crate) struct McpArgs {
 impl McpArgs {
     pub(crate) fn run(self) -> Result<(), CliError> {
         // Stdout is the protocol: every log line goes to stderr.
-        let env = config::process_env();
-        crate::logging::init(config::log_filter(&env), "info");
-        let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
+        let config = start::configuration(self.config.as_deref(), self.insecure_dev)?;
         if config.insecure_dev && config.api_tokens.is_empty() {
             tracing::warn!("--insecure-dev: the tools act without a token");
         }
         let mut settings = McpSettings::from_config(&config.mcp);
         settings.read_only |= self.read_only;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
-        runtime.block_on(serve_stdio(config, settings))
+        start::runtime()?.block_on(serve_stdio(config, settings))
     }
 }
 
@@ -78,17 +72,7 @@ async fn serve_stdio(config: RunnerConfig, mut settings: McpSettings) -> Result<
             .first()
             .map(|t| t.expose_secret().to_owned())
     });
-    let runner = RunnerBuilder::from_config(config)?
-        .build()
-        .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
-    let runner = Arc::new(runner);
-    let ended = runner
-        .recover()
-        .await
-        .map_err(|e| CliError::Run(format!("cannot read the store: {e}")))?;
-    if ended > 0 {
-        tracing::warn!(ended, "ended the tasks the previous run left unfinished");
-    }
+    let runner = start::runner(config).await?;
     if let Some(key) = &key {
         // The key must name someone; its tenant is the tools' unless ABR_MCP_TENANT says.
         let principal = runner

@@ -5,8 +5,9 @@
 //! into exactly one `abr: error: ...` line on stderr and the error's exit code.
 //!
 //! `abr demo` exists only with the crate's `demo` feature (on by default, for the `abr`
-//! binary). Every command that runs a runner assembles it with
-//! [`RunnerBuilder::from_config`](crate::runner::RunnerBuilder::from_config).
+//! binary). Every command that runs a runner starts it the one way (`start.rs`): assembled
+//! with [`RunnerBuilder::from_config`](crate::runner::RunnerBuilder::from_config), built,
+//! recovered.
 
 #[cfg(feature = "demo")]
 mod demo;
@@ -19,6 +20,7 @@ mod logs;
 mod mcp;
 mod serve;
 mod session;
+mod start;
 mod status;
 mod up;
 

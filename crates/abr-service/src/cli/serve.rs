@@ -1,11 +1,9 @@
 //! `abr serve`: the HTTP runner.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use crate::cli::CliError;
-use crate::config::{self, RunnerConfig};
-use crate::runner::RunnerBuilder;
+use crate::cli::start;
 use crate::server::RunningServer;
 
 const SERVE_HELP: &str = "\
@@ -55,37 +53,16 @@ pub(crate) struct ServeArgs {
     insecure_dev: bool,
 }
 
-/// Logs to stderr; `filter` (`RUST_LOG`) filters, default info (third-party targets that
-/// dump secrets stay capped, see [`crate::logging`]).
-fn init_logging(filter: Option<&str>) {
-    crate::logging::init(filter, "info");
-}
-
 impl ServeArgs {
     pub(crate) fn run(self) -> Result<(), CliError> {
-        let env = config::process_env();
-        init_logging(config::log_filter(&env));
-        let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
+        let config = start::configuration(self.config.as_deref(), self.insecure_dev)?;
         if config.insecure_dev && config.api_tokens.is_empty() {
             tracing::warn!("--insecure-dev: the API accepts requests without a token");
         }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
-        runtime.block_on(async move {
+        start::runtime()?.block_on(async move {
             let bind = config.bind;
-            let runner = RunnerBuilder::from_config(config)?
-                .build()
-                .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
-            let ended = runner
-                .recover()
-                .await
-                .map_err(|e| CliError::Run(format!("cannot read the store: {e}")))?;
-            if ended > 0 {
-                tracing::warn!(ended, "ended the tasks the previous run left unfinished");
-            }
-            let server = RunningServer::bind(Arc::new(runner), bind)
+            let runner = start::runner(config).await?;
+            let server = RunningServer::bind(runner, bind)
                 .await
                 .map_err(|e| CliError::Run(format!("cannot listen on {bind}: {e}")))?;
             println!("abr: listening on {}", server.base_url());

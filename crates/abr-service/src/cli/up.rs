@@ -1,8 +1,8 @@
 //! `abr up`: the runner on this machine, in the foreground (default) or `--background`.
 //!
-//! It builds the runner exactly as `abr serve` does and serves its API on loopback only
-//! (also its health check), holding the account's single-instance lock; a control endpoint
-//! on a second loopback port lets `abr down` stop it. With `--hub` it also links to a
+//! It starts the runner exactly as `abr serve` does (`start.rs`) and serves its API on
+//! loopback only (also its health check), holding the account's single-instance lock; a
+//! control endpoint on a second loopback port lets `abr down` stop it. With `--hub` it also links to a
 //! hub (see [`super::local::link`]). `--background` re-executes the same command detached
 //! (a new process group, stdin from /dev/null, output to its log) and reports success only
 //! once the detached runner holds the lock and answers its own health check. It never
@@ -29,8 +29,8 @@ use crate::cli::local::logfile;
 use crate::cli::local::paths::{LocalPaths, private_dir};
 use crate::cli::local::state::{ControlToken, LaunchKind, RunnerState};
 use crate::cli::local::target::{Target, account_id, first_api_token};
-use crate::config::{self, RunnerConfig};
-use crate::runner::RunnerBuilder;
+use crate::cli::start;
+use crate::config::RunnerConfig;
 use crate::server::{RunningServer, wait_for_signal};
 
 const UP_HELP: &str = "\
@@ -114,9 +114,7 @@ struct Plan {
 
 impl UpArgs {
     pub(crate) fn run(self) -> Result<(), CliError> {
-        let env = config::process_env();
-        crate::logging::init(config::log_filter(&env), "info");
-        let config = RunnerConfig::load(&env, self.config.as_deref(), self.insecure_dev)?;
+        let config = start::configuration(self.config.as_deref(), self.insecure_dev)?;
         let target = Target::resolve(
             &config.local,
             self.hub.as_deref(),
@@ -206,10 +204,7 @@ pub(crate) fn small_runtime() -> Result<tokio::runtime::Runtime, LocalError> {
 /// Runs the runner in this process until it is stopped.
 fn run_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
     let lock = take_lock(&plan)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| LocalError::Run(format!("cannot start the async runtime: {e}")))?;
+    let runtime = start::runtime().map_err(|e| LocalError::Run(e.to_string()))?;
     let state_path = plan.paths.state();
     let result = runtime.block_on(serve_here(plan, launch));
     // Tasks still running (cut by an immediate stop) end with the runtime. The state file
@@ -248,18 +243,9 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
     if config.insecure_dev && config.api_tokens.is_empty() {
         tracing::warn!("--insecure-dev: the API accepts requests without a token");
     }
-    let runner = RunnerBuilder::from_config(config)
-        .map_err(|e| LocalError::Run(e.to_string()))?
-        .build()
-        .map_err(|e| LocalError::Run(format!("cannot build the runner: {e}")))?;
-    let ended = runner
-        .recover()
+    let runner = start::runner(config)
         .await
-        .map_err(|e| LocalError::Run(format!("cannot read the store: {e}")))?;
-    if ended > 0 {
-        tracing::warn!(ended, "ended the tasks the previous run left unfinished");
-    }
-    let runner = Arc::new(runner);
+        .map_err(|e| LocalError::Run(e.to_string()))?;
 
     let (shutdown, stopping) = watch::channel(Shutdown::Running);
     let token = ControlToken::generate()?;

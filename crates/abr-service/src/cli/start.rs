@@ -1,0 +1,56 @@
+//! The start every command that runs a runner shares (`abr serve`, `abr mcp`, `abr up`,
+//! `abr demo`): the configuration read with logging set up from it ([`configuration`]), the
+//! runtime ([`runtime`]), and the runner the configuration describes, assembled and built,
+//! with what a previous process left unfinished ended before anything is served
+//! ([`runner`]).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::cli::CliError;
+use crate::config::{self, RunnerConfig};
+use crate::runner::{Runner, RunnerBuilder};
+
+/// The runner's configuration: the environment over the `--config` file (`file`). Logs go
+/// to stderr from here on, filtered by `RUST_LOG` (default info; third-party targets that
+/// dump secrets stay capped, see [`crate::logging`]).
+///
+/// # Errors
+/// [`CliError::Config`] naming the setting that is refused.
+pub(crate) fn configuration(
+    file: Option<&Path>,
+    insecure_dev: bool,
+) -> Result<RunnerConfig, CliError> {
+    let env = config::process_env();
+    crate::logging::init(config::log_filter(&env), "info");
+    Ok(RunnerConfig::load(&env, file, insecure_dev)?)
+}
+
+/// The multi-thread runtime a runner runs in.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))
+}
+
+/// The runner `config` describes ([`RunnerBuilder::from_config`]), built, after the posts
+/// and tasks a previous process left unfinished were ended ([`Runner::recover`]). Call it
+/// inside [`runtime`], before serving.
+///
+/// # Errors
+/// [`CliError::Config`] for a platform the configuration names that is refused;
+/// [`CliError::Run`] when the runner cannot be built or its store cannot be read.
+pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError> {
+    let runner = RunnerBuilder::from_config(config)?
+        .build()
+        .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
+    let ended = runner
+        .recover()
+        .await
+        .map_err(|e| CliError::Run(format!("cannot read the store: {e}")))?;
+    if ended > 0 {
+        tracing::warn!(ended, "ended the tasks the previous run left unfinished");
+    }
+    Ok(Arc::new(runner))
+}
