@@ -605,8 +605,8 @@ fn invalid_runner_id() -> ApiError {
     )
 }
 
-/// `GET /v1/relay/{runnerId}/connect`: only a relay token minted for this runner id (the
-/// long-lived API credential is not one).
+/// `GET /v1/relay/{runnerId}/connect`: only a relay token minted for this runner id (no API
+/// key or runner credential is one).
 async fn connect(
     State(RelayState { hub, keys }): State<RelayState>,
     Path(runner_id): Path<String>,

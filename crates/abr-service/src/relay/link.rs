@@ -1,7 +1,8 @@
 //! The runner's side of the relay: [`run`] keeps one outbound connection to the hub and
 //! serves the requests it forwards on the runner's own router, in-process.
 //!
-//! It mints a relay token with the long-lived API credential (used for nothing else),
+//! It mints a relay token with its credential (the runner credential enrollment gave it,
+//! or an operator's key for a runner id nobody enrolled), used for nothing else, then
 //! connects, says hello, serves forwarded requests concurrently, pings every `heartbeat`
 //! and drops a hub silent for `dead_after`, and reconnects with exponential backoff and
 //! full jitter (a fresh token each time) when the hub goes away or restarts. A request in

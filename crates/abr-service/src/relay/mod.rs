@@ -3,7 +3,8 @@
 //! every API call that names a runner (`x-abr-runner`) over that runner's live socket.
 //!
 //! - Hub side ([`Hub`]): `POST /v1/relay/tokens` mints a short-lived, single-use relay token
-//!   scoped to one runner id (with the long-lived API credential); `GET
+//!   scoped to one runner id, with the runner's own credential (the runner credential
+//!   enrollment gave it) or, for a runner id nobody enrolled, an operator's key; `GET
 //!   /v1/relay/{runnerId}/connect` accepts only such a token for that runner id. The first
 //!   frame is the runner's hello. The hub keeps **one socket per runner id**: while one is
 //!   live, a second connection for that id is refused right after the upgrade (a `refused`
@@ -13,7 +14,7 @@
 //!   the old socket is told (`replaced`) and closed. A relay token names the credential
 //!   that minted it, which owns the connection: an enrolled runner id's tokens come from
 //!   its runner credential only, and a socket ends when its credential is revoked (see
-//!   [`abr_engine::keys`] for who owns a runner id).
+//!   [`abr_engine::Keys::enroll`] for who owns a runner id).
 //! - Forwarding: method, path and query, a fixed list of headers (never the hub's
 //!   `Authorization`) and the body go to the runner, which runs them **in-process on its own
 //!   router** and answers status, headers and body; the hub returns the status, the body
