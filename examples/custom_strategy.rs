@@ -1,24 +1,27 @@
 //! Embeds the runtime in a Rust application with a strategy of your own.
 //!
 //! It starts the demo site on loopback, defines `MyDemoStrategy` (a minimal but honest
-//! [`WebPostStrategy`] for that site), signs in once to get a session, then posts through
-//! [`AgentPoster`] with the local Chromium provider and checks every outcome against the
-//! site's ground truth. It exits non-zero when ABR's answer disagrees with what the site
-//! actually stored.
+//! [`WebPostStrategy`] for that site), signs in once to get a session, then registers the
+//! strategy with an [`Engine`] (built by [`EngineBuilder`] over the local Chromium provider
+//! and an in-memory store) and posts through it, as an operator acting for one tenant, and
+//! checks every outcome against the site's ground truth. It exits non-zero when ABR's answer
+//! disagrees with what the site actually stored.
 //!
 //! Run: `cargo run -p abr-service --example custom_strategy`
 //!
 //! # Writing a strategy for your own site
 //!
 //! A strategy is three async methods on the browser context a provider hands out
-//! ([`BrowserSession`]: a Playwright `BrowserContext` plus its first `Page`). The core
-//! (`AgentPoster`) owns everything around them: scoping the session going in and coming
-//! out, deadlines, panics, and mapping what you report to exactly one outcome row
+//! ([`BrowserSession`]: a Playwright `BrowserContext` plus its first `Page`). It runs behind
+//! [`Engine`], the runtime's one door: `Engine::post` checks the caller's rights and tenant,
+//! admits the job (a job slot, the tenant's limits), records the post (at most once per
+//! idempotency key), and owns everything around your methods: scoping the session going in
+//! and coming out, deadlines, panics, and mapping what you report to exactly one outcome row
 //! (`ok` / `uncertain` / `needsReauth` / `failureStage`). Your part of the contract:
 //!
 //! 1. **Enter a stage before acting.** Call `progress.enter(FailureStage::Submit)` *before*
 //!    the click that may publish, never after. If anything fails, times out or panics from
-//!    then on, the core reports `uncertain` (never retried) instead of a retryable failure.
+//!    then on, the engine reports `uncertain` (never retried) instead of a retryable failure.
 //! 2. **Prove the outcome.** `VerifyOutcome::Confirmed` only with evidence (a success toast,
 //!    a permalink, a read-back). Anything you could not prove is `Unconfirmed`; a simple
 //!    strategy that is honest beats a clever one that guesses.
@@ -30,15 +33,17 @@ use std::error::Error;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use abr_core::principal::{Actor, Principal, Tenants};
+use abr_core::store::InMemoryStore;
 use abr_core::{
     AcquireMode, AcquireRequest, DynSessionProvider, PostProgress, SessionContext, SessionProvider,
-    StrategyError, StrategyPolicy, StrategyRegistry, SubmitReceipt, VerifyOutcome, WebPostStrategy,
+    StrategyError, StrategyPolicy, SubmitReceipt, VerifyOutcome, WebPostStrategy,
 };
 use abr_demo::{DemoSite, FaultMode, site::DEMO_PASSWORD};
-use abr_engine::AgentPoster;
+use abr_engine::{Engine, EngineBuilder, EngineConfig, PostReply};
 use abr_protocol::{
     AgentPostResult, AgentSessionState, FailureStage, PlatformPolicy, PostContent, PostOutcome,
-    PostRequest, SessionScopeSpec, Verification, VerificationEvidence, VerificationMethod,
+    PostRequest, Role, SessionScopeSpec, Verification, VerificationEvidence, VerificationMethod,
 };
 use abr_providers::{BrowserSession, LocalBrowserSessionProvider, LocalProviderConfig};
 use async_trait::async_trait;
@@ -46,7 +51,7 @@ use url::Url;
 
 type BoxError = Box<dyn Error + Send + Sync>;
 
-/// Default deadline of each page action of the strategy, in milliseconds. The core also
+/// Default deadline of each page action of the strategy, in milliseconds. The engine also
 /// bounds every step (`StepTimeouts`); these only make a stuck page fail fast.
 const ACTION_TIMEOUT_MS: f64 = 10_000.0;
 
@@ -63,7 +68,7 @@ const NEW_DOCUMENT_LOADED: &str =
 ///
 /// Deliberately simpler than `abr_demo::DemoStrategy` (no media, no read-back from the
 /// feed): when there is no toast it cannot prove anything, so it says `Unconfirmed` and
-/// the core reports `uncertain`, never a false `ok`.
+/// the engine reports `uncertain`, never a false `ok`.
 #[derive(Debug)]
 struct MyDemoStrategy {
     base: Url,
@@ -82,7 +87,7 @@ impl MyDemoStrategy {
         let origin = base.origin().ascii_serialization();
         // The session scope: which cookies (by domain) and which localStorage (by exact
         // origin) may enter the browser and leave it again in `refreshedSession`. Everything
-        // else a user's browser picked up (trackers, other sites) is dropped by the core.
+        // else a user's browser picked up (trackers, other sites) is dropped by the engine.
         // It is validated here, at registration: an over-broad scope (`com`) is refused.
         let policy = StrategyPolicy::from_spec(&PlatformPolicy {
             allow_interactive_capture: Some(true),
@@ -202,7 +207,7 @@ impl WebPostStrategy<BrowserSession> for MyDemoStrategy {
             .map_err(|e| StrategyError::failed("submit_prepare_failed", e.to_string()))?;
 
         // Stage 2: submit. Entered *before* the click: from here on, a failure may mean the
-        // post went out, and the core will report it as uncertain rather than retryable.
+        // post went out, and the engine will report it as uncertain rather than retryable.
         progress.enter(FailureStage::Submit);
         page.locator("#submit").click(None).await.map_err(|e| {
             StrategyError::failed("submit_failed", format!("clicking #submit: {e}"))
@@ -237,7 +242,7 @@ impl WebPostStrategy<BrowserSession> for MyDemoStrategy {
             return Ok(VerifyOutcome::Confirmed(seen));
         }
         // No proof either way. (DemoStrategy would now read the feed back; we don't, so we
-        // must not claim anything: the core reports `uncertain` and nobody retries.)
+        // must not claim anything: the engine reports `uncertain` and nobody retries.)
         Ok(VerifyOutcome::Unconfirmed {
             detail: "no .toast-success link after submit".into(),
         })
@@ -286,12 +291,15 @@ async fn main() -> Result<(), BoxError> {
     outcome
 }
 
+/// The tenant (workspace) the example posts for.
+const WORKSPACE: &str = "example-workspace";
+
 async fn run(site: &DemoSite, provider: &Arc<LocalBrowserSessionProvider>) -> Result<(), BoxError> {
     println!("demo site       {}", site.base_url());
     let strategy = Arc::new(MyDemoStrategy::new(&site.base_url())?);
 
     // 1. A signed-in session. In production a person signs in once through the live view of
-    //    a capture (`SessionCaptureManager`, or the runner's /v1/capture API) and the app
+    //    a capture (`Engine::capture_start`, or the runner's /v1/capture API) and the app
     //    stores the exported, scoped state. Here we sign in ourselves through the same form.
     let session = sign_in(provider, &strategy, "embedder").await?;
     println!(
@@ -300,15 +308,45 @@ async fn run(site: &DemoSite, provider: &Arc<LocalBrowserSessionProvider>) -> Re
         session.origins.len()
     );
 
-    // 2. The poster: a provider plus the registered strategies.
-    let mut strategies = StrategyRegistry::new();
-    strategies.register(Arc::clone(&strategy) as Arc<dyn WebPostStrategy<BrowserSession>>)?;
+    // 2. The engine: the provider (for jobs and for captures), a store for its records (the
+    //    core's in-memory one here; `abr-store`'s SQLite store to keep them across restarts),
+    //    and the registered strategy. Default settings: no pacing before a post, two jobs
+    //    at once, the default tenant limits (`TenantLimits::default()`).
     let jobs: DynSessionProvider<BrowserSession> = Arc::clone(provider) as _;
-    let poster = AgentPoster::new(jobs, Arc::new(strategies));
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(Arc::clone(&strategy) as Arc<dyn WebPostStrategy<BrowserSession>>)?
+    .build()?;
+    // Every call acting for somebody takes an actor: here an operator key acting for one
+    // tenant (an embedder's agent would be `Role::Agent` bound to its tenant).
+    let operator = Principal::new(
+        "key_example",
+        "example",
+        Role::Operator,
+        Tenants::All,
+        false,
+    )?;
+    let actor = Arc::new(operator).act_for(Some(WORKSPACE))?;
 
+    let outcome = post_three(site, &engine, &actor, session).await;
+    engine.shutdown().await;
+    outcome
+}
+
+/// Posts three times through the engine, each checked against the site's ground truth.
+async fn post_three(
+    site: &DemoSite,
+    engine: &Engine<BrowserSession>,
+    actor: &Actor,
+    session: AgentSessionState,
+) -> Result<(), BoxError> {
     // 3. A normal post: the site shows the toast, so the strategy can prove it.
     let text = format!("Hello from MyDemoStrategy at {}", unix_now());
-    let result = post(&poster, &session, &text).await?;
+    let result = post(engine, actor, &session, &text).await?;
     show("post 1", &result);
     check_against_ground_truth(site, &text, &result)?;
     if result.outcome() != PostOutcome::Confirmed {
@@ -323,7 +361,7 @@ async fn run(site: &DemoSite, provider: &Arc<LocalBrowserSessionProvider>) -> Re
     //    no read-back, so it cannot prove the post: the honest answer is `uncertain`.
     site.set_fault(FaultMode::NoToast);
     let text = format!("Posted without a toast at {}", unix_now());
-    let result = post(&poster, &session, &text).await?;
+    let result = post(engine, actor, &session, &text).await?;
     show("post 2 (no toast)", &result);
     check_against_ground_truth(site, &text, &result)?;
     if result.outcome() != PostOutcome::Uncertain {
@@ -331,9 +369,9 @@ async fn run(site: &DemoSite, provider: &Arc<LocalBrowserSessionProvider>) -> Re
     }
 
     // 5. A session that is not signed in (here: empty): `is_authenticated` says so before
-    //    anything is typed, and the core answers `needsReauth`.
+    //    anything is typed, and the engine answers `needsReauth`.
     let text = format!("Posted while signed out at {}", unix_now());
-    let result = post(&poster, &AgentSessionState::default(), &text).await?;
+    let result = post(engine, actor, &AgentSessionState::default(), &text).await?;
     show("post 3 (signed out)", &result);
     check_against_ground_truth(site, &text, &result)?;
     if result.outcome() != PostOutcome::NeedsReauth {
@@ -374,22 +412,39 @@ async fn sign_in(
     signed_in
 }
 
+/// Posts `text` once through the engine, for the actor's tenant. No idempotency key here:
+/// an application retrying a request over an unreliable link gives one (the same key
+/// answers the first post's result, and nothing runs twice).
 async fn post(
-    poster: &AgentPoster<BrowserSession>,
+    engine: &Engine<BrowserSession>,
+    actor: &Actor,
     session: &AgentSessionState,
     text: &str,
 ) -> Result<AgentPostResult, BoxError> {
-    Ok(poster
-        .post(PostRequest {
-            session_id: None,
-            platform: "my-demo".into(),
-            session: session.clone(),
-            content: PostContent::text(text),
-            workspace_id: Some("example-workspace".into()),
-            account_id: Some("example-account".into()),
-            scope: None,
-        })
-        .await?)
+    let posted = engine
+        .post(
+            actor,
+            None,
+            PostRequest {
+                session_id: None,
+                platform: "my-demo".into(),
+                session: session.clone(),
+                content: PostContent::text(text),
+                // The request's workspace is the actor's tenant.
+                workspace_id: Some(WORKSPACE.into()),
+                account_id: Some("example-account".into()),
+                scope: None,
+            },
+        )
+        .await?;
+    match posted.reply {
+        // A post run in this process answers its result (with the `postId` of its record).
+        PostReply::Result(result) => Ok(*result),
+        // Only for a key whose post is still running elsewhere.
+        PostReply::Record(record) => {
+            Err(format!("post {} is still running elsewhere", record.post_id).into())
+        }
+    }
 }
 
 /// Prints the result without the refreshed session (it holds cookie values).

@@ -17,7 +17,7 @@ const SESSION_RETRY_AFTER: Duration = Duration::from_secs(10);
 /// kind of execution (tasks, posts, browse sessions, probes, captures), so a tenant's
 /// budgets count them all.
 #[derive(Clone)]
-pub struct TenantAdmission {
+pub(crate) struct TenantAdmission {
     store: Arc<dyn CounterStore>,
     limits: TenantLimits,
     clock: Arc<dyn Clock>,
@@ -33,7 +33,11 @@ impl std::fmt::Debug for TenantAdmission {
 
 impl TenantAdmission {
     /// Admission by `limits` on the counters of `store`, days by `clock`.
-    pub fn new(store: Arc<dyn CounterStore>, limits: TenantLimits, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn CounterStore>,
+        limits: TenantLimits,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         Self {
             store,
             limits,
@@ -41,16 +45,11 @@ impl TenantAdmission {
         }
     }
 
-    /// The limits.
-    pub fn limits(&self) -> TenantLimits {
-        self.limits
-    }
-
     /// Takes a browser session of the tenant, held until the answer is dropped.
     ///
     /// # Errors
     /// [`CoreError::TenantLimit`], a store failure.
-    pub async fn hold_session(&self, tenant: &str) -> Result<SessionHold, CoreError> {
+    pub(crate) async fn hold_session(&self, tenant: &str) -> Result<SessionHold, CoreError> {
         self.take_session(tenant).await?;
         Ok(SessionHold {
             admission: self.clone(),
@@ -64,7 +63,7 @@ impl TenantAdmission {
     ///
     /// # Errors
     /// [`CoreError::TenantLimit`] (nothing is taken), a store failure.
-    pub async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
+    pub(crate) async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
         self.take_session(tenant).await?;
         let now = self.clock.now();
         let day = utc_day(now);
@@ -94,7 +93,7 @@ impl TenantAdmission {
     ///
     /// # Errors
     /// [`CoreError::TenantLimit`], a store failure.
-    pub async fn take_session(&self, tenant: &str) -> Result<(), CoreError> {
+    pub(crate) async fn take_session(&self, tenant: &str) -> Result<(), CoreError> {
         let max = self.limits.concurrent_sessions;
         if self
             .store
@@ -112,12 +111,12 @@ impl TenantAdmission {
     }
 
     /// Gives back a browser session of the tenant.
-    pub async fn release_session(&self, tenant: &str) {
+    pub(crate) async fn release_session(&self, tenant: &str) {
         self.uncount(tenant, &Counter::Sessions).await;
     }
 
     /// Gives back what [`Self::admit`] took, when the execution did not start.
-    pub async fn refund(&self, tenant: &str, admitted: Option<time::Date>) {
+    pub(crate) async fn refund(&self, tenant: &str, admitted: Option<time::Date>) {
         if let Some(day) = admitted {
             self.release_session(tenant).await;
             self.uncount(tenant, &Counter::Executions { day }).await;
@@ -126,7 +125,7 @@ impl TenantAdmission {
 
     /// Takes one from `counter` of `tenant`, logging a failure (the counter then errs on
     /// the side of refusing).
-    pub async fn uncount(&self, tenant: &str, counter: &Counter) {
+    pub(crate) async fn uncount(&self, tenant: &str, counter: &Counter) {
         if let Err(e) = self.store.decrement(tenant, counter).await {
             tracing::warn!(error = %e, ?counter, "could not decrement a tenant counter");
         }
@@ -135,7 +134,7 @@ impl TenantAdmission {
 
 /// One of a tenant's concurrent sessions, held by whatever owns it (a capture, for as long
 /// as its browser is open) and given back, in the background, when it is dropped.
-pub struct SessionHold {
+pub(crate) struct SessionHold {
     admission: TenantAdmission,
     tenant: String,
 }

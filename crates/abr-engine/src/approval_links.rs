@@ -18,14 +18,14 @@ use abr_core::principal::Principal;
 use time::OffsetDateTime;
 
 /// How long a link stays usable.
-pub const LINK_TTL: Duration = Duration::from_secs(60 * 60);
+pub(crate) const LINK_TTL: Duration = Duration::from_secs(60 * 60);
 
 /// Most links open at once (minting more refuses until some are used or expire).
 const MAX_LINKS: usize = 10_000;
 
 /// What a link stands for.
 #[derive(Debug, Clone)]
-pub struct LinkGrant {
+pub(crate) struct LinkGrant {
     /// The task's tenant.
     pub tenant: String,
     /// The task (or browse session).

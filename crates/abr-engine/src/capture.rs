@@ -28,7 +28,7 @@ use crate::step::{Step, guarded};
 
 /// Limits and addresses of captures.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CaptureConfig {
+pub(crate) struct CaptureConfig {
     /// How long a capture stays open before its browser is released.
     pub ttl: Duration,
     /// At most this many open captures; more are refused with [`CoreError::CaptureLimit`].
@@ -48,7 +48,7 @@ pub struct CaptureConfig {
 impl CaptureConfig {
     /// The deadlines of `budget` with the other settings of `self`.
     #[must_use]
-    pub fn with_budget(mut self, budget: &abr_core::budget::DeadlineBudget) -> Self {
+    pub(crate) fn with_budget(mut self, budget: &abr_core::budget::DeadlineBudget) -> Self {
         self.acquire_timeout = budget.capture_acquire;
         self.step_timeout = budget.capture_step;
         self
@@ -137,7 +137,7 @@ struct Captures<C: SessionContext> {
 /// The capture id is the management credential (finish, cancel, status); the live token in
 /// the live-view URL is a different credential that only resolves the browser to show
 /// ([`SessionCaptureManager::live_target`]). Both are 256-bit random tokens.
-pub struct SessionCaptureManager<C: SessionContext> {
+pub(crate) struct SessionCaptureManager<C: SessionContext> {
     provider: DynSessionProvider<C>,
     strategies: Arc<StrategyRegistry<C>>,
     audit: Auditor,
@@ -161,7 +161,7 @@ impl<C: SessionContext> std::fmt::Debug for SessionCaptureManager<C> {
 
 impl<C: SessionContext> SessionCaptureManager<C> {
     /// A manager capturing through `provider` for the registered `strategies`.
-    pub fn new(
+    pub(crate) fn new(
         provider: DynSessionProvider<C>,
         strategies: Arc<StrategyRegistry<C>>,
         config: CaptureConfig,
@@ -184,21 +184,21 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     /// Counts each open capture as one of its tenant's (`workspaceId`'s) concurrent
     /// sessions, from its start to its end (finished, cancelled, expired).
     #[must_use]
-    pub fn with_admission(mut self, admission: crate::admission::TenantAdmission) -> Self {
+    pub(crate) fn with_admission(mut self, admission: crate::admission::TenantAdmission) -> Self {
         self.admission = Some(admission);
         self
     }
 
     /// Sends audit events through `audit`.
     #[must_use]
-    pub fn with_audit(mut self, audit: Auditor) -> Self {
+    pub(crate) fn with_audit(mut self, audit: Auditor) -> Self {
         self.audit = audit;
         self
     }
 
     /// Uses `clock` for expiry and timestamps.
     #[must_use]
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
     }
@@ -208,7 +208,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     }
 
     /// Number of open captures.
-    pub fn open_count(&self) -> usize {
+    pub(crate) fn open_count(&self) -> usize {
         self.lock().by_id.len()
     }
 
@@ -222,7 +222,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     /// # Errors
     /// Invalid ids, unknown platform, a policy without interactive capture, a provider that
     /// cannot be interactive, too many open captures, or a provider failure.
-    pub async fn start(
+    pub(crate) async fn start(
         &self,
         request: CaptureStartRequest,
     ) -> Result<CaptureStartResponse, CoreError> {
@@ -359,7 +359,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     /// [`CoreError::CaptureNotFound`], [`CoreError::BindingMismatch`] (the capture stays
     /// open), [`CoreError::NotAuthenticated`] (the capture stays open: the user may still be
     /// signing in), or a strategy/provider failure (the capture stays open).
-    pub async fn finish(&self, r: &CaptureRef) -> Result<CaptureFinishResponse, CoreError> {
+    pub(crate) async fn finish(&self, r: &CaptureRef) -> Result<CaptureFinishResponse, CoreError> {
         self.sweep_expired().await;
         let capture = self.find_bound(r)?;
         let strategy = Arc::clone(self.strategies.get(&capture.platform)?);
@@ -411,7 +411,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     ///
     /// # Errors
     /// [`CoreError::CaptureNotFound`] or [`CoreError::BindingMismatch`].
-    pub async fn cancel(&self, r: &CaptureRef) -> Result<CaptureCancelResponse, CoreError> {
+    pub(crate) async fn cancel(&self, r: &CaptureRef) -> Result<CaptureCancelResponse, CoreError> {
         self.sweep_expired().await;
         let capture = self.find_bound(r)?;
         let lease = capture
@@ -432,7 +432,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     ///
     /// # Errors
     /// [`CoreError::CaptureNotFound`] or [`CoreError::BindingMismatch`].
-    pub async fn status(&self, r: &CaptureRef) -> Result<CaptureStatus, CoreError> {
+    pub(crate) async fn status(&self, r: &CaptureRef) -> Result<CaptureStatus, CoreError> {
         let capture = self.find_bound(r)?;
         let lost = tokio::time::timeout(self.config.step_timeout, capture.context.is_lost())
             .await
@@ -460,7 +460,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     }
 
     /// What an open capture's live token shows, without attaching to its browser.
-    pub fn live_target(&self, live_token: &str) -> Option<LiveTarget> {
+    pub(crate) fn live_target(&self, live_token: &str) -> Option<LiveTarget> {
         let capture = self.by_live_token(live_token)?;
         Some(LiveTarget {
             platform: capture.platform.clone(),
@@ -476,7 +476,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     /// # Errors
     /// [`CoreError::LiveViewNotFound`] (no open capture has this token) or
     /// [`CoreError::LiveViewLimit`] (the token holds its maximum of sockets).
-    pub fn attach_live(&self, live_token: &str) -> Result<LiveAttachment<C>, CoreError> {
+    pub(crate) fn attach_live(&self, live_token: &str) -> Result<LiveAttachment<C>, CoreError> {
         let capture = self
             .by_live_token(live_token)
             .ok_or(CoreError::LiveViewNotFound)?;
@@ -512,7 +512,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     }
 
     /// Releases every expired capture; how many were released.
-    pub async fn sweep_expired(&self) -> usize {
+    pub(crate) async fn sweep_expired(&self) -> usize {
         let now = self.clock.now();
         let doomed: Vec<_> = {
             let mut captures = self.lock();
@@ -535,7 +535,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     }
 
     /// Cancels every open capture (graceful shutdown); how many were released.
-    pub async fn close_all(&self) -> usize {
+    pub(crate) async fn close_all(&self) -> usize {
         let doomed: Vec<_> = {
             let mut captures = self.lock();
             captures.by_live_token.clear();
@@ -545,7 +545,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     }
 
     /// Sweeps expired captures every `every` until the manager is dropped.
-    pub fn spawn_reaper(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn spawn_reaper(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
         let weak: Weak<Self> = Arc::downgrade(self);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);

@@ -2,7 +2,7 @@
 //! point (a post's submit, a task's first committing step).
 //!
 //! A request relayed from a hub to a runner runs with a watch set around it
-//! ([`scope`]); the journal's submit gate and the task engine call [`committing`] right
+//! ([`scope`]); the journal's submit gate and the task engine call `committing` right
 //! before the action that may publish. The watch tells the hub and waits for its
 //! acknowledgement: from then on, a dropped connection is answered "it may have happened,
 //! never retry" instead of "nothing was done, retry". When the watch cannot tell the hub (the
@@ -11,7 +11,7 @@
 //!
 //! Work with no watch set (a local request, a background task run) passes at once. The
 //! watch is a `tokio::task_local!`: a job spawned into its own task carries it with
-//! [`current`] and [`carry`].
+//! `current` and `carry`.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -55,7 +55,7 @@ impl CommitWatch {
     /// gate).
     ///
     /// # Errors
-    /// As [`committing`].
+    /// [`CoreError::Provider`] (retryable, nothing committed) when the watch refused.
     pub async fn announce(&self) -> Result<(), CoreError> {
         self.0.committing().await.map_err(|refused| {
             CoreError::Provider(ProviderError::new(
@@ -77,7 +77,7 @@ pub async fn scope<F: Future>(watch: CommitWatch, work: F) -> F::Output {
 
 /// Runs `work` with `watch` set when there is one (for a job spawned into its own task:
 /// `carry(current(), job)`).
-pub async fn carry<F: Future>(watch: Option<CommitWatch>, work: F) -> F::Output {
+pub(crate) async fn carry<F: Future>(watch: Option<CommitWatch>, work: F) -> F::Output {
     match watch {
         Some(watch) => WATCH.scope(watch, work).await,
         None => work.await,
@@ -85,7 +85,7 @@ pub async fn carry<F: Future>(watch: Option<CommitWatch>, work: F) -> F::Output 
 }
 
 /// The watch set around the current task, if any.
-pub fn current() -> Option<CommitWatch> {
+pub(crate) fn current() -> Option<CommitWatch> {
     WATCH.try_with(Clone::clone).ok()
 }
 
@@ -95,7 +95,7 @@ pub fn current() -> Option<CommitWatch> {
 /// # Errors
 /// A retryable [`CoreError::Provider`] (`Unavailable`) when the watch refused: do not
 /// commit, nothing was done.
-pub async fn committing() -> Result<(), CoreError> {
+pub(crate) async fn committing() -> Result<(), CoreError> {
     match current() {
         Some(watch) => watch.announce().await,
         None => Ok(()),

@@ -57,11 +57,11 @@ use serde_json::Value;
 use url::Url;
 
 /// Longest deadline a file may give a step or a wait, in milliseconds.
-pub const MAX_STEP_TIMEOUT_MS: u64 = 120_000;
+pub(crate) const MAX_STEP_TIMEOUT_MS: u64 = 120_000;
 /// Most steps in one list of a platform file.
-pub const MAX_STEPS: usize = 50;
+pub(crate) const MAX_STEPS: usize = 50;
 /// Longest platform id.
-pub const MAX_ID_CHARS: usize = 64;
+pub(crate) const MAX_ID_CHARS: usize = 64;
 
 /// The default post template: the text, and the link on its own line when there is one.
 const DEFAULT_POST: &str = "{{text}}{{#link}}\n{{link}}{{/link}}";

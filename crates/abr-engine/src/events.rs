@@ -38,7 +38,7 @@ struct Watched {
 }
 
 /// The engine's events.
-pub struct Events {
+pub(crate) struct Events {
     stream: broadcast::Sender<Arc<RunEvent>>,
     sink: Option<Arc<dyn EventSink>>,
     clock: Arc<dyn Clock>,
@@ -57,7 +57,7 @@ impl std::fmt::Debug for Events {
 impl Events {
     /// Events stamped by `clock`, sent to `sink` too when given; runs without progress for
     /// `stall_after` are reported stalled.
-    pub fn new(
+    pub(crate) fn new(
         sink: Option<Arc<dyn EventSink>>,
         clock: Arc<dyn Clock>,
         stall_after: Duration,
@@ -73,7 +73,7 @@ impl Events {
     }
 
     /// Every event of `tenant` from now on.
-    pub fn subscribe(&self, tenant: &str) -> TenantEvents {
+    pub(crate) fn subscribe(&self, tenant: &str) -> TenantEvents {
         TenantEvents {
             tenant: tenant.to_owned(),
             events: self.stream.subscribe(),
@@ -82,7 +82,7 @@ impl Events {
     }
 
     /// The time events are stamped with.
-    pub fn now(&self) -> time::OffsetDateTime {
+    pub(crate) fn now(&self) -> time::OffsetDateTime {
         self.clock.now()
     }
 
@@ -93,7 +93,7 @@ impl Events {
     /// Sends `event` to the streams and the sink, and keeps the stall watch: `run_ended`
     /// stops watching the run, a takeover required makes it wait for a person, any other
     /// event of a watched run is progress.
-    pub fn emit(&self, event: RunEvent) {
+    pub(crate) fn emit(&self, event: RunEvent) {
         let key = (event.tenant_id.clone(), event.run_id.clone());
         match event.event.as_str() {
             "run_ended" => {
@@ -117,7 +117,7 @@ impl Events {
     }
 
     /// A run started: it is watched for stalls until its `run_ended`.
-    pub fn started(&self, tenant: &str, run_id: &str) {
+    pub(crate) fn started(&self, tenant: &str, run_id: &str) {
         self.watched().insert(
             (tenant.to_owned(), run_id.to_owned()),
             Watched {
@@ -129,7 +129,7 @@ impl Events {
     }
 
     /// Reports every watched run without progress for the stall time, once per stall.
-    pub fn check_stalls(&self) {
+    pub(crate) fn check_stalls(&self) {
         let now = Instant::now();
         let stalled: Vec<_> = self
             .watched()

@@ -79,7 +79,7 @@ struct Registry<C> {
 }
 
 /// The takeovers of paused runs, by run and by live token.
-pub struct Handoffs<C> {
+pub(crate) struct Handoffs<C> {
     inner: Mutex<Registry<C>>,
     clock: Arc<dyn Clock>,
 }
@@ -126,7 +126,7 @@ fn token() -> Result<String, CoreError> {
 
 impl<C: Send + Sync + 'static> Handoffs<C> {
     /// An empty registry.
-    pub fn new(clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
         Self {
             inner: Mutex::new(Registry {
                 by_id: HashMap::new(),
@@ -195,7 +195,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
 
     /// The takeovers of `tenant` that are not over (`requested` or `active`), soonest to
     /// expire first.
-    pub fn of_tenant(&self, tenant: &str) -> Vec<abr_protocol::TakeoverSummary> {
+    pub(crate) fn of_tenant(&self, tenant: &str) -> Vec<abr_protocol::TakeoverSummary> {
         let mut out: Vec<_> = self
             .lock()
             .by_id
@@ -233,7 +233,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
     /// # Errors
     /// [`CoreError::NoTakeover`] when the run is not paused, [`CoreError::TakeoverState`]
     /// when its takeover is over.
-    pub fn activate(&self, tenant: &str, run_id: &str) -> Result<ActiveTakeover, CoreError> {
+    pub(crate) fn activate(&self, tenant: &str, run_id: &str) -> Result<ActiveTakeover, CoreError> {
         let handoff = self.find(tenant, run_id)?;
         if self.clock.now() >= handoff.expires_at {
             return Err(CoreError::TakeoverState(TakeoverState::Expired));
@@ -268,7 +268,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
     ///
     /// # Errors
     /// As [`Handoffs::activate`].
-    pub fn resume(&self, tenant: &str, run_id: &str) -> Result<String, CoreError> {
+    pub(crate) fn resume(&self, tenant: &str, run_id: &str) -> Result<String, CoreError> {
         let handoff = self.find(tenant, run_id)?;
         handoff
             .transition(
@@ -283,7 +283,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
     ///
     /// # Errors
     /// As [`Handoffs::activate`].
-    pub fn end(&self, tenant: &str, run_id: &str) -> Result<String, CoreError> {
+    pub(crate) fn end(&self, tenant: &str, run_id: &str) -> Result<String, CoreError> {
         let handoff = self.find(tenant, run_id)?;
         handoff
             .transition(
@@ -307,7 +307,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
     }
 
     /// What an active takeover's live token shows (`None` unless the takeover is active).
-    pub fn live_target(&self, token: &str) -> Option<LiveTarget> {
+    pub(crate) fn live_target(&self, token: &str) -> Option<LiveTarget> {
         let handoff = self.live(token)?;
         Some(LiveTarget {
             platform: format!("takeover:{}", handoff.reason.as_str()),
@@ -322,7 +322,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
     /// # Errors
     /// [`CoreError::LiveViewNotFound`] (no active takeover has this token) or
     /// [`CoreError::LiveViewLimit`].
-    pub fn attach_live(&self, token: &str) -> Result<LiveAttachment<C>, CoreError> {
+    pub(crate) fn attach_live(&self, token: &str) -> Result<LiveAttachment<C>, CoreError> {
         let handoff = self.live(token).ok_or(CoreError::LiveViewNotFound)?;
         let slot = Arc::clone(&handoff.live_slots)
             .try_acquire_owned()
@@ -360,7 +360,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
 }
 
 /// A run's side of its takeover: wait for the person.
-pub struct PendingHandoff<C: Send + Sync + 'static> {
+pub(crate) struct PendingHandoff<C: Send + Sync + 'static> {
     handoffs: Arc<Handoffs<C>>,
     handoff: Arc<Handoff<C>>,
     seen: TakeoverState,
@@ -379,12 +379,12 @@ impl<C: Send + Sync + 'static> std::fmt::Debug for PendingHandoff<C> {
 
 impl<C: Send + Sync + 'static> PendingHandoff<C> {
     /// The takeover's id.
-    pub fn takeover_id(&self) -> &str {
+    pub(crate) fn takeover_id(&self) -> &str {
         &self.handoff.takeover_id
     }
 
     /// When it expires unless resumed.
-    pub fn expires_at(&self) -> OffsetDateTime {
+    pub(crate) fn expires_at(&self) -> OffsetDateTime {
         self.handoff.expires_at
     }
 
@@ -413,7 +413,7 @@ impl<C: Send + Sync + 'static> PendingHandoff<C> {
     /// The next transition not answered yet, without waiting (`None`: nothing new, or the
     /// takeover is over and was answered). A takeover past its expiry expires now. For a
     /// run that is not waiting in a loop (a browse session between its brain's calls).
-    pub fn poll(&mut self) -> Option<TakeoverState> {
+    pub(crate) fn poll(&mut self) -> Option<TakeoverState> {
         if self.seen.is_final() {
             return None;
         }
@@ -425,7 +425,7 @@ impl<C: Send + Sync + 'static> PendingHandoff<C> {
 
     /// Waits for the next transition and answers the new state: `active` (keep waiting),
     /// or a final one (`resumed`, `ended`, `expired`: the wait is over).
-    pub async fn next(&mut self) -> TakeoverState {
+    pub(crate) async fn next(&mut self) -> TakeoverState {
         loop {
             if self.seen.is_final() {
                 return self.seen;

@@ -14,11 +14,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::commit_watch;
 
 /// A slot held by one running job; given back when dropped.
-pub type JobSlot = OwnedSemaphorePermit;
+pub(crate) type JobSlot = OwnedSemaphorePermit;
 
 /// Bounded job concurrency with a bounded queue and a bounded wait in it.
 #[derive(Debug)]
-pub struct JobSlots {
+pub(crate) struct JobSlots {
     permits: Arc<Semaphore>,
     capacity: usize,
     queued: AtomicUsize,
@@ -36,7 +36,7 @@ impl Drop for QueuePlace<'_> {
 
 impl JobSlots {
     /// `max_concurrent` jobs at once, `max_queued` more waiting, each at most `max_wait`.
-    pub fn new(max_concurrent: usize, max_queued: usize, max_wait: Duration) -> Self {
+    pub(crate) fn new(max_concurrent: usize, max_queued: usize, max_wait: Duration) -> Self {
         Self {
             permits: Arc::new(Semaphore::new(max_concurrent)),
             capacity: max_concurrent,
@@ -52,7 +52,7 @@ impl JobSlots {
     /// [`CoreError::Overloaded`] when all slots are busy and the queue is full (or the slots
     /// are closed), [`CoreError::QueueTimeout`] when no slot came free within the queue
     /// deadline.
-    pub async fn enter(&self) -> Result<JobSlot, CoreError> {
+    pub(crate) async fn enter(&self) -> Result<JobSlot, CoreError> {
         if let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() {
             return Ok(permit);
         }
@@ -81,7 +81,7 @@ impl JobSlots {
     ///
     /// # Errors
     /// [`CoreError::Overloaded`] once the slots are closed (shutdown).
-    pub async fn wait(&self) -> Result<JobSlot, CoreError> {
+    pub(crate) async fn wait(&self) -> Result<JobSlot, CoreError> {
         Arc::clone(&self.permits)
             .acquire_owned()
             .await
@@ -97,7 +97,7 @@ impl JobSlots {
     ///
     /// # Errors
     /// Not admitted ([`Self::enter`]), the job's own error, or the panic.
-    pub async fn run<T, Fut>(&self, on_panic: &'static str, job: Fut) -> Result<T, CoreError>
+    pub(crate) async fn run<T, Fut>(&self, on_panic: &'static str, job: Fut) -> Result<T, CoreError>
     where
         T: Send + 'static,
         Fut: Future<Output = Result<T, CoreError>> + Send + 'static,
@@ -117,7 +117,7 @@ impl JobSlots {
     /// Waits until no job runs: takes every slot (the semaphore is fair, so the jobs already
     /// waiting get theirs first) and answers them; dropping them lets jobs run again, unless
     /// the slots were [closed](Self::close) meanwhile.
-    pub async fn drain(&self) -> Vec<JobSlot> {
+    pub(crate) async fn drain(&self) -> Vec<JobSlot> {
         let mut held = Vec::with_capacity(self.capacity);
         for _ in 0..self.capacity {
             match self.wait().await {
@@ -128,13 +128,24 @@ impl JobSlots {
         held
     }
 
+    /// Jobs holding a slot now.
+    pub(crate) fn running(&self) -> usize {
+        self.capacity
+            .saturating_sub(self.permits.available_permits())
+    }
+
+    /// How many jobs may run at once.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Jobs waiting now.
-    pub fn queued(&self) -> usize {
+    pub(crate) fn queued(&self) -> usize {
         self.queued.load(Ordering::SeqCst)
     }
 
     /// Stops admitting jobs (graceful shutdown): waiting and new callers are refused.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.permits.close();
     }
 }

@@ -7,59 +7,66 @@
 //! variables and links no browser library; providers, stores and sinks are handed in.
 //! `abr-service` puts it behind HTTP; an embedder uses it directly.
 //!
-//! - [`Engine`] ([`engine`]): the facade an embedder (and `abr-service`) uses, built by
-//!   [`EngineBuilder`]; it owns every job's admission ([`JobSlots`], [`TenantAdmission`])
-//!   and a task's whole lifecycle.
-//! - [`AgentPoster`] ([`poster`]): the three-outcome posting pipeline; [`PostJournal`]
-//!   ([`posts`]): every post recorded, at most once per idempotency key.
-//! - [`TaskRunner`](task::TaskRunner) ([`task`]): step plans and browse sessions.
-//! - [`SessionCaptureManager`] ([`capture`]): interactive capture with a live view
-//!   ([`LiveAttachment`]); [`Handoffs`] ([`handoff`]): paused runs' takeovers.
-//! - [`StoredSessions`] ([`stored_sessions`]): sessions a tenant keeps by id.
-//! - [`Keys`] ([`keys`]): API keys, and the [`Principal`](abr_core::principal::Principal) a
-//!   token authenticates.
-//! - [`TenantAdmission`] ([`admission`]): the per-tenant limits, once for every execution.
-//! - The evidence sweep (`retention`): frames, screenshots and extracted data expire
-//!   [`EngineConfig::retention`] after a run ended; outcomes stay.
-//! - [`Events`] ([`events`]): every run event to the tenant streams and the webhook's
-//!   [`EventSink`], and the stall watch.
-//! - [`commit_watch`]: the hook told before anything commits; [`declared`]: platforms
-//!   declared as data.
+//! # The API boundary
+//!
+//! This crate has one door, [`Engine`], built by [`EngineBuilder`] from an
+//! [`EngineConfig`], the providers and an [`EngineStore`]. Every call that acts for somebody
+//! takes the caller's [`Actor`](abr_core::principal::Actor) and checks its rights and tenant
+//! there, before anything else: the parts behind the door (the poster, the post journal, the
+//! task runner, captures, handoffs, stored sessions, the tenants' admission, the evidence
+//! sweep) are private to the crate, so no caller can reach one without passing that check.
+//! The rest of what is exported is what crosses the door:
+//!
+//! - the sinks an embedder hands in: [`EventSink`] (the webhook), [`TaskCompletion`] (the
+//!   callback), [`TracingAuditSink`] (the default audit sink), and [`commit_watch`] (the hook
+//!   a relay sets around relayed work, told before anything commits);
+//! - the answers: [`Posted`] and [`PostReply`], [`Created`], [`TaskEnd`], [`LinkedTask`],
+//!   [`MintedLink`], [`ActiveTakeover`], [`TenantEvents`] and [`Received`], [`LiveTarget`],
+//!   [`LiveAttachment`] and its refusals, [`EngineLoad`] and [`JobSlotHold`];
+//! - [`Keys`], the key service: a door of its own (every call that changes a key takes the
+//!   [`Principal`](abr_core::principal::Principal) acting, and authentication answers one),
+//!   reached through [`Engine::keys`] or built alone over a key store (`abr keys` does), with
+//!   its answers [`MintedEnrollment`], [`EnrolledRunner`], [`RunnerPresence`], [`KeyWatch`];
+//! - platforms declared as data: [`DeclaredStrategy`], [`load_platform_files`] and their
+//!   errors and formats;
+//! - settings: [`PosterConfig`], [`DEFAULT_RETENTION`], [`DEFAULT_STALL`].
 
-pub mod admission;
-pub mod approval_links;
-pub mod capture;
+mod admission;
+mod approval_links;
+mod capture;
 pub mod commit_watch;
-pub mod declared;
-pub mod engine;
-pub mod events;
-pub mod handoff;
-pub mod jobs;
-pub mod keys;
-pub(crate) mod ledger;
-pub mod live_access;
-pub mod poster;
-pub mod posts;
-pub(crate) mod retention;
-pub(crate) mod step;
-pub mod stored_sessions;
-pub mod task;
+mod declared;
+mod engine;
+mod events;
+mod handoff;
+mod jobs;
+mod keys;
+mod ledger;
+mod live_access;
+mod poster;
+mod posts;
+mod retention;
+mod step;
+mod stored_sessions;
+mod task;
 #[cfg(test)]
 mod tests;
 
-pub use admission::TenantAdmission;
-pub use capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
-pub use engine::{
-    DEFAULT_RETENTION, Engine, EngineBuilder, EngineConfig, EngineStore, LinkedTask,
-    TaskCompletion, TracingAuditSink,
+pub use approval_links::MintedLink;
+pub use capture::LiveTarget;
+pub use declared::{
+    DeclaredError, DeclaredStrategy, DeclaredTimeouts, PlatformFormat, load_platform_files,
 };
-pub use events::{DEFAULT_STALL, EventSink, Events, Received, TenantEvents};
-pub use handoff::{ActiveTakeover, Handoffs, PendingHandoff};
-pub use jobs::{JobSlot, JobSlots};
+pub use engine::{
+    DEFAULT_RETENTION, Engine, EngineBuilder, EngineConfig, EngineLoad, EngineStore, JobSlotHold,
+    LinkedTask, TaskCompletion, TracingAuditSink,
+};
+pub use events::{DEFAULT_STALL, EventSink, Received, TenantEvents};
+pub use handoff::ActiveTakeover;
 pub use keys::{
     ENROLLMENT_TTL, EnrolledRunner, KEY_RECHECK, KeyWatch, Keys, MintedEnrollment, RunnerPresence,
 };
-pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal, LiveSites};
-pub use poster::{AgentPoster, PosterConfig};
-pub use posts::{PostJournal, PostReply, Posted};
-pub use stored_sessions::StoredSessions;
+pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal};
+pub use poster::PosterConfig;
+pub use posts::{PostReply, Posted};
+pub use task::{Created, TaskEnd};

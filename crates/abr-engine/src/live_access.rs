@@ -19,7 +19,7 @@ use tokio::sync::{OwnedSemaphorePermit, watch};
 /// The sites a capture's viewer may open from its address bar: the platform's start page's
 /// host and port, and the domains of its session scope (and their subdomains).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveSites {
+pub(crate) struct LiveSites {
     /// `host:port` of the start page, exact.
     start: Option<(String, u16)>,
     /// Registrable domains from the scope (not IP addresses: those match only as `start`).
@@ -28,7 +28,7 @@ pub struct LiveSites {
 
 impl LiveSites {
     /// The sites of a platform with `start_url` and `scope`.
-    pub fn new(start_url: &str, scope: Option<&SessionScope>) -> Self {
+    pub(crate) fn new(start_url: &str, scope: Option<&SessionScope>) -> Self {
         let start = url::Url::parse(start_url).ok().and_then(|u| {
             let host = u.host_str()?.to_ascii_lowercase();
             Some((host, u.port_or_known_default()?))
@@ -49,7 +49,7 @@ impl LiveSites {
     ///
     /// # Errors
     /// Why not.
-    pub fn check(&self, url: &url::Url) -> Result<(), LiveRefusal> {
+    pub(crate) fn check(&self, url: &url::Url) -> Result<(), LiveRefusal> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(LiveRefusal::Scheme);
         }
@@ -127,8 +127,8 @@ pub enum LiveInputError {
 /// click, key or text reaches the page.
 pub(crate) type PersonInput = Arc<dyn Fn() + Send + Sync>;
 
-/// One viewer's hold on a capture's browser, from
-/// [`SessionCaptureManager::attach_live`](crate::capture::SessionCaptureManager::attach_live).
+/// One viewer's hold on a capture's browser (or a paused task's, during its takeover), from
+/// [`Engine::attach_live`](crate::Engine::attach_live).
 ///
 /// It counts against the live token's socket limit until dropped, and
 /// [`LiveAttachment::ended`] resolves as soon as the capture finishes, is cancelled or

@@ -11,7 +11,6 @@ use abr_core::guard::{RunFrames, RunFramesSource};
 use abr_core::provider::{AcquireMode, AcquireRequest, DynSessionProvider, Lease, SessionContext};
 use abr_core::scope_io;
 use abr_core::scope_io::Scopes;
-use abr_core::store::{SessionKey, SessionStore};
 use abr_core::strategy::{
     PlatformPacing, PostProgress, RecheckOutcome, StrategyRegistry, SubmitGate, VerifyOutcome,
     WebPostStrategy,
@@ -66,7 +65,21 @@ fn check_content(content: &PostContent) -> Result<(), CoreError> {
     Ok(())
 }
 
-/// Configuration of an [`AgentPoster`].
+/// The record a post runs under ([`AgentPoster::post_gated`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PostRun<'a> {
+    /// The post's tenant.
+    pub(crate) tenant: &'a str,
+    /// The post's id: its frames are kept under it.
+    pub(crate) id: &'a str,
+    /// Whether the platform its stored session is bound to allows screenshots (`true`
+    /// without one): a bound platform's `screenshots = false` holds whatever platform the
+    /// request names, as for a task.
+    pub(crate) screenshots: bool,
+}
+
+/// How posts are paced and how long each of their stages may take
+/// ([`EngineBuilder::poster_config`](crate::EngineBuilder::poster_config)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PosterConfig {
     /// Randomized delay before acting, for platforms that use the runner's
@@ -87,7 +100,7 @@ impl PosterConfig {
 }
 
 /// Posts with a stored session and proves the outcome.
-pub struct AgentPoster<C: SessionContext> {
+pub(crate) struct AgentPoster<C: SessionContext> {
     provider: DynSessionProvider<C>,
     strategies: Arc<StrategyRegistry<C>>,
     audit: Auditor,
@@ -238,7 +251,10 @@ fn ms(since: Instant) -> u64 {
 impl<C: SessionContext> AgentPoster<C> {
     /// A poster acting through `provider` with the registered `strategies`; no pacing, no
     /// audit sink, system clock.
-    pub fn new(provider: DynSessionProvider<C>, strategies: Arc<StrategyRegistry<C>>) -> Self {
+    pub(crate) fn new(
+        provider: DynSessionProvider<C>,
+        strategies: Arc<StrategyRegistry<C>>,
+    ) -> Self {
         Self {
             provider,
             strategies,
@@ -253,41 +269,41 @@ impl<C: SessionContext> AgentPoster<C> {
     /// Takes replay frames of journaled posts (before the submit and after the
     /// verification, so that an uncertain post can be inspected) through `frames`.
     #[must_use]
-    pub fn with_frames(mut self, frames: Arc<dyn RunFramesSource<C>>) -> Self {
+    pub(crate) fn with_frames(mut self, frames: Arc<dyn RunFramesSource<C>>) -> Self {
         self.frames = Some(frames);
         self
     }
 
     /// Sends audit events through `audit`.
     #[must_use]
-    pub fn with_audit(mut self, audit: Auditor) -> Self {
+    pub(crate) fn with_audit(mut self, audit: Auditor) -> Self {
         self.audit = audit;
         self
     }
 
     /// Uses `clock` for timestamps and pacing sleeps.
     #[must_use]
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
     }
 
     /// Uses `random` for pacing jitter.
     #[must_use]
-    pub fn with_random(mut self, random: Arc<dyn RandomSource>) -> Self {
+    pub(crate) fn with_random(mut self, random: Arc<dyn RandomSource>) -> Self {
         self.random = random;
         self
     }
 
     /// Sets pacing and deadlines.
     #[must_use]
-    pub fn with_config(mut self, config: PosterConfig) -> Self {
+    pub(crate) fn with_config(mut self, config: PosterConfig) -> Self {
         self.config = config;
         self
     }
 
     /// The registered strategies.
-    pub fn strategies(&self) -> &StrategyRegistry<C> {
+    pub(crate) fn strategies(&self) -> &StrategyRegistry<C> {
         &self.strategies
     }
 
@@ -328,15 +344,14 @@ impl<C: SessionContext> AgentPoster<C> {
         Ok(strategy)
     }
 
-    /// Posts `request.content` with `request.session` and proves the outcome.
+    /// Posts `request.content` with `request.session` and proves the outcome, outside any
+    /// journal (the part's own tests; the engine posts through the journal).
     ///
     /// # Errors
-    /// Only for requests that cannot start: unknown platform, or a policy that forbids
-    /// unattended execution. Everything after that, including provider failures, is an
-    /// outcome in the returned [`AgentPostResult`].
-    /// A request naming a stored session (`sessionId`) is refused
-    /// ([`CoreError::InvalidInput`]): only a [`PostJournal`](crate::posts::PostJournal) resolves it.
-    pub async fn post(&self, request: PostRequest) -> Result<AgentPostResult, CoreError> {
+    /// As [`Self::post_gated`]; a request naming a stored session (`sessionId`) is refused
+    /// ([`CoreError::InvalidInput`]): only the journal resolves it.
+    #[cfg(test)]
+    pub(crate) async fn post(&self, request: PostRequest) -> Result<AgentPostResult, CoreError> {
         if request.session_id.is_some() {
             return Err(CoreError::InvalidInput(
                 "`sessionId` names a stored session: this runner takes `session` only".into(),
@@ -346,7 +361,7 @@ impl<C: SessionContext> AgentPoster<C> {
         self.post_gated(request, None, None).await
     }
 
-    /// Refuses, before anything is recorded, what [`Self::post`] would refuse: content over
+    /// Refuses, before anything is recorded, what a post would refuse: content over
     /// its bounds, an invalid extra scope, bad tenant ids, an unknown platform, a policy
     /// against unattended runs.
     pub(crate) fn check_request(&self, request: &PostRequest) -> Result<(), CoreError> {
@@ -358,6 +373,14 @@ impl<C: SessionContext> AgentPoster<C> {
             request.account_id.as_deref(),
         )
         .map(drop)
+    }
+
+    /// Whether a post with a stored session kept for `bound` may take screenshots: not when
+    /// that platform (still registered) turned them off, whatever platform the request names.
+    pub(crate) fn bound_screenshots(&self, bound: &str) -> bool {
+        self.strategies
+            .get(bound)
+            .map_or(true, |strategy| strategy.policy().screenshots)
     }
 
     /// Refuses a post with a stored session kept for `bound`, a registered platform that is
@@ -378,15 +401,16 @@ impl<C: SessionContext> AgentPoster<C> {
         .map(drop)
     }
 
-    /// [`Self::post`], with the submit stage passing through `gate` (the journal's record
+    /// Posts `request.content` with `request.session` and proves the outcome, with the
+    /// submit stage passing through `gate` (the journal's record
     /// of it); `request.session_id` is ignored (the journal resolved it into `session`).
     pub(crate) async fn post_gated(
         &self,
         request: PostRequest,
         gate: Option<Arc<dyn SubmitGate>>,
-        run: Option<(&str, &str)>,
+        run: Option<PostRun<'_>>,
     ) -> Result<AgentPostResult, CoreError> {
-        let post_id = run.map(|(_, id)| id);
+        let post_id = run.as_ref().map(|run| run.id);
         let started = Instant::now();
         let PostRequest {
             platform,
@@ -418,10 +442,9 @@ impl<C: SessionContext> AgentPoster<C> {
         let cookie_count = u32::try_from(state.cookies.len()).unwrap_or(u32::MAX);
         let origin_count = u32::try_from(state.origins.len()).unwrap_or(u32::MAX);
         let frames = match (&self.frames, run) {
-            (Some(source), Some((tenant, id))) => {
-                source
-                    .begin(tenant, id, strategy.policy().screenshots)
-                    .await
+            (Some(source), Some(run)) => {
+                let platform = strategy.policy().screenshots && run.screenshots;
+                source.begin(run.tenant, run.id, platform).await
             }
             _ => None,
         };
@@ -485,34 +508,6 @@ impl<C: SessionContext> AgentPoster<C> {
         }
         self.audit.emit(event);
         Ok(outcome.into_result(refreshed, timing))
-    }
-
-    /// Posts with the session stored under `key`, and stores the refreshed session.
-    ///
-    /// # Errors
-    /// As [`AgentPoster::post`], plus [`CoreError::SessionNotFound`] and store failures.
-    pub async fn post_stored(
-        &self,
-        store: &dyn SessionStore,
-        key: &SessionKey,
-        content: PostContent,
-    ) -> Result<AgentPostResult, CoreError> {
-        let session = store.load(key).await?.ok_or(CoreError::SessionNotFound)?;
-        let result = self
-            .post(PostRequest {
-                platform: key.platform.clone(),
-                session,
-                content,
-                workspace_id: Some(key.workspace_id.clone()),
-                account_id: Some(key.account_id.clone()),
-                scope: None,
-                session_id: None,
-            })
-            .await?;
-        if let Some(refreshed) = &result.refreshed_session {
-            store.save(key, refreshed.clone()).await?;
-        }
-        Ok(result)
     }
 
     /// A read-only re-check of `request` (its `session` resolved): a fresh browser with the
@@ -588,7 +583,7 @@ impl<C: SessionContext> AgentPoster<C> {
     /// # Errors
     /// Unknown platform, denied by policy, provider failure, or a strategy failure other
     /// than an invalid session.
-    pub async fn probe(&self, request: ProbeRequest) -> Result<ProbeResponse, CoreError> {
+    pub(crate) async fn probe(&self, request: ProbeRequest) -> Result<ProbeResponse, CoreError> {
         let started = Instant::now();
         let ProbeRequest {
             platform,

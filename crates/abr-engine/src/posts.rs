@@ -51,10 +51,10 @@ use tokio::sync::watch;
 
 use crate::admission::TenantAdmission;
 use crate::ledger::{CAS_ATTEMPTS, Ledger, Recorded, record_id};
-use crate::poster::AgentPoster;
+use crate::poster::{AgentPoster, PostRun};
 use crate::stored_sessions::StoredSessions;
 
-/// What [`PostJournal::post`] answered.
+/// What a post answered ([`Engine::post`](crate::Engine::post)).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PostReply {
     /// A post's result (`postId` set).
@@ -63,7 +63,7 @@ pub enum PostReply {
     Record(Box<PostRecord>),
 }
 
-/// [`PostJournal::post`]'s answer.
+/// [`Engine::post`](crate::Engine::post)'s answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Posted {
     /// The result, or the record of a post still running elsewhere.
@@ -90,7 +90,7 @@ fn live_lock(
 
 /// "Never twice" for posts: [`AgentPoster`] with a durable record per post (see the module
 /// docs for the rules).
-pub struct PostJournal<C: SessionContext> {
+pub(crate) struct PostJournal<C: SessionContext> {
     poster: Arc<AgentPoster<C>>,
     ledger: Ledger<StoredPost>,
     sessions: Option<StoredSessions>,
@@ -251,7 +251,7 @@ impl<C: SessionContext> PostJournal<C> {
     /// keys to bodies with the keyed hash [`post_request_hash`] under `body_key` (a runner
     /// secret that survives restarts: a replay after a restart must hash the same). No
     /// stored sessions, no audit sink, system clock.
-    pub fn new(
+    pub(crate) fn new(
         poster: Arc<AgentPoster<C>>,
         store: Arc<dyn PostStore>,
         body_key: SecretValue,
@@ -273,7 +273,7 @@ impl<C: SessionContext> PostJournal<C> {
     /// execution of the UTC day. Replays count nothing. Beyond a limit, `post` answers
     /// [`CoreError::TenantLimit`] and stores nothing.
     #[must_use]
-    pub fn with_admission(mut self, admission: TenantAdmission) -> Self {
+    pub(crate) fn with_admission(mut self, admission: TenantAdmission) -> Self {
         self.admission = Some(admission);
         self
     }
@@ -294,7 +294,7 @@ impl<C: SessionContext> PostJournal<C> {
     /// Sessions stored on the runner (`sessionId`): loaded before a post, the refreshed
     /// (scoped) state written back after it.
     #[must_use]
-    pub fn with_sessions(mut self, sessions: StoredSessions) -> Self {
+    pub(crate) fn with_sessions(mut self, sessions: StoredSessions) -> Self {
         self.sessions = Some(sessions);
         self
     }
@@ -302,7 +302,7 @@ impl<C: SessionContext> PostJournal<C> {
     /// Sends the journal's audit events (replays, re-checks, assertions, recoveries)
     /// through `audit`; the post itself is audited by the poster.
     #[must_use]
-    pub fn with_audit(mut self, audit: Auditor) -> Self {
+    pub(crate) fn with_audit(mut self, audit: Auditor) -> Self {
         self.ledger.audit = audit.clone();
         self.audit = audit;
         self
@@ -310,14 +310,14 @@ impl<C: SessionContext> PostJournal<C> {
 
     /// Uses `clock` for the records' times.
     #[must_use]
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.ledger.clock = Arc::clone(&clock);
         self.clock = clock;
         self
     }
 
     /// The store.
-    pub fn store(&self) -> &Arc<dyn abr_core::store::RecordStore<StoredPost>> {
+    pub(crate) fn store(&self) -> &Arc<dyn abr_core::store::RecordStore<StoredPost>> {
         self.ledger.store()
     }
 
@@ -331,7 +331,7 @@ impl<C: SessionContext> PostJournal<C> {
     /// unknown platform or one that forbids unattended posts; a reused key
     /// ([`CoreError::IdempotencyKeyReused`]); a store failure. Everything after the record
     /// is stored is an outcome in the result.
-    pub async fn post(
+    pub(crate) async fn post(
         &self,
         tenant: &str,
         idempotency_key: Option<&str>,
@@ -393,7 +393,7 @@ impl<C: SessionContext> PostJournal<C> {
     ///
     /// # Errors
     /// [`CoreError::PostNotFound`] (also for another tenant's id), a store failure.
-    pub async fn get(&self, tenant: &str, post_id: &str) -> Result<PostRecord, CoreError> {
+    pub(crate) async fn get(&self, tenant: &str, post_id: &str) -> Result<PostRecord, CoreError> {
         Ok(self.load(tenant, post_id).await?.record)
     }
 
@@ -404,7 +404,11 @@ impl<C: SessionContext> PostJournal<C> {
     ///
     /// # Errors
     /// An unknown post, [`CoreError::NotUncertain`], a store failure.
-    pub async fn recheck(&self, tenant: &str, post_id: &str) -> Result<RecheckResult, CoreError> {
+    pub(crate) async fn recheck(
+        &self,
+        tenant: &str,
+        post_id: &str,
+    ) -> Result<RecheckResult, CoreError> {
         let post = self.load(tenant, post_id).await?;
         if post.record.state != PostState::Uncertain {
             return Err(CoreError::NotUncertain);
@@ -461,7 +465,7 @@ impl<C: SessionContext> PostJournal<C> {
     /// # Errors
     /// An empty `asserted_by`, an over-long note, an unknown post,
     /// [`CoreError::NotUncertain`], [`CoreError::AlreadyAsserted`], a store failure.
-    pub async fn assert_not_posted(
+    pub(crate) async fn assert_not_posted(
         &self,
         tenant: &str,
         post_id: &str,
@@ -481,7 +485,7 @@ impl<C: SessionContext> PostJournal<C> {
     ///
     /// # Errors
     /// A store failure.
-    pub async fn recover_unfinished(&self) -> Result<Vec<PostRecord>, CoreError> {
+    pub(crate) async fn recover_unfinished(&self) -> Result<Vec<PostRecord>, CoreError> {
         let now = self.clock.now();
         let live = |post: &StoredPost| {
             live_lock(&self.live).contains_key(&tenant_key(&post.tenant_id, post.id()))
@@ -656,6 +660,12 @@ impl<C: SessionContext> PostJournal<C> {
         let tenant = post.tenant_id.clone();
         let post_id = post.id().to_owned();
         let session_id = request.session_id.clone();
+        // A stored session's platform keeps its screenshots setting, as for a task.
+        let screenshots = session
+            .as_ref()
+            .and_then(|s| s.metadata.as_ref())
+            .and_then(|m| m.platform.as_deref())
+            .is_none_or(|bound| self.poster.bound_screenshots(bound));
         let mut resolved = request;
         if let Some(session) = session {
             resolved.session = session;
@@ -675,7 +685,11 @@ impl<C: SessionContext> PostJournal<C> {
             let ran = AssertUnwindSafe(poster.post_gated(
                 resolved,
                 Some(gate),
-                Some((&tenant, &post_id)),
+                Some(PostRun {
+                    tenant: &tenant,
+                    id: &post_id,
+                    screenshots,
+                }),
             ))
             .catch_unwind()
             .await;

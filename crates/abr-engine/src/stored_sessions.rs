@@ -17,7 +17,7 @@ use abr_protocol::{AgentSessionState, StoreSessionRequest, StoredSession, Stored
 
 /// Sessions stored by id, per tenant.
 #[derive(Clone)]
-pub struct StoredSessions {
+pub(crate) struct StoredSessions {
     store: Arc<dyn SessionStore>,
     clock: Arc<dyn Clock>,
 }
@@ -34,7 +34,7 @@ fn count(n: usize) -> u32 {
 
 impl StoredSessions {
     /// Sessions in `store`; `clock` stamps what a refresh wrote.
-    pub fn new(store: Arc<dyn SessionStore>, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(store: Arc<dyn SessionStore>, clock: Arc<dyn Clock>) -> Self {
         Self { store, clock }
     }
 
@@ -52,7 +52,7 @@ impl StoredSessions {
     /// A bad id, no scope, an invalid scope, an unknown platform, [`CoreError::SessionBound`]
     /// for a request naming another platform than the session's, a store failure (e.g. no
     /// key to encrypt it with).
-    pub async fn put(
+    pub(crate) async fn put(
         &self,
         tenant: &str,
         session_id: &str,
@@ -151,7 +151,7 @@ impl StoredSessions {
     /// # Errors
     /// [`CoreError::Forbidden`] for such a session and an actor other than an operator;
     /// [`CoreError::SessionNotFound`] (also for another tenant's id), a store failure.
-    pub async fn export(
+    pub(crate) async fn export(
         &self,
         actor: &Actor,
         session_id: &str,
@@ -178,7 +178,7 @@ impl StoredSessions {
     /// # Errors
     /// A bad id, [`CoreError::SessionBound`], a store failure (e.g. no key to encrypt it
     /// with).
-    pub async fn put_scoped(
+    pub(crate) async fn put_scoped(
         &self,
         tenant: &str,
         session_id: &str,
@@ -203,7 +203,7 @@ impl StoredSessions {
     ///
     /// # Errors
     /// A store failure.
-    pub async fn list(
+    pub(crate) async fn list(
         &self,
         tenant: &str,
         after: Option<&str>,
@@ -233,7 +233,11 @@ impl StoredSessions {
     ///
     /// # Errors
     /// [`CoreError::SessionNotFound`] (also for another tenant's id), a store failure.
-    pub async fn get(&self, tenant: &str, session_id: &str) -> Result<StoredSession, CoreError> {
+    pub(crate) async fn get(
+        &self,
+        tenant: &str,
+        session_id: &str,
+    ) -> Result<StoredSession, CoreError> {
         let session = self.load(tenant, session_id).await?;
         Ok(StoredSession {
             session_id: session_id.to_owned(),
@@ -245,7 +249,7 @@ impl StoredSessions {
     ///
     /// # Errors
     /// As [`Self::get`].
-    pub async fn load(
+    pub(crate) async fn load(
         &self,
         tenant: &str,
         session_id: &str,
@@ -257,29 +261,13 @@ impl StoredSessions {
             .ok_or(CoreError::SessionNotFound)
     }
 
-    /// The session kept under `session_id`, for a job that names it: `None` when the
-    /// runner keeps none under that id.
-    ///
-    /// # Errors
-    /// A bad id, a store failure.
-    pub async fn find(
-        &self,
-        tenant: &str,
-        session_id: &str,
-    ) -> Result<Option<AgentSessionState>, CoreError> {
-        abr_core::tenant::check("sessionId", Some(session_id))?;
-        self.store
-            .load(&SessionKey::stored(tenant, session_id))
-            .await
-    }
-
     /// The session a job (a post, a task) that names `session_id` runs with, from
     /// `sessions` (the runner's, when it keeps sessions); `None` when the job names none.
     ///
     /// # Errors
     /// [`CoreError::InvalidInput`] when the runner keeps no sessions,
     /// [`CoreError::SessionNotFound`], a bad id, a store failure.
-    pub async fn for_job(
+    pub(crate) async fn for_job(
         sessions: Option<&Self>,
         tenant: &str,
         session_id: Option<&str>,
@@ -298,7 +286,12 @@ impl StoredSessions {
     /// Writes back the state a job left (already scoped) under `session_id`, still bound to
     /// the platform it was kept for (a refresh never changes whose policy it carries): a
     /// failure is logged, never the job's (its outcome stands).
-    pub async fn write_back(&self, tenant: &str, session_id: &str, mut state: AgentSessionState) {
+    pub(crate) async fn write_back(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        mut state: AgentSessionState,
+    ) {
         let key = SessionKey::stored(tenant, session_id);
         if let Ok(Some(kept)) = self.store.load(&key).await
             && let Some(bound) = kept.metadata.and_then(|m| m.platform)
@@ -311,16 +304,11 @@ impl StoredSessions {
         }
     }
 
-    /// The clock refreshes are stamped with.
-    pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
-    }
-
     /// Forgets the session kept under `session_id`.
     ///
     /// # Errors
     /// [`CoreError::SessionNotFound`], a store failure.
-    pub async fn delete(&self, tenant: &str, session_id: &str) -> Result<(), CoreError> {
+    pub(crate) async fn delete(&self, tenant: &str, session_id: &str) -> Result<(), CoreError> {
         abr_core::tenant::check("sessionId", Some(session_id))?;
         if self
             .store

@@ -5,7 +5,8 @@
 //! The same post on the demo platform (sign-in check, composer, feed read, fill, submit,
 //! toast, export of the refreshed session) three ways:
 //! 1. through the HTTP runner with abr-client (what an orchestrator pays),
-//! 2. through the embedded `AgentPoster` (what a Rust app pays),
+//! 2. through the embedded `Engine` (what a Rust app pays: the same job slots, journal and
+//!    tenant admission as the runner, without HTTP),
 //! 3. by a Node playwright-core script doing the same steps (`bench/node-post.mjs`).
 //!
 //! The ratio of 1 to 2 is the service's overhead. All three use Debian's headless shell.
@@ -25,10 +26,13 @@ use std::time::Instant;
 
 use abr_client::AgentRunnerClient;
 use abr_core::StrategyRegistry;
+use abr_core::limits::TenantLimits;
+use abr_core::principal::{Principal, Tenants};
+use abr_core::store::InMemoryStore;
 use abr_demo::{DemoSite, DemoStrategy};
-use abr_engine::AgentPoster;
+use abr_engine::{EngineBuilder, EngineConfig, PostReply, Posted};
 use abr_protocol::{
-    AgentSessionState, Cookie, LocalStorageItem, OriginState, PostContent, PostRequest,
+    AgentSessionState, Cookie, LocalStorageItem, OriginState, PostContent, PostRequest, Role,
 };
 use abr_providers::{ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args};
 use abr_service::config::RunnerConfig;
@@ -84,13 +88,21 @@ async fn signed_in(site: &DemoSite) -> AgentSessionState {
     }
 }
 
-fn request(session: &AgentSessionState, i: usize, how: &str) -> PostRequest {
+/// The tenant of the embedded engine's posts.
+const TENANT: &str = "bench";
+
+fn request(
+    session: &AgentSessionState,
+    i: usize,
+    how: &str,
+    workspace_id: Option<&str>,
+) -> PostRequest {
     PostRequest {
         session_id: None,
         platform: "demo".into(),
         session: session.clone(),
         content: PostContent::text(format!("{how} bench post {i}")),
-        workspace_id: None,
+        workspace_id: workspace_id.map(str::to_owned),
         account_id: None,
         scope: None,
     }
@@ -108,7 +120,7 @@ async fn main() {
         .unwrap();
     let session = signed_in(&site).await;
 
-    // 2. Embedded AgentPoster.
+    // 2. Embedded Engine.
     let provider = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
         egress: Some(abr_core::EgressPolicy::new().allow_addr(site.local_addr())),
         ..LocalProviderConfig::default()
@@ -117,16 +129,49 @@ async fn main() {
     registry
         .register(Arc::new(DemoStrategy::new(&site.base_url()).unwrap()))
         .unwrap();
-    let poster = AgentPoster::new(provider.clone(), Arc::new(registry));
+    let engine = EngineBuilder::new(
+        EngineConfig {
+            max_concurrent_jobs: 4,
+            max_queued_jobs: 64,
+            tenant_limits: TenantLimits {
+                daily_executions: 100_000,
+                ..TenantLimits::default()
+            },
+            ..EngineConfig::default()
+        },
+        provider.clone(),
+        provider.clone(),
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategies(registry)
+    .build()
+    .unwrap();
+    let actor = Arc::new(
+        Principal::new("key_bench", "bench", Role::Operator, Tenants::All, false).unwrap(),
+    )
+    .act_for(Some(TENANT))
+    .unwrap();
     let mut embedded = Vec::new();
     for i in 0..n + 2 {
         let t0 = Instant::now();
-        let r = poster.post(request(&session, i, "embedded")).await.unwrap();
+        let posted = engine
+            .post(&actor, None, request(&session, i, "embedded", Some(TENANT)))
+            .await
+            .unwrap();
+        let Posted {
+            reply: PostReply::Result(r),
+            ..
+        } = posted
+        else {
+            panic!("embedded post {i}: no result: {posted:?}");
+        };
         assert!(r.ok, "embedded post {i}: {r:?}");
         if i >= 2 {
             embedded.push(t0.elapsed().as_secs_f64() * 1000.0);
         }
     }
+    engine.shutdown().await;
+    drop(engine);
     provider.shutdown().await;
 
     // 1. Through the HTTP runner.
@@ -150,7 +195,10 @@ async fn main() {
     let mut http = Vec::new();
     for i in 0..n + 2 {
         let t0 = Instant::now();
-        let r = client.post(&request(&session, i, "http")).await.unwrap();
+        let r = client
+            .post(&request(&session, i, "http", None))
+            .await
+            .unwrap();
         assert!(r.ok, "http post {i}: {r:?}");
         if i >= 2 {
             http.push(t0.elapsed().as_secs_f64() * 1000.0);
@@ -191,7 +239,7 @@ async fn main() {
     println!("| path | median ms per post | ratio |");
     println!("|---|---|---|");
     println!("| Node playwright-core script, same steps | {j:.1} | 1.00 |");
-    println!("| ABR embedded AgentPoster | {e:.1} | {:.2} |", e / j);
+    println!("| ABR embedded Engine | {e:.1} | {:.2} |", e / j);
     println!("| ABR HTTP runner + abr-client | {h:.1} | {:.2} |", h / j);
     println!(
         "\nService overhead (HTTP / embedded): {:.2}x, {:+.1} ms per post",

@@ -12,12 +12,15 @@
 //! 2. ABR "steps only": the same browser actions straight through [`StepRunner`] on a lease
 //!    of the same provider, no task runner (acquire, the 6 steps, the same DOM check,
 //!    release);
-//! 3. ABR's [`TaskRunner`] with the [`InMemoryStore`]: create (approval rule `All`) →
-//!    approve → run to the end (records saved at every step, audit events to a memory sink,
-//!    the verification);
-//! 4. the same with the SQLite store ([`SqliteStore`], in a temp dir, with a session key).
+//! 3. ABR's [`Engine`] with the [`InMemoryStore`]: create (approval rule `All`) → approve
+//!    (which queues the run in a job slot) → the end, told to a [`TaskCompletion`] sink
+//!    (records saved at every step, audit events to a memory sink, the verification; the
+//!    tenant's replay screenshots switched off);
+//! 4. the same with the SQLite store ([`SqliteStore`], in a temp dir, with a session key);
+//! 5. the same SQLite file with replay frames on (the engine's defaults), for a tenant of its
+//!    own (the screenshots switch is per tenant).
 //!
-//! Overhead of approval, records, audit and verification bookkeeping = task runner − steps
+//! Overhead of approval, records, audit and verification bookkeeping = engine − steps
 //! only. The steps-only baseline includes the runner's browser work exactly (the runner opens
 //! the target URL before the first step unless that step opens it, as this plan's does, and
 //! its `dom_check` verification is one more DOM check), so the difference holds no browser
@@ -41,24 +44,25 @@ use std::time::{Duration, Instant};
 
 use abr_core::approval::ApprovalRule;
 use abr_core::guard::{
-    FrameStore, NetworkRules, OutgoingRequest, OwnSites, PageProbe, RequestGate, RequestKind,
-    classify,
+    FrameRefused, FrameStore, NetworkRules, OutgoingRequest, OwnSites, PageProbe, RequestGate,
+    RequestKind, SiteStore, StoredFrame, classify,
 };
 use abr_core::limits::TenantLimits;
 use abr_core::plan::{PlanLimits, validate};
 use abr_core::step_runner::{BrowserAction, StepOutput, StepRunner};
 use abr_core::store::{
-    Counter, CounterStore, IdempotencyKey, InMemoryStore, Inserted, RecordStore, ScreenshotStore,
-    StoredTask, TaskStore,
+    Counter, CounterStore, EvidenceStore, Expired, IdempotencyKey, InMemoryStore, Inserted,
+    KeyStore, ListQuery, Listed, RecordStore, RunnerLink, ScreenshotStore, SessionKey,
+    SessionStore, StoredKey, StoredPost, StoredTask,
 };
 use abr_core::{
-    AcquireMode, AcquireRequest, Auditor, CoreError, EgressPolicy, MemoryAuditSink, SessionProvider,
+    AcquireMode, AcquireRequest, CoreError, EgressPolicy, MemoryAuditSink, SessionProvider,
 };
 use abr_demo::DemoSite;
-use abr_engine::task::{TaskConfig, TaskRunner};
+use abr_engine::{Engine, EngineBuilder, EngineConfig, EngineStore, TaskCompletion, TaskEnd};
 use abr_protocol::{
-    AgentSessionState, ApproveRequest, Cookie, DomCheck, Role, SecretValue, SessionScopeSpec,
-    StepPlan, TaskRequest, TaskState, TaskVerification,
+    AgentSessionState, ApproveRequest, Cookie, DomCheck, FrameInfo, Role, RunScreenshots,
+    SecretValue, SessionScopeSpec, SiteEntry, StepPlan, TaskRequest, TaskState, TaskVerification,
 };
 use abr_providers::{
     BrowserSession, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args,
@@ -66,10 +70,15 @@ use abr_providers::{
 use abr_store::{SealingKey, SqliteStore};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use time::OffsetDateTime;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::{Mutex, mpsc};
 
 const TENANT: &str = "bench";
+/// The tenant of the variant with replay frames: the screenshots switch is per tenant, and it
+/// shares the SQLite file of the variant without.
+const FRAMED_TENANT: &str = "bench-framed";
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 const WARMUP: usize = 2;
 
@@ -140,10 +149,13 @@ async fn signed_in(site: &DemoSite) -> AgentSessionState {
     }
 }
 
-/// A task store that adds up the time the runner waits on it: the records' cost, measured
-/// directly (a difference of wall times is within the browser's noise).
+/// The engine's store, adding up the time the engine waits on its task store (the task
+/// records, the counters, the screenshots): the records' cost, measured directly (a
+/// difference of wall times is within the browser's noise). The other contracts (replay
+/// frames, sites, sessions, posts, keys, evidence) go straight through, untimed, as when the
+/// frames were a store apart.
 struct TimedStore {
-    inner: Arc<dyn TaskStore>,
+    inner: Arc<dyn EngineStore>,
     nanos: AtomicU64,
     calls: AtomicU64,
 }
@@ -174,32 +186,50 @@ impl RecordStore<StoredTask> for TimedStore {
         task: &StoredTask,
         idempotency: Option<&IdempotencyKey>,
     ) -> Result<Inserted, CoreError> {
-        self.timed(self.inner.insert(task, idempotency)).await
+        self.timed(RecordStore::<StoredTask>::insert(
+            &*self.inner,
+            task,
+            idempotency,
+        ))
+        .await
     }
     async fn find_idempotency(
         &self,
         tenant: &str,
         key: &str,
     ) -> Result<Option<(String, String)>, CoreError> {
-        self.timed(self.inner.find_idempotency(tenant, key)).await
+        self.timed(RecordStore::<StoredTask>::find_idempotency(
+            &*self.inner,
+            tenant,
+            key,
+        ))
+        .await
     }
     async fn get(&self, tenant: &str, task_id: &str) -> Result<Option<StoredTask>, CoreError> {
-        self.timed(self.inner.get(tenant, task_id)).await
+        self.timed(RecordStore::<StoredTask>::get(
+            &*self.inner,
+            tenant,
+            task_id,
+        ))
+        .await
     }
     async fn update(&self, task: &StoredTask) -> Result<bool, CoreError> {
-        self.timed(self.inner.update(task)).await
+        self.timed(RecordStore::<StoredTask>::update(&*self.inner, task))
+            .await
     }
     async fn mark(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
-        self.timed(self.inner.mark(tenant, task_id)).await
+        self.timed(RecordStore::<StoredTask>::mark(
+            &*self.inner,
+            tenant,
+            task_id,
+        ))
+        .await
     }
     async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
-        self.timed(self.inner.unfinished()).await
+        self.timed(RecordStore::<StoredTask>::unfinished(&*self.inner))
+            .await
     }
-    async fn list(
-        &self,
-        tenant: &str,
-        query: &abr_core::store::ListQuery,
-    ) -> Result<abr_core::store::Listed<StoredTask>, CoreError> {
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredTask>, CoreError> {
         self.timed(RecordStore::<StoredTask>::list(&*self.inner, tenant, query))
             .await
     }
@@ -249,6 +279,171 @@ impl ScreenshotStore for TimedStore {
     }
 }
 
+#[async_trait]
+impl RecordStore<StoredPost> for TimedStore {
+    async fn insert(
+        &self,
+        post: &StoredPost,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<Inserted, CoreError> {
+        RecordStore::<StoredPost>::insert(&*self.inner, post, idempotency).await
+    }
+    async fn find_idempotency(
+        &self,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, CoreError> {
+        RecordStore::<StoredPost>::find_idempotency(&*self.inner, tenant, key).await
+    }
+    async fn get(&self, tenant: &str, post_id: &str) -> Result<Option<StoredPost>, CoreError> {
+        RecordStore::<StoredPost>::get(&*self.inner, tenant, post_id).await
+    }
+    async fn update(&self, post: &StoredPost) -> Result<bool, CoreError> {
+        RecordStore::<StoredPost>::update(&*self.inner, post).await
+    }
+    async fn mark(&self, tenant: &str, post_id: &str) -> Result<(), CoreError> {
+        RecordStore::<StoredPost>::mark(&*self.inner, tenant, post_id).await
+    }
+    async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {
+        RecordStore::<StoredPost>::unfinished(&*self.inner).await
+    }
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredPost>, CoreError> {
+        RecordStore::<StoredPost>::list(&*self.inner, tenant, query).await
+    }
+}
+
+#[async_trait]
+impl SessionStore for TimedStore {
+    async fn load(&self, key: &SessionKey) -> Result<Option<AgentSessionState>, CoreError> {
+        SessionStore::load(&*self.inner, key).await
+    }
+    async fn save(&self, key: &SessionKey, state: AgentSessionState) -> Result<(), CoreError> {
+        SessionStore::save(&*self.inner, key, state).await
+    }
+    async fn delete(&self, key: &SessionKey) -> Result<bool, CoreError> {
+        SessionStore::delete(&*self.inner, key).await
+    }
+    async fn accounts(
+        &self,
+        workspace_id: &str,
+        platform: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, CoreError> {
+        SessionStore::accounts(&*self.inner, workspace_id, platform, after, limit).await
+    }
+}
+
+/// Untimed: the frames were a store apart before the engine, and no variant timed them.
+#[async_trait]
+impl FrameStore for TimedStore {
+    async fn begin_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        setting: &RunScreenshots,
+    ) -> Result<RunScreenshots, CoreError> {
+        FrameStore::begin_run(&*self.inner, tenant, run_id, setting).await
+    }
+    async fn run_setting(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<Option<RunScreenshots>, CoreError> {
+        FrameStore::run_setting(&*self.inner, tenant, run_id).await
+    }
+    async fn put_frame(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        frame: StoredFrame,
+    ) -> Result<u32, FrameRefused> {
+        FrameStore::put_frame(&*self.inner, tenant, run_id, frame).await
+    }
+    async fn frames(&self, tenant: &str, run_id: &str) -> Result<Vec<FrameInfo>, CoreError> {
+        FrameStore::frames(&*self.inner, tenant, run_id).await
+    }
+    async fn frame(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        seq: u32,
+    ) -> Result<Option<StoredFrame>, CoreError> {
+        FrameStore::frame(&*self.inner, tenant, run_id, seq).await
+    }
+    async fn screenshots_enabled(&self, tenant: &str) -> Result<bool, CoreError> {
+        FrameStore::screenshots_enabled(&*self.inner, tenant).await
+    }
+    async fn set_screenshots_enabled(&self, tenant: &str, enabled: bool) -> Result<(), CoreError> {
+        FrameStore::set_screenshots_enabled(&*self.inner, tenant, enabled).await
+    }
+}
+
+#[async_trait]
+impl SiteStore for TimedStore {
+    async fn sites(&self, tenant: &str) -> Result<Vec<SiteEntry>, CoreError> {
+        SiteStore::sites(&*self.inner, tenant).await
+    }
+    async fn decide(&self, tenant: &str, entry: SiteEntry) -> Result<(), CoreError> {
+        SiteStore::decide(&*self.inner, tenant, entry).await
+    }
+    async fn remove(&self, tenant: &str, domain: &str) -> Result<bool, CoreError> {
+        SiteStore::remove(&*self.inner, tenant, domain).await
+    }
+}
+
+#[async_trait]
+impl KeyStore for TimedStore {
+    async fn insert_key(&self, key: &StoredKey) -> Result<(), CoreError> {
+        KeyStore::insert_key(&*self.inner, key).await
+    }
+    async fn key(&self, id: &str) -> Result<Option<StoredKey>, CoreError> {
+        KeyStore::key(&*self.inner, id).await
+    }
+    async fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<StoredKey>, CoreError> {
+        KeyStore::key_by_digest(&*self.inner, digest).await
+    }
+    async fn keys(&self) -> Result<Vec<StoredKey>, CoreError> {
+        KeyStore::keys(&*self.inner).await
+    }
+    async fn revoke_key(&self, id: &str, at: OffsetDateTime) -> Result<bool, CoreError> {
+        KeyStore::revoke_key(&*self.inner, id, at).await
+    }
+    async fn link_runner(
+        &self,
+        runner_id: &str,
+        key_id: &str,
+        at: OffsetDateTime,
+    ) -> Result<(), CoreError> {
+        KeyStore::link_runner(&*self.inner, runner_id, key_id, at).await
+    }
+    async fn runner_link(&self, runner_id: &str) -> Result<Option<RunnerLink>, CoreError> {
+        KeyStore::runner_link(&*self.inner, runner_id).await
+    }
+}
+
+#[async_trait]
+impl EvidenceStore for TimedStore {
+    async fn expire_evidence(
+        &self,
+        before: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<Expired, CoreError> {
+        EvidenceStore::expire_evidence(&*self.inner, before, now).await
+    }
+}
+
+/// The completion sink: every ended task's end, in the order the runs end.
+#[derive(Debug)]
+struct Ends(mpsc::UnboundedSender<TaskEnd>);
+
+impl TaskCompletion for Ends {
+    fn completed(&self, end: TaskEnd) {
+        // The receiver lives as long as the bench's engines.
+        let _ = self.0.send(end);
+    }
+}
+
 /// What one ABR task spent.
 struct TaskTiming {
     total_ms: f64,
@@ -264,16 +459,22 @@ struct TaskTiming {
 }
 
 struct Abr {
-    runner: TaskRunner<BrowserSession>,
+    engine: Engine<BrowserSession>,
     store: Arc<TimedStore>,
     audit: Arc<MemoryAuditSink>,
+    ends: Mutex<mpsc::UnboundedReceiver<TaskEnd>>,
+    /// The tenant its tasks run for.
+    tenant: &'static str,
 }
 
 impl Abr {
-    fn new(
+    /// An engine over `store` for `tenant`, with its replay screenshots switched off unless
+    /// `frames`.
+    async fn new(
         provider: Arc<LocalBrowserSessionProvider>,
-        store: Arc<dyn TaskStore>,
-        frames: Option<Arc<dyn FrameStore>>,
+        store: Arc<dyn EngineStore>,
+        tenant: &'static str,
+        frames: bool,
     ) -> Self {
         let store = Arc::new(TimedStore {
             inner: store,
@@ -281,24 +482,38 @@ impl Abr {
             calls: AtomicU64::new(0),
         });
         let audit = Arc::new(MemoryAuditSink::new());
-        let config = TaskConfig {
+        let (sender, ends) = mpsc::unbounded_channel();
+        let config = EngineConfig {
             approval: ApprovalRule::All,
-            limits: TenantLimits {
+            tenant_limits: TenantLimits {
                 daily_executions: 100_000,
                 ..TenantLimits::default()
             },
-            ..TaskConfig::default()
+            max_concurrent_jobs: 4,
+            max_queued_jobs: 64,
+            ..EngineConfig::default()
         };
-        let mut runner = TaskRunner::new(provider, store.clone())
-            .with_config(config)
-            .with_audit(Auditor::new(audit.clone(), Duration::from_secs(5)));
-        if let Some(frames) = frames {
-            runner = runner.with_frames(frames);
+        let engine = EngineBuilder::new(config, provider.clone(), provider, store.clone())
+            .audit(audit.clone())
+            .completion(Arc::new(Ends(sender)))
+            .build()
+            .unwrap();
+        if !frames {
+            engine
+                .set_screenshots_enabled(
+                    &actor("bench-operator", Role::Operator, tenant),
+                    false,
+                    "bench",
+                )
+                .await
+                .unwrap();
         }
         Self {
-            runner,
+            engine,
             store,
             audit,
+            ends: Mutex::new(ends),
+            tenant,
         }
     }
 
@@ -323,11 +538,16 @@ impl Abr {
             dry_run: false,
             handoff: None,
         };
+        let mut ends = self.ends.lock().await;
         self.store.take();
         let t0 = Instant::now();
         let created = self
-            .runner
-            .create(&actor("bench-agent", Role::Agent), request, None)
+            .engine
+            .create_task(
+                &actor("bench-agent", Role::Agent, self.tenant),
+                request,
+                None,
+            )
             .await
             .unwrap();
         assert_eq!(created.record.state, TaskState::PendingApproval);
@@ -335,22 +555,25 @@ impl Abr {
             approved_by: None,
             plan_hash: created.record.plan_hash.clone(),
         };
-        self.runner
-            .approve(
-                &actor("bench-approver", Role::Approver),
+        self.engine
+            .approve_task(
+                &actor("bench-approver", Role::Approver, self.tenant),
                 &created.record.task_id,
                 &approval,
             )
             .await
             .unwrap();
         let admin_ms = t0.elapsed().as_secs_f64() * 1000.0;
-        let end = self
-            .runner
-            .run(TENANT, &created.record.task_id)
+        let end = tokio::time::timeout(Duration::from_secs(300), ends.recv())
             .await
-            .unwrap();
+            .expect("the task did not end in 5 minutes")
+            .expect("the completion sink is gone");
         let total_ms = t0.elapsed().as_secs_f64() * 1000.0;
         let (store_ms, store_calls) = self.store.take();
+        assert_eq!(
+            end.record.task_id, created.record.task_id,
+            "another task ended"
+        );
         assert_eq!(
             end.record.state,
             TaskState::Succeeded,
@@ -686,7 +909,13 @@ async fn main() {
         egress: Some(EgressPolicy::new().allow_addr(site.local_addr())),
         ..LocalProviderConfig::default()
     }));
-    let memory = Abr::new(provider.clone(), Arc::new(InMemoryStore::new()), None);
+    let memory = Abr::new(
+        provider.clone(),
+        Arc::new(InMemoryStore::new()),
+        TENANT,
+        false,
+    )
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let sqlite_store = SqliteStore::open(
         &dir.path().join("abr.db"),
@@ -694,14 +923,10 @@ async fn main() {
         false,
     )
     .unwrap();
-    let sqlite_store = Arc::new(sqlite_store);
-    let sqlite = Abr::new(provider.clone(), sqlite_store.clone(), None);
-    // The runner's defaults: replay frames on, kept (sealed) in the same SQLite file.
-    let framed = Abr::new(
-        provider.clone(),
-        sqlite_store.clone(),
-        Some(sqlite_store.clone() as Arc<dyn FrameStore>),
-    );
+    let sqlite_store: Arc<dyn EngineStore> = Arc::new(sqlite_store);
+    let sqlite = Abr::new(provider.clone(), sqlite_store.clone(), TENANT, false).await;
+    // The engine's defaults: replay frames on, kept (sealed) in the same SQLite file.
+    let framed = Abr::new(provider.clone(), sqlite_store, FRAMED_TENANT, true).await;
     let mut node = NodePeer::start(&site, &session).await;
 
     let sides = [
@@ -831,15 +1056,15 @@ async fn main() {
             &t_gated,
         ),
         (
-            "ABR TaskRunner + InMemoryStore (create → approve → run)",
+            "ABR Engine + InMemoryStore (create → approve → run)",
             &t_memory,
         ),
         (
-            "ABR TaskRunner + SqliteStore (temp dir, session key; create → approve → run)",
+            "ABR Engine + SqliteStore (temp dir, session key; create → approve → run)",
             &t_sqlite,
         ),
         (
-            "ABR TaskRunner + SqliteStore + replay frames (the runner's defaults)",
+            "ABR Engine + SqliteStore + replay frames (the engine's defaults)",
             &t_framed,
         ),
     ];
@@ -945,14 +1170,14 @@ async fn main() {
     );
 }
 
-/// A key of `role` for the bench's tenant.
-fn actor(id: &str, role: Role) -> abr_core::principal::Actor {
+/// A key of `role` for `tenant`.
+fn actor(id: &str, role: Role, tenant: &str) -> abr_core::principal::Actor {
     std::sync::Arc::new(
         abr_core::principal::Principal::new(
             id,
             id,
             role,
-            abr_core::principal::Tenants::One(TENANT.to_owned()),
+            abr_core::principal::Tenants::One(tenant.to_owned()),
             false,
         )
         .unwrap(),

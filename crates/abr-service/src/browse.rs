@@ -1,10 +1,10 @@
 //! The browse API (`/v1/browse`): a guarded browser session driven one action at a time by
-//! a brain outside ABR, on the core's browse sessions
-//! ([`TaskRunner::browse_open`](abr_engine::task::TaskRunner::browse_open)).
+//! a brain outside ABR, on the engine's browse sessions
+//! ([`Engine::browse_open`](abr_engine::Engine::browse_open)).
 //!
 //! A session is visible to its tenant only (its key's, or the one `x-tenant-id` or the body's
-//! `tenantId` names for an operator): another tenant's id is a 404, like a closed one. Opening and acting use a job slot
-//! for the time of the call (a browse session holds its browser between calls, counted
+//! `tenantId` names for an operator): another tenant's id is a 404, like a closed one.
+//! Opening and acting use a job slot for the time of the call (a browse session holds its browser between calls, counted
 //! against its tenant's concurrent sessions and the runner's `ABR_MAX_OPEN_BROWSES`). What
 //! happens on the page is the answer's `outcome`, never an HTTP error: a refusal by the
 //! guard (`refused`), a handoff (`paused`), a failure on the page (`failed`).

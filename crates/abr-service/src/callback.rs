@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::EgressPolicy;
-use abr_engine::task::TaskEnd;
+use abr_engine::TaskEnd;
 use abr_engine::{EventSink, TaskCompletion};
 use abr_protocol::{RunEvent, TaskRecord};
 use url::Url;

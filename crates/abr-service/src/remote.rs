@@ -93,6 +93,19 @@ mod tests {
 
     const WORKSPACE: &str = "ws-steel";
     const ACCOUNT: &str = "acct-steel";
+    /// The operator the racers act as, for `WORKSPACE`.
+    fn actor() -> abr_core::principal::Actor {
+        let principal = abr_core::principal::Principal::new(
+            "key_operator",
+            "operator",
+            abr_protocol::Role::Operator,
+            abr_core::principal::Tenants::All,
+            false,
+        )
+        .unwrap();
+        Arc::new(principal).act_for(Some(WORKSPACE)).unwrap()
+    }
+
     /// An immediate refusal answers within this.
     const AT_ONCE: Duration = Duration::from_secs(2);
 
@@ -189,7 +202,10 @@ mod tests {
             scope: None,
         };
         let started = Instant::now();
-        let result = runner.engine.poster().post(request).await.unwrap();
+        let posted = runner.engine.post(&actor(), None, request).await.unwrap();
+        let abr_engine::PostReply::Result(result) = posted.reply else {
+            panic!("a post of this process answers its result: {posted:?}");
+        };
         if result
             .error
             .as_ref()
@@ -201,7 +217,7 @@ mod tests {
                 started.elapsed()
             );
         }
-        Raced::Post(text, Box::new(result))
+        Raced::Post(text, result)
     }
 
     /// A capture at `offset`: after a while the person signs in on the capture's page (the
@@ -217,7 +233,11 @@ mod tests {
     ) -> Raced {
         tokio::time::sleep(Duration::from_millis(offset)).await;
         let started = Instant::now();
-        let capture = match runner.engine.captures().start(capture_request()).await {
+        let capture = match runner
+            .engine
+            .capture_start(&actor(), capture_request())
+            .await
+        {
             Ok(capture) => capture,
             Err(e) => {
                 assert_eq!(e.code(), "provider_busy", "{e}");
@@ -234,8 +254,7 @@ mod tests {
         sign_in(&cdp_url, &site.base_url(), &username).await;
         let finished = runner
             .engine
-            .captures()
-            .finish(&capture_ref(&capture.capture_id))
+            .capture_finish(&actor(), &capture_ref(&capture.capture_id), None)
             .await
             .unwrap_or_else(|e| panic!("the capture of {username} was destroyed: {e}"));
         let token = finished

@@ -352,7 +352,7 @@ const PLATFORMS_DIR: &str = "ABR_PLATFORMS_DIR";
 fn declared_platforms(
     dir: &std::path::Path,
     vars: &std::collections::BTreeMap<String, String>,
-) -> Result<Vec<abr_engine::declared::DeclaredStrategy>, ConfigError> {
+) -> Result<Vec<abr_engine::DeclaredStrategy>, ConfigError> {
     let invalid = |reason: String| ConfigError::Invalid {
         key: PLATFORMS_DIR.to_owned(),
         reason,
@@ -363,7 +363,7 @@ fn declared_platforms(
     for entry in entries {
         let entry = entry.map_err(|e| invalid(format!("cannot read {}: {e}", dir.display())))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if abr_engine::declared::PlatformFormat::from_file_name(&name).is_none()
+        if abr_engine::PlatformFormat::from_file_name(&name).is_none()
             || !entry.file_type().is_ok_and(|t| t.is_file())
         {
             continue;
@@ -372,11 +372,8 @@ fn declared_platforms(
             .map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
         files.push((name, text));
     }
-    abr_engine::declared::load_platform_files(
-        files.iter().map(|(n, t)| (n.as_str(), t.as_str())),
-        vars,
-    )
-    .map_err(|e| invalid(e.to_string()))
+    abr_engine::load_platform_files(files.iter().map(|(n, t)| (n.as_str(), t.as_str())), vars)
+        .map_err(|e| invalid(e.to_string()))
 }
 
 /// Registers the `demo` platform for the demo site at `url`.

@@ -1,5 +1,5 @@
-//! The task API (`/v1/tasks`): create → approve → run → prove, on the core's
-//! [`TaskRunner`](abr_engine::task::TaskRunner).
+//! The task API (`/v1/tasks`): create → approve → run → prove, on the engine's
+//! [`Engine::create_task`](abr_engine::Engine::create_task) and its siblings.
 //!
 //! A task is visible to its tenant only (`x-tenant-id`, or the body's `tenantId` on
 //! create; `default` without either): another tenant's id is a 404, like an unknown one.

@@ -1,5 +1,6 @@
-//! The `demo` strategy end to end: real Chromium (local provider), the core's
-//! [`AgentPoster`], and the demo site's ground truth, in every fault mode.
+//! The `demo` strategy end to end: real Chromium (local provider), the public [`Engine`]
+//! (posts journaled, in its job slots), and the demo site's ground truth, in every fault
+//! mode.
 //!
 //! One browser and one site for the whole file: the site's fault is global, so the
 //! scenarios run one after another.
@@ -14,15 +15,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use abr_core::principal::{Actor, Principal, Tenants};
+use abr_core::store::InMemoryStore;
 use abr_core::{
     AcquireMode, AcquireRequest, DynSessionProvider, SessionContext, SessionProvider,
     StrategyRegistry,
 };
 use abr_demo::{DemoSite, DemoStrategy, FaultMode, Post};
-use abr_engine::AgentPoster;
+use abr_engine::{Engine, EngineBuilder, EngineConfig, PostReply};
 use abr_protocol::{
     AgentPostResult, AgentSessionState, FailureStage, MediaAttachment, PostContent, PostOutcome,
-    PostRequest, ProbeRequest, VerificationMethod,
+    PostRequest, ProbeRequest, Role, VerificationMethod,
 };
 use abr_providers::{BrowserSession, LocalBrowserSessionProvider, LocalProviderConfig};
 use playwright_rs::protocol::GotoOptions;
@@ -88,28 +91,42 @@ struct Run {
     elapsed: Duration,
 }
 
+/// The tenant every post of the file is made for.
+const TENANT: &str = "demo-tenant";
+
 struct Harness {
     site: DemoSite,
-    poster: AgentPoster<BrowserSession>,
+    engine: Engine<BrowserSession>,
+    actor: Actor,
 }
 
 impl Harness {
     async fn post(&self, session: &AgentSessionState, content: PostContent) -> Run {
         let before = self.site.posts().len();
         let started = Instant::now();
-        let result = self
-            .poster
-            .post(PostRequest {
-                session_id: None,
-                platform: "demo".into(),
-                session: session.clone(),
-                content,
-                workspace_id: None,
-                account_id: None,
-                scope: None,
-            })
+        // No idempotency key: every call is a post of its own, with a record of its own.
+        let posted = self
+            .engine
+            .post(
+                &self.actor,
+                None,
+                PostRequest {
+                    session_id: None,
+                    platform: "demo".into(),
+                    session: session.clone(),
+                    content,
+                    workspace_id: Some(TENANT.into()),
+                    account_id: None,
+                    scope: None,
+                },
+            )
             .await
             .expect("the post job starts");
+        assert!(!posted.replayed, "a post without a key is never a replay");
+        let result = match posted.reply {
+            PostReply::Result(result) => *result,
+            PostReply::Record(record) => panic!("a post run here answers its result: {record:?}"),
+        };
         Run {
             result,
             new_posts: self.site.posts().split_off(before),
@@ -232,7 +249,24 @@ async fn every_fault_mode_ends_in_the_row_the_ground_truth_allows() {
     let mut registry = StrategyRegistry::new();
     registry.register(Arc::new(strategy)).unwrap();
     let dyn_provider: DynSessionProvider<BrowserSession> = provider.clone();
-    let poster = AgentPoster::new(dyn_provider, Arc::new(registry));
+    let engine = EngineBuilder::new(
+        EngineConfig {
+            // The scenarios run one after another; no pacing (the demo strategy turns it
+            // off anyway), and the default tenant limits admit the file's eleven posts.
+            pacing: None,
+            ..EngineConfig::default()
+        },
+        Arc::clone(&dyn_provider),
+        dyn_provider,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategies(registry)
+    .build()
+    .expect("the engine builds");
+    let actor =
+        Arc::new(Principal::new("key_test", "test", Role::Operator, Tenants::All, false).unwrap())
+            .act_for(Some(TENANT))
+            .unwrap();
 
     let t0 = Instant::now();
     let session = sign_in(&provider, &site, "alice").await;
@@ -253,16 +287,23 @@ async fn every_fault_mode_ends_in_the_row_the_ground_truth_allows() {
         "the composer stored demo_prefs"
     );
 
-    let h = Harness { site, poster };
+    let h = Harness {
+        site,
+        engine,
+        actor,
+    };
     let probe = h
-        .poster
-        .probe(ProbeRequest {
-            platform: "demo".into(),
-            session: session.clone(),
-            workspace_id: None,
-            account_id: None,
-            scope: None,
-        })
+        .engine
+        .probe(
+            &h.actor,
+            ProbeRequest {
+                platform: "demo".into(),
+                session: session.clone(),
+                workspace_id: None,
+                account_id: None,
+                scope: None,
+            },
+        )
         .await
         .unwrap();
     assert!(probe.authenticated && !probe.needs_reauth, "{probe:?}");
@@ -400,6 +441,7 @@ async fn every_fault_mode_ends_in_the_row_the_ground_truth_allows() {
     ));
 
     eprintln!("sign-in: {sign_in_time:?}\n{}", timings.join("\n"));
+    h.engine.shutdown().await;
     provider.shutdown().await;
     h.site.shutdown().await;
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -1,7 +1,7 @@
 //! The `demo` strategy's read-only re-check, end to end: real Chromium (local provider) and
-//! the demo site. A post made through the strategy is found again by `recheck` in a fresh
-//! browser context with the same session; a text never posted is not found; a signed-out
-//! context cannot look. No re-check adds a post.
+//! the demo site. A post made through the strategy (by the public `Engine`) is found again by
+//! the strategy's `recheck` in a fresh browser context with the same session; a text never
+//! posted is not found; a signed-out context cannot look. No re-check adds a post.
 //!
 //! The browser and the site are closed whatever the scenario did (a failed assertion
 //! included): the scenario runs in its own task, and the teardown waits for it.
@@ -15,14 +15,16 @@
 
 use std::sync::Arc;
 
+use abr_core::principal::{Principal, Tenants};
+use abr_core::store::InMemoryStore;
 use abr_core::{
     AcquireMode, AcquireRequest, DynSessionProvider, EgressPolicy, RecheckOutcome, SessionProvider,
     StrategyRegistry, WebPostStrategy,
 };
 use abr_demo::{DemoSite, DemoStrategy};
-use abr_engine::AgentPoster;
+use abr_engine::{EngineBuilder, EngineConfig, PostReply};
 use abr_protocol::{
-    AgentSessionState, Cookie, PostContent, PostOutcome, PostRequest, VerificationMethod,
+    AgentSessionState, Cookie, PostContent, PostOutcome, PostRequest, Role, VerificationMethod,
 };
 use abr_providers::{BrowserSession, LocalBrowserSessionProvider, LocalProviderConfig};
 
@@ -80,7 +82,20 @@ async fn scenario(
     let mut registry = StrategyRegistry::new();
     registry.register(Arc::new(strategy.clone())).unwrap();
     let dyn_provider: DynSessionProvider<BrowserSession> = provider.clone();
-    let poster = AgentPoster::new(dyn_provider, Arc::new(registry));
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&dyn_provider),
+        dyn_provider,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategies(registry)
+    .build()
+    .expect("the engine builds");
+    let tenant = "recheck-tenant";
+    let actor =
+        Arc::new(Principal::new("key_test", "test", Role::Operator, Tenants::All, false).unwrap())
+            .act_for(Some(tenant))
+            .unwrap();
     let session = signed_in(&site, "rachel").await;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -94,18 +109,28 @@ async fn scenario(
         media: vec![],
     };
     let composed = format!("{}\nhttps://example.com/a?b=1&c=2", content.text);
-    let result = poster
-        .post(PostRequest {
-            platform: "demo".into(),
-            session: session.clone(),
-            content: content.clone(),
-            workspace_id: None,
-            account_id: None,
-            scope: None,
-            session_id: None,
-        })
+    let posted = engine
+        .post(
+            &actor,
+            None,
+            PostRequest {
+                platform: "demo".into(),
+                session: session.clone(),
+                content: content.clone(),
+                workspace_id: Some(tenant.into()),
+                account_id: None,
+                scope: None,
+                session_id: None,
+            },
+        )
         .await
         .expect("the post job starts");
+    // The engine is done: what follows runs the strategy's re-check directly.
+    engine.shutdown().await;
+    let result = match posted.reply {
+        PostReply::Result(result) => result,
+        PostReply::Record(record) => panic!("a post run here answers its result: {record:?}"),
+    };
     assert_eq!(result.outcome(), PostOutcome::Confirmed, "{result:?}");
     let stored: Vec<_> = site
         .posts()

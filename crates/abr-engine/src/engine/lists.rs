@@ -14,7 +14,7 @@ use abr_protocol::{
 use crate::engine::Engine;
 
 /// A page's size when the caller names none.
-pub const DEFAULT_PAGE: usize = 50;
+pub(super) const DEFAULT_PAGE: usize = 50;
 
 /// The limit `params` asks for, checked.
 fn limit(params: &ListParams) -> Result<usize, CoreError> {

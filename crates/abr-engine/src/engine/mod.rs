@@ -11,7 +11,6 @@
 mod lists;
 mod records;
 
-pub use lists::DEFAULT_PAGE;
 pub use records::LinkedTask;
 
 use std::sync::Arc;
@@ -20,7 +19,7 @@ use std::time::Duration;
 use abr_core::approval::ApprovalRule;
 use abr_core::audit::{AuditError, AuditEvent, AuditSink, Auditor};
 use abr_core::budget::{DeadlineBudget, Pacing};
-use abr_core::clock::{Clock, SystemClock, new_token};
+use abr_core::clock::{Clock, OsRandom, RandomSource, SystemClock, new_token};
 use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
 use abr_core::guard::{FrameSource, FrameStore, SiteStore};
@@ -196,6 +195,7 @@ pub struct EngineBuilder<C: TaskContext> {
     event_sink: Option<Arc<dyn EventSink>>,
     completion: Option<Arc<dyn TaskCompletion>>,
     clock: Arc<dyn Clock>,
+    random: Arc<dyn RandomSource>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for EngineBuilder<C> {
@@ -228,6 +228,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             event_sink: None,
             completion: None,
             clock: Arc::new(SystemClock),
+            random: Arc::new(OsRandom),
         }
     }
 
@@ -296,6 +297,14 @@ impl<C: TaskContext> EngineBuilder<C> {
         self
     }
 
+    /// The randomness of pacing's jitter (default: the OS's; tests fix one). Tokens (keys,
+    /// live views, approval links) always come from the OS's.
+    #[must_use]
+    pub fn random(mut self, random: Arc<dyn RandomSource>) -> Self {
+        self.random = random;
+        self
+    }
+
     /// Builds the engine and starts its sweeps. Must be called inside a tokio runtime.
     ///
     /// # Errors
@@ -330,7 +339,8 @@ impl<C: TaskContext> EngineBuilder<C> {
                     Arc::clone(&clock),
                 )))
                 .with_config(poster_config)
-                .with_clock(Arc::clone(&clock)),
+                .with_clock(Arc::clone(&clock))
+                .with_random(self.random),
         );
         let sessions = StoredSessions::new(
             Arc::clone(&store) as Arc<dyn SessionStore>,
@@ -432,7 +442,6 @@ impl<C: TaskContext> EngineBuilder<C> {
             completion: self.completion,
             retention,
             config,
-            budget,
             sweeps,
         })
     }
@@ -459,6 +468,29 @@ fn spawn_browse_sweep<C: TaskContext>(
     })
 }
 
+/// What an engine runs at one moment ([`Engine::load`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EngineLoad {
+    /// Jobs holding a slot.
+    pub jobs_running: usize,
+    /// Jobs waiting for a slot.
+    pub jobs_queued: usize,
+    /// Jobs that may run at once ([`EngineConfig::max_concurrent_jobs`]).
+    pub job_capacity: usize,
+    /// Interactive captures open.
+    pub open_captures: usize,
+    /// Browse sessions open.
+    pub open_browses: usize,
+}
+
+/// One of the machine's job slots held by the embedder ([`Engine::hold_job_slot`]); given
+/// back when dropped.
+#[derive(Debug)]
+pub struct JobSlotHold {
+    _slot: crate::jobs::JobSlot,
+}
+
 /// The application: posting, tasks, browse sessions, capture and handoffs on the configured
 /// providers, every job admitted once. Generic over the browser context, so that an
 /// embedder's tests (and the runner's HTTP tests) run it on the core's fakes.
@@ -479,7 +511,6 @@ pub struct Engine<C: TaskContext> {
     completion: Option<Arc<dyn TaskCompletion>>,
     retention: Option<Retention>,
     config: EngineConfig,
-    budget: DeadlineBudget,
     /// The one clock every part reads (the builder's).
     clock: Arc<dyn Clock>,
     sweeps: Vec<tokio::task::JoinHandle<()>>,
@@ -518,6 +549,16 @@ impl<C: TaskContext> Engine<C> {
     }
 }
 
+/// Refuses a request that names another tenant than the actor's (a post's `workspaceId`,
+/// a task's or a browse session's `tenantId`): what it does is the actor's tenant's, and a
+/// record, an audit event or a platform's label naming another would say otherwise.
+fn named_tenant(actor: &Actor, named: Option<&str>) -> Result<(), CoreError> {
+    match named {
+        Some(named) if named != actor.tenant() => Err(CoreError::TenantForbidden),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses a capture of another tenant than the actor's, or an actor without `right`.
 fn own_capture(actor: &Actor, workspace_id: &str, right: Right) -> Result<(), CoreError> {
     actor.require(right)?;
@@ -545,75 +586,18 @@ impl<C: TaskContext> Engine<C> {
         &self.keys
     }
 
-    /// The configuration it was built from.
-    pub fn config(&self) -> &EngineConfig {
-        &self.config
-    }
-
-    /// Every deadline of a request.
-    pub fn budget(&self) -> &DeadlineBudget {
-        &self.budget
-    }
-
-    /// The machine's job slots.
-    pub fn jobs(&self) -> &JobSlots {
-        &self.jobs
-    }
-
-    /// The poster (its strategies, probing).
-    pub fn poster(&self) -> &AgentPoster<C> {
-        &self.poster
-    }
-
-    /// The post journal.
-    pub fn posts(&self) -> &PostJournal<C> {
-        &self.posts
-    }
-
-    /// The task part: records, takeovers, browse sessions. Its `create`, `approve` and
-    /// `retry` do not run a task: [`Self::create_task`], [`Self::approve_task`] and
-    /// [`Self::retry_task`] do.
-    pub fn tasks(&self) -> &Arc<TaskRunner<C>> {
-        &self.tasks
-    }
-
-    /// Sessions tenants keep by id.
-    pub fn sessions(&self) -> &StoredSessions {
-        &self.sessions
-    }
-
-    /// Interactive captures.
-    pub fn captures(&self) -> &Arc<SessionCaptureManager<C>> {
-        &self.captures
-    }
-
-    /// Replay frames and the tenants' screenshots switch.
-    pub fn frames(&self) -> &Arc<dyn FrameStore> {
-        &self.frames
-    }
-
-    /// The tenants' site decisions.
-    pub fn sites(&self) -> &Arc<dyn SiteStore> {
-        &self.sites
-    }
-
-    /// Where audit events go.
-    pub fn audit(&self) -> &Auditor {
-        &self.audit
-    }
-
     /// The registered platforms.
     pub fn platforms(&self) -> Vec<PlatformInfo> {
         self.poster.strategies().platforms()
     }
 
     /// Keeps a session the actor's tenant stores under an id of its own, scoped by the
-    /// platform it names (a registered one) and the request's scope
-    /// ([`StoredSessions::put`]).
+    /// platform it names (a registered one) and the request's scope, sealed at rest.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may keep sessions; an unknown platform,
-    /// [`StoredSessions::put`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may keep sessions; a bad id, no scope, an
+    /// invalid scope, an unknown platform, [`CoreError::SessionBound`] for a request naming
+    /// another platform than the session's, a store failure (e.g. no key to seal it with).
     pub async fn store_session(
         &self,
         actor: &Actor,
@@ -640,11 +624,15 @@ impl<C: TaskContext> Engine<C> {
     // ---- posts ----------------------------------------------------------------------------
 
     /// Posts `request` for the actor's tenant in a job slot, recorded, at most once per
-    /// idempotency key ([`PostJournal::post`]).
+    /// idempotency key: a repeated key answers the original post (or its record while it
+    /// runs), a key reused with another body is refused.
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may post (an agent or an operator, not
-    /// read-only); not admitted, the journal's refusals, or a panic
+    /// read-only); [`CoreError::TenantForbidden`] for a `workspaceId` other than the actor's
+    /// tenant; not admitted, [`CoreError::IdempotencyKeyReused`], content or a request
+    /// out of bounds, an unknown platform or one that forbids unattended runs, an unknown
+    /// `sessionId`, a per-tenant limit, a store failure, or a panic
     /// ([`CoreError::JobPanicked`]: it may have been published).
     pub async fn post(
         &self,
@@ -653,6 +641,7 @@ impl<C: TaskContext> Engine<C> {
         request: PostRequest,
     ) -> Result<Posted, CoreError> {
         actor.require(Right::Post)?;
+        named_tenant(actor, request.workspace_id.as_deref())?;
         let posts = self.posts.clone();
         let (tenant, key) = (
             actor.tenant().to_owned(),
@@ -665,11 +654,12 @@ impl<C: TaskContext> Engine<C> {
             .await
     }
 
-    /// Re-checks an uncertain post in a job slot ([`PostJournal::recheck`]).
+    /// Re-checks an uncertain post in a job slot: a read-only look at the platform that
+    /// settles the record when it finds the post.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may re-check; not admitted, the journal's
-    /// refusals.
+    /// [`CoreError::Forbidden`] unless the actor may re-check; not admitted, an unknown post,
+    /// [`CoreError::NotUncertain`], a store failure.
     pub async fn recheck_post(
         &self,
         actor: &Actor,
@@ -700,12 +690,11 @@ impl<C: TaskContext> Engine<C> {
         request: ProbeRequest,
     ) -> Result<ProbeResponse, CoreError> {
         actor.require(Right::Sessions)?;
+        named_tenant(actor, request.workspace_id.as_deref())?;
         let mut request = request;
-        match &request.workspace_id {
-            Some(named) if named != actor.tenant() => return Err(CoreError::TenantForbidden),
-            Some(_) => {}
-            None => request.workspace_id = Some(actor.tenant().to_owned()),
-        }
+        request
+            .workspace_id
+            .get_or_insert_with(|| actor.tenant().to_owned());
         // A probe holds a browser: it counts as one of the tenant's concurrent sessions
         // while it runs (given back however it ends, a panic included).
         let tenant = actor.tenant().to_owned();
@@ -723,18 +712,24 @@ impl<C: TaskContext> Engine<C> {
 
     // ---- tasks ----------------------------------------------------------------------------
 
-    /// Creates a task proposed by the actor ([`TaskRunner::create`]) and, when the approval
-    /// rule lets it through, runs it: in a job slot of its own, its end told to the
-    /// [`TaskCompletion`] sink.
+    /// Creates a task proposed by the actor (`pending_approval`, or `queued` when the
+    /// approval rule lets it through) and, when it is let through, runs it: in a job slot of
+    /// its own, its end told to the [`TaskCompletion`] sink.
     ///
     /// # Errors
-    /// [`TaskRunner::create`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may propose (an agent or an operator, not
+    /// read-only); [`CoreError::TenantForbidden`] for a `tenantId` other than the actor's
+    /// tenant; an invalid plan ([`CoreError::InvalidPlan`], naming the step), bad ids, a
+    /// session without a scope, an unknown platform or one that forbids unattended
+    /// execution, an unknown `sessionId`, a per-tenant limit (for a task the rule lets
+    /// through at once), a reused key, a store failure. Nothing is stored on an error.
     pub async fn create_task(
         &self,
         actor: &Actor,
         request: TaskRequest,
         idempotency_key: Option<&str>,
     ) -> Result<Created, CoreError> {
+        named_tenant(actor, request.tenant_id.as_deref())?;
         let created = self.tasks.create(actor, request, idempotency_key).await?;
         if created.should_run() {
             self.spawn_run(actor.tenant(), &created.record.task_id);
@@ -742,11 +737,15 @@ impl<C: TaskContext> Engine<C> {
         Ok(created)
     }
 
-    /// Approves a pending task, as an approver other than its proposer
-    /// ([`TaskRunner::approve`]), and runs it.
+    /// Approves a pending task, as an approver other than its proposer, for the plan hash
+    /// it was shown, and runs it.
     ///
     /// # Errors
-    /// [`TaskRunner::approve`]'s.
+    /// [`CoreError::Forbidden`] for an actor that may not approve,
+    /// [`CoreError::SelfApproval`] for the proposer's own key, an over-long `approvedBy`, an
+    /// unknown task, [`CoreError::PlanHashMismatch`], [`CoreError::TaskNotPending`]
+    /// (approved, rejected, or approved concurrently), a per-tenant limit (the task stays
+    /// pending: approve again later), a store failure.
     pub async fn approve_task(
         &self,
         actor: &Actor,
@@ -758,11 +757,14 @@ impl<C: TaskContext> Engine<C> {
         Ok(record)
     }
 
-    /// A new attempt of a task ([`TaskRunner::retry`]), run when the approval rule lets it
-    /// through.
+    /// A new attempt of a task that failed with nothing done (a task of its own, linked to
+    /// the first), run when the approval rule lets it through.
     ///
     /// # Errors
-    /// [`TaskRunner::retry`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may post; an unknown task,
+    /// [`CoreError::TaskNotRetryable`], the tenant's retry limit (or, for a retry the rule
+    /// lets through at once, its session and daily limits), a plan invalid under the
+    /// current limits, a store failure.
     pub async fn retry_task(&self, actor: &Actor, task_id: &str) -> Result<Created, CoreError> {
         let created = self.tasks.retry(actor, task_id).await?;
         if created.should_run() {
@@ -771,11 +773,12 @@ impl<C: TaskContext> Engine<C> {
         Ok(created)
     }
 
-    /// Re-checks an uncertain task in a job slot ([`TaskRunner::recheck`]).
+    /// Re-checks an uncertain task in a job slot: its verification run again, read-only,
+    /// settling the record when it answers.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may re-check; not admitted,
-    /// [`TaskRunner::recheck`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may re-check; not admitted, an unknown
+    /// task, [`CoreError::NotUncertain`], the tenant's concurrency limit, a store failure.
     pub async fn recheck_task(
         &self,
         actor: &Actor,
@@ -816,16 +819,26 @@ impl<C: TaskContext> Engine<C> {
 
     // ---- browse sessions ------------------------------------------------------------------
 
-    /// Opens a browse session in a job slot ([`TaskRunner::browse_open`]).
+    /// Opens a browse session in a job slot: a guarded browser on the session, held between
+    /// calls, driven one action at a time by a brain outside ABR.
     ///
     /// # Errors
-    /// Not admitted, [`TaskRunner::browse_open`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may browse;
+    /// [`CoreError::TenantForbidden`] for a `tenantId` other than the actor's tenant; not
+    /// admitted; bad input (the
+    /// URL, ids, `idleSeconds`, a session without a scope), an unknown platform or one that
+    /// forbids unattended execution, an unknown `sessionId`, the tenant's concurrent
+    /// sessions or daily executions, the runner's open sessions ([`CoreError::TenantLimit`]
+    /// or a busy provider), the browser not starting, a store failure. A first page that
+    /// does not load is not an error: the session is open and its answer says what
+    /// happened.
     pub async fn browse_open(
         &self,
         actor: &Actor,
         request: BrowseRequest,
     ) -> Result<BrowseOpened, CoreError> {
         actor.require(Right::Browse)?;
+        named_tenant(actor, request.tenant_id.as_deref())?;
         let tasks = Arc::clone(&self.tasks);
         let actor = actor.clone();
         self.jobs
@@ -840,7 +853,8 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may browse; not admitted,
-    /// [`TaskRunner::browse_snapshot`]'s.
+    /// [`CoreError::InvalidInput`] for a query out of its bounds,
+    /// [`CoreError::BrowseNotFound`] (closed, idle too long, or another tenant's).
     pub async fn browse_snapshot(
         &self,
         actor: &Actor,
@@ -861,7 +875,10 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may browse; not admitted,
-    /// [`TaskRunner::browse_act`]'s.
+    /// [`CoreError::BrowseNotFound`]; bad input (a reference that is not one, a URL that is
+    /// not http(s), a key name too long); [`CoreError::RefNotFound`] for a reference no
+    /// snapshot of this session gave. What happens on the page is not an error: a refusal,
+    /// a pause or a failure is the answer's `outcome`.
     pub async fn browse_act(
         &self,
         actor: &Actor,
@@ -879,12 +896,14 @@ impl<C: TaskContext> Engine<C> {
     }
 
     /// The brain asks a person for a value it must not invent, for a field of an open
-    /// session ([`TaskRunner::browse_request_input`]): the session waits, paused
+    /// session: the session waits, paused
     /// `needs_input`, until a person supplies it ([`Self::supply_input`]) or resumes.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may browse;
-    /// [`TaskRunner::browse_request_input`]'s.
+    /// [`CoreError::Forbidden`] unless the actor may browse; [`CoreError::BrowseNotFound`];
+    /// [`CoreError::RefNotFound`] for a reference no snapshot gave;
+    /// [`CoreError::InvalidInput`] for an empty or over-long prompt or a wait out of bounds;
+    /// [`CoreError::TakeoverState`] when a person is already asked for.
     pub async fn browse_request_input(
         &self,
         actor: &Actor,
@@ -897,13 +916,15 @@ impl<C: TaskContext> Engine<C> {
             .await
     }
 
-    /// A person hands over the value a paused browse session asks for
-    /// ([`TaskRunner::supply_input`]): typed into its field, never logged, recorded or
+    /// A person hands over the value a paused browse session asks for: typed into its field, never logged, recorded or
     /// echoed; the takeover then resumes. Answers the takeover id.
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may resolve a person's pause (an approver or
-    /// an operator: never the brain's agent key); [`TaskRunner::supply_input`]'s.
+    /// an operator: never the brain's agent key); [`CoreError::TaskNotFound`] (no such open
+    /// session of the tenant); [`CoreError::NoTakeover`] when the session does not wait for
+    /// a value; [`CoreError::InputNotAccepted`] when the field refused it (the takeover still
+    /// waits).
     pub async fn supply_input(
         &self,
         actor: &Actor,
@@ -919,7 +940,7 @@ impl<C: TaskContext> Engine<C> {
     /// cut it in half and a panic stays there.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may browse; [`TaskRunner::browse_close`]'s,
+    /// [`CoreError::Forbidden`] unless the actor may browse; [`CoreError::BrowseNotFound`],
     /// or [`CoreError::JobPanicked`].
     pub async fn browse_close(&self, actor: &Actor, id: &str) -> Result<BrowseClosed, CoreError> {
         actor.require(Right::Browse)?;
@@ -930,10 +951,11 @@ impl<C: TaskContext> Engine<C> {
             .map_err(|_| CoreError::JobPanicked("closing the browse session failed unexpectedly"))?
     }
 
-    /// The committing action a browse session waits on ([`TaskRunner::browse_approval`]).
+    /// The committing action a browse session waits on a person's approval for.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may read; its errors.
+    /// [`CoreError::Forbidden`] unless the actor may read; [`CoreError::BrowseNotFound`];
+    /// [`CoreError::ActionNotPending`] when none waits.
     pub async fn browse_approval(
         &self,
         actor: &Actor,
@@ -943,12 +965,14 @@ impl<C: TaskContext> Engine<C> {
         self.tasks.browse_approval(actor.tenant(), id).await
     }
 
-    /// Approves or rejects the committing action a browse session waits on
-    /// ([`TaskRunner::browse_decide`]): an approver of the session's tenant, never the key
-    /// that opened it.
+    /// Approves or rejects the committing action a browse session waits on: an approver of
+    /// the session's tenant, never the key that opened it.
     ///
     /// # Errors
-    /// Its errors, or [`CoreError::JobPanicked`]. It runs in a task of its own (a rejection
+    /// [`CoreError::Forbidden`] unless the actor may approve; [`CoreError::SelfApproval`]
+    /// for the key that opened the session; an over-long `statedBy`;
+    /// [`CoreError::BrowseNotFound`]; [`CoreError::ActionNotPending`] for an id that is not
+    /// the pending approval's; or [`CoreError::JobPanicked`]. It runs in a task of its own (a rejection
     /// closes the session), so that a caller who goes away does not cut it in half.
     pub async fn browse_decide(
         &self,
@@ -971,8 +995,9 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may keep sessions,
-    /// [`CoreError::TenantForbidden`] for another tenant's workspace; not admitted,
-    /// [`SessionCaptureManager::start`]'s.
+    /// [`CoreError::TenantForbidden`] for another tenant's workspace; not admitted; invalid
+    /// ids, an unknown platform, a policy without interactive capture, a provider that
+    /// cannot be interactive, too many open captures, or a provider failure.
     pub async fn capture_start(
         &self,
         actor: &Actor,
@@ -989,8 +1014,12 @@ impl<C: TaskContext> Engine<C> {
     /// `storedAs` absent; the failure is logged.
     ///
     /// # Errors
-    /// The actor's rights, as for [`Self::capture_start`]; a bad `store_as` (checked before the capture ends: a bad id must not cost the user
-    /// the session), [`SessionCaptureManager::finish`]'s.
+    /// The actor's rights, as for [`Self::capture_start`]; a bad `store_as` (checked before
+    /// the capture ends: a bad id must not cost the user
+    /// the session); [`CoreError::CaptureNotFound`], [`CoreError::BindingMismatch`] (the
+    /// capture stays open), [`CoreError::NotAuthenticated`] (the capture stays open: the
+    /// user may still be signing in), or a strategy or provider failure (the capture stays
+    /// open).
     pub async fn capture_finish(
         &self,
         actor: &Actor,
@@ -1021,8 +1050,8 @@ impl<C: TaskContext> Engine<C> {
     /// Cancels a capture.
     ///
     /// # Errors
-    /// The actor's rights, as for [`Self::capture_start`];
-    /// [`SessionCaptureManager::cancel`]'s.
+    /// The actor's rights, as for [`Self::capture_start`]; [`CoreError::CaptureNotFound`] or
+    /// [`CoreError::BindingMismatch`].
     pub async fn capture_cancel(
         &self,
         actor: &Actor,
@@ -1037,7 +1066,7 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may read its tenant's records,
     /// [`CoreError::TenantForbidden`] for another tenant's capture;
-    /// [`SessionCaptureManager::status`]'s.
+    /// [`CoreError::CaptureNotFound`] or [`CoreError::BindingMismatch`].
     pub async fn capture_status(
         &self,
         actor: &Actor,
@@ -1065,6 +1094,32 @@ impl<C: TaskContext> Engine<C> {
             Err(CoreError::LiveViewNotFound) => self.tasks.handoffs().attach_live(token),
             attached => attached,
         }
+    }
+
+    // ---- load ------------------------------------------------------------------------------
+
+    /// What runs now: jobs in their slots and waiting for one, open captures and browse
+    /// sessions (for a health document or a balancer's pressure reading).
+    pub fn load(&self) -> EngineLoad {
+        EngineLoad {
+            jobs_running: self.jobs.running(),
+            jobs_queued: self.jobs.queued(),
+            job_capacity: self.jobs.capacity(),
+            open_captures: self.captures.open_count(),
+            open_browses: self.tasks.browses_open(),
+        }
+    }
+
+    /// Holds one of the machine's job slots for work the embedder runs outside the engine
+    /// (its own browser work), admitted and counted with the engine's jobs; the slot is
+    /// given back when the hold is dropped.
+    ///
+    /// # Errors
+    /// [`CoreError::Overloaded`] or [`CoreError::QueueTimeout`], as for any job.
+    pub async fn hold_job_slot(&self) -> Result<JobSlotHold, CoreError> {
+        Ok(JobSlotHold {
+            _slot: self.jobs.enter().await?,
+        })
     }
 
     // ---- start and stop -------------------------------------------------------------------

@@ -69,8 +69,9 @@ impl<C: TaskContext> Engine<C> {
     }
 
     /// A one-time link for a person without a key to approve or reject, as the actor, the
-    /// pending task `task_id` or the committing action a browse session `task_id` waits on
-    /// (see [`approval_links`](crate::approval_links)).
+    /// pending task `task_id` or the committing action a browse session `task_id` waits on:
+    /// single-use, bound to the task's plan hash, expiring within the hour, kept in this
+    /// process's memory (a restart forgets it).
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may approve; [`CoreError::SelfApproval`]
@@ -178,10 +179,12 @@ impl<C: TaskContext> Engine<C> {
         }
     }
 
-    /// Rejects a pending task ([`TaskRunner::reject`](crate::task::TaskRunner::reject)).
+    /// Rejects a pending task.
     ///
     /// # Errors
-    /// Its errors.
+    /// [`CoreError::Forbidden`] for an actor that may not approve, an over-long
+    /// `rejectedBy` or reason, an unknown task, [`CoreError::TaskNotPending`], a store
+    /// failure.
     pub async fn reject_task(
         &self,
         actor: &Actor,
@@ -195,8 +198,9 @@ impl<C: TaskContext> Engine<C> {
     /// new attempt).
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may assert (an approver or an operator);
-    /// [`TaskRunner::assert_not_posted`](crate::task::TaskRunner::assert_not_posted)'s.
+    /// [`CoreError::Forbidden`] unless the actor may assert (an approver or an operator); an
+    /// empty `assertedBy`, an over-long note, an unknown task, [`CoreError::NotUncertain`],
+    /// [`CoreError::AlreadyAsserted`], a store failure.
     pub async fn assert_task(
         &self,
         actor: &Actor,
@@ -258,8 +262,9 @@ impl<C: TaskContext> Engine<C> {
     /// Records a person's assertion that an uncertain post did not happen.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may assert;
-    /// [`PostJournal::assert_not_posted`](crate::PostJournal::assert_not_posted)'s.
+    /// [`CoreError::Forbidden`] unless the actor may assert; an empty `assertedBy`, an
+    /// over-long note, an unknown post, [`CoreError::NotUncertain`],
+    /// [`CoreError::AlreadyAsserted`], a store failure.
     pub async fn assert_post(
         &self,
         actor: &Actor,
@@ -276,7 +281,7 @@ impl<C: TaskContext> Engine<C> {
 
     /// A stored session as kept, with its cookies (restore): for those who keep sessions,
     /// never for an approver; one bound to a read-only or attended-only platform for an
-    /// operator only ([`StoredSessions::export`](crate::stored_sessions::StoredSessions::export)).
+    /// operator only.
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may keep sessions (and, for such a

@@ -4,7 +4,7 @@
 
 use abr_core::context::TaskContext;
 use abr_core::store::{StoredTask, wire_name};
-use abr_protocol::{RunEvent, StepResult, TaskState};
+use abr_protocol::{RunEvent, StepResult, TakeoverEvent, TakeoverState, TaskState};
 
 use crate::task::runner::TaskRunner;
 
@@ -54,5 +54,34 @@ impl<C: TaskContext> TaskRunner<C> {
             state: Some(wire_name(&task.record.state)),
             ..self.run_event("run_ended", task)
         });
+    }
+}
+
+impl<C: TaskContext> TaskRunner<C> {
+    pub(super) fn takeover_event(&self, task: &mut StoredTask, state: TakeoverState) {
+        let Some(pause) = &task.record.pause else {
+            return;
+        };
+        let event = TakeoverEvent {
+            event: event_name(state).to_owned(),
+            run_id: task.record.task_id.clone(),
+            takeover_id: pause.takeover_id.clone(),
+            reason: pause.reason,
+            state,
+            at: self.clock.now(),
+        };
+        self.events
+            .emit(abr_protocol::RunEvent::takeover(&task.tenant_id, &event));
+        task.record.takeover_events.push(event);
+    }
+}
+
+fn event_name(state: TakeoverState) -> &'static str {
+    match state {
+        TakeoverState::Requested => "takeover_required",
+        TakeoverState::Active => "takeover_active",
+        TakeoverState::Resumed => "takeover_resumed",
+        TakeoverState::Ended => "takeover_ended",
+        TakeoverState::Expired => "takeover_expired",
     }
 }

@@ -18,17 +18,15 @@
 
 use std::time::Duration;
 
-use abr_core::codes;
 use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
 use abr_core::guard::SnapshotRequest;
 use abr_protocol::{
-    ActOutcome, BrowseAction, BrowsePause, ErrorBody, InputRequest, Pause, PauseReason,
-    SuppliedInput, TakeoverState, TaskState,
+    ActOutcome, BrowseAction, BrowsePause, InputRequest, Pause, PauseReason, SuppliedInput,
 };
 
-use crate::live_access::LiveSites;
-use crate::task::browses::{End, Open};
+use crate::task::browse_act::HandoffNow;
+use crate::task::browses::End;
 use crate::task::pauses::pause_message;
 use crate::task::runner::TaskRunner;
 
@@ -37,156 +35,7 @@ pub(crate) const DEFAULT_INPUT_WAIT: Duration = Duration::from_secs(600);
 /// Longest prompt an input request shows a person.
 const MAX_PROMPT: usize = 500;
 
-/// Where a session's takeover is, as of now.
-pub(super) enum HandoffNow {
-    /// No person is asked for, or the last takeover was resumed: the brain acts.
-    Free,
-    /// A person is asked for or has the page: the brain waits.
-    Waiting(BrowsePause),
-    /// The takeover was ended or expired: the session closes (the error says which).
-    Over(ErrorBody),
-}
-
 impl<C: TaskContext> TaskRunner<C> {
-    /// Registers a takeover of `open` for `reason` and marks the session paused (recorded,
-    /// `takeover_required` told). `input`: the field and prompt of an input request.
-    /// Answers the pause for the brain.
-    pub(super) async fn browse_wait_for_person(
-        &self,
-        open: &mut Open<C>,
-        reason: PauseReason,
-        message: String,
-        wait: Duration,
-        input: Option<(String, String)>,
-    ) -> Result<BrowsePause, CoreError> {
-        // A person never gets the page under a frame's blur.
-        open.rails.settle_frames().await;
-        let sites = LiveSites::new(&open.rails.last_url, None);
-        let pending = self.handoffs.request(
-            &open.task.tenant_id,
-            &open.task.record.task_id,
-            reason,
-            open.lease.context_handle(),
-            sites,
-            wait,
-            Some(open.rails.network.person_input()),
-        )?;
-        let (input_ref, prompt) = input.unzip();
-        let pause = BrowsePause {
-            reason,
-            message,
-            takeover_id: Some(pending.takeover_id().to_owned()),
-            expires_at: Some(pending.expires_at()),
-        };
-        open.task.record.state = TaskState::Paused;
-        open.task.record.pause = Some(Pause {
-            takeover_id: pending.takeover_id().to_owned(),
-            reason,
-            step: Some(open.task.record.step_results.len()),
-            state: TakeoverState::Requested,
-            paused_at: self.clock.now(),
-            expires_at: pending.expires_at(),
-            prompt,
-            input_ref,
-        });
-        open.handoff = Some(pending);
-        self.takeover_event(&mut open.task, TakeoverState::Requested);
-        if let Err(failure) = self.save_progress(&mut open.task).await {
-            tracing::warn!(code = %failure.body.code, "browse: could not record the pause");
-        }
-        Ok(pause)
-    }
-
-    /// Records the transitions of the session's takeover since it last looked, and says
-    /// where it is now.
-    pub(super) async fn browse_handoff_now(&self, open: &mut Open<C>) -> HandoffNow {
-        let Some(pending) = open.handoff.as_mut() else {
-            return HandoffNow::Free;
-        };
-        let mut last = None;
-        let mut moved = false;
-        while let Some(state) = pending.poll() {
-            moved = true;
-            last = Some(state);
-            open.rails
-                .network
-                .set_person(state == TakeoverState::Active);
-            if let Some(pause) = &mut open.task.record.pause {
-                pause.state = state;
-            }
-            if state == TakeoverState::Resumed {
-                open.task.record.state = TaskState::Running;
-            }
-            self.takeover_event(&mut open.task, state);
-        }
-        if moved && let Err(failure) = self.save_progress(&mut open.task).await {
-            tracing::warn!(code = %failure.body.code, "browse: could not record a takeover");
-        }
-        let Some(pause) = open.task.record.pause.clone() else {
-            return HandoffNow::Free;
-        };
-        match last.unwrap_or(pause.state) {
-            TakeoverState::Requested | TakeoverState::Active => HandoffNow::Waiting(BrowsePause {
-                reason: pause.reason,
-                message: format!(
-                    "{}: a person is asked for this page (takeover {}); the session's \
-                         actions wait until they resume it",
-                    pause_message(pause.reason),
-                    pause.takeover_id
-                ),
-                takeover_id: Some(pause.takeover_id),
-                expires_at: Some(pause.expires_at),
-            }),
-            TakeoverState::Resumed => {
-                open.handoff = None;
-                open.rails.network.set_person(false);
-                HandoffNow::Free
-            }
-            TakeoverState::Ended => {
-                open.handoff = None;
-                HandoffNow::Over(ErrorBody::new(
-                    codes::TAKEOVER_ENDED,
-                    format!(
-                        "the session paused ({}) and the takeover was ended: it closed",
-                        pause.reason.as_str()
-                    ),
-                ))
-            }
-            TakeoverState::Expired => {
-                open.handoff = None;
-                HandoffNow::Over(ErrorBody::new(
-                    codes::TAKEOVER_EXPIRED,
-                    format!(
-                        "the session paused ({}) and nobody resumed it in time: it closed",
-                        pause.reason.as_str()
-                    ),
-                ))
-            }
-        }
-    }
-
-    /// After an action answered `paused` by the page (not an approval): with `handoff`,
-    /// the session waits for a person.
-    pub(super) async fn browse_pause_for_person(
-        &self,
-        open: &mut Open<C>,
-        pause: &mut BrowsePause,
-    ) {
-        let Some(wait) = open.handoff_wait else {
-            return;
-        };
-        if pause.reason == PauseReason::ApprovalRequired || open.handoff.is_some() {
-            return;
-        }
-        match self
-            .browse_wait_for_person(open, pause.reason, pause.message.clone(), wait, None)
-            .await
-        {
-            Ok(waiting) => *pause = waiting,
-            Err(e) => tracing::warn!(error = %e, "browse: no takeover could be registered"),
-        }
-    }
-
     /// The brain asks a person for a value it must not invent, for the field `ref`: the
     /// session waits (`paused`, `needs_input`) until a person supplies it or resumes.
     ///
@@ -194,7 +43,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// [`CoreError::BrowseNotFound`]; [`CoreError::RefNotFound`] for a reference no snapshot
     /// gave; [`CoreError::InvalidInput`] for an empty or over-long prompt or a wait out of
     /// bounds; [`CoreError::TakeoverState`] when a person is already asked for.
-    pub async fn browse_request_input(
+    pub(crate) async fn browse_request_input(
         &self,
         tenant: &str,
         id: &str,
@@ -250,7 +99,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// [`CoreError::TaskNotFound`] (no such open session of the tenant);
     /// [`CoreError::NoTakeover`] when the session does not wait for a value;
     /// [`CoreError::InputNotAccepted`] when the field refused it (the takeover still waits).
-    pub async fn supply_input(
+    pub(crate) async fn supply_input(
         &self,
         tenant: &str,
         id: &str,

@@ -18,7 +18,7 @@ use crate::task::rails::Rails;
 
 /// Bounds of browse sessions.
 #[derive(Debug, Clone)]
-pub struct BrowseConfig {
+pub(crate) struct BrowseConfig {
     /// Idle time after which a session is closed, when the request names none (300 s).
     pub default_idle: Duration,
     /// Longest idle time a request may ask for (one hour).

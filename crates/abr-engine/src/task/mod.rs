@@ -9,8 +9,10 @@
 pub(crate) mod announce;
 pub(crate) mod approvals;
 pub(crate) mod browse;
+pub(crate) mod browse_act;
 pub(crate) mod browse_handoff;
 pub(crate) mod browses;
+pub(crate) mod kit;
 pub(crate) mod lifecycle;
 pub(crate) mod network;
 pub(crate) mod outcome;
@@ -18,6 +20,6 @@ pub(crate) mod pauses;
 pub(crate) mod rails;
 pub(crate) mod run;
 pub(crate) mod runner;
+pub(crate) mod takeovers;
 
-pub use browses::BrowseConfig;
-pub use runner::{Created, TaskConfig, TaskEnd, TaskRunner};
+pub use runner::{Created, TaskEnd};

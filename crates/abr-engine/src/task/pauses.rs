@@ -1,5 +1,6 @@
-//! A step through the guard rails: the element inspected, the commit guard asked, the
-//! session checked, the page read after it; and the pause a person resolves.
+//! A step through the guard rails: the browser action under its deadline, the element
+//! inspected, the commit guard asked, the session checked, the page read after it; and the
+//! pause a person resolves.
 
 use std::time::Duration;
 
@@ -11,8 +12,7 @@ use abr_core::provider::Lease;
 use abr_core::step_runner::{BrowserAction, StepOutput};
 use abr_core::store::StoredTask;
 use abr_protocol::{
-    BlockedAction, BlockedBy, CommitClass, FramePoint, Pause, PauseReason, TakeoverEvent,
-    TakeoverState, TaskState,
+    BlockedAction, BlockedBy, CommitClass, FramePoint, Pause, PauseReason, TakeoverState, TaskState,
 };
 
 use crate::live_access::LiveSites;
@@ -138,16 +138,6 @@ fn retry_or_stuck(
         Err((failure, committing))
     } else {
         Ok(*failures >= 2)
-    }
-}
-
-fn event_name(state: TakeoverState) -> &'static str {
-    match state {
-        TakeoverState::Requested => "takeover_required",
-        TakeoverState::Active => "takeover_active",
-        TakeoverState::Resumed => "takeover_resumed",
-        TakeoverState::Ended => "takeover_ended",
-        TakeoverState::Expired => "takeover_expired",
     }
 }
 
@@ -625,23 +615,6 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
-    pub(super) fn takeover_event(&self, task: &mut StoredTask, state: TakeoverState) {
-        let Some(pause) = &task.record.pause else {
-            return;
-        };
-        let event = TakeoverEvent {
-            event: event_name(state).to_owned(),
-            run_id: task.record.task_id.clone(),
-            takeover_id: pause.takeover_id.clone(),
-            reason: pause.reason,
-            state,
-            at: self.clock.now(),
-        };
-        self.events
-            .emit(abr_protocol::RunEvent::takeover(&task.tenant_id, &event));
-        task.record.takeover_events.push(event);
-    }
-
     /// The facts of the focused element; `None` when only the document has the focus or
     /// it cannot be read (a key pressed then counts as the rule says without facts).
     async fn inspect_focused(&self, context: &C, timeout: Duration) -> Option<ElementFacts> {
@@ -686,42 +659,40 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     // ---- takeovers ------------------------------------------------------------------------
+}
 
-    /// `requested → active` for a paused task of `tenant`: the live token for the person.
-    ///
-    /// # Errors
-    /// [`CoreError::TaskNotFound`], [`CoreError::NoTakeover`] (not paused),
-    /// [`CoreError::TakeoverState`] (already over).
-    pub async fn take_over(
+impl<C: TaskContext> TaskRunner<C> {
+    /// Runs one browser action under its deadline (plus the grace), mapping every return,
+    /// error, timeout and panic.
+    pub(super) async fn step(
         &self,
-        tenant: &str,
-        task_id: &str,
-    ) -> Result<crate::handoff::ActiveTakeover, CoreError> {
-        self.load(tenant, task_id).await?;
-        let active = self.handoffs.activate(tenant, task_id)?;
-        self.browse_takeover_moved(tenant, task_id).await;
-        Ok(active)
-    }
-
-    /// `requested | active → resumed`: the run continues where it stopped.
-    ///
-    /// # Errors
-    /// As [`Self::take_over`].
-    pub async fn resume(&self, tenant: &str, task_id: &str) -> Result<String, CoreError> {
-        self.load(tenant, task_id).await?;
-        let id = self.handoffs.resume(tenant, task_id)?;
-        self.browse_takeover_moved(tenant, task_id).await;
-        Ok(id)
-    }
-
-    /// `requested | active → ended`: the run stops without acting.
-    ///
-    /// # Errors
-    /// As [`Self::take_over`].
-    pub async fn end_takeover(&self, tenant: &str, task_id: &str) -> Result<String, CoreError> {
-        self.load(tenant, task_id).await?;
-        let id = self.handoffs.end(tenant, task_id)?;
-        self.browse_takeover_moved(tenant, task_id).await;
-        Ok(id)
+        context: &C,
+        action: &BrowserAction,
+        timeout: Duration,
+    ) -> Result<StepOutput, Failure> {
+        match guarded(
+            timeout + self.config.step_grace,
+            context.run(action, timeout),
+        )
+        .await
+        {
+            Step::Done(output) => Ok(output),
+            Step::Error(failure) => Err(Failure::from_step(failure)),
+            Step::TimedOut => Err(Failure::new(
+                codes::STEP_TIMEOUT,
+                format!(
+                    "the {} step did not finish within {} ms",
+                    action.kind(),
+                    timeout.as_millis()
+                ),
+            )),
+            Step::Panicked => Err(Failure::new(
+                codes::STEP_PANICKED,
+                format!(
+                    "the browser failed unexpectedly during the {} step",
+                    action.kind()
+                ),
+            )),
+        }
     }
 }

@@ -27,7 +27,7 @@ use tokio::time::Instant;
 
 use crate::poster::ACQUIRING;
 use crate::step::{Step, guarded};
-use crate::task::lifecycle::RunPolicy;
+use crate::task::kit::RunPolicy;
 use crate::task::network::{MarkCommitting, RunNetwork};
 use crate::task::outcome::{
     Failure, Outcome, blocked_or, callback_url, ms, network_truth, unscoped_policy,
@@ -138,7 +138,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// An unknown task, [`CoreError::TaskNotQueued`], or a store failure when the final
     /// record could not be saved (the outcome is then in the store's last saved progress;
     /// [`Self::recover_unfinished`] ends it after a restart).
-    pub async fn run(&self, tenant: &str, task_id: &str) -> Result<TaskEnd, CoreError> {
+    pub(crate) async fn run(&self, tenant: &str, task_id: &str) -> Result<TaskEnd, CoreError> {
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::Queued {
             return Err(CoreError::TaskNotQueued);
@@ -685,40 +685,6 @@ impl<C: TaskContext> TaskRunner<C> {
         self.save_progress(task).await
     }
 
-    /// Runs one browser action under its deadline (plus the grace), mapping every return,
-    /// error, timeout and panic.
-    pub(super) async fn step(
-        &self,
-        context: &C,
-        action: &BrowserAction,
-        timeout: Duration,
-    ) -> Result<StepOutput, Failure> {
-        match guarded(
-            timeout + self.config.step_grace,
-            context.run(action, timeout),
-        )
-        .await
-        {
-            Step::Done(output) => Ok(output),
-            Step::Error(failure) => Err(Failure::from_step(failure)),
-            Step::TimedOut => Err(Failure::new(
-                codes::STEP_TIMEOUT,
-                format!(
-                    "the {} step did not finish within {} ms",
-                    action.kind(),
-                    timeout.as_millis()
-                ),
-            )),
-            Step::Panicked => Err(Failure::new(
-                codes::STEP_PANICKED,
-                format!(
-                    "the browser failed unexpectedly during the {} step",
-                    action.kind()
-                ),
-            )),
-        }
-    }
-
     /// Keeps what a step produced (extracted data, a screenshot) and checks what it
     /// answered (an `assert`).
     async fn keep(
@@ -917,41 +883,6 @@ impl<C: TaskContext> TaskRunner<C> {
                 codes::STEP_PANICKED,
                 "the browser failed unexpectedly reading the page's text",
             )),
-        }
-    }
-
-    /// Saves the running task; a lost compare-and-swap is a store failure (the runner is
-    /// the only writer of a running task).
-    pub(super) async fn save_progress(&self, task: &mut StoredTask) -> Result<(), Failure> {
-        match self.save(task).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Failure::store(&CoreError::Store(StoreFailure::conflict(
-                "the task record changed while the task ran",
-            )))),
-            Err(e) => Err(Failure::store(&e)),
-        }
-    }
-
-    pub(super) async fn write_back(
-        &self,
-        tenant: &str,
-        session_id: &str,
-        lease: &Lease<C>,
-        platform: &str,
-        scopes: Scopes<'_>,
-    ) {
-        let Some(sessions) = &self.sessions else {
-            return;
-        };
-        match guarded(self.config.export_timeout, lease.context().export_state()).await {
-            Step::Done(state) => {
-                let (state, _) = scopes.apply_out(&state, platform, self.clock.now());
-                sessions.write_back(tenant, session_id, state).await;
-            }
-            Step::Error(e) => tracing::warn!(error = %e, "could not export the refreshed session"),
-            Step::TimedOut | Step::Panicked => {
-                tracing::warn!("exporting the refreshed session timed out or panicked");
-            }
         }
     }
 

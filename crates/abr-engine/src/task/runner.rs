@@ -29,7 +29,7 @@ pub(super) use abr_core::store::NO_PLATFORM;
 
 /// Settings of a [`TaskRunner`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskConfig {
+pub(crate) struct TaskConfig {
     /// Plan limits: steps, longest step deadline.
     pub plan: PlanLimits,
     /// Deadline of a step without `timeoutMs`, and of the first navigation.
@@ -80,7 +80,7 @@ impl TaskConfig {
     /// the post step's share (`timeoutMs` above it is refused), a step without `timeoutMs`
     /// and the verification the verify step's, acquire, export and release theirs.
     #[must_use]
-    pub fn with_budget(mut self, budget: &abr_core::budget::DeadlineBudget) -> Self {
+    pub(crate) fn with_budget(mut self, budget: &abr_core::budget::DeadlineBudget) -> Self {
         let s = budget.steps;
         self.plan.max_step_timeout = s.post;
         self.default_step_timeout = s.verify.min(s.post);
@@ -105,7 +105,7 @@ pub struct Created {
 impl Created {
     /// Whether the caller should now [`TaskRunner::run`] it: a new task the approval rule
     /// let through.
-    pub fn should_run(&self) -> bool {
+    pub(crate) fn should_run(&self) -> bool {
         !self.replayed && self.record.state == TaskState::Queued
     }
 }
@@ -138,7 +138,7 @@ pub struct TaskEnd {
 /// UTC day when it is admitted to run (approved, or let through by the rule); the session
 /// is given back when the run ends. Every operation emits an [`AuditEvent`](abr_core::audit::AuditEvent) with ids,
 /// step types and descriptions only: never a typed value, an input or extracted data.
-pub struct TaskRunner<C: TaskContext> {
+pub(crate) struct TaskRunner<C: TaskContext> {
     pub(super) provider: DynSessionProvider<C>,
     pub(super) store: Arc<dyn TaskStore>,
     pub(super) ledger: Ledger<StoredTask>,
@@ -169,7 +169,7 @@ impl<C: TaskContext> std::fmt::Debug for TaskRunner<C> {
 impl<C: TaskContext> TaskRunner<C> {
     /// A runner acting through `provider`, keeping tasks in `store`; default settings, no
     /// platforms, no stored sessions, no audit sink, system clock.
-    pub fn new(provider: DynSessionProvider<C>, store: Arc<dyn TaskStore>) -> Self {
+    pub(crate) fn new(provider: DynSessionProvider<C>, store: Arc<dyn TaskStore>) -> Self {
         Self {
             provider,
             ledger: Ledger::new(Arc::clone(&store) as Arc<dyn RecordStore<StoredTask>>),
@@ -195,7 +195,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Keeps replay frames in `frames` (and reads the tenants' screenshots switch there).
     /// Without a frame store no frame is taken.
     #[must_use]
-    pub fn with_frames(mut self, frames: Arc<dyn FrameStore>) -> Self {
+    pub(crate) fn with_frames(mut self, frames: Arc<dyn FrameStore>) -> Self {
         self.frames = Some(frames);
         self
     }
@@ -203,7 +203,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Applies the tenants' site decisions in `sites`, and records consent given during a
     /// pause there. Without a site store every site is allowed.
     #[must_use]
-    pub fn with_sites(mut self, sites: Arc<dyn SiteStore>) -> Self {
+    pub(crate) fn with_sites(mut self, sites: Arc<dyn SiteStore>) -> Self {
         self.sites = Some(sites);
         self
     }
@@ -211,31 +211,31 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Sends its runs' events (approvals required, takeovers, steps, stalls, ends) to
     /// `events`.
     #[must_use]
-    pub fn with_events(mut self, events: Arc<Events>) -> Self {
+    pub(crate) fn with_events(mut self, events: Arc<Events>) -> Self {
         self.events = events;
         self
     }
 
     /// Where its runs' events go.
-    pub fn events(&self) -> &Arc<Events> {
+    pub(crate) fn events(&self) -> &Arc<Events> {
         &self.events
     }
 
     /// Bounds of browse sessions ([`Self::browse_open`]).
     #[must_use]
-    pub fn with_browse_config(mut self, config: crate::task::browses::BrowseConfig) -> Self {
+    pub(crate) fn with_browse_config(mut self, config: crate::task::browses::BrowseConfig) -> Self {
         self.browses.config = config;
         self
     }
 
     /// The paused runs' takeovers (the live view attaches through them).
-    pub fn handoffs(&self) -> &Arc<Handoffs<C>> {
+    pub(crate) fn handoffs(&self) -> &Arc<Handoffs<C>> {
         &self.handoffs
     }
 
     /// Sets the settings.
     #[must_use]
-    pub fn with_config(mut self, config: TaskConfig) -> Self {
+    pub(crate) fn with_config(mut self, config: TaskConfig) -> Self {
         self.config = config;
         self
     }
@@ -243,7 +243,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Platforms a task may name (`platform`): their policy (unattended execution) and
     /// session scope apply.
     #[must_use]
-    pub fn with_platforms(mut self, platforms: Arc<StrategyRegistry<C>>) -> Self {
+    pub(crate) fn with_platforms(mut self, platforms: Arc<StrategyRegistry<C>>) -> Self {
         self.platforms = Some(platforms);
         self
     }
@@ -251,14 +251,14 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Sessions stored on the runner (`sessionId`): loaded before a run, the refreshed
     /// state written back after it.
     #[must_use]
-    pub fn with_sessions(mut self, sessions: StoredSessions) -> Self {
+    pub(crate) fn with_sessions(mut self, sessions: StoredSessions) -> Self {
         self.sessions = Some(sessions);
         self
     }
 
     /// Sends audit events through `audit`.
     #[must_use]
-    pub fn with_audit(mut self, audit: Auditor) -> Self {
+    pub(crate) fn with_audit(mut self, audit: Auditor) -> Self {
         self.ledger.audit = audit.clone();
         self.audit = audit;
         self
@@ -266,7 +266,7 @@ impl<C: TaskContext> TaskRunner<C> {
 
     /// Uses `clock` for timestamps and the UTC day.
     #[must_use]
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.handoffs = Arc::new(Handoffs::new(Arc::clone(&clock)));
         self.ledger.clock = Arc::clone(&clock);
         self.clock = clock;
@@ -276,18 +276,18 @@ impl<C: TaskContext> TaskRunner<C> {
     /// Keys the hash an idempotency key is bound to with a runner secret (see
     /// [`request_hash`](abr_core::digest::request_hash)).
     #[must_use]
-    pub fn with_body_hash_key(mut self, key: SecretValue) -> Self {
+    pub(crate) fn with_body_hash_key(mut self, key: SecretValue) -> Self {
         self.body_key = Some(key);
         self
     }
 
     /// The settings.
-    pub fn config(&self) -> &TaskConfig {
+    pub(crate) fn config(&self) -> &TaskConfig {
         &self.config
     }
 
     /// The store.
-    pub fn store(&self) -> &Arc<dyn TaskStore> {
+    pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {
         &self.store
     }
 }

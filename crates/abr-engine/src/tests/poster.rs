@@ -16,8 +16,8 @@ use abr_core::testing::{
 };
 use abr_core::{
     AuditAction, AuditError, AuditEvent, AuditOutcome, AuditSink, Auditor, CoreError,
-    InMemorySessionStore, MemoryAuditSink, Pacing, ProviderErrorKind, ReceiptNote, SessionKey,
-    SessionStore, StrategyError, StrategyRegistry, SubmitReceipt, VerifyOutcome,
+    MemoryAuditSink, Pacing, ProviderErrorKind, ReceiptNote, StrategyError, StrategyRegistry,
+    SubmitReceipt, VerifyOutcome,
 };
 use abr_protocol::{
     AgentPostResult, AgentSessionState, Cookie, FailureStage, LocalStorageItem, OriginState,
@@ -615,39 +615,6 @@ async fn failed_post_audit_has_stage_and_code() {
     assert_eq!(events[0].outcome, AuditOutcome::Uncertain);
     assert_eq!(events[0].failure_stage, Some(FailureStage::Submit));
     assert_eq!(events[0].error_code.as_deref(), Some("net"));
-}
-
-#[tokio::test]
-async fn post_stored_uses_and_updates_the_store() {
-    let script = StrategyScript {
-        set_cookie_on_post: Some(Cookie::new("sid", "rotated", ".example.com")),
-        ..Default::default()
-    };
-    let h = harness(scoped_policy(), script);
-    let store = InMemorySessionStore::new();
-    let key = SessionKey::new("ws-1", "acct-1", PLATFORM);
-    let err = h
-        .poster
-        .post_stored(&store, &key, PostContent::text("t"))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, CoreError::SessionNotFound));
-    store.save(&key, session()).await.unwrap();
-    let r = h
-        .poster
-        .post_stored(&store, &key, PostContent::text("t"))
-        .await
-        .unwrap();
-    assert!(r.ok);
-    let saved = store.load(&key).await.unwrap().unwrap();
-    let sid = saved.cookies.iter().find(|c| c.name == "sid").unwrap();
-    assert_eq!(sid.value.expose(), "rotated");
-    assert!(
-        saved
-            .cookies
-            .iter()
-            .all(|c| c.domain.ends_with("example.com"))
-    );
 }
 
 #[tokio::test]

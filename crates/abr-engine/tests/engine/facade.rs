@@ -11,8 +11,7 @@ use abr_core::DynSessionProvider;
 use abr_core::clock::Clock as _;
 use abr_core::store::InMemoryStore;
 use abr_core::testing::{FakeContext, FakeProvider, ManualClock, ScriptedStrategy};
-use abr_engine::task::TaskEnd;
-use abr_engine::{Engine, EngineBuilder, EngineConfig, PostReply, TaskCompletion};
+use abr_engine::{Engine, EngineBuilder, EngineConfig, PostReply, TaskCompletion, TaskEnd};
 use abr_protocol::{
     AgentSessionState, ApproveRequest, Cookie, PlatformPolicy, PostContent, PostRequest,
     SecretValue, StepPlan, TaskRequest, TaskState,
@@ -174,9 +173,9 @@ async fn an_approved_task_runs_to_its_end_by_the_engine_alone() {
     assert_eq!(end.record.task_id, id);
     assert_eq!(end.record.state, TaskState::Succeeded, "{:?}", end.record);
     assert_eq!(e.provider.acquired(), 1);
-    let stored = e.engine.tasks().get(T, &id).await.unwrap();
+    let stored = e.engine.task(&agent(T), &id).await.unwrap();
     assert_eq!(stored, end.record, "the record says what the sink was told");
-    assert_eq!(e.engine.jobs().queued(), 0);
+    assert_eq!(e.engine.load().jobs_queued, 0);
     // Approving again does not run it again.
     let twice = e
         .engine
@@ -236,14 +235,17 @@ async fn a_post_goes_through_the_ledger_once_per_key() {
     assert_eq!(reused.code(), "idempotency_key_reused");
     assert_eq!(e.strategy.submits(), 1);
     assert_eq!(
-        e.engine.posts().get(T, &post_id).await.unwrap().state,
+        e.engine
+            .post_record(&agent(T), &post_id)
+            .await
+            .unwrap()
+            .state,
         abr_protocol::PostState::Succeeded
     );
     // Another tenant's id is unknown.
     assert_eq!(
         e.engine
-            .posts()
-            .get("someone-else", &post_id)
+            .post_record(&agent("someone-else"), &post_id)
             .await
             .unwrap_err()
             .code(),
@@ -683,11 +685,14 @@ async fn an_expired_task_keeps_its_outcome_without_evidence() {
     // Within retention nothing goes.
     clock.advance(Duration::from_secs(29 * 24 * 3600));
     assert_eq!(engine.expire_evidence().await.unwrap().records, 0);
-    assert_eq!(engine.tasks().get(T, &id).await.unwrap().extracted.len(), 1);
+    assert_eq!(
+        engine.task(&agent(T), &id).await.unwrap().extracted.len(),
+        1
+    );
     // After it, the evidence goes and the outcome stays.
     clock.advance(Duration::from_secs(2 * 24 * 3600));
     assert_eq!(engine.expire_evidence().await.unwrap().records, 1);
-    let kept = engine.tasks().get(T, &id).await.unwrap();
+    let kept = engine.task(&agent(T), &id).await.unwrap();
     assert_eq!(kept.state, TaskState::Succeeded);
     assert_eq!(kept.step_results.len(), 2);
     assert!(kept.extracted.is_empty(), "{:?}", kept.extracted);
@@ -884,4 +889,123 @@ async fn the_tenants_settings_are_audited_where_they_are_decided() {
             .all(|e| e.workspace_id.as_deref() == Some(T))
     );
     engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stored_sessions_platform_keeps_screenshots_off_for_its_posts() {
+    let provider = Arc::new(FakeProvider::new());
+    let scope = abr_protocol::SessionScopeSpec {
+        cookie_domains: vec!["example.com".into()],
+        origins: vec![],
+    };
+    let quiet = PlatformPolicy {
+        screenshots: Some(false),
+        session: Some(scope.clone()),
+        ..PlatformPolicy::default()
+    };
+    let open = PlatformPolicy {
+        session: Some(scope),
+        ..PlatformPolicy::default()
+    };
+    let jobs: DynSessionProvider<FakeContext> = provider.clone();
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(Arc::new(ScriptedStrategy::new("quiet", &quiet)))
+    .unwrap()
+    .strategy(Arc::new(ScriptedStrategy::new("fake", &open)))
+    .unwrap()
+    .build()
+    .unwrap();
+    engine
+        .store_session(
+            &agent(T),
+            "s1",
+            &abr_protocol::StoreSessionRequest {
+                session: post("unused").session,
+                platform: Some("quiet".into()),
+                scope: None,
+            },
+        )
+        .await
+        .unwrap();
+    let screenshots_of = |posted: abr_engine::Posted| {
+        let PostReply::Result(result) = posted.reply else {
+            panic!("a post of this process answers its result: {posted:?}");
+        };
+        assert!(result.ok, "{result:?}");
+        result.post_id.unwrap()
+    };
+
+    // A post on `fake` with its own session takes screenshots, as `fake` allows.
+    let inline = engine.post(&agent(T), None, post("inline")).await.unwrap();
+    let id = screenshots_of(inline);
+    let (setting, _) = engine.run_frames(&agent(T), &id).await.unwrap();
+    assert_eq!(setting.screenshots, abr_protocol::ScreenshotsMode::On);
+
+    // The session kept for `quiet` keeps them off, whatever platform the post names.
+    let mut through = post("through fake");
+    through.session = AgentSessionState::default();
+    through.session_id = Some("s1".into());
+    let stored = engine.post(&agent(T), None, through).await.unwrap();
+    let id = screenshots_of(stored);
+    let (setting, frames) = engine.run_frames(&agent(T), &id).await.unwrap();
+    assert_eq!(
+        setting.screenshots,
+        abr_protocol::ScreenshotsMode::Off,
+        "{setting:?}"
+    );
+    assert!(frames.is_empty(), "{frames:?}");
+}
+
+/// The attack: an actor of one tenant names another in its request, so that the post, the
+/// task or the browse session (their audit events, the platform's labels) would read as
+/// the other tenant's. The door refuses the request before anything runs or is recorded.
+#[tokio::test]
+async fn a_request_naming_another_tenant_than_the_actors_is_refused_at_the_door() {
+    let e = embedder();
+    let mut foreign = post("in the victim's name");
+    foreign.workspace_id = Some("victim".into());
+    let refused = e.engine.post(&agent(T), None, foreign).await.unwrap_err();
+    assert_eq!(refused.code(), "tenant_forbidden", "{refused}");
+
+    let mut foreign = task();
+    foreign.tenant_id = Some("victim".into());
+    let refused = e
+        .engine
+        .create_task(&agent(T), foreign, None)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "tenant_forbidden", "{refused}");
+
+    let browse = abr_protocol::BrowseRequest {
+        url: "https://app.example.com/".into(),
+        platform: None,
+        session_id: None,
+        session: None,
+        scope: None,
+        read_only: true,
+        dry_run: false,
+        tenant_id: Some("victim".into()),
+        idle_seconds: None,
+        handoff: None,
+    };
+    let refused = e.engine.browse_open(&agent(T), browse).await.unwrap_err();
+    assert_eq!(refused.code(), "tenant_forbidden", "{refused}");
+
+    // Naming its own tenant is naming nothing new.
+    let mut own = post("in its own name");
+    own.workspace_id = Some(T.into());
+    e.engine.post(&agent(T), None, own).await.unwrap();
+    assert_eq!(e.strategy.submits(), 1, "only its own post ran");
+    assert_eq!(e.provider.acquired(), 1, "nothing else held a browser");
+    let listed = e
+        .engine
+        .list_tasks(&agent(T), &abr_protocol::ListParams::default())
+        .await
+        .unwrap();
+    assert!(listed.items.is_empty(), "{listed:?}");
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use abr_client::AgentRunnerClient;
 use abr_demo::{DemoSite, DemoStrategy, FaultMode};
-use abr_engine::declared::DeclaredStrategy;
+use abr_engine::DeclaredStrategy;
 use abr_protocol::{
     AgentPostResult, CaptureStartRequest, FailureStage, MediaAttachment, PostContent, PostOutcome,
     PostRequest, VerificationMethod,

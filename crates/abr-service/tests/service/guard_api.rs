@@ -18,7 +18,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abr_core::guard::{FrameRecorder, FrameRefused, StoredFrame};
+use abr_core::guard::{FrameRecorder, FrameRefused, FrameStore, StoredFrame};
 use abr_core::testing::{FakeProvider, ScriptedStrategy};
 use abr_core::{
     AuditAction, AuditEvent, DynSessionProvider, MemoryAuditSink, SystemClock, WebPostStrategy,
@@ -26,6 +26,7 @@ use abr_core::{
 use abr_protocol::{FrameInfo, FramePoint, RunScreenshots, ScreenshotsMode, SiteDecision};
 use abr_service::runner::{Runner, RunnerBuilder};
 use abr_service::server::RunningServer;
+use abr_store::SqliteStore;
 use axum::body::Body;
 use axum::http::{Method, Request, header};
 use common::fake::*;
@@ -41,6 +42,8 @@ struct GuardStack {
     runner: Arc<Runner<abr_core::testing::FakeContext>>,
     app: axum::Router,
     audit: Arc<MemoryAuditSink>,
+    /// The runner's store, for frames recorded beneath the API.
+    store: Arc<SqliteStore>,
 }
 
 /// A runner on the fakes whose audit events are kept in memory.
@@ -50,7 +53,9 @@ fn stack() -> GuardStack {
     let strategy: Arc<dyn WebPostStrategy<_>> =
         Arc::new(ScriptedStrategy::new(FAKE_PLATFORM, &fake_policy()));
     let audit = Arc::new(MemoryAuditSink::new());
+    let store = Arc::new(SqliteStore::in_memory(None).unwrap());
     let runner = RunnerBuilder::with_providers(fake_config(), as_dyn.clone(), as_dyn)
+        .store(store.clone())
         .strategy(strategy)
         .unwrap()
         .audit(Arc::clone(&audit) as Arc<dyn abr_core::AuditSink>)
@@ -58,7 +63,12 @@ fn stack() -> GuardStack {
         .unwrap();
     let runner = Arc::new(runner);
     let app = abr_service::http::app(Arc::clone(&runner));
-    GuardStack { runner, app, audit }
+    GuardStack {
+        runner,
+        app,
+        audit,
+        store,
+    }
 }
 
 /// A request with the token, a tenant, extra headers and a JSON body.
@@ -117,22 +127,10 @@ fn on() -> RunScreenshots {
 }
 
 /// Records `frames` frames for `tenant`'s run `run_id`, screenshots on.
-async fn record_run(
-    runner: &Runner<abr_core::testing::FakeContext>,
-    tenant: &str,
-    run_id: &str,
-    frames: u32,
-) {
-    runner
-        .engine
-        .frames()
-        .begin_run(tenant, run_id, &on())
-        .await
-        .unwrap();
+async fn record_run(store: &dyn FrameStore, tenant: &str, run_id: &str, frames: u32) {
+    store.begin_run(tenant, run_id, &on()).await.unwrap();
     for i in 1..=frames {
-        let seq = runner
-            .engine
-            .frames()
+        let seq = store
             .put_frame(
                 tenant,
                 run_id,
@@ -167,7 +165,7 @@ fn keys(event: &AuditEvent) -> Vec<String> {
 #[tokio::test]
 async fn the_owner_lists_its_frames_and_fetches_each_as_a_jpeg_nobody_caches() {
     let s = stack();
-    record_run(&s.runner, VICTIM, "task-1", 2).await;
+    record_run(s.store.as_ref(), VICTIM, "task-1", 2).await;
 
     let reply = get_as(&s.app, VICTIM, "/v1/runs/task-1/frames").await;
     assert_eq!(reply.status, 200, "{}", reply.body);
@@ -207,7 +205,7 @@ async fn the_owner_lists_its_frames_and_fetches_each_as_a_jpeg_nobody_caches() {
 #[tokio::test]
 async fn another_tenants_frames_are_not_found_from_the_attackers_side() {
     let s = stack();
-    record_run(&s.runner, VICTIM, "task-secret", 1).await;
+    record_run(s.store.as_ref(), VICTIM, "task-secret", 1).await;
 
     // What the attacker gets for a run that exists (the victim's) ...
     let list = get_as(&s.app, ATTACKER, "/v1/runs/task-secret/frames").await;
@@ -266,7 +264,7 @@ async fn a_run_recorded_with_screenshots_off_lists_no_frame() {
     .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     let (recorder, setting) = FrameRecorder::begin(
-        Arc::clone(s.runner.engine.frames()),
+        s.store.clone(),
         Arc::new(SystemClock),
         VICTIM,
         "task-off",
@@ -278,9 +276,7 @@ async fn a_run_recorded_with_screenshots_off_lists_no_frame() {
     assert_eq!(setting.screenshots, ScreenshotsMode::Off);
     // Even a frame written past the recorder is refused by the store.
     let refused = s
-        .runner
-        .engine
-        .frames()
+        .store
         .put_frame(VICTIM, "task-off", frame("https://app.example/"))
         .await;
     assert!(
@@ -303,7 +299,7 @@ async fn a_run_recorded_with_screenshots_off_lists_no_frame() {
 #[tokio::test]
 async fn a_frame_number_that_is_not_a_positive_integer_is_a_422_envelope() {
     let s = stack();
-    record_run(&s.runner, VICTIM, "task-1", 1).await;
+    record_run(s.store.as_ref(), VICTIM, "task-1", 1).await;
     for bad in ["0", "-1", "%2B1", "abc", "1.5", "1e3", "4294967296", "%20"] {
         let reply = get_as(&s.app, VICTIM, &format!("/v1/runs/task-1/frames/{bad}")).await;
         assert_eq!(
@@ -614,7 +610,7 @@ async fn another_tenant_neither_sees_nor_changes_site_decisions() {
 #[tokio::test]
 async fn every_guard_endpoint_requires_the_bearer_token() {
     let s = stack();
-    record_run(&s.runner, VICTIM, "task-1", 1).await;
+    record_run(s.store.as_ref(), VICTIM, "task-1", 1).await;
     let body = json!({"enabled": false});
     let site = json!({"decision": "allow", "decidedBy": "alice"});
     let endpoints: [(Method, &str, Option<&Value>); 7] = [
@@ -665,7 +661,7 @@ async fn every_guard_endpoint_requires_the_bearer_token() {
 async fn the_client_reads_frames_and_sets_the_guard_over_a_socket() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let s = stack();
-    record_run(&s.runner, VICTIM, "task-1", 2).await;
+    record_run(s.store.as_ref(), VICTIM, "task-1", 2).await;
     let server = RunningServer::start(Arc::clone(&s.runner), listener).unwrap();
     let client = abr_client::AgentRunnerClient::new(server.base_url(), FAKE_TOKEN).unwrap();
 

@@ -42,8 +42,8 @@ async fn graceful_shutdown() {
 
     let capture = stack.client.capture_start(&start_request()).await.unwrap();
     let token = live_token(&capture.live_view_url);
-    assert!(runner.engine.captures().live_target(&token).is_some());
-    assert_eq!(runner.engine.captures().open_count(), 1);
+    assert!(runner.engine.live_target(&token).is_some());
+    assert_eq!(runner.engine.load().open_captures, 1);
 
     let session = signed_in_session(&stack.site, "erin").await;
     stack.site.set_fault(FaultMode::SlowToast);
@@ -99,13 +99,12 @@ async fn graceful_shutdown() {
     );
 
     // The capture was released with the runner.
-    assert_eq!(runner.engine.captures().open_count(), 0);
-    assert!(runner.engine.captures().live_target(&token).is_none());
+    assert_eq!(runner.engine.load().open_captures, 0);
+    assert!(runner.engine.live_target(&token).is_none());
     assert!(
         runner
             .engine
-            .captures()
-            .status(&bound(&capture.capture_id))
+            .capture_status(&operator(), &bound(&capture.capture_id))
             .await
             .is_err()
     );
@@ -119,7 +118,7 @@ async fn graceful_shutdown() {
     assert!(e.is_connect(), "{e}");
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
     // New jobs are refused by the runner itself too.
-    assert!(runner.engine.jobs().enter().await.is_err());
+    assert!(runner.engine.hold_job_slot().await.is_err());
 
     site.shutdown().await;
 }
@@ -334,7 +333,7 @@ async fn panicking_strategies() {
     assert!(result.ok, "{result:?}");
     let texts: Vec<String> = stack.site.posts().into_iter().map(|p| p.text).collect();
     assert_eq!(texts, [text, after], "only the demo posts were published");
-    assert_eq!(stack.server.runner().engine.jobs().queued(), 0);
+    assert_eq!(stack.server.runner().engine.load().jobs_queued, 0);
 
     stack.server.shutdown().await;
     stack.site.shutdown().await;

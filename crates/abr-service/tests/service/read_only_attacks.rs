@@ -57,8 +57,8 @@ use std::time::{Duration, Instant};
 
 use abr_demo::DemoSite;
 use abr_demo::site::{ATTACK_BUTTONS, HARMLESS_CORPUS, HarmlessAction, LedgerEntry};
+use abr_engine::DeclaredStrategy;
 use abr_engine::EngineStore;
-use abr_engine::declared::DeclaredStrategy;
 use abr_protocol::{ActOutcome, ActResponse, BlockedAction, BlockedBy, CommitClass};
 use abr_service::config::RunnerConfig;
 use abr_service::runner::RunnerBuilder;

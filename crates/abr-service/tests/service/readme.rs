@@ -159,7 +159,7 @@ fn the_platform_file_is_valid() {
         .expect("docs/platforms.md shows a TOML platform file");
     let vars =
         std::collections::BTreeMap::from([("base".to_owned(), "http://127.0.0.1:8788".to_owned())]);
-    let parsed = abr_engine::declared::DeclaredStrategy::parse_toml(toml, &vars);
+    let parsed = abr_engine::DeclaredStrategy::parse_toml(toml, &vars);
     assert!(parsed.is_ok(), "{:?}", parsed.err());
 }
 

@@ -335,19 +335,19 @@ async fn runner_lost_before_submit() {
 
     // The runner's one job slot is taken: the relayed post waits for it, before anything.
     let runner = Arc::clone(stack.server.runner());
-    let slot = runner.engine.jobs().enter().await.unwrap();
+    let slot = runner.engine.hold_job_slot().await.unwrap();
     let session = signed_in_session(&stack.site, "erin").await;
     let text = format!("never posted {}", random_suffix());
     let request = post_request("demo", session, &text);
     let first = post_through(&hub, &request, "before-submit-1");
     wait_for("the post to wait for a slot", WAIT, || {
-        runner.engine.jobs().queued() == 1
+        runner.engine.load().jobs_queued == 1
     })
     .await;
     // Admitted: its job now runs in its own task (a browser starts), before its submit.
     drop(slot);
     wait_for("the post to take the slot", WAIT, || {
-        runner.engine.jobs().queued() == 0
+        runner.engine.load().jobs_queued == 0
     })
     .await;
     linked.abort();
@@ -358,7 +358,7 @@ async fn runner_lost_before_submit() {
     assert_eq!(body["error"]["retryable"], true, "{body}");
 
     // The post goes on on the runner, on real Chromium, up to its submit, and stops there.
-    let done = runner.engine.jobs().enter().await;
+    let done = runner.engine.hold_job_slot().await;
     assert!(done.is_ok(), "the post never ended");
     drop(done);
     assert!(

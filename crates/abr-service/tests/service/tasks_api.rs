@@ -758,7 +758,7 @@ fn stack_on(store: Arc<dyn EngineStore>) -> FakeStack {
         RunnerBuilder::with_providers(fake_config(), as_dyn.clone(), as_dyn)
             .strategy(strategy_dyn)
             .unwrap()
-            .store(store)
+            .store(store.clone())
             .build()
             .unwrap(),
     );
@@ -768,6 +768,7 @@ fn stack_on(store: Arc<dyn EngineStore>) -> FakeStack {
         strategy,
         runner,
         app,
+        store,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The SQLite post store keeps the PostStore contract across a reopen: tenants are
 //! isolated, an idempotency key names one post (apart from tasks' keys), updates are
 //! compare-and-swap, a post's content and session are encrypted at rest and dropped once
-//! it can no longer be re-checked, and a journal over it posts at most once per key across
+//! it can no longer be re-checked, and an engine over it posts at most once per key across
 //! a "kill" (reopen).
 
 #![allow(
@@ -13,20 +13,24 @@
 
 use std::sync::Arc;
 
-use abr_core::StrategyRegistry;
+use abr_core::principal::{Actor, Principal, Tenants};
 use abr_core::store::{IdempotencyKey, Inserted, RecordStore, StoredPost};
 use abr_core::testing::store::{CONTENT_CANARY, COOKIE_CANARY, sample_post};
-use abr_core::testing::{FakeProvider, ScriptedStrategy};
-use abr_engine::{AgentPoster, PostJournal, PostReply};
+use abr_core::testing::{FakeContext, FakeProvider, ScriptedStrategy};
+use abr_core::{DynSessionProvider, StrategyRegistry};
+use abr_engine::{Engine, EngineBuilder, EngineConfig, PostReply};
 use abr_protocol::{
-    AgentSessionState, Cookie, PlatformPolicy, PostContent, PostRequest, PostState, SecretValue,
-    SessionScopeSpec,
+    AgentSessionState, Cookie, PlatformPolicy, PostContent, PostRequest, PostState, Role,
+    SecretValue, SessionScopeSpec,
 };
 use abr_store::{SealingKey, SqliteStore};
 
 fn key() -> SealingKey {
     SealingKey::from_hex(&"6c".repeat(32)).unwrap()
 }
+
+/// The tenant the engine posts for.
+const TENANT: &str = "t1";
 
 fn request(text: &str) -> PostRequest {
     PostRequest {
@@ -37,7 +41,7 @@ fn request(text: &str) -> PostRequest {
         },
         session_id: None,
         content: PostContent::text(text),
-        workspace_id: None,
+        workspace_id: Some(TENANT.into()),
         account_id: None,
         scope: None,
     }
@@ -214,12 +218,9 @@ async fn without_a_key_a_post_with_its_request_is_refused() {
     assert_eq!(p.request.unwrap().content.text, CONTENT_CANARY);
 }
 
-fn journal(
-    store: Arc<SqliteStore>,
-) -> (
-    PostJournal<abr_core::testing::FakeContext>,
-    Arc<ScriptedStrategy>,
-) {
+/// An engine over `store` (its body-hash key kept across the reopen, as the runner keeps
+/// it), an operator acting for [`TENANT`], and the strategy it posts with.
+fn engine(store: Arc<SqliteStore>) -> (Engine<FakeContext>, Actor, Arc<ScriptedStrategy>) {
     let policy = PlatformPolicy {
         session: Some(SessionScopeSpec {
             cookie_domains: vec!["example.com".into()],
@@ -230,14 +231,22 @@ fn journal(
     let strategy = Arc::new(ScriptedStrategy::new("fake", &policy));
     let mut registry = StrategyRegistry::new();
     registry.register(strategy.clone()).unwrap();
-    let poster = Arc::new(AgentPoster::new(
-        Arc::new(FakeProvider::new()),
-        Arc::new(registry),
-    ));
-    (
-        PostJournal::new(poster, store, SecretValue::new("body-key")),
-        strategy,
+    let provider: DynSessionProvider<FakeContext> = Arc::new(FakeProvider::new());
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&provider),
+        provider,
+        store,
     )
+    .strategies(registry)
+    .body_hash_key(SecretValue::new("body-key"))
+    .build()
+    .unwrap();
+    let actor =
+        Arc::new(Principal::new("key_test", "test", Role::Operator, Tenants::All, false).unwrap())
+            .act_for(Some(TENANT))
+            .unwrap();
+    (engine, actor, strategy)
 }
 
 #[tokio::test]
@@ -246,9 +255,9 @@ async fn a_journal_on_sqlite_posts_once_per_key_across_a_reopen() {
     let path = dir.path().join("abr.db");
     let first_id = {
         let store = Arc::new(SqliteStore::open(&path, Some(key()), false).unwrap());
-        let (journal, strategy) = journal(store);
-        let posted = journal
-            .post("t1", Some("k"), request(CONTENT_CANARY))
+        let (engine, actor, strategy) = engine(store);
+        let posted = engine
+            .post(&actor, Some("k"), request(CONTENT_CANARY))
             .await
             .unwrap();
         assert_eq!(strategy.submits(), 1);
@@ -262,10 +271,14 @@ async fn a_journal_on_sqlite_posts_once_per_key_across_a_reopen() {
     };
     assert_not_on_disk(dir.path());
     let store = Arc::new(SqliteStore::open(&path, Some(key()), false).unwrap());
-    let (journal, strategy) = journal(store);
-    assert!(journal.recover_unfinished().await.unwrap().is_empty());
-    let again = journal
-        .post("t1", Some("k"), request(CONTENT_CANARY))
+    let (engine, actor, strategy) = engine(store);
+    assert_eq!(
+        engine.recover().await.unwrap(),
+        0,
+        "nothing was left unfinished"
+    );
+    let again = engine
+        .post(&actor, Some("k"), request(CONTENT_CANARY))
         .await
         .unwrap();
     assert!(again.replayed);
@@ -274,6 +287,6 @@ async fn a_journal_on_sqlite_posts_once_per_key_across_a_reopen() {
         PostReply::Result(r) => assert_eq!(r.post_id.as_deref(), Some(first_id.as_str())),
         PostReply::Record(r) => panic!("{r:?}"),
     }
-    let record = journal.get("t1", &first_id).await.unwrap();
+    let record = engine.post_record(&actor, &first_id).await.unwrap();
     assert_eq!(record.state, PostState::Succeeded);
 }

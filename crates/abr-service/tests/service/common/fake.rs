@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use abr_core::testing::{FakeContext, FakeProvider, ScriptedStrategy};
 use abr_core::{DynSessionProvider, WebPostStrategy};
+use abr_engine::EngineStore;
 use abr_protocol::{PlatformPolicy, SessionScopeSpec};
 use abr_service::config::RunnerConfig;
 use abr_service::runner::{Runner, RunnerBuilder};
 use abr_service::server::RunningServer;
+use abr_store::SqliteStore;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use secrecy::SecretString;
@@ -29,6 +31,8 @@ pub struct FakeStack {
     pub strategy: Arc<ScriptedStrategy>,
     pub runner: Arc<Runner<FakeContext>>,
     pub app: axum::Router,
+    /// The runner's store (in memory), for tests that set up or read records beneath it.
+    pub store: Arc<dyn EngineStore>,
 }
 
 /// The fake platform's policy: cookies of fake.example, localStorage of its app origin.
@@ -67,7 +71,9 @@ pub fn fake_stack_with(
     let strategy = Arc::new(ScriptedStrategy::new(FAKE_PLATFORM, &fake_policy()));
     let as_dyn: DynSessionProvider<FakeContext> = provider.clone();
     let strategy_dyn: Arc<dyn WebPostStrategy<FakeContext>> = strategy.clone();
+    let store: Arc<dyn EngineStore> = Arc::new(SqliteStore::in_memory(None).unwrap());
     let runner = RunnerBuilder::with_providers(config, as_dyn.clone(), as_dyn)
+        .store(store.clone())
         .strategy(strategy_dyn)
         .unwrap()
         .build()
@@ -79,6 +85,7 @@ pub fn fake_stack_with(
         strategy,
         runner,
         app,
+        store,
     }
 }
 
