@@ -6,7 +6,6 @@ use std::time::Duration;
 use abr_protocol::ErrorBody;
 use abr_protocol::codes::{self, ErrorCode};
 
-use crate::limits::TenantLimit;
 use crate::scope::ScopeError;
 
 pub mod plan;
@@ -166,53 +165,12 @@ pub enum CoreError {
         /// `unattended execution` or `interactive capture`.
         mode: &'static str,
     },
-    /// No open capture has this id (never existed, finished, cancelled or expired).
-    #[error("capture not found")]
-    CaptureNotFound,
     /// The principal's role does not allow this, or a read-only key asked to commit.
     #[error("{0}")]
     Forbidden(String),
     /// The principal is bound to another tenant than the one the request names.
     #[error("this key is bound to another tenant")]
     TenantForbidden,
-    /// A task approved or rejected by the key that proposed it.
-    #[error("a task is approved or rejected by an approver other than the key that proposed it")]
-    SelfApproval,
-    /// No key with this id.
-    #[error("no key with this id")]
-    KeyNotFound,
-    /// No open approval link with this token (never minted, used, or expired).
-    #[error("this approval link was used, expired or never existed")]
-    LinkNotFound,
-    /// The capture exists but is bound to another workspace or account.
-    #[error("capture is bound to a different workspace or account")]
-    BindingMismatch,
-    /// The user has not signed in yet; the capture stays open.
-    #[error("the capture's browser is not signed in yet")]
-    NotAuthenticated,
-    /// Too many captures are open.
-    #[error("too many open captures (limit {0})")]
-    CaptureLimit(usize),
-    /// No open capture has this live token (never existed, finished, cancelled or expired).
-    #[error("no open capture has this live view")]
-    LiveViewNotFound,
-    /// The live token already holds its maximum of open sockets.
-    #[error("this live view is already open in {0} place(s); close one first")]
-    LiveViewLimit(usize),
-    /// The capture's browser is gone (closed, crashed, replaced): it can never finish.
-    #[error("the capture's browser was lost; cancel it and start a new capture")]
-    CaptureBrowserLost,
-    /// No stored session under this key.
-    #[error("no stored session for this account and platform")]
-    SessionNotFound,
-    /// A session stored naming another platform than the one it is bound to (the one the
-    /// id was kept for, or the one it was read out of): a stored session's platform, and
-    /// with it the platform's policy, never changes by storing it again.
-    #[error(
-        "the session is bound to the platform `{0}`: store it again for that platform, or \
-         without naming one"
-    )]
-    SessionBound(String),
     /// The provider cannot do what was asked.
     #[error("provider `{provider}` does not support {what}")]
     Unsupported {
@@ -249,116 +207,24 @@ pub enum CoreError {
     /// No task with this id for this tenant.
     #[error("task not found")]
     TaskNotFound,
-    /// The run is not paused: no takeover.
-    #[error("the task is not paused for a person: no takeover")]
-    NoTakeover,
-    /// The takeover is over.
-    #[error("the takeover is already {}", .0.as_str())]
-    TakeoverState(abr_protocol::TakeoverState),
-    /// A person is already asked for this run (a takeover requested or active).
-    #[error("a person is already asked for this run: its takeover is still open")]
-    TakeoverPending,
-    /// The field did not take the value a person supplied (the takeover still waits).
-    #[error("the field did not take the value: {0}")]
-    InputNotAccepted(String),
-    /// A committing action refused by the read-only or dry-run guard.
-    #[error("{0}")]
-    Blocked(String),
-    /// No such replay frame.
-    #[error("frame not found")]
-    FrameNotFound,
-    /// The site is denied for this tenant (or outside its allow list): nothing was opened.
-    #[error("{0}")]
-    SiteDenied(String),
-    /// No open browse session with this id for this tenant.
-    #[error("no open browse session with this id")]
-    BrowseNotFound,
-    /// No element with this reference on the page.
-    #[error("no element with reference {0:?} on the page now: take a new snapshot")]
-    RefNotFound(String),
     /// No journaled post with this id for this tenant.
     #[error("post not found")]
     PostNotFound,
-    /// The approval names another plan hash than the stored plan's.
-    #[error(
-        "the approval names another plan than the one stored: read the task again and approve \
-         what it shows"
-    )]
-    PlanHashMismatch,
-    /// `approve` or `reject` of a task that is not waiting for approval.
-    #[error("the task is not waiting for approval")]
-    TaskNotPending,
-    /// A decision on a browse session's approval that is not the pending one.
-    #[error(
-        "the browse session waits for no approval with this id (decided, replaced by a later \
-         action, or never asked)"
-    )]
-    ActionNotPending,
-    /// `run` of a task that is not approved and waiting to run.
-    #[error("the task is not approved and waiting to run")]
-    TaskNotQueued,
-    /// `recheck` or `assert-not-posted` of a task or post whose outcome is not uncertain.
-    #[error("the outcome is not uncertain: nothing to re-check or assert")]
-    NotUncertain,
-    /// `retry` of a task that may not be retried.
-    #[error("the task cannot be retried: {0}")]
-    TaskNotRetryable(&'static str),
-    /// The owner already asserted on this task or post.
-    #[error("the owner already asserted on this task or post")]
-    AlreadyAsserted,
-    /// An idempotency key reused with a different body.
-    #[error("the idempotency key was used with a different body")]
-    IdempotencyKeyReused,
-    /// Every job slot is busy and the queue is full (or the runner is shutting down):
-    /// nothing ran.
-    #[error("the runner is at capacity; retry later")]
-    Overloaded {
-        /// Suggested wait (`Retry-After`).
-        retry_after: Duration,
-    },
-    /// The job waited in the queue for its whole queue deadline: nothing ran.
-    #[error("no job slot came free within the queue deadline; nothing ran: retry later")]
-    QueueTimeout {
-        /// Suggested wait (`Retry-After`).
-        retry_after: Duration,
-    },
-    /// A job panicked in its slot; only this request failed. The message says what may
-    /// have happened (a post: it may have been published).
-    #[error("{0}")]
-    JobPanicked(&'static str),
-    /// A per-tenant limit is reached.
-    #[error("{limit} limit reached (at most {max})")]
-    TenantLimit {
-        /// Which limit.
-        limit: TenantLimit,
-        /// Its value.
-        max: u32,
-        /// When to come back, if that helps (`Retry-After`).
-        retry_after: Option<Duration>,
-    },
 }
 
 impl CoreError {
     /// The category.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::InvalidScope(_) | Self::InvalidInput(_) | Self::DuplicatePlatform(_) => {
-                ErrorKind::InvalidInput
+            Self::InvalidScope(_)
+            | Self::InvalidInput(_)
+            | Self::DuplicatePlatform(_)
+            | Self::InvalidPlan(_) => ErrorKind::InvalidInput,
+            Self::UnknownPlatform(_) | Self::TaskNotFound | Self::PostNotFound => {
+                ErrorKind::NotFound
             }
-            Self::UnknownPlatform(_)
-            | Self::CaptureNotFound
-            | Self::SessionNotFound
-            | Self::LiveViewNotFound => ErrorKind::NotFound,
-            Self::BindingMismatch
-            | Self::Forbidden(_)
-            | Self::TenantForbidden
-            | Self::SelfApproval => ErrorKind::Forbidden,
-            Self::KeyNotFound | Self::LinkNotFound => ErrorKind::NotFound,
+            Self::Forbidden(_) | Self::TenantForbidden => ErrorKind::Forbidden,
             Self::ExecutionDenied { .. } => ErrorKind::Denied,
-            Self::NotAuthenticated | Self::CaptureBrowserLost | Self::SessionBound(_) => {
-                ErrorKind::Conflict
-            }
-            Self::CaptureLimit(_) | Self::LiveViewLimit(_) => ErrorKind::LimitExceeded,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Provider(e) => match e.kind() {
                 ProviderErrorKind::Busy => ErrorKind::LimitExceeded,
@@ -380,28 +246,6 @@ impl CoreError {
             Self::StrategyPanicked(_) | Self::ProviderPanicked(_) | Self::Internal(_) => {
                 ErrorKind::Internal
             }
-            Self::InvalidPlan(_) => ErrorKind::InvalidInput,
-            Self::TaskNotFound
-            | Self::PostNotFound
-            | Self::NoTakeover
-            | Self::FrameNotFound
-            | Self::BrowseNotFound => ErrorKind::NotFound,
-            Self::RefNotFound(_) => ErrorKind::Conflict,
-            Self::TakeoverState(_) | Self::TakeoverPending | Self::InputNotAccepted(_) => {
-                ErrorKind::Conflict
-            }
-            Self::Blocked(_) | Self::SiteDenied(_) => ErrorKind::Denied,
-            Self::PlanHashMismatch
-            | Self::TaskNotPending
-            | Self::ActionNotPending
-            | Self::TaskNotQueued
-            | Self::NotUncertain
-            | Self::TaskNotRetryable(_)
-            | Self::AlreadyAsserted
-            | Self::IdempotencyKeyReused => ErrorKind::Conflict,
-            Self::TenantLimit { .. } => ErrorKind::LimitExceeded,
-            Self::Overloaded { .. } | Self::QueueTimeout { .. } => ErrorKind::LimitExceeded,
-            Self::JobPanicked(_) => ErrorKind::Internal,
         }
     }
 
@@ -409,13 +253,7 @@ impl CoreError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Provider(e) => e.is_retryable(),
-            Self::NotAuthenticated
-            | Self::CaptureLimit(_)
-            | Self::LiveViewLimit(_)
-            | Self::Timeout(_)
-            | Self::Overloaded { .. }
-            | Self::QueueTimeout { .. } => true,
-            Self::TenantLimit { limit, .. } => limit.is_retryable(),
+            Self::Timeout(_) => true,
             Self::Store(e) => e.is_retryable(),
             Self::Strategy(e) => e.kind == StrategyErrorKind::Failed,
             _ => false,
@@ -435,20 +273,8 @@ impl CoreError {
             Self::UnknownPlatform(_) => codes::UNKNOWN_PLATFORM,
             Self::DuplicatePlatform(_) => codes::DUPLICATE_PLATFORM,
             Self::ExecutionDenied { .. } => codes::EXECUTION_DENIED,
-            Self::CaptureNotFound => codes::CAPTURE_NOT_FOUND,
-            Self::BindingMismatch => codes::BINDING_MISMATCH,
             Self::Forbidden(_) => codes::FORBIDDEN,
             Self::TenantForbidden => codes::TENANT_FORBIDDEN,
-            Self::SelfApproval => codes::SELF_APPROVAL,
-            Self::KeyNotFound => codes::KEY_NOT_FOUND,
-            Self::LinkNotFound => codes::APPROVAL_LINK_NOT_FOUND,
-            Self::NotAuthenticated => codes::NOT_AUTHENTICATED,
-            Self::CaptureBrowserLost => codes::CAPTURE_BROWSER_LOST,
-            Self::CaptureLimit(_) => codes::CAPTURE_LIMIT,
-            Self::LiveViewNotFound => codes::LIVE_VIEW_NOT_FOUND,
-            Self::LiveViewLimit(_) => codes::LIVE_VIEW_LIMIT,
-            Self::SessionNotFound => codes::SESSION_NOT_FOUND,
-            Self::SessionBound(_) => codes::SESSION_BOUND,
             Self::Unsupported { .. } => codes::UNSUPPORTED,
             Self::Provider(e) => e.error_code(),
             Self::Strategy(e) if e.kind == StrategyErrorKind::NeedsReauth => {
@@ -462,40 +288,14 @@ impl CoreError {
             Self::Internal(_) => codes::INTERNAL,
             Self::InvalidPlan(_) => codes::INVALID_PLAN,
             Self::TaskNotFound => codes::TASK_NOT_FOUND,
-            Self::NoTakeover => codes::NO_TAKEOVER,
-            Self::FrameNotFound => codes::FRAME_NOT_FOUND,
-            Self::BrowseNotFound => codes::BROWSE_NOT_FOUND,
-            Self::SiteDenied(_) => codes::SITE_DENIED,
-            Self::RefNotFound(_) => codes::REF_NOT_FOUND,
-            Self::TakeoverState(_) => codes::TAKEOVER_OVER,
-            Self::TakeoverPending => codes::TAKEOVER_PENDING,
-            Self::InputNotAccepted(_) => codes::INPUT_NOT_ACCEPTED,
-            Self::Blocked(_) => codes::BLOCKED_ACTION,
             Self::PostNotFound => codes::POST_NOT_FOUND,
-            Self::PlanHashMismatch => codes::PLAN_HASH_MISMATCH,
-            Self::TaskNotPending => codes::TASK_NOT_PENDING,
-            Self::ActionNotPending => codes::ACTION_NOT_PENDING,
-            Self::TaskNotQueued => codes::TASK_NOT_QUEUED,
-            Self::NotUncertain => codes::NOT_UNCERTAIN,
-            Self::TaskNotRetryable(_) => codes::TASK_NOT_RETRYABLE,
-            Self::AlreadyAsserted => codes::ALREADY_ASSERTED,
-            Self::IdempotencyKeyReused => codes::IDEMPOTENCY_KEY_REUSED,
-            Self::TenantLimit { limit, .. } => limit.error_code(),
-            Self::Overloaded { .. } => codes::OVERLOADED,
-            Self::QueueTimeout { .. } => codes::QUEUE_TIMEOUT,
-            Self::JobPanicked(_) => codes::JOB_PANICKED,
         }
     }
 
-    /// When to retry (`Retry-After`), where the error says: a busy provider, a per-tenant
-    /// limit (for the daily limit, the seconds to the next UTC day).
+    /// When to retry (`Retry-After`), where the error says: a busy provider.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::Provider(e) => e.retry_after(),
-            Self::TenantLimit { retry_after, .. } => *retry_after,
-            Self::Overloaded { retry_after } | Self::QueueTimeout { retry_after } => {
-                Some(*retry_after)
-            }
             _ => None,
         }
     }
@@ -591,25 +391,21 @@ mod tests {
     fn every_core_error_has_a_stable_code_and_kind() {
         let cases = [
             (
-                CoreError::BindingMismatch,
+                CoreError::TenantForbidden,
                 ErrorKind::Forbidden,
-                "binding_mismatch",
+                "tenant_forbidden",
             ),
             (
-                CoreError::CaptureNotFound,
+                CoreError::TaskNotFound,
                 ErrorKind::NotFound,
-                "capture_not_found",
+                "task_not_found",
             ),
             (
-                CoreError::NotAuthenticated,
+                CoreError::Strategy(StrategyError::needs_reauth("signed out")),
                 ErrorKind::Conflict,
                 "not_authenticated",
             ),
-            (
-                CoreError::CaptureLimit(2),
-                ErrorKind::LimitExceeded,
-                "capture_limit",
-            ),
+            (CoreError::Timeout("acquire"), ErrorKind::Timeout, "timeout"),
             (
                 CoreError::ExecutionDenied {
                     platform: "x".into(),

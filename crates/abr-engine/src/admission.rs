@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::clock::Clock;
-use abr_core::error::CoreError;
 use abr_core::limits::{TenantLimit, TenantLimits, until_next_utc_day, utc_day};
 use abr_core::store::{Counter, CounterStore};
+
+use crate::error::EngineError;
 
 /// How long a tenant at its concurrency limit is asked to wait (`Retry-After`).
 const SESSION_RETRY_AFTER: Duration = Duration::from_secs(10);
@@ -48,8 +49,8 @@ impl TenantAdmission {
     /// Takes a browser session of the tenant, held until the answer is dropped.
     ///
     /// # Errors
-    /// [`CoreError::TenantLimit`], a store failure.
-    pub(crate) async fn hold_session(&self, tenant: &str) -> Result<SessionHold, CoreError> {
+    /// [`EngineError::TenantLimit`], a store failure.
+    pub(crate) async fn hold_session(&self, tenant: &str) -> Result<SessionHold, EngineError> {
         self.take_session(tenant).await?;
         Ok(SessionHold {
             admission: self.clone(),
@@ -62,8 +63,8 @@ impl TenantAdmission {
     /// not start, the session with [`Self::release_session`] when it ends).
     ///
     /// # Errors
-    /// [`CoreError::TenantLimit`] (nothing is taken), a store failure.
-    pub(crate) async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
+    /// [`EngineError::TenantLimit`] (nothing is taken), a store failure.
+    pub(crate) async fn admit(&self, tenant: &str) -> Result<time::Date, EngineError> {
         self.take_session(tenant).await?;
         let now = self.clock.now();
         let day = utc_day(now);
@@ -76,7 +77,7 @@ impl TenantAdmission {
             Ok(true) => Ok(day),
             Ok(false) => {
                 self.release_session(tenant).await;
-                Err(CoreError::TenantLimit {
+                Err(EngineError::TenantLimit {
                     limit: TenantLimit::DailyExecutions,
                     max,
                     retry_after: Some(until_next_utc_day(now)),
@@ -84,7 +85,7 @@ impl TenantAdmission {
             }
             Err(e) => {
                 self.release_session(tenant).await;
-                Err(e)
+                Err(EngineError::from(e))
             }
         }
     }
@@ -92,8 +93,8 @@ impl TenantAdmission {
     /// Takes a browser session of the tenant (a re-check: no execution is counted).
     ///
     /// # Errors
-    /// [`CoreError::TenantLimit`], a store failure.
-    pub(crate) async fn take_session(&self, tenant: &str) -> Result<(), CoreError> {
+    /// [`EngineError::TenantLimit`], a store failure.
+    pub(crate) async fn take_session(&self, tenant: &str) -> Result<(), EngineError> {
         let max = self.limits.concurrent_sessions;
         if self
             .store
@@ -102,7 +103,7 @@ impl TenantAdmission {
         {
             Ok(())
         } else {
-            Err(CoreError::TenantLimit {
+            Err(EngineError::TenantLimit {
                 limit: TenantLimit::ConcurrentSessions,
                 max,
                 retry_after: Some(SESSION_RETRY_AFTER),

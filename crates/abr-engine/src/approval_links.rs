@@ -17,6 +17,8 @@ use abr_core::error::CoreError;
 use abr_core::principal::Principal;
 use time::OffsetDateTime;
 
+use crate::error::EngineError;
+
 /// How long a link stays usable.
 pub(crate) const LINK_TTL: Duration = Duration::from_secs(60 * 60);
 
@@ -80,12 +82,12 @@ impl ApprovalLinks {
         task_id: &str,
         action: Option<String>,
         minted_by: Arc<Principal>,
-    ) -> Result<MintedLink, CoreError> {
+    ) -> Result<MintedLink, EngineError> {
         let now = self.clock.now();
         let mut links = self.lock();
         links.retain(|_, grant| grant.expires_at > now);
         if links.len() >= MAX_LINKS {
-            return Err(CoreError::Overloaded {
+            return Err(EngineError::Overloaded {
                 retry_after: Duration::from_secs(60),
             });
         }

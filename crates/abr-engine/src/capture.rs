@@ -23,6 +23,7 @@ use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use crate::error::EngineError;
 use crate::live_access::{LiveAttachment, LiveSites};
 use crate::step::{Step, guarded};
 
@@ -31,7 +32,7 @@ use crate::step::{Step, guarded};
 pub(crate) struct CaptureConfig {
     /// How long a capture stays open before its browser is released.
     pub ttl: Duration,
-    /// At most this many open captures; more are refused with [`CoreError::CaptureLimit`].
+    /// At most this many open captures; more are refused with [`EngineError::CaptureLimit`].
     pub max_open: usize,
     /// Prefix of live-view URLs; the live token is appended (e.g.
     /// `https://runner.example.com/live/`).
@@ -41,7 +42,7 @@ pub(crate) struct CaptureConfig {
     /// Deadline for the sign-in check, export and release.
     pub step_timeout: Duration,
     /// Sockets one live token may hold open at once (screencast or proxied); more are
-    /// refused with [`CoreError::LiveViewLimit`].
+    /// refused with [`EngineError::LiveViewLimit`].
     pub max_live_sockets: usize,
 }
 
@@ -225,7 +226,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     pub(crate) async fn start(
         &self,
         request: CaptureStartRequest,
-    ) -> Result<CaptureStartResponse, CoreError> {
+    ) -> Result<CaptureStartResponse, EngineError> {
         abr_core::tenant::check("workspaceId", Some(&request.workspace_id))?;
         abr_core::tenant::check("accountId", Some(&request.account_id))?;
         let extra_scope = scope_io::request_scope(request.scope.as_ref())?;
@@ -241,20 +242,20 @@ impl<C: SessionContext> SessionCaptureManager<C> {
                 )
                 .tenant(Some(&request.workspace_id), Some(&request.account_id)),
             );
-            return Err(CoreError::ExecutionDenied {
+            return Err(EngineError::from(CoreError::ExecutionDenied {
                 platform: request.platform,
                 mode: "interactive capture",
-            });
+            }));
         }
         if !self.provider.capabilities().interactive {
-            return Err(CoreError::Unsupported {
+            return Err(EngineError::from(CoreError::Unsupported {
                 provider: self.provider.name().to_owned(),
                 what: "interactive capture",
-            });
+            }));
         }
         let slot = Arc::clone(&self.slots)
             .try_acquire_owned()
-            .map_err(|_| CoreError::CaptureLimit(self.config.max_open))?;
+            .map_err(|_| EngineError::CaptureLimit(self.config.max_open))?;
         // Given back by its drop if the capture does not open.
         let tenant_session = match &self.admission {
             Some(admission) => Some(admission.hold_session(&request.workspace_id).await?),
@@ -271,7 +272,9 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             .provider(crate::poster::ACQUIRING)?;
         let (Ok(id), Ok(live_token)) = (new_token(), new_token()) else {
             // The lease is released by its Drop.
-            return Err(CoreError::Internal("the OS random source failed"));
+            return Err(EngineError::from(CoreError::Internal(
+                "the OS random source failed",
+            )));
         };
         let viewer = lease.provider_viewer().cloned();
         let sites = LiveSites::new(
@@ -316,22 +319,22 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     }
 
     /// The open, unexpired capture with this id.
-    fn find(&self, capture_id: &str) -> Result<Arc<Capture<C>>, CoreError> {
+    fn find(&self, capture_id: &str) -> Result<Arc<Capture<C>>, EngineError> {
         let now = self.clock.now();
         self.lock()
             .by_id
             .get(capture_id)
             .filter(|c| c.expires_at > now)
             .cloned()
-            .ok_or(CoreError::CaptureNotFound)
+            .ok_or(EngineError::CaptureNotFound)
     }
 
-    fn find_bound(&self, r: &CaptureRef) -> Result<Arc<Capture<C>>, CoreError> {
+    fn find_bound(&self, r: &CaptureRef) -> Result<Arc<Capture<C>>, EngineError> {
         let capture = self.find(&r.capture_id)?;
         if capture.is_bound_to(&r.workspace_id, &r.account_id) {
             Ok(capture)
         } else {
-            Err(CoreError::BindingMismatch)
+            Err(EngineError::BindingMismatch)
         }
     }
 
@@ -356,16 +359,19 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     /// the platform's scope, and releases the browser.
     ///
     /// # Errors
-    /// [`CoreError::CaptureNotFound`], [`CoreError::BindingMismatch`] (the capture stays
-    /// open), [`CoreError::NotAuthenticated`] (the capture stays open: the user may still be
+    /// [`EngineError::CaptureNotFound`], [`EngineError::BindingMismatch`] (the capture stays
+    /// open), [`EngineError::NotAuthenticated`] (the capture stays open: the user may still be
     /// signing in), or a strategy/provider failure (the capture stays open).
-    pub(crate) async fn finish(&self, r: &CaptureRef) -> Result<CaptureFinishResponse, CoreError> {
+    pub(crate) async fn finish(
+        &self,
+        r: &CaptureRef,
+    ) -> Result<CaptureFinishResponse, EngineError> {
         self.sweep_expired().await;
         let capture = self.find_bound(r)?;
         let strategy = Arc::clone(self.strategies.get(&capture.platform)?);
         let mut slot = capture.lease.lock().await;
         let Some(lease) = slot.as_ref() else {
-            return Err(CoreError::CaptureNotFound);
+            return Err(EngineError::CaptureNotFound);
         };
         let t = self.config.step_timeout;
         if tokio::time::timeout(t, lease.context().is_lost())
@@ -373,13 +379,13 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             .unwrap_or(false)
         {
             // Not "not signed in yet" (retryable, forever): it can never finish.
-            return Err(CoreError::CaptureBrowserLost);
+            return Err(EngineError::CaptureBrowserLost);
         }
         match guarded(t, strategy.is_authenticated(lease.context())).await {
             Step::Done(true) => {}
-            Step::Done(false) => return Err(CoreError::NotAuthenticated),
+            Step::Done(false) => return Err(EngineError::NotAuthenticated),
             Step::Error(e) if e.kind == StrategyErrorKind::NeedsReauth => {
-                return Err(CoreError::NotAuthenticated);
+                return Err(EngineError::NotAuthenticated);
             }
             step => step.strategy(crate::poster::SIGN_IN_CHECK).map(|_| ())?,
         }
@@ -410,8 +416,11 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     /// Cancels a capture and releases its browser.
     ///
     /// # Errors
-    /// [`CoreError::CaptureNotFound`] or [`CoreError::BindingMismatch`].
-    pub(crate) async fn cancel(&self, r: &CaptureRef) -> Result<CaptureCancelResponse, CoreError> {
+    /// [`EngineError::CaptureNotFound`] or [`EngineError::BindingMismatch`].
+    pub(crate) async fn cancel(
+        &self,
+        r: &CaptureRef,
+    ) -> Result<CaptureCancelResponse, EngineError> {
         self.sweep_expired().await;
         let capture = self.find_bound(r)?;
         let lease = capture
@@ -419,7 +428,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             .lock()
             .await
             .take()
-            .ok_or(CoreError::CaptureNotFound)?;
+            .ok_or(EngineError::CaptureNotFound)?;
         self.forget(&capture);
         self.release(lease).await;
         self.audit
@@ -431,8 +440,8 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     /// id alone is not enough, as for finish and cancel).
     ///
     /// # Errors
-    /// [`CoreError::CaptureNotFound`] or [`CoreError::BindingMismatch`].
-    pub(crate) async fn status(&self, r: &CaptureRef) -> Result<CaptureStatus, CoreError> {
+    /// [`EngineError::CaptureNotFound`] or [`EngineError::BindingMismatch`].
+    pub(crate) async fn status(&self, r: &CaptureRef) -> Result<CaptureStatus, EngineError> {
         let capture = self.find_bound(r)?;
         let lost = tokio::time::timeout(self.config.step_timeout, capture.context.is_lost())
             .await
@@ -474,15 +483,15 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     /// of [`LiveAttachment`], until the capture ends.
     ///
     /// # Errors
-    /// [`CoreError::LiveViewNotFound`] (no open capture has this token) or
-    /// [`CoreError::LiveViewLimit`] (the token holds its maximum of sockets).
-    pub(crate) fn attach_live(&self, live_token: &str) -> Result<LiveAttachment<C>, CoreError> {
+    /// [`EngineError::LiveViewNotFound`] (no open capture has this token) or
+    /// [`EngineError::LiveViewLimit`] (the token holds its maximum of sockets).
+    pub(crate) fn attach_live(&self, live_token: &str) -> Result<LiveAttachment<C>, EngineError> {
         let capture = self
             .by_live_token(live_token)
-            .ok_or(CoreError::LiveViewNotFound)?;
+            .ok_or(EngineError::LiveViewNotFound)?;
         let slot = Arc::clone(&capture.live_slots)
             .try_acquire_owned()
-            .map_err(|_| CoreError::LiveViewLimit(self.config.max_live_sockets))?;
+            .map_err(|_| EngineError::LiveViewLimit(self.config.max_live_sockets))?;
         Ok(LiveAttachment {
             on_input: None,
             platform: capture.platform.clone(),

@@ -18,6 +18,7 @@ use time::OffsetDateTime;
 use tokio::sync::{Semaphore, watch};
 
 use crate::capture::LiveTarget;
+use crate::error::EngineError;
 use crate::live_access::{LiveAttachment, LiveSites, PersonInput};
 
 /// Most viewer sockets one takeover's live token may hold at once.
@@ -120,8 +121,8 @@ impl<C> Handoffs<C> {
     }
 }
 
-fn token() -> Result<String, CoreError> {
-    new_token().map_err(|_| CoreError::Internal("the OS random source failed"))
+fn token() -> Result<String, EngineError> {
+    Ok(new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?)
 }
 
 impl<C: Send + Sync + 'static> Handoffs<C> {
@@ -156,7 +157,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
         sites: LiveSites,
         wait: Duration,
         on_input: Option<PersonInput>,
-    ) -> Result<PendingHandoff<C>, CoreError> {
+    ) -> Result<PendingHandoff<C>, EngineError> {
         let now = self.clock.now();
         let handoff = Arc::new(Handoff {
             takeover_id: format!("tko_{}", token()?),
@@ -218,32 +219,36 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
         out
     }
 
-    fn find(&self, tenant: &str, run_id: &str) -> Result<Arc<Handoff<C>>, CoreError> {
+    fn find(&self, tenant: &str, run_id: &str) -> Result<Arc<Handoff<C>>, EngineError> {
         let registry = self.lock();
         registry
             .by_run
             .get(&(tenant.to_owned(), run_id.to_owned()))
             .and_then(|id| registry.by_id.get(id))
             .cloned()
-            .ok_or(CoreError::NoTakeover)
+            .ok_or(EngineError::NoTakeover)
     }
 
     /// `requested → active`: mints the live token (the same one if already active).
     ///
     /// # Errors
-    /// [`CoreError::NoTakeover`] when the run is not paused, [`CoreError::TakeoverState`]
+    /// [`EngineError::NoTakeover`] when the run is not paused, [`EngineError::TakeoverState`]
     /// when its takeover is over.
-    pub(crate) fn activate(&self, tenant: &str, run_id: &str) -> Result<ActiveTakeover, CoreError> {
+    pub(crate) fn activate(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<ActiveTakeover, EngineError> {
         let handoff = self.find(tenant, run_id)?;
         if self.clock.now() >= handoff.expires_at {
-            return Err(CoreError::TakeoverState(TakeoverState::Expired));
+            return Err(EngineError::TakeoverState(TakeoverState::Expired));
         }
         handoff
             .transition(
                 &[TakeoverState::Requested, TakeoverState::Active],
                 TakeoverState::Active,
             )
-            .map_err(CoreError::TakeoverState)?;
+            .map_err(EngineError::TakeoverState)?;
         let token = {
             let mut slot = handoff
                 .live_token
@@ -268,14 +273,14 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
     ///
     /// # Errors
     /// As [`Handoffs::activate`].
-    pub(crate) fn resume(&self, tenant: &str, run_id: &str) -> Result<String, CoreError> {
+    pub(crate) fn resume(&self, tenant: &str, run_id: &str) -> Result<String, EngineError> {
         let handoff = self.find(tenant, run_id)?;
         handoff
             .transition(
                 &[TakeoverState::Requested, TakeoverState::Active],
                 TakeoverState::Resumed,
             )
-            .map_err(CoreError::TakeoverState)?;
+            .map_err(EngineError::TakeoverState)?;
         Ok(handoff.takeover_id.clone())
     }
 
@@ -283,14 +288,14 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
     ///
     /// # Errors
     /// As [`Handoffs::activate`].
-    pub(crate) fn end(&self, tenant: &str, run_id: &str) -> Result<String, CoreError> {
+    pub(crate) fn end(&self, tenant: &str, run_id: &str) -> Result<String, EngineError> {
         let handoff = self.find(tenant, run_id)?;
         handoff
             .transition(
                 &[TakeoverState::Requested, TakeoverState::Active],
                 TakeoverState::Ended,
             )
-            .map_err(CoreError::TakeoverState)?;
+            .map_err(EngineError::TakeoverState)?;
         Ok(handoff.takeover_id.clone())
     }
 
@@ -320,13 +325,13 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
     /// the socket's [`LiveAttachment::ended`] fires when it is resumed, ended or expires.
     ///
     /// # Errors
-    /// [`CoreError::LiveViewNotFound`] (no active takeover has this token) or
-    /// [`CoreError::LiveViewLimit`].
-    pub(crate) fn attach_live(&self, token: &str) -> Result<LiveAttachment<C>, CoreError> {
-        let handoff = self.live(token).ok_or(CoreError::LiveViewNotFound)?;
+    /// [`EngineError::LiveViewNotFound`] (no active takeover has this token) or
+    /// [`EngineError::LiveViewLimit`].
+    pub(crate) fn attach_live(&self, token: &str) -> Result<LiveAttachment<C>, EngineError> {
+        let handoff = self.live(token).ok_or(EngineError::LiveViewNotFound)?;
         let slot = Arc::clone(&handoff.live_slots)
             .try_acquire_owned()
-            .map_err(|_| CoreError::LiveViewLimit(LIVE_SOCKETS))?;
+            .map_err(|_| EngineError::LiveViewLimit(LIVE_SOCKETS))?;
         Ok(LiveAttachment {
             on_input: handoff.on_input.clone(),
             platform: format!("takeover:{}", handoff.reason.as_str()),

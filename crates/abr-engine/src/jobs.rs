@@ -1,6 +1,6 @@
 //! [`JobSlots`]: how many jobs run at once on this machine, with a bounded queue and a
-//! bounded wait in it; beyond them callers are refused ([`CoreError::Overloaded`],
-//! [`CoreError::QueueTimeout`]: nothing ran, retrying is safe) instead of piling up in memory
+//! bounded wait in it; beyond them callers are refused ([`EngineError::Overloaded`],
+//! [`EngineError::QueueTimeout`]: nothing ran, retrying is safe) instead of piling up in memory
 //! or spending their request deadline waiting.
 
 use std::future::Future;
@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use abr_core::error::CoreError;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::commit_watch;
+use crate::error::EngineError;
 
 /// A slot held by one running job; given back when dropped.
 pub(crate) type JobSlot = OwnedSemaphorePermit;
@@ -49,16 +49,16 @@ impl JobSlots {
     /// A slot to run one job, waiting in the queue if needed.
     ///
     /// # Errors
-    /// [`CoreError::Overloaded`] when all slots are busy and the queue is full (or the slots
-    /// are closed), [`CoreError::QueueTimeout`] when no slot came free within the queue
+    /// [`EngineError::Overloaded`] when all slots are busy and the queue is full (or the slots
+    /// are closed), [`EngineError::QueueTimeout`] when no slot came free within the queue
     /// deadline.
-    pub(crate) async fn enter(&self) -> Result<JobSlot, CoreError> {
+    pub(crate) async fn enter(&self) -> Result<JobSlot, EngineError> {
         if let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() {
             return Ok(permit);
         }
         if self.queued.fetch_add(1, Ordering::SeqCst) >= self.max_queued {
             self.queued.fetch_sub(1, Ordering::SeqCst);
-            return Err(CoreError::Overloaded {
+            return Err(EngineError::Overloaded {
                 retry_after: Duration::from_secs(2),
             });
         }
@@ -67,10 +67,10 @@ impl JobSlots {
         let wait = Arc::clone(&self.permits).acquire_owned();
         match tokio::time::timeout(self.max_wait, wait).await {
             Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_closed)) => Err(CoreError::Overloaded {
+            Ok(Err(_closed)) => Err(EngineError::Overloaded {
                 retry_after: Duration::from_secs(5),
             }),
-            Err(_) => Err(CoreError::QueueTimeout {
+            Err(_) => Err(EngineError::QueueTimeout {
                 retry_after: Duration::from_secs(5),
             }),
         }
@@ -80,27 +80,31 @@ impl JobSlots {
     /// takes, outside the bounded queue (the tenants' limits bound how many wait).
     ///
     /// # Errors
-    /// [`CoreError::Overloaded`] once the slots are closed (shutdown).
-    pub(crate) async fn wait(&self) -> Result<JobSlot, CoreError> {
+    /// [`EngineError::Overloaded`] once the slots are closed (shutdown).
+    pub(crate) async fn wait(&self) -> Result<JobSlot, EngineError> {
         Arc::clone(&self.permits)
             .acquire_owned()
             .await
-            .map_err(|_closed| CoreError::Overloaded {
+            .map_err(|_closed| EngineError::Overloaded {
                 retry_after: Duration::from_secs(5),
             })
     }
 
     /// Runs `job` in a slot, in a task of its own: a panic stays there (the call fails with
-    /// [`CoreError::JobPanicked`] carrying `on_panic`, a lease is released by its drop), and
+    /// [`EngineError::JobPanicked`] carrying `on_panic`, a lease is released by its drop), and
     /// a caller that goes away does not cut the job in half. A relayed request's commit
     /// watch goes with the job ([`commit_watch`]).
     ///
     /// # Errors
     /// Not admitted ([`Self::enter`]), the job's own error, or the panic.
-    pub(crate) async fn run<T, Fut>(&self, on_panic: &'static str, job: Fut) -> Result<T, CoreError>
+    pub(crate) async fn run<T, Fut>(
+        &self,
+        on_panic: &'static str,
+        job: Fut,
+    ) -> Result<T, EngineError>
     where
         T: Send + 'static,
-        Fut: Future<Output = Result<T, CoreError>> + Send + 'static,
+        Fut: Future<Output = Result<T, EngineError>> + Send + 'static,
     {
         let slot = self.enter().await?;
         let watch = commit_watch::current();
@@ -110,7 +114,7 @@ impl JobSlots {
         }));
         match handle.await {
             Ok(result) => result,
-            Err(_) => Err(CoreError::JobPanicked(on_panic)),
+            Err(_) => Err(EngineError::JobPanicked(on_panic)),
         }
     }
 
@@ -171,7 +175,7 @@ mod tests {
         assert_eq!(slots.queued(), 1);
         let refused = slots.enter().await.unwrap_err();
         assert!(
-            matches!(refused, CoreError::Overloaded { retry_after } if retry_after > Duration::ZERO)
+            matches!(refused, EngineError::Overloaded { retry_after } if retry_after > Duration::ZERO)
         );
         drop(running);
         waiting.await.unwrap().unwrap();
@@ -185,7 +189,7 @@ mod tests {
         let started = tokio::time::Instant::now();
         let refused = slots.enter().await.unwrap_err();
         assert!(
-            matches!(refused, CoreError::QueueTimeout { .. }),
+            matches!(refused, EngineError::QueueTimeout { .. }),
             "{refused:?}"
         );
         assert_eq!(started.elapsed(), Duration::from_secs(3));
@@ -222,7 +226,10 @@ mod tests {
             .run::<(), _>("the job failed", async { panic!("boom") })
             .await
             .unwrap_err();
-        assert!(matches!(panicked, CoreError::JobPanicked("the job failed")));
+        assert!(matches!(
+            panicked,
+            EngineError::JobPanicked("the job failed")
+        ));
         assert_eq!(slots.run("-", async { Ok(7) }).await.unwrap(), 7);
     }
 }

@@ -37,6 +37,8 @@ use abr_protocol::{CreatedKey, KeyInfo, KeyRequest, Role, SecretValue};
 use time::OffsetDateTime;
 use tokio::sync::broadcast;
 
+use crate::error::EngineError;
+
 /// The first part of every key's token.
 const TOKEN_PREFIX: &str = "abrk";
 
@@ -125,19 +127,19 @@ impl Keys {
         &self,
         by: &Principal,
         request: &KeyRequest,
-    ) -> Result<CreatedKey, CoreError> {
+    ) -> Result<CreatedKey, EngineError> {
         by.require(Right::Operate)?;
         if by
             .tenant()
             .is_some_and(|own| request.tenant_id.as_deref() != Some(own))
         {
-            return Err(CoreError::TenantForbidden);
+            return Err(EngineError::from(CoreError::TenantForbidden));
         }
         if matches!(request.role, Role::Runner | Role::Enrollment) {
-            return Err(CoreError::InvalidInput(
+            return Err(EngineError::from(CoreError::InvalidInput(
                 "runner credentials come from enrollment (abr hub enroll), not from a key request"
                     .into(),
-            ));
+            )));
         }
         let tenants = match &request.tenant_id {
             Some(t) => Tenants::One(t.clone()),
@@ -154,9 +156,9 @@ impl Keys {
         )?;
         let now = self.clock.now();
         if request.expires_at.is_some_and(|at| at <= now) {
-            return Err(CoreError::InvalidInput(
+            return Err(EngineError::from(CoreError::InvalidInput(
                 "expiresAt must be in the future".into(),
-            ));
+            )));
         }
         self.insert(
             principal,
@@ -174,7 +176,7 @@ impl Keys {
         tenant: Option<String>,
         read_only: bool,
         expires_at: Option<OffsetDateTime>,
-    ) -> Result<CreatedKey, CoreError> {
+    ) -> Result<CreatedKey, EngineError> {
         let id = principal.key_id().to_owned();
         let secret = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
         let token = format!("{TOKEN_PREFIX}.{id}.{secret}");
@@ -213,12 +215,12 @@ impl Keys {
         by: &Actor,
         runner_id: &str,
         presence: RunnerPresence<'_>,
-    ) -> Result<MintedEnrollment, CoreError> {
+    ) -> Result<MintedEnrollment, EngineError> {
         by.require(Right::EnrollRunner)?;
         if !valid_runner_id(runner_id) {
-            return Err(CoreError::InvalidInput(
+            return Err(EngineError::from(CoreError::InvalidInput(
                 "runnerId must be 1 to 64 of A-Z a-z 0-9 . _ - (not starting with a dot)".into(),
-            ));
+            )));
         }
         let tenant = by.tenant().to_owned();
         let now = self.clock.now();
@@ -227,9 +229,9 @@ impl Keys {
             .as_ref()
             .is_some_and(|k| k.tenant.as_deref() != Some(tenant.as_str()))
         {
-            return Err(CoreError::Forbidden(format!(
+            return Err(EngineError::from(CoreError::Forbidden(format!(
                 "runner id {runner_id} is enrolled for another tenant: choose another id"
-            )));
+            ))));
         }
         if credential.is_none()
             && let Some(link) = self.store.runner_link(runner_id).await?
@@ -240,10 +242,10 @@ impl Keys {
             let linker = self.store.key(&link.key_id).await?;
             let serves = linker.is_none_or(|k| k.tenant.is_none_or(|t| t == tenant));
             if by.require(Right::Operate).is_err() || !serves {
-                return Err(CoreError::Forbidden(format!(
+                return Err(EngineError::from(CoreError::Forbidden(format!(
                     "runner id {runner_id} was linked with another credential (an operator's \
                      token): an operator of its tenant enrolls it"
-                )));
+                ))));
             }
         }
         if let RunnerPresence::Connected(connected_by) = presence {
@@ -254,10 +256,10 @@ impl Keys {
                 ))
             })?;
             if by.require(Right::Operate).is_err() {
-                return Err(CoreError::Forbidden(format!(
+                return Err(EngineError::from(CoreError::Forbidden(format!(
                     "runner {runner_id} is connected: an approver does not re-enroll a live \
                      runner (an operator can)"
-                )));
+                ))));
             }
             // An operator replaces a live runner: its credential ends now, and its socket.
             self.revoke_stored(&own, now).await?;
@@ -306,7 +308,7 @@ impl Keys {
         code: &str,
         runner_id: &str,
         presence: RunnerPresence<'_>,
-    ) -> Result<Option<EnrolledRunner>, CoreError> {
+    ) -> Result<Option<EnrolledRunner>, EngineError> {
         let Some(enrollment) = self.authenticate(code).await? else {
             return Ok(None);
         };
@@ -327,10 +329,10 @@ impl Keys {
         }
         if presence != RunnerPresence::Offline {
             // Told only to the holder of a valid code for this id.
-            return Err(CoreError::Forbidden(format!(
+            return Err(EngineError::from(CoreError::Forbidden(format!(
                 "runner id {runner_id} is connected: stop that runner, then ask for a new \
                  code (this one is used up)"
-            )));
+            ))));
         }
         let tenant = tenant.to_owned();
         let keys = self.store.keys().await?;
@@ -372,7 +374,7 @@ impl Keys {
     ///
     /// # Errors
     /// A store failure.
-    pub async fn runner_credential(&self, runner_id: &str) -> Result<Option<String>, CoreError> {
+    pub async fn runner_credential(&self, runner_id: &str) -> Result<Option<String>, EngineError> {
         Ok(self.credential_of(runner_id).await?.map(|k| k.id))
     }
 
@@ -383,7 +385,7 @@ impl Keys {
     ///
     /// # Errors
     /// A store failure.
-    pub async fn runner_connected(&self, runner_id: &str, by: &str) -> Result<(), CoreError> {
+    pub async fn runner_connected(&self, runner_id: &str, by: &str) -> Result<(), EngineError> {
         let now = self.clock.now();
         let own = self
             .credential_of(runner_id)
@@ -402,7 +404,7 @@ impl Keys {
     }
 
     /// The live runner credential of `runner_id`, if any.
-    async fn credential_of(&self, runner_id: &str) -> Result<Option<StoredKey>, CoreError> {
+    async fn credential_of(&self, runner_id: &str) -> Result<Option<StoredKey>, EngineError> {
         Ok(self
             .store
             .keys()
@@ -416,7 +418,7 @@ impl Keys {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless `by` is an operator; a store failure.
-    pub async fn list(&self, by: &Principal) -> Result<Vec<KeyInfo>, CoreError> {
+    pub async fn list(&self, by: &Principal) -> Result<Vec<KeyInfo>, EngineError> {
         by.require(Right::Operate)?;
         Ok(self
             .store
@@ -432,23 +434,23 @@ impl Keys {
     /// (see [`KeyWatch`]). Revoking a revoked key answers it as it is.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless `by` is an operator; [`CoreError::KeyNotFound`], also
+    /// [`CoreError::Forbidden`] unless `by` is an operator; [`EngineError::KeyNotFound`], also
     /// for a key of a tenant an operator bound to another does not manage; a store failure.
-    pub async fn revoke(&self, by: &Principal, id: &str) -> Result<KeyInfo, CoreError> {
+    pub async fn revoke(&self, by: &Principal, id: &str) -> Result<KeyInfo, EngineError> {
         by.require(Right::Operate)?;
         let key = self
             .store
             .key(id)
             .await?
             .filter(|k| manages(by, k))
-            .ok_or(CoreError::KeyNotFound)?;
+            .ok_or(EngineError::KeyNotFound)?;
         self.revoke_stored(&key, self.clock.now()).await?;
-        let key = self.store.key(id).await?.ok_or(CoreError::KeyNotFound)?;
+        let key = self.store.key(id).await?.ok_or(EngineError::KeyNotFound)?;
         Ok(key.info())
     }
 
     /// Revokes `key` at `at` (audited the first time), and tells every [`KeyWatch`].
-    async fn revoke_stored(&self, key: &StoredKey, at: OffsetDateTime) -> Result<(), CoreError> {
+    async fn revoke_stored(&self, key: &StoredKey, at: OffsetDateTime) -> Result<(), EngineError> {
         if self.store.revoke_key(&key.id, at).await? {
             self.audit_key(AuditAction::KeyRevoked, key);
             // Nobody watching is not an error.
@@ -462,7 +464,7 @@ impl Keys {
     ///
     /// # Errors
     /// A store failure.
-    pub async fn authenticate(&self, token: &str) -> Result<Option<Arc<Principal>>, CoreError> {
+    pub async fn authenticate(&self, token: &str) -> Result<Option<Arc<Principal>>, EngineError> {
         let mut parts = token.splitn(3, '.');
         let (Some(TOKEN_PREFIX), Some(id), Some(_)) = (parts.next(), parts.next(), parts.next())
         else {
@@ -490,11 +492,11 @@ impl Keys {
     ///
     /// # Errors
     /// A store failure.
-    pub async fn stands(&self, key_id: &str) -> Result<bool, CoreError> {
+    pub async fn stands(&self, key_id: &str) -> Result<bool, EngineError> {
         Ok(self.standing(key_id).await? != Standing::Revoked)
     }
 
-    async fn standing(&self, key_id: &str) -> Result<Standing, CoreError> {
+    async fn standing(&self, key_id: &str) -> Result<Standing, EngineError> {
         Ok(match self.store.key(key_id).await? {
             None => Standing::NotAKey,
             Some(k) if k.revoked_at.is_none() && unexpired(k.expires_at, self.clock.now()) => {

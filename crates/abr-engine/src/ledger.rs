@@ -4,7 +4,7 @@
 //! - Record before acting: a record is stored (and its idempotency key claimed) before
 //!   anything runs ([`Ledger::record`]); a repeated key with the same body names the
 //!   original ([`Ledger::find`]), with another body it is
-//!   [`CoreError::IdempotencyKeyReused`].
+//!   [`EngineError::IdempotencyKeyReused`].
 //! - Every change is a compare-and-swap on the record's version ([`Ledger::save`]), retried
 //!   on a fresh read where the change can be made again ([`Ledger::update_with`]).
 //! - The mark before the commit point is written durably before it, outside the
@@ -23,6 +23,8 @@ use abr_core::error::store::StoreFailure;
 use abr_core::store::{IdempotencyKey, Inserted, LedgerRecord, RecordStore};
 use abr_protocol::{AssertNotPostedRequest, OwnerAssertion, RecheckResult};
 
+use crate::error::EngineError;
+
 /// How often a lost compare-and-swap is retried by an operation that re-reads the record.
 pub(crate) const CAS_ATTEMPTS: usize = 8;
 
@@ -33,11 +35,11 @@ pub(crate) const MAX_NOTE: usize = 4096;
 ///
 /// # Errors
 /// [`CoreError::InvalidInput`] naming `field`.
-pub(crate) fn note(field: &str, value: Option<&String>) -> Result<(), CoreError> {
+pub(crate) fn note(field: &str, value: Option<&String>) -> Result<(), EngineError> {
     match value {
-        Some(v) if v.len() > MAX_NOTE => Err(CoreError::InvalidInput(format!(
+        Some(v) if v.len() > MAX_NOTE => Err(EngineError::from(CoreError::InvalidInput(format!(
             "{field} is at most {MAX_NOTE} bytes"
-        ))),
+        )))),
         _ => Ok(()),
     }
 }
@@ -46,7 +48,7 @@ pub(crate) fn note(field: &str, value: Option<&String>) -> Result<(), CoreError>
 ///
 /// # Errors
 /// [`CoreError::Internal`] when the OS random source fails.
-pub(crate) fn record_id(prefix: &str) -> Result<String, CoreError> {
+pub(crate) fn record_id(prefix: &str) -> Result<String, EngineError> {
     let token = new_token().map_err(|_| CoreError::Internal("the OS random source failed"))?;
     Ok(format!("{prefix}{}", token.get(..22).unwrap_or(&token)))
 }
@@ -73,7 +75,7 @@ impl<'a> Assertion<'a> {
     ///
     /// # Errors
     /// An empty `assertedBy`, an over-long note.
-    pub(crate) fn check(request: &'a AssertNotPostedRequest) -> Result<Self, CoreError> {
+    pub(crate) fn check(request: &'a AssertNotPostedRequest) -> Result<Self, EngineError> {
         let by = abr_core::tenant::person("assertedBy", &request.asserted_by)?;
         note("note", request.note.as_ref())?;
         Ok(Self { by, request })
@@ -86,12 +88,12 @@ impl<'a> Assertion<'a> {
         uncertain: bool,
         assertion: &mut Option<OwnerAssertion>,
         now: time::OffsetDateTime,
-    ) -> Result<(), CoreError> {
+    ) -> Result<(), EngineError> {
         if !uncertain {
-            return Err(CoreError::NotUncertain);
+            return Err(EngineError::NotUncertain);
         }
         if assertion.is_some() {
-            return Err(CoreError::AlreadyAsserted);
+            return Err(EngineError::AlreadyAsserted);
         }
         *assertion = Some(OwnerAssertion {
             asserted_by: self.by.clone(),
@@ -148,16 +150,16 @@ impl<R: LedgerRecord> Ledger<R> {
     /// # Errors
     /// A bad tenant id, [`LedgerRecord::not_found`] (also for another tenant's id), a store
     /// failure.
-    pub(crate) async fn load(&self, tenant: &str, id: &str) -> Result<R, CoreError> {
+    pub(crate) async fn load(&self, tenant: &str, id: &str) -> Result<R, EngineError> {
         abr_core::tenant::check("tenantId", Some(tenant))?;
-        self.store.get(tenant, id).await?.ok_or_else(R::not_found)
+        Ok(self.store.get(tenant, id).await?.ok_or_else(R::not_found)?)
     }
 
     /// Compare-and-swap; on success the in-memory copy follows the stored version.
     ///
     /// # Errors
     /// A store failure.
-    pub(crate) async fn save(&self, record: &mut R) -> Result<bool, CoreError> {
+    pub(crate) async fn save(&self, record: &mut R) -> Result<bool, EngineError> {
         let saved = self.store.update(record).await?;
         if saved {
             *record.version_mut() += 1;
@@ -168,13 +170,13 @@ impl<R: LedgerRecord> Ledger<R> {
     /// The record an idempotency key of `tenant` names, if any.
     ///
     /// # Errors
-    /// [`CoreError::IdempotencyKeyReused`] when the key was used with another body; a store
+    /// [`EngineError::IdempotencyKeyReused`] when the key was used with another body; a store
     /// failure.
     pub(crate) async fn find(
         &self,
         tenant: &str,
         key: &IdempotencyKey,
-    ) -> Result<Option<String>, CoreError> {
+    ) -> Result<Option<String>, EngineError> {
         match self.store.find_idempotency(tenant, &key.key).await? {
             Some((id, body_hash)) => same_body(id, &body_hash, key).map(Some),
             None => Ok(None),
@@ -184,13 +186,13 @@ impl<R: LedgerRecord> Ledger<R> {
     /// Records `record` before anything acts, claiming `key` when given, in one atomic step.
     ///
     /// # Errors
-    /// [`CoreError::IdempotencyKeyReused`] when another request claimed the key first with
+    /// [`EngineError::IdempotencyKeyReused`] when another request claimed the key first with
     /// another body; a store failure.
     pub(crate) async fn record(
         &self,
         record: &R,
         key: Option<&IdempotencyKey>,
-    ) -> Result<Recorded, CoreError> {
+    ) -> Result<Recorded, EngineError> {
         match self.store.insert(record, key).await? {
             Inserted::New => Ok(Recorded::New),
             Inserted::Existing { id, body_hash } => {
@@ -211,17 +213,19 @@ impl<R: LedgerRecord> Ledger<R> {
     pub(crate) async fn update_with(
         &self,
         mut record: R,
-        mut change: impl FnMut(&mut R) -> Result<bool, CoreError>,
-    ) -> Result<R, CoreError> {
+        mut change: impl FnMut(&mut R) -> Result<bool, EngineError>,
+    ) -> Result<R, EngineError> {
         for _ in 0..CAS_ATTEMPTS {
             if !change(&mut record)? || self.save(&mut record).await? {
                 return Ok(record);
             }
             record = self.load(record.tenant(), record.id()).await?;
         }
-        Err(CoreError::Store(StoreFailure::conflict(format!(
-            "the {}'s record kept changing while it was written",
-            R::KIND
+        Err(EngineError::from(CoreError::Store(StoreFailure::conflict(
+            format!(
+                "the {}'s record kept changing while it was written",
+                R::KIND
+            ),
         ))))
     }
 
@@ -239,21 +243,21 @@ impl<R: LedgerRecord> Ledger<R> {
     ///
     /// # Errors
     /// An empty `assertedBy`, an over-long note, an unknown record,
-    /// [`CoreError::NotUncertain`], [`CoreError::AlreadyAsserted`] (also when another
+    /// [`EngineError::NotUncertain`], [`EngineError::AlreadyAsserted`] (also when another
     /// assertion won the race), a store failure.
     pub(crate) async fn assert_not_happened(
         &self,
         tenant: &str,
         id: &str,
         request: &AssertNotPostedRequest,
-    ) -> Result<R, CoreError> {
+    ) -> Result<R, EngineError> {
         let assertion = Assertion::check(request)?;
         let mut record = self.load(tenant, id).await?;
         let uncertain = record.is_uncertain();
         let now = self.clock.now();
         assertion.record(uncertain, record.assertion_mut(), now)?;
         if !self.save(&mut record).await? {
-            return Err(CoreError::AlreadyAsserted);
+            return Err(EngineError::AlreadyAsserted);
         }
         let mut event = record.audit_event(R::ASSERTED, AuditOutcome::Ok, now);
         event.actor = Some(assertion.by);
@@ -290,7 +294,7 @@ impl<R: LedgerRecord> Ledger<R> {
         &self,
         original: &mut R,
         attempt: &str,
-    ) -> Result<bool, CoreError> {
+    ) -> Result<bool, EngineError> {
         original.set_retried_by(attempt);
         if let Some(assertion) = original.assertion_mut() {
             assertion.spent_by = Some(attempt.to_owned());
@@ -308,7 +312,7 @@ impl<R: LedgerRecord> Ledger<R> {
         &self,
         skip: impl Fn(&R) -> bool,
         mut end: impl FnMut(&mut R),
-    ) -> Result<Vec<R>, CoreError> {
+    ) -> Result<Vec<R>, EngineError> {
         let mut ended = Vec::new();
         for mut record in self.store.unfinished().await? {
             if skip(&record) {
@@ -324,10 +328,10 @@ impl<R: LedgerRecord> Ledger<R> {
 }
 
 /// `id` when the key was first used with `key`'s body.
-fn same_body(id: String, body_hash: &str, key: &IdempotencyKey) -> Result<String, CoreError> {
+fn same_body(id: String, body_hash: &str, key: &IdempotencyKey) -> Result<String, EngineError> {
     if body_hash == key.body_hash {
         Ok(id)
     } else {
-        Err(CoreError::IdempotencyKeyReused)
+        Err(EngineError::IdempotencyKeyReused)
     }
 }

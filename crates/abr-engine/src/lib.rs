@@ -29,7 +29,11 @@
 //!   its answers [`MintedEnrollment`], [`EnrolledRunner`], [`RunnerPresence`], [`KeyWatch`];
 //! - platforms declared as data: [`DeclaredStrategy`], [`load_platform_files`] and their
 //!   errors and formats;
-//! - settings: [`PosterConfig`], [`DEFAULT_RETENTION`], [`DEFAULT_STALL`].
+//! - settings: [`PosterConfig`], [`DEFAULT_RETENTION`], [`DEFAULT_STALL`];
+//! - [`EngineError`], what a call refuses: the core's errors as they were raised
+//!   ([`EngineError::Core`]) and the engine's own (records and their states, captures and
+//!   live views, takeovers, browse sessions, admission), each with its kind, wire code and
+//!   retryability.
 
 mod admission;
 mod approval_links;
@@ -37,6 +41,7 @@ mod capture;
 pub mod commit_watch;
 mod declared;
 mod engine;
+mod error;
 mod events;
 mod handoff;
 mod jobs;
@@ -61,6 +66,7 @@ pub use engine::{
     DEFAULT_RETENTION, Engine, EngineBuilder, EngineConfig, EngineLoad, EngineStore, JobSlotHold,
     LinkedTask, TaskCompletion, TracingAuditSink,
 };
+pub use error::EngineError;
 pub use events::{DEFAULT_STALL, EventSink, Received, TenantEvents};
 pub use handoff::ActiveTakeover;
 pub use keys::{

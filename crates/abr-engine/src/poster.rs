@@ -21,6 +21,7 @@ use abr_protocol::{
 };
 use tokio::time::Instant;
 
+use crate::error::EngineError;
 use crate::step::{Step, guarded};
 
 /// Longest post text, in bytes (a long article; far above what social platforms take).
@@ -35,31 +36,37 @@ const MAX_MEDIA_NAME: usize = 255;
 /// The bounds of a post's content, checked before anything is recorded: the text, the
 /// link, the number of media files and their names and types (their bytes are bounded by
 /// the body limit). The error names the field and its bound, never a value.
-fn check_content(content: &PostContent) -> Result<(), CoreError> {
+fn check_content(content: &PostContent) -> Result<(), EngineError> {
     let too_long = |what: &str, max: usize| {
         CoreError::InvalidInput(format!("{what} is too long: at most {max} bytes"))
     };
     if content.text.len() > MAX_POST_TEXT {
-        return Err(too_long("content.text", MAX_POST_TEXT));
+        return Err(EngineError::from(too_long("content.text", MAX_POST_TEXT)));
     }
     if content
         .link
         .as_ref()
         .is_some_and(|l| l.len() > MAX_POST_LINK)
     {
-        return Err(too_long("content.link", MAX_POST_LINK));
+        return Err(EngineError::from(too_long("content.link", MAX_POST_LINK)));
     }
     if content.media.len() > MAX_MEDIA {
-        return Err(CoreError::InvalidInput(format!(
+        return Err(EngineError::from(CoreError::InvalidInput(format!(
             "content.media: at most {MAX_MEDIA} files"
-        )));
+        ))));
     }
     for media in &content.media {
         if media.file_name.len() > MAX_MEDIA_NAME {
-            return Err(too_long("content.media[].fileName", MAX_MEDIA_NAME));
+            return Err(EngineError::from(too_long(
+                "content.media[].fileName",
+                MAX_MEDIA_NAME,
+            )));
         }
         if media.mime_type.len() > MAX_MEDIA_NAME {
-            return Err(too_long("content.media[].mimeType", MAX_MEDIA_NAME));
+            return Err(EngineError::from(too_long(
+                "content.media[].mimeType",
+                MAX_MEDIA_NAME,
+            )));
         }
     }
     Ok(())
@@ -312,7 +319,7 @@ impl<C: SessionContext> AgentPoster<C> {
         platform: &str,
         workspace_id: Option<&str>,
         account_id: Option<&str>,
-    ) -> Result<Arc<dyn WebPostStrategy<C>>, CoreError> {
+    ) -> Result<Arc<dyn WebPostStrategy<C>>, EngineError> {
         // Bounded before anything records them (an audit line carries them).
         abr_core::tenant::check("workspaceId", workspace_id)?;
         abr_core::tenant::check("accountId", account_id)?;
@@ -330,16 +337,16 @@ impl<C: SessionContext> AgentPoster<C> {
             mode
         };
         if strategy.policy().read_only {
-            return Err(denied(CoreError::Blocked(format!(
+            return Err(denied(EngineError::Blocked(format!(
                 "platform `{platform}` is read-only: posting through it is refused before any \
                  browser starts"
             ))));
         }
         if !strategy.policy().allow_unattended {
-            return Err(denied(CoreError::ExecutionDenied {
+            return Err(denied(EngineError::from(CoreError::ExecutionDenied {
                 platform: platform.to_owned(),
                 mode: "unattended execution",
-            }));
+            })));
         }
         Ok(strategy)
     }
@@ -351,11 +358,12 @@ impl<C: SessionContext> AgentPoster<C> {
     /// As [`Self::post_gated`]; a request naming a stored session (`sessionId`) is refused
     /// ([`CoreError::InvalidInput`]): only the journal resolves it.
     #[cfg(test)]
-    pub(crate) async fn post(&self, request: PostRequest) -> Result<AgentPostResult, CoreError> {
+    pub(crate) async fn post(&self, request: PostRequest) -> Result<AgentPostResult, EngineError> {
         if request.session_id.is_some() {
             return Err(CoreError::InvalidInput(
                 "`sessionId` names a stored session: this runner takes `session` only".into(),
-            ));
+            )
+            .into());
         }
         check_content(&request.content)?;
         self.post_gated(request, None, None).await
@@ -364,7 +372,7 @@ impl<C: SessionContext> AgentPoster<C> {
     /// Refuses, before anything is recorded, what a post would refuse: content over
     /// its bounds, an invalid extra scope, bad tenant ids, an unknown platform, a policy
     /// against unattended runs.
-    pub(crate) fn check_request(&self, request: &PostRequest) -> Result<(), CoreError> {
+    pub(crate) fn check_request(&self, request: &PostRequest) -> Result<(), EngineError> {
         check_content(&request.content)?;
         scope_io::request_scope(request.scope.as_ref())?;
         self.strategy_for(
@@ -388,8 +396,12 @@ impl<C: SessionContext> AgentPoster<C> {
     /// whatever platform the request names. A platform no longer registered adds nothing.
     ///
     /// # Errors
-    /// [`CoreError::Blocked`] or [`CoreError::ExecutionDenied`], audited.
-    pub(crate) fn check_bound(&self, bound: &str, request: &PostRequest) -> Result<(), CoreError> {
+    /// [`EngineError::Blocked`] or [`CoreError::ExecutionDenied`], audited.
+    pub(crate) fn check_bound(
+        &self,
+        bound: &str,
+        request: &PostRequest,
+    ) -> Result<(), EngineError> {
         if self.strategies.get(bound).is_err() {
             return Ok(());
         }
@@ -409,7 +421,7 @@ impl<C: SessionContext> AgentPoster<C> {
         request: PostRequest,
         gate: Option<Arc<dyn SubmitGate>>,
         run: Option<PostRun<'_>>,
-    ) -> Result<AgentPostResult, CoreError> {
+    ) -> Result<AgentPostResult, EngineError> {
         let post_id = run.as_ref().map(|run| run.id);
         let started = Instant::now();
         let PostRequest {
@@ -583,7 +595,7 @@ impl<C: SessionContext> AgentPoster<C> {
     /// # Errors
     /// Unknown platform, denied by policy, provider failure, or a strategy failure other
     /// than an invalid session.
-    pub(crate) async fn probe(&self, request: ProbeRequest) -> Result<ProbeResponse, CoreError> {
+    pub(crate) async fn probe(&self, request: ProbeRequest) -> Result<ProbeResponse, EngineError> {
         let started = Instant::now();
         let ProbeRequest {
             platform,

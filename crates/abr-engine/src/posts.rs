@@ -10,7 +10,7 @@
 //!   `refreshedSession`, which only the call that ran the job receives), or its `running`
 //!   record when no job of this process runs it (a restart before
 //!   [`PostJournal::recover_unfinished`]). Another body is
-//!   [`CoreError::IdempotencyKeyReused`]. The body hash is keyed with a runner secret.
+//!   [`EngineError::IdempotencyKeyReused`]. The body hash is keyed with a runner secret.
 //! - An `uncertain` post is never posted again on its own. [`PostJournal::recheck`] looks,
 //!   read-only; [`PostJournal::assert_not_posted`] records the owner's word (never proof)
 //!   and allows exactly one new attempt: the next `post` with the same idempotency key runs
@@ -50,6 +50,7 @@ use futures::FutureExt as _;
 use tokio::sync::watch;
 
 use crate::admission::TenantAdmission;
+use crate::error::EngineError;
 use crate::ledger::{CAS_ATTEMPTS, Ledger, Recorded, record_id};
 use crate::poster::{AgentPoster, PostRun};
 use crate::stored_sessions::StoredSessions;
@@ -271,14 +272,14 @@ impl<C: SessionContext> PostJournal<C> {
     /// Counts every post that runs (a new one, or the one new attempt an assertion allows)
     /// against the tenant's limits, like a task: a browser session while it runs and an
     /// execution of the UTC day. Replays count nothing. Beyond a limit, `post` answers
-    /// [`CoreError::TenantLimit`] and stores nothing.
+    /// [`EngineError::TenantLimit`] and stores nothing.
     #[must_use]
     pub(crate) fn with_admission(mut self, admission: TenantAdmission) -> Self {
         self.admission = Some(admission);
         self
     }
 
-    async fn admit(&self, tenant: &str) -> Result<Option<time::Date>, CoreError> {
+    async fn admit(&self, tenant: &str) -> Result<Option<time::Date>, EngineError> {
         match &self.admission {
             Some(a) => a.admit(tenant).await.map(Some),
             None => Ok(None),
@@ -327,24 +328,24 @@ impl<C: SessionContext> PostJournal<C> {
     ///
     /// # Errors
     /// Bad ids; both or neither of `session` and `sessionId` ([`CoreError::InvalidInput`]);
-    /// an unknown `sessionId` ([`CoreError::SessionNotFound`]: nothing is stored); an
+    /// an unknown `sessionId` ([`EngineError::SessionNotFound`]: nothing is stored); an
     /// unknown platform or one that forbids unattended posts; a reused key
-    /// ([`CoreError::IdempotencyKeyReused`]); a store failure. Everything after the record
+    /// ([`EngineError::IdempotencyKeyReused`]); a store failure. Everything after the record
     /// is stored is an outcome in the result.
     pub(crate) async fn post(
         &self,
         tenant: &str,
         idempotency_key: Option<&str>,
         request: PostRequest,
-    ) -> Result<Posted, CoreError> {
+    ) -> Result<Posted, EngineError> {
         abr_core::tenant::check("tenantId", Some(tenant))?;
         abr_core::tenant::check("Idempotency-Key", idempotency_key)?;
         abr_core::tenant::check("sessionId", request.session_id.as_deref())?;
         // Without either the post runs signed out (and says so: needs re-auth).
         if request.session_id.is_some() && ships_session(&request.session) {
-            return Err(CoreError::InvalidInput(
+            return Err(EngineError::from(CoreError::InvalidInput(
                 "give `session` or `sessionId`, not both".into(),
-            ));
+            )));
         }
         self.poster.check_request(&request)?;
         let idempotency = idempotency_key.map(|key| IdempotencyKey {
@@ -393,7 +394,7 @@ impl<C: SessionContext> PostJournal<C> {
     ///
     /// # Errors
     /// [`CoreError::PostNotFound`] (also for another tenant's id), a store failure.
-    pub(crate) async fn get(&self, tenant: &str, post_id: &str) -> Result<PostRecord, CoreError> {
+    pub(crate) async fn get(&self, tenant: &str, post_id: &str) -> Result<PostRecord, EngineError> {
         Ok(self.load(tenant, post_id).await?.record)
     }
 
@@ -403,15 +404,15 @@ impl<C: SessionContext> PostJournal<C> {
     /// `recheck`), every other answer leaves it `uncertain`.
     ///
     /// # Errors
-    /// An unknown post, [`CoreError::NotUncertain`], a store failure.
+    /// An unknown post, [`EngineError::NotUncertain`], a store failure.
     pub(crate) async fn recheck(
         &self,
         tenant: &str,
         post_id: &str,
-    ) -> Result<RecheckResult, CoreError> {
+    ) -> Result<RecheckResult, EngineError> {
         let post = self.load(tenant, post_id).await?;
         if post.record.state != PostState::Uncertain {
-            return Err(CoreError::NotUncertain);
+            return Err(EngineError::NotUncertain);
         }
         let (result, verification) = match &post.request {
             None => (
@@ -464,13 +465,13 @@ impl<C: SessionContext> PostJournal<C> {
     ///
     /// # Errors
     /// An empty `asserted_by`, an over-long note, an unknown post,
-    /// [`CoreError::NotUncertain`], [`CoreError::AlreadyAsserted`], a store failure.
+    /// [`EngineError::NotUncertain`], [`EngineError::AlreadyAsserted`], a store failure.
     pub(crate) async fn assert_not_posted(
         &self,
         tenant: &str,
         post_id: &str,
         request: &AssertNotPostedRequest,
-    ) -> Result<PostRecord, CoreError> {
+    ) -> Result<PostRecord, EngineError> {
         Ok(self
             .ledger
             .assert_not_happened(tenant, post_id, request)
@@ -485,7 +486,7 @@ impl<C: SessionContext> PostJournal<C> {
     ///
     /// # Errors
     /// A store failure.
-    pub(crate) async fn recover_unfinished(&self) -> Result<Vec<PostRecord>, CoreError> {
+    pub(crate) async fn recover_unfinished(&self) -> Result<Vec<PostRecord>, EngineError> {
         let now = self.clock.now();
         let live = |post: &StoredPost| {
             live_lock(&self.live).contains_key(&tenant_key(&post.tenant_id, post.id()))
@@ -538,7 +539,7 @@ impl<C: SessionContext> PostJournal<C> {
         tenant: &str,
         first_id: &str,
         request: PostRequest,
-    ) -> Result<Posted, CoreError> {
+    ) -> Result<Posted, EngineError> {
         let mut id = first_id.to_owned();
         for _ in 0..CAS_ATTEMPTS * 4 {
             let live = live_lock(&self.live).get(&tenant_key(tenant, &id)).cloned();
@@ -578,9 +579,9 @@ impl<C: SessionContext> PostJournal<C> {
                 }
             });
         }
-        Err(CoreError::Store(StoreFailure::conflict(
+        Err(EngineError::from(CoreError::Store(StoreFailure::conflict(
             "the post's record kept changing while it was read",
-        )))
+        ))))
     }
 
     fn replayed(&self, tenant: &str, platform: &str, result: AgentPostResult) -> Posted {
@@ -611,7 +612,7 @@ impl<C: SessionContext> PostJournal<C> {
         tenant: &str,
         original: &mut StoredPost,
         request: &PostRequest,
-    ) -> Result<Option<Posted>, CoreError> {
+    ) -> Result<Option<Posted>, EngineError> {
         let session = self.session(tenant, request).await?;
         let first = original.first_attempt().to_owned();
         let post = self.new_post(tenant, request, Some(first))?;
@@ -653,7 +654,7 @@ impl<C: SessionContext> PostJournal<C> {
         session: Option<AgentSessionState>,
         sender: watch::Sender<Option<AgentPostResult>>,
         admitted: Option<time::Date>,
-    ) -> Result<AgentPostResult, CoreError> {
+    ) -> Result<AgentPostResult, EngineError> {
         // The tenant's browser session is given back by the job itself, also when the
         // caller goes away while it runs.
         let admission = admitted.and(self.admission.clone());
@@ -753,7 +754,7 @@ impl<C: SessionContext> PostJournal<C> {
         &self,
         tenant: &str,
         request: &PostRequest,
-    ) -> Result<Option<AgentSessionState>, CoreError> {
+    ) -> Result<Option<AgentSessionState>, EngineError> {
         StoredSessions::for_job(
             self.sessions.as_ref(),
             tenant,
@@ -767,7 +768,7 @@ impl<C: SessionContext> PostJournal<C> {
         tenant: &str,
         request: &PostRequest,
         retry_of: Option<String>,
-    ) -> Result<StoredPost, CoreError> {
+    ) -> Result<StoredPost, EngineError> {
         Ok(StoredPost {
             tenant_id: tenant.to_owned(),
             record: PostRecord {
@@ -788,7 +789,7 @@ impl<C: SessionContext> PostJournal<C> {
         })
     }
 
-    async fn load(&self, tenant: &str, post_id: &str) -> Result<StoredPost, CoreError> {
+    async fn load(&self, tenant: &str, post_id: &str) -> Result<StoredPost, EngineError> {
         self.ledger.load(tenant, post_id).await
     }
 

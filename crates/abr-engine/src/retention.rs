@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::clock::Clock;
-use abr_core::error::CoreError;
 use abr_core::store::{EvidenceStore, Expired};
+
+use crate::error::EngineError;
 
 /// How often the sweep runs (and once at start).
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
@@ -30,9 +31,9 @@ impl Retention {
     }
 
     /// One sweep: forgets what is older than `keep` now.
-    pub(crate) async fn sweep(&self) -> Result<Expired, CoreError> {
+    pub(crate) async fn sweep(&self) -> Result<Expired, EngineError> {
         let now = self.clock.now();
-        self.store.expire_evidence(now - self.keep, now).await
+        Ok(self.store.expire_evidence(now - self.keep, now).await?)
     }
 
     /// Sweeps now and every `every`; a failed sweep is logged and tried again next time.

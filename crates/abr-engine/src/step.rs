@@ -7,6 +7,8 @@ use std::time::Duration;
 use abr_core::error::{CoreError, ProviderError, StrategyError};
 use futures::FutureExt as _;
 
+use crate::error::EngineError;
+
 /// How a guarded step ended.
 #[derive(Debug)]
 pub(crate) enum Step<T, E> {
@@ -24,12 +26,12 @@ impl<T> Step<T, ProviderError> {
     /// The one mapping of a provider step's end to a result: its error as is, a timeout as
     /// [`CoreError::Timeout`], a panic as [`CoreError::ProviderPanicked`], whichever
     /// operation (post, probe, capture) ran it.
-    pub(crate) fn provider(self, what: &'static str) -> Result<T, CoreError> {
+    pub(crate) fn provider(self, what: &'static str) -> Result<T, EngineError> {
         match self {
             Self::Done(v) => Ok(v),
             Self::Error(e) => Err(e.into()),
-            Self::TimedOut => Err(CoreError::Timeout(what)),
-            Self::Panicked => Err(CoreError::ProviderPanicked(what)),
+            Self::TimedOut => Err(EngineError::from(CoreError::Timeout(what))),
+            Self::Panicked => Err(EngineError::from(CoreError::ProviderPanicked(what))),
         }
     }
 }
@@ -38,12 +40,12 @@ impl<T> Step<T, StrategyError> {
     /// The one mapping of a strategy step's end to a result (outside a post's outcome
     /// rules): its error as [`CoreError::Strategy`], a timeout as [`CoreError::Timeout`], a
     /// panic as [`CoreError::StrategyPanicked`].
-    pub(crate) fn strategy(self, what: &'static str) -> Result<T, CoreError> {
+    pub(crate) fn strategy(self, what: &'static str) -> Result<T, EngineError> {
         match self {
             Self::Done(v) => Ok(v),
-            Self::Error(e) => Err(CoreError::Strategy(e)),
-            Self::TimedOut => Err(CoreError::Timeout(what)),
-            Self::Panicked => Err(CoreError::StrategyPanicked(what)),
+            Self::Error(e) => Err(EngineError::from(CoreError::Strategy(e))),
+            Self::TimedOut => Err(EngineError::from(CoreError::Timeout(what))),
+            Self::Panicked => Err(EngineError::from(CoreError::StrategyPanicked(what))),
         }
     }
 }

@@ -15,6 +15,8 @@ use abr_core::store::{STORED_SESSION_PLATFORM, SessionKey, SessionStore};
 use abr_core::strategy::StrategyPolicy;
 use abr_protocol::{AgentSessionState, StoreSessionRequest, StoredSession, StoredSessionInfo};
 
+use crate::error::EngineError;
+
 /// Sessions stored by id, per tenant.
 #[derive(Clone)]
 pub(crate) struct StoredSessions {
@@ -49,7 +51,7 @@ impl StoredSessions {
     /// again with a scope only, over its id or under a new one.
     ///
     /// # Errors
-    /// A bad id, no scope, an invalid scope, an unknown platform, [`CoreError::SessionBound`]
+    /// A bad id, no scope, an invalid scope, an unknown platform, [`EngineError::SessionBound`]
     /// for a request naming another platform than the session's, a store failure (e.g. no
     /// key to encrypt it with).
     pub(crate) async fn put(
@@ -58,7 +60,7 @@ impl StoredSessions {
         session_id: &str,
         request: &StoreSessionRequest,
         platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
-    ) -> Result<StoredSessionInfo, CoreError> {
+    ) -> Result<StoredSessionInfo, EngineError> {
         abr_core::tenant::check("tenant", Some(tenant))?;
         abr_core::tenant::check("sessionId", Some(session_id))?;
         let extra = scope_io::request_scope(request.scope.as_ref())?;
@@ -69,7 +71,7 @@ impl StoredSessions {
         let bound = Self::binding(kept.as_ref(), &request.session, platforms)?;
         let named = match (&request.platform, bound) {
             (Some(named), Some((platform, _))) if *named != platform => {
-                return Err(CoreError::SessionBound(platform));
+                return Err(EngineError::SessionBound(platform));
             }
             (_, Some((platform, policy))) => Some((platform, policy)),
             (Some(named), None) => Some((
@@ -91,15 +93,15 @@ impl StoredSessions {
             Some((name, policy)) => (policy.clone(), name.as_str()),
             None if extra.is_some() => (unscoped, "stored"),
             None => {
-                return Err(CoreError::InvalidInput(
+                return Err(EngineError::from(CoreError::InvalidInput(
                     "a stored session needs a platform or a scope: nothing is kept unscoped".into(),
-                ));
+                )));
             }
         };
         if policy.scope.is_none() && extra.is_none() {
-            return Err(CoreError::InvalidInput(format!(
+            return Err(EngineError::from(CoreError::InvalidInput(format!(
                 "the platform {platform} declares no session scope: give a scope"
-            )));
+            ))));
         }
         let scopes = Scopes::new(&policy, extra.as_ref());
         let (state, report) = scopes.apply_out(&request.session, platform, self.clock.now());
@@ -121,12 +123,12 @@ impl StoredSessions {
     /// no platform is registered under binds nothing.
     ///
     /// # Errors
-    /// [`CoreError::SessionBound`] when the two name different platforms.
+    /// [`EngineError::SessionBound`] when the two name different platforms.
     fn binding(
         kept: Option<&AgentSessionState>,
         incoming: &AgentSessionState,
         platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
-    ) -> Result<Option<(String, StrategyPolicy)>, CoreError> {
+    ) -> Result<Option<(String, StrategyPolicy)>, EngineError> {
         let registered = |state: &AgentSessionState| {
             let name = state.metadata.as_ref()?.platform.clone()?;
             let policy = platforms(&name)?;
@@ -135,7 +137,7 @@ impl StoredSessions {
         let kept = kept.and_then(registered);
         match (kept, registered(incoming)) {
             (Some((kept, _)), Some((carried, _))) if kept != carried => {
-                Err(CoreError::SessionBound(kept))
+                Err(EngineError::SessionBound(kept))
             }
             (Some(kept), _) => Ok(Some(kept)),
             (None, carried) => Ok(carried),
@@ -150,13 +152,13 @@ impl StoredSessions {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] for such a session and an actor other than an operator;
-    /// [`CoreError::SessionNotFound`] (also for another tenant's id), a store failure.
+    /// [`EngineError::SessionNotFound`] (also for another tenant's id), a store failure.
     pub(crate) async fn export(
         &self,
         actor: &Actor,
         session_id: &str,
         platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
-    ) -> Result<StoredSession, CoreError> {
+    ) -> Result<StoredSession, EngineError> {
         let stored = self.get(actor.tenant(), session_id).await?;
         let restrictive = stored
             .session
@@ -176,7 +178,7 @@ impl StoredSessions {
     /// as [`Self::put`] does.
     ///
     /// # Errors
-    /// A bad id, [`CoreError::SessionBound`], a store failure (e.g. no key to encrypt it
+    /// A bad id, [`EngineError::SessionBound`], a store failure (e.g. no key to encrypt it
     /// with).
     pub(crate) async fn put_scoped(
         &self,
@@ -184,7 +186,7 @@ impl StoredSessions {
         session_id: &str,
         state: AgentSessionState,
         platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
-    ) -> Result<(), CoreError> {
+    ) -> Result<(), EngineError> {
         abr_core::tenant::check("tenant", Some(tenant))?;
         abr_core::tenant::check("sessionId", Some(session_id))?;
         let key = SessionKey::stored(tenant, session_id);
@@ -193,9 +195,9 @@ impl StoredSessions {
         if let Some((bound, _)) = Self::binding(kept.as_ref(), &state, platforms)?
             && platform != Some(bound.as_str())
         {
-            return Err(CoreError::SessionBound(bound));
+            return Err(EngineError::SessionBound(bound));
         }
-        self.store.save(&key, state).await
+        Ok(self.store.save(&key, state).await?)
     }
 
     /// One page of the ids `tenant` keeps sessions under, in order, after `after`, with how
@@ -208,7 +210,7 @@ impl StoredSessions {
         tenant: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<StoredSessionInfo>, CoreError> {
+    ) -> Result<Vec<StoredSessionInfo>, EngineError> {
         let ids = self
             .store
             .accounts(tenant, STORED_SESSION_PLATFORM, after, limit)
@@ -232,12 +234,12 @@ impl StoredSessions {
     /// The session kept under `session_id`.
     ///
     /// # Errors
-    /// [`CoreError::SessionNotFound`] (also for another tenant's id), a store failure.
+    /// [`EngineError::SessionNotFound`] (also for another tenant's id), a store failure.
     pub(crate) async fn get(
         &self,
         tenant: &str,
         session_id: &str,
-    ) -> Result<StoredSession, CoreError> {
+    ) -> Result<StoredSession, EngineError> {
         let session = self.load(tenant, session_id).await?;
         Ok(StoredSession {
             session_id: session_id.to_owned(),
@@ -253,12 +255,12 @@ impl StoredSessions {
         &self,
         tenant: &str,
         session_id: &str,
-    ) -> Result<AgentSessionState, CoreError> {
+    ) -> Result<AgentSessionState, EngineError> {
         abr_core::tenant::check("sessionId", Some(session_id))?;
         self.store
             .load(&SessionKey::stored(tenant, session_id))
             .await?
-            .ok_or(CoreError::SessionNotFound)
+            .ok_or(EngineError::SessionNotFound)
     }
 
     /// The session a job (a post, a task) that names `session_id` runs with, from
@@ -266,19 +268,19 @@ impl StoredSessions {
     ///
     /// # Errors
     /// [`CoreError::InvalidInput`] when the runner keeps no sessions,
-    /// [`CoreError::SessionNotFound`], a bad id, a store failure.
+    /// [`EngineError::SessionNotFound`], a bad id, a store failure.
     pub(crate) async fn for_job(
         sessions: Option<&Self>,
         tenant: &str,
         session_id: Option<&str>,
-    ) -> Result<Option<AgentSessionState>, CoreError> {
+    ) -> Result<Option<AgentSessionState>, EngineError> {
         let Some(session_id) = session_id else {
             return Ok(None);
         };
         let Some(sessions) = sessions else {
-            return Err(CoreError::InvalidInput(
+            return Err(EngineError::from(CoreError::InvalidInput(
                 "this runner keeps no sessions: send `session` instead of `sessionId`".into(),
-            ));
+            )));
         };
         sessions.load(tenant, session_id).await.map(Some)
     }
@@ -307,8 +309,8 @@ impl StoredSessions {
     /// Forgets the session kept under `session_id`.
     ///
     /// # Errors
-    /// [`CoreError::SessionNotFound`], a store failure.
-    pub(crate) async fn delete(&self, tenant: &str, session_id: &str) -> Result<(), CoreError> {
+    /// [`EngineError::SessionNotFound`], a store failure.
+    pub(crate) async fn delete(&self, tenant: &str, session_id: &str) -> Result<(), EngineError> {
         abr_core::tenant::check("sessionId", Some(session_id))?;
         if self
             .store
@@ -317,7 +319,7 @@ impl StoredSessions {
         {
             Ok(())
         } else {
-            Err(CoreError::SessionNotFound)
+            Err(EngineError::SessionNotFound)
         }
     }
 }

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use abr_core::{CoreError, ProviderErrorKind};
+use abr_engine::EngineError;
 use abr_protocol::codes::{self, ErrorCode};
 use abr_protocol::{ErrorBody, ErrorEnvelope};
 use axum::Json;
@@ -51,20 +52,27 @@ impl ApiError {
 
 impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> Self {
+        Self::from(EngineError::Core(e))
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
         // One table: the code decides the status.
         let status = StatusCode::from_u16(e.error_code().status)
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let retry_after = match &e {
-            CoreError::Provider(p) if p.kind() == ProviderErrorKind::Busy => {
+            EngineError::Core(CoreError::Provider(p)) if p.kind() == ProviderErrorKind::Busy => {
                 Some(p.retry_after().unwrap_or(Duration::from_secs(2)))
             }
-            CoreError::CaptureLimit(_) => Some(Duration::from_secs(10)),
+            EngineError::CaptureLimit(_) => Some(Duration::from_secs(10)),
             _ => e.retry_after(),
         };
         let mut body = e.to_body();
         // A panicked job's message says what may have happened (a post: it may have been
         // published); every other internal error's is the log's.
-        if status == StatusCode::INTERNAL_SERVER_ERROR && !matches!(e, CoreError::JobPanicked(_)) {
+        if status == StatusCode::INTERNAL_SERVER_ERROR && !matches!(e, EngineError::JobPanicked(_))
+        {
             tracing::error!(code = body.code, "internal error: {e}");
             body.message = "internal error".into();
         }

@@ -95,15 +95,7 @@ mod tests {
     const ACCOUNT: &str = "acct-steel";
     /// The operator the racers act as, for `WORKSPACE`.
     fn actor() -> abr_core::principal::Actor {
-        let principal = abr_core::principal::Principal::new(
-            "key_operator",
-            "operator",
-            abr_protocol::Role::Operator,
-            abr_core::principal::Tenants::All,
-            false,
-        )
-        .unwrap();
-        Arc::new(principal).act_for(Some(WORKSPACE)).unwrap()
+        abr_core::testing::actor(abr_protocol::Role::Operator, WORKSPACE)
     }
 
     /// An immediate refusal answers within this.

@@ -13,7 +13,7 @@ use abr_core::{
     AuditSink, CoreError, DeadlineBudget, DynSessionProvider, StrategyRegistry, WebPostStrategy,
     new_token,
 };
-use abr_engine::{Engine, EngineBuilder, EngineStore, PosterConfig};
+use abr_engine::{Engine, EngineBuilder, EngineError, EngineStore, PosterConfig};
 use abr_protocol::SecretValue;
 use abr_providers::{
     BrowserSession, CdpProviderConfig, CdpSessionProvider, ChromiumBinary, Isolation,
@@ -58,7 +58,7 @@ impl<C: TaskContext> Runner<C> {
     ///
     /// # Errors
     /// The store could not be read or written.
-    pub async fn recover(&self) -> Result<usize, CoreError> {
+    pub async fn recover(&self) -> Result<usize, EngineError> {
         self.engine.recover().await
     }
 
@@ -240,7 +240,7 @@ impl<C: TaskContext> RunnerBuilder<C> {
     /// the request timeout (a platform's pacing, or step deadlines set with
     /// [`poster_config`](Self::poster_config)), or when the data directory is in use or the
     /// store cannot be opened.
-    pub fn build(self) -> Result<Runner<C>, CoreError> {
+    pub fn build(self) -> Result<Runner<C>, EngineError> {
         let config = self.config;
         let engine_config = config.engine();
         let (budget, _) = engine_config.deadlines(

@@ -1537,3 +1537,24 @@ impl StepRunner for FakeContext {
         Ok(page.text.clone())
     }
 }
+
+/// An actor of `role` for `tenant`: an operator's key of every tenant acting for it, or an
+/// agent's or approver's key bound to it (named after its role). For tests that call the
+/// engine's door as a caller the service would have authenticated.
+#[allow(
+    clippy::expect_used,
+    reason = "test fixture: the role and tenant are the test's"
+)]
+pub fn actor(role: abr_protocol::Role, tenant: &str) -> crate::principal::Actor {
+    use crate::principal::{Principal, Tenants};
+    let tenants = match role {
+        abr_protocol::Role::Operator => Tenants::All,
+        _ => Tenants::One(tenant.to_owned()),
+    };
+    let name = format!("{role:?}").to_ascii_lowercase();
+    let principal = Principal::new(format!("key_{name}"), &name, role, tenants, false)
+        .expect("a valid test principal");
+    Arc::new(principal)
+        .act_for(Some(tenant))
+        .expect("the principal acts for its tenant")
+}

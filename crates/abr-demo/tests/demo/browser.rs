@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abr_core::principal::{Actor, Principal, Tenants};
+use abr_core::principal::Actor;
 use abr_core::store::InMemoryStore;
 use abr_core::{
     AcquireMode, AcquireRequest, DynSessionProvider, SessionContext, SessionProvider,
@@ -263,10 +263,7 @@ async fn every_fault_mode_ends_in_the_row_the_ground_truth_allows() {
     .strategies(registry)
     .build()
     .expect("the engine builds");
-    let actor =
-        Arc::new(Principal::new("key_test", "test", Role::Operator, Tenants::All, false).unwrap())
-            .act_for(Some(TENANT))
-            .unwrap();
+    let actor = abr_core::testing::actor(Role::Operator, TENANT);
 
     let t0 = Instant::now();
     let session = sign_in(&provider, &site, "alice").await;

@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 
-use abr_core::principal::{Principal, Tenants};
 use abr_core::store::InMemoryStore;
 use abr_core::{
     AcquireMode, AcquireRequest, DynSessionProvider, EgressPolicy, RecheckOutcome, SessionProvider,
@@ -92,10 +91,7 @@ async fn scenario(
     .build()
     .expect("the engine builds");
     let tenant = "recheck-tenant";
-    let actor =
-        Arc::new(Principal::new("key_test", "test", Role::Operator, Tenants::All, false).unwrap())
-            .act_for(Some(tenant))
-            .unwrap();
+    let actor = abr_core::testing::actor(Role::Operator, tenant);
     let session = signed_in(&site, "rachel").await;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -12,18 +12,19 @@ use abr_protocol::{
 };
 
 use crate::engine::Engine;
+use crate::error::EngineError;
 
 /// A page's size when the caller names none.
 pub(super) const DEFAULT_PAGE: usize = 50;
 
 /// The limit `params` asks for, checked.
-fn limit(params: &ListParams) -> Result<usize, CoreError> {
+fn limit(params: &ListParams) -> Result<usize, EngineError> {
     match params.limit {
         None => Ok(DEFAULT_PAGE),
         Some(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
-        Some(_) => Err(CoreError::InvalidInput(format!(
+        Some(_) => Err(EngineError::from(CoreError::InvalidInput(format!(
             "limit must be 1 to {MAX_PAGE}"
-        ))),
+        )))),
     }
 }
 
@@ -31,7 +32,7 @@ fn limit(params: &ListParams) -> Result<usize, CoreError> {
 fn query<S: serde::de::DeserializeOwned + serde::Serialize>(
     params: &ListParams,
     states: &str,
-) -> Result<ListQuery, CoreError> {
+) -> Result<ListQuery, EngineError> {
     let state = params
         .state
         .as_deref()
@@ -70,7 +71,7 @@ impl<C: TaskContext> Engine<C> {
         &self,
         actor: &Actor,
         params: &ListParams,
-    ) -> Result<Page<TaskRecord>, CoreError> {
+    ) -> Result<Page<TaskRecord>, EngineError> {
         actor.require(Right::Read)?;
         let query = query::<TaskState>(params, TASK_STATES)?;
         let listed = RecordStore::list(&**self.tasks.store(), actor.tenant(), &query).await?;
@@ -85,7 +86,7 @@ impl<C: TaskContext> Engine<C> {
         &self,
         actor: &Actor,
         params: &ListParams,
-    ) -> Result<Page<PostRecord>, CoreError> {
+    ) -> Result<Page<PostRecord>, EngineError> {
         actor.require(Right::Read)?;
         let query = query::<PostState>(params, POST_STATES)?;
         let listed = self.posts.store().list(actor.tenant(), &query).await?;
@@ -101,12 +102,12 @@ impl<C: TaskContext> Engine<C> {
         &self,
         actor: &Actor,
         params: &ListParams,
-    ) -> Result<PendingApprovals, CoreError> {
+    ) -> Result<PendingApprovals, EngineError> {
         actor.require(Right::Read)?;
         if params.state.is_some() {
-            return Err(CoreError::InvalidInput(
+            return Err(EngineError::from(CoreError::InvalidInput(
                 "approvals are all pending: no state to filter by".into(),
-            ));
+            )));
         }
         let query = ListQuery {
             state: Some(abr_core::store::wire_name(&TaskState::PendingApproval)),
@@ -131,7 +132,7 @@ impl<C: TaskContext> Engine<C> {
     pub fn subscribe_events(
         &self,
         actor: &Actor,
-    ) -> Result<crate::events::TenantEvents, CoreError> {
+    ) -> Result<crate::events::TenantEvents, EngineError> {
         actor.require(Right::Read)?;
         Ok(self
             .tasks
@@ -144,7 +145,7 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may read.
-    pub fn takeovers(&self, actor: &Actor) -> Result<Vec<TakeoverSummary>, CoreError> {
+    pub fn takeovers(&self, actor: &Actor) -> Result<Vec<TakeoverSummary>, EngineError> {
         actor.require(Right::Read)?;
         Ok(self.tasks.handoffs().of_tenant(actor.tenant()))
     }
@@ -157,10 +158,12 @@ impl<C: TaskContext> Engine<C> {
         &self,
         actor: &Actor,
         params: &ListParams,
-    ) -> Result<Page<StoredSessionInfo>, CoreError> {
+    ) -> Result<Page<StoredSessionInfo>, EngineError> {
         actor.require(Right::Read)?;
         if params.state.is_some() {
-            return Err(CoreError::InvalidInput("sessions have no state".into()));
+            return Err(EngineError::from(CoreError::InvalidInput(
+                "sessions have no state".into(),
+            )));
         }
         let limit = limit(params)?;
         let mut items = self

@@ -42,6 +42,7 @@ use async_trait::async_trait;
 use crate::admission::TenantAdmission;
 use crate::approval_links::ApprovalLinks;
 use crate::capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
+use crate::error::EngineError;
 use crate::events::{EventSink, Events};
 use crate::jobs::JobSlots;
 use crate::keys::Keys;
@@ -99,7 +100,7 @@ pub struct EngineConfig {
     pub request_timeout: Duration,
     /// Jobs (post, probe, capture start, browse call, task run) running at once.
     pub max_concurrent_jobs: usize,
-    /// Jobs waiting for a slot; beyond it, [`CoreError::Overloaded`].
+    /// Jobs waiting for a slot; beyond it, [`EngineError::Overloaded`].
     pub max_queued_jobs: usize,
     /// How long a capture stays open.
     pub capture_ttl: Duration,
@@ -158,7 +159,7 @@ impl EngineConfig {
         &self,
         platform_pacing_max: Duration,
         poster: Option<&PosterConfig>,
-    ) -> Result<(DeadlineBudget, PosterConfig), CoreError> {
+    ) -> Result<(DeadlineBudget, PosterConfig), EngineError> {
         let invalid = |e: abr_core::budget::BudgetError| CoreError::InvalidInput(e.to_string());
         let runner = self.pacing.map_or(Duration::ZERO, |p| p.max);
         let mut budget = DeadlineBudget::from_request_timeout(
@@ -236,7 +237,7 @@ impl<C: TaskContext> EngineBuilder<C> {
     ///
     /// # Errors
     /// A duplicate or empty platform id.
-    pub fn strategy(mut self, strategy: Arc<dyn WebPostStrategy<C>>) -> Result<Self, CoreError> {
+    pub fn strategy(mut self, strategy: Arc<dyn WebPostStrategy<C>>) -> Result<Self, EngineError> {
         self.strategies.register(strategy)?;
         Ok(self)
     }
@@ -311,7 +312,7 @@ impl<C: TaskContext> EngineBuilder<C> {
     /// [`CoreError::InvalidInput`] when the deadlines do not fit in the request timeout (a
     /// platform's pacing, or step deadlines set with [`poster_config`](Self::poster_config));
     /// [`CoreError::Internal`] without randomness for the body-hash key.
-    pub fn build(self) -> Result<Engine<C>, CoreError> {
+    pub fn build(self) -> Result<Engine<C>, EngineError> {
         let config = self.config;
         let (budget, poster_config) = config.deadlines(
             self.strategies.longest_pacing(),
@@ -541,7 +542,7 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// The store's.
-    pub async fn expire_evidence(&self) -> Result<Expired, CoreError> {
+    pub async fn expire_evidence(&self) -> Result<Expired, EngineError> {
         match &self.retention {
             Some(retention) => retention.sweep().await,
             None => Ok(Expired::default()),
@@ -552,20 +553,22 @@ impl<C: TaskContext> Engine<C> {
 /// Refuses a request that names another tenant than the actor's (a post's `workspaceId`,
 /// a task's or a browse session's `tenantId`): what it does is the actor's tenant's, and a
 /// record, an audit event or a platform's label naming another would say otherwise.
-fn named_tenant(actor: &Actor, named: Option<&str>) -> Result<(), CoreError> {
+fn named_tenant(actor: &Actor, named: Option<&str>) -> Result<(), EngineError> {
     match named {
-        Some(named) if named != actor.tenant() => Err(CoreError::TenantForbidden),
+        Some(named) if named != actor.tenant() => {
+            Err(EngineError::from(CoreError::TenantForbidden))
+        }
         _ => Ok(()),
     }
 }
 
 /// Refuses a capture of another tenant than the actor's, or an actor without `right`.
-fn own_capture(actor: &Actor, workspace_id: &str, right: Right) -> Result<(), CoreError> {
+fn own_capture(actor: &Actor, workspace_id: &str, right: Right) -> Result<(), EngineError> {
     actor.require(right)?;
     if workspace_id == actor.tenant() {
         Ok(())
     } else {
-        Err(CoreError::TenantForbidden)
+        Err(EngineError::from(CoreError::TenantForbidden))
     }
 }
 
@@ -596,14 +599,14 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may keep sessions; a bad id, no scope, an
-    /// invalid scope, an unknown platform, [`CoreError::SessionBound`] for a request naming
+    /// invalid scope, an unknown platform, [`EngineError::SessionBound`] for a request naming
     /// another platform than the session's, a store failure (e.g. no key to seal it with).
     pub async fn store_session(
         &self,
         actor: &Actor,
         session_id: &str,
         request: &StoreSessionRequest,
-    ) -> Result<StoredSessionInfo, CoreError> {
+    ) -> Result<StoredSessionInfo, EngineError> {
         actor.require(Right::Sessions)?;
         self.sessions
             .put(actor.tenant(), session_id, request, &|name| {
@@ -630,16 +633,16 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may post (an agent or an operator, not
     /// read-only); [`CoreError::TenantForbidden`] for a `workspaceId` other than the actor's
-    /// tenant; not admitted, [`CoreError::IdempotencyKeyReused`], content or a request
+    /// tenant; not admitted, [`EngineError::IdempotencyKeyReused`], content or a request
     /// out of bounds, an unknown platform or one that forbids unattended runs, an unknown
     /// `sessionId`, a per-tenant limit, a store failure, or a panic
-    /// ([`CoreError::JobPanicked`]: it may have been published).
+    /// ([`EngineError::JobPanicked`]: it may have been published).
     pub async fn post(
         &self,
         actor: &Actor,
         idempotency_key: Option<&str>,
         request: PostRequest,
-    ) -> Result<Posted, CoreError> {
+    ) -> Result<Posted, EngineError> {
         actor.require(Right::Post)?;
         named_tenant(actor, request.workspace_id.as_deref())?;
         let posts = self.posts.clone();
@@ -659,12 +662,12 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may re-check; not admitted, an unknown post,
-    /// [`CoreError::NotUncertain`], a store failure.
+    /// [`EngineError::NotUncertain`], a store failure.
     pub async fn recheck_post(
         &self,
         actor: &Actor,
         post_id: &str,
-    ) -> Result<RecheckResult, CoreError> {
+    ) -> Result<RecheckResult, EngineError> {
         actor.require(Right::Recheck)?;
         let posts = self.posts.clone();
         let (tenant, id) = (actor.tenant().to_owned(), post_id.to_owned());
@@ -682,13 +685,13 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may use sessions;
     /// [`CoreError::TenantForbidden`] for another tenant's workspace;
-    /// [`CoreError::TenantLimit`] when the tenant holds its sessions; not admitted, the
+    /// [`EngineError::TenantLimit`] when the tenant holds its sessions; not admitted, the
     /// poster's refusals.
     pub async fn probe(
         &self,
         actor: &Actor,
         request: ProbeRequest,
-    ) -> Result<ProbeResponse, CoreError> {
+    ) -> Result<ProbeResponse, EngineError> {
         actor.require(Right::Sessions)?;
         named_tenant(actor, request.workspace_id.as_deref())?;
         let mut request = request;
@@ -728,7 +731,7 @@ impl<C: TaskContext> Engine<C> {
         actor: &Actor,
         request: TaskRequest,
         idempotency_key: Option<&str>,
-    ) -> Result<Created, CoreError> {
+    ) -> Result<Created, EngineError> {
         named_tenant(actor, request.tenant_id.as_deref())?;
         let created = self.tasks.create(actor, request, idempotency_key).await?;
         if created.should_run() {
@@ -742,8 +745,8 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] for an actor that may not approve,
-    /// [`CoreError::SelfApproval`] for the proposer's own key, an over-long `approvedBy`, an
-    /// unknown task, [`CoreError::PlanHashMismatch`], [`CoreError::TaskNotPending`]
+    /// [`EngineError::SelfApproval`] for the proposer's own key, an over-long `approvedBy`, an
+    /// unknown task, [`EngineError::PlanHashMismatch`], [`EngineError::TaskNotPending`]
     /// (approved, rejected, or approved concurrently), a per-tenant limit (the task stays
     /// pending: approve again later), a store failure.
     pub async fn approve_task(
@@ -751,7 +754,7 @@ impl<C: TaskContext> Engine<C> {
         actor: &Actor,
         task_id: &str,
         request: &ApproveRequest,
-    ) -> Result<TaskRecord, CoreError> {
+    ) -> Result<TaskRecord, EngineError> {
         let record = self.tasks.approve(actor, task_id, request).await?;
         self.spawn_run(actor.tenant(), task_id);
         Ok(record)
@@ -762,10 +765,10 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may post; an unknown task,
-    /// [`CoreError::TaskNotRetryable`], the tenant's retry limit (or, for a retry the rule
+    /// [`EngineError::TaskNotRetryable`], the tenant's retry limit (or, for a retry the rule
     /// lets through at once, its session and daily limits), a plan invalid under the
     /// current limits, a store failure.
-    pub async fn retry_task(&self, actor: &Actor, task_id: &str) -> Result<Created, CoreError> {
+    pub async fn retry_task(&self, actor: &Actor, task_id: &str) -> Result<Created, EngineError> {
         let created = self.tasks.retry(actor, task_id).await?;
         if created.should_run() {
             self.spawn_run(actor.tenant(), &created.record.task_id);
@@ -778,12 +781,12 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may re-check; not admitted, an unknown
-    /// task, [`CoreError::NotUncertain`], the tenant's concurrency limit, a store failure.
+    /// task, [`EngineError::NotUncertain`], the tenant's concurrency limit, a store failure.
     pub async fn recheck_task(
         &self,
         actor: &Actor,
         task_id: &str,
-    ) -> Result<RecheckResult, CoreError> {
+    ) -> Result<RecheckResult, EngineError> {
         actor.require(Right::Recheck)?;
         let tasks = Arc::clone(&self.tasks);
         let (tenant, id) = (actor.tenant().to_owned(), task_id.to_owned());
@@ -828,7 +831,7 @@ impl<C: TaskContext> Engine<C> {
     /// admitted; bad input (the
     /// URL, ids, `idleSeconds`, a session without a scope), an unknown platform or one that
     /// forbids unattended execution, an unknown `sessionId`, the tenant's concurrent
-    /// sessions or daily executions, the runner's open sessions ([`CoreError::TenantLimit`]
+    /// sessions or daily executions, the runner's open sessions ([`EngineError::TenantLimit`]
     /// or a busy provider), the browser not starting, a store failure. A first page that
     /// does not load is not an error: the session is open and its answer says what
     /// happened.
@@ -836,7 +839,7 @@ impl<C: TaskContext> Engine<C> {
         &self,
         actor: &Actor,
         request: BrowseRequest,
-    ) -> Result<BrowseOpened, CoreError> {
+    ) -> Result<BrowseOpened, EngineError> {
         actor.require(Right::Browse)?;
         named_tenant(actor, request.tenant_id.as_deref())?;
         let tasks = Arc::clone(&self.tasks);
@@ -854,13 +857,13 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may browse; not admitted,
     /// [`CoreError::InvalidInput`] for a query out of its bounds,
-    /// [`CoreError::BrowseNotFound`] (closed, idle too long, or another tenant's).
+    /// [`EngineError::BrowseNotFound`] (closed, idle too long, or another tenant's).
     pub async fn browse_snapshot(
         &self,
         actor: &Actor,
         id: &str,
         query: abr_protocol::SnapshotQuery,
-    ) -> Result<Snapshot, CoreError> {
+    ) -> Result<Snapshot, EngineError> {
         actor.require(Right::Browse)?;
         let tasks = Arc::clone(&self.tasks);
         let (tenant, id) = (actor.tenant().to_owned(), id.to_owned());
@@ -875,8 +878,8 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may browse; not admitted,
-    /// [`CoreError::BrowseNotFound`]; bad input (a reference that is not one, a URL that is
-    /// not http(s), a key name too long); [`CoreError::RefNotFound`] for a reference no
+    /// [`EngineError::BrowseNotFound`]; bad input (a reference that is not one, a URL that is
+    /// not http(s), a key name too long); [`EngineError::RefNotFound`] for a reference no
     /// snapshot of this session gave. What happens on the page is not an error: a refusal,
     /// a pause or a failure is the answer's `outcome`.
     pub async fn browse_act(
@@ -884,7 +887,7 @@ impl<C: TaskContext> Engine<C> {
         actor: &Actor,
         id: &str,
         action: BrowseAction,
-    ) -> Result<ActResponse, CoreError> {
+    ) -> Result<ActResponse, EngineError> {
         actor.require(Right::Browse)?;
         let tasks = Arc::clone(&self.tasks);
         let (tenant, id) = (actor.tenant().to_owned(), id.to_owned());
@@ -900,16 +903,16 @@ impl<C: TaskContext> Engine<C> {
     /// `needs_input`, until a person supplies it ([`Self::supply_input`]) or resumes.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may browse; [`CoreError::BrowseNotFound`];
-    /// [`CoreError::RefNotFound`] for a reference no snapshot gave;
+    /// [`CoreError::Forbidden`] unless the actor may browse; [`EngineError::BrowseNotFound`];
+    /// [`EngineError::RefNotFound`] for a reference no snapshot gave;
     /// [`CoreError::InvalidInput`] for an empty or over-long prompt or a wait out of bounds;
-    /// [`CoreError::TakeoverState`] when a person is already asked for.
+    /// [`EngineError::TakeoverState`] when a person is already asked for.
     pub async fn browse_request_input(
         &self,
         actor: &Actor,
         id: &str,
         request: &abr_protocol::InputRequest,
-    ) -> Result<abr_protocol::BrowsePause, CoreError> {
+    ) -> Result<abr_protocol::BrowsePause, EngineError> {
         actor.require(Right::Browse)?;
         self.tasks
             .browse_request_input(actor.tenant(), id, request)
@@ -922,15 +925,15 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may resolve a person's pause (an approver or
     /// an operator: never the brain's agent key); [`CoreError::TaskNotFound`] (no such open
-    /// session of the tenant); [`CoreError::NoTakeover`] when the session does not wait for
-    /// a value; [`CoreError::InputNotAccepted`] when the field refused it (the takeover still
+    /// session of the tenant); [`EngineError::NoTakeover`] when the session does not wait for
+    /// a value; [`EngineError::InputNotAccepted`] when the field refused it (the takeover still
     /// waits).
     pub async fn supply_input(
         &self,
         actor: &Actor,
         id: &str,
         input: abr_protocol::SuppliedInput,
-    ) -> Result<String, CoreError> {
+    ) -> Result<String, EngineError> {
         actor.require(Right::ResolvePause)?;
         self.tasks.supply_input(actor.tenant(), id, input).await
     }
@@ -940,27 +943,29 @@ impl<C: TaskContext> Engine<C> {
     /// cut it in half and a panic stays there.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may browse; [`CoreError::BrowseNotFound`],
-    /// or [`CoreError::JobPanicked`].
-    pub async fn browse_close(&self, actor: &Actor, id: &str) -> Result<BrowseClosed, CoreError> {
+    /// [`CoreError::Forbidden`] unless the actor may browse; [`EngineError::BrowseNotFound`],
+    /// or [`EngineError::JobPanicked`].
+    pub async fn browse_close(&self, actor: &Actor, id: &str) -> Result<BrowseClosed, EngineError> {
         actor.require(Right::Browse)?;
         let tasks = Arc::clone(&self.tasks);
         let (tenant, id) = (actor.tenant().to_owned(), id.to_owned());
         tokio::spawn(async move { tasks.browse_close(&tenant, &id).await })
             .await
-            .map_err(|_| CoreError::JobPanicked("closing the browse session failed unexpectedly"))?
+            .map_err(|_| {
+                EngineError::JobPanicked("closing the browse session failed unexpectedly")
+            })?
     }
 
     /// The committing action a browse session waits on a person's approval for.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may read; [`CoreError::BrowseNotFound`];
-    /// [`CoreError::ActionNotPending`] when none waits.
+    /// [`CoreError::Forbidden`] unless the actor may read; [`EngineError::BrowseNotFound`];
+    /// [`EngineError::ActionNotPending`] when none waits.
     pub async fn browse_approval(
         &self,
         actor: &Actor,
         id: &str,
-    ) -> Result<ActionApproval, CoreError> {
+    ) -> Result<ActionApproval, EngineError> {
         actor.require(Right::Read)?;
         self.tasks.browse_approval(actor.tenant(), id).await
     }
@@ -969,10 +974,10 @@ impl<C: TaskContext> Engine<C> {
     /// the session's tenant, never the key that opened it.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may approve; [`CoreError::SelfApproval`]
+    /// [`CoreError::Forbidden`] unless the actor may approve; [`EngineError::SelfApproval`]
     /// for the key that opened the session; an over-long `statedBy`;
-    /// [`CoreError::BrowseNotFound`]; [`CoreError::ActionNotPending`] for an id that is not
-    /// the pending approval's; or [`CoreError::JobPanicked`]. It runs in a task of its own (a rejection
+    /// [`EngineError::BrowseNotFound`]; [`EngineError::ActionNotPending`] for an id that is not
+    /// the pending approval's; or [`EngineError::JobPanicked`]. It runs in a task of its own (a rejection
     /// closes the session), so that a caller who goes away does not cut it in half.
     pub async fn browse_decide(
         &self,
@@ -980,12 +985,12 @@ impl<C: TaskContext> Engine<C> {
         id: &str,
         decision: &ActionDecision,
         approve: bool,
-    ) -> Result<ActionApproval, CoreError> {
+    ) -> Result<ActionApproval, EngineError> {
         let tasks = Arc::clone(&self.tasks);
         let (actor, id, decision) = (actor.clone(), id.to_owned(), decision.clone());
         tokio::spawn(async move { tasks.browse_decide(&actor, &id, &decision, approve).await })
             .await
-            .map_err(|_| CoreError::JobPanicked("deciding the approval failed unexpectedly"))?
+            .map_err(|_| EngineError::JobPanicked("deciding the approval failed unexpectedly"))?
     }
 
     // ---- capture and the live view --------------------------------------------------------
@@ -1002,7 +1007,7 @@ impl<C: TaskContext> Engine<C> {
         &self,
         actor: &Actor,
         request: CaptureStartRequest,
-    ) -> Result<CaptureStartResponse, CoreError> {
+    ) -> Result<CaptureStartResponse, EngineError> {
         own_capture(actor, &request.workspace_id, Right::Sessions)?;
         let _slot = self.jobs.enter().await?;
         self.captures.start(request).await
@@ -1016,8 +1021,8 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// The actor's rights, as for [`Self::capture_start`]; a bad `store_as` (checked before
     /// the capture ends: a bad id must not cost the user
-    /// the session); [`CoreError::CaptureNotFound`], [`CoreError::BindingMismatch`] (the
-    /// capture stays open), [`CoreError::NotAuthenticated`] (the capture stays open: the
+    /// the session); [`EngineError::CaptureNotFound`], [`EngineError::BindingMismatch`] (the
+    /// capture stays open), [`EngineError::NotAuthenticated`] (the capture stays open: the
     /// user may still be signing in), or a strategy or provider failure (the capture stays
     /// open).
     pub async fn capture_finish(
@@ -1025,7 +1030,7 @@ impl<C: TaskContext> Engine<C> {
         actor: &Actor,
         capture: &CaptureRef,
         store_as: Option<String>,
-    ) -> Result<CaptureFinishResponse, CoreError> {
+    ) -> Result<CaptureFinishResponse, EngineError> {
         own_capture(actor, &capture.workspace_id, Right::Sessions)?;
         abr_core::tenant::check("storeAs", store_as.as_deref())?;
         let mut response = self.captures.finish(capture).await?;
@@ -1050,13 +1055,13 @@ impl<C: TaskContext> Engine<C> {
     /// Cancels a capture.
     ///
     /// # Errors
-    /// The actor's rights, as for [`Self::capture_start`]; [`CoreError::CaptureNotFound`] or
-    /// [`CoreError::BindingMismatch`].
+    /// The actor's rights, as for [`Self::capture_start`]; [`EngineError::CaptureNotFound`] or
+    /// [`EngineError::BindingMismatch`].
     pub async fn capture_cancel(
         &self,
         actor: &Actor,
         capture: &CaptureRef,
-    ) -> Result<CaptureCancelResponse, CoreError> {
+    ) -> Result<CaptureCancelResponse, EngineError> {
         own_capture(actor, &capture.workspace_id, Right::Sessions)?;
         self.captures.cancel(capture).await
     }
@@ -1066,12 +1071,12 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may read its tenant's records,
     /// [`CoreError::TenantForbidden`] for another tenant's capture;
-    /// [`CoreError::CaptureNotFound`] or [`CoreError::BindingMismatch`].
+    /// [`EngineError::CaptureNotFound`] or [`EngineError::BindingMismatch`].
     pub async fn capture_status(
         &self,
         actor: &Actor,
         capture: &CaptureRef,
-    ) -> Result<CaptureStatus, CoreError> {
+    ) -> Result<CaptureStatus, EngineError> {
         own_capture(actor, &capture.workspace_id, Right::Read)?;
         self.captures.status(capture).await
     }
@@ -1088,10 +1093,10 @@ impl<C: TaskContext> Engine<C> {
     /// [`Self::live_target`]).
     ///
     /// # Errors
-    /// [`CoreError::LiveViewNotFound`] or [`CoreError::LiveViewLimit`].
-    pub fn attach_live(&self, token: &str) -> Result<LiveAttachment<C>, CoreError> {
+    /// [`EngineError::LiveViewNotFound`] or [`EngineError::LiveViewLimit`].
+    pub fn attach_live(&self, token: &str) -> Result<LiveAttachment<C>, EngineError> {
         match self.captures.attach_live(token) {
-            Err(CoreError::LiveViewNotFound) => self.tasks.handoffs().attach_live(token),
+            Err(EngineError::LiveViewNotFound) => self.tasks.handoffs().attach_live(token),
             attached => attached,
         }
     }
@@ -1115,8 +1120,8 @@ impl<C: TaskContext> Engine<C> {
     /// given back when the hold is dropped.
     ///
     /// # Errors
-    /// [`CoreError::Overloaded`] or [`CoreError::QueueTimeout`], as for any job.
-    pub async fn hold_job_slot(&self) -> Result<JobSlotHold, CoreError> {
+    /// [`EngineError::Overloaded`] or [`EngineError::QueueTimeout`], as for any job.
+    pub async fn hold_job_slot(&self) -> Result<JobSlotHold, EngineError> {
         Ok(JobSlotHold {
             _slot: self.jobs.enter().await?,
         })
@@ -1131,7 +1136,7 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// The store could not be read or written.
-    pub async fn recover(&self) -> Result<usize, CoreError> {
+    pub async fn recover(&self) -> Result<usize, EngineError> {
         let posts = self.posts.recover_unfinished().await?;
         for record in &posts {
             tracing::warn!(

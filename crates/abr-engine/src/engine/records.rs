@@ -15,6 +15,7 @@ use abr_protocol::{
 };
 
 use crate::approval_links::MintedLink;
+use crate::error::EngineError;
 
 /// The `platform` of audit events about a tenant's own settings (no platform involved).
 const SETTINGS_PLATFORM: &str = "settings";
@@ -45,7 +46,7 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may read; [`CoreError::TaskNotFound`]
     /// (also for another tenant's id); a store failure.
-    pub async fn task(&self, actor: &Actor, task_id: &str) -> Result<TaskRecord, CoreError> {
+    pub async fn task(&self, actor: &Actor, task_id: &str) -> Result<TaskRecord, EngineError> {
         actor.require(Right::Read)?;
         self.tasks.get(actor.tenant(), task_id).await
     }
@@ -59,13 +60,14 @@ impl<C: TaskContext> Engine<C> {
         actor: &Actor,
         task_id: &str,
         name: &str,
-    ) -> Result<Option<Vec<u8>>, CoreError> {
+    ) -> Result<Option<Vec<u8>>, EngineError> {
         // The task must be the tenant's (not found otherwise), then the screenshot exist.
         self.task(actor, task_id).await?;
-        self.tasks
+        Ok(self
+            .tasks
             .store()
             .screenshot(actor.tenant(), task_id, name)
-            .await
+            .await?)
     }
 
     /// A one-time link for a person without a key to approve or reject, as the actor, the
@@ -74,15 +76,15 @@ impl<C: TaskContext> Engine<C> {
     /// process's memory (a restart forgets it).
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may approve; [`CoreError::SelfApproval`]
+    /// [`CoreError::Forbidden`] unless the actor may approve; [`EngineError::SelfApproval`]
     /// for the key that proposed the task or opened the session; an unknown task,
-    /// [`CoreError::TaskNotPending`] (a task not waiting), [`CoreError::ActionNotPending`]
+    /// [`EngineError::TaskNotPending`] (a task not waiting), [`EngineError::ActionNotPending`]
     /// (a session waiting for nobody).
     pub async fn approval_link(
         &self,
         actor: &Actor,
         task_id: &str,
-    ) -> Result<MintedLink, CoreError> {
+    ) -> Result<MintedLink, EngineError> {
         actor.require(Right::Approve)?;
         let record = self.tasks.get(actor.tenant(), task_id).await?;
         crate::task::lifecycle::not_the_proposer(&record, actor)?;
@@ -90,7 +92,7 @@ impl<C: TaskContext> Engine<C> {
             let pending = self.tasks.browse_approval(actor.tenant(), task_id).await?;
             Some(pending.approval_id)
         } else if record.state != TaskState::PendingApproval {
-            return Err(CoreError::TaskNotPending);
+            return Err(EngineError::TaskNotPending);
         } else {
             None
         };
@@ -106,12 +108,12 @@ impl<C: TaskContext> Engine<C> {
     /// session's action it decides); nothing is used up.
     ///
     /// # Errors
-    /// [`CoreError::LinkNotFound`] for a link never minted, used or expired, or whose
+    /// [`EngineError::LinkNotFound`] for a link never minted, used or expired, or whose
     /// approver's key was revoked or expired since; a store failure.
-    pub async fn task_by_link(&self, token: &str) -> Result<LinkedTask, CoreError> {
-        let grant = self.links.peek(token).ok_or(CoreError::LinkNotFound)?;
+    pub async fn task_by_link(&self, token: &str) -> Result<LinkedTask, EngineError> {
+        let grant = self.links.peek(token).ok_or(EngineError::LinkNotFound)?;
         if !self.keys().stands(grant.minted_by.key_id()).await? {
-            return Err(CoreError::LinkNotFound);
+            return Err(EngineError::LinkNotFound);
         }
         let task = RecordStore::get(self.tasks.store().as_ref(), &grant.tenant, &grant.task_id)
             .await?
@@ -137,21 +139,21 @@ impl<C: TaskContext> Engine<C> {
     /// Approves (and runs) or rejects the task of an approval link, or the browse session's
     /// committing action it names, as the approver who minted it, `person` being what the
     /// person said of themself. The link is used up first: a second decision, however sent,
-    /// is [`CoreError::LinkNotFound`]; so is a decision once the approver's key was revoked
+    /// is [`EngineError::LinkNotFound`]; so is a decision once the approver's key was revoked
     /// or expired (a link is that key's, and ends with it).
     ///
     /// # Errors
-    /// [`CoreError::LinkNotFound`]; [`Self::approve_task`]'s, [`Self::reject_task`]'s or
+    /// [`EngineError::LinkNotFound`]; [`Self::approve_task`]'s, [`Self::reject_task`]'s or
     /// [`Self::browse_decide`]'s.
     pub async fn decide_by_link(
         &self,
         token: &str,
         approve: bool,
         person: Option<String>,
-    ) -> Result<TaskRecord, CoreError> {
-        let grant = self.links.take(token).ok_or(CoreError::LinkNotFound)?;
+    ) -> Result<TaskRecord, EngineError> {
+        let grant = self.links.take(token).ok_or(EngineError::LinkNotFound)?;
         if !self.keys().stands(grant.minted_by.key_id()).await? {
-            return Err(CoreError::LinkNotFound);
+            return Err(EngineError::LinkNotFound);
         }
         let actor = grant.minted_by.act_for(Some(&grant.tenant))?;
         if let Some(approval_id) = grant.action {
@@ -183,14 +185,14 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] for an actor that may not approve, an over-long
-    /// `rejectedBy` or reason, an unknown task, [`CoreError::TaskNotPending`], a store
+    /// `rejectedBy` or reason, an unknown task, [`EngineError::TaskNotPending`], a store
     /// failure.
     pub async fn reject_task(
         &self,
         actor: &Actor,
         task_id: &str,
         request: &RejectRequest,
-    ) -> Result<TaskRecord, CoreError> {
+    ) -> Result<TaskRecord, EngineError> {
         self.tasks.reject(actor, task_id, request).await
     }
 
@@ -199,14 +201,14 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may assert (an approver or an operator); an
-    /// empty `assertedBy`, an over-long note, an unknown task, [`CoreError::NotUncertain`],
-    /// [`CoreError::AlreadyAsserted`], a store failure.
+    /// empty `assertedBy`, an over-long note, an unknown task, [`EngineError::NotUncertain`],
+    /// [`EngineError::AlreadyAsserted`], a store failure.
     pub async fn assert_task(
         &self,
         actor: &Actor,
         task_id: &str,
         request: &AssertNotPostedRequest,
-    ) -> Result<TaskRecord, CoreError> {
+    ) -> Result<TaskRecord, EngineError> {
         actor.require(Right::Assert)?;
         self.tasks
             .assert_not_posted(actor.tenant(), task_id, request)
@@ -218,12 +220,12 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may resolve a person's pause (an approver
-    /// or an operator); an unknown task, [`CoreError::NoTakeover`], a takeover that is over.
+    /// or an operator); an unknown task, [`EngineError::NoTakeover`], a takeover that is over.
     pub async fn take_over(
         &self,
         actor: &Actor,
         task_id: &str,
-    ) -> Result<ActiveTakeover, CoreError> {
+    ) -> Result<ActiveTakeover, EngineError> {
         actor.require(Right::ResolvePause)?;
         self.tasks.take_over(actor.tenant(), task_id).await
     }
@@ -232,7 +234,11 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// As [`Self::take_over`].
-    pub async fn resume_takeover(&self, actor: &Actor, task_id: &str) -> Result<String, CoreError> {
+    pub async fn resume_takeover(
+        &self,
+        actor: &Actor,
+        task_id: &str,
+    ) -> Result<String, EngineError> {
         actor.require(Right::ResolvePause)?;
         self.tasks.resume(actor.tenant(), task_id).await
     }
@@ -242,7 +248,7 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// As [`Self::take_over`].
-    pub async fn end_takeover(&self, actor: &Actor, task_id: &str) -> Result<String, CoreError> {
+    pub async fn end_takeover(&self, actor: &Actor, task_id: &str) -> Result<String, EngineError> {
         actor.require(Right::ResolvePause)?;
         self.tasks.end_takeover(actor.tenant(), task_id).await
     }
@@ -254,7 +260,11 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may read; [`CoreError::PostNotFound`] (also
     /// for another tenant's id); a store failure.
-    pub async fn post_record(&self, actor: &Actor, post_id: &str) -> Result<PostRecord, CoreError> {
+    pub async fn post_record(
+        &self,
+        actor: &Actor,
+        post_id: &str,
+    ) -> Result<PostRecord, EngineError> {
         actor.require(Right::Read)?;
         self.posts.get(actor.tenant(), post_id).await
     }
@@ -263,14 +273,14 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may assert; an empty `assertedBy`, an
-    /// over-long note, an unknown post, [`CoreError::NotUncertain`],
-    /// [`CoreError::AlreadyAsserted`], a store failure.
+    /// over-long note, an unknown post, [`EngineError::NotUncertain`],
+    /// [`EngineError::AlreadyAsserted`], a store failure.
     pub async fn assert_post(
         &self,
         actor: &Actor,
         post_id: &str,
         request: &AssertNotPostedRequest,
-    ) -> Result<PostRecord, CoreError> {
+    ) -> Result<PostRecord, EngineError> {
         actor.require(Right::Assert)?;
         self.posts
             .assert_not_posted(actor.tenant(), post_id, request)
@@ -285,12 +295,12 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may keep sessions (and, for such a
-    /// session, is an operator); [`CoreError::SessionNotFound`]; a store failure.
+    /// session, is an operator); [`EngineError::SessionNotFound`]; a store failure.
     pub async fn restore_session(
         &self,
         actor: &Actor,
         session_id: &str,
-    ) -> Result<StoredSession, CoreError> {
+    ) -> Result<StoredSession, EngineError> {
         actor.require(Right::Sessions)?;
         self.sessions
             .export(actor, session_id, &|name| self.platform_policy(name))
@@ -301,7 +311,7 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// As [`Self::restore_session`].
-    pub async fn delete_session(&self, actor: &Actor, session_id: &str) -> Result<(), CoreError> {
+    pub async fn delete_session(&self, actor: &Actor, session_id: &str) -> Result<(), EngineError> {
         actor.require(Right::Sessions)?;
         self.sessions.delete(actor.tenant(), session_id).await
     }
@@ -312,7 +322,7 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may read; a store failure.
-    pub async fn sites_of(&self, actor: &Actor) -> Result<Vec<SiteEntry>, CoreError> {
+    pub async fn sites_of(&self, actor: &Actor) -> Result<Vec<SiteEntry>, EngineError> {
         actor.require(Right::Read)?;
         let mut sites = self.sites.sites(actor.tenant()).await?;
         sites.sort_by(|a, b| a.domain.cmp(&b.domain));
@@ -325,7 +335,7 @@ impl<C: TaskContext> Engine<C> {
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may change the tenant's settings (an
     /// approver or an operator); a store failure.
-    pub async fn decide_site(&self, actor: &Actor, entry: SiteEntry) -> Result<(), CoreError> {
+    pub async fn decide_site(&self, actor: &Actor, entry: SiteEntry) -> Result<(), EngineError> {
         actor.require(Right::TenantSettings)?;
         let (domain, decided_by, decision) = (
             entry.domain.clone(),
@@ -346,7 +356,7 @@ impl<C: TaskContext> Engine<C> {
     ///
     /// # Errors
     /// As [`Self::decide_site`].
-    pub async fn remove_site(&self, actor: &Actor, domain: &str) -> Result<bool, CoreError> {
+    pub async fn remove_site(&self, actor: &Actor, domain: &str) -> Result<bool, EngineError> {
         actor.require(Right::TenantSettings)?;
         let removed = self.sites.remove(actor.tenant(), domain).await?;
         if removed {
@@ -366,19 +376,19 @@ impl<C: TaskContext> Engine<C> {
     /// A run's screenshots setting and its frames.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may read; [`CoreError::FrameNotFound`]
+    /// [`CoreError::Forbidden`] unless the actor may read; [`EngineError::FrameNotFound`]
     /// for a run of no frames record (also another tenant's); a store failure.
     pub async fn run_frames(
         &self,
         actor: &Actor,
         run_id: &str,
-    ) -> Result<(RunScreenshots, Vec<FrameInfo>), CoreError> {
+    ) -> Result<(RunScreenshots, Vec<FrameInfo>), EngineError> {
         actor.require(Right::Read)?;
         let setting = self
             .frames
             .run_setting(actor.tenant(), run_id)
             .await?
-            .ok_or(CoreError::FrameNotFound)?;
+            .ok_or(EngineError::FrameNotFound)?;
         Ok((setting, self.frames.frames(actor.tenant(), run_id).await?))
     }
 
@@ -391,21 +401,21 @@ impl<C: TaskContext> Engine<C> {
         actor: &Actor,
         run_id: &str,
         seq: u32,
-    ) -> Result<StoredFrame, CoreError> {
+    ) -> Result<StoredFrame, EngineError> {
         actor.require(Right::Read)?;
         self.frames
             .frame(actor.tenant(), run_id, seq)
             .await?
-            .ok_or(CoreError::FrameNotFound)
+            .ok_or(EngineError::FrameNotFound)
     }
 
     /// Whether the tenant keeps replay screenshots.
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may read; a store failure.
-    pub async fn screenshots_enabled(&self, actor: &Actor) -> Result<bool, CoreError> {
+    pub async fn screenshots_enabled(&self, actor: &Actor) -> Result<bool, EngineError> {
         actor.require(Right::Read)?;
-        self.frames.screenshots_enabled(actor.tenant()).await
+        Ok(self.frames.screenshots_enabled(actor.tenant()).await?)
     }
 
     /// Switches the tenant's replay screenshots on or off; audited
@@ -419,7 +429,7 @@ impl<C: TaskContext> Engine<C> {
         actor: &Actor,
         enabled: bool,
         person: &str,
-    ) -> Result<(), CoreError> {
+    ) -> Result<(), EngineError> {
         actor.require(Right::TenantSettings)?;
         self.frames
             .set_screenshots_enabled(actor.tenant(), enabled)

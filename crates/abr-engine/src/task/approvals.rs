@@ -14,6 +14,8 @@ use abr_core::error::CoreError;
 use abr_protocol::{ActionApproval, ActionApprovalState, PrincipalRef};
 use time::OffsetDateTime;
 
+use crate::error::EngineError;
+
 /// What an approval covers: a digest of one action (kind, element, role and name, page,
 /// value). Kept in memory only.
 #[derive(Clone, PartialEq, Eq)]
@@ -85,7 +87,7 @@ impl ActionApprovals {
         &mut self,
         fingerprint: Fingerprint,
         ask: Ask,
-    ) -> Result<ActionApproval, CoreError> {
+    ) -> Result<ActionApproval, EngineError> {
         if let Some(pending) = &self.pending
             && pending.fingerprint == fingerprint
         {
@@ -132,18 +134,18 @@ impl ActionApprovals {
     /// to send the action again; rejected, it is gone.
     ///
     /// # Errors
-    /// [`CoreError::ActionNotPending`] unless `approval_id` is the pending one.
+    /// [`EngineError::ActionNotPending`] unless `approval_id` is the pending one.
     pub(crate) fn decide(
         &mut self,
         approval_id: &str,
         approve: bool,
         by: PrincipalRef,
-    ) -> Result<ActionApproval, CoreError> {
+    ) -> Result<ActionApproval, EngineError> {
         let Some(mut asked) = self
             .pending
             .take_if(|p| p.approval.approval_id == approval_id)
         else {
-            return Err(CoreError::ActionNotPending);
+            return Err(EngineError::ActionNotPending);
         };
         asked.approval.decided_by = Some(by);
         if approve {
@@ -206,7 +208,7 @@ mod tests {
         let wrong = approvals
             .decide("appr_other", true, approver())
             .unwrap_err();
-        assert!(matches!(wrong, CoreError::ActionNotPending));
+        assert!(matches!(wrong, EngineError::ActionNotPending));
         let approved = approvals
             .decide(&asked.approval_id, true, approver())
             .unwrap();
@@ -219,7 +221,7 @@ mod tests {
         let twice = approvals
             .decide(&asked.approval_id, true, approver())
             .unwrap_err();
-        assert!(matches!(twice, CoreError::ActionNotPending));
+        assert!(matches!(twice, EngineError::ActionNotPending));
     }
 
     #[test]
@@ -235,7 +237,7 @@ mod tests {
         let stale = approvals
             .decide(&first.approval_id, true, approver())
             .unwrap_err();
-        assert!(matches!(stale, CoreError::ActionNotPending));
+        assert!(matches!(stale, EngineError::ActionNotPending));
         assert_ne!(Fingerprint::of(&["ab", "c"]), Fingerprint::of(&["a", "bc"]));
         let rejected = approvals
             .decide(&second.approval_id, false, approver())

@@ -32,6 +32,7 @@ use abr_protocol::{
 };
 use tokio::time::Instant;
 
+use crate::error::EngineError;
 use crate::ledger::record_id;
 use crate::task::approvals::ActionApprovals;
 use crate::task::browse_act::{HandoffNow, check_action, http_url};
@@ -55,14 +56,14 @@ impl<C: TaskContext> TaskRunner<C> {
     /// [`CoreError::Forbidden`] unless the actor may browse; bad input (the URL, ids, `idleSeconds`, a session without a scope), an unknown
     /// platform or one that forbids unattended execution, an unknown `sessionId`, the
     /// tenant's concurrent sessions or daily executions, the runner's open sessions
-    /// ([`CoreError::TenantLimit`] or a busy provider), the browser not starting, a store
+    /// ([`EngineError::TenantLimit`] or a busy provider), the browser not starting, a store
     /// failure. A first page that does not load is not an error: the session is open and
     /// its answer says what happened.
     pub(crate) async fn browse_open(
         &self,
         actor: &Actor,
         mut request: BrowseRequest,
-    ) -> Result<BrowseOpened, CoreError> {
+    ) -> Result<BrowseOpened, EngineError> {
         actor.require(Right::Browse)?;
         let tenant = actor.tenant();
         if actor.principal().read_only() {
@@ -75,10 +76,10 @@ impl<C: TaskContext> TaskRunner<C> {
                 Duration::from_secs(s)
             }
             Some(_) => {
-                return Err(CoreError::InvalidInput(format!(
+                return Err(EngineError::from(CoreError::InvalidInput(format!(
                     "idleSeconds is 1 to {}",
                     config.max_idle.as_secs()
-                )));
+                ))));
             }
         };
         let handoff_wait = match request.handoff {
@@ -90,20 +91,22 @@ impl<C: TaskContext> TaskRunner<C> {
                 Some(Duration::from_secs(h.wait_seconds))
             }
             Some(_) => {
-                return Err(CoreError::InvalidInput(format!(
+                return Err(EngineError::from(CoreError::InvalidInput(format!(
                     "handoff.waitSeconds is 1 to {}",
                     self.config.max_handoff_wait.as_secs()
-                )));
+                ))));
             }
         };
         let url = http_url(&request.url)?;
         let Some(slot) = self.browses.take_slot() else {
-            return Err(CoreError::Provider(abr_core::error::ProviderError::new(
-                abr_core::error::ProviderErrorKind::Busy,
-                format!(
-                    "{} browse sessions are open on this runner (its maximum): close one or \
+            return Err(EngineError::from(CoreError::Provider(
+                abr_core::error::ProviderError::new(
+                    abr_core::error::ProviderErrorKind::Busy,
+                    format!(
+                        "{} browse sessions are open on this runner (its maximum): close one or \
                      retry later",
-                    config.max_open
+                        config.max_open
+                    ),
                 ),
             )));
         };
@@ -166,11 +169,11 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(rails) => rails,
             Err((_, failure)) => {
                 let error = if failure.body.code == codes::SITE_DENIED {
-                    CoreError::SiteDenied(failure.body.message)
+                    EngineError::SiteDenied(failure.body.message)
                 } else if failure.body.retryable {
-                    CoreError::Store(StoreFailure::unavailable(failure.body.message))
+                    StoreFailure::unavailable(failure.body.message).into()
                 } else {
-                    CoreError::Store(StoreFailure::corrupt(failure.body.message))
+                    StoreFailure::corrupt(failure.body.message).into()
                 };
                 self.abandon(task, &error, admitted).await;
                 return Err(error);
@@ -197,7 +200,7 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         if let Err(failure) = self.arm(&rails, &lease).await {
             self.release(lease).await;
-            let error = CoreError::Provider(abr_core::error::ProviderError::new(
+            let error = EngineError::from(abr_core::error::ProviderError::new(
                 abr_core::error::ProviderErrorKind::Unavailable,
                 failure.body.message,
             ));
@@ -216,7 +219,7 @@ impl<C: TaskContext> TaskRunner<C> {
             ),
             Err(_) => {
                 self.release(lease).await;
-                let error = CoreError::Internal("the OS random source failed");
+                let error = EngineError::from(CoreError::Internal("the OS random source failed"));
                 self.abandon(task, &error, admitted).await;
                 return Err(error);
             }
@@ -269,18 +272,18 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// [`CoreError::InvalidInput`] for a query out of its bounds;
-    /// [`CoreError::BrowseNotFound`] (closed, idle too long, or another tenant's).
+    /// [`EngineError::BrowseNotFound`] (closed, idle too long, or another tenant's).
     pub(crate) async fn browse_snapshot(
         &self,
         tenant: &str,
         id: &str,
         query: abr_protocol::SnapshotQuery,
-    ) -> Result<Snapshot, CoreError> {
+    ) -> Result<Snapshot, EngineError> {
         query.check().map_err(CoreError::InvalidInput)?;
         let entry = self.browses.get(tenant, id)?;
         entry.touch();
         let mut guard = entry.session.lock().await;
-        let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
+        let open = guard.as_mut().ok_or(EngineError::BrowseNotFound)?;
         let request = SnapshotRequest::with_query(open.snapshot.attr.clone(), &query);
         let snapshot = self.read_page_with(open, &request).await;
         // Evidence of what the brain read, redacted like every frame: taken while the brain
@@ -295,8 +298,8 @@ impl<C: TaskContext> TaskRunner<C> {
     /// what became of it and the page after it.
     ///
     /// # Errors
-    /// [`CoreError::BrowseNotFound`]; bad input (a reference that is not one, a URL that is
-    /// not http(s), a key name too long); [`CoreError::RefNotFound`] for a reference no
+    /// [`EngineError::BrowseNotFound`]; bad input (a reference that is not one, a URL that is
+    /// not http(s), a key name too long); [`EngineError::RefNotFound`] for a reference no
     /// snapshot of this session gave. What happens on the page is not an error: a refusal,
     /// a pause or a failure is the answer's `outcome`.
     pub(crate) async fn browse_act(
@@ -304,11 +307,11 @@ impl<C: TaskContext> TaskRunner<C> {
         tenant: &str,
         id: &str,
         action: BrowseAction,
-    ) -> Result<ActResponse, CoreError> {
+    ) -> Result<ActResponse, EngineError> {
         let entry = self.browses.get(tenant, id)?;
         entry.touch();
         let mut guard = entry.session.lock().await;
-        let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
+        let open = guard.as_mut().ok_or(EngineError::BrowseNotFound)?;
         check_action(open, &action)?;
         match self.browse_handoff_now(open).await {
             HandoffNow::Free => {}
@@ -348,16 +351,16 @@ impl<C: TaskContext> TaskRunner<C> {
     /// browser released, its record `closed`.
     ///
     /// # Errors
-    /// [`CoreError::BrowseNotFound`].
+    /// [`EngineError::BrowseNotFound`].
     pub(crate) async fn browse_close(
         &self,
         tenant: &str,
         id: &str,
-    ) -> Result<BrowseClosed, CoreError> {
+    ) -> Result<BrowseClosed, EngineError> {
         let entry = self.browses.get(tenant, id)?;
         self.end(id, &entry, End::Closed)
             .await
-            .ok_or(CoreError::BrowseNotFound)
+            .ok_or(EngineError::BrowseNotFound)
     }
 
     /// Closes every session idle for longer than its idle time; answers how many. Call it
@@ -411,19 +414,19 @@ impl<C: TaskContext> TaskRunner<C> {
     /// The committing action of a session that waits for an approver.
     ///
     /// # Errors
-    /// [`CoreError::BrowseNotFound`]; [`CoreError::ActionNotPending`] when none waits.
+    /// [`EngineError::BrowseNotFound`]; [`EngineError::ActionNotPending`] when none waits.
     pub(crate) async fn browse_approval(
         &self,
         tenant: &str,
         id: &str,
-    ) -> Result<ActionApproval, CoreError> {
+    ) -> Result<ActionApproval, EngineError> {
         let entry = self.browses.get(tenant, id)?;
         let guard = entry.session.lock().await;
-        let open = guard.as_ref().ok_or(CoreError::BrowseNotFound)?;
+        let open = guard.as_ref().ok_or(EngineError::BrowseNotFound)?;
         open.approvals
             .pending()
             .cloned()
-            .ok_or(CoreError::ActionNotPending)
+            .ok_or(EngineError::ActionNotPending)
     }
 
     /// The committing actions `tenant`'s open sessions wait on.
@@ -452,9 +455,9 @@ impl<C: TaskContext> TaskRunner<C> {
     /// the session closes (`closed`, error `rejected`) with nothing of it committed.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may approve; [`CoreError::SelfApproval`]
+    /// [`CoreError::Forbidden`] unless the actor may approve; [`EngineError::SelfApproval`]
     /// for the key that opened the session; an over-long `statedBy`;
-    /// [`CoreError::BrowseNotFound`]; [`CoreError::ActionNotPending`] for an id that is not
+    /// [`EngineError::BrowseNotFound`]; [`EngineError::ActionNotPending`] for an id that is not
     /// the pending approval's.
     pub(crate) async fn browse_decide(
         &self,
@@ -462,13 +465,13 @@ impl<C: TaskContext> TaskRunner<C> {
         id: &str,
         decision: &ActionDecision,
         approve: bool,
-    ) -> Result<ActionApproval, CoreError> {
+    ) -> Result<ActionApproval, EngineError> {
         actor.require(Right::Approve)?;
         let stated = crate::task::lifecycle::stated("statedBy", decision.stated_by.as_deref())?;
         let entry = self.browses.get(actor.tenant(), id)?;
         let approver = actor.principal().reference();
         let mut guard = entry.session.lock().await;
-        let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
+        let open = guard.as_mut().ok_or(EngineError::BrowseNotFound)?;
         crate::task::lifecycle::not_the_proposer(&open.task.record, actor)?;
         let decided = open
             .approvals
@@ -506,7 +509,7 @@ impl<C: TaskContext> TaskRunner<C> {
 
     // ---- internals ------------------------------------------------------------------------
 
-    fn new_browse(&self, actor: &Actor, request: TaskRequest) -> Result<StoredTask, CoreError> {
+    fn new_browse(&self, actor: &Actor, request: TaskRequest) -> Result<StoredTask, EngineError> {
         let now = self.clock.now();
         let record = TaskRecord {
             task_id: record_id(ID_PREFIX)?,
@@ -553,7 +556,7 @@ impl<C: TaskContext> TaskRunner<C> {
 
     /// Ends a session that could not open: its record `failed` (nothing ran), the tenant's
     /// admission given back.
-    async fn abandon(&self, mut task: StoredTask, error: &CoreError, admitted: time::Date) {
+    async fn abandon(&self, mut task: StoredTask, error: &EngineError, admitted: time::Date) {
         task.record.state = TaskState::Failed;
         task.record.error = Some(error.to_body());
         task.record.finished_at = Some(self.clock.now());

@@ -19,6 +19,7 @@ use abr_protocol::{
 };
 use tokio::time::Instant;
 
+use crate::error::EngineError;
 use crate::live_access::LiveSites;
 use crate::step::{Step, guarded};
 use crate::task::approvals::{Ask, Fingerprint};
@@ -566,18 +567,18 @@ pub(super) fn scripts_may_send(action: &BrowserAction) -> bool {
     )
 }
 
-pub(super) fn http_url(url: &str) -> Result<url::Url, CoreError> {
+pub(super) fn http_url(url: &str) -> Result<url::Url, EngineError> {
     if url.len() > MAX_URL {
-        return Err(CoreError::InvalidInput(format!(
+        return Err(EngineError::from(CoreError::InvalidInput(format!(
             "url is longer than {MAX_URL} bytes"
-        )));
+        ))));
     }
     let parsed = url::Url::parse(url)
         .map_err(|e| CoreError::InvalidInput(format!("url is not a URL: {e}")))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        return Err(CoreError::InvalidInput(
+        return Err(EngineError::from(CoreError::InvalidInput(
             "url must be an http or https URL with a host".into(),
-        ));
+        )));
     }
     Ok(parsed)
 }
@@ -614,16 +615,16 @@ pub(super) fn held_below<C: TaskContext>(open: &Open<C>, failure: &Failure) -> b
 pub(super) fn check_action<C: TaskContext>(
     open: &Open<C>,
     action: &BrowseAction,
-) -> Result<(), CoreError> {
+) -> Result<(), EngineError> {
     let reference = match action {
         BrowseAction::Click { reference }
         | BrowseAction::Type { reference, .. }
         | BrowseAction::Select { reference, .. } => Some(reference),
         BrowseAction::Press { reference, key } => {
             if key.trim().is_empty() || key.len() > MAX_KEY {
-                return Err(CoreError::InvalidInput(format!(
+                return Err(EngineError::from(CoreError::InvalidInput(format!(
                     "key is a key name of 1 to {MAX_KEY} characters (Enter, Tab, ArrowDown, ...)"
-                )));
+                ))));
             }
             reference.as_ref()
         }
@@ -635,12 +636,12 @@ pub(super) fn check_action<C: TaskContext>(
     };
     if let Some(reference) = reference {
         if !SnapshotRequest::is_reference(reference) {
-            return Err(CoreError::InvalidInput(format!(
+            return Err(EngineError::from(CoreError::InvalidInput(format!(
                 "ref {reference:?} is not a reference: use one a snapshot gave (e12)"
-            )));
+            ))));
         }
         if !open.names.contains_key(reference) {
-            return Err(CoreError::RefNotFound(reference.clone()));
+            return Err(EngineError::RefNotFound(reference.clone()));
         }
     }
     Ok(())
@@ -763,7 +764,7 @@ impl<C: TaskContext> TaskRunner<C> {
         message: String,
         wait: Duration,
         input: Option<(String, String)>,
-    ) -> Result<BrowsePause, CoreError> {
+    ) -> Result<BrowsePause, EngineError> {
         // A person never gets the page under a frame's blur.
         open.rails.settle_frames().await;
         let sites = LiveSites::new(&open.rails.last_url, None);

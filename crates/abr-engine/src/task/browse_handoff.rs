@@ -25,6 +25,7 @@ use abr_protocol::{
     ActOutcome, BrowseAction, BrowsePause, InputRequest, Pause, PauseReason, SuppliedInput,
 };
 
+use crate::error::EngineError;
 use crate::task::browse_act::HandoffNow;
 use crate::task::browses::End;
 use crate::task::pauses::pause_message;
@@ -40,44 +41,44 @@ impl<C: TaskContext> TaskRunner<C> {
     /// session waits (`paused`, `needs_input`) until a person supplies it or resumes.
     ///
     /// # Errors
-    /// [`CoreError::BrowseNotFound`]; [`CoreError::RefNotFound`] for a reference no snapshot
+    /// [`EngineError::BrowseNotFound`]; [`EngineError::RefNotFound`] for a reference no snapshot
     /// gave; [`CoreError::InvalidInput`] for an empty or over-long prompt or a wait out of
-    /// bounds; [`CoreError::TakeoverState`] when a person is already asked for.
+    /// bounds; [`EngineError::TakeoverState`] when a person is already asked for.
     pub(crate) async fn browse_request_input(
         &self,
         tenant: &str,
         id: &str,
         request: &InputRequest,
-    ) -> Result<BrowsePause, CoreError> {
+    ) -> Result<BrowsePause, EngineError> {
         let prompt = request.prompt.trim();
         if prompt.is_empty() || prompt.chars().count() > MAX_PROMPT {
-            return Err(CoreError::InvalidInput(format!(
+            return Err(EngineError::from(CoreError::InvalidInput(format!(
                 "prompt is 1 to {MAX_PROMPT} characters"
-            )));
+            ))));
         }
         let entry = self.browses.get(tenant, id)?;
         entry.touch();
         let mut guard = entry.session.lock().await;
-        let open = guard.as_mut().ok_or(CoreError::BrowseNotFound)?;
+        let open = guard.as_mut().ok_or(EngineError::BrowseNotFound)?;
         let wait = match request.wait_seconds {
             None => open.handoff_wait.unwrap_or(DEFAULT_INPUT_WAIT),
             Some(s) if s >= 1 && Duration::from_secs(s) <= self.config.max_handoff_wait => {
                 Duration::from_secs(s)
             }
             Some(_) => {
-                return Err(CoreError::InvalidInput(format!(
+                return Err(EngineError::from(CoreError::InvalidInput(format!(
                     "waitSeconds is 1 to {}",
                     self.config.max_handoff_wait.as_secs()
-                )));
+                ))));
             }
         };
         if !SnapshotRequest::is_reference(&request.reference)
             || !open.names.contains_key(&request.reference)
         {
-            return Err(CoreError::RefNotFound(request.reference.clone()));
+            return Err(EngineError::RefNotFound(request.reference.clone()));
         }
         if let HandoffNow::Waiting(_) = self.browse_handoff_now(open).await {
-            return Err(CoreError::TakeoverPending);
+            return Err(EngineError::TakeoverPending);
         }
         let message = format!("{}: {prompt}", pause_message(PauseReason::NeedsInput));
         self.browse_wait_for_person(
@@ -97,14 +98,14 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// [`CoreError::TaskNotFound`] (no such open session of the tenant);
-    /// [`CoreError::NoTakeover`] when the session does not wait for a value;
-    /// [`CoreError::InputNotAccepted`] when the field refused it (the takeover still waits).
+    /// [`EngineError::NoTakeover`] when the session does not wait for a value;
+    /// [`EngineError::InputNotAccepted`] when the field refused it (the takeover still waits).
     pub(crate) async fn supply_input(
         &self,
         tenant: &str,
         id: &str,
         input: SuppliedInput,
-    ) -> Result<String, CoreError> {
+    ) -> Result<String, EngineError> {
         let entry = self
             .browses
             .get(tenant, id)
@@ -113,7 +114,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut guard = entry.session.lock().await;
         let open = guard.as_mut().ok_or(CoreError::TaskNotFound)?;
         let HandoffNow::Waiting(_) = self.browse_handoff_now(open).await else {
-            return Err(CoreError::NoTakeover);
+            return Err(EngineError::NoTakeover);
         };
         let (takeover_id, reference) = match &open.task.record.pause {
             Some(Pause {
@@ -122,7 +123,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 input_ref: Some(reference),
                 ..
             }) => (takeover_id.clone(), reference.clone()),
-            _ => return Err(CoreError::NoTakeover),
+            _ => return Err(EngineError::NoTakeover),
         };
         let answer = self
             .act_on(
@@ -144,7 +145,7 @@ impl<C: TaskContext> TaskRunner<C> {
                         .map(|b| format!("refused ({})", abr_core::store::wire_name(&b.blocked_by)))
                 })
                 .unwrap_or_else(|| "the field did not take it".to_owned());
-            return Err(CoreError::InputNotAccepted(why));
+            return Err(EngineError::InputNotAccepted(why));
         }
         self.handoffs.resume(tenant, id)?;
         self.browse_handoff_now(open).await;

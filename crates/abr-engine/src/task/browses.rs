@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use abr_core::context::TaskContext;
-use abr_core::error::CoreError;
 use abr_core::guard::SnapshotRequest;
 use abr_core::provider::Lease;
 use abr_core::scope::SessionScope;
@@ -14,6 +13,7 @@ use abr_core::store::StoredTask;
 use abr_core::strategy::StrategyPolicy;
 use tokio::time::Instant;
 
+use crate::error::EngineError;
 use crate::task::rails::Rails;
 
 /// Bounds of browse sessions.
@@ -88,12 +88,12 @@ impl<C: TaskContext> Browses<C> {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn get(&self, tenant: &str, id: &str) -> Result<Arc<Entry<C>>, CoreError> {
+    pub(super) fn get(&self, tenant: &str, id: &str) -> Result<Arc<Entry<C>>, EngineError> {
         self.lock()
             .get(id)
             .filter(|e| e.tenant == tenant)
             .cloned()
-            .ok_or(CoreError::BrowseNotFound)
+            .ok_or(EngineError::BrowseNotFound)
     }
 }
 

@@ -20,18 +20,23 @@ use abr_core::strategy::StrategyPolicy;
 use abr_protocol::{AgentSessionState, InputShown, TaskAccount, TaskRequest};
 
 use crate::admission::TenantAdmission;
+use crate::error::EngineError;
 use crate::step::{Step, guarded};
 use crate::stored_sessions::StoredSessions;
 use crate::task::outcome::{Failure, audit_outcome};
 use crate::task::runner::TaskRunner;
 
 impl<C: TaskContext> TaskRunner<C> {
-    pub(super) async fn load(&self, tenant: &str, task_id: &str) -> Result<StoredTask, CoreError> {
+    pub(super) async fn load(
+        &self,
+        tenant: &str,
+        task_id: &str,
+    ) -> Result<StoredTask, EngineError> {
         self.ledger.load(tenant, task_id).await
     }
 
     /// Compare-and-swap; on success the in-memory copy follows the stored version.
-    pub(super) async fn save(&self, task: &mut StoredTask) -> Result<bool, CoreError> {
+    pub(super) async fn save(&self, task: &mut StoredTask) -> Result<bool, EngineError> {
         self.ledger.save(task).await
     }
 
@@ -46,7 +51,7 @@ impl<C: TaskContext> TaskRunner<C> {
         &self,
         tenant: &str,
         request: &TaskRequest,
-    ) -> Result<ApprovalSubject, CoreError> {
+    ) -> Result<ApprovalSubject, EngineError> {
         let inputs = shown_inputs(&request.inputs, &request.secret_inputs)?;
         let session_platform = match &request.session_id {
             Some(_) => match self.session_state(tenant, request).await? {
@@ -96,12 +101,12 @@ impl<C: TaskContext> TaskRunner<C> {
         tenant: &str,
         request: &TaskRequest,
         unnamed: &str,
-    ) -> Result<RunPolicy, CoreError> {
+    ) -> Result<RunPolicy, EngineError> {
         let extra = scope_io::request_scope(request.scope.as_ref())?;
         if request.session.is_some() && request.session_id.is_some() {
-            return Err(CoreError::InvalidInput(
+            return Err(EngineError::from(CoreError::InvalidInput(
                 "give `session` or `sessionId`, not both".into(),
-            ));
+            )));
         }
         let named = match &request.platform {
             None => None,
@@ -121,10 +126,10 @@ impl<C: TaskContext> TaskRunner<C> {
         let has_session = request.session.is_some() || request.session_id.is_some();
         let scoped = extra.is_some() || policy.as_ref().is_some_and(|p| p.scope.is_some());
         if has_session && !scoped {
-            return Err(CoreError::InvalidInput(
+            return Err(EngineError::from(CoreError::InvalidInput(
                 "a task with a session needs a scope: `scope`, or a `platform` that declares one"
                     .into(),
-            ));
+            )));
         }
         Ok(RunPolicy {
             policy,
@@ -135,17 +140,17 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     /// The registered platform `platform`'s policy, if it allows unattended runs.
-    pub(super) fn unattended_policy(&self, platform: &str) -> Result<StrategyPolicy, CoreError> {
+    pub(super) fn unattended_policy(&self, platform: &str) -> Result<StrategyPolicy, EngineError> {
         let registry = self
             .platforms
             .as_ref()
             .ok_or_else(|| CoreError::UnknownPlatform(platform.to_owned()))?;
         let policy = registry.get(platform)?.policy().clone();
         if !policy.allow_unattended {
-            return Err(CoreError::ExecutionDenied {
+            return Err(EngineError::from(CoreError::ExecutionDenied {
                 platform: platform.to_owned(),
                 mode: "unattended execution",
-            });
+            }));
         }
         Ok(policy)
     }
@@ -155,7 +160,7 @@ impl<C: TaskContext> TaskRunner<C> {
     pub(super) fn bound_platform(
         &self,
         stored: &AgentSessionState,
-    ) -> Result<Option<(String, StrategyPolicy)>, CoreError> {
+    ) -> Result<Option<(String, StrategyPolicy)>, EngineError> {
         let Some(name) = stored.metadata.as_ref().and_then(|m| m.platform.clone()) else {
             return Ok(None);
         };
@@ -175,7 +180,7 @@ impl<C: TaskContext> TaskRunner<C> {
         &self,
         tenant: &str,
         request: &TaskRequest,
-    ) -> Result<Option<AgentSessionState>, CoreError> {
+    ) -> Result<Option<AgentSessionState>, EngineError> {
         if let Some(state) = &request.session {
             return Ok(Some(state.clone()));
         }
@@ -196,11 +201,11 @@ impl<C: TaskContext> TaskRunner<C> {
         )
     }
 
-    pub(super) async fn admit(&self, tenant: &str) -> Result<time::Date, CoreError> {
+    pub(super) async fn admit(&self, tenant: &str) -> Result<time::Date, EngineError> {
         self.admission().admit(tenant).await
     }
 
-    pub(super) async fn take_session(&self, tenant: &str) -> Result<(), CoreError> {
+    pub(super) async fn take_session(&self, tenant: &str) -> Result<(), EngineError> {
         self.admission().take_session(tenant).await
     }
 
@@ -260,10 +265,13 @@ impl<C: TaskContext> TaskRunner<C> {
     pub(super) async fn save_progress(&self, task: &mut StoredTask) -> Result<(), Failure> {
         match self.save(task).await {
             Ok(true) => Ok(()),
-            Ok(false) => Err(Failure::store(&CoreError::Store(StoreFailure::conflict(
-                "the task record changed while the task ran",
-            )))),
-            Err(e) => Err(Failure::store(&e)),
+            Ok(false) => Err(Failure::store(
+                CoreError::Store(StoreFailure::conflict(
+                    "the task record changed while the task ran",
+                ))
+                .to_body(),
+            )),
+            Err(e) => Err(Failure::store(e.to_body())),
         }
     }
 

@@ -7,7 +7,6 @@ use abr_core::audit::{AuditAction, AuditOutcome, AuditStep};
 use abr_core::codes;
 use abr_core::context::TaskContext;
 use abr_core::digest::request_hash;
-use abr_core::error::CoreError;
 use abr_core::limits::TenantLimit;
 use abr_core::plan::{ValidPlan, validate};
 use abr_core::store::{Counter, IdempotencyKey, StoredTask};
@@ -18,6 +17,7 @@ use abr_protocol::{
 
 use abr_core::principal::{Actor, Right};
 
+use crate::error::EngineError;
 use crate::ledger::{Recorded, note, record_id};
 use crate::task::kit::ApprovalSubject;
 use crate::task::outcome::{Outcome, audit_outcome, callback_url};
@@ -31,7 +31,7 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// With `idempotency_key`: a repeated key with the same body answers the original task
     /// (also while it runs; [`Created::replayed`]); with another body it is
-    /// [`CoreError::IdempotencyKeyReused`].
+    /// [`EngineError::IdempotencyKeyReused`].
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may propose (an agent or an operator, not
@@ -44,7 +44,7 @@ impl<C: TaskContext> TaskRunner<C> {
         actor: &Actor,
         request: TaskRequest,
         idempotency_key: Option<&str>,
-    ) -> Result<Created, CoreError> {
+    ) -> Result<Created, EngineError> {
         actor.require(Right::Propose)?;
         let tenant = actor.tenant();
         abr_core::tenant::check("proposalId", request.proposal_id.as_deref())?;
@@ -87,7 +87,7 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// [`CoreError::TaskNotFound`] (also for another tenant's id), a store failure.
-    pub(crate) async fn get(&self, tenant: &str, task_id: &str) -> Result<TaskRecord, CoreError> {
+    pub(crate) async fn get(&self, tenant: &str, task_id: &str) -> Result<TaskRecord, EngineError> {
         Ok(self.load(tenant, task_id).await?.record)
     }
 
@@ -99,22 +99,22 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] for an actor that may not approve,
-    /// [`CoreError::SelfApproval`] for the proposer's own key, an over-long `approvedBy`, an
-    /// unknown task, [`CoreError::PlanHashMismatch`],
-    /// [`CoreError::TaskNotPending`] (approved, rejected, or approved concurrently), a
+    /// [`EngineError::SelfApproval`] for the proposer's own key, an over-long `approvedBy`, an
+    /// unknown task, [`EngineError::PlanHashMismatch`],
+    /// [`EngineError::TaskNotPending`] (approved, rejected, or approved concurrently), a
     /// per-tenant limit (the task stays pending: approve again later), a store failure.
     pub(crate) async fn approve(
         &self,
         actor: &Actor,
         task_id: &str,
         request: &ApproveRequest,
-    ) -> Result<TaskRecord, CoreError> {
+    ) -> Result<TaskRecord, EngineError> {
         actor.require(Right::Approve)?;
         let tenant = actor.tenant();
         let stated = stated("approvedBy", request.approved_by.as_deref())?;
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::PendingApproval {
-            return Err(CoreError::TaskNotPending);
+            return Err(EngineError::TaskNotPending);
         }
         let approver = actor.principal().reference();
         not_the_proposer(&task.record, actor)?;
@@ -124,7 +124,7 @@ impl<C: TaskContext> TaskRunner<C> {
             .trim()
             .eq_ignore_ascii_case(&task.record.plan_hash)
         {
-            return Err(CoreError::PlanHashMismatch);
+            return Err(EngineError::PlanHashMismatch);
         }
         let day = self.admit(tenant).await?;
         task.record.state = TaskState::Queued;
@@ -138,7 +138,7 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(true) => {}
             Ok(false) => {
                 self.refund(tenant, Some(day)).await;
-                return Err(CoreError::TaskNotPending);
+                return Err(EngineError::TaskNotPending);
             }
             Err(e) => {
                 self.refund(tenant, Some(day)).await;
@@ -156,14 +156,14 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] for an actor that may not approve, an over-long
-    /// `rejectedBy` or reason, an unknown task, [`CoreError::TaskNotPending`], a store
+    /// `rejectedBy` or reason, an unknown task, [`EngineError::TaskNotPending`], a store
     /// failure.
     pub(crate) async fn reject(
         &self,
         actor: &Actor,
         task_id: &str,
         request: &RejectRequest,
-    ) -> Result<TaskRecord, CoreError> {
+    ) -> Result<TaskRecord, EngineError> {
         actor.require(Right::Approve)?;
         let tenant = actor.tenant();
         stated("rejectedBy", request.rejected_by.as_deref())?;
@@ -171,7 +171,7 @@ impl<C: TaskContext> TaskRunner<C> {
         note("reason", request.reason.as_ref())?;
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::PendingApproval {
-            return Err(CoreError::TaskNotPending);
+            return Err(EngineError::TaskNotPending);
         }
         task.record.state = TaskState::Rejected;
         task.record.finished_at = Some(self.clock.now());
@@ -181,7 +181,7 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         task.record.error = Some(ErrorBody::new(codes::REJECTED, message));
         if !self.save(&mut task).await? {
-            return Err(CoreError::TaskNotPending);
+            return Err(EngineError::TaskNotPending);
         }
         let mut event = self.event(AuditAction::TaskRejected, AuditOutcome::Denied, &task);
         event.actor = Some(by);
@@ -200,16 +200,16 @@ impl<C: TaskContext> TaskRunner<C> {
     /// (`api_callback`); `unavailable`: the check could not run.
     ///
     /// # Errors
-    /// An unknown task, [`CoreError::NotUncertain`], the tenant's concurrency limit, a
+    /// An unknown task, [`EngineError::NotUncertain`], the tenant's concurrency limit, a
     /// store failure.
     pub(crate) async fn recheck(
         &self,
         tenant: &str,
         task_id: &str,
-    ) -> Result<RecheckResult, CoreError> {
+    ) -> Result<RecheckResult, EngineError> {
         let task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::Uncertain {
-            return Err(CoreError::NotUncertain);
+            return Err(EngineError::NotUncertain);
         }
         let result = if matches!(
             task.request.plan.verification,
@@ -238,13 +238,13 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// An empty `asserted_by`, an over-long note, an unknown task,
-    /// [`CoreError::NotUncertain`], [`CoreError::AlreadyAsserted`], a store failure.
+    /// [`EngineError::NotUncertain`], [`EngineError::AlreadyAsserted`], a store failure.
     pub(crate) async fn assert_not_posted(
         &self,
         tenant: &str,
         task_id: &str,
         request: &AssertNotPostedRequest,
-    ) -> Result<TaskRecord, CoreError> {
+    ) -> Result<TaskRecord, EngineError> {
         Ok(self
             .ledger
             .assert_not_happened(tenant, task_id, request)
@@ -260,15 +260,15 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may post; an unknown task,
-    /// [`CoreError::TaskNotRetryable`], the tenant's retry limit (or, for a
+    /// [`EngineError::TaskNotRetryable`], the tenant's retry limit (or, for a
     /// retry the rule lets through at once, its session and daily limits), a plan invalid
     /// under the current limits, a store failure.
-    pub(crate) async fn retry(&self, actor: &Actor, task_id: &str) -> Result<Created, CoreError> {
+    pub(crate) async fn retry(&self, actor: &Actor, task_id: &str) -> Result<Created, EngineError> {
         actor.require(Right::Post)?;
         let tenant = actor.tenant();
         let mut original = self.load(tenant, task_id).await?;
         if original.retried_by.is_some() {
-            return Err(CoreError::TaskNotRetryable(
+            return Err(EngineError::TaskNotRetryable(
                 "it was retried already: retry the latest attempt",
             ));
         }
@@ -277,14 +277,14 @@ impl<C: TaskContext> TaskRunner<C> {
             TaskState::Uncertain => match &original.record.assertion {
                 Some(assertion) if assertion.spent_by.is_none() => {}
                 _ => {
-                    return Err(CoreError::TaskNotRetryable(
+                    return Err(EngineError::TaskNotRetryable(
                         "an uncertain task may have happened: it is retried only once its \
                          owner asserts it did not",
                     ));
                 }
             },
             _ => {
-                return Err(CoreError::TaskNotRetryable(
+                return Err(EngineError::TaskNotRetryable(
                     "only a task that ended failed or needs_reauth (or uncertain, with an \
                      owner's assertion) is retried",
                 ));
@@ -302,7 +302,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let retries = Counter::Retries { task_id: first };
         let max = self.config.limits.retries;
         if !self.store.increment(tenant, &retries, max).await? {
-            return Err(CoreError::TenantLimit {
+            return Err(EngineError::TenantLimit {
                 limit: TenantLimit::Retries,
                 max,
                 retry_after: None,
@@ -320,7 +320,7 @@ impl<C: TaskContext> TaskRunner<C> {
         if !matches!(claimed, Ok(true)) {
             self.uncount(tenant, &retries).await;
             self.refund(tenant, admitted).await;
-            return Err(claimed.err().unwrap_or(CoreError::TaskNotRetryable(
+            return Err(claimed.err().unwrap_or(EngineError::TaskNotRetryable(
                 "it was retried at the same time",
             )));
         }
@@ -350,7 +350,7 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// A store failure.
-    pub(crate) async fn recover_unfinished(&self) -> Result<Vec<TaskEnd>, CoreError> {
+    pub(crate) async fn recover_unfinished(&self) -> Result<Vec<TaskEnd>, EngineError> {
         let now = self.clock.now();
         let ended = self
             .ledger
@@ -387,7 +387,7 @@ impl<C: TaskContext> TaskRunner<C> {
     // ---- helpers --------------------------------------------------------------------------
 
     /// The task an earlier request with the same idempotency key (and body) created.
-    async fn replay(&self, tenant: &str, task_id: &str) -> Result<Created, CoreError> {
+    async fn replay(&self, tenant: &str, task_id: &str) -> Result<Created, EngineError> {
         Ok(Created {
             record: self.load(tenant, task_id).await?.record,
             replayed: true,
@@ -401,7 +401,7 @@ impl<C: TaskContext> TaskRunner<C> {
         valid: &ValidPlan,
         subject: ApprovalSubject,
         retry_of: Option<String>,
-    ) -> Result<StoredTask, CoreError> {
+    ) -> Result<StoredTask, EngineError> {
         let now = self.clock.now();
         let rule = self.config.approval;
         let auto = !rule.requires_approval(valid);
@@ -457,7 +457,7 @@ impl<C: TaskContext> TaskRunner<C> {
         })
     }
 
-    async fn admit_if_queued(&self, task: &StoredTask) -> Result<Option<time::Date>, CoreError> {
+    async fn admit_if_queued(&self, task: &StoredTask) -> Result<Option<time::Date>, EngineError> {
         if task.record.state == TaskState::Queued {
             self.admit(&task.tenant_id).await.map(Some)
         } else {
@@ -543,22 +543,22 @@ fn recovered(task: &StoredTask) -> Outcome {
 /// What a person said of themself (`approvedBy`, `rejectedBy`): trimmed, bounded like a
 /// name; nothing when empty or not given.
 /// Refuses `actor` deciding on `record` when its key proposed it (a task) or opened it (a
-/// browse session): [`CoreError::SelfApproval`], even for an operator's key.
-pub(crate) fn not_the_proposer(record: &TaskRecord, actor: &Actor) -> Result<(), CoreError> {
+/// browse session): [`EngineError::SelfApproval`], even for an operator's key.
+pub(crate) fn not_the_proposer(record: &TaskRecord, actor: &Actor) -> Result<(), EngineError> {
     let own = record
         .proposed_by
         .as_ref()
         .is_some_and(|p| p.key_id == actor.principal().key_id());
     if own {
-        Err(CoreError::SelfApproval)
+        Err(EngineError::SelfApproval)
     } else {
         Ok(())
     }
 }
 
-pub(crate) fn stated(field: &str, value: Option<&str>) -> Result<Option<String>, CoreError> {
+pub(crate) fn stated(field: &str, value: Option<&str>) -> Result<Option<String>, EngineError> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
-        Some(v) => abr_core::tenant::person(field, v).map(Some),
+        Some(v) => Ok(abr_core::tenant::person(field, v).map(Some)?),
     }
 }

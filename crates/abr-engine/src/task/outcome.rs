@@ -3,7 +3,6 @@
 
 use abr_core::audit::AuditOutcome;
 use abr_core::codes;
-use abr_core::error::CoreError;
 use abr_core::step_runner::{StepFailure, StepFailureKind};
 use abr_core::store::StoredTask;
 use abr_core::strategy::StrategyPolicy;
@@ -83,9 +82,10 @@ impl Failure {
         }
     }
 
-    pub(super) fn store(e: &CoreError) -> Self {
+    /// A failure of the store (or of a call to it), as its error's wire form says.
+    pub(super) fn store(body: ErrorBody) -> Self {
         Self {
-            body: e.to_body(),
+            body,
             signed_out: false,
             final_: false,
         }

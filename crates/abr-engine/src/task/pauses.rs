@@ -256,7 +256,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 if !task.committing_started {
                     crate::commit_watch::committing()
                         .await
-                        .map_err(|e| (Failure::store(&e), false))?;
+                        .map_err(|e| (Failure::store(e.to_body()), false))?;
                     // Saved before the step starts: a restart after this point knows the
                     // task may have acted.
                     task.committing_started = true;
@@ -334,14 +334,17 @@ impl<C: TaskContext> TaskRunner<C> {
             task.committing_started = true;
         }
         if let Some(why) = net.unannounced {
-            return Err(Failure::store(&CoreError::Provider(
+            return Err(Failure::store(
+                CoreError::Provider(
                 abr_core::error::ProviderError::new(
                     abr_core::error::ProviderErrorKind::Unavailable,
                     format!(
                         "the page sent a write that could not be announced or recorded first, so                      the browser never sent it ({why})"
                     ),
                 ),
-            )));
+            )
+                .to_body(),
+            ));
         }
         let Some(first) = net.blocked.first().cloned() else {
             return Ok(net.wrote);
@@ -551,7 +554,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 wait,
                 Some(rails.network.person_input()),
             )
-            .map_err(|e| Failure::store(&e))?;
+            .map_err(|e| Failure::store(e.to_body()))?;
         task.record.state = TaskState::Paused;
         task.record.pause = Some(Pause {
             takeover_id: pending.takeover_id().to_owned(),
@@ -590,7 +593,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     let entries = store
                         .sites(&task.tenant_id)
                         .await
-                        .map_err(|e| Failure::store(&e))?;
+                        .map_err(|e| Failure::store(e.to_body()))?;
                     rails
                         .sites
                         .set_entries(entries.into_iter().map(|e| (e.domain, e.decision)));

@@ -25,6 +25,7 @@ use abr_protocol::{
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::error::EngineError;
 use crate::poster::ACQUIRING;
 use crate::step::{Step, guarded};
 use crate::task::kit::RunPolicy;
@@ -123,7 +124,7 @@ impl<C: TaskContext> TaskRunner<C> {
     // ---- run ------------------------------------------------------------------------------
 
     /// Runs a queued task, once: `queued → running` is a compare-and-swap, so of two calls
-    /// one runs and the other is [`CoreError::TaskNotQueued`]. Every step result is saved
+    /// one runs and the other is [`EngineError::TaskNotQueued`]. Every step result is saved
     /// as it happens; the lease and the tenant's session are always given back.
     ///
     /// Outcome rows: the verification proved it → `succeeded`; a step failed, timed out or
@@ -135,18 +136,18 @@ impl<C: TaskContext> TaskRunner<C> {
     /// committing step (the orchestrator proves it), else `succeeded`.
     ///
     /// # Errors
-    /// An unknown task, [`CoreError::TaskNotQueued`], or a store failure when the final
+    /// An unknown task, [`EngineError::TaskNotQueued`], or a store failure when the final
     /// record could not be saved (the outcome is then in the store's last saved progress;
     /// [`Self::recover_unfinished`] ends it after a restart).
-    pub(crate) async fn run(&self, tenant: &str, task_id: &str) -> Result<TaskEnd, CoreError> {
+    pub(crate) async fn run(&self, tenant: &str, task_id: &str) -> Result<TaskEnd, EngineError> {
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::Queued {
-            return Err(CoreError::TaskNotQueued);
+            return Err(EngineError::TaskNotQueued);
         }
         task.record.state = TaskState::Running;
         task.record.started_at = Some(self.clock.now());
         if !self.save(&mut task).await? {
-            return Err(CoreError::TaskNotQueued);
+            return Err(EngineError::TaskNotQueued);
         }
         self.announce_started(&task);
         let started = Instant::now();
@@ -162,9 +163,9 @@ impl<C: TaskContext> TaskRunner<C> {
                 callback_url: callback_url(&task),
                 record: task.record,
             }),
-            Ok(false) => Err(CoreError::Store(StoreFailure::conflict(
+            Ok(false) => Err(EngineError::from(CoreError::Store(StoreFailure::conflict(
                 "the task record changed while the task ran",
-            ))),
+            )))),
             Err(e) => Err(e),
         }
     }
@@ -263,7 +264,7 @@ impl<C: TaskContext> TaskRunner<C> {
         platform: &str,
         state: Option<AgentSessionState>,
         scopes: Scopes<'_>,
-    ) -> Result<Lease<C>, CoreError> {
+    ) -> Result<Lease<C>, EngineError> {
         let request = AcquireRequest {
             mode: AcquireMode::Unattended,
             platform: platform.to_owned(),
@@ -320,7 +321,7 @@ impl<C: TaskContext> TaskRunner<C> {
             None => SitePolicy::default(),
             Some(store) => match store.sites(&task.tenant_id).await {
                 Ok(entries) => SitePolicy::new(entries.into_iter().map(|e| (e.domain, e.decision))),
-                Err(e) => return Err((None, Failure::store(&e))),
+                Err(e) => return Err((None, Failure::store(e.to_body()))),
             },
         };
         let mut hosts = vec![(None, rails::host_of(target_url))];
@@ -371,7 +372,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     rails.evidence = recorder.is_on();
                     rails.frames = Some(recorder);
                 }
-                Err(e) => return Err((None, Failure::store(&e))),
+                Err(e) => return Err((None, Failure::store(e.to_body()))),
             }
         }
         Ok(rails)

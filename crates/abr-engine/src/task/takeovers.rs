@@ -3,21 +3,21 @@
 //! at once ([`TaskRunner::browse_takeover_moved`]).
 
 use abr_core::context::TaskContext;
-use abr_core::error::CoreError;
 
+use crate::error::EngineError;
 use crate::task::runner::TaskRunner;
 
 impl<C: TaskContext> TaskRunner<C> {
     /// `requested → active` for a paused task of `tenant`: the live token for the person.
     ///
     /// # Errors
-    /// [`CoreError::TaskNotFound`], [`CoreError::NoTakeover`] (not paused),
-    /// [`CoreError::TakeoverState`] (already over).
+    /// [`CoreError::TaskNotFound`], [`EngineError::NoTakeover`] (not paused),
+    /// [`EngineError::TakeoverState`] (already over).
     pub(crate) async fn take_over(
         &self,
         tenant: &str,
         task_id: &str,
-    ) -> Result<crate::handoff::ActiveTakeover, CoreError> {
+    ) -> Result<crate::handoff::ActiveTakeover, EngineError> {
         self.load(tenant, task_id).await?;
         let active = self.handoffs.activate(tenant, task_id)?;
         self.browse_takeover_moved(tenant, task_id).await;
@@ -28,7 +28,7 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// As [`Self::take_over`].
-    pub(crate) async fn resume(&self, tenant: &str, task_id: &str) -> Result<String, CoreError> {
+    pub(crate) async fn resume(&self, tenant: &str, task_id: &str) -> Result<String, EngineError> {
         self.load(tenant, task_id).await?;
         let id = self.handoffs.resume(tenant, task_id)?;
         self.browse_takeover_moved(tenant, task_id).await;
@@ -43,7 +43,7 @@ impl<C: TaskContext> TaskRunner<C> {
         &self,
         tenant: &str,
         task_id: &str,
-    ) -> Result<String, CoreError> {
+    ) -> Result<String, EngineError> {
         self.load(tenant, task_id).await?;
         let id = self.handoffs.end(tenant, task_id)?;
         self.browse_takeover_moved(tenant, task_id).await;

@@ -19,6 +19,7 @@ use super::{agent, approver};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::EngineError;
 use crate::task::browses::BrowseConfig;
 use crate::task::runner::{TaskConfig, TaskRunner};
 use abr_core::approval::ApprovalRule;
@@ -191,7 +192,7 @@ async fn a_brain_reads_acts_and_closes_and_the_record_says_what_it_did() {
     assert!(!stored.contains(TYPED), "what was typed is never recorded");
     // Closed is closed.
     let again = h.runner.browse_act(T, &id, click("e1")).await.unwrap_err();
-    assert!(matches!(again, CoreError::BrowseNotFound), "{again:?}");
+    assert!(matches!(again, EngineError::BrowseNotFound), "{again:?}");
 }
 
 #[tokio::test]
@@ -263,11 +264,14 @@ async fn references_are_checked_before_anything_reaches_the_browser() {
     // A selector smuggled in as a reference.
     for bad in ["e1\"], #pay, [x=\"", "#pay", "e", "e12345678", ""] {
         let e = h.runner.browse_act(T, &id, click(bad)).await.unwrap_err();
-        assert!(matches!(e, CoreError::InvalidInput(_)), "{bad:?}: {e:?}");
+        assert!(
+            matches!(e, EngineError::Core(CoreError::InvalidInput(_))),
+            "{bad:?}: {e:?}"
+        );
     }
     // A reference no snapshot gave.
     let e = h.runner.browse_act(T, &id, click("e99")).await.unwrap_err();
-    assert!(matches!(e, CoreError::RefNotFound(_)), "{e:?}");
+    assert!(matches!(e, EngineError::RefNotFound(_)), "{e:?}");
     // Not an http(s) URL.
     for url in ["file:///etc/passwd", "javascript:alert(1)", "not a url"] {
         let e = h
@@ -275,7 +279,10 @@ async fn references_are_checked_before_anything_reaches_the_browser() {
             .browse_act(T, &id, BrowseAction::Navigate { url: url.into() })
             .await
             .unwrap_err();
-        assert!(matches!(e, CoreError::InvalidInput(_)), "{url}: {e:?}");
+        assert!(
+            matches!(e, EngineError::Core(CoreError::InvalidInput(_))),
+            "{url}: {e:?}"
+        );
     }
     let e = h
         .runner
@@ -289,7 +296,10 @@ async fn references_are_checked_before_anything_reaches_the_browser() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(e, CoreError::InvalidInput(_)), "{e:?}");
+    assert!(
+        matches!(e, EngineError::Core(CoreError::InvalidInput(_))),
+        "{e:?}"
+    );
     assert_eq!(
         h.runner.get(T, &id).await.unwrap().step_results.len(),
         before,
@@ -307,7 +317,7 @@ async fn references_are_checked_before_anything_reaches_the_browser() {
             .unwrap_err(),
         h.runner.browse_close("tenant-b", &id).await.unwrap_err(),
     ] {
-        assert!(matches!(e, CoreError::BrowseNotFound), "{e:?}");
+        assert!(matches!(e, EngineError::BrowseNotFound), "{e:?}");
     }
     h.runner.browse_close(T, &id).await.unwrap();
 }
@@ -364,7 +374,7 @@ async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
         .browse_open(&agent(T), request.clone())
         .await
         .unwrap_err();
-    assert!(matches!(e, CoreError::TenantLimit { .. }), "{e:?}");
+    assert!(matches!(e, EngineError::TenantLimit { .. }), "{e:?}");
     tokio::time::advance(Duration::from_secs(3)).await;
     assert_eq!(h.runner.browse_sweep().await, 0, "not idle long enough");
     h.runner
@@ -381,7 +391,7 @@ async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
         .browse_snapshot(T, &id, SnapshotQuery::default())
         .await
         .unwrap_err();
-    assert!(matches!(e, CoreError::BrowseNotFound), "{e:?}");
+    assert!(matches!(e, EngineError::BrowseNotFound), "{e:?}");
     let record = h.runner.get(T, &id).await.unwrap();
     assert_eq!(record.state, TaskState::Closed);
     assert_eq!(record.error.unwrap().code, "browse_idle");
@@ -393,7 +403,10 @@ async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
         let mut bad = open(false, false);
         bad.idle_seconds = Some(idle);
         let e = h.runner.browse_open(&agent(T), bad).await.unwrap_err();
-        assert!(matches!(e, CoreError::InvalidInput(_)), "{idle}: {e:?}");
+        assert!(
+            matches!(e, EngineError::Core(CoreError::InvalidInput(_))),
+            "{idle}: {e:?}"
+        );
     }
 }
 
@@ -538,13 +551,16 @@ async fn a_committing_action_waits_for_an_approver_and_runs_once_when_approved()
         .browse_decide(&agent(T), &id, &decision(&approval.approval_id), true)
         .await
         .unwrap_err();
-    assert!(matches!(own, CoreError::Forbidden(_)), "{own:?}");
+    assert!(
+        matches!(own, EngineError::Core(CoreError::Forbidden(_))),
+        "{own:?}"
+    );
     let stale = h
         .runner
         .browse_decide(&approver(T), &id, &decision("appr_other"), true)
         .await
         .unwrap_err();
-    assert!(matches!(stale, CoreError::ActionNotPending), "{stale:?}");
+    assert!(matches!(stale, EngineError::ActionNotPending), "{stale:?}");
     // Another tenant's approver does not find the session.
     let other = h
         .runner
@@ -556,7 +572,7 @@ async fn a_committing_action_waits_for_an_approver_and_runs_once_when_approved()
         )
         .await
         .unwrap_err();
-    assert!(matches!(other, CoreError::BrowseNotFound), "{other:?}");
+    assert!(matches!(other, EngineError::BrowseNotFound), "{other:?}");
 
     let approved = h
         .runner
@@ -658,7 +674,7 @@ async fn a_rejected_action_closes_the_session_with_nothing_of_it_committed() {
         .unwrap();
     assert_eq!(rejected.state, ActionApprovalState::Rejected);
     let gone = h.runner.browse_act(T, &id, click("e2")).await.unwrap_err();
-    assert!(matches!(gone, CoreError::BrowseNotFound), "{gone:?}");
+    assert!(matches!(gone, EngineError::BrowseNotFound), "{gone:?}");
     assert_eq!(h.provider.open_leases(), 0, "the browser is released");
     let record = h.runner.get(T, &id).await.unwrap();
     assert_eq!(record.state, TaskState::Closed);
@@ -742,7 +758,7 @@ async fn the_key_that_opened_a_session_never_approves_its_actions_even_an_operat
         .browse_decide(&operator, &id, &decision(&approval.approval_id), true)
         .await
         .unwrap_err();
-    assert!(matches!(own, CoreError::SelfApproval), "{own:?}");
+    assert!(matches!(own, EngineError::SelfApproval), "{own:?}");
     assert!(h.page.sent().is_empty());
     assert_eq!(
         h.runner.browse_approval(T, &id).await.unwrap().state,
@@ -972,7 +988,7 @@ async fn an_ended_or_expired_takeover_closes_the_session() {
         assert_eq!(record.error.unwrap().code, code);
         assert!(matches!(
             h.runner.browse_act(T, &id, click("e1")).await,
-            Err(CoreError::BrowseNotFound)
+            Err(EngineError::BrowseNotFound)
         ));
         assert_eq!(h.provider.released(), 1, "the browser is given back");
     }
@@ -1008,7 +1024,7 @@ async fn a_value_a_person_supplies_reaches_the_page_and_nothing_else() {
     // A second request while one waits is refused.
     assert!(matches!(
         h.runner.browse_request_input(T, &id, &request).await,
-        Err(CoreError::TakeoverPending)
+        Err(EngineError::TakeoverPending)
     ));
     // The brain waits.
     let waiting = h.runner.browse_act(T, &id, click("e1")).await.unwrap();

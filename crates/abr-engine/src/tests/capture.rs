@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::capture::{CaptureConfig, SessionCaptureManager};
+use crate::error::EngineError;
 use abr_core::Clock as _;
 use abr_core::testing::{FakeContext, FakeProvider, ManualClock, Script, ScriptedStrategy};
 use abr_core::{
@@ -220,10 +221,10 @@ async fn wrong_binding_is_refused_and_leaves_the_capture_open() {
     };
     for r in [&wrong_workspace, &wrong_account] {
         let err = f.manager.finish(r).await.unwrap_err();
-        assert!(matches!(err, CoreError::BindingMismatch), "{err:?}");
+        assert!(matches!(err, EngineError::BindingMismatch), "{err:?}");
         assert_eq!(err.kind(), ErrorKind::Forbidden);
         let err = f.manager.cancel(r).await.unwrap_err();
-        assert!(matches!(err, CoreError::BindingMismatch), "{err:?}");
+        assert!(matches!(err, EngineError::BindingMismatch), "{err:?}");
     }
     assert_eq!(f.manager.open_count(), 1);
     assert_eq!(
@@ -247,7 +248,7 @@ async fn finish_requires_sign_in_then_exports_only_the_scope() {
     let r = bound(&started.capture_id);
 
     let err = f.manager.finish(&r).await.unwrap_err();
-    assert!(matches!(err, CoreError::NotAuthenticated), "{err:?}");
+    assert!(matches!(err, EngineError::NotAuthenticated), "{err:?}");
     assert_eq!(
         f.manager.open_count(),
         1,
@@ -293,7 +294,7 @@ async fn finish_requires_sign_in_then_exports_only_the_scope() {
     );
 
     let again = f.manager.finish(&r).await.unwrap_err();
-    assert!(matches!(again, CoreError::CaptureNotFound), "{again:?}");
+    assert!(matches!(again, EngineError::CaptureNotFound), "{again:?}");
     assert_eq!(f.provider.released(), 1, "released exactly once");
 }
 
@@ -307,15 +308,15 @@ async fn the_live_token_is_not_a_management_credential() {
     let by_token = bound(&token);
     assert!(matches!(
         f.manager.finish(&by_token).await,
-        Err(CoreError::CaptureNotFound)
+        Err(EngineError::CaptureNotFound)
     ));
     assert!(matches!(
         f.manager.cancel(&by_token).await,
-        Err(CoreError::CaptureNotFound)
+        Err(EngineError::CaptureNotFound)
     ));
     assert!(matches!(
         f.manager.status(&bound(&token)).await,
-        Err(CoreError::CaptureNotFound)
+        Err(EngineError::CaptureNotFound)
     ));
     assert!(f.manager.live_target(&started.capture_id).is_none());
     assert_eq!(f.manager.open_count(), 1);
@@ -351,15 +352,15 @@ async fn cancel_releases_the_browser() {
 
     assert!(matches!(
         f.manager.finish(&r).await,
-        Err(CoreError::CaptureNotFound)
+        Err(EngineError::CaptureNotFound)
     ));
     assert!(matches!(
         f.manager.cancel(&r).await,
-        Err(CoreError::CaptureNotFound)
+        Err(EngineError::CaptureNotFound)
     ));
     assert!(matches!(
         f.manager.status(&bound(&started.capture_id)).await,
-        Err(CoreError::CaptureNotFound)
+        Err(EngineError::CaptureNotFound)
     ));
     assert_eq!(f.provider.released(), 1, "released exactly once");
     wait_for_event(&f.audit, AuditAction::CaptureCancelled).await;
@@ -387,14 +388,14 @@ async fn an_expired_capture_is_gone_and_its_browser_released() {
     assert!(f.manager.live_target(&token).is_none());
     assert!(matches!(
         f.manager.status(&bound(&started.capture_id)).await,
-        Err(CoreError::CaptureNotFound)
+        Err(EngineError::CaptureNotFound)
     ));
     let err = f
         .manager
         .finish(&bound(&started.capture_id))
         .await
         .unwrap_err();
-    assert!(matches!(err, CoreError::CaptureNotFound), "{err:?}");
+    assert!(matches!(err, EngineError::CaptureNotFound), "{err:?}");
 
     // `finish` swept implicitly.
     assert_eq!(f.provider.released(), 1);
@@ -450,7 +451,7 @@ async fn open_captures_are_capped() {
     f.manager.start(start_request()).await.unwrap();
 
     let err = f.manager.start(start_request()).await.unwrap_err();
-    assert!(matches!(err, CoreError::CaptureLimit(2)), "{err:?}");
+    assert!(matches!(err, EngineError::CaptureLimit(2)), "{err:?}");
     assert_eq!(err.kind(), ErrorKind::LimitExceeded);
     assert_eq!(
         f.provider.acquired(),
@@ -473,7 +474,7 @@ async fn a_policy_without_interactive_capture_is_denied_before_acquiring() {
 
     let err = f.manager.start(start_request()).await.unwrap_err();
     assert!(
-        matches!(&err, CoreError::ExecutionDenied { platform, .. } if platform == PLATFORM),
+        matches!(&err, EngineError::Core(CoreError::ExecutionDenied { platform, .. }) if platform == PLATFORM),
         "{err:?}"
     );
     assert_eq!(err.kind(), ErrorKind::Denied);
@@ -492,7 +493,10 @@ async fn a_provider_that_cannot_be_interactive_is_unsupported() {
     let f = fixture_with(provider, &scoped_policy(), config());
 
     let err = f.manager.start(start_request()).await.unwrap_err();
-    assert!(matches!(err, CoreError::Unsupported { .. }), "{err:?}");
+    assert!(
+        matches!(err, EngineError::Core(CoreError::Unsupported { .. })),
+        "{err:?}"
+    );
     assert_eq!(err.kind(), ErrorKind::Unsupported);
     assert_eq!(f.provider.acquired(), 0);
 }
@@ -530,7 +534,10 @@ async fn a_panicking_sign_in_check_leaves_the_capture_open() {
         .finish(&bound(&started.capture_id))
         .await
         .unwrap_err();
-    assert!(matches!(err, CoreError::StrategyPanicked(_)), "{err:?}");
+    assert!(
+        matches!(err, EngineError::Core(CoreError::StrategyPanicked(_))),
+        "{err:?}"
+    );
     assert_eq!(f.manager.open_count(), 1);
     assert_eq!(f.provider.released(), 0);
     assert!(f.manager.live_target(&token).is_some());
@@ -553,7 +560,10 @@ async fn a_hanging_sign_in_check_times_out_and_leaves_the_capture_open() {
         .finish(&bound(&started.capture_id))
         .await
         .unwrap_err();
-    assert!(matches!(err, CoreError::Timeout(_)), "{err:?}");
+    assert!(
+        matches!(err, EngineError::Core(CoreError::Timeout(_))),
+        "{err:?}"
+    );
     assert_eq!(err.kind(), ErrorKind::Timeout);
     assert_eq!(f.manager.open_count(), 1);
     assert_eq!(f.provider.released(), 0);
@@ -579,7 +589,7 @@ async fn a_failed_acquire_frees_the_slot() {
 
     let err = f.manager.start(start_request()).await.unwrap_err();
     assert!(
-        matches!(&err, CoreError::Provider(e) if e.kind() == ProviderErrorKind::Unavailable),
+        matches!(&err, EngineError::Core(CoreError::Provider(e)) if e.kind() == ProviderErrorKind::Unavailable),
         "{err:?}"
     );
     assert!(err.is_retryable());
@@ -605,7 +615,7 @@ async fn close_all_releases_every_open_capture() {
         assert!(f.manager.live_target(&live_token(s)).is_none());
         assert!(matches!(
             f.manager.finish(&bound(&s.capture_id)).await,
-            Err(CoreError::CaptureNotFound)
+            Err(EngineError::CaptureNotFound)
         ));
     }
     assert_eq!(f.manager.close_all().await, 0);
@@ -620,7 +630,10 @@ async fn empty_tenant_ids_are_invalid() {
         ..start_request()
     };
     let err = f.manager.start(no_workspace).await.unwrap_err();
-    assert!(matches!(err, CoreError::InvalidInput(_)), "{err:?}");
+    assert!(
+        matches!(err, EngineError::Core(CoreError::InvalidInput(_))),
+        "{err:?}"
+    );
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 
     let no_account = CaptureStartRequest {
@@ -628,7 +641,10 @@ async fn empty_tenant_ids_are_invalid() {
         ..start_request()
     };
     let err = f.manager.start(no_account).await.unwrap_err();
-    assert!(matches!(err, CoreError::InvalidInput(_)), "{err:?}");
+    assert!(
+        matches!(err, EngineError::Core(CoreError::InvalidInput(_))),
+        "{err:?}"
+    );
     assert_eq!(f.provider.acquired(), 0);
 }
 
@@ -640,7 +656,10 @@ async fn an_unknown_platform_is_not_found() {
         ..start_request()
     };
     let err = f.manager.start(request).await.unwrap_err();
-    assert!(matches!(err, CoreError::UnknownPlatform(_)), "{err:?}");
+    assert!(
+        matches!(err, EngineError::Core(CoreError::UnknownPlatform(_))),
+        "{err:?}"
+    );
     assert_eq!(f.provider.acquired(), 0);
 }
 
@@ -719,7 +738,10 @@ async fn an_over_broad_request_scope_is_rejected_before_any_browser_starts() {
         ..start_request()
     };
     let err = f.manager.start(request).await.unwrap_err();
-    assert!(matches!(err, CoreError::InvalidScope(_)), "{err:?}");
+    assert!(
+        matches!(err, EngineError::Core(CoreError::InvalidScope(_))),
+        "{err:?}"
+    );
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert_eq!(f.provider.acquired(), 0);
 }

@@ -15,6 +15,7 @@ use super::{agent, approver};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::EngineError;
 use crate::task::runner::TaskRunner;
 use abr_core::guard::{
     ElementFacts, FrameRefused, FrameStore, InMemoryFrameStore, InMemorySiteStore, PageSignals,
@@ -306,12 +307,12 @@ async fn a_challenge_pauses_a_takeover_clears_it_and_the_run_resumes_where_it_st
     // guessed one attaches nothing.
     assert!(matches!(
         h.runner.handoffs().attach_live("guess"),
-        Err(CoreError::LiveViewNotFound)
+        Err(EngineError::LiveViewNotFound)
     ));
     // Another tenant cannot act on it.
     assert!(matches!(
         h.runner.take_over("tenant-b", &id).await,
-        Err(CoreError::TaskNotFound)
+        Err(EngineError::Core(CoreError::TaskNotFound))
     ));
     let active = h.runner.take_over(T, &id).await.unwrap();
     let attachment = h.runner.handoffs().attach_live(&active.live_token).unwrap();
@@ -342,7 +343,7 @@ async fn a_challenge_pauses_a_takeover_clears_it_and_the_run_resumes_where_it_st
     assert!(h.runner.handoffs().attach_live(&active.live_token).is_err());
     assert!(matches!(
         h.runner.resume(T, &id).await,
-        Err(CoreError::NoTakeover)
+        Err(EngineError::NoTakeover)
     ));
 }
 
@@ -483,7 +484,7 @@ async fn an_expired_takeover_ends_the_run_without_acting() {
     assert_eq!(h.provider.open_leases(), 0, "the browser is released");
     assert!(matches!(
         h.runner.take_over(T, &id).await,
-        Err(CoreError::NoTakeover)
+        Err(EngineError::NoTakeover)
     ));
 }
 
@@ -1061,7 +1062,7 @@ mod posts {
         };
         let (h, journal) = journal(policy, StrategyScript::default());
         let refused = journal.post(T, Some("k1"), request()).await.unwrap_err();
-        assert!(matches!(refused, CoreError::Blocked(_)), "{refused:?}");
+        assert!(matches!(refused, EngineError::Blocked(_)), "{refused:?}");
         assert_eq!(refused.code(), "blocked_action");
         assert_eq!(h.provider.acquired(), 0);
         assert_eq!(h.strategy.submits(), 0);

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::capture::{CaptureConfig, SessionCaptureManager};
+use crate::error::EngineError;
 use crate::live_access::{LiveInputError, LiveRefusal};
 use abr_core::testing::{FakeContext, FakeProvider, ManualClock, ScriptedStrategy};
 use abr_core::{
-    CoreError, DynSessionProvider, LiveFrame, LiveInput, LiveKey, Modifiers, StrategyRegistry,
-    WebPostStrategy,
+    DynSessionProvider, LiveFrame, LiveInput, LiveKey, Modifiers, StrategyRegistry, WebPostStrategy,
 };
 use abr_protocol::{
     CaptureRef, CaptureStartRequest, CaptureStartResponse, PlatformPolicy, SessionScopeSpec,
@@ -94,7 +94,7 @@ async fn a_live_token_holds_at_most_its_limit_of_sockets() {
     let first = f.manager.attach_live(&token).unwrap();
     let second = f.manager.attach_live(&token).unwrap();
     let third = f.manager.attach_live(&token).unwrap_err();
-    assert!(matches!(third, CoreError::LiveViewLimit(2)), "{third:?}");
+    assert!(matches!(third, EngineError::LiveViewLimit(2)), "{third:?}");
     assert_eq!(third.code(), "live_view_limit");
     assert!(third.is_retryable());
     drop(first);
@@ -109,7 +109,7 @@ async fn a_token_that_is_not_a_live_token_attaches_to_nothing() {
     let (started, _) = start(&f).await;
     for guess in [started.capture_id.as_str(), "", "x", "../../v1/capture"] {
         let e = f.manager.attach_live(guess).unwrap_err();
-        assert!(matches!(e, CoreError::LiveViewNotFound), "{guess}: {e:?}");
+        assert!(matches!(e, EngineError::LiveViewNotFound), "{guess}: {e:?}");
         assert_eq!(e.code(), "live_view_not_found");
     }
 }
@@ -157,7 +157,7 @@ async fn every_attachment_ends_with_its_capture() {
             .unwrap();
         assert!(!live.is_open(), "{how}");
         let e = f.manager.attach_live(&token).unwrap_err();
-        assert!(matches!(e, CoreError::LiveViewNotFound), "{how}: {e:?}");
+        assert!(matches!(e, EngineError::LiveViewNotFound), "{how}: {e:?}");
     }
 }
 
@@ -260,7 +260,7 @@ async fn a_capture_whose_browser_was_lost_reports_it() {
         abr_protocol::CaptureState::Open
     );
     let e = f.manager.finish(&r).await.unwrap_err();
-    assert!(matches!(e, CoreError::NotAuthenticated), "{e:?}");
+    assert!(matches!(e, EngineError::NotAuthenticated), "{e:?}");
     f.provider
         .context(1)
         .unwrap()
@@ -271,7 +271,7 @@ async fn a_capture_whose_browser_was_lost_reports_it() {
         abr_protocol::CaptureState::BrowserLost
     );
     let e = f.manager.finish(&r).await.unwrap_err();
-    assert!(matches!(e, CoreError::CaptureBrowserLost), "{e:?}");
+    assert!(matches!(e, EngineError::CaptureBrowserLost), "{e:?}");
     assert_eq!(e.code(), "capture_browser_lost");
     assert!(!e.is_retryable());
     // It stays cancellable, which releases the browser.

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::EngineError;
 use crate::poster::AgentPoster;
 use crate::posts::{PostJournal, PostReply, Posted};
 use crate::stored_sessions::StoredSessions;
@@ -128,7 +129,7 @@ fn post_id(posted: &Posted) -> String {
         .expect("the result names its post")
 }
 
-async fn post(h: &H, key: Option<&str>, req: PostRequest) -> Result<Posted, CoreError> {
+async fn post(h: &H, key: Option<&str>, req: PostRequest) -> Result<Posted, EngineError> {
     h.journal.post(T, key, req).await
 }
 

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::EngineError;
 use crate::poster::{AgentPoster, PosterConfig};
 use abr_core::testing::{
     FakeContext, FakeProvider, FixedRandom, ManualClock, Script, ScriptedStrategy, StrategyScript,
@@ -417,7 +418,10 @@ async fn unattended_execution_is_denied_by_policy_before_any_browser_starts() {
     };
     let h = harness(policy, StrategyScript::default());
     let err = h.poster.post(request()).await.unwrap_err();
-    assert!(matches!(err, CoreError::ExecutionDenied { .. }), "{err}");
+    assert!(
+        matches!(err, EngineError::Core(CoreError::ExecutionDenied { .. })),
+        "{err}"
+    );
     assert_eq!(h.provider.acquired(), 0);
     let events = wait_for_events(&h.audit, 1).await;
     assert_eq!(events[0].action, AuditAction::ExecutionDenied);
@@ -442,7 +446,10 @@ async fn interactive_only_policy_still_denies_unattended_probe() {
         })
         .await
         .unwrap_err();
-    assert!(matches!(err, CoreError::ExecutionDenied { .. }));
+    assert!(matches!(
+        err,
+        EngineError::Core(CoreError::ExecutionDenied { .. })
+    ));
 }
 
 #[tokio::test]
@@ -451,7 +458,7 @@ async fn unknown_platform_is_a_typed_error() {
     let mut req = request();
     req.platform = "nope".into();
     let err = h.poster.post(req).await.unwrap_err();
-    assert!(matches!(err, CoreError::UnknownPlatform(ref p) if p == "nope"));
+    assert!(matches!(err, EngineError::Core(CoreError::UnknownPlatform(ref p)) if p == "nope"));
     assert_eq!(err.code(), "unknown_platform");
 }
 
@@ -637,7 +644,10 @@ async fn probe_reports_authentication_and_returns_the_scoped_session() {
 
     h.strategy.edit(|s| s.precheck = Script::Panic);
     let err = h.poster.probe(req).await.unwrap_err();
-    assert!(matches!(err, CoreError::StrategyPanicked(_)));
+    assert!(matches!(
+        err,
+        EngineError::Core(CoreError::StrategyPanicked(_))
+    ));
     assert_eq!(h.provider.open_leases(), 0);
     assert_eq!(h.provider.released(), 3);
 }
@@ -679,7 +689,10 @@ async fn an_over_broad_request_scope_is_an_invalid_scope_error() {
         origins: vec![],
     });
     let err = h.poster.post(req).await.unwrap_err();
-    assert!(matches!(err, CoreError::InvalidScope(_)), "{err}");
+    assert!(
+        matches!(err, EngineError::Core(CoreError::InvalidScope(_))),
+        "{err}"
+    );
     assert_eq!(err.code(), "invalid_scope");
     assert_eq!(h.provider.acquired(), 0);
 }

@@ -146,7 +146,8 @@ impl KeysArgs {
     }
 }
 
-pub(super) fn run_error(e: abr_core::CoreError) -> CliError {
+pub(super) fn run_error(e: impl Into<abr_engine::EngineError>) -> CliError {
+    let e = e.into();
     CliError::Run(e.to_string())
 }
 

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use abr_core::principal::{Actor, Principal, Tenants};
+use abr_core::principal::Actor;
 use abr_core::store::{IdempotencyKey, Inserted, RecordStore, StoredPost};
 use abr_core::testing::store::{CONTENT_CANARY, COOKIE_CANARY, sample_post};
 use abr_core::testing::{FakeContext, FakeProvider, ScriptedStrategy};
@@ -242,10 +242,7 @@ fn engine(store: Arc<SqliteStore>) -> (Engine<FakeContext>, Actor, Arc<ScriptedS
     .body_hash_key(SecretValue::new("body-key"))
     .build()
     .unwrap();
-    let actor =
-        Arc::new(Principal::new("key_test", "test", Role::Operator, Tenants::All, false).unwrap())
-            .act_for(Some(TENANT))
-            .unwrap();
+    let actor = abr_core::testing::actor(Role::Operator, TENANT);
     (engine, actor, strategy)
 }
 

@@ -88,15 +88,7 @@ pub fn start_request() -> CaptureStartRequest {
 
 /// The runner's operator, acting for `WORKSPACE` (for calls on the engine itself).
 pub fn operator() -> abr_core::principal::Actor {
-    let principal = abr_core::principal::Principal::new(
-        "key_operator",
-        "operator",
-        abr_protocol::Role::Operator,
-        abr_core::principal::Tenants::All,
-        false,
-    )
-    .unwrap();
-    Arc::new(principal).act_for(Some(WORKSPACE)).unwrap()
+    abr_core::testing::actor(abr_protocol::Role::Operator, WORKSPACE)
 }
 
 pub fn bound(capture_id: &str) -> CaptureRef {
