@@ -43,11 +43,11 @@ use crate::error::EngineError;
 const TOKEN_PREFIX: &str = "abrk";
 
 /// How long an enrollment code works.
-pub const ENROLLMENT_TTL: Duration = Duration::from_secs(10 * 60);
+pub(crate) const ENROLLMENT_TTL: Duration = Duration::from_secs(10 * 60);
 
 /// How often a [`KeyWatch`] looks at its key again for what this process did not do (a
 /// revocation by `abr keys revoke` on the data directory) or cannot be told (its expiry).
-pub const KEY_RECHECK: Duration = Duration::from_secs(2);
+pub(crate) const KEY_RECHECK: Duration = Duration::from_secs(2);
 
 /// Revocations a [`KeyWatch`] may fall behind by before it looks at its key in the store.
 const REVOKED_BUFFER: usize = 64;
@@ -200,7 +200,7 @@ impl Keys {
     }
 
     /// An enrollment code for `runner_id`, serving the actor's tenant: it works once, for
-    /// [`ENROLLMENT_TTL`]. `presence` is what the hub sees of the id now: connected by its
+    /// ten minutes. `presence` is what the hub sees of the id now: connected by its
     /// own credential, only an operator enrolls it again, and that credential is revoked at
     /// once (its socket closes; recorded); connected by any other credential (an
     /// operator's token), nobody enrolls it.
@@ -546,7 +546,7 @@ enum Standing {
 
 /// A watch on one credential, held by what it opened (an event stream, a runner's relay
 /// socket): [`KeyWatch::ended`] resolves once the key is revoked or expired, at once for a
-/// revocation this process makes (it is told the key's id) and within [`KEY_RECHECK`] for
+/// revocation this process makes (it is told the key's id) and within two seconds for
 /// one another process makes on the same store or an expiry (it looks). Never for a
 /// credential that is no stored key.
 pub struct KeyWatch {

@@ -162,7 +162,7 @@ impl<R: LedgerRecord> Ledger<R> {
     pub(crate) async fn save(&self, record: &mut R) -> Result<bool, EngineError> {
         let saved = self.store.update(record).await?;
         if saved {
-            *record.version_mut() += 1;
+            record.header_mut().version += 1;
         }
         Ok(saved)
     }
@@ -219,7 +219,7 @@ impl<R: LedgerRecord> Ledger<R> {
             if !change(&mut record)? || self.save(&mut record).await? {
                 return Ok(record);
             }
-            record = self.load(record.tenant(), record.id()).await?;
+            record = self.load(&record.header().tenant_id, record.id()).await?;
         }
         Err(EngineError::from(CoreError::Store(StoreFailure::conflict(
             format!(
@@ -295,7 +295,7 @@ impl<R: LedgerRecord> Ledger<R> {
         original: &mut R,
         attempt: &str,
     ) -> Result<bool, EngineError> {
-        original.set_retried_by(attempt);
+        original.header_mut().retried_by = Some(attempt.to_owned());
         if let Some(assertion) = original.assertion_mut() {
             assertion.spent_by = Some(attempt.to_owned());
         }

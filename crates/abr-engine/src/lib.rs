@@ -69,9 +69,7 @@ pub use engine::{
 pub use error::EngineError;
 pub use events::{DEFAULT_STALL, EventSink, Received, TenantEvents};
 pub use handoff::ActiveTakeover;
-pub use keys::{
-    ENROLLMENT_TTL, EnrolledRunner, KEY_RECHECK, KeyWatch, Keys, MintedEnrollment, RunnerPresence,
-};
+pub use keys::{EnrolledRunner, KeyWatch, Keys, MintedEnrollment, RunnerPresence};
 pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal};
 pub use poster::PosterConfig;
 pub use posts::{PostReply, Posted};

@@ -38,7 +38,7 @@ use abr_core::digest::post_request_hash;
 use abr_core::error::CoreError;
 use abr_core::error::store::StoreFailure;
 use abr_core::provider::SessionContext;
-use abr_core::store::{IdempotencyKey, LedgerRecord, PostStore, StoredPost};
+use abr_core::store::{IdempotencyKey, LedgerHeader, LedgerRecord, PostStore, StoredPost};
 use abr_core::strategy::SubmitGate;
 use abr_protocol::{
     AgentPostResult, AgentSessionState, AssertNotPostedRequest, ErrorBody, FailureStage,
@@ -221,11 +221,11 @@ impl SubmitMark {
         post: &tokio::sync::Mutex<StoredPost>,
     ) -> Result<(), CoreError> {
         let mut held = post.lock().await;
-        if held.submit_started {
+        if held.ledger.marked {
             return Ok(());
         }
-        ledger.mark(&held.tenant_id, held.id()).await?;
-        held.submit_started = true;
+        ledger.mark(&held.ledger.tenant_id, held.id()).await?;
+        held.ledger.marked = true;
         Ok(())
     }
 }
@@ -489,12 +489,12 @@ impl<C: SessionContext> PostJournal<C> {
     pub(crate) async fn recover_unfinished(&self) -> Result<Vec<PostRecord>, EngineError> {
         let now = self.clock.now();
         let live = |post: &StoredPost| {
-            live_lock(&self.live).contains_key(&tenant_key(&post.tenant_id, post.id()))
+            live_lock(&self.live).contains_key(&tenant_key(&post.ledger.tenant_id, post.id()))
         };
         let ended = self
             .ledger
             .recover(live, |post| {
-                let error = if post.submit_started {
+                let error = if post.ledger.marked {
                     ErrorBody::new(
                         codes::RUNNER_STOPPED,
                         "the runner stopped after the post's submit had started: it may have been \
@@ -507,7 +507,7 @@ impl<C: SessionContext> PostJournal<C> {
                      to post again",
                     )
                 };
-                let result = ended_without_result(post.submit_started, error);
+                let result = ended_without_result(post.ledger.marked, error);
                 finish(post, &result, now);
             })
             .await?;
@@ -556,7 +556,7 @@ impl<C: SessionContext> PostJournal<C> {
                 // The job ended without a result: read what it recorded.
             }
             let mut post = self.load(tenant, &id).await?;
-            if let Some(next) = &post.retried_by {
+            if let Some(next) = &post.ledger.retried_by {
                 id = next.clone();
                 continue;
             }
@@ -658,7 +658,7 @@ impl<C: SessionContext> PostJournal<C> {
         // The tenant's browser session is given back by the job itself, also when the
         // caller goes away while it runs.
         let admission = admitted.and(self.admission.clone());
-        let tenant = post.tenant_id.clone();
+        let tenant = post.ledger.tenant_id.clone();
         let post_id = post.id().to_owned();
         let session_id = request.session_id.clone();
         // A stored session's platform keeps its screenshots setting, as for a task.
@@ -698,12 +698,12 @@ impl<C: SessionContext> PostJournal<C> {
             let (result, error) = match ran {
                 Ok(Ok(result)) => (result, None),
                 Ok(Err(e)) => (
-                    ended_without_result(held.submit_started, e.to_body()),
+                    ended_without_result(held.ledger.marked, e.to_body()),
                     Some(e),
                 ),
                 Err(_panic) => (
                     ended_without_result(
-                        held.submit_started,
+                        held.ledger.marked,
                         CoreError::StrategyPanicked("posting").to_body(),
                     ),
                     None,
@@ -770,7 +770,10 @@ impl<C: SessionContext> PostJournal<C> {
         retry_of: Option<String>,
     ) -> Result<StoredPost, EngineError> {
         Ok(StoredPost {
-            tenant_id: tenant.to_owned(),
+            ledger: LedgerHeader {
+                tenant_id: tenant.to_owned(),
+                ..LedgerHeader::default()
+            },
             record: PostRecord {
                 post_id: record_id("post_")?,
                 platform: request.platform.clone(),
@@ -783,9 +786,6 @@ impl<C: SessionContext> PostJournal<C> {
                 recheck: None,
             },
             request: Some(request.clone()),
-            version: 0,
-            submit_started: false,
-            retried_by: None,
         })
     }
 

@@ -1,7 +1,7 @@
-//! Posts over HTTP: `POST /v1/post` through the core's [`PostJournal`](abr_engine::PostJournal)
-//! (a durable record per post, at most once per `Idempotency-Key`), and the record of a
-//! post: `GET /v1/posts/{id}`, a read-only `recheck` and the owner's `assert-not-posted`
-//! for an uncertain one.
+//! Posts over HTTP: `POST /v1/post` through [`Engine::post`](abr_engine::Engine::post) (a
+//! durable record per post, at most once per `Idempotency-Key`), and the record of a post:
+//! `GET /v1/posts/{id}`, a read-only `recheck` and the owner's `assert-not-posted` for an
+//! uncertain one.
 //!
 //! The tenant is `x-tenant-id`, else the body's `workspaceId`, else `default`; another
 //! tenant's post id is a 404.

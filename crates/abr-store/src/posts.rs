@@ -35,16 +35,13 @@ fn fields(post: &StoredPost) -> Result<Fields, StoreError> {
         })
         .transpose()?;
     Ok(Fields {
-        tenant: post.tenant_id.clone(),
+        ledger: post.ledger.clone(),
         id: post.id().to_owned(),
-        version: post.version,
         state: state_name(post.record.state)?,
         record: serde_json::to_string(&post.record)
             .map_err(|_| StoreError::Record("a post record".into()))?,
         request,
         holds_secrets: true,
-        mark: post.submit_started,
-        retried_by: post.retried_by.clone(),
         ends: post.record.state.is_final(),
     })
 }
@@ -60,12 +57,9 @@ fn decode(read: Read) -> Result<StoredPost, StoreError> {
     let record: PostRecord = serde_json::from_str(&read.record)
         .map_err(|_| StoreError::Record("a post record".into()))?;
     Ok(StoredPost {
-        tenant_id: read.tenant,
+        ledger: read.ledger,
         record,
         request,
-        version: read.version,
-        submit_started: read.mark,
-        retried_by: read.retried_by,
     })
 }
 

@@ -6,7 +6,9 @@
 //! sealing and opening of a payload bound to its row is shared with stored sessions.
 
 use abr_core::CoreError;
-use abr_core::store::{IdempotencyKey, Inserted, ListQuery, Listed, bad_cursor, parse_cursor};
+use abr_core::store::{
+    IdempotencyKey, Inserted, LedgerHeader, ListQuery, Listed, bad_cursor, parse_cursor,
+};
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -106,31 +108,26 @@ pub(crate) struct Table {
     pub trusts_plaintext: bool,
 }
 
-/// A record's fields, as written: the record and the request already in JSON.
+/// A record's fields, as written: its ledger header (tenant, version, mark, retry), and the
+/// record and the request already in JSON.
 pub(crate) struct Fields {
-    pub tenant: String,
+    pub ledger: LedgerHeader,
     pub id: String,
-    pub version: u64,
     pub state: String,
     pub record: String,
     /// The request, to be sealed (`None`: dropped).
     pub request: Option<Vec<u8>>,
     /// Whether the request holds secrets (without them it may be kept in plaintext).
     pub holds_secrets: bool,
-    pub mark: bool,
-    pub retried_by: Option<String>,
     /// Whether this write ends the record (synced to disk).
     pub ends: bool,
 }
 
-/// A record's fields, as read: the request opened, still in JSON.
+/// A record's fields, as read: its ledger header, and the request opened, still in JSON.
 pub(crate) struct Read {
-    pub tenant: String,
-    pub version: u64,
+    pub ledger: LedgerHeader,
     pub record: String,
     pub request: Option<Vec<u8>>,
-    pub mark: bool,
-    pub retried_by: Option<String>,
 }
 
 /// A row's columns, ready to write (the request sealed).
@@ -225,21 +222,22 @@ impl Table {
         let (encrypted, request) = match fields.request {
             None => (false, None),
             Some(json) => {
-                let aad = self.aad(&fields.tenant, &fields.id);
+                let aad = self.aad(&fields.ledger.tenant_id, &fields.id);
                 let (encrypted, sealed) = store.seal_payload(json, &aad, fields.holds_secrets)?;
                 (encrypted, Some(sealed))
             }
         };
+        let ledger = fields.ledger;
         Ok(Columns {
-            tenant: fields.tenant,
+            tenant: ledger.tenant_id,
             id: fields.id,
-            version: i64::try_from(fields.version).unwrap_or(i64::MAX),
+            version: i64::try_from(ledger.version).unwrap_or(i64::MAX),
             state: fields.state,
             record: fields.record,
             encrypted,
             request,
-            mark: fields.mark,
-            retried_by: fields.retried_by,
+            mark: ledger.marked,
+            retried_by: ledger.retried_by,
         })
     }
 
@@ -254,12 +252,14 @@ impl Table {
             )?),
         };
         Ok(Read {
-            tenant: row.tenant,
-            version: u64::try_from(row.version).unwrap_or(0),
+            ledger: LedgerHeader {
+                tenant_id: row.tenant,
+                version: u64::try_from(row.version).unwrap_or(0),
+                marked: row.mark,
+                retried_by: row.retried_by,
+            },
             record: row.record,
             request,
-            mark: row.mark,
-            retried_by: row.retried_by,
         })
     }
 

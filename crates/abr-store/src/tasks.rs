@@ -29,16 +29,13 @@ fn fields(task: &StoredTask) -> Result<Fields, StoreError> {
     let request = serde_json::to_vec(&task.request)
         .map_err(|_| StoreError::Record("a task request".into()))?;
     Ok(Fields {
-        tenant: task.tenant_id.clone(),
+        ledger: task.ledger.clone(),
         id: task.id().to_owned(),
-        version: task.version,
         state: state_name(task.record.state)?,
         record: serde_json::to_string(&task.record)
             .map_err(|_| StoreError::Record("a task record".into()))?,
         request: Some(request),
         holds_secrets: !task.request.inputs.is_empty() || task.request.session.is_some(),
-        mark: task.committing_started,
-        retried_by: task.retried_by.clone(),
         ends: task.record.state.is_final(),
     })
 }
@@ -52,12 +49,9 @@ fn decode(read: Read) -> Result<StoredTask, StoreError> {
     let record: TaskRecord = serde_json::from_str(&read.record)
         .map_err(|_| StoreError::Record("a task record".into()))?;
     Ok(StoredTask {
-        tenant_id: read.tenant,
+        ledger: read.ledger,
         request,
         record,
-        version: read.version,
-        committing_started: read.mark,
-        retried_by: read.retried_by,
     })
 }
 

@@ -324,7 +324,7 @@ impl EvidenceStore for InMemoryStore {
             record.extracted.clear();
             record.screenshots.clear();
             record.evidence_expired_at = Some(now);
-            ended.push((task.tenant_id.clone(), record.task_id.clone()));
+            ended.push((task.ledger.tenant_id.clone(), record.task_id.clone()));
             true
         });
         for (tenant, id) in &ended {

@@ -3,8 +3,9 @@
 //! suite (`testing::store`, feature `testing`) checks every implementation against them.
 //!
 //! - [`RecordStore`]: the one contract of a ledger's records ([`LedgerRecord`]: tasks and
-//!   posts): atomic insert with an idempotency key, compare-and-swap, the mark before the
-//!   commit point, the unfinished records; [`InMemoryRecordStore`].
+//!   posts, each with its [`LedgerHeader`]: tenant, version, mark, retry): atomic insert
+//!   with an idempotency key, compare-and-swap, the mark before the commit point, the
+//!   unfinished records; [`InMemoryRecordStore`].
 //! - [`CounterStore`]: per-tenant counters; [`ScreenshotStore`]: a task's screenshots.
 //! - [`TaskStore`] and [`PostStore`]: what the task part and the post journal need, as
 //!   bundles of the above; [`InMemoryStore`]: every contract in memory, in one object.
@@ -29,8 +30,8 @@ pub use keys::{InMemoryKeys, KeyStore, RunnerLink, StoredKey};
 pub use memory::InMemoryStore;
 pub use posts::{InMemoryPostStore, PostStore, StoredPost};
 pub use records::{
-    IdempotencyKey, InMemoryRecordStore, Inserted, LedgerRecord, ListQuery, Listed, MAX_PAGE,
-    RecordStore, bad_cursor, parse_cursor, wire_name,
+    IdempotencyKey, InMemoryRecordStore, Inserted, LedgerHeader, LedgerRecord, ListQuery, Listed,
+    MAX_PAGE, RecordStore, bad_cursor, parse_cursor, wire_name,
 };
 pub use retention::{EvidenceStore, Expired};
 pub use screenshots::{InMemoryScreenshots, ScreenshotStore};

@@ -91,37 +91,47 @@ pub fn bad_cursor() -> CoreError {
     CoreError::InvalidInput("the cursor is not one this list gave".into())
 }
 
+/// What every record a ledger keeps holds alike (tasks and posts): its tenant, its version,
+/// its mark and its retry. [`LedgerRecord::header`] answers it; a store reads and writes
+/// these fields the same way for every kind of record.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LedgerHeader {
+    /// The tenant; a record is visible to its tenant only.
+    pub tenant_id: String,
+    /// The store's version of the record, for [`RecordStore::update`]'s compare-and-swap.
+    pub version: u64,
+    /// The mark saved *before* the commit point (a task's first committing step, a post's
+    /// submit), so that a record found running after a restart is known to be uncertain
+    /// even if the commit never reported.
+    pub marked: bool,
+    /// The attempt that retries the record, once there is one (a record is retried at most
+    /// once; further retries retry the latest attempt).
+    pub retried_by: Option<String>,
+}
+
 /// A record a ledger keeps: found by its tenant and id, replaced by version, marked before
 /// its commit point, ended honestly after a restart, asserted on by its owner and retried
-/// at most once.
+/// at most once. Its tenant, version, mark and retry are its [`LedgerHeader`]
+/// ([`header`](Self::header)); the rest is asked of it here.
 pub trait LedgerRecord: Clone + Send + Sync + 'static {
     /// What it is, in messages ("task", "post").
     const KIND: &'static str;
 
-    /// Its tenant; a record is visible to its tenant only.
-    fn tenant(&self) -> &str;
+    /// What it holds as every record does: its tenant, its version (for the
+    /// compare-and-swap), its mark and the attempt that retries it.
+    fn header(&self) -> &LedgerHeader;
+    /// The header, to follow the stored version, set the mark or name the retry.
+    fn header_mut(&mut self) -> &mut LedgerHeader;
     /// Its id.
     fn id(&self) -> &str;
-    /// The store's version, for the compare-and-swap.
-    fn version(&self) -> u64;
-    /// The version, to follow the stored one.
-    fn version_mut(&mut self) -> &mut u64;
     /// Its state's wire name (`running`, `succeeded`, ...), as [`ListQuery::state`] names it.
     fn state_name(&self) -> String;
     /// Whether it is work a stopped runner left unfinished (`running`, ...).
     fn is_unfinished(&self) -> bool;
     /// Whether its outcome is uncertain (it may have happened).
     fn is_uncertain(&self) -> bool;
-    /// The mark saved before its commit point (a task's committing step, a post's submit).
-    fn is_marked(&self) -> bool;
-    /// Sets the mark.
-    fn set_marked(&mut self);
     /// The owner's assertion that it did not happen, if any.
     fn assertion_mut(&mut self) -> &mut Option<OwnerAssertion>;
-    /// The attempt that retries it, once there is one.
-    fn retried_by(&self) -> Option<&str>;
-    /// Sets the attempt that retries it.
-    fn set_retried_by(&mut self, attempt: &str);
     /// The first attempt of its chain (itself, or the one it retries).
     fn first_attempt(&self) -> &str;
     /// The error for an unknown id (or another tenant's).
@@ -264,7 +274,7 @@ impl<R: LedgerRecord> InMemoryRecordStore<R> {
         let mut changed = 0;
         for record in self.lock().records.values_mut() {
             if change(record) {
-                *record.version_mut() += 1;
+                record.header_mut().version += 1;
                 changed += 1;
             }
         }
@@ -281,7 +291,7 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
     ) -> Result<Inserted, CoreError> {
         let mut inner = self.lock();
         if let Some(idem) = idempotency {
-            let k = tenant_key(record.tenant(), &idem.key);
+            let k = tenant_key(&record.header().tenant_id, &idem.key);
             if let Some((id, body_hash)) = inner.idempotency.get(&k) {
                 return Ok(Inserted::Existing {
                     id: id.clone(),
@@ -292,7 +302,7 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
                 .idempotency
                 .insert(k, (record.id().to_owned(), idem.body_hash.clone()));
         }
-        let k = tenant_key(record.tenant(), record.id());
+        let k = tenant_key(&record.header().tenant_id, record.id());
         if inner.records.insert(k.clone(), record.clone()).is_none() {
             inner.order.push(k);
         }
@@ -319,15 +329,14 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
         let mut inner = self.lock();
         match inner
             .records
-            .get_mut(&tenant_key(record.tenant(), record.id()))
+            .get_mut(&tenant_key(&record.header().tenant_id, record.id()))
         {
-            Some(stored) if stored.version() == record.version() => {
-                let marked = stored.is_marked();
+            Some(stored) if stored.header().version == record.header().version => {
+                let marked = stored.header().marked;
                 *stored = record.clone();
-                *stored.version_mut() += 1;
-                if marked {
-                    stored.set_marked();
-                }
+                let header = stored.header_mut();
+                header.version += 1;
+                header.marked |= marked;
                 Ok(true)
             }
             _ => Ok(false),
@@ -336,7 +345,7 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
 
     async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
         if let Some(stored) = self.lock().records.get_mut(&tenant_key(tenant, id)) {
-            stored.set_marked();
+            stored.header_mut().marked = true;
         }
         Ok(())
     }
@@ -373,7 +382,7 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
             let Some(record) = inner.records.get(k) else {
                 continue;
             };
-            if record.tenant() != tenant
+            if record.header().tenant_id != tenant
                 || query
                     .state
                     .as_ref()

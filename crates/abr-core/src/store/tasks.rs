@@ -6,28 +6,24 @@ use abr_protocol::{OwnerAssertion, TaskRecord, TaskRequest, TaskState};
 use crate::audit::{AuditAction, AuditEvent, AuditOutcome};
 use crate::error::CoreError;
 use crate::store::counters::CounterStore;
-use crate::store::records::{LedgerRecord, RecordStore};
+use crate::store::records::{LedgerHeader, LedgerRecord, RecordStore};
 use crate::store::screenshots::ScreenshotStore;
 
-/// A task as stored: its tenant, the request it was created from, its record, and what the
-/// runner needs to end it honestly after a restart.
+/// A task as stored: its ledger header (its tenant, version, committing mark and retry),
+/// the request it was created from, and its record.
 #[derive(Clone, PartialEq)]
 pub struct StoredTask {
-    /// The tenant; a task is visible to its tenant only.
-    pub tenant_id: String,
+    /// What every ledger record holds: the tenant (a task is visible to its tenant only),
+    /// the store's version, the mark saved before its first committing step starts (so a
+    /// task found `running` after a restart is known to be uncertain even if the step never
+    /// reported) and the attempt that retries it (a task is retried at most once; further
+    /// retries retry the latest attempt).
+    pub ledger: LedgerHeader,
     /// The request: the plan, and the inputs and session it runs with (credentials: a
     /// durable store encrypts this at rest).
     pub request: TaskRequest,
     /// The record, as `GET /v1/tasks/{id}` returns it.
     pub record: TaskRecord,
-    /// The store's version of this task, for [`RecordStore::update`]'s compare-and-swap.
-    pub version: u64,
-    /// Whether a committing step had started (saved *before* it starts), so a task found
-    /// `running` after a restart is known to be uncertain even if the step never reported.
-    pub committing_started: bool,
-    /// The attempt that retries this task, once there is one (a task is retried at most
-    /// once; further retries retry the latest attempt).
-    pub retried_by: Option<String>,
 }
 
 /// The platform label of a task that names no platform (audit, browser labels).
@@ -43,12 +39,9 @@ impl StoredTask {
 impl std::fmt::Debug for StoredTask {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoredTask")
-            .field("tenant_id", &self.tenant_id)
+            .field("ledger", &self.ledger)
             .field("task_id", &self.record.task_id)
             .field("state", &self.record.state)
-            .field("version", &self.version)
-            .field("committing_started", &self.committing_started)
-            .field("retried_by", &self.retried_by)
             .finish_non_exhaustive()
     }
 }
@@ -56,20 +49,16 @@ impl std::fmt::Debug for StoredTask {
 impl LedgerRecord for StoredTask {
     const KIND: &'static str = "task";
 
-    fn tenant(&self) -> &str {
-        &self.tenant_id
+    fn header(&self) -> &LedgerHeader {
+        &self.ledger
+    }
+
+    fn header_mut(&mut self) -> &mut LedgerHeader {
+        &mut self.ledger
     }
 
     fn id(&self) -> &str {
         StoredTask::id(self)
-    }
-
-    fn version(&self) -> u64 {
-        self.version
-    }
-
-    fn version_mut(&mut self) -> &mut u64 {
-        &mut self.version
     }
 
     fn state_name(&self) -> String {
@@ -89,24 +78,8 @@ impl LedgerRecord for StoredTask {
         self.record.state == TaskState::Uncertain
     }
 
-    fn is_marked(&self) -> bool {
-        self.committing_started
-    }
-
-    fn set_marked(&mut self) {
-        self.committing_started = true;
-    }
-
     fn assertion_mut(&mut self) -> &mut Option<OwnerAssertion> {
         &mut self.record.assertion
-    }
-
-    fn retried_by(&self) -> Option<&str> {
-        self.retried_by.as_deref()
-    }
-
-    fn set_retried_by(&mut self, attempt: &str) {
-        self.retried_by = Some(attempt.to_owned());
     }
 
     fn first_attempt(&self) -> &str {
@@ -127,8 +100,8 @@ impl LedgerRecord for StoredTask {
         now: time::OffsetDateTime,
     ) -> AuditEvent {
         let platform = self.request.platform.as_deref().unwrap_or(NO_PLATFORM);
-        let mut event =
-            AuditEvent::new(now, action, outcome, platform).tenant(Some(&self.tenant_id), None);
+        let mut event = AuditEvent::new(now, action, outcome, platform)
+            .tenant(Some(&self.ledger.tenant_id), None);
         event.task_id = Some(self.id().to_owned());
         event.proposal_id = self.record.proposal_id.clone();
         event

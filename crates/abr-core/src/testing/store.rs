@@ -49,7 +49,7 @@ use crate::store::counters::{Counter, CounterStore};
 use crate::store::keys::{KeyStore, StoredKey};
 use crate::store::posts::StoredPost;
 use crate::store::records::{
-    IdempotencyKey, Inserted, LedgerRecord, ListQuery, MAX_PAGE, RecordStore,
+    IdempotencyKey, Inserted, LedgerHeader, LedgerRecord, ListQuery, MAX_PAGE, RecordStore,
 };
 use crate::store::retention::{EvidenceStore, Expired};
 use crate::store::screenshots::ScreenshotStore;
@@ -91,7 +91,10 @@ fn session_state() -> AgentSessionState {
 /// ([`INPUT_CANARY`]) and a session ([`COOKIE_CANARY`]): credentials.
 pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
     StoredTask {
-        tenant_id: tenant.into(),
+        ledger: LedgerHeader {
+            tenant_id: tenant.into(),
+            ..LedgerHeader::default()
+        },
         request: TaskRequest {
             plan: StepPlan {
                 target_url: "https://example.com/".into(),
@@ -152,9 +155,6 @@ pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
             browse: false,
             evidence_expired_at: None,
         },
-        version: 0,
-        committing_started: false,
-        retried_by: None,
     }
 }
 
@@ -163,7 +163,10 @@ pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
 pub fn sample_post(tenant: &str, id: &str, state: PostState) -> StoredPost {
     let finished = state != PostState::Running;
     StoredPost {
-        tenant_id: tenant.into(),
+        ledger: LedgerHeader {
+            tenant_id: tenant.into(),
+            ..LedgerHeader::default()
+        },
         record: PostRecord {
             post_id: id.into(),
             platform: "conformance".into(),
@@ -194,9 +197,6 @@ pub fn sample_post(tenant: &str, id: &str, state: PostState) -> StoredPost {
             account_id: None,
             scope: None,
         }),
-        version: 0,
-        submit_started: false,
-        retried_by: None,
     }
 }
 
@@ -319,7 +319,7 @@ where
     );
     assert_eq!(listed.next, None);
     let other = store.list("t2", &page(None, None)).await.unwrap();
-    assert!(other.items.iter().all(|r| r.tenant() == "t2"));
+    assert!(other.items.iter().all(|r| r.header().tenant_id == "t2"));
     assert_eq!(other.items.len(), 2);
     let refused = store
         .list("t1", &page(Some("not-a-cursor".into()), None))
@@ -490,11 +490,11 @@ where
 
     // Update is a compare-and-swap on the version.
     let mut current = store.get("t1", "rec-a").await.unwrap().unwrap();
-    let version = current.version();
+    let version = current.header().version;
     assert!(store.update(&current).await.unwrap());
     let stored = store.get("t1", "rec-a").await.unwrap().unwrap();
     assert_eq!(
-        stored.version(),
+        stored.header().version,
         version + 1,
         "{kind}: an update stores version + 1"
     );
@@ -502,7 +502,7 @@ where
         !store.update(&current).await.unwrap(),
         "{kind}: an update from a stale version was accepted"
     );
-    *current.version_mut() = stored.version();
+    current.header_mut().version = stored.header().version;
     // Of racing updates from one version, exactly one wins.
     let mut joins = Vec::new();
     for _ in 0..racers {
@@ -523,19 +523,19 @@ where
 
     // The mark: outside the compare-and-swap, and sticky.
     let before = store.get("t1", "rec-a").await.unwrap().unwrap();
-    assert!(!before.is_marked());
+    assert!(!before.header().marked);
     store.mark("t1", "rec-a").await.unwrap();
     let marked = store.get("t1", "rec-a").await.unwrap().unwrap();
-    assert!(marked.is_marked(), "{kind}: the mark was not kept");
+    assert!(marked.header().marked, "{kind}: the mark was not kept");
     assert_eq!(
-        marked.version(),
-        before.version(),
+        marked.header().version,
+        before.header().version,
         "{kind}: the mark moved the version"
     );
     // An update from a copy read before the mark does not clear it.
     assert!(store.update(&before).await.unwrap());
     let after = store.get("t1", "rec-a").await.unwrap().unwrap();
-    assert!(after.is_marked(), "{kind}: an update cleared the mark");
+    assert!(after.header().marked, "{kind}: an update cleared the mark");
     // Another tenant's mark and an unknown id change nothing.
     store.mark("t2", "rec-a").await.unwrap();
     store.mark("t1", "nope").await.unwrap();
@@ -555,7 +555,7 @@ where
         .await
         .unwrap()
         .iter()
-        .map(|r| (r.tenant().to_owned(), r.id().to_owned()))
+        .map(|r| (r.header().tenant_id.clone(), r.id().to_owned()))
         .collect();
     assert!(unfinished.contains(&("t1".to_owned(), "rec-a".to_owned())));
     assert!(unfinished.contains(&("t3".to_owned(), "open-t3".to_owned())));
@@ -571,10 +571,10 @@ where
     };
     let again = store.get("t1", "rec-a").await.unwrap().unwrap();
     assert!(
-        again.is_marked(),
+        again.header().marked,
         "{kind}: the mark did not survive a restart"
     );
-    assert_eq!(again.version(), after.version());
+    assert_eq!(again.header().version, after.header().version);
     assert_eq!(
         store.find_idempotency("t1", "k-race").await.unwrap(),
         Some((format!("race-{winner}"), format!("body-{winner}"))),
@@ -585,7 +585,7 @@ where
         .await
         .unwrap()
         .iter()
-        .map(|r| (r.tenant().to_owned(), r.id().to_owned()))
+        .map(|r| (r.header().tenant_id.clone(), r.id().to_owned()))
         .collect();
     assert_eq!(
         unfinished_again, unfinished,
@@ -1104,7 +1104,7 @@ where
     for task in [ended("task-old", old), ended("task-new", recent), running] {
         store.insert(&task, None).await.unwrap();
         store
-            .put_screenshot(&task.tenant_id, task.id(), "end", b"png".to_vec())
+            .put_screenshot(&task.ledger.tenant_id, task.id(), "end", b"png".to_vec())
             .await
             .unwrap();
     }
@@ -1140,7 +1140,7 @@ where
     assert!(gone.record.screenshots.is_empty());
     assert_eq!(gone.record.evidence_expired_at, Some(now));
     assert_eq!(
-        gone.version, 1,
+        gone.ledger.version, 1,
         "an expiry is an update: the version moves on"
     );
     assert_eq!(

@@ -12,7 +12,7 @@ impl<C: TaskContext> TaskRunner<C> {
     fn run_event(&self, event: &str, task: &StoredTask) -> RunEvent {
         RunEvent::new(
             event,
-            &task.tenant_id,
+            &task.ledger.tenant_id,
             &task.record.task_id,
             self.events.now(),
         )
@@ -35,7 +35,8 @@ impl<C: TaskContext> TaskRunner<C> {
 
     /// The run started: watched for stalls until it ends.
     pub(super) fn announce_started(&self, task: &StoredTask) {
-        self.events.started(&task.tenant_id, &task.record.task_id);
+        self.events
+            .started(&task.ledger.tenant_id, &task.record.task_id);
     }
 
     /// A step (or a browse action) ended.
@@ -70,8 +71,10 @@ impl<C: TaskContext> TaskRunner<C> {
             state,
             at: self.clock.now(),
         };
-        self.events
-            .emit(abr_protocol::RunEvent::takeover(&task.tenant_id, &event));
+        self.events.emit(abr_protocol::RunEvent::takeover(
+            &task.ledger.tenant_id,
+            &event,
+        ));
         task.record.takeover_events.push(event);
     }
 }

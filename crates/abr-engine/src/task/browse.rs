@@ -24,7 +24,7 @@ use abr_core::error::store::StoreFailure;
 use abr_core::guard::SnapshotRequest;
 use abr_core::principal::{Actor, Right};
 use abr_core::scope_io::Scopes;
-use abr_core::store::StoredTask;
+use abr_core::store::{LedgerHeader, StoredTask};
 use abr_protocol::{
     ActOutcome, ActResponse, ActionApproval, ActionDecision, Approval, BrowseAction, BrowseClosed,
     BrowseOpened, BrowseRequest, Risk, Snapshot, StepPlan, TaskRecord, TaskRequest, TaskState,
@@ -545,12 +545,12 @@ impl<C: TaskContext> TaskRunner<C> {
             evidence_expired_at: None,
         };
         Ok(StoredTask {
-            tenant_id: actor.tenant().to_owned(),
+            ledger: LedgerHeader {
+                tenant_id: actor.tenant().to_owned(),
+                ..LedgerHeader::default()
+            },
             request,
             record,
-            version: 0,
-            committing_started: false,
-            retried_by: None,
         })
     }
 
@@ -563,6 +563,6 @@ impl<C: TaskContext> TaskRunner<C> {
         if let Err(e) = self.save(&mut task).await {
             tracing::warn!(error = %e, "could not record the browse session that did not open");
         }
-        self.refund(&task.tenant_id, Some(admitted)).await;
+        self.refund(&task.ledger.tenant_id, Some(admitted)).await;
     }
 }

@@ -485,7 +485,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 open.extra.as_ref(),
             );
             self.write_back(
-                &open.task.tenant_id,
+                &open.task.ledger.tenant_id,
                 &session_id,
                 &open.lease,
                 &open.platform,
@@ -540,7 +540,7 @@ impl<C: TaskContext> TaskRunner<C> {
             tracing::warn!(error = %e, "could not record the closed browse session");
         }
         self.announce_end(&task);
-        self.release_session(&task.tenant_id).await;
+        self.release_session(&task.ledger.tenant_id).await;
         self.audit_run(
             &task,
             u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -769,7 +769,7 @@ impl<C: TaskContext> TaskRunner<C> {
         open.rails.settle_frames().await;
         let sites = LiveSites::new(&open.rails.last_url, None);
         let pending = self.handoffs.request(
-            &open.task.tenant_id,
+            &open.task.ledger.tenant_id,
             &open.task.record.task_id,
             reason,
             open.lease.context_handle(),

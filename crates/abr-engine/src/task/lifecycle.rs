@@ -9,7 +9,7 @@ use abr_core::context::TaskContext;
 use abr_core::digest::request_hash;
 use abr_core::limits::TenantLimit;
 use abr_core::plan::{ValidPlan, validate};
-use abr_core::store::{Counter, IdempotencyKey, StoredTask};
+use abr_core::store::{Counter, IdempotencyKey, LedgerHeader, StoredTask};
 use abr_protocol::{
     Approval, ApproveRequest, AssertNotPostedRequest, ErrorBody, RecheckAnswer, RecheckResult,
     RejectRequest, TaskRecord, TaskRequest, TaskState, TaskVerification,
@@ -267,7 +267,7 @@ impl<C: TaskContext> TaskRunner<C> {
         actor.require(Right::Post)?;
         let tenant = actor.tenant();
         let mut original = self.load(tenant, task_id).await?;
-        if original.retried_by.is_some() {
+        if original.ledger.retried_by.is_some() {
             return Err(EngineError::TaskNotRetryable(
                 "it was retried already: retry the latest attempt",
             ));
@@ -448,18 +448,18 @@ impl<C: TaskContext> TaskRunner<C> {
             evidence_expired_at: None,
         };
         Ok(StoredTask {
-            tenant_id: proposer.tenant().to_owned(),
+            ledger: LedgerHeader {
+                tenant_id: proposer.tenant().to_owned(),
+                ..LedgerHeader::default()
+            },
             request,
             record,
-            version: 0,
-            committing_started: false,
-            retried_by: None,
         })
     }
 
     async fn admit_if_queued(&self, task: &StoredTask) -> Result<Option<time::Date>, EngineError> {
         if task.record.state == TaskState::Queued {
-            self.admit(&task.tenant_id).await.map(Some)
+            self.admit(&task.ledger.tenant_id).await.map(Some)
         } else {
             Ok(None)
         }
@@ -505,8 +505,7 @@ fn step_kind(action: &abr_protocol::StepAction) -> &'static str {
 /// runner stopped.
 fn recovered(task: &StoredTask) -> Outcome {
     let running = matches!(task.record.state, TaskState::Running | TaskState::Paused);
-    let committed =
-        task.committing_started || task.record.step_results.iter().any(|r| r.committing);
+    let committed = task.ledger.marked || task.record.step_results.iter().any(|r| r.committing);
     let next = task.record.step_results.len();
     let step = (running && next < task.request.plan.steps.len()).then_some(next);
     if committed {

@@ -253,13 +253,13 @@ impl<C: TaskContext> TaskRunner<C> {
                     // A person resumed a pause: look at the element again.
                     continue;
                 }
-                if !task.committing_started {
+                if !task.ledger.marked {
                     crate::commit_watch::committing()
                         .await
                         .map_err(|e| (Failure::store(e.to_body()), false))?;
                     // Saved before the step starts: a restart after this point knows the
                     // task may have acted.
-                    task.committing_started = true;
+                    task.ledger.marked = true;
                     self.save_progress(task).await.map_err(|f| (f, false))?;
                     rails.network.already_marked();
                 }
@@ -331,7 +331,7 @@ impl<C: TaskContext> TaskRunner<C> {
     ) -> Result<bool, Failure> {
         let net = rails.network.take().await;
         if net.wrote {
-            task.committing_started = true;
+            task.ledger.marked = true;
         }
         if let Some(why) = net.unannounced {
             return Err(Failure::store(
@@ -546,7 +546,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut pending = self
             .handoffs
             .request(
-                &task.tenant_id,
+                &task.ledger.tenant_id,
                 &task.record.task_id,
                 reason,
                 lease.context_handle(),
@@ -591,7 +591,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     && let Some(store) = &self.sites
                 {
                     let entries = store
-                        .sites(&task.tenant_id)
+                        .sites(&task.ledger.tenant_id)
                         .await
                         .map_err(|e| Failure::store(e.to_body()))?;
                     rails

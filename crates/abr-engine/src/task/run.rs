@@ -174,7 +174,10 @@ impl<C: TaskContext> TaskRunner<C> {
     async fn execute(&self, task: &mut StoredTask) -> Outcome {
         // The plan that runs, filled with the values, on the session and under the platform
         // that were approved, or nothing runs.
-        let approved = match self.approval_subject(&task.tenant_id, &task.request).await {
+        let approved = match self
+            .approval_subject(&task.ledger.tenant_id, &task.request)
+            .await
+        {
             Ok(subject) => subject.hash == task.record.plan_hash,
             Err(e) => return Outcome::not_started(e.to_body()),
         };
@@ -209,7 +212,7 @@ impl<C: TaskContext> TaskRunner<C> {
             platform,
             state,
         } = match self
-            .resolve_policy(&task.tenant_id, &task.request, NO_PLATFORM)
+            .resolve_policy(&task.ledger.tenant_id, &task.request, NO_PLATFORM)
             .await
         {
             Ok(resolved) => resolved,
@@ -250,8 +253,14 @@ impl<C: TaskContext> TaskRunner<C> {
         if !matches!(outcome, Outcome::NeedsReauth { .. })
             && let Some(session_id) = task.request.session_id.clone()
         {
-            self.write_back(&task.tenant_id, &session_id, &lease, &platform, scopes)
-                .await;
+            self.write_back(
+                &task.ledger.tenant_id,
+                &session_id,
+                &lease,
+                &platform,
+                scopes,
+            )
+            .await;
         }
         rails.settle_frames().await;
         self.release(lease).await;
@@ -319,7 +328,7 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         let mut sites = match &self.sites {
             None => SitePolicy::default(),
-            Some(store) => match store.sites(&task.tenant_id).await {
+            Some(store) => match store.sites(&task.ledger.tenant_id).await {
                 Ok(entries) => SitePolicy::new(entries.into_iter().map(|e| (e.domain, e.decision))),
                 Err(e) => return Err((None, Failure::store(e.to_body()))),
             },
@@ -361,7 +370,7 @@ impl<C: TaskContext> TaskRunner<C> {
             match FrameRecorder::begin(
                 Arc::clone(store),
                 Arc::clone(&self.clock),
-                &task.tenant_id,
+                &task.ledger.tenant_id,
                 &task.record.task_id,
                 platform_frames,
             )
@@ -412,7 +421,7 @@ impl<C: TaskContext> TaskRunner<C> {
         }
         let rules = policy.map(|p| p.network.clone()).unwrap_or_default();
         let ledger = self.ledger.clone();
-        let (tenant, id) = (task.tenant_id.clone(), task.record.task_id.clone());
+        let (tenant, id) = (task.ledger.tenant_id.clone(), task.record.task_id.clone());
         let mark: MarkCommitting = Arc::new(move || {
             let (ledger, tenant, id) = (ledger.clone(), tenant.clone(), id.clone());
             Box::pin(async move { ledger.mark(&tenant, &id).await })
@@ -796,7 +805,12 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         };
         self.store
-            .put_screenshot(&task.tenant_id, &task.record.task_id, name, frame.jpeg)
+            .put_screenshot(
+                &task.ledger.tenant_id,
+                &task.record.task_id,
+                name,
+                frame.jpeg,
+            )
             .await
             .map_err(|e| {
                 ErrorBody::new(
@@ -910,7 +924,7 @@ impl<C: TaskContext> TaskRunner<C> {
             platform,
             state,
         } = match self
-            .resolve_policy(&task.tenant_id, &task.request, NO_PLATFORM)
+            .resolve_policy(&task.ledger.tenant_id, &task.request, NO_PLATFORM)
             .await
         {
             Ok(resolved) => resolved,

@@ -16,7 +16,7 @@ use crate::error::EngineError;
 use crate::poster::AgentPoster;
 use crate::posts::{PostJournal, PostReply, Posted};
 use crate::stored_sessions::StoredSessions;
-use abr_core::store::{InMemoryPostStore, RecordStore, StoredPost};
+use abr_core::store::{InMemoryPostStore, LedgerHeader, RecordStore, StoredPost};
 use abr_core::testing::{FakeContext, FakeProvider, Script, ScriptedStrategy, StrategyScript};
 use abr_core::{
     AuditAction, Auditor, CoreError, InMemorySessionStore, MemoryAuditSink, RecheckOutcome,
@@ -565,7 +565,11 @@ async fn concurrent_repeats_after_an_assertion_spend_it_once() {
 
 fn running(id: &str, submit_started: bool) -> StoredPost {
     StoredPost {
-        tenant_id: T.into(),
+        ledger: LedgerHeader {
+            tenant_id: T.into(),
+            marked: submit_started,
+            ..LedgerHeader::default()
+        },
         record: PostRecord {
             post_id: id.into(),
             platform: PLATFORM.into(),
@@ -578,9 +582,6 @@ fn running(id: &str, submit_started: bool) -> StoredPost {
             recheck: None,
         },
         request: Some(request("interrupted")),
-        version: 0,
-        submit_started,
-        retried_by: None,
     }
 }
 
@@ -656,7 +657,7 @@ async fn the_submit_is_recorded_before_it_starts() {
     });
     let posted = post(&h, Some("a"), request("x")).await.unwrap();
     assert!(result(&posted).uncertain);
-    assert!(h.store.all()[0].submit_started);
+    assert!(h.store.all()[0].ledger.marked);
 
     // One that fails at compose: failed, the flag never set.
     let h2 = self::h(StrategyScript {
@@ -667,7 +668,7 @@ async fn the_submit_is_recorded_before_it_starts() {
     let posted = post(&h2, Some("a"), request("x")).await.unwrap();
     assert!(result(&posted).is_safe_to_retry());
     let stored = &h2.store.all()[0];
-    assert!(!stored.submit_started);
+    assert!(!stored.ledger.marked);
     assert_eq!(stored.record.state, PostState::Failed);
     assert!(stored.request.is_none());
 }

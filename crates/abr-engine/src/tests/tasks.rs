@@ -100,7 +100,7 @@ impl RecordStore<StoredTask> for Observed {
             self.updates.lock().unwrap().push((
                 task.record.state,
                 task.record.step_results.len(),
-                task.committing_started,
+                task.ledger.marked,
             ));
         }
         Ok(saved)
@@ -2016,7 +2016,7 @@ async fn recovery_ends_unfinished_tasks_honestly() {
         let mut task = store.get(T, &record.task_id).await.unwrap().unwrap();
         task.record.state = TaskState::Running;
         task.record.started_at = Some(h.clock.now());
-        task.committing_started = marked;
+        task.ledger.marked = marked;
         for index in 0..results {
             task.record.step_results.push(abr_protocol::StepResult {
                 index,
@@ -2130,7 +2130,7 @@ async fn a_write_the_page_sends_makes_the_task_uncertain_whatever_the_element_lo
         "the click's step sent the write"
     );
     let stored = h.store.get(T, &record.task_id).await.unwrap().unwrap();
-    assert!(stored.committing_started, "marked before it left");
+    assert!(stored.ledger.marked, "marked before it left");
 
     // A third party's analytics post is not the task's: nothing it did may have committed.
     let h = self::h();
@@ -2222,7 +2222,8 @@ async fn a_read_only_task_sends_no_write_whatever_the_page_does() {
             .await
             .unwrap()
             .unwrap()
-            .committing_started
+            .ledger
+            .marked
     );
 }
 
@@ -2278,7 +2279,8 @@ async fn a_write_that_cannot_be_announced_never_leaves() {
             .await
             .unwrap()
             .unwrap()
-            .committing_started
+            .ledger
+            .marked
     );
 }
 

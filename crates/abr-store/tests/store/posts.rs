@@ -124,7 +124,7 @@ async fn the_post_store_contract_holds_across_a_reopen() {
             .unwrap()
             .unwrap();
         assert_eq!(started, a);
-        started.submit_started = true;
+        started.ledger.marked = true;
         assert!(
             RecordStore::<StoredPost>::update(&store, &started)
                 .await
@@ -151,7 +151,7 @@ async fn the_post_store_contract_holds_across_a_reopen() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((a.version, a.submit_started), (1, true));
+    assert_eq!((a.ledger.version, a.ledger.marked), (1, true));
     assert_eq!(a.request.as_ref().unwrap().content.text, CONTENT_CANARY);
     assert_eq!(
         RecordStore::<StoredPost>::find_idempotency(&store, "t1", "k1")

@@ -59,19 +59,19 @@ async fn the_committing_mark_is_set_alone_and_never_cleared() {
     };
     let store = SqliteStore::open(&path, Some(key()), false).unwrap();
     let marked = tasks(&store).get("t1", "task-m").await.unwrap().unwrap();
-    assert!(marked.committing_started, "durable across a reopen");
+    assert!(marked.ledger.marked, "durable across a reopen");
     assert_eq!(
-        marked.version, running.version,
+        marked.ledger.version, running.ledger.version,
         "the version is the run loop's"
     );
     // The run loop saves its copy, read before the mark: the mark stays.
-    assert!(!running.committing_started);
+    assert!(!running.ledger.marked);
     assert!(store.update(&running).await.unwrap());
     let after = tasks(&store).get("t1", "task-m").await.unwrap().unwrap();
-    assert!(after.committing_started, "an update never clears the mark");
-    assert_eq!(after.version, running.version + 1);
+    assert!(after.ledger.marked, "an update never clears the mark");
+    assert_eq!(after.ledger.version, running.ledger.version + 1);
     let unfinished = tasks(&store).unfinished().await.unwrap();
-    assert!(unfinished.iter().all(|t| t.committing_started));
+    assert!(unfinished.iter().all(|t| t.ledger.marked));
 }
 
 #[tokio::test]
@@ -102,9 +102,9 @@ async fn the_store_contract_holds_across_a_reopen() {
         assert!(tasks(&store).get("t2", "task-a").await.unwrap().is_none());
         // Compare-and-swap.
         let mut approved = tasks(&store).get("t1", "task-a").await.unwrap().unwrap();
-        assert_eq!(approved.version, 0);
+        assert_eq!(approved.ledger.version, 0);
         approved.record.state = TaskState::Running;
-        approved.committing_started = true;
+        approved.ledger.marked = true;
         assert!(store.update(&approved).await.unwrap());
         assert!(
             !store.update(&approved).await.unwrap(),
@@ -133,7 +133,7 @@ async fn the_store_contract_holds_across_a_reopen() {
     let store = SqliteStore::open(&path, Some(key()), false).unwrap();
     let a = tasks(&store).get("t1", "task-a").await.unwrap().unwrap();
     assert_eq!(
-        (a.version, a.record.state, a.committing_started),
+        (a.ledger.version, a.record.state, a.ledger.marked),
         (1, TaskState::Running, true)
     );
     assert_eq!(
