@@ -37,6 +37,7 @@
 
 mod admission;
 mod approval_links;
+mod caller;
 mod capture;
 pub mod commit_watch;
 mod declared;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use abr_core::clock::Clock;
 use abr_core::error::CoreError;
-use abr_core::principal::{Actor, Right};
+use abr_core::principal::Right;
 use abr_core::scope_io;
 use abr_core::scope_io::Scopes;
 use abr_core::store::{STORED_SESSION_PLATFORM, SessionKey, SessionStore};
@@ -144,22 +144,22 @@ impl StoredSessions {
         }
     }
 
-    /// The session kept under `session_id`, read out of the runner by `actor`. A session
-    /// bound to a platform that is read-only or forbids unattended runs leaves only to an
-    /// operator ([`Right::ExportBoundSession`]): its cookies, anywhere else, would run without
-    /// the platform's policy (kept again with a scope only, or used outside ABR), and the
-    /// binding it names can be edited out of the document.
+    /// The session kept under `session_id` for `tenant`, to be read out of the runner, and
+    /// the right that reading it out takes: a session bound to a platform that is read-only
+    /// or forbids unattended runs leaves only to an operator
+    /// ([`Right::ExportBoundSession`]): its cookies, anywhere else, would run without the
+    /// platform's policy (kept again with a scope only, or used outside ABR), and the
+    /// binding it names can be edited out of the document. The door checks it.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] for such a session and an actor other than an operator;
     /// [`EngineError::SessionNotFound`] (also for another tenant's id), a store failure.
     pub(crate) async fn export(
         &self,
-        actor: &Actor,
+        tenant: &str,
         session_id: &str,
         platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
-    ) -> Result<StoredSession, EngineError> {
-        let stored = self.get(actor.tenant(), session_id).await?;
+    ) -> Result<(StoredSession, Option<Right>), EngineError> {
+        let stored = self.get(tenant, session_id).await?;
         let restrictive = stored
             .session
             .metadata
@@ -167,10 +167,7 @@ impl StoredSessions {
             .and_then(|m| m.platform.as_deref())
             .and_then(platforms)
             .is_some_and(|policy| policy.read_only || !policy.allow_unattended);
-        if restrictive {
-            actor.require(Right::ExportBoundSession)?;
-        }
-        Ok(stored)
+        Ok((stored, restrictive.then_some(Right::ExportBoundSession)))
     }
 
     /// Keeps a session that is already scoped (a capture's, naming its platform), under

@@ -41,6 +41,7 @@ use async_trait::async_trait;
 
 use crate::admission::TenantAdmission;
 use crate::approval_links::ApprovalLinks;
+use crate::caller::Caller;
 use crate::capture::{CaptureConfig, LiveTarget, SessionCaptureManager};
 use crate::error::EngineError;
 use crate::events::{EventSink, Events};
@@ -733,7 +734,8 @@ impl<C: TaskContext> Engine<C> {
         idempotency_key: Option<&str>,
     ) -> Result<Created, EngineError> {
         named_tenant(actor, request.tenant_id.as_deref())?;
-        let created = self.tasks.create(actor, request, idempotency_key).await?;
+        let caller = Caller::checked(actor, Right::Propose)?;
+        let created = self.tasks.create(&caller, request, idempotency_key).await?;
         if created.should_run() {
             self.spawn_run(actor.tenant(), &created.record.task_id);
         }
@@ -755,7 +757,8 @@ impl<C: TaskContext> Engine<C> {
         task_id: &str,
         request: &ApproveRequest,
     ) -> Result<TaskRecord, EngineError> {
-        let record = self.tasks.approve(actor, task_id, request).await?;
+        let caller = Caller::checked(actor, Right::Approve)?;
+        let record = self.tasks.approve(&caller, task_id, request).await?;
         self.spawn_run(actor.tenant(), task_id);
         Ok(record)
     }
@@ -769,7 +772,8 @@ impl<C: TaskContext> Engine<C> {
     /// lets through at once, its session and daily limits), a plan invalid under the
     /// current limits, a store failure.
     pub async fn retry_task(&self, actor: &Actor, task_id: &str) -> Result<Created, EngineError> {
-        let created = self.tasks.retry(actor, task_id).await?;
+        let caller = Caller::checked(actor, Right::Post)?;
+        let created = self.tasks.retry(&caller, task_id).await?;
         if created.should_run() {
             self.spawn_run(actor.tenant(), &created.record.task_id);
         }
@@ -840,14 +844,13 @@ impl<C: TaskContext> Engine<C> {
         actor: &Actor,
         request: BrowseRequest,
     ) -> Result<BrowseOpened, EngineError> {
-        actor.require(Right::Browse)?;
+        let caller = Caller::checked(actor, Right::Browse)?;
         named_tenant(actor, request.tenant_id.as_deref())?;
         let tasks = Arc::clone(&self.tasks);
-        let actor = actor.clone();
         self.jobs
             .run(
                 "opening the browse session failed unexpectedly",
-                async move { tasks.browse_open(&actor, request).await },
+                async move { tasks.browse_open(&caller, request).await },
             )
             .await
     }
@@ -986,9 +989,10 @@ impl<C: TaskContext> Engine<C> {
         decision: &ActionDecision,
         approve: bool,
     ) -> Result<ActionApproval, EngineError> {
+        let caller = Caller::checked(actor, Right::Approve)?;
         let tasks = Arc::clone(&self.tasks);
-        let (actor, id, decision) = (actor.clone(), id.to_owned(), decision.clone());
-        tokio::spawn(async move { tasks.browse_decide(&actor, &id, &decision, approve).await })
+        let (id, decision) = (id.to_owned(), decision.clone());
+        tokio::spawn(async move { tasks.browse_decide(&caller, &id, &decision, approve).await })
             .await
             .map_err(|_| EngineError::JobPanicked("deciding the approval failed unexpectedly"))?
     }

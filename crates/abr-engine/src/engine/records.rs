@@ -15,6 +15,7 @@ use abr_protocol::{
 };
 
 use crate::approval_links::MintedLink;
+use crate::caller::Caller;
 use crate::error::EngineError;
 
 /// The `platform` of audit events about a tenant's own settings (no platform involved).
@@ -85,9 +86,9 @@ impl<C: TaskContext> Engine<C> {
         actor: &Actor,
         task_id: &str,
     ) -> Result<MintedLink, EngineError> {
-        actor.require(Right::Approve)?;
+        let caller = Caller::checked(actor, Right::Approve)?;
         let record = self.tasks.get(actor.tenant(), task_id).await?;
-        crate::task::lifecycle::not_the_proposer(&record, actor)?;
+        crate::task::lifecycle::not_the_proposer(&record, &caller)?;
         let action = if record.browse {
             let pending = self.tasks.browse_approval(actor.tenant(), task_id).await?;
             Some(pending.approval_id)
@@ -193,7 +194,8 @@ impl<C: TaskContext> Engine<C> {
         task_id: &str,
         request: &RejectRequest,
     ) -> Result<TaskRecord, EngineError> {
-        self.tasks.reject(actor, task_id, request).await
+        let caller = Caller::checked(actor, Right::Approve)?;
+        self.tasks.reject(&caller, task_id, request).await
     }
 
     /// Records a person's assertion that an uncertain task did not happen (it allows one
@@ -302,9 +304,16 @@ impl<C: TaskContext> Engine<C> {
         session_id: &str,
     ) -> Result<StoredSession, EngineError> {
         actor.require(Right::Sessions)?;
-        self.sessions
-            .export(actor, session_id, &|name| self.platform_policy(name))
-            .await
+        let (session, takes) = self
+            .sessions
+            .export(actor.tenant(), session_id, &|name| {
+                self.platform_policy(name)
+            })
+            .await?;
+        if let Some(right) = takes {
+            actor.require(right)?;
+        }
+        Ok(session)
     }
 
     /// Forgets a stored session.

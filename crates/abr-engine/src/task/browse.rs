@@ -22,7 +22,6 @@ use abr_core::digest::plan_hash;
 use abr_core::error::CoreError;
 use abr_core::error::store::StoreFailure;
 use abr_core::guard::SnapshotRequest;
-use abr_core::principal::{Actor, Right};
 use abr_core::scope_io::Scopes;
 use abr_core::store::{LedgerHeader, StoredTask};
 use abr_protocol::{
@@ -32,6 +31,7 @@ use abr_protocol::{
 };
 use tokio::time::Instant;
 
+use crate::caller::Caller;
 use crate::error::EngineError;
 use crate::ledger::record_id;
 use crate::task::approvals::ActionApprovals;
@@ -53,7 +53,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// key, dry run, the tenant's sites, frames), and the first page opened through them.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may browse; bad input (the URL, ids, `idleSeconds`, a session without a scope), an unknown
+    /// Bad input (the URL, ids, `idleSeconds`, a session without a scope), an unknown
     /// platform or one that forbids unattended execution, an unknown `sessionId`, the
     /// tenant's concurrent sessions or daily executions, the runner's open sessions
     /// ([`EngineError::TenantLimit`] or a busy provider), the browser not starting, a store
@@ -61,12 +61,11 @@ impl<C: TaskContext> TaskRunner<C> {
     /// its answer says what happened.
     pub(crate) async fn browse_open(
         &self,
-        actor: &Actor,
+        caller: &Caller,
         mut request: BrowseRequest,
     ) -> Result<BrowseOpened, EngineError> {
-        actor.require(Right::Browse)?;
-        let tenant = actor.tenant();
-        if actor.principal().read_only() {
+        let tenant = caller.tenant();
+        if caller.read_only() {
             request.read_only = true;
         }
         let config = self.browses.config.clone();
@@ -143,7 +142,7 @@ impl<C: TaskContext> TaskRunner<C> {
             .resolve_policy(tenant, &task_request, NO_PLATFORM)
             .await?;
         let admitted = self.admit(tenant).await?;
-        let mut task = match self.new_browse(actor, task_request) {
+        let mut task = match self.new_browse(caller, task_request) {
             Ok(task) => task,
             Err(e) => {
                 self.refund(tenant, Some(admitted)).await;
@@ -455,24 +454,23 @@ impl<C: TaskContext> TaskRunner<C> {
     /// the session closes (`closed`, error `rejected`) with nothing of it committed.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may approve; [`EngineError::SelfApproval`]
+    /// [`EngineError::SelfApproval`]
     /// for the key that opened the session; an over-long `statedBy`;
     /// [`EngineError::BrowseNotFound`]; [`EngineError::ActionNotPending`] for an id that is not
     /// the pending approval's.
     pub(crate) async fn browse_decide(
         &self,
-        actor: &Actor,
+        caller: &Caller,
         id: &str,
         decision: &ActionDecision,
         approve: bool,
     ) -> Result<ActionApproval, EngineError> {
-        actor.require(Right::Approve)?;
         let stated = crate::task::lifecycle::stated("statedBy", decision.stated_by.as_deref())?;
-        let entry = self.browses.get(actor.tenant(), id)?;
-        let approver = actor.principal().reference();
+        let entry = self.browses.get(caller.tenant(), id)?;
+        let approver = caller.who().clone();
         let mut guard = entry.session.lock().await;
         let open = guard.as_mut().ok_or(EngineError::BrowseNotFound)?;
-        crate::task::lifecycle::not_the_proposer(&open.task.record, actor)?;
+        crate::task::lifecycle::not_the_proposer(&open.task.record, caller)?;
         let decided = open
             .approvals
             .decide(&decision.approval_id, approve, approver.clone())?;
@@ -509,7 +507,7 @@ impl<C: TaskContext> TaskRunner<C> {
 
     // ---- internals ------------------------------------------------------------------------
 
-    fn new_browse(&self, actor: &Actor, request: TaskRequest) -> Result<StoredTask, EngineError> {
+    fn new_browse(&self, caller: &Caller, request: TaskRequest) -> Result<StoredTask, EngineError> {
         let now = self.clock.now();
         let record = TaskRecord {
             task_id: record_id(ID_PREFIX)?,
@@ -522,7 +520,7 @@ impl<C: TaskContext> TaskRunner<C> {
             risk: Risk::Low,
             approval_rule: self.config.approval.as_str().to_owned(),
             approval: None,
-            proposed_by: Some(actor.principal().reference()),
+            proposed_by: Some(caller.who().clone()),
             proposal_id: None,
             step_results: Vec::new(),
             extracted: BTreeMap::new(),
@@ -546,7 +544,7 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         Ok(StoredTask {
             ledger: LedgerHeader {
-                tenant_id: actor.tenant().to_owned(),
+                tenant_id: caller.tenant().to_owned(),
                 ..LedgerHeader::default()
             },
             request,

@@ -15,8 +15,7 @@ use abr_protocol::{
     RejectRequest, TaskRecord, TaskRequest, TaskState, TaskVerification,
 };
 
-use abr_core::principal::{Actor, Right};
-
+use crate::caller::Caller;
 use crate::error::EngineError;
 use crate::ledger::{Recorded, note, record_id};
 use crate::task::kit::ApprovalSubject;
@@ -34,19 +33,17 @@ impl<C: TaskContext> TaskRunner<C> {
     /// [`EngineError::IdempotencyKeyReused`].
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may propose (an agent or an operator, not
-    /// read-only); an invalid plan ([`CoreError::InvalidPlan`], naming the step), bad ids, a session
+    /// An invalid plan ([`CoreError::InvalidPlan`], naming the step), bad ids, a session
     /// without a scope, an unknown platform or one that forbids unattended execution, an
     /// unknown `sessionId`, a per-tenant limit (for a task the rule lets through at once), a
     /// reused key, a store failure. Nothing is stored on an error.
     pub(crate) async fn create(
         &self,
-        actor: &Actor,
+        caller: &Caller,
         request: TaskRequest,
         idempotency_key: Option<&str>,
     ) -> Result<Created, EngineError> {
-        actor.require(Right::Propose)?;
-        let tenant = actor.tenant();
+        let tenant = caller.tenant();
         abr_core::tenant::check("proposalId", request.proposal_id.as_deref())?;
         abr_core::tenant::check("Idempotency-Key", idempotency_key)?;
         let idempotency = idempotency_key.map(|key| IdempotencyKey {
@@ -62,7 +59,7 @@ impl<C: TaskContext> TaskRunner<C> {
         // Also checks that a stored session it names exists.
         self.resolve_policy(tenant, &request, NO_PLATFORM).await?;
         let subject = self.approval_subject(tenant, &request).await?;
-        let task = self.new_task(actor, request, &valid, subject, None)?;
+        let task = self.new_task(caller, request, &valid, subject, None)?;
         let admitted = self.admit_if_queued(&task).await?;
         match self.ledger.record(&task, idempotency.as_ref()).await {
             Ok(Recorded::New) => {}
@@ -98,26 +95,24 @@ impl<C: TaskContext> TaskRunner<C> {
     /// counts as an execution of the day.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] for an actor that may not approve,
     /// [`EngineError::SelfApproval`] for the proposer's own key, an over-long `approvedBy`, an
     /// unknown task, [`EngineError::PlanHashMismatch`],
     /// [`EngineError::TaskNotPending`] (approved, rejected, or approved concurrently), a
     /// per-tenant limit (the task stays pending: approve again later), a store failure.
     pub(crate) async fn approve(
         &self,
-        actor: &Actor,
+        caller: &Caller,
         task_id: &str,
         request: &ApproveRequest,
     ) -> Result<TaskRecord, EngineError> {
-        actor.require(Right::Approve)?;
-        let tenant = actor.tenant();
+        let tenant = caller.tenant();
         let stated = stated("approvedBy", request.approved_by.as_deref())?;
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::PendingApproval {
             return Err(EngineError::TaskNotPending);
         }
-        let approver = actor.principal().reference();
-        not_the_proposer(&task.record, actor)?;
+        let approver = caller.who().clone();
+        not_the_proposer(&task.record, caller)?;
         let by = approver.name.clone();
         if !request
             .plan_hash
@@ -155,19 +150,17 @@ impl<C: TaskContext> TaskRunner<C> {
     /// `rejected`, nothing runs. The record names the actor.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] for an actor that may not approve, an over-long
-    /// `rejectedBy` or reason, an unknown task, [`EngineError::TaskNotPending`], a store
+    /// An over-long `rejectedBy` or reason, an unknown task, [`EngineError::TaskNotPending`], a store
     /// failure.
     pub(crate) async fn reject(
         &self,
-        actor: &Actor,
+        caller: &Caller,
         task_id: &str,
         request: &RejectRequest,
     ) -> Result<TaskRecord, EngineError> {
-        actor.require(Right::Approve)?;
-        let tenant = actor.tenant();
+        let tenant = caller.tenant();
         stated("rejectedBy", request.rejected_by.as_deref())?;
-        let by = actor.principal().name().to_owned();
+        let by = caller.who().name.clone();
         note("reason", request.reason.as_ref())?;
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::PendingApproval {
@@ -259,13 +252,16 @@ impl<C: TaskContext> TaskRunner<C> {
     /// [`TenantLimits::retries`](abr_core::limits::TenantLimits::retries) times.
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may post; an unknown task,
+    /// An unknown task,
     /// [`EngineError::TaskNotRetryable`], the tenant's retry limit (or, for a
     /// retry the rule lets through at once, its session and daily limits), a plan invalid
     /// under the current limits, a store failure.
-    pub(crate) async fn retry(&self, actor: &Actor, task_id: &str) -> Result<Created, EngineError> {
-        actor.require(Right::Post)?;
-        let tenant = actor.tenant();
+    pub(crate) async fn retry(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+    ) -> Result<Created, EngineError> {
+        let tenant = caller.tenant();
         let mut original = self.load(tenant, task_id).await?;
         if original.ledger.retried_by.is_some() {
             return Err(EngineError::TaskNotRetryable(
@@ -298,7 +294,7 @@ impl<C: TaskContext> TaskRunner<C> {
             .retry_of
             .clone()
             .unwrap_or_else(|| original.id().to_owned());
-        let task = self.new_task(actor, request, &valid, subject, Some(first.clone()))?;
+        let task = self.new_task(caller, request, &valid, subject, Some(first.clone()))?;
         let retries = Counter::Retries { task_id: first };
         let max = self.config.limits.retries;
         if !self.store.increment(tenant, &retries, max).await? {
@@ -396,7 +392,7 @@ impl<C: TaskContext> TaskRunner<C> {
 
     fn new_task(
         &self,
-        proposer: &Actor,
+        proposer: &Caller,
         request: TaskRequest,
         valid: &ValidPlan,
         subject: ApprovalSubject,
@@ -425,7 +421,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 approver: None,
                 stated_by: None,
             }),
-            proposed_by: Some(proposer.principal().reference()),
+            proposed_by: Some(proposer.who().clone()),
             proposal_id: request.proposal_id.clone(),
             step_results: Vec::new(),
             extracted: BTreeMap::new(),
@@ -539,15 +535,13 @@ fn recovered(task: &StoredTask) -> Outcome {
     }
 }
 
-/// What a person said of themself (`approvedBy`, `rejectedBy`): trimmed, bounded like a
-/// name; nothing when empty or not given.
-/// Refuses `actor` deciding on `record` when its key proposed it (a task) or opened it (a
+/// Refuses `caller` deciding on `record` when its key proposed it (a task) or opened it (a
 /// browse session): [`EngineError::SelfApproval`], even for an operator's key.
-pub(crate) fn not_the_proposer(record: &TaskRecord, actor: &Actor) -> Result<(), EngineError> {
+pub(crate) fn not_the_proposer(record: &TaskRecord, caller: &Caller) -> Result<(), EngineError> {
     let own = record
         .proposed_by
         .as_ref()
-        .is_some_and(|p| p.key_id == actor.principal().key_id());
+        .is_some_and(|p| p.key_id == caller.who().key_id);
     if own {
         Err(EngineError::SelfApproval)
     } else {
@@ -555,6 +549,8 @@ pub(crate) fn not_the_proposer(record: &TaskRecord, actor: &Actor) -> Result<(),
     }
 }
 
+/// What a person said of themself (`approvedBy`, `rejectedBy`): trimmed, bounded like a
+/// name; nothing when empty or not given.
 pub(crate) fn stated(field: &str, value: Option<&str>) -> Result<Option<String>, EngineError> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),

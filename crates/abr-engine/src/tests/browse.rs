@@ -15,7 +15,8 @@
     reason = "test code"
 )]
 
-use super::{agent, approver};
+use super::{agent, approver, checked};
+use abr_core::principal::Right;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -142,7 +143,7 @@ async fn a_brain_reads_acts_and_closes_and_the_record_says_what_it_did() {
     h.page.text_after("#pay", "Paid");
     let opened = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap();
     assert_eq!(opened.first.outcome, ActOutcome::Done);
@@ -206,7 +207,7 @@ async fn a_read_only_session_cannot_click_pay_and_a_dry_run_rehearses() {
         h.page.text_after("#pay", "Paid");
         let opened = h
             .runner
-            .browse_open(&agent(T), open(read_only, dry_run))
+            .browse_open(&checked(&agent(T), Right::Browse), open(read_only, dry_run))
             .await
             .unwrap();
         assert_eq!((opened.read_only, opened.dry_run), (read_only, dry_run));
@@ -256,7 +257,7 @@ async fn references_are_checked_before_anything_reaches_the_browser() {
     let h = h();
     let id = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap()
         .browse_id;
@@ -327,7 +328,7 @@ async fn a_handoff_is_reported_once_per_page_and_the_session_stays_open() {
     let h = h();
     let id = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap()
         .browse_id;
@@ -364,14 +365,14 @@ async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
     request.idle_seconds = Some(5);
     let id = h
         .runner
-        .browse_open(&agent(T), request.clone())
+        .browse_open(&checked(&agent(T), Right::Browse), request.clone())
         .await
         .unwrap()
         .browse_id;
     // The tenant's one session is taken.
     let e = h
         .runner
-        .browse_open(&agent(T), request.clone())
+        .browse_open(&checked(&agent(T), Right::Browse), request.clone())
         .await
         .unwrap_err();
     assert!(matches!(e, EngineError::TenantLimit { .. }), "{e:?}");
@@ -396,13 +397,21 @@ async fn idle_sessions_close_and_give_their_browser_and_slot_back() {
     assert_eq!(record.state, TaskState::Closed);
     assert_eq!(record.error.unwrap().code, "browse_idle");
     // The slot came back.
-    let again = h.runner.browse_open(&agent(T), request).await.unwrap();
+    let again = h
+        .runner
+        .browse_open(&checked(&agent(T), Right::Browse), request)
+        .await
+        .unwrap();
     h.runner.browse_close(T, &again.browse_id).await.unwrap();
     // Bad idle times are refused.
     for idle in [0, 3601] {
         let mut bad = open(false, false);
         bad.idle_seconds = Some(idle);
-        let e = h.runner.browse_open(&agent(T), bad).await.unwrap_err();
+        let e = h
+            .runner
+            .browse_open(&checked(&agent(T), Right::Browse), bad)
+            .await
+            .unwrap_err();
         assert!(
             matches!(e, EngineError::Core(CoreError::InvalidInput(_))),
             "{idle}: {e:?}"
@@ -426,7 +435,11 @@ async fn concurrent_opens_never_pass_the_runners_cap() {
     let opens: Vec<_> = (0..4)
         .map(|_| {
             let runner = Arc::clone(&runner);
-            tokio::spawn(async move { runner.browse_open(&agent(T), open(false, false)).await })
+            tokio::spawn(async move {
+                runner
+                    .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
+                    .await
+            })
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -449,7 +462,7 @@ async fn concurrent_opens_never_pass_the_runners_cap() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     provider.hang_acquires(false);
     let opened = runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap();
     runner.browse_close(T, &opened.browse_id).await.unwrap();
@@ -470,7 +483,7 @@ async fn what_a_page_posts_is_refused_under_read_only_and_committing_otherwise()
         }
         let opened = h
             .runner
-            .browse_open(&agent(T), open(read_only, false))
+            .browse_open(&checked(&agent(T), Right::Browse), open(read_only, false))
             .await
             .unwrap();
         let next = opened.first.snapshot.elements[0].reference.clone();
@@ -512,7 +525,7 @@ async fn a_committing_action_waits_for_an_approver_and_runs_once_when_approved()
     h.page.text_after("#pay", "Paid");
     let opened = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap();
     let id = opened.browse_id.clone();
@@ -546,18 +559,16 @@ async fn a_committing_action_waits_for_an_approver_and_runs_once_when_approved()
     );
 
     // The brain's own key cannot approve (no right), nor can an approver name another id.
-    let own = h
-        .runner
-        .browse_decide(&agent(T), &id, &decision(&approval.approval_id), true)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(own, EngineError::Core(CoreError::Forbidden(_))),
-        "{own:?}"
-    );
+    let own = crate::caller::Caller::checked(&agent(T), Right::Approve).unwrap_err();
+    assert!(matches!(own, CoreError::Forbidden(_)), "{own:?}");
     let stale = h
         .runner
-        .browse_decide(&approver(T), &id, &decision("appr_other"), true)
+        .browse_decide(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &decision("appr_other"),
+            true,
+        )
         .await
         .unwrap_err();
     assert!(matches!(stale, EngineError::ActionNotPending), "{stale:?}");
@@ -565,7 +576,7 @@ async fn a_committing_action_waits_for_an_approver_and_runs_once_when_approved()
     let other = h
         .runner
         .browse_decide(
-            &approver("tenant-b"),
+            &checked(&approver("tenant-b"), Right::Approve),
             &id,
             &decision(&approval.approval_id),
             true,
@@ -576,7 +587,12 @@ async fn a_committing_action_waits_for_an_approver_and_runs_once_when_approved()
 
     let approved = h
         .runner
-        .browse_decide(&approver(T), &id, &decision(&approval.approval_id), true)
+        .browse_decide(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &decision(&approval.approval_id),
+            true,
+        )
         .await
         .unwrap();
     assert_eq!(approved.state, ActionApprovalState::Approved);
@@ -625,7 +641,7 @@ async fn an_approved_actions_window_admits_only_what_the_action_sends() {
         .request_on("#pay", "POST", "https://shop.example/api/pay");
     let opened = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap();
     let id = opened.browse_id.clone();
@@ -638,7 +654,12 @@ async fn an_approved_actions_window_admits_only_what_the_action_sends() {
     let asked = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
     let approval = asked.approval.expect("the click waits for an approver");
     h.runner
-        .browse_decide(&approver(T), &id, &decision(&approval.approval_id), true)
+        .browse_decide(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &decision(&approval.approval_id),
+            true,
+        )
         .await
         .unwrap();
     let paid = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
@@ -661,7 +682,7 @@ async fn a_rejected_action_closes_the_session_with_nothing_of_it_committed() {
     h.page.text_after("#pay", "Paid");
     let opened = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap();
     let id = opened.browse_id.clone();
@@ -669,7 +690,12 @@ async fn a_rejected_action_closes_the_session_with_nothing_of_it_committed() {
     let approval = asked.approval.unwrap();
     let rejected = h
         .runner
-        .browse_decide(&approver(T), &id, &decision(&approval.approval_id), false)
+        .browse_decide(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &decision(&approval.approval_id),
+            false,
+        )
         .await
         .unwrap();
     assert_eq!(rejected.state, ActionApprovalState::Rejected);
@@ -691,7 +717,7 @@ async fn a_write_the_rule_did_not_foresee_is_held_below_the_page_until_approved(
         .request_on("#next", "POST", "https://shop.example/api/like");
     let opened = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap();
     let id = opened.browse_id.clone();
@@ -706,7 +732,12 @@ async fn a_write_the_rule_did_not_foresee_is_held_below_the_page_until_approved(
     assert_eq!(approval.name.as_deref(), Some("Next page"));
 
     h.runner
-        .browse_decide(&approver(T), &id, &decision(&approval.approval_id), true)
+        .browse_decide(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &decision(&approval.approval_id),
+            true,
+        )
         .await
         .unwrap();
     let sent = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
@@ -727,7 +758,7 @@ async fn read_only_and_dry_run_sessions_never_ask_they_refuse() {
     for (read_only, dry_run) in [(true, false), (false, true)] {
         let opened = h
             .runner
-            .browse_open(&agent(T), open(read_only, dry_run))
+            .browse_open(&checked(&agent(T), Right::Browse), open(read_only, dry_run))
             .await
             .unwrap();
         let acted = h
@@ -747,7 +778,7 @@ async fn the_key_that_opened_a_session_never_approves_its_actions_even_an_operat
     let operator = abr_core::principal::Actor::operator(T).unwrap();
     let opened = h
         .runner
-        .browse_open(&operator, open(false, false))
+        .browse_open(&checked(&operator, Right::Browse), open(false, false))
         .await
         .unwrap();
     let id = opened.browse_id.clone();
@@ -755,7 +786,12 @@ async fn the_key_that_opened_a_session_never_approves_its_actions_even_an_operat
     let approval = asked.approval.unwrap();
     let own = h
         .runner
-        .browse_decide(&operator, &id, &decision(&approval.approval_id), true)
+        .browse_decide(
+            &checked(&operator, Right::Approve),
+            &id,
+            &decision(&approval.approval_id),
+            true,
+        )
         .await
         .unwrap_err();
     assert!(matches!(own, EngineError::SelfApproval), "{own:?}");
@@ -773,7 +809,7 @@ async fn a_snapshot_the_brain_reads_leaves_a_frame() {
     let h = h();
     let opened = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap();
     let id = opened.browse_id.clone();
@@ -863,7 +899,7 @@ async fn kept(h: &H, id: &str) -> Vec<(abr_protocol::FramePoint, Option<u32>)> {
 async fn opened_and_read(h: &H) -> String {
     let id = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap()
         .browse_id;
@@ -910,7 +946,7 @@ async fn a_paused_session_is_taken_over_and_resumed_and_the_brain_goes_on() {
     let h = h();
     let id = h
         .runner
-        .browse_open(&agent(T), open_with_handoff(60))
+        .browse_open(&checked(&agent(T), Right::Browse), open_with_handoff(60))
         .await
         .unwrap()
         .browse_id;
@@ -965,7 +1001,7 @@ async fn an_ended_or_expired_takeover_closes_the_session() {
         let h = h();
         let id = h
             .runner
-            .browse_open(&agent(T), open_with_handoff(1))
+            .browse_open(&checked(&agent(T), Right::Browse), open_with_handoff(1))
             .await
             .unwrap()
             .browse_id;
@@ -1003,7 +1039,7 @@ async fn a_value_a_person_supplies_reaches_the_page_and_nothing_else() {
     let h = h();
     let id = h
         .runner
-        .browse_open(&agent(T), open(false, false))
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
         .await
         .unwrap()
         .browse_id;
@@ -1070,7 +1106,7 @@ async fn a_control_failing_twice_pauses_stuck() {
     let h = h();
     let id = h
         .runner
-        .browse_open(&agent(T), open_with_handoff(60))
+        .browse_open(&checked(&agent(T), Right::Browse), open_with_handoff(60))
         .await
         .unwrap()
         .browse_id;

@@ -11,7 +11,8 @@
     reason = "test code"
 )]
 
-use super::{agent, approver};
+use super::{agent, approver, checked};
+use abr_core::principal::Right;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -123,12 +124,16 @@ fn shop(h: &H) {
 }
 
 async fn run(h: &H, request: TaskRequest) -> TaskRecord {
-    let created = h.runner.create(&agent(T), request, None).await.unwrap();
+    let created = h
+        .runner
+        .create(&checked(&agent(T), Right::Propose), request, None)
+        .await
+        .unwrap();
     let id = created.record.task_id.clone();
     if created.record.state == TaskState::PendingApproval {
         h.runner
             .approve(
-                &approver(T),
+                &checked(&approver(T), Right::Approve),
                 &id,
                 &ApproveRequest {
                     approved_by: Some("alice".into()),
@@ -267,11 +272,15 @@ async fn start_paused_with(
 ) -> (String, tokio::task::JoinHandle<TaskRecord>) {
     let mut req = request(plan);
     req.handoff = Some(abr_protocol::HandoffOptions { wait_seconds });
-    let created = h.runner.create(&agent(T), req, None).await.unwrap();
+    let created = h
+        .runner
+        .create(&checked(&agent(T), Right::Propose), req, None)
+        .await
+        .unwrap();
     let id = created.record.task_id.clone();
     h.runner
         .approve(
-            &approver(T),
+            &checked(&approver(T), Right::Approve),
             &id,
             &ApproveRequest {
                 approved_by: Some("alice".into()),
@@ -656,7 +665,11 @@ async fn a_denied_site_is_never_opened() {
     // Another tenant's decision does not apply.
     let created = h
         .runner
-        .create(&agent("tenant-b"), request(click_plan(false)), None)
+        .create(
+            &checked(&agent("tenant-b"), Right::Propose),
+            request(click_plan(false)),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(created.record.state, TaskState::PendingApproval);

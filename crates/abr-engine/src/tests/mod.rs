@@ -26,10 +26,15 @@ mod tasks;
 
 use std::sync::Arc;
 
-use abr_core::principal::{Actor, Principal, Tenants};
+use abr_core::principal::{Actor, Principal, Right, Tenants};
 use abr_protocol::Role;
 
 /// An agent's key of `tenant`: it proposes, never approves.
+/// `actor` let through the door for `right`, as the engine does before it calls a part.
+pub(crate) fn checked(actor: &Actor, right: Right) -> crate::caller::Caller {
+    crate::caller::Caller::checked(actor, right).unwrap()
+}
+
 pub(crate) fn agent(tenant: &str) -> Actor {
     actor("key_agent", "the agent", Role::Agent, tenant)
 }

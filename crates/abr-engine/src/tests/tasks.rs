@@ -12,7 +12,8 @@
     reason = "test code"
 )]
 
-use super::{agent, approver};
+use super::{agent, approver, checked};
+use abr_core::principal::Right;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -251,7 +252,7 @@ fn approval(record: &TaskRecord) -> ApproveRequest {
 impl H {
     async fn create(&self, plan: StepPlan) -> TaskRecord {
         self.runner
-            .create(&agent(T), request(plan), None)
+            .create(&checked(&agent(T), Right::Propose), request(plan), None)
             .await
             .unwrap()
             .record
@@ -260,7 +261,11 @@ impl H {
     async fn approved(&self, plan: StepPlan) -> TaskRecord {
         let record = self.create(plan).await;
         self.runner
-            .approve(&approver(T), &record.task_id, &approval(&record))
+            .approve(
+                &checked(&approver(T), Right::Approve),
+                &record.task_id,
+                &approval(&record),
+            )
             .await
             .unwrap()
     }
@@ -549,7 +554,11 @@ async fn an_invalid_plan_is_a_422_and_nothing_is_stored() {
     v["steps"][1] = json!({"type": "click", "selector": "", "description": "x"});
     let e = h
         .runner
-        .create(&agent(T), request(plan(v)), Some("key-1"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(plan(v)),
+            Some("key-1"),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.error_code(), codes::INVALID_PLAN);
@@ -557,7 +566,11 @@ async fn an_invalid_plan_is_a_422_and_nothing_is_stored() {
     assert!(h.store.all().is_empty());
     // The key was not claimed: a corrected request with it goes through.
     h.runner
-        .create(&agent(T), request(plan(base())), Some("key-1"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(plan(base())),
+            Some("key-1"),
+        )
         .await
         .unwrap();
 }
@@ -745,7 +758,11 @@ async fn the_approver_sees_and_binds_the_values_the_session_and_the_reasoning() 
     };
     let create = |request: TaskRequest| {
         let runner = &runner;
-        async move { runner.create(&agent(T), request, None).await }
+        async move {
+            runner
+                .create(&checked(&agent(T), Right::Propose), request, None)
+                .await
+        }
     };
     let honest = create(task("ada@example.com", "ada-admin", &[]))
         .await
@@ -778,7 +795,7 @@ async fn the_approver_sees_and_binds_the_values_the_session_and_the_reasoning() 
     // The honest task's approval does not approve the attacker's.
     let e = runner
         .approve(
-            &approver(T),
+            &checked(&approver(T), Right::Approve),
             &attack.task_id,
             &ApproveRequest {
                 approved_by: None,
@@ -822,7 +839,7 @@ async fn the_approver_sees_and_binds_the_values_the_session_and_the_reasoning() 
     // The approved task's stored request changed before it ran: nothing runs.
     let approved = runner
         .approve(
-            &approver(T),
+            &checked(&approver(T), Right::Approve),
             &honest.task_id,
             &ApproveRequest {
                 approved_by: None,
@@ -855,7 +872,11 @@ async fn approval_needs_the_exact_hash_and_an_approver_other_than_the_proposer_o
     let h = h();
     let created = h
         .runner
-        .create(&agent(T), request(form_plan()), None)
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(form_plan()),
+            None,
+        )
         .await
         .unwrap();
     assert!(!created.should_run());
@@ -869,25 +890,21 @@ async fn approval_needs_the_exact_hash_and_an_approver_other_than_the_proposer_o
     wrong.plan_hash = plan_hash(&plan(base()));
     let e = h
         .runner
-        .approve(&approver(T), &id, &wrong)
+        .approve(&checked(&approver(T), Right::Approve), &id, &wrong)
         .await
         .unwrap_err();
     assert_eq!(
         (e.code(), e.error_code().status),
         ("plan_hash_mismatch", 409)
     );
-    // An agent never approves, the proposer's own key included.
-    let e = h
-        .runner
-        .approve(&agent(T), &id, &approval(&record))
-        .await
-        .unwrap_err();
+    // An agent never approves, the proposer's own key included: the door refuses it.
+    let e = crate::caller::Caller::checked(&agent(T), Right::Approve).unwrap_err();
     assert_eq!((e.code(), e.error_code().status), ("forbidden", 403));
     let mut long = approval(&record);
     long.approved_by = Some("x".repeat(300));
     let e = h
         .runner
-        .approve(&approver(T), &id, &long)
+        .approve(&checked(&approver(T), Right::Approve), &id, &long)
         .await
         .unwrap_err();
     assert_eq!((e.code(), e.error_code().status), ("invalid_request", 422));
@@ -899,7 +916,11 @@ async fn approval_needs_the_exact_hash_and_an_approver_other_than_the_proposer_o
 
     let approved = h
         .runner
-        .approve(&approver(T), &id, &approval(&record))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &approval(&record),
+        )
         .await
         .unwrap();
     assert_eq!(approved.state, TaskState::Queued);
@@ -920,7 +941,11 @@ async fn approval_needs_the_exact_hash_and_an_approver_other_than_the_proposer_o
     );
     let e = h
         .runner
-        .approve(&approver(T), &id, &approval(&record))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &approval(&record),
+        )
         .await
         .unwrap_err();
     assert_eq!((e.code(), e.error_code().status), ("task_not_pending", 409));
@@ -930,7 +955,7 @@ async fn approval_needs_the_exact_hash_and_an_approver_other_than_the_proposer_o
     };
     let e = h
         .runner
-        .reject(&approver(T), &id, &reject)
+        .reject(&checked(&approver(T), Right::Approve), &id, &reject)
         .await
         .unwrap_err();
     assert_eq!(e.code(), "task_not_pending");
@@ -946,13 +971,21 @@ async fn the_key_that_proposed_a_task_never_approves_it_even_an_operators() {
     let operator = abr_core::principal::Actor::operator(T).unwrap();
     let record = h
         .runner
-        .create(&operator, request(form_plan()), None)
+        .create(
+            &checked(&operator, Right::Propose),
+            request(form_plan()),
+            None,
+        )
         .await
         .unwrap()
         .record;
     let e = h
         .runner
-        .approve(&operator, &record.task_id, &approval(&record))
+        .approve(
+            &checked(&operator, Right::Approve),
+            &record.task_id,
+            &approval(&record),
+        )
         .await
         .unwrap_err();
     assert_eq!((e.code(), e.error_code().status), ("self_approval", 403));
@@ -963,7 +996,11 @@ async fn the_key_that_proposed_a_task_never_approves_it_even_an_operators() {
     // Another principal approves it.
     let approved = h
         .runner
-        .approve(&approver(T), &record.task_id, &approval(&record))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &record.task_id,
+            &approval(&record),
+        )
         .await
         .unwrap();
     assert_eq!(approved.state, TaskState::Queued);
@@ -979,7 +1016,7 @@ async fn a_rejected_task_never_runs() {
     let e = h
         .runner
         .reject(
-            &approver(T),
+            &checked(&approver(T), Right::Approve),
             id,
             &RejectRequest {
                 rejected_by: Some("x".repeat(300)),
@@ -992,7 +1029,7 @@ async fn a_rejected_task_never_runs() {
     let rejected = h
         .runner
         .reject(
-            &approver(T),
+            &checked(&approver(T), Right::Approve),
             id,
             &RejectRequest {
                 rejected_by: Some("bob".into()),
@@ -1006,7 +1043,11 @@ async fn a_rejected_task_never_runs() {
     assert!(rejected.finished_at.is_some());
     let e = h
         .runner
-        .approve(&approver(T), id, &approval(&record))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            id,
+            &approval(&record),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code(), "task_not_pending");
@@ -1027,7 +1068,11 @@ async fn another_tenants_task_is_not_found() {
     assert_eq!((e.code(), e.error_code().status), ("task_not_found", 404));
     let e = h
         .runner
-        .approve(&approver("tenant-b"), id, &approval(&record))
+        .approve(
+            &checked(&approver("tenant-b"), Right::Approve),
+            id,
+            &approval(&record),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code(), "task_not_found");
@@ -1067,7 +1112,11 @@ async fn the_approval_rule_is_applied_and_recorded() {
         });
         let created = h
             .runner
-            .create(&agent(T), request(plan.clone()), None)
+            .create(
+                &checked(&agent(T), Right::Propose),
+                request(plan.clone()),
+                None,
+            )
             .await
             .unwrap();
         let record = &created.record;
@@ -1481,12 +1530,16 @@ async fn screenshots_are_redacted_evidence_kept_only_when_screenshots_are_on() {
     );
     request.platform = Some("quiet".into());
     let created = runner
-        .create(&agent(T), request, None)
+        .create(&checked(&agent(T), Right::Propose), request, None)
         .await
         .unwrap()
         .record;
     runner
-        .approve(&approver(T), &created.task_id, &approval(&created))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &created.task_id,
+            &approval(&created),
+        )
         .await
         .unwrap();
     let record = runner.run(T, &created.task_id).await.unwrap().record;
@@ -1567,21 +1620,35 @@ async fn the_session_is_scoped_going_in_and_written_back() {
     // A session needs a scope.
     let mut unscoped = request(form_plan());
     unscoped.session = Some(state.clone());
-    let e = runner.create(&agent(T), unscoped, None).await.unwrap_err();
+    let e = runner
+        .create(&checked(&agent(T), Right::Propose), unscoped, None)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "invalid_request");
     // An unknown stored session is refused before anything is stored.
     let mut unknown = request(form_plan());
     unknown.session_id = Some("nope".into());
     unknown.scope = Some(scope.clone());
-    let e = runner.create(&agent(T), unknown, None).await.unwrap_err();
+    let e = runner
+        .create(&checked(&agent(T), Right::Propose), unknown, None)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "session_not_found");
 
     let mut req = request(form_plan());
     req.session_id = Some("s1".into());
     req.scope = Some(scope);
-    let record = runner.create(&agent(T), req, None).await.unwrap().record;
+    let record = runner
+        .create(&checked(&agent(T), Right::Propose), req, None)
+        .await
+        .unwrap()
+        .record;
     runner
-        .approve(&approver(T), &record.task_id, &approval(&record))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &record.task_id,
+            &approval(&record),
+        )
         .await
         .unwrap();
     provider.page().text_after(SUBMIT, "Saved");
@@ -1611,14 +1678,22 @@ async fn a_repeated_key_answers_the_original_task_also_while_it_runs() {
     h.page.fault_on("#form", FakeFault::Hang);
     let first = h
         .runner
-        .create(&agent(T), request(form_plan()), Some("k1"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(form_plan()),
+            Some("k1"),
+        )
         .await
         .unwrap();
     assert!(first.should_run() && !first.replayed);
     let id = first.record.task_id.clone();
     let again = h
         .runner
-        .create(&agent(T), request(form_plan()), Some("k1"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(form_plan()),
+            Some("k1"),
+        )
         .await
         .unwrap();
     assert!(again.replayed && !again.should_run());
@@ -1635,7 +1710,11 @@ async fn a_repeated_key_answers_the_original_task_also_while_it_runs() {
         tokio::task::yield_now().await;
     }
     let during = runner
-        .create(&agent(T), request(form_plan()), Some("k1"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(form_plan()),
+            Some("k1"),
+        )
         .await
         .unwrap();
     assert!(during.replayed);
@@ -1644,7 +1723,11 @@ async fn a_repeated_key_answers_the_original_task_also_while_it_runs() {
     let end = running.await.unwrap();
     assert_eq!(end.record.state, TaskState::Failed);
     let after = runner
-        .create(&agent(T), request(form_plan()), Some("k1"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(form_plan()),
+            Some("k1"),
+        )
         .await
         .unwrap();
     assert_eq!(after.record, end.record);
@@ -1657,7 +1740,11 @@ async fn a_repeated_key_answers_the_original_task_also_while_it_runs() {
         .inputs
         .insert("email".into(), SecretValue::new("other@example.com"));
     let e = runner
-        .create(&agent(T), other.clone(), Some("k1"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            other.clone(),
+            Some("k1"),
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -1665,7 +1752,11 @@ async fn a_repeated_key_answers_the_original_task_also_while_it_runs() {
         ("idempotency_key_reused", 409)
     );
     let theirs = runner
-        .create(&agent("tenant-b"), other, Some("k1"))
+        .create(
+            &checked(&agent("tenant-b"), Right::Propose),
+            other,
+            Some("k1"),
+        )
         .await
         .unwrap();
     assert!(!theirs.replayed);
@@ -1684,18 +1775,30 @@ async fn a_replay_answers_even_at_the_daily_limit() {
     });
     let first = h
         .runner
-        .create(&agent(T), request(form_plan()), Some("k"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(form_plan()),
+            Some("k"),
+        )
         .await
         .unwrap();
     let e = h
         .runner
-        .create(&agent(T), request(form_plan()), Some("other"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(form_plan()),
+            Some("other"),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code(), "tenant_daily_limit");
     let again = h
         .runner
-        .create(&agent(T), request(form_plan()), Some("k"))
+        .create(
+            &checked(&agent(T), Right::Propose),
+            request(form_plan()),
+            Some("k"),
+        )
         .await
         .unwrap();
     assert_eq!(again.record.task_id, first.record.task_id);
@@ -1769,7 +1872,11 @@ async fn an_assertion_allows_exactly_one_new_attempt() {
     let h = h();
     let record = uncertain(&h, json!({"method": "dom_check", "text": "Saved"})).await;
     let id = record.task_id.clone();
-    let e = h.runner.retry(&agent(T), &id).await.unwrap_err();
+    let e = h
+        .runner
+        .retry(&checked(&agent(T), Right::Post), &id)
+        .await
+        .unwrap_err();
     assert_eq!(
         (e.code(), e.error_code().status),
         ("task_not_retryable", 409)
@@ -1807,7 +1914,11 @@ async fn an_assertion_allows_exactly_one_new_attempt() {
         .unwrap_err();
     assert_eq!((e.code(), e.error_code().status), ("already_asserted", 409));
 
-    let attempt = h.runner.retry(&agent(T), &id).await.unwrap();
+    let attempt = h
+        .runner
+        .retry(&checked(&agent(T), Right::Post), &id)
+        .await
+        .unwrap();
     let new = attempt.record;
     assert_eq!(
         new.state,
@@ -1822,13 +1933,21 @@ async fn an_assertion_allows_exactly_one_new_attempt() {
         Some(new.task_id.as_str())
     );
     assert_eq!(original.state, TaskState::Uncertain);
-    let e = h.runner.retry(&agent(T), &id).await.unwrap_err();
+    let e = h
+        .runner
+        .retry(&checked(&agent(T), Right::Post), &id)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "task_not_retryable", "spent");
 
     // The new attempt runs once, after its own approval.
     h.page.set_text("Saved");
     h.runner
-        .approve(&approver(T), &new.task_id, &approval(&new))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &new.task_id,
+            &approval(&new),
+        )
         .await
         .unwrap();
     let end = h.runner.run(T, &new.task_id).await.unwrap();
@@ -1865,7 +1984,11 @@ async fn the_daily_limit_is_a_429_until_the_next_utc_day() {
     let third = h.create(form_plan()).await;
     let e = h
         .runner
-        .approve(&approver(T), &third.task_id, &approval(&third))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &third.task_id,
+            &approval(&third),
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -1887,18 +2010,30 @@ async fn the_daily_limit_is_a_429_until_the_next_utc_day() {
     // Another tenant has its own day.
     let theirs = h
         .runner
-        .create(&agent("tenant-b"), request(form_plan()), None)
+        .create(
+            &checked(&agent("tenant-b"), Right::Propose),
+            request(form_plan()),
+            None,
+        )
         .await
         .unwrap()
         .record;
     h.runner
-        .approve(&approver("tenant-b"), &theirs.task_id, &approval(&theirs))
+        .approve(
+            &checked(&approver("tenant-b"), Right::Approve),
+            &theirs.task_id,
+            &approval(&theirs),
+        )
         .await
         .unwrap();
     // The next UTC day.
     h.clock.advance(Duration::from_secs(3600));
     h.runner
-        .approve(&approver(T), &third.task_id, &approval(&third))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &third.task_id,
+            &approval(&third),
+        )
         .await
         .unwrap();
 }
@@ -1916,7 +2051,11 @@ async fn the_concurrency_limit_counts_held_sessions() {
     let b = h.create(form_plan()).await;
     let e = h
         .runner
-        .approve(&approver(T), &b.task_id, &approval(&b))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &b.task_id,
+            &approval(&b),
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -1935,7 +2074,11 @@ async fn the_concurrency_limit_counts_held_sessions() {
     );
     h.runner.run(T, &a.task_id).await.unwrap();
     h.runner
-        .approve(&approver(T), &b.task_id, &approval(&b))
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &b.task_id,
+            &approval(&b),
+        )
         .await
         .unwrap();
 }
@@ -1956,14 +2099,14 @@ async fn retries_of_one_failed_execution_are_limited() {
     for attempt in 1..=2 {
         let next = h
             .runner
-            .retry(&agent(T), &record.task_id)
+            .retry(&checked(&agent(T), Right::Post), &record.task_id)
             .await
             .unwrap()
             .record;
         assert_eq!(next.retry_of.as_deref(), Some(first.as_str()));
         let e = h
             .runner
-            .retry(&agent(T), &record.task_id)
+            .retry(&checked(&agent(T), Right::Post), &record.task_id)
             .await
             .unwrap_err();
         assert_eq!(
@@ -1972,7 +2115,11 @@ async fn retries_of_one_failed_execution_are_limited() {
             "attempt {attempt}: once per task"
         );
         h.runner
-            .approve(&approver(T), &next.task_id, &approval(&next))
+            .approve(
+                &checked(&approver(T), Right::Approve),
+                &next.task_id,
+                &approval(&next),
+            )
             .await
             .unwrap();
         record = h.runner.run(T, &next.task_id).await.unwrap().record;
@@ -1980,7 +2127,7 @@ async fn retries_of_one_failed_execution_are_limited() {
     }
     let e = h
         .runner
-        .retry(&agent(T), &record.task_id)
+        .retry(&checked(&agent(T), Right::Post), &record.task_id)
         .await
         .unwrap_err();
     assert_eq!(
@@ -1993,7 +2140,7 @@ async fn retries_of_one_failed_execution_are_limited() {
     let pending = h.create(form_plan()).await;
     assert_eq!(
         h.runner
-            .retry(&agent(T), &pending.task_id)
+            .retry(&checked(&agent(T), Right::Post), &pending.task_id)
             .await
             .unwrap_err()
             .code(),
@@ -2074,7 +2221,10 @@ async fn recovery_ends_unfinished_tasks_honestly() {
         restarted.run(T, &ids[0]).await.unwrap_err().code(),
         "task_not_queued"
     );
-    restarted.retry(&agent(T), &ids[1]).await.unwrap();
+    restarted
+        .retry(&checked(&agent(T), Right::Post), &ids[1])
+        .await
+        .unwrap();
     assert!(restarted.recover_unfinished().await.unwrap().is_empty());
 }
 
@@ -2413,7 +2563,11 @@ async fn check_sequence(rule: ApprovalRule, ops: Vec<Op>) {
                 chains.push(committing);
                 h.page.text_after(&format!("#go-{k}"), &format!("done-{k}"));
                 if let Ok(created) = runner
-                    .create(&agent(T), request(chain_plan(k, committing)), None)
+                    .create(
+                        &checked(&agent(T), Right::Propose),
+                        request(chain_plan(k, committing)),
+                        None,
+                    )
                     .await
                 {
                     tasks.push((created.record.task_id, k));
@@ -2429,7 +2583,7 @@ async fn check_sequence(rule: ApprovalRule, ops: Vec<Op>) {
                 };
                 let result = runner
                     .approve(
-                        &approver(T),
+                        &checked(&approver(T), Right::Approve),
                         &id,
                         &ApproveRequest {
                             approved_by: Some("alice".into()),
@@ -2446,7 +2600,7 @@ async fn check_sequence(rule: ApprovalRule, ops: Vec<Op>) {
                 let Some((id, _)) = pick(task) else { continue };
                 let _ = runner
                     .reject(
-                        &approver(T),
+                        &checked(&approver(T), Right::Approve),
                         &id,
                         &RejectRequest {
                             rejected_by: Some("bob".into()),
@@ -2486,7 +2640,7 @@ async fn check_sequence(rule: ApprovalRule, ops: Vec<Op>) {
             }
             Op::Retry { task } => {
                 let Some((id, k)) = pick(task) else { continue };
-                if let Ok(created) = runner.retry(&agent(T), &id).await {
+                if let Ok(created) = runner.retry(&checked(&agent(T), Right::Post), &id).await {
                     tasks.push((created.record.task_id, k));
                 }
             }
