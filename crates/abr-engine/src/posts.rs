@@ -53,7 +53,7 @@ use crate::admission::TenantAdmission;
 use crate::error::EngineError;
 use crate::ledger::{CAS_ATTEMPTS, Ledger, Recorded, record_id};
 use crate::poster::{AgentPoster, PostRun};
-use crate::stored_sessions::StoredSessions;
+use crate::stored_sessions::{StoredSessions, bound_platform};
 
 /// What a post answered ([`Engine::post`](crate::Engine::post)).
 #[derive(Debug, Clone, PartialEq)]
@@ -359,10 +359,7 @@ impl<C: SessionContext> PostJournal<C> {
         }
         let session = self.session(tenant, &request).await?;
         if request.session_id.is_some()
-            && let Some(bound) = session
-                .as_ref()
-                .and_then(|s| s.metadata.as_ref())
-                .and_then(|m| m.platform.as_deref())
+            && let Some(bound) = session.as_ref().and_then(bound_platform)
         {
             self.poster.check_bound(bound, &request)?;
         }
@@ -664,8 +661,7 @@ impl<C: SessionContext> PostJournal<C> {
         // A stored session's platform keeps its screenshots setting, as for a task.
         let screenshots = session
             .as_ref()
-            .and_then(|s| s.metadata.as_ref())
-            .and_then(|m| m.platform.as_deref())
+            .and_then(bound_platform)
             .is_none_or(|bound| self.poster.bound_screenshots(bound));
         let mut resolved = request;
         if let Some(session) = session {

@@ -34,6 +34,12 @@ fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// The platform a session is bound to: the one it was kept for or read out of
+/// (`metadata.platform`), whose policy travels with it.
+pub(crate) fn bound_platform(state: &AgentSessionState) -> Option<&str> {
+    state.metadata.as_ref()?.platform.as_deref()
+}
+
 impl StoredSessions {
     /// Sessions in `store`; `clock` stamps what a refresh wrote.
     pub(crate) fn new(store: Arc<dyn SessionStore>, clock: Arc<dyn Clock>) -> Self {
@@ -130,9 +136,9 @@ impl StoredSessions {
         platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
     ) -> Result<Option<(String, StrategyPolicy)>, EngineError> {
         let registered = |state: &AgentSessionState| {
-            let name = state.metadata.as_ref()?.platform.clone()?;
-            let policy = platforms(&name)?;
-            Some((name, policy))
+            let name = bound_platform(state)?;
+            let policy = platforms(name)?;
+            Some((name.to_owned(), policy))
         };
         let kept = kept.and_then(registered);
         match (kept, registered(incoming)) {
@@ -160,11 +166,7 @@ impl StoredSessions {
         platforms: &(dyn Fn(&str) -> Option<StrategyPolicy> + Sync),
     ) -> Result<(StoredSession, Option<Right>), EngineError> {
         let stored = self.get(tenant, session_id).await?;
-        let restrictive = stored
-            .session
-            .metadata
-            .as_ref()
-            .and_then(|m| m.platform.as_deref())
+        let restrictive = bound_platform(&stored.session)
             .and_then(platforms)
             .is_some_and(|policy| policy.read_only || !policy.allow_unattended);
         Ok((stored, restrictive.then_some(Right::ExportBoundSession)))
@@ -188,7 +190,7 @@ impl StoredSessions {
         abr_core::tenant::check("sessionId", Some(session_id))?;
         let key = SessionKey::stored(tenant, session_id);
         let kept = self.store.load(&key).await?;
-        let platform = state.metadata.as_ref().and_then(|m| m.platform.as_deref());
+        let platform = bound_platform(&state);
         if let Some((bound, _)) = Self::binding(kept.as_ref(), &state, platforms)?
             && platform != Some(bound.as_str())
         {

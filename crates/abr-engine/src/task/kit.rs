@@ -161,7 +161,7 @@ impl<C: TaskContext> TaskRunner<C> {
         &self,
         stored: &AgentSessionState,
     ) -> Result<Option<(String, StrategyPolicy)>, EngineError> {
-        let Some(name) = stored.metadata.as_ref().and_then(|m| m.platform.clone()) else {
+        let Some(name) = crate::stored_sessions::bound_platform(stored).map(str::to_owned) else {
             return Ok(None);
         };
         let registered = self

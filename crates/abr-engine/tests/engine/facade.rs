@@ -932,7 +932,7 @@ async fn a_stored_sessions_platform_keeps_screenshots_off_for_its_posts() {
         )
         .await
         .unwrap();
-    let screenshots_of = |posted: abr_engine::Posted| {
+    let post_id_of = |posted: abr_engine::Posted| {
         let PostReply::Result(result) = posted.reply else {
             panic!("a post of this process answers its result: {posted:?}");
         };
@@ -942,7 +942,7 @@ async fn a_stored_sessions_platform_keeps_screenshots_off_for_its_posts() {
 
     // A post on `fake` with its own session takes screenshots, as `fake` allows.
     let inline = engine.post(&agent(T), None, post("inline")).await.unwrap();
-    let id = screenshots_of(inline);
+    let id = post_id_of(inline);
     let (setting, _) = engine.run_frames(&agent(T), &id).await.unwrap();
     assert_eq!(setting.screenshots, abr_protocol::ScreenshotsMode::On);
 
@@ -951,7 +951,7 @@ async fn a_stored_sessions_platform_keeps_screenshots_off_for_its_posts() {
     through.session = AgentSessionState::default();
     through.session_id = Some("s1".into());
     let stored = engine.post(&agent(T), None, through).await.unwrap();
-    let id = screenshots_of(stored);
+    let id = post_id_of(stored);
     let (setting, frames) = engine.run_frames(&agent(T), &id).await.unwrap();
     assert_eq!(
         setting.screenshots,
