@@ -1009,3 +1009,41 @@ async fn a_request_naming_another_tenant_than_the_actors_is_refused_at_the_door(
         .unwrap();
     assert!(listed.items.is_empty(), "{listed:?}");
 }
+
+/// The builder's randomness is the one a post's pacing draws from, and the builder's clock
+/// the one it sleeps on.
+#[tokio::test]
+async fn pacing_draws_from_the_builders_randomness_and_sleeps_on_its_clock() {
+    let clock = Arc::new(ManualClock::new(time::OffsetDateTime::UNIX_EPOCH));
+    let provider = Arc::new(FakeProvider::new());
+    let jobs: DynSessionProvider<FakeContext> = provider.clone();
+    let config = EngineConfig {
+        pacing: Some(abr_core::Pacing {
+            min: Duration::from_millis(500),
+            max: Duration::from_millis(1_500),
+        }),
+        ..EngineConfig::default()
+    };
+    let engine = EngineBuilder::new(
+        config,
+        Arc::clone(&jobs),
+        jobs,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(Arc::new(ScriptedStrategy::new(
+        "fake",
+        &PlatformPolicy::default(),
+    )))
+    .unwrap()
+    .clock(clock.clone())
+    .random(Arc::new(abr_core::testing::FixedRandom(1_234)))
+    .build()
+    .unwrap();
+    let posted = engine.post(&agent(T), None, post("paced")).await.unwrap();
+    let PostReply::Result(result) = posted.reply else {
+        panic!("a post of this process answers its result: {posted:?}");
+    };
+    // 500 + 1234 % 1001 = 733
+    assert_eq!(clock.sleeps(), vec![Duration::from_millis(733)]);
+    assert_eq!(result.timing.pacing_ms, 733);
+}
