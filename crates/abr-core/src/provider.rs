@@ -226,6 +226,14 @@ pub trait SessionProvider: Send + Sync + 'static {
     /// Acquires an isolated browser context.
     async fn acquire(&self, request: AcquireRequest)
     -> Result<Lease<Self::Context>, ProviderError>;
+
+    /// The refusal an acquire for `mode` would answer at once right now, if any: a hint
+    /// that lets a caller answer before it queues for its own resources (a job slot). Never
+    /// a promise either way: [`Self::acquire`] decides. `None` by default.
+    fn refuses_now(&self, mode: AcquireMode) -> Option<ProviderError> {
+        let _ = mode;
+        None
+    }
 }
 
 #[async_trait]
@@ -245,6 +253,10 @@ impl<P: SessionProvider + ?Sized> SessionProvider for Arc<P> {
         request: AcquireRequest,
     ) -> Result<Lease<Self::Context>, ProviderError> {
         (**self).acquire(request).await
+    }
+
+    fn refuses_now(&self, mode: AcquireMode) -> Option<ProviderError> {
+        (**self).refuses_now(mode)
     }
 }
 

@@ -180,4 +180,14 @@ impl<P: SessionProvider> SessionProvider for SerializedProvider<P> {
         let lease = self.inner.acquire(request).await?;
         Ok(lease.hold(slot))
     }
+
+    fn refuses_now(&self, mode: AcquireMode) -> Option<ProviderError> {
+        if self.gate.available_permits() > 0 {
+            return self.inner.refuses_now(mode);
+        }
+        let holder = self.holder();
+        self.wait_for(mode, holder)
+            .is_zero()
+            .then(|| self.busy(holder, Duration::ZERO))
+    }
 }

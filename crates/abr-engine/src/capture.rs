@@ -218,6 +218,18 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             .tenant(Some(&c.workspace_id), Some(&c.account_id))
     }
 
+    /// Refuses a capture the provider would refuse at once (a single-session backend in
+    /// use), before the caller queues for a job slot: a person is not kept waiting for a
+    /// refusal. A hint only: [`Self::start`]'s acquire decides.
+    ///
+    /// # Errors
+    /// The provider's refusal, typically `provider_busy` with its `Retry-After`.
+    pub(crate) fn refused_now(&self) -> Result<(), EngineError> {
+        self.provider
+            .refuses_now(AcquireMode::Interactive)
+            .map_or(Ok(()), |refusal| Err(refusal.into()))
+    }
+
     /// Starts a capture: opens an interactive browser on the platform's start URL.
     ///
     /// # Errors

@@ -307,3 +307,40 @@ async fn a_failed_capture_acquire_frees_the_session_for_jobs() {
     let job = p.acquire(request()).await.unwrap();
     job.release().await.unwrap();
 }
+
+#[tokio::test]
+async fn refuses_now_foretells_the_policys_refusals_and_nothing_else() {
+    let p = serialized(Duration::from_secs(3600));
+    assert!(p.refuses_now(AcquireMode::Interactive).is_none(), "free");
+    assert!(p.refuses_now(AcquireMode::Unattended).is_none(), "free");
+
+    let job = p.acquire(request()).await.unwrap();
+    let refusal = p.refuses_now(AcquireMode::Interactive).unwrap();
+    assert_refused(&refusal, Duration::from_secs(2));
+    assert!(
+        p.refuses_now(AcquireMode::Unattended).is_none(),
+        "a job would wait behind a job"
+    );
+    job.release().await.unwrap();
+
+    let cap = p.acquire(capture()).await.unwrap();
+    for mode in [AcquireMode::Interactive, AcquireMode::Unattended] {
+        let refusal = p.refuses_now(mode).unwrap();
+        assert_refused(&refusal, Duration::from_secs(15));
+    }
+    // Through an `Arc<dyn …>` as the engine holds it.
+    let shared: abr_core::DynSessionProvider<_> = p.clone();
+    assert!(shared.refuses_now(AcquireMode::Interactive).is_some());
+    cap.release().await.unwrap();
+    assert!(
+        p.refuses_now(AcquireMode::Interactive).is_none(),
+        "free again"
+    );
+
+    // A capture allowed to wait is not foretold a refusal.
+    let waits = SerializedProvider::new(FakeProvider::new(), Duration::from_secs(60))
+        .with_capture_wait(Duration::from_secs(10));
+    let job = waits.acquire(request()).await.unwrap();
+    assert!(waits.refuses_now(AcquireMode::Interactive).is_none());
+    job.release().await.unwrap();
+}

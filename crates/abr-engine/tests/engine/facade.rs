@@ -1047,3 +1047,57 @@ async fn pacing_draws_from_the_builders_randomness_and_sleeps_on_its_clock() {
     assert_eq!(clock.sleeps(), vec![Duration::from_millis(733)]);
     assert_eq!(result.timing.pacing_ms, 733);
 }
+
+/// A single-session backend held by a capture, and every job slot taken: a second capture
+/// is refused at once with `provider_busy` and its `Retry-After`, not after queueing for a
+/// slot it could never use (a person at a live view waits for nothing).
+#[tokio::test(start_paused = true)]
+async fn a_capture_the_provider_refuses_is_refused_before_it_queues_for_a_job_slot() {
+    let serialized =
+        abr_core::SerializedProvider::new(FakeProvider::new(), Duration::from_secs(60));
+    let provider: DynSessionProvider<FakeContext> = Arc::new(serialized);
+    let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
+    let engine = EngineBuilder::new(
+        EngineConfig {
+            max_concurrent_jobs: 1,
+            max_queued_jobs: 4,
+            ..EngineConfig::default()
+        },
+        Arc::clone(&provider),
+        provider,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(strategy)
+    .unwrap()
+    .build()
+    .unwrap();
+    let a = agent(T);
+    let start = || {
+        serde_json::from_value::<abr_protocol::CaptureStartRequest>(json!({
+            "workspaceId": T, "accountId": "ada", "platform": "fake"
+        }))
+        .unwrap()
+    };
+    let first = engine.capture_start(&a, start()).await.unwrap();
+    let slot = engine.hold_job_slot().await.unwrap();
+
+    let started = tokio::time::Instant::now();
+    let refused = engine.capture_start(&a, start()).await.unwrap_err();
+    assert_eq!(started.elapsed(), Duration::ZERO, "refused without waiting");
+    assert_eq!(refused.code(), "provider_busy", "{refused:?}");
+    assert!(refused.is_retryable());
+    assert_eq!(refused.retry_after(), Some(Duration::from_secs(15)));
+
+    drop(slot);
+    engine
+        .capture_cancel(
+            &a,
+            &abr_protocol::CaptureRef {
+                capture_id: first.capture_id,
+                workspace_id: T.into(),
+                account_id: "ada".into(),
+            },
+        )
+        .await
+        .unwrap();
+}
