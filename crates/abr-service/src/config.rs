@@ -466,6 +466,12 @@ pub struct StoreSettings {
     /// (XChaCha20-Poly1305). Without it nothing holding credentials is stored, except in
     /// `--insecure-dev` (stored in plaintext, marked as such).
     pub session_key: Option<SecretString>,
+    /// A PostgreSQL database a fleet of replicas shares (`ABR_DATABASE_URL=postgres://…`),
+    /// instead of the SQLite file: a secret (it may hold a password).
+    pub database_url: Option<SecretString>,
+    /// At most this many connections to it per replica (`ABR_DATABASE_POOL_SIZE`, 1 to
+    /// 1000; 0, or unset: 16).
+    pub database_pool_size: usize,
 }
 
 impl std::fmt::Debug for StoreSettings {
@@ -473,6 +479,8 @@ impl std::fmt::Debug for StoreSettings {
         f.debug_struct("StoreSettings")
             .field("data_dir", &self.data_dir)
             .field("session_key", &self.session_key.as_ref().map(|_| "<set>"))
+            .field("database_url", &self.database_url.as_ref().map(|_| "<set>"))
+            .field("database_pool_size", &self.database_pool_size)
             .finish()
     }
 }
@@ -1034,6 +1042,24 @@ impl RunnerConfig {
                 ));
             }
         }
+        config.store.database_url = secret("ABR_DATABASE_URL");
+        if let Some(url) = &config.store.database_url {
+            let url = url.expose_secret();
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return Err(invalid(
+                    "ABR_DATABASE_URL",
+                    "a PostgreSQL URL: postgres://user:password@host:port/database",
+                ));
+            }
+        }
+        config.store.database_pool_size = match get("ABR_DATABASE_POOL_SIZE") {
+            None => abr_store::DEFAULT_POOL_SIZE,
+            Some(n) => n
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .ok_or_else(|| invalid("ABR_DATABASE_POOL_SIZE", "a number from 1 to 1000"))?,
+        };
         config.platforms_dir = get("ABR_PLATFORMS_DIR").map(PathBuf::from);
         if let Some(list) = get("ABR_PLATFORM_VARS") {
             for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {

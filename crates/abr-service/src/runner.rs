@@ -19,7 +19,7 @@ use abr_providers::{
     BrowserSession, CdpProviderConfig, CdpSessionProvider, ChromiumBinary, Isolation,
     LocalBrowserSessionProvider, LocalProviderConfig,
 };
-use abr_store::{SealingKey, SqliteStore};
+use abr_store::{PgStore, SealingKey, SqliteStore};
 use secrecy::ExposeSecret;
 
 use crate::config::{ConfigError, ProviderChoice, RunnerConfig};
@@ -505,14 +505,52 @@ pub(crate) fn private_dir(dir: &std::path::Path) -> Result<(), String> {
     }
 }
 
-fn open_store(config: &RunnerConfig) -> Result<Arc<dyn EngineStore>, CoreError> {
-    let key = config
+fn sealing_key(config: &RunnerConfig) -> Result<Option<SealingKey>, CoreError> {
+    config
         .store
         .session_key
         .as_ref()
         .map(|k| SealingKey::from_hex(k.expose_secret()))
         .transpose()
-        .map_err(|e| CoreError::InvalidInput(format!("ABR_SESSION_KEY: {e}")))?;
+        .map_err(|e| CoreError::InvalidInput(format!("ABR_SESSION_KEY: {e}")))
+}
+
+/// The shared PostgreSQL store `ABR_DATABASE_URL` names, connected and migrated, if one is
+/// named: give it to [`RunnerBuilder::store`] (connecting takes the runtime, which the
+/// builder does not).
+///
+/// # Errors
+/// A bad session key, a database that cannot be reached, or one a newer binary migrated.
+pub async fn open_shared_store(
+    config: &RunnerConfig,
+) -> Result<Option<Arc<dyn EngineStore>>, CoreError> {
+    let Some(url) = &config.store.database_url else {
+        return Ok(None);
+    };
+    let pool = match config.store.database_pool_size {
+        0 => abr_store::DEFAULT_POOL_SIZE,
+        n => n,
+    };
+    let store = PgStore::connect(
+        url.expose_secret(),
+        sealing_key(config)?,
+        config.insecure_dev,
+        pool,
+    )
+    .await
+    .map_err(CoreError::from)?;
+    Ok(Some(Arc::new(store)))
+}
+
+fn open_store(config: &RunnerConfig) -> Result<Arc<dyn EngineStore>, CoreError> {
+    if config.store.database_url.is_some() {
+        return Err(CoreError::InvalidInput(
+            "ABR_DATABASE_URL: connect the shared store first (open_shared_store) and give it \
+             to RunnerBuilder::store"
+                .into(),
+        ));
+    }
+    let key = sealing_key(config)?;
     let store = match &config.store.data_dir {
         Some(dir) => SqliteStore::open(&dir.join("abr.db"), key, config.insecure_dev),
         None => SqliteStore::in_memory(key),

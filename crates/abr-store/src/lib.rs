@@ -16,21 +16,17 @@
 //! between them, never a mark: an interrupted task or post is still recovered `uncertain`
 //! when something committing may have run.
 
-mod counters;
+mod codec;
 mod crypto;
-mod db;
-mod frames;
-mod keys;
-mod posts;
-mod records;
-mod retention;
-mod screenshots;
-mod sessions;
-mod sites;
-mod tasks;
+mod ledger;
+mod postgres;
+mod sqlite;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use crypto::SealingKey;
-pub use db::SqliteStore;
+pub use postgres::{DEFAULT_POOL_SIZE, PgStore};
+pub use sqlite::SqliteStore;
 
 use abr_core::error::store::{StoreFailure, StoreFailureKind};
 
@@ -67,6 +63,21 @@ pub enum StoreError {
          (they hold credentials or page content)"
     )]
     NoKey,
+    /// The database cannot be reached now (a lost connection, a server shutting down or
+    /// full): the same call may succeed later.
+    #[error("the store's database cannot be reached: {0}")]
+    Unreachable(String),
+    /// The database was migrated by a newer binary: this one does not write it.
+    #[error(
+        "the database's schema is version {found}, newer than this binary's {known}: \
+         run the newer binary, or restore the database"
+    )]
+    NewerSchema {
+        /// The version found in the database.
+        found: u32,
+        /// The newest version this binary knows.
+        known: u32,
+    },
     /// A record could not be encoded or decoded.
     #[error("a stored record could not be read: {0}")]
     Record(String),
@@ -89,10 +100,14 @@ impl StoreError {
     /// What kind of store failure this is for the store contracts.
     pub fn failure_kind(&self) -> StoreFailureKind {
         match self {
-            Self::Database(_) | Self::Busy(_) => StoreFailureKind::Unavailable,
+            Self::Database(_) | Self::Busy(_) | Self::Unreachable(_) => {
+                StoreFailureKind::Unavailable
+            }
             Self::Constraint(_) => StoreFailureKind::Conflict,
             Self::Damaged(_) | Self::Crypto | Self::Record(_) => StoreFailureKind::Corrupt,
-            Self::InvalidKey | Self::NoKey => StoreFailureKind::Misconfigured,
+            Self::InvalidKey | Self::NoKey | Self::NewerSchema { .. } => {
+                StoreFailureKind::Misconfigured
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ use abr_core::clock::SystemClock;
 use abr_core::principal::Principal;
 use abr_engine::Keys;
 use abr_protocol::{KeyRequest, KeysResponse, Role};
-use abr_store::SqliteStore;
+use abr_store::{PgStore, SqliteStore};
 
 use crate::cli::CliError;
 use crate::config;
@@ -91,10 +91,25 @@ where
         .enable_all()
         .build()
         .map_err(|e| CliError::Run(format!("cannot start the async runtime: {e}")))?;
+    // A fleet's keys are in its shared database (`ABR_DATABASE_URL`), else in this
+    // machine's SQLite file.
+    let database_url = env
+        .get("ABR_DATABASE_URL")
+        .map(|u| u.trim().to_owned())
+        .filter(|u| !u.is_empty());
     runtime.block_on(async move {
-        let store = SqliteStore::open(&dir.join("abr.db"), None, false)
-            .map_err(|e| CliError::Run(format!("cannot open {}: {e}", dir.display())))?;
-        let keys = Keys::new(Arc::new(store), Arc::new(SystemClock), Auditor::none());
+        let store: Arc<dyn abr_core::store::KeyStore> = match database_url {
+            Some(url) => Arc::new(
+                PgStore::connect(&url, None, false, 2)
+                    .await
+                    .map_err(|e| CliError::Run(format!("cannot open the database: {e}")))?,
+            ),
+            None => Arc::new(
+                SqliteStore::open(&dir.join("abr.db"), None, false)
+                    .map_err(|e| CliError::Run(format!("cannot open {}: {e}", dir.display())))?,
+            ),
+        };
+        let keys = Keys::new(store, Arc::new(SystemClock), Auditor::none());
         let me = Arc::new(Principal::operator(
             "local",
             "this machine's operator (abr keys, abr hub)",

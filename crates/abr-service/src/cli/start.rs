@@ -42,7 +42,14 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 /// [`CliError::Config`] for a platform the configuration names that is refused;
 /// [`CliError::Run`] when the runner cannot be built or its store cannot be read.
 pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError> {
-    let runner = RunnerBuilder::from_config(config)?
+    let shared = crate::runner::open_shared_store(&config)
+        .await
+        .map_err(|e| CliError::Run(format!("cannot open the database: {e}")))?;
+    let mut builder = RunnerBuilder::from_config(config)?;
+    if let Some(store) = shared {
+        builder = builder.store(store);
+    }
+    let runner = builder
         .build()
         .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
     let ended = runner

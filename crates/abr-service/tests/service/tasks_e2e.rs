@@ -505,7 +505,14 @@ struct Serve {
 }
 
 impl Serve {
-    async fn start(site: &DemoSite, data_dir: &std::path::Path, marker: &str) -> Self {
+    /// With `database`, its records in that PostgreSQL database (`ABR_DATABASE_URL`), not
+    /// in the data directory's SQLite file.
+    async fn start_on(
+        site: &DemoSite,
+        data_dir: &std::path::Path,
+        marker: &str,
+        database: Option<&str>,
+    ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -533,6 +540,7 @@ impl Serve {
                 .env("ABR_DEMO_SITE_URL", site.base_url())
                 .env("ABR_PACING_MS", "off")
                 .env("ABR_E2E_RUN", marker)
+                .envs(database.map(|url| ("ABR_DATABASE_URL", url)))
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().unwrap())
                 .stderr(log),
@@ -736,12 +744,28 @@ async fn add_user_over_http(site: &DemoSite, email: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_task_then_restart_ends_tasks_honestly_and_leaves_no_browser() {
+    kill_9_mid_task_then_restart(None).await;
+}
+
+/// The same on a shared PostgreSQL database instead of the SQLite file: the mark a task
+/// saved before its committing step is in the database when the runner is killed, and the
+/// next runner on that database ends the task as the SQLite one does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_task_then_restart_on_postgres_ends_tasks_honestly() {
+    let server = abr_store::testing::PgServer::start().unwrap();
+    let url = server.create_database().await.unwrap();
+    kill_9_mid_task_then_restart(Some(&url)).await;
+    // Nothing of it in a file: the records are the database's.
+    drop(server);
+}
+
+async fn kill_9_mid_task_then_restart(database: Option<&str>) {
     let site = DemoSite::start(SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let marker = random_suffix();
-    let mut first = Serve::start(&site, dir.path(), &marker).await;
+    let mut first = Serve::start_on(&site, dir.path(), &marker, database).await;
     let session = serde_json::to_value(signed_in_session(&site, "alice").await).unwrap();
     let never = format!("never-shown-{}", &marker[..8]);
 
@@ -801,8 +825,14 @@ async fn kill_9_mid_task_then_restart_ends_tasks_honestly_and_leaves_no_browser(
         "A's submit happened"
     );
 
-    let second = Serve::start(&site, dir.path(), &marker).await;
+    let second = Serve::start_on(&site, dir.path(), &marker, database).await;
     let client = second.client.clone();
+    if database.is_some() {
+        assert!(
+            !dir.path().join("abr.db").exists(),
+            "no SQLite file beside a shared database"
+        );
+    }
     let a = client.get_task(TENANT, &task_a.task_id).await.unwrap();
     assert_eq!(a.state, TaskState::Uncertain, "{a:#?}");
     let error = a.error.as_ref().unwrap();

@@ -49,3 +49,22 @@ async fn a_killed_runners_log_left_readable_is_the_owners_alone_after_a_restart(
     assert_eq!(mode(&wal), 0o600, "the log holds the last records");
     assert_eq!(mode(&shm), 0o600, "the shared memory indexes the log");
 }
+
+#[test]
+fn a_database_a_newer_binary_migrated_is_refused_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abr.db");
+    drop(SqliteStore::open(&path, None, false).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let known: u32 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    conn.pragma_update(None, "user_version", known + 1).unwrap();
+    drop(conn);
+    let refused = SqliteStore::open(&path, None, false).unwrap_err();
+    assert!(
+        matches!(refused, abr_store::StoreError::NewerSchema { found, known: k }
+            if found == known + 1 && k == known),
+        "{refused:?}"
+    );
+}

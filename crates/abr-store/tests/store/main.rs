@@ -14,8 +14,10 @@
 )]
 
 mod conformance;
+mod conformance_pg;
 mod files;
 mod frames;
 mod posts;
+mod races_pg;
 mod sessions;
 mod tasks;

@@ -4,25 +4,13 @@
 
 use abr_core::CoreError;
 use abr_core::guard::SiteStore;
-use abr_protocol::{SiteDecision, SiteEntry};
+use abr_protocol::SiteEntry;
 use async_trait::async_trait;
 
-use crate::records::{from_name, name_of, parse_timestamp, timestamp};
-use crate::{SqliteStore, StoreError};
+use crate::SqliteStore;
+use crate::codec::{RawEntry, decode_site as decode, name_of, timestamp};
 
 /// Columns as read, before decoding.
-type RawEntry = (String, String, String, String);
-
-fn decode(raw: RawEntry) -> Result<SiteEntry, StoreError> {
-    let (domain, decision, decided_by, decided_at) = raw;
-    Ok(SiteEntry {
-        domain,
-        decision: from_name::<SiteDecision>(&decision, "a site decision")?,
-        decided_by,
-        decided_at: parse_timestamp(&decided_at, "a site decision's time")?,
-    })
-}
-
 #[async_trait]
 impl SiteStore for SqliteStore {
     async fn sites(&self, tenant: &str) -> Result<Vec<SiteEntry>, CoreError> {

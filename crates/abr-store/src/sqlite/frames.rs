@@ -13,40 +13,20 @@
 
 use abr_core::CoreError;
 use abr_core::guard::{FrameRefused, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN, StoredFrame};
-use abr_protocol::{FrameInfo, FramePoint, RunScreenshots, ScreenshotsMode};
+use abr_protocol::{FrameInfo, RunScreenshots, ScreenshotsMode};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 
-use crate::records::{from_name, name_of, parse_timestamp, row_aad, timestamp};
+use crate::codec::{RawInfo, decode_info, frame_aad, mode_of, name_of, timestamp};
 use crate::{SqliteStore, StoreError};
 
 /// The associated data binding a sealed JPEG to its row.
-fn frame_aad(tenant: &str, run_id: &str, seq: u32) -> Vec<u8> {
-    row_aad(b"frame", &[tenant, run_id, &seq.to_string()])
-}
-
-fn mode_of(name: &str) -> Result<ScreenshotsMode, StoreError> {
-    from_name(name, "a run's screenshots setting")
-}
-
-/// The columns of a frame's metadata, in the order [`read_info`] reads them.
 const INFO_COLUMNS: &str = "seq, point, url, domain, action, bytes, taken_at, same_as";
 
 /// How many columns [`INFO_COLUMNS`] names: what a query adds after them starts here.
 const INFO_LEN: usize = 8;
 
 /// Columns as read, before decoding.
-type RawInfo = (
-    u32,
-    String,
-    String,
-    String,
-    String,
-    i64,
-    String,
-    Option<u32>,
-);
-
 fn read_info(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawInfo> {
     Ok((
         row.get(0)?,
@@ -60,21 +40,6 @@ fn read_info(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawInfo> {
     ))
 }
 
-fn decode_info(raw: RawInfo) -> Result<FrameInfo, StoreError> {
-    let (seq, point, url, domain, action, bytes, taken_at, same_as) = raw;
-    Ok(FrameInfo {
-        seq,
-        point: from_name::<FramePoint>(&point, "a frame's point")?,
-        url,
-        domain,
-        action,
-        bytes: usize::try_from(bytes).map_err(|_| StoreError::Record("a frame's size".into()))?,
-        taken_at: parse_timestamp(&taken_at, "a frame's time")?,
-        same_as,
-    })
-}
-
-/// The setting `run_id` recorded, if any.
 fn setting(
     conn: &Connection,
     tenant: &str,
@@ -159,7 +124,7 @@ impl FrameStore for SqliteStore {
         let (t, r) = (tenant.to_owned(), run_id.to_owned());
         // The JPEG is sealed inside the transaction: its sequence number, bound to it, is
         // known only there.
-        let sealer = self.clone();
+        let sealer = self.sealer.clone();
         self.with(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             match setting(&tx, &t, &r)? {
@@ -265,7 +230,9 @@ impl FrameStore for SqliteStore {
             return Ok(None);
         };
         let info = decode_info(raw)?;
-        let jpeg = self.open_payload(encrypted, sealed, &frame_aad(tenant, run_id, seq), false)?;
+        let jpeg =
+            self.sealer
+                .open_payload(encrypted, sealed, &frame_aad(tenant, run_id, seq), false)?;
         Ok(Some(StoredFrame { info, jpeg }))
     }
 

@@ -7,14 +7,7 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension as _, TransactionBehavior};
 
 use crate::SqliteStore;
-
-fn counter_name(counter: &Counter) -> String {
-    match counter {
-        Counter::Executions { day } => format!("executions:{day}"),
-        Counter::Sessions => "sessions".to_owned(),
-        Counter::Retries { task_id } => format!("retries:{task_id}"),
-    }
-}
+use crate::codec::counter_name;
 
 #[async_trait]
 impl CounterStore for SqliteStore {

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::Connection;
 
+use crate::codec::Sealer;
 use crate::{SealingKey, StoreError};
 
 /// The schema, one migration per entry; `PRAGMA user_version` records how many ran.
@@ -173,8 +174,7 @@ const MIGRATIONS: &[&str] = &[
 #[derive(Clone)]
 pub struct SqliteStore {
     pub(crate) conn: Arc<Mutex<Connection>>,
-    pub(crate) key: Option<Arc<SealingKey>>,
-    pub(crate) plaintext_allowed: bool,
+    pub(crate) sealer: Sealer,
     path: PathBuf,
 }
 
@@ -182,7 +182,7 @@ impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore")
             .field("path", &self.path)
-            .field("encrypts_sessions", &self.key.is_some())
+            .field("encrypts_sessions", &self.sealer.seals())
             .finish_non_exhaustive()
     }
 }
@@ -225,8 +225,7 @@ impl SqliteStore {
         migrate(&conn)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
-            key: key.map(Arc::new),
-            plaintext_allowed,
+            sealer: Sealer::new(key, plaintext_allowed),
             path: path.to_owned(),
         })
     }
@@ -242,8 +241,7 @@ impl SqliteStore {
         migrate(&conn)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
-            key: key.map(Arc::new),
-            plaintext_allowed: true,
+            sealer: Sealer::new(key, true),
             path: PathBuf::from(":memory:"),
         })
     }
@@ -321,6 +319,13 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
     let done: usize = conn
         .pragma_query_value(None, "user_version", |row| row.get::<_, i64>(0))
         .map(|v| usize::try_from(v).unwrap_or(0))?;
+    if done > MIGRATIONS.len() {
+        // A newer binary migrated it: its tables are not what this one would write.
+        return Err(StoreError::NewerSchema {
+            found: u32::try_from(done).unwrap_or(u32::MAX),
+            known: u32::try_from(MIGRATIONS.len()).unwrap_or(u32::MAX),
+        });
+    }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(done) {
         conn.execute_batch(&format!(
             "BEGIN; {sql} PRAGMA user_version = {}; COMMIT;",

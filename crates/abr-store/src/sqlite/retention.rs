@@ -12,7 +12,7 @@ use rusqlite::TransactionBehavior;
 use time::OffsetDateTime;
 
 use crate::SqliteStore;
-use crate::records::timestamp;
+use crate::codec::timestamp;
 
 /// Ended tasks whose evidence is due: ended before `?1`, not expired yet.
 const DUE: &str = "record ->> '$.finishedAt' IS NOT NULL

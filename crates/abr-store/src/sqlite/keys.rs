@@ -4,30 +4,19 @@
 
 use abr_core::CoreError;
 use abr_core::store::{KeyStore, RunnerLink, StoredKey};
-use abr_protocol::Role;
 use async_trait::async_trait;
 use rusqlite::OptionalExtension as _;
 use time::OffsetDateTime;
 
-use crate::records::{from_name, name_of, parse_timestamp, timestamp};
+use crate::codec::{
+    KeyColumns, RawKey, decode_key as decode, key_columns, parse_timestamp, timestamp,
+};
 use crate::{SqliteStore, StoreError};
 
 const COLUMNS: &str =
     "key_id, name, role, tenant_id, read_only, created_at, expires_at, revoked_at, digest";
 
 /// Columns as read, before decoding.
-struct RawKey {
-    id: String,
-    name: String,
-    role: String,
-    tenant: Option<String>,
-    read_only: bool,
-    created_at: String,
-    expires_at: Option<String>,
-    revoked_at: Option<String>,
-    digest: Vec<u8>,
-}
-
 fn raw(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawKey> {
     Ok(RawKey {
         id: row.get(0)?,
@@ -42,40 +31,15 @@ fn raw(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawKey> {
     })
 }
 
-fn optional_instant(text: Option<&str>, what: &str) -> Result<Option<OffsetDateTime>, StoreError> {
-    text.map(|t| parse_timestamp(t, what)).transpose()
-}
-
-fn decode(raw: RawKey) -> Result<StoredKey, StoreError> {
-    Ok(StoredKey {
-        role: from_name::<Role>(&raw.role, "a key's role")?,
-        created_at: parse_timestamp(&raw.created_at, "a key's creation")?,
-        expires_at: optional_instant(raw.expires_at.as_deref(), "a key's expiry")?,
-        revoked_at: optional_instant(raw.revoked_at.as_deref(), "a key's revocation")?,
-        digest: raw
-            .digest
-            .try_into()
-            .map_err(|_| StoreError::Record("a key's digest".into()))?,
-        id: raw.id,
-        name: raw.name,
-        tenant: raw.tenant,
-        read_only: raw.read_only,
-    })
-}
-
 #[async_trait]
 impl KeyStore for SqliteStore {
     async fn insert_key(&self, key: &StoredKey) -> Result<(), CoreError> {
-        let role = name_of(&key.role, "a key's role")?;
-        let created_at = timestamp(key.created_at, "a key's creation")?;
-        let expires_at = key
-            .expires_at
-            .map(|at| timestamp(at, "a key's expiry"))
-            .transpose()?;
-        let revoked_at = key
-            .revoked_at
-            .map(|at| timestamp(at, "a key's revocation"))
-            .transpose()?;
+        let KeyColumns {
+            role,
+            created_at,
+            expires_at,
+            revoked_at,
+        } = key_columns(key)?;
         let key = key.clone();
         self.with(move |conn| {
             SqliteStore::synced(conn, |conn| {

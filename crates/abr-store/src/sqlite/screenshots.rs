@@ -6,11 +6,7 @@ use async_trait::async_trait;
 use rusqlite::OptionalExtension as _;
 
 use crate::SqliteStore;
-
-/// The associated data binding a sealed screenshot to its row.
-fn screenshot_aad(tenant: &str, task_id: &str, name: &str) -> Vec<u8> {
-    crate::records::row_aad(b"screenshot", &[tenant, task_id, name])
-}
+use crate::codec::screenshot_aad;
 
 #[async_trait]
 impl ScreenshotStore for SqliteStore {
@@ -24,7 +20,9 @@ impl ScreenshotStore for SqliteStore {
         png: Vec<u8>,
     ) -> Result<(), CoreError> {
         let (t, id, n) = (tenant.to_owned(), task_id.to_owned(), name.to_owned());
-        let (encrypted, sealed) = self.seal_payload(png, &screenshot_aad(&t, &id, &n), true)?;
+        let (encrypted, sealed) =
+            self.sealer
+                .seal_payload(png, &screenshot_aad(&t, &id, &n), true)?;
         self.with(move |conn| {
             conn.execute(
                 "INSERT INTO screenshots (tenant_id, task_id, name, png, encrypted)
@@ -62,6 +60,8 @@ impl ScreenshotStore for SqliteStore {
         };
         // A plaintext row is one written before screenshots were sealed: read as it is.
         let aad = screenshot_aad(tenant, task_id, name);
-        Ok(Some(self.open_payload(encrypted, payload, &aad, true)?))
+        Ok(Some(
+            self.sealer.open_payload(encrypted, payload, &aad, true)?,
+        ))
     }
 }

@@ -6,12 +6,8 @@ use abr_protocol::AgentSessionState;
 use async_trait::async_trait;
 use rusqlite::OptionalExtension as _;
 
-use crate::records::row_aad;
+use crate::codec::session_aad as aad;
 use crate::{SqliteStore, StoreError};
-
-fn aad(key: &Key) -> Vec<u8> {
-    row_aad(b"", &[&key.workspace_id, &key.account_id, &key.platform])
-}
 
 #[async_trait]
 impl SessionStore for SqliteStore {
@@ -32,7 +28,9 @@ impl SessionStore for SqliteStore {
         let Some((encrypted, payload)) = row else {
             return Ok(None);
         };
-        let json = self.open_payload(encrypted, payload, &aad(key), false)?;
+        let json = self
+            .sealer
+            .open_payload(encrypted, payload, &aad(key), false)?;
         let state = serde_json::from_slice(&json)
             .map_err(|e| StoreError::Record(format!("a session: {}", e.classify_name())))?;
         Ok(Some(state))
@@ -41,7 +39,7 @@ impl SessionStore for SqliteStore {
     async fn save(&self, key: &Key, state: AgentSessionState) -> Result<(), CoreError> {
         let json = serde_json::to_vec(&state)
             .map_err(|e| StoreError::Record(format!("a session: {}", e.classify_name())))?;
-        let (encrypted, payload) = self.seal_payload(json, &aad(key), true)?;
+        let (encrypted, payload) = self.sealer.seal_payload(json, &aad(key), true)?;
         let k = key.clone();
         let now = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)

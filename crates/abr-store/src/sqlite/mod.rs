@@ -1,0 +1,16 @@
+//! [`SqliteStore`]: every store contract on one embedded SQLite file, the default with
+//! nothing to install.
+
+mod counters;
+mod db;
+mod frames;
+mod keys;
+mod records;
+mod retention;
+mod screenshots;
+mod sessions;
+mod sites;
+
+pub use db::SqliteStore;
+
+crate::ledger::ledger_record_stores!(SqliteStore);

@@ -1,0 +1,312 @@
+//! What a fleet asks of the shared database, raced from several replicas' pools at once (one
+//! [`PgStore`] per replica, on one throwaway server): an idempotency key claimed once, a
+//! counter never past its bound, one winner of a compare-and-swap, cursors stable while
+//! other replicas add rows, migrations run once by replicas starting together, and a
+//! database a newer binary migrated refused.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use abr_core::store::{
+    Counter, CounterStore, IdempotencyKey, Inserted, ListQuery, RecordStore, StoredPost, StoredTask,
+};
+use abr_core::testing::store::{sample_post, sample_task};
+use abr_protocol::{PostState, TaskState};
+use abr_store::testing::PgServer;
+use abr_store::{PgStore, SealingKey, StoreError};
+
+const REPLICAS: usize = 3;
+
+fn key() -> SealingKey {
+    SealingKey::from_hex(&"5e".repeat(32)).unwrap()
+}
+
+async fn replicas(server: &PgServer) -> (String, Vec<Arc<PgStore>>) {
+    let url = server.create_database().await.unwrap();
+    let mut stores = Vec::new();
+    for _ in 0..REPLICAS {
+        stores.push(Arc::new(
+            PgStore::connect(&url, Some(key()), false, 4).await.unwrap(),
+        ));
+    }
+    (url, stores)
+}
+
+fn db_name(url: &str) -> &str {
+    url.rsplit('/').next().unwrap()
+}
+
+async fn count_rows(server: &PgServer, url: &str, sql: &str) -> i64 {
+    let rows = server.execute(db_name(url), sql).await.unwrap();
+    rows.iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|v| v.parse().unwrap()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_raced_from_three_replicas_stores_one_record() {
+    let server = PgServer::start().unwrap();
+    let (url, stores) = replicas(&server).await;
+    let idem = IdempotencyKey {
+        key: "same-key".into(),
+        body_hash: "h1".into(),
+    };
+    let mut racers = Vec::new();
+    for i in 0..30 {
+        let store = Arc::clone(&stores[i % REPLICAS]);
+        let idem = idem.clone();
+        racers.push(tokio::spawn(async move {
+            let task = sample_task("t", &format!("task-{i}"), TaskState::Queued);
+            let inserted = RecordStore::<StoredTask>::insert(&*store, &task, Some(&idem))
+                .await
+                .unwrap();
+            (format!("task-{i}"), inserted)
+        }));
+    }
+    let mut winners = Vec::new();
+    let mut named = BTreeSet::new();
+    for racer in racers {
+        match racer.await.unwrap() {
+            (id, Inserted::New) => winners.push(id),
+            (_, Inserted::Existing { id, body_hash }) => {
+                assert_eq!(body_hash, "h1");
+                named.insert(id);
+            }
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one insert stores: {winners:?}");
+    assert_eq!(
+        named,
+        BTreeSet::from([winners[0].clone()]),
+        "the losers name it"
+    );
+    assert_eq!(
+        count_rows(&server, &url, "SELECT count(*) FROM tasks").await,
+        1
+    );
+    // Posts' keys are a namespace apart: the same key stores one post, on any replica.
+    let post = sample_post("t", "post-1", PostState::Running);
+    let inserted = RecordStore::<StoredPost>::insert(&*stores[1], &post, Some(&idem))
+        .await
+        .unwrap();
+    assert!(matches!(inserted, Inserted::New));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_raced_from_three_replicas_never_pass_their_bound() {
+    let server = PgServer::start().unwrap();
+    let (url, stores) = replicas(&server).await;
+    let day = Counter::Executions {
+        day: time::macros::date!(2026 - 12 - 06),
+    };
+    let mut racers = Vec::new();
+    for i in 0..60 {
+        let store = Arc::clone(&stores[i % REPLICAS]);
+        let day = day.clone();
+        racers.push(tokio::spawn(async move {
+            store.increment("t", &day, 10).await.unwrap()
+        }));
+    }
+    let mut granted = 0;
+    for racer in racers {
+        if racer.await.unwrap() {
+            granted += 1;
+        }
+    }
+    assert_eq!(granted, 10, "one daily count for the fleet");
+    assert_eq!(stores[2].count("t", &day).await.unwrap(), 10);
+    // Sessions held and given back from every replica: never below zero.
+    let mut racers = Vec::new();
+    for i in 0..12 {
+        let store = Arc::clone(&stores[i % REPLICAS]);
+        racers.push(tokio::spawn(async move {
+            if i % 2 == 0 {
+                store.increment("t", &Counter::Sessions, 4).await.unwrap();
+            } else {
+                store.decrement("t", &Counter::Sessions).await.unwrap();
+            }
+        }));
+    }
+    for racer in racers {
+        racer.await.unwrap();
+    }
+    let held = stores[0].count("t", &Counter::Sessions).await.unwrap();
+    assert!(held <= 4, "{held} sessions held with a bound of 4");
+    assert_eq!(
+        count_rows(
+            &server,
+            &url,
+            "SELECT count(*) FROM counters WHERE value < 0"
+        )
+        .await,
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_updates_raced_from_one_version_on_three_replicas_one_wins() {
+    let server = PgServer::start().unwrap();
+    let (_url, stores) = replicas(&server).await;
+    let task = sample_task("t", "cas", TaskState::Queued);
+    RecordStore::<StoredTask>::insert(&*stores[0], &task, None)
+        .await
+        .unwrap();
+    for round in 0..5 {
+        let read: StoredTask = stores[round % REPLICAS]
+            .get("t", "cas")
+            .await
+            .unwrap()
+            .unwrap();
+        let mut racers = Vec::new();
+        for i in 0..9 {
+            let store = Arc::clone(&stores[i % REPLICAS]);
+            let mut mine = read.clone();
+            mine.record.plan_hash = format!("writer-{round}-{i}");
+            racers.push(tokio::spawn(async move {
+                RecordStore::<StoredTask>::update(&*store, &mine)
+                    .await
+                    .unwrap()
+            }));
+        }
+        let mut won = 0;
+        for racer in racers {
+            if racer.await.unwrap() {
+                won += 1;
+            }
+        }
+        assert_eq!(won, 1, "round {round}: exactly one writer wins");
+        let after: StoredTask = stores[0].get("t", "cas").await.unwrap().unwrap();
+        assert_eq!(after.ledger.version, read.ledger.version + 1);
+        assert!(
+            after
+                .record
+                .plan_hash
+                .starts_with(&format!("writer-{round}-"))
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_is_stable_while_other_replicas_add_rows() {
+    let server = PgServer::start().unwrap();
+    let (_url, stores) = replicas(&server).await;
+    for i in 0..30 {
+        let post = sample_post("t", &format!("old-{i:02}"), PostState::Succeeded);
+        RecordStore::<StoredPost>::insert(&*stores[i % REPLICAS], &post, None)
+            .await
+            .unwrap();
+    }
+    let writers: Vec<_> = (1..REPLICAS)
+        .map(|r| {
+            let store = Arc::clone(&stores[r]);
+            tokio::spawn(async move {
+                for i in 0..20 {
+                    let post = sample_post("t", &format!("new-{r}-{i:02}"), PostState::Running);
+                    RecordStore::<StoredPost>::insert(&*store, &post, None)
+                        .await
+                        .unwrap();
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = RecordStore::<StoredPost>::list(
+            &*stores[0],
+            "t",
+            &ListQuery {
+                state: None,
+                cursor: cursor.clone(),
+                limit: 7,
+            },
+        )
+        .await
+        .unwrap();
+        seen.extend(page.items.iter().map(|p| p.record.post_id.clone()));
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+        tokio::task::yield_now().await;
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let unique: BTreeSet<_> = seen.iter().cloned().collect();
+    assert_eq!(unique.len(), seen.len(), "no record on two pages: {seen:?}");
+    for i in 0..30 {
+        assert!(
+            unique.contains(&format!("old-{i:02}")),
+            "old-{i:02} was skipped"
+        );
+    }
+    // The old ones come newest first, after whatever new ones the first page caught.
+    let old: Vec<_> = seen.iter().filter(|id| id.starts_with("old-")).collect();
+    let mut sorted = old.clone();
+    sorted.sort();
+    sorted.reverse();
+    assert_eq!(old, sorted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_migrate_once_and_a_newer_schema_is_refused() {
+    let server = PgServer::start().unwrap();
+    let url = server.create_database().await.unwrap();
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { PgStore::connect(&url, Some(key()), false, 2).await })
+        })
+        .collect();
+    for start in starts {
+        start.await.unwrap().unwrap();
+    }
+    let versions = i64::from(PgStore::schema_version());
+    assert_eq!(
+        count_rows(&server, &url, "SELECT count(*) FROM abr_schema").await,
+        versions,
+        "each migration ran once"
+    );
+    server
+        .execute(
+            db_name(&url),
+            &format!("INSERT INTO abr_schema (version) VALUES ({})", versions + 1),
+        )
+        .await
+        .unwrap();
+    let refused = PgStore::connect(&url, Some(key()), false, 2)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, StoreError::NewerSchema { found, known }
+            if i64::from(found) == versions + 1 && i64::from(known) == versions),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused.failure_kind(),
+        abr_core::error::store::StoreFailureKind::Misconfigured
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_went_away_is_a_retryable_store_failure_never_a_panic() {
+    let server = PgServer::start().unwrap();
+    let url = server.create_database().await.unwrap();
+    let store = PgStore::connect(&url, Some(key()), false, 2).await.unwrap();
+    drop(server);
+    let failed = store.count("t", &Counter::Sessions).await.unwrap_err();
+    let abr_core::CoreError::Store(failure) = &failed else {
+        panic!("not a store failure: {failed:?}");
+    };
+    assert!(failure.is_retryable(), "{failure:?}");
+    // And a URL that is not PostgreSQL's never repeats its text (it may hold a password).
+    let bad = PgStore::connect("mysql://root:hunter2@db/x", None, false, 1)
+        .await
+        .unwrap_err();
+    assert!(!bad.to_string().contains("hunter2"), "{bad}");
+}
