@@ -232,9 +232,18 @@ impl<R: LedgerRecord> Ledger<R> {
     /// Marks the record durably before its commit point (outside the compare-and-swap).
     ///
     /// # Errors
-    /// A store failure: the commit point must then not be passed.
+    /// A store failure, or a record the store did not mark (gone, or taken over by another
+    /// runner that found this one's heartbeat lapsed: a conflict): the commit point must
+    /// then not be passed.
     pub(crate) async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
-        self.store.mark(tenant, id).await
+        if self.store.mark(tenant, id).await? {
+            Ok(())
+        } else {
+            Err(CoreError::Store(StoreFailure::conflict(format!(
+                "the {} was taken over by another runner (or is gone): it does not commit here",
+                R::KIND
+            ))))
+        }
     }
 
     /// Records the owner's assertion that the uncertain record `id` did not happen (an

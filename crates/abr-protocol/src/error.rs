@@ -86,6 +86,37 @@ impl ScopeReport {
     }
 }
 
+/// `GET /v1/ready`: whether this replica takes new work, for a load balancer's health
+/// check (`200` ready, `503` not, with the reason), and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Readiness {
+    /// Whether it takes new work now.
+    pub ready: bool,
+    /// Why not: `draining` (told to stop: it finishes what it runs), `full` (every job
+    /// slot busy and the queue full), `database_unreachable` (its last heartbeat to the
+    /// shared database failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its node id, when it is a replica of a fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Runner version.
+    pub version: String,
+    /// Jobs holding a slot.
+    pub jobs_running: usize,
+    /// Jobs waiting for a slot.
+    pub jobs_queued: usize,
+    /// Jobs that may run at once.
+    pub job_capacity: usize,
+    /// Jobs that may wait for a slot.
+    pub queue_capacity: usize,
+    /// Interactive captures open.
+    pub open_captures: usize,
+    /// Browse sessions open.
+    pub open_browses: usize,
+}
+
 /// `GET /v1/health`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

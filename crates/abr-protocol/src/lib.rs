@@ -46,7 +46,7 @@ pub use capture::{
     CaptureStartRequest, CaptureStartResponse, CaptureState, CaptureStatus, ProbeRequest,
     ProbeResponse,
 };
-pub use error::{DropReason, ErrorBody, ErrorEnvelope, Health, ScopeReport};
+pub use error::{DropReason, ErrorBody, ErrorEnvelope, Health, Readiness, ScopeReport};
 pub use event::RunEvent;
 pub use guard::{
     BlockedAction, BlockedBy, CommitClass, CookieFact, FrameInfo, FramePoint, FramesResponse,

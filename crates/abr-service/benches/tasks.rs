@@ -217,7 +217,7 @@ impl RecordStore<StoredTask> for TimedStore {
         self.timed(RecordStore::<StoredTask>::update(&*self.inner, task))
             .await
     }
-    async fn mark(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
+    async fn mark(&self, tenant: &str, task_id: &str) -> Result<bool, CoreError> {
         self.timed(RecordStore::<StoredTask>::mark(
             &*self.inner,
             tenant,
@@ -301,7 +301,7 @@ impl RecordStore<StoredPost> for TimedStore {
     async fn update(&self, post: &StoredPost) -> Result<bool, CoreError> {
         RecordStore::<StoredPost>::update(&*self.inner, post).await
     }
-    async fn mark(&self, tenant: &str, post_id: &str) -> Result<(), CoreError> {
+    async fn mark(&self, tenant: &str, post_id: &str) -> Result<bool, CoreError> {
         RecordStore::<StoredPost>::mark(&*self.inner, tenant, post_id).await
     }
     async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {

@@ -45,6 +45,13 @@ impl ApiError {
         &self.body.code
     }
 
+    /// With a `Retry-After`.
+    #[must_use]
+    pub fn retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = Some(after);
+        self
+    }
+
     pub(crate) fn unauthorized() -> Self {
         Self::new(codes::UNAUTHORIZED, "a valid bearer token is required")
     }

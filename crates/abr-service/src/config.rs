@@ -227,6 +227,34 @@ pub struct RunnerConfig {
     /// (`ABR_HUB_MIN_RUNNER_VERSION`, default its own `x.y.0`) and how long a call naming a
     /// runner that is not connected waits for it (`ABR_HUB_RUNNER_WAIT_SECS`, default 15).
     pub hub: HubSection,
+    /// This runner as a replica of a fleet on a shared database (`ABR_DATABASE_URL`).
+    pub fleet: FleetSection,
+}
+
+/// This runner as a replica of a fleet (see [`RunnerConfig::fleet`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetSection {
+    /// Its node id, stable across restarts (`ABR_NODE_ID`; default `<hostname>:<port>`):
+    /// a restart under the same id ends what the previous process left at once.
+    pub node_id: Option<String>,
+    /// How long its heartbeat holds (`ABR_NODE_LEASE_SECS`, 2 to 600; default 15): past
+    /// it, another replica ends its unfinished records and frees its sessions. Every
+    /// replica of a fleet must use the same.
+    pub lease: Duration,
+    /// How long a replica told to stop (SIGTERM) keeps answering `draining` on
+    /// `/v1/ready` before it stops accepting connections, so that the balancer's health
+    /// check takes it out first (`ABR_DRAIN_GRACE_SECS`, 0 to 300; default 5).
+    pub drain_grace: Duration,
+}
+
+impl Default for FleetSection {
+    fn default() -> Self {
+        Self {
+            node_id: None,
+            lease: Duration::from_secs(15),
+            drain_grace: Duration::from_secs(5),
+        }
+    }
 }
 
 /// This runner as a hub (see [`RunnerConfig::hub`]).
@@ -512,6 +540,7 @@ impl std::fmt::Debug for RunnerConfig {
             .field("mcp", &self.mcp)
             .field("platforms_dir", &self.platforms_dir)
             .field("local", &self.local)
+            .field("fleet", &self.fleet)
             .finish_non_exhaustive()
     }
 }
@@ -537,6 +566,7 @@ impl Default for RunnerConfig {
             local: LocalSettings::default(),
             relay_session_export: false,
             hub: HubSection::default(),
+            fleet: FleetSection::default(),
         }
     }
 }
@@ -1060,6 +1090,23 @@ impl RunnerConfig {
                 .filter(|n| (1..=1000).contains(n))
                 .ok_or_else(|| invalid("ABR_DATABASE_POOL_SIZE", "a number from 1 to 1000"))?,
         };
+        config.fleet.node_id = get("ABR_NODE_ID").map(str::to_owned);
+        if let Some(secs) = get("ABR_NODE_LEASE_SECS") {
+            config.fleet.lease = secs
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (2..=600).contains(s))
+                .map(Duration::from_secs)
+                .ok_or_else(|| invalid("ABR_NODE_LEASE_SECS", "seconds, 2 to 600"))?;
+        }
+        if let Some(secs) = get("ABR_DRAIN_GRACE_SECS") {
+            config.fleet.drain_grace = secs
+                .parse::<u64>()
+                .ok()
+                .filter(|s| *s <= 300)
+                .map(Duration::from_secs)
+                .ok_or_else(|| invalid("ABR_DRAIN_GRACE_SECS", "seconds, 0 to 300"))?;
+        }
         config.platforms_dir = get("ABR_PLATFORMS_DIR").map(PathBuf::from);
         if let Some(list) = get("ABR_PLATFORM_VARS") {
             for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {

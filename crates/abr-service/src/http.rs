@@ -387,6 +387,7 @@ fn router<C: TaskContext + LiveSurface>(
     ));
     Router::new()
         .route("/v1/health", get(health))
+        .route("/v1/ready", get(crate::replica::ready::<C>))
         .merge(protected)
         .merge(crate::live::routes::<C, AppState<C>>())
         .merge(crate::approve_page::routes::<C>())
@@ -398,6 +399,10 @@ fn router<C: TaskContext + LiveSurface>(
         .layer(middleware::from_fn_with_state(
             forward,
             crate::relay::forward_to_runner,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::replica::refuse_while_draining::<C>,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), deadline::<C>))
         .layer(middleware::from_fn(every_error_an_envelope))

@@ -39,6 +39,8 @@ pub struct Runner<C: TaskContext = BrowserSession> {
     /// The configuration it was built from.
     pub config: RunnerConfig,
     shutdown_hooks: Vec<ShutdownHook>,
+    /// Draining, and its place in a fleet.
+    status: Arc<crate::status::ReplicaStatus>,
     /// Held while the runner lives: one runner process per data directory.
     _data_lock: Option<std::fs::File>,
 }
@@ -53,6 +55,11 @@ impl<C: TaskContext> std::fmt::Debug for Runner<C> {
 }
 
 impl<C: TaskContext> Runner<C> {
+    /// Whether it is draining, and its node id in a fleet.
+    pub fn status(&self) -> &Arc<crate::status::ReplicaStatus> {
+        &self.status
+    }
+
     /// Ends, honestly, the posts and tasks a previous process left unfinished (call once at
     /// start, before serving); see [`Engine::recover`].
     ///
@@ -289,6 +296,7 @@ impl<C: TaskContext> RunnerBuilder<C> {
             engine: engine.build()?,
             config,
             shutdown_hooks: hooks,
+            status: Arc::default(),
             _data_lock: data_lock,
         })
     }
@@ -521,9 +529,7 @@ fn sealing_key(config: &RunnerConfig) -> Result<Option<SealingKey>, CoreError> {
 ///
 /// # Errors
 /// A bad session key, a database that cannot be reached, or one a newer binary migrated.
-pub async fn open_shared_store(
-    config: &RunnerConfig,
-) -> Result<Option<Arc<dyn EngineStore>>, CoreError> {
+pub async fn open_shared_store(config: &RunnerConfig) -> Result<Option<Arc<PgStore>>, CoreError> {
     let Some(url) = &config.store.database_url else {
         return Ok(None);
     };
@@ -538,7 +544,8 @@ pub async fn open_shared_store(
         pool,
     )
     .await
-    .map_err(CoreError::from)?;
+    .map_err(CoreError::from)?
+    .with_lease(config.fleet.lease);
     Ok(Some(Arc::new(store)))
 }
 

@@ -131,11 +131,42 @@ impl<C: TaskContext> RunningServer<C> {
         self.runner.shutdown().await;
     }
 
-    /// Serves until Ctrl-C or SIGTERM, then shuts down gracefully.
+    /// Serves until Ctrl-C or SIGTERM, then shuts down gracefully. A replica of a fleet
+    /// drains instead: `/v1/ready` answers `draining` and new work is refused
+    /// (`runner_draining`) for the drain grace, so that the balancer takes it out, then it
+    /// stops accepting and waits until what it runs has ended; a second signal stops it at
+    /// once (what it ran is ended honestly by the next replica that sweeps).
     pub async fn run_until_signal(self) {
         wait_for_signal().await;
-        tracing::info!("shutting down: finishing in-flight requests");
-        self.shutdown().await;
+        if self.runner.status().node_id().is_none() {
+            tracing::info!("shutting down: finishing in-flight requests");
+            self.shutdown().await;
+            return;
+        }
+        let grace = self.runner.config.fleet.drain_grace;
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "draining: no new work; finishing what runs"
+        );
+        self.runner.status().begin_draining();
+        tokio::select! {
+            () = tokio::time::sleep(grace) => {}
+            () = wait_for_signal() => {
+                tracing::warn!("stopping now: a second signal");
+                self.stop_now().await;
+                return;
+            }
+        }
+        let runner = Arc::clone(&self.runner);
+        let drain = self.drain();
+        tokio::pin!(drain);
+        tokio::select! {
+            () = &mut drain => tracing::info!("drained"),
+            () = wait_for_signal() => {
+                tracing::warn!("stopping now: a second signal");
+                runner.shutdown().await;
+            }
+        }
     }
 }
 

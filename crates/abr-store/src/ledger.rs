@@ -64,7 +64,7 @@ macro_rules! ledger_record_stores {
                 Ok(self.update_record(&$table, $fields(record)?).await?)
             }
 
-            async fn mark(&self, tenant: &str, id: &str) -> Result<(), abr_core::CoreError> {
+            async fn mark(&self, tenant: &str, id: &str) -> Result<bool, abr_core::CoreError> {
                 Ok(self.mark_record(&$table, tenant, id).await?)
             }
 

@@ -25,7 +25,7 @@ mod sqlite;
 pub mod testing;
 
 pub use crypto::SealingKey;
-pub use postgres::{DEFAULT_POOL_SIZE, PgStore};
+pub use postgres::{DEFAULT_LEASE, DEFAULT_POOL_SIZE, NodeState, PgStore};
 pub use sqlite::SqliteStore;
 
 use abr_core::error::store::{StoreFailure, StoreFailureKind};

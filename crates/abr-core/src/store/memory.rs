@@ -76,7 +76,7 @@ impl RecordStore<StoredTask> for InMemoryStore {
         self.tasks.update(task).await
     }
 
-    async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
+    async fn mark(&self, tenant: &str, id: &str) -> Result<bool, CoreError> {
         self.tasks.mark(tenant, id).await
     }
 
@@ -115,7 +115,7 @@ impl RecordStore<StoredPost> for InMemoryStore {
         self.posts.update(post).await
     }
 
-    async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
+    async fn mark(&self, tenant: &str, id: &str) -> Result<bool, CoreError> {
         self.posts.mark(tenant, id).await
     }
 

@@ -164,9 +164,10 @@ pub trait LedgerRecord: Clone + Send + Sync + 'static {
 ///   exactly once. It never clears the mark.
 /// - [`mark`](Self::mark) sets the mark alone, outside the compare-and-swap (the version
 ///   stays), and is durable when it returns: it is written before the commit point, whatever
-///   the run loop is doing.
+///   the run loop is doing. On a store runners share it is fenced: it marks only a record
+///   the calling runner still holds, and says so.
 /// - [`unfinished`](Self::unfinished) answers every record, of any tenant, that
-///   [`LedgerRecord::is_unfinished`] keeps.
+///   [`LedgerRecord::is_unfinished`] keeps and no live runner holds.
 /// - Every write that returned is durable (for a durable store): a process killed after a
 ///   write finds it after the restart.
 /// - A record's request holds credentials (inputs, sessions, content): a durable store
@@ -197,10 +198,14 @@ pub trait RecordStore<R: LedgerRecord>: Send + Sync + 'static {
     async fn update(&self, record: &R) -> Result<bool, CoreError>;
 
     /// Sets the mark of the record `id` of `tenant` without touching its version, durably,
-    /// before it returns. Unknown records are left alone.
-    async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError>;
+    /// before it returns; answers whether it did. `false` for an unknown record, and, on a
+    /// store runners share, for a record another runner took over (it found this runner's
+    /// heartbeat lapsed and ended the record): the commit point must then not be passed.
+    async fn mark(&self, tenant: &str, id: &str) -> Result<bool, CoreError>;
 
-    /// Every unfinished record, of any tenant.
+    /// Every unfinished record, of any tenant, that no live runner holds: on a store one
+    /// process owns, every one; on a store runners share, those written last by a runner
+    /// that restarted or whose heartbeat lapsed.
     async fn unfinished(&self) -> Result<Vec<R>, CoreError>;
 
     /// One page of `tenant`'s records, newest first (by when they were stored), in
@@ -343,11 +348,14 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
         }
     }
 
-    async fn mark(&self, tenant: &str, id: &str) -> Result<(), CoreError> {
-        if let Some(stored) = self.lock().records.get_mut(&tenant_key(tenant, id)) {
-            stored.header_mut().marked = true;
-        }
-        Ok(())
+    async fn mark(&self, tenant: &str, id: &str) -> Result<bool, CoreError> {
+        Ok(match self.lock().records.get_mut(&tenant_key(tenant, id)) {
+            Some(stored) => {
+                stored.header_mut().marked = true;
+                true
+            }
+            None => false,
+        })
     }
 
     async fn unfinished(&self) -> Result<Vec<R>, CoreError> {

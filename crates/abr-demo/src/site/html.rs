@@ -170,6 +170,34 @@ pub(crate) fn posted_slowly(user: &str, post: &Post) -> String {
     )
 }
 
+/// A page that says [`SLOW_READY`](super::SLOW_READY) `ms` milliseconds after it loaded (a
+/// slow page a plan waits on before it acts); with `email`, the admin form that adds that
+/// user (its Submit button) appears then too, so that a plan's committing click waits on
+/// it.
+pub(crate) fn slow(ms: u64, email: Option<&str>) -> String {
+    let form = email.map_or_else(String::new, |email| {
+        format!(
+            "<form method=\"post\" action=\"/admin/users\">\
+             <input type=\"hidden\" name=\"email\" value=\"{}\">\
+             <input type=\"hidden\" name=\"role\" value=\"viewer\">\
+             <button type=\"submit\">Submit</button></form>",
+            esc(email)
+        )
+    });
+    layout(
+        "Loading",
+        None,
+        &format!(
+            "<h1>Loading</h1><p id=\"later\"></p><template id=\"form\">{form}</template>\
+             <script>setTimeout(() => {{\
+               document.getElementById('later').textContent = '{}';\
+               document.body.append(document.getElementById('form').content.cloneNode(true));\
+             }}, {ms});</script>",
+            super::SLOW_READY
+        ),
+    )
+}
+
 /// A plain page: no confirmation, no error.
 pub(crate) fn plain(user: &str) -> String {
     layout(

@@ -441,6 +441,7 @@ fn router(state: Shared, closed: watch::Receiver<bool>) -> Router {
         .route("/api/users", get(api_users))
         .route("/p/{id}", get(permalink))
         .route("/feed", get(feed))
+        .route("/slow", get(slow))
         .route("/__faults", get(get_fault).post(set_fault))
         .merge(guard::routes())
         .merge(pause::routes())
@@ -858,6 +859,23 @@ async fn permalink(
         Some(post) => page(StatusCode::OK, html::permalink(user.as_deref(), &post)),
         None => page(StatusCode::NOT_FOUND, html::not_found(user.as_deref())),
     }
+}
+
+/// What `/slow` says once it is ready.
+pub const SLOW_READY: &str = "Ready now";
+
+/// `/slow?ms=N&email=E`: a page that says [`SLOW_READY`] N milliseconds (at most a minute;
+/// default 3 s) after it loaded; with `email`, the admin form adding that user appears then
+/// too.
+#[derive(Debug, Deserialize)]
+struct SlowQuery {
+    ms: Option<u64>,
+    email: Option<String>,
+}
+
+async fn slow(axum::extract::Query(query): axum::extract::Query<SlowQuery>) -> Response {
+    let ms = query.ms.unwrap_or(3_000).min(60_000);
+    page(StatusCode::OK, html::slow(ms, query.email.as_deref()))
 }
 
 async fn feed(State(state): State<Shared>, headers: HeaderMap) -> Response {

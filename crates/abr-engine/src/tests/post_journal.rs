@@ -673,8 +673,10 @@ async fn the_submit_is_recorded_before_it_starts() {
     assert!(stored.request.is_none());
 }
 
-/// A store whose updates fail: the submit cannot be recorded, so it does not happen.
-struct NoUpdates(InMemoryPostStore);
+/// A store that does not record a submit: its updates and marks fail (`disk full`), or,
+/// with `taken_over`, its updates pass and its mark answers that the record is no longer
+/// this runner's (another runner of a fleet ended it, as PostgreSQL's store answers).
+struct NoUpdates(InMemoryPostStore, bool);
 
 #[async_trait::async_trait]
 impl RecordStore<StoredPost> for NoUpdates {
@@ -695,12 +697,18 @@ impl RecordStore<StoredPost> for NoUpdates {
     async fn get(&self, tenant: &str, post_id: &str) -> Result<Option<StoredPost>, CoreError> {
         self.0.get(tenant, post_id).await
     }
-    async fn update(&self, _post: &StoredPost) -> Result<bool, CoreError> {
+    async fn update(&self, post: &StoredPost) -> Result<bool, CoreError> {
+        if self.1 {
+            return self.0.update(post).await;
+        }
         Err(CoreError::Store(
             abr_core::error::StoreFailure::unavailable("disk full"),
         ))
     }
-    async fn mark(&self, _tenant: &str, _post_id: &str) -> Result<(), CoreError> {
+    async fn mark(&self, _tenant: &str, _post_id: &str) -> Result<bool, CoreError> {
+        if self.1 {
+            return Ok(false);
+        }
         Err(CoreError::Store(
             abr_core::error::StoreFailure::unavailable("disk full"),
         ))
@@ -719,20 +727,24 @@ impl RecordStore<StoredPost> for NoUpdates {
 
 #[tokio::test]
 async fn a_submit_that_cannot_be_recorded_does_not_happen() {
-    let provider = Arc::new(FakeProvider::new());
-    let strategy = Arc::new(ScriptedStrategy::new(PLATFORM, &policy()));
-    let mut registry = StrategyRegistry::new();
-    registry.register(strategy.clone()).unwrap();
-    let poster = Arc::new(AgentPoster::new(provider, Arc::new(registry)));
-    let journal = PostJournal::new(
-        poster,
-        Arc::new(NoUpdates(InMemoryPostStore::new())),
-        SecretValue::new("s"),
-    );
-    let posted = journal.post(T, Some("k"), request("x")).await.unwrap();
-    let r = result(&posted);
-    assert!(r.is_safe_to_retry(), "{r:?}");
-    assert_eq!(r.failure_stage, Some(FailureStage::Submit));
-    assert_eq!(strategy.submits(), 0);
-    assert!(strategy.posted().is_empty());
+    // A store that fails, and a post another runner took over (its mark refused): neither
+    // submits.
+    for taken_over in [false, true] {
+        let provider = Arc::new(FakeProvider::new());
+        let strategy = Arc::new(ScriptedStrategy::new(PLATFORM, &policy()));
+        let mut registry = StrategyRegistry::new();
+        registry.register(strategy.clone()).unwrap();
+        let poster = Arc::new(AgentPoster::new(provider, Arc::new(registry)));
+        let journal = PostJournal::new(
+            poster,
+            Arc::new(NoUpdates(InMemoryPostStore::new(), taken_over)),
+            SecretValue::new("s"),
+        );
+        let posted = journal.post(T, Some("k"), request("x")).await.unwrap();
+        let r = result(&posted);
+        assert!(r.is_safe_to_retry(), "taken over: {taken_over}: {r:?}");
+        assert_eq!(r.failure_stage, Some(FailureStage::Submit));
+        assert_eq!(strategy.submits(), 0, "taken over: {taken_over}");
+        assert!(strategy.posted().is_empty());
+    }
 }

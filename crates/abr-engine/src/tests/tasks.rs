@@ -106,7 +106,7 @@ impl RecordStore<StoredTask> for Observed {
         }
         Ok(saved)
     }
-    async fn mark(&self, tenant: &str, task_id: &str) -> Result<(), CoreError> {
+    async fn mark(&self, tenant: &str, task_id: &str) -> Result<bool, CoreError> {
         tokio::task::yield_now().await;
         self.tasks().mark(tenant, task_id).await
     }

@@ -45,6 +45,14 @@ pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError
     let shared = crate::runner::open_shared_store(&config)
         .await
         .map_err(|e| CliError::Run(format!("cannot open the database: {e}")))?;
+    let membership = match &shared {
+        Some(store) => Some(
+            crate::fleet::Membership::join(Arc::clone(store), &config)
+                .await
+                .map_err(|e| CliError::Run(format!("cannot join the fleet: {e}")))?,
+        ),
+        None => None,
+    };
     let mut builder = RunnerBuilder::from_config(config)?;
     if let Some(store) = shared {
         builder = builder.store(store);
@@ -52,6 +60,9 @@ pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError
     let runner = builder
         .build()
         .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
+    if let Some(membership) = &membership {
+        runner.status().set_node_id(membership.node_id().to_owned());
+    }
     let ended = runner
         .recover()
         .await
@@ -59,5 +70,10 @@ pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError
     if ended > 0 {
         tracing::warn!(ended, "ended the tasks the previous run left unfinished");
     }
-    Ok(Arc::new(runner))
+    let runner = Arc::new(runner);
+    if let Some(membership) = membership {
+        // Ends with the runner (it holds only a weak reference).
+        drop(membership.spawn(Arc::downgrade(&runner)));
+    }
+    Ok(runner)
 }

@@ -41,6 +41,7 @@ mod relay_e2e;
 mod relay_live;
 mod relay_process;
 mod remote_live_view;
+mod replica_api;
 mod strict_requests;
 mod tasks_api;
 mod tasks_e2e;

@@ -34,6 +34,8 @@ use abr_demo::{DemoSite, FaultMode};
 use common::*;
 use serde_json::{Value, json};
 
+mod fleet;
+
 const TENANT: &str = "acme";
 /// 32 bytes, hex: lets the runner keep sessions and task credentials (encrypted).
 const SESSION_KEY: &str = "4b0b7f1c2d3e4f5061728394a5b6c7d8e9fa0b1c2d3e4f5061728394a5b6c7d8";
@@ -513,6 +515,20 @@ impl Serve {
         marker: &str,
         database: Option<&str>,
     ) -> Self {
+        let envs: Vec<(&str, &str)> = database
+            .map(|url| ("ABR_DATABASE_URL", url))
+            .into_iter()
+            .collect();
+        Self::start_with(site, data_dir, marker, &envs).await
+    }
+
+    /// With more environment variables.
+    async fn start_with(
+        site: &DemoSite,
+        data_dir: &std::path::Path,
+        marker: &str,
+        envs: &[(&str, &str)],
+    ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -540,7 +556,7 @@ impl Serve {
                 .env("ABR_DEMO_SITE_URL", site.base_url())
                 .env("ABR_PACING_MS", "off")
                 .env("ABR_E2E_RUN", marker)
-                .envs(database.map(|url| ("ABR_DATABASE_URL", url)))
+                .envs(envs.iter().copied())
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().unwrap())
                 .stderr(log),
@@ -564,6 +580,15 @@ impl Serve {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         serve
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`) to the runner's own process only: its browsers go on.
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal}");
     }
 
     /// SIGKILL to the runner's process group and to every process it started; waits until

@@ -16,6 +16,7 @@
 mod counters;
 mod frames;
 mod keys;
+mod nodes;
 mod records;
 mod retention;
 mod schema;
@@ -32,10 +33,16 @@ use tokio_postgres::error::SqlState;
 use crate::codec::Sealer;
 use crate::{SealingKey, StoreError};
 
+pub use nodes::NodeState;
+
 crate::ledger::ledger_record_stores!(PgStore);
 
 /// How many connections a [`PgStore`] keeps at most, by default.
 pub const DEFAULT_POOL_SIZE: usize = 16;
+
+/// How long a runner's heartbeat holds by default: past it, the runner's unfinished
+/// records and sessions are another runner's to end and give back.
+pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// ABR's records in a shared PostgreSQL database.
 #[derive(Clone)]
@@ -44,6 +51,11 @@ pub struct PgStore {
     pub(crate) sealer: Sealer,
     /// Where it is, without credentials: `host:port/database`.
     target: Arc<str>,
+    /// This process's boot: the owner it writes on the unfinished records it holds, and
+    /// the one its heartbeats keep alive. Random per connect, never reused.
+    pub(crate) boot: Arc<str>,
+    /// How long a heartbeat holds.
+    pub(crate) lease: std::time::Duration,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -90,14 +102,36 @@ impl PgStore {
             .max_size(pool_size.max(1))
             .build()
             .map_err(|e| StoreError::Database(format!("the connection pool: {e}")))?;
+        let boot = abr_core::clock::new_token()
+            .map_err(|_| StoreError::Database("the OS random source failed".into()))?;
         let store = Self {
             pool,
             sealer: Sealer::new(key, plaintext_allowed),
             target: target.into(),
+            boot: format!("boot_{boot}").into(),
+            lease: DEFAULT_LEASE,
         };
         let mut client = store.client().await?;
         schema::migrate(&mut client).await?;
         Ok(store)
+    }
+
+    /// With heartbeats that hold for `lease` (default [`DEFAULT_LEASE`]). Every replica of
+    /// a fleet must use the same.
+    #[must_use]
+    pub fn with_lease(mut self, lease: std::time::Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// This process's boot id (the owner of the records it holds).
+    pub fn boot(&self) -> &str {
+        &self.boot
+    }
+
+    /// The lease in seconds, as SQL's `make_interval` takes it.
+    pub(crate) fn lease_secs(&self) -> f64 {
+        self.lease.as_secs_f64()
     }
 
     /// A connection from the pool.

@@ -20,8 +20,12 @@ fn select(tbl: &Table) -> String {
     )
 }
 
-/// A row's columns as parameters, in the order of `insert` and `update`.
-fn params(c: &Columns) -> [&(dyn tokio_postgres::types::ToSql + Sync); 9] {
+/// A row's columns as parameters, in the order of `insert` and `update`, then its owner
+/// (`$10`: the boot that writes it, the runner holding it while it is unfinished).
+fn params<'a>(
+    c: &'a Columns,
+    owner: &'a &'a str,
+) -> [&'a (dyn tokio_postgres::types::ToSql + Sync); 10] {
     [
         &c.tenant,
         &c.id,
@@ -32,6 +36,7 @@ fn params(c: &Columns) -> [&(dyn tokio_postgres::types::ToSql + Sync); 9] {
         &c.request,
         &c.mark,
         &c.retried_by,
+        owner,
     ]
 }
 
@@ -91,14 +96,15 @@ impl PgStore {
         let insert = tx
             .prepare_cached(&format!(
                 "INSERT INTO {table} (tenant_id, {id}, version, state, record, request_encrypted,
-                    request, {mark}, retried_by)
-                 VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, $7, $8, $9)",
+                    request, {mark}, retried_by, owner)
+                 VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, $7, $8, $9, $10)",
                 table = tbl.table,
                 id = tbl.id_column,
                 mark = tbl.mark_column,
             ))
             .await?;
-        tx.execute(&insert, &params(&c)).await?;
+        let owner: &str = &self.boot;
+        tx.execute(&insert, &params(&c, &owner)).await?;
         tx.commit().await?;
         Ok(Inserted::New)
     }
@@ -148,36 +154,43 @@ impl PgStore {
             .prepare_cached(&format!(
                 "UPDATE {table} SET version = version + 1, state = $4, record = $5::text::jsonb,
                     request_encrypted = $6, request = $7, {mark} = ({mark} OR $8),
-                    retried_by = $9
+                    retried_by = $9, owner = $10
                  WHERE tenant_id = $1 AND {id} = $2 AND version = $3",
                 table = tbl.table,
                 mark = tbl.mark_column,
                 id = tbl.id_column,
             ))
             .await?;
-        let changed = client.execute(&statement, &params(&c)).await?;
+        let owner: &str = &self.boot;
+        let changed = client.execute(&statement, &params(&c, &owner)).await?;
         Ok(changed == 1)
     }
 
     /// Sets the mark of the record `id` of `tenant` alone (its version stays), committed
-    /// before it returns. Nothing when there is no such record.
+    /// before it returns, if this boot wrote it last (the fencing token: a runner whose
+    /// heartbeat lapsed, and whose record another runner ended, marks nothing and must not
+    /// pass its commit point; nobody but its runner writes a running record). Answers
+    /// whether it marked.
     pub(crate) async fn mark_record(
         &self,
         tbl: &'static Table,
         tenant: &str,
         id: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let statement = client
             .prepare_cached(&format!(
-                "UPDATE {table} SET {mark} = TRUE WHERE tenant_id = $1 AND {id} = $2",
+                "UPDATE {table} SET {mark} = TRUE WHERE tenant_id = $1 AND {id} = $2
+                    AND owner = $3",
                 table = tbl.table,
                 mark = tbl.mark_column,
                 id = tbl.id_column,
             ))
             .await?;
-        client.execute(&statement, &[&tenant, &id]).await?;
-        Ok(())
+        let marked = client
+            .execute(&statement, &[&tenant, &id, &&*self.boot])
+            .await?;
+        Ok(marked == 1)
     }
 
     /// One page of `tenant`'s records, newest first (by `seq`: the order they were
@@ -231,8 +244,9 @@ impl PgStore {
         Ok(tbl.page(&self.sealer, rows, query.limit, decode)?)
     }
 
-    /// The records in any of `states` (by their stored names), of every tenant, decoded
-    /// one by one with `decode`.
+    /// The records in any of `states` (by their stored names), of every tenant, that no
+    /// live runner holds (their owner is no live boot: a runner that restarted or whose
+    /// heartbeat lapsed), decoded one by one with `decode`.
     pub(crate) async fn records_in_states<T>(
         &self,
         tbl: &'static Table,
@@ -241,9 +255,15 @@ impl PgStore {
     ) -> Result<Vec<T>, StoreError> {
         let client = self.client().await?;
         let statement = client
-            .prepare_cached(&format!("{} WHERE state = ANY($1)", select(tbl)))
+            .prepare_cached(&format!(
+                "{} WHERE state = ANY($1) AND (owner IS NULL OR NOT {})",
+                select(tbl),
+                super::nodes::live("owner", "$2")
+            ))
             .await?;
-        let rows = client.query(&statement, &[&states]).await?;
+        let rows = client
+            .query(&statement, &[&states, &self.lease_secs()])
+            .await?;
         rows.iter()
             .map(|row| decode(tbl.open(&self.sealer, read_row(row)?)?))
             .collect()

@@ -140,6 +140,30 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         key_id TEXT NOT NULL,
         linked_at TEXT NOT NULL
     );",
+    // 2: a fleet. The runners (`nodes`: one row per node id, its current boot and its last
+    // heartbeat, on the database's clock), the boot that last wrote an unfinished record
+    // (`owner`: the runner holding it; a record whose owner is not a live boot is a stopped
+    // runner's), and the sessions each boot holds per tenant, so that a runner's restart
+    // gives back its own and no other's.
+    "CREATE TABLE nodes (
+        node_id TEXT PRIMARY KEY,
+        boot_id TEXT NOT NULL UNIQUE,
+        address TEXT,
+        version TEXT NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL,
+        heartbeat_at TIMESTAMPTZ NOT NULL,
+        draining BOOLEAN NOT NULL DEFAULT FALSE
+    );
+    ALTER TABLE tasks ADD COLUMN owner TEXT;
+    ALTER TABLE posts ADD COLUMN owner TEXT;
+    CREATE INDEX tasks_by_owner ON tasks (owner) WHERE owner IS NOT NULL;
+    CREATE INDEX posts_by_owner ON posts (owner) WHERE owner IS NOT NULL;
+    CREATE TABLE session_holds (
+        tenant_id TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        held BIGINT NOT NULL CHECK (held >= 0),
+        PRIMARY KEY (tenant_id, owner)
+    );",
 ];
 
 /// Brings the schema up to date in one transaction per migration, under the migration lock.

@@ -207,11 +207,12 @@ impl SqliteStore {
         tbl: &'static Table,
         tenant: &str,
         id: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let (tenant, id) = (tenant.to_owned(), id.to_owned());
-        self.with(move |conn| {
-            SqliteStore::synced(conn, |conn: &mut Connection| {
-                Ok(conn.execute(
+        let marked = self
+            .with(move |conn| {
+                SqliteStore::synced(conn, |conn: &mut Connection| {
+                    Ok(conn.execute(
                     &format!(
                         "UPDATE {table} SET {mark} = 1 WHERE tenant_id = ?1 AND {id_column} = ?2",
                         table = tbl.table,
@@ -220,10 +221,10 @@ impl SqliteStore {
                     ),
                     (&tenant, &id),
                 )?)
+                })
             })
-        })
-        .await?;
-        Ok(())
+            .await?;
+        Ok(marked == 1)
     }
 
     /// One page of `tenant`'s records, newest first (by rowid: the order they were

@@ -310,3 +310,113 @@ async fn a_server_that_went_away_is_a_retryable_store_failure_never_a_panic() {
         .unwrap_err();
     assert!(!bad.to_string().contains("hunter2"), "{bad}");
 }
+
+async fn runner(url: &str, node: &str, lease_ms: u64) -> PgStore {
+    let store = PgStore::connect(url, Some(key()), false, 2)
+        .await
+        .unwrap()
+        .with_lease(std::time::Duration::from_millis(lease_ms));
+    store.heartbeat(node, None, "test", false).await.unwrap();
+    store
+}
+
+fn unfinished_ids(tasks: &[StoredTask]) -> BTreeSet<String> {
+    tasks.iter().map(|t| t.record.task_id.clone()).collect()
+}
+
+/// Replica A runs a task and holds two sessions; its heartbeat lapses (it is paused, not
+/// dead). Replica B then finds the task no live runner holds, ends it, and gives back A's
+/// sessions and only those; A, resumed, can neither mark the task before a commit nor
+/// write its result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_runner_is_fenced_and_another_ends_its_records_and_frees_its_sessions() {
+    let server = PgServer::start().unwrap();
+    let url = server.create_database().await.unwrap();
+    let a = runner(&url, "node-a", 1_000).await;
+    let b = runner(&url, "node-b", 1_000).await;
+    let task = sample_task("t", "held-by-a", TaskState::Running);
+    RecordStore::<StoredTask>::insert(&a, &task, None)
+        .await
+        .unwrap();
+    let held: StoredTask = a.get("t", "held-by-a").await.unwrap().unwrap();
+    for store in [&a, &a, &b] {
+        assert!(store.increment("t", &Counter::Sessions, 5).await.unwrap());
+    }
+
+    // While A beats, its task and sessions are its own.
+    let seen: Vec<StoredTask> = b.unfinished().await.unwrap();
+    assert!(!unfinished_ids(&seen).contains("held-by-a"), "A is live");
+    b.clear_sessions().await.unwrap();
+    assert_eq!(b.count("t", &Counter::Sessions).await.unwrap(), 3);
+    assert!(
+        RecordStore::<StoredTask>::mark(&a, "t", "held-by-a")
+            .await
+            .unwrap()
+    );
+
+    // A stops beating; B goes on.
+    tokio::time::sleep(std::time::Duration::from_millis(1_300)).await;
+    b.heartbeat("node-b", None, "test", false).await.unwrap();
+    let nodes = b.nodes().await.unwrap();
+    let live: Vec<_> = nodes.iter().map(|n| (n.node_id.as_str(), n.live)).collect();
+    assert_eq!(live, [("node-a", false), ("node-b", true)]);
+    let seen: Vec<StoredTask> = b.unfinished().await.unwrap();
+    let mut orphan = seen
+        .into_iter()
+        .find(|t| t.record.task_id == "held-by-a")
+        .expect("B sees A's task once A's lease lapsed");
+    orphan.record.state = TaskState::Uncertain;
+    assert!(
+        RecordStore::<StoredTask>::update(&b, &orphan)
+            .await
+            .unwrap()
+    );
+    b.clear_sessions().await.unwrap();
+    assert_eq!(
+        b.count("t", &Counter::Sessions).await.unwrap(),
+        1,
+        "A's two sessions are given back, B's stays"
+    );
+
+    // A resumes: fenced.
+    assert!(
+        !RecordStore::<StoredTask>::mark(&a, "t", "held-by-a")
+            .await
+            .unwrap(),
+        "a lapsed runner marks nothing: it must not pass its commit point"
+    );
+    let mut late = held.clone();
+    late.record.state = TaskState::Succeeded;
+    assert!(!RecordStore::<StoredTask>::update(&a, &late).await.unwrap());
+    let kept: StoredTask = b.get("t", "held-by-a").await.unwrap().unwrap();
+    assert_eq!(kept.record.state, TaskState::Uncertain);
+}
+
+/// A node that restarts (a new boot under the same node id) finds its previous boot's
+/// records at once, without waiting for a lease: they are nobody's now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_node_finds_its_previous_boots_records_at_once() {
+    let server = PgServer::start().unwrap();
+    let url = server.create_database().await.unwrap();
+    let first = runner(&url, "node-a", 60_000).await;
+    let task = sample_task("t", "before-restart", TaskState::Running);
+    RecordStore::<StoredTask>::insert(&first, &task, None)
+        .await
+        .unwrap();
+    let other = runner(&url, "node-b", 60_000).await;
+    let seen: Vec<StoredTask> = other.unfinished().await.unwrap();
+    assert!(seen.is_empty(), "node-a's first boot is live");
+    let second = runner(&url, "node-a", 60_000).await;
+    assert_ne!(first.boot(), second.boot());
+    let seen: Vec<StoredTask> = second.unfinished().await.unwrap();
+    assert_eq!(
+        unfinished_ids(&seen),
+        BTreeSet::from(["before-restart".to_owned()])
+    );
+    assert!(
+        !RecordStore::<StoredTask>::mark(&second, "t", "before-restart")
+            .await
+            .unwrap(),
+        "the new boot does not hold the old boot's record"
+    );
+}

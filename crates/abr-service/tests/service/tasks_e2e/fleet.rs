@@ -1,0 +1,504 @@
+//! Two `abr serve` replicas on one PostgreSQL database (a throwaway server this test starts
+//! and stops), the demo site as ground truth: a key sent to both at once posts once and
+//! either replica reads the record; a replica killed mid-task has its tasks ended honestly
+//! by the other, which never restarted; a replica paused past its lease is fenced: when it
+//! wakes it cannot pass the commit point of the task the other replica ended.
+
+use super::*;
+use abr_client::{PostAnswer, PostOptions};
+use abr_store::testing::PgServer;
+
+/// A replica's heartbeat holds this long (seconds): short, so that the test waits little.
+const LEASE_SECS: &str = "2";
+
+struct Fleet {
+    site: DemoSite,
+    // Dropped last: the replicas first.
+    _server: PgServer,
+    url: String,
+    dirs: Vec<tempfile::TempDir>,
+}
+
+impl Fleet {
+    async fn start() -> Self {
+        let server = PgServer::start().unwrap();
+        let url = server.create_database().await.unwrap();
+        let site = DemoSite::start(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap();
+        Self {
+            site,
+            _server: server,
+            url,
+            dirs: Vec::new(),
+        }
+    }
+
+    /// A replica named `node`, with a marker of its own (killing one never touches the
+    /// other's browsers).
+    async fn replica(&mut self, node: &str) -> Serve {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = random_suffix();
+        let serve = Serve::start_with(
+            &self.site,
+            dir.path(),
+            &marker,
+            &[
+                ("ABR_DATABASE_URL", &self.url),
+                ("ABR_NODE_ID", node),
+                ("ABR_NODE_LEASE_SECS", LEASE_SECS),
+                ("ABR_DRAIN_GRACE_SECS", "0"),
+            ],
+        )
+        .await;
+        self.dirs.push(dir);
+        serve
+    }
+}
+
+fn post(session: &abr_protocol::AgentSessionState, text: &str) -> abr_protocol::PostRequest {
+    post_request("demo", session.clone(), text)
+}
+
+fn post_id(answer: &PostAnswer) -> String {
+    match answer {
+        PostAnswer::Done { result, .. } => result.post_id.clone().unwrap(),
+        PostAnswer::Running(record) => record.post_id.clone(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_sent_to_two_replicas_at_once_posts_once_and_either_reads_it() {
+    let mut fleet = Fleet::start().await;
+    let mut a = fleet.replica("node-a").await;
+    let mut b = fleet.replica("node-b").await;
+    let session = signed_in_session(&fleet.site, "alice").await;
+    let run = random_suffix();
+    let mut answers = Vec::new();
+    for i in 0..4 {
+        let text = format!("fleet {run} {i}");
+        let key = PostOptions::idempotency_key(format!("fleet-{run}-{i}"));
+        let request = post(&session, &text);
+        let (to_a, to_b) = tokio::join!(
+            a.client.post_with(&request, &key),
+            b.client.post_with(&request, &key)
+        );
+        answers.push((text, to_a.unwrap(), to_b.unwrap()));
+    }
+    let stored = fleet.site.posts();
+    for (text, to_a, to_b) in &answers {
+        assert_eq!(
+            stored.iter().filter(|p| &p.text == text).count(),
+            1,
+            "{text:?} posted once: {to_a:?} {to_b:?}"
+        );
+        let id = post_id(to_a);
+        assert_eq!(id, post_id(to_b), "both replicas name one record");
+        // Either replica reads it, finished.
+        for client in [&a.client, &b.client] {
+            let record = until_post_ended(client, &id).await;
+            assert_eq!(
+                record.state,
+                abr_protocol::PostState::Succeeded,
+                "{record:?}"
+            );
+        }
+    }
+    // Each replica says who it is.
+    let ready: abr_protocol::Readiness = raw_http()
+        .get(format!("{}v1/ready", b.client.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ready.node.as_deref(), Some("node-b"));
+    assert!(ready.ready);
+    a.kill();
+    b.kill();
+    fleet.site.shutdown().await;
+}
+
+async fn until_post_ended(client: &AgentRunnerClient, id: &str) -> abr_protocol::PostRecord {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let record = client.get_post(WORKSPACE, id).await.unwrap();
+        if record.state != abr_protocol::PostState::Running {
+            return record;
+        }
+        assert!(Instant::now() < deadline, "never ended: {record:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Replica A is killed past a task's submit and during another's wait before anything
+/// committing; replica B, which never restarts, ends the first `uncertain` and the second
+/// `failed` (retryable) once A's lease lapsed, and B's retry of the second runs it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replicas_tasks_are_ended_honestly_by_the_live_one() {
+    let mut fleet = Fleet::start().await;
+    let mut a = fleet.replica("node-a").await;
+    let b = fleet.replica("node-b").await;
+    let site = &fleet.site;
+    let session = serde_json::to_value(signed_in_session(site, "alice").await).unwrap();
+    let never = format!("never-shown-{}", &random_suffix()[..8]);
+
+    let email_a = new_email("fleet-after");
+    let mut after = add_user_plan(site, &email_a, "editor");
+    after["plan"]["steps"][5] = json!({"type": "wait", "text": never, "timeoutMs": 30000,
+        "description": "Wait for a confirmation that never comes"});
+    after["plan"]["steps"].as_array_mut().unwrap().truncate(6);
+    after["session"] = session.clone();
+    after["platform"] = json!("demo");
+    let email_b = new_email("fleet-before");
+    let base = site.base_url();
+    let before = json!({
+        "plan": {
+            "targetUrl": format!("{base}/admin/users"),
+            "steps": [
+                {"type": "wait", "text": email_b, "timeoutMs": 30000, "description": "Wait until the user is listed"},
+                {"type": "extract", "name": "users", "kind": "table", "selector": "#users", "description": "Read the users table"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#users", "text": email_b},
+            "risk": "low"
+        },
+        "session": session,
+        "platform": "demo"
+    });
+    let (task_after, _) = a
+        .client
+        .create_task(&task_request(after), &options())
+        .await
+        .unwrap();
+    let (task_before, _) = a
+        .client
+        .create_task(&task_request(before), &options())
+        .await
+        .unwrap();
+    approve(&a.client, &task_after).await;
+    approve(&a.client, &task_before).await;
+    // Followed on B: any replica reads any record.
+    until(&b.client, &task_after.task_id, "A past its submit", |r| {
+        r.state == TaskState::Running && r.step_results.len() == 5 && r.step_results[4].committing
+    })
+    .await;
+    until(&b.client, &task_before.task_id, "B in its wait", |r| {
+        r.state == TaskState::Running
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // While A lives, B leaves its tasks alone.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let running = b
+        .client
+        .get_task(TENANT, &task_after.task_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        running.state,
+        TaskState::Running,
+        "B took a live replica's task"
+    );
+    a.kill();
+    assert_eq!(
+        users_with(site, &email_a).await.len(),
+        1,
+        "the submit happened"
+    );
+
+    let ended_after = ended(&b.client, &task_after.task_id).await;
+    assert_eq!(ended_after.state, TaskState::Uncertain, "{ended_after:#?}");
+    let error = ended_after.error.as_ref().unwrap();
+    assert_eq!(error.code, "runner_stopped");
+    assert!(!error.retryable);
+    let ended_before = ended(&b.client, &task_before.task_id).await;
+    assert_eq!(ended_before.state, TaskState::Failed, "{ended_before:#?}");
+    assert!(ended_before.error.as_ref().unwrap().retryable);
+    // The retry runs on B, once.
+    add_user_over_http(site, &email_b).await;
+    let attempt = b
+        .client
+        .retry_task(TENANT, &task_before.task_id)
+        .await
+        .unwrap();
+    approve(&b.client, &attempt).await;
+    let done = ended(&b.client, &attempt.task_id).await;
+    assert_eq!(done.state, TaskState::Succeeded, "{done:#?}");
+    assert_eq!(users_with(site, &email_a).await.len(), 1);
+    let mut b = b;
+    b.kill();
+    fleet.site.shutdown().await;
+}
+
+/// Replica A is paused (SIGSTOP) while its task's committing click waits for its button
+/// (a slow page shows it 6 s after it loaded); B ends the task `failed` (retryable:
+/// nothing was done) once A's lease lapsed. A is resumed: the button appears, and A saves
+/// the mark before the click over the version it read, which B's end moved: the
+/// compare-and-swap refuses it, so the click never happens and the site has no such user.
+/// B's retry adds it once. (A post's mark is outside the compare-and-swap: the store's
+/// owner check fences it, `post_journal::a_submit_that_cannot_be_recorded_does_not_happen`
+/// and `races_pg::a_lapsed_runner_is_fenced_…`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_paused_past_its_lease_is_fenced_at_its_commit_point() {
+    let mut fleet = Fleet::start().await;
+    let mut a = fleet.replica("node-a").await;
+    let b = fleet.replica("node-b").await;
+    let site = &fleet.site;
+    let session = serde_json::to_value(signed_in_session(site, "alice").await).unwrap();
+    let email = new_email("fenced");
+    let base = site.base_url();
+    let slow = format!("{base}/slow?ms=6000&email={}", email.replace('@', "%40"));
+    let mut plan = json!({
+        "plan": {
+            "targetUrl": slow,
+            "steps": [
+                {"type": "navigate", "url": slow, "description": "Open the slow form"},
+                {"type": "click", "selector": {"role": "button", "name": "Submit"}, "timeoutMs": 60000,
+                 "description": "Submit the form once it shows"},
+                {"type": "wait", "selector": ".success-message", "timeoutMs": 10000,
+                 "description": "Wait for the success message"}
+            ],
+            "verification": {"method": "dom_check", "selector": ".success-message", "text": CREATED},
+            "risk": "medium"
+        }
+    });
+    plan["session"] = session;
+    plan["platform"] = json!("demo");
+    let (task, _) = a
+        .client
+        .create_task(&task_request(plan), &options())
+        .await
+        .unwrap();
+    approve(&a.client, &task).await;
+    until(&b.client, &task.task_id, "A in the slow page's wait", |r| {
+        r.state == TaskState::Running && r.step_results.len() == 1
+    })
+    .await;
+    a.signal("STOP");
+    let ended_on_b = ended(&b.client, &task.task_id).await;
+    assert_eq!(ended_on_b.state, TaskState::Failed, "{ended_on_b:#?}");
+    assert_eq!(ended_on_b.error.as_ref().unwrap().code, "runner_stopped");
+    assert!(ended_on_b.error.as_ref().unwrap().retryable);
+    a.signal("CONT");
+    // A's page says ready 9 s after it loaded; give A time to reach its commit point and
+    // be refused there.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert!(
+        users_with(site, &email).await.is_empty(),
+        "the fenced replica passed its commit point"
+    );
+    let kept = b.client.get_task(TENANT, &task.task_id).await.unwrap();
+    assert_eq!(
+        kept.state,
+        TaskState::Failed,
+        "A overwrote B's end: {kept:#?}"
+    );
+    assert_eq!(kept.error.as_ref().unwrap().code, "runner_stopped");
+    // Nothing was done, so a retry is safe: B adds the user once.
+    let attempt = b.client.retry_task(TENANT, &task.task_id).await.unwrap();
+    approve(&b.client, &attempt).await;
+    let done = ended(&b.client, &attempt.task_id).await;
+    assert_eq!(done.state, TaskState::Succeeded, "{done:#?}");
+    assert_eq!(users_with(site, &email).await.len(), 1);
+    a.kill();
+    let mut b = b;
+    b.kill();
+    fleet.site.shutdown().await;
+}
+
+/// HAProxy on the committed `deploy/haproxy.cfg`, in the foreground; killed when dropped.
+struct Balancer {
+    child: Child,
+    url: String,
+}
+
+impl Balancer {
+    fn start(replicas: [&Serve; 3]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/haproxy.cfg");
+        let address = |serve: &Serve| {
+            serve
+                .client
+                .base_url()
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_owned()
+        };
+        let child = Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&config)
+            .env("ABR_LB_BIND", format!("127.0.0.1:{port}"))
+            .env("ABR_REPLICA_A", address(replicas[0]))
+            .env("ABR_REPLICA_B", address(replicas[1]))
+            .env("ABR_REPLICA_C", address(replicas[2]))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("haproxy (driver/setup-postgres installs it)");
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/"),
+        }
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Posts `request` under `key` through `client` until it has an outcome: a lost answer
+/// (the replica killed under it) or a record still running is asked again with the same
+/// key, which never posts twice.
+async fn post_until_done(
+    client: &AgentRunnerClient,
+    request: &abr_protocol::PostRequest,
+    key: &str,
+) -> abr_protocol::PostRecord {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        match client
+            .post_with(request, &PostOptions::idempotency_key(key))
+            .await
+        {
+            Ok(PostAnswer::Done { result, .. }) => {
+                let id = result.post_id.clone().unwrap();
+                return client.get_post(WORKSPACE, &id).await.unwrap();
+            }
+            Ok(PostAnswer::Running(_)) | Err(_) => {}
+        }
+        assert!(Instant::now() < deadline, "{key}: no outcome");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Three replicas behind HAProxy (the committed configuration), posts sent through the
+/// balancer and a quarter of them at once straight to a replica under the same key; one
+/// replica killed (`kill -9`) mid-run and restarted under its node id, another drained
+/// (SIGTERM) mid-run. Every key is posted at most once, every `succeeded` is on the site
+/// once, every `failed` is not, and every `uncertain` is resolved by a re-check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_behind_haproxy_post_each_key_once_through_a_kill_and_a_drain() {
+    let mut fleet = Fleet::start().await;
+    let a = fleet.replica("node-a").await;
+    let mut b = fleet.replica("node-b").await;
+    let mut c = fleet.replica("node-c").await;
+    let lb = Balancer::start([&a, &b, &c]);
+    let through = AgentRunnerClient::new(lb.url.clone(), BIN_TOKEN).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while through.health().await.is_err() {
+        assert!(Instant::now() < deadline, "HAProxy never answered");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let session = signed_in_session(&fleet.site, "alice").await;
+    let run = random_suffix();
+    let mut sent = Vec::new();
+    let mut c_restarted = None;
+    for wave in 0..6 {
+        let mut racers = Vec::new();
+        for i in 0..4 {
+            let n = wave * 4 + i;
+            let text = format!("balanced {run} {n}");
+            let key = format!("lb-{run}-{n}");
+            let request = post(&session, &text);
+            let lb_client = through.clone();
+            let (r, k) = (request.clone(), key.clone());
+            racers.push(tokio::spawn(async move {
+                lb_client
+                    .post_with(&r, &PostOptions::idempotency_key(k))
+                    .await
+            }));
+            if i == 0 {
+                // The same key at once, straight to a replica that stays up.
+                let direct = a.client.clone();
+                let (r, k) = (request.clone(), key.clone());
+                racers.push(tokio::spawn(async move {
+                    direct.post_with(&r, &PostOptions::idempotency_key(k)).await
+                }));
+            }
+            sent.push((text, key, request));
+        }
+        if wave == 2 {
+            // Killed under whatever it was running, then back under its node id.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            c.kill();
+        }
+        if wave == 4 {
+            b.signal("TERM");
+        }
+        for racer in racers {
+            // A lost answer (the killed replica's) is asked again below.
+            let _ = racer.await.unwrap();
+        }
+        if wave == 3 {
+            c_restarted = Some(fleet.replica("node-c").await);
+        }
+    }
+    // Every key to its outcome, asked again through the balancer where the answer was lost.
+    let mut outcomes = Vec::new();
+    for (text, key, request) in &sent {
+        outcomes.push((text, post_until_done(&through, request, key).await));
+    }
+    let stored = fleet.site.posts();
+    let (mut succeeded, mut failed, mut uncertain) = (0, 0, 0);
+    for (text, record) in &outcomes {
+        let on_site = stored.iter().filter(|p| &&p.text == text).count();
+        assert!(on_site <= 1, "{text:?} posted {on_site} times");
+        match record.state {
+            abr_protocol::PostState::Succeeded => {
+                succeeded += 1;
+                assert_eq!(on_site, 1, "{text:?} succeeded but is not on the site");
+            }
+            abr_protocol::PostState::Failed => {
+                failed += 1;
+                assert_eq!(on_site, 0, "{text:?} failed but is on the site");
+            }
+            abr_protocol::PostState::Uncertain => {
+                uncertain += 1;
+                let checked = a
+                    .client
+                    .recheck_post(WORKSPACE, &record.post_id)
+                    .await
+                    .unwrap();
+                let expected = match checked.answer {
+                    abr_protocol::RecheckAnswer::Confirmed => 1,
+                    abr_protocol::RecheckAnswer::NotFound => 0,
+                    other => panic!("{text:?}: the re-check did not resolve it: {other:?}"),
+                };
+                assert_eq!(on_site, expected, "{text:?}: re-check {:?}", checked.answer);
+            }
+            other => panic!("{text:?} ended {other:?}"),
+        }
+    }
+    eprintln!(
+        "fleet: {} keys: {succeeded} succeeded, {failed} failed, {uncertain} uncertain",
+        sent.len()
+    );
+    assert!(succeeded >= sent.len() / 2, "most keys posted: {succeeded}");
+    // The drained replica finished what it ran and exited by itself.
+    let mut exited = None;
+    for _ in 0..300 {
+        exited = b.child.try_wait().unwrap();
+        if exited.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        exited.is_some_and(|s| s.success()),
+        "the drained replica exits cleanly: {exited:?}"
+    );
+    // Killed with every process they started (their drop).
+    drop((lb, a, b, c_restarted));
+    fleet.site.shutdown().await;
+}
