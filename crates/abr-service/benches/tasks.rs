@@ -52,8 +52,8 @@ use abr_core::plan::{PlanLimits, validate};
 use abr_core::step_runner::{BrowserAction, StepOutput, StepRunner};
 use abr_core::store::{
     Counter, CounterStore, EvidenceStore, Expired, IdempotencyKey, InMemoryStore, Inserted,
-    KeyStore, ListQuery, Listed, RecordStore, RunnerLink, ScreenshotStore, SessionKey,
-    SessionStore, StoredKey, StoredPost, StoredTask,
+    KeyStore, LinkStore, ListQuery, Listed, RecordStore, RunnerLink, ScreenshotStore, SessionKey,
+    SessionStore, StoredKey, StoredLink, StoredPost, StoredTask,
 };
 use abr_core::{
     AcquireMode, AcquireRequest, CoreError, EgressPolicy, MemoryAuditSink, SessionProvider,
@@ -430,6 +430,32 @@ impl EvidenceStore for TimedStore {
         now: OffsetDateTime,
     ) -> Result<Expired, CoreError> {
         EvidenceStore::expire_evidence(&*self.inner, before, now).await
+    }
+}
+
+#[async_trait]
+impl LinkStore for TimedStore {
+    async fn put_link(
+        &self,
+        link: &StoredLink,
+        now: OffsetDateTime,
+        max_open: usize,
+    ) -> Result<bool, CoreError> {
+        LinkStore::put_link(&*self.inner, link, now, max_open).await
+    }
+    async fn link(
+        &self,
+        digest: &[u8; 32],
+        now: OffsetDateTime,
+    ) -> Result<Option<StoredLink>, CoreError> {
+        LinkStore::link(&*self.inner, digest, now).await
+    }
+    async fn take_link(
+        &self,
+        digest: &[u8; 32],
+        now: OffsetDateTime,
+    ) -> Result<Option<StoredLink>, CoreError> {
+        LinkStore::take_link(&*self.inner, digest, now).await
     }
 }
 

@@ -511,3 +511,69 @@ pub(crate) fn screenshot_aad(tenant: &str, task_id: &str, name: &str) -> Vec<u8>
 pub(crate) fn session_aad(key: &abr_core::SessionKey) -> Vec<u8> {
     row_aad(b"", &[&key.workspace_id, &key.account_id, &key.platform])
 }
+
+/// An approval link's columns (the approver as the fields of its principal; the expiry in
+/// nanoseconds since the Unix epoch, exact and comparable in SQL).
+pub(crate) struct LinkRow {
+    pub digest: Vec<u8>,
+    pub tenant: String,
+    pub task_id: String,
+    pub action: Option<String>,
+    pub key_id: String,
+    pub name: String,
+    pub role: String,
+    pub key_tenant: Option<String>,
+    pub read_only: bool,
+    pub expires_ns: i64,
+}
+
+/// An instant as nanoseconds since the Unix epoch.
+pub(crate) fn unix_ns(at: OffsetDateTime) -> i64 {
+    i64::try_from(at.unix_timestamp_nanos()).unwrap_or(i64::MAX)
+}
+
+/// `link` as its columns.
+pub(crate) fn link_row(link: &abr_core::store::StoredLink) -> Result<LinkRow, StoreError> {
+    let p = &link.minted_by;
+    Ok(LinkRow {
+        digest: link.digest.to_vec(),
+        tenant: link.tenant.clone(),
+        task_id: link.task_id.clone(),
+        action: link.action.clone(),
+        key_id: p.key_id().to_owned(),
+        name: p.name().to_owned(),
+        role: name_of(&p.role(), "a link's approver role")?,
+        key_tenant: match p.tenants() {
+            abr_core::principal::Tenants::One(t) => Some(t.clone()),
+            abr_core::principal::Tenants::All => None,
+        },
+        read_only: p.read_only(),
+        expires_ns: unix_ns(link.expires_at),
+    })
+}
+
+/// A link read back.
+pub(crate) fn decode_link(row: LinkRow) -> Result<abr_core::store::StoredLink, StoreError> {
+    let bad = || StoreError::Record("an approval link".into());
+    let tenants = match row.key_tenant {
+        Some(t) => abr_core::principal::Tenants::One(t),
+        None => abr_core::principal::Tenants::All,
+    };
+    let minted_by = abr_core::principal::Principal::new(
+        row.key_id,
+        &row.name,
+        from_name::<Role>(&row.role, "a link's approver role")?,
+        tenants,
+        row.read_only,
+    )
+    .map_err(|_| bad())?;
+    Ok(abr_core::store::StoredLink {
+        digest: row.digest.try_into().map_err(|_| bad())?,
+        tenant: row.tenant,
+        task_id: row.task_id,
+        action: row.action,
+        minted_by,
+        expires_at: OffsetDateTime::from_unix_timestamp_nanos(i128::from(row.expires_ns))
+            .map_err(|_| bad())?,
+    })
+}

@@ -273,6 +273,21 @@ impl PgServer {
         result
     }
 
+    /// The first row `sql` answers on database `name`, its values as text.
+    ///
+    /// # Errors
+    /// The server refused it, or it answered no row.
+    pub async fn query_row(&self, name: &str, sql: &str) -> Result<Vec<Option<String>>, String> {
+        for message in self.execute(name, sql).await? {
+            if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
+                return Ok((0..row.len())
+                    .map(|i| row.get(i).map(str::to_owned))
+                    .collect());
+            }
+        }
+        Err(format!("no row: {sql}"))
+    }
+
     /// Every byte under its data directory, after a `CHECKPOINT` (blocking): what it keeps
     /// at rest.
     pub fn at_rest(&self) -> Vec<u8> {

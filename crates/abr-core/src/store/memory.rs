@@ -10,6 +10,7 @@ use crate::guard::memory::{InMemoryFrameStore, InMemorySiteStore};
 use crate::guard::sites::SiteStore;
 use crate::store::counters::{Counter, CounterStore, InMemoryCounters};
 use crate::store::keys::{InMemoryKeys, KeyStore, StoredKey};
+use crate::store::links::{InMemoryLinks, LinkStore, StoredLink};
 use crate::store::posts::{InMemoryPostStore, StoredPost};
 use crate::store::records::{
     IdempotencyKey, InMemoryRecordStore, Inserted, ListQuery, Listed, RecordStore,
@@ -19,7 +20,8 @@ use crate::store::screenshots::{InMemoryScreenshots, ScreenshotStore};
 use crate::store::sessions::{InMemorySessionStore, SessionKey, SessionStore};
 use crate::store::tasks::StoredTask;
 
-/// Tasks, posts, counters, screenshots, sessions, frames, site decisions and keys, in memory:
+/// Tasks, posts, counters, screenshots, sessions, frames, site decisions, keys and approval
+/// links, in memory:
 /// everything is lost when the process ends.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
@@ -31,6 +33,7 @@ pub struct InMemoryStore {
     frames: InMemoryFrameStore,
     sites: InMemorySiteStore,
     keys: InMemoryKeys,
+    links: InMemoryLinks,
 }
 
 impl InMemoryStore {
@@ -334,5 +337,33 @@ impl EvidenceStore for InMemoryStore {
             records,
             frames: self.frames.forget_before(before),
         })
+    }
+}
+
+#[async_trait]
+impl LinkStore for InMemoryStore {
+    async fn put_link(
+        &self,
+        link: &StoredLink,
+        now: time::OffsetDateTime,
+        max_open: usize,
+    ) -> Result<bool, CoreError> {
+        self.links.put_link(link, now, max_open).await
+    }
+
+    async fn link(
+        &self,
+        digest: &[u8; 32],
+        now: time::OffsetDateTime,
+    ) -> Result<Option<StoredLink>, CoreError> {
+        self.links.link(digest, now).await
+    }
+
+    async fn take_link(
+        &self,
+        digest: &[u8; 32],
+        now: time::OffsetDateTime,
+    ) -> Result<Option<StoredLink>, CoreError> {
+        self.links.take_link(digest, now).await
     }
 }

@@ -12,11 +12,13 @@
 //! - [`EvidenceStore`]: evidence (frames, screenshots, extracted data) expires, outcomes
 //!   stay.
 //! - [`KeyStore`]: the API keys (digests of their tokens); [`InMemoryKeys`].
+//! - [`LinkStore`]: one-time approval links (digests of their tokens); [`InMemoryLinks`].
 //! - [`SessionStore`]: sessions kept between jobs, by [`SessionKey`] (a tenant's sessions
 //!   stored by id are [`SessionKey::stored`]).
 
 pub(crate) mod counters;
 pub(crate) mod keys;
+pub(crate) mod links;
 pub(crate) mod memory;
 pub(crate) mod posts;
 pub(crate) mod records;
@@ -27,6 +29,7 @@ pub(crate) mod tasks;
 
 pub use counters::{Counter, CounterStore, InMemoryCounters};
 pub use keys::{InMemoryKeys, KeyStore, RunnerLink, StoredKey};
+pub use links::{InMemoryLinks, LinkStore, StoredLink};
 pub use memory::InMemoryStore;
 pub use posts::{InMemoryPostStore, PostStore, StoredPost};
 pub use records::{

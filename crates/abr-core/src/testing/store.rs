@@ -21,6 +21,7 @@
 //! - [`keys`]: a key id is stored once; a key is found by its token's digest; revocation
 //!   is set once and survives a reopen; keys are listed oldest first.
 //! - [`evidence`]: evidence older than the cutoff is forgotten, outcomes stay.
+//! - [`links`]: an approval link is found while open, taken once, forgotten once expired.
 //! - [`sealed`]: inputs, cookies, post content and screenshots are not readable at rest.
 
 #![allow(
@@ -47,6 +48,7 @@ use crate::guard::frames::{
 use crate::guard::sites::SiteStore;
 use crate::store::counters::{Counter, CounterStore};
 use crate::store::keys::{KeyStore, StoredKey};
+use crate::store::links::{LinkStore, StoredLink};
 use crate::store::posts::StoredPost;
 use crate::store::records::{
     IdempotencyKey, Inserted, LedgerHeader, LedgerRecord, ListQuery, MAX_PAGE, RecordStore,
@@ -1197,6 +1199,111 @@ fn site(domain: &str, decision: SiteDecision) -> SiteEntry {
         decision,
         decided_by: "owner@example.com".into(),
         decided_at: OffsetDateTime::UNIX_EPOCH,
+    }
+}
+
+/// An approval link of tenant `t` whose token's digest is `[d; 32]`, minted by an approver
+/// (links 2 and up decide a browse session's action).
+fn sample_link(d: u8, expires_at: OffsetDateTime) -> StoredLink {
+    StoredLink {
+        digest: [d; 32],
+        tenant: "t".into(),
+        task_id: format!("task-{d}"),
+        action: (d >= 2).then(|| format!("approval-{d}")),
+        minted_by: crate::principal::Principal::new(
+            "key_approver",
+            "Alice Approver",
+            abr_protocol::Role::Approver,
+            crate::principal::Tenants::One("t".into()),
+            false,
+        )
+        .unwrap(),
+        expires_at,
+    }
+}
+
+/// The [`LinkStore`] contract: a link is found by its digest while open, taken once (of
+/// racing takes, one), forgotten once expired, bounded, and kept across a reopen.
+pub async fn links<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: LinkStore + ?Sized,
+{
+    let store = harness.open().await;
+    let t0 = time::macros::datetime!(2026-12-06 10:00:00 UTC);
+    let hour = time::Duration::HOUR;
+    assert!(
+        store
+            .put_link(&sample_link(1, t0 + hour), t0, 2)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .put_link(&sample_link(2, t0 + hour), t0, 2)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.link(&[1; 32], t0).await.unwrap(),
+        Some(sample_link(1, t0 + hour)),
+        "a link reads back whole"
+    );
+    assert_eq!(
+        store.link(&[2; 32], t0).await.unwrap(),
+        Some(sample_link(2, t0 + hour))
+    );
+    assert_eq!(store.link(&[9; 32], t0).await.unwrap(), None);
+    assert!(
+        !store
+            .put_link(&sample_link(3, t0 + hour), t0, 2)
+            .await
+            .unwrap(),
+        "no more than max_open open"
+    );
+    assert_eq!(store.link(&[3; 32], t0).await.unwrap(), None);
+    // Expired: not found, and forgotten by the next put, which makes room.
+    let later = t0 + 2 * hour;
+    assert_eq!(store.link(&[1; 32], later).await.unwrap(), None);
+    assert!(
+        store
+            .put_link(&sample_link(3, later + hour), later, 2)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.take_link(&[1; 32], later).await.unwrap(),
+        None,
+        "an expired link is never taken"
+    );
+    // Taken once, whoever races for it.
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.take_link(&[3; 32], later).await.unwrap() })
+        })
+        .collect();
+    let mut taken = 0;
+    for racer in racers {
+        if let Some(link) = racer.await.unwrap() {
+            assert_eq!(link, sample_link(3, later + hour));
+            taken += 1;
+        }
+    }
+    assert_eq!(taken, 1, "a link is taken once");
+    assert_eq!(store.link(&[3; 32], later).await.unwrap(), None);
+    // Kept across a reopen.
+    assert!(
+        store
+            .put_link(&sample_link(4, later + hour), later, 10)
+            .await
+            .unwrap()
+    );
+    match harness.reopen(store).await {
+        Some(store) => assert_eq!(
+            store.take_link(&[4; 32], later).await.unwrap(),
+            Some(sample_link(4, later + hour))
+        ),
+        None => eprintln!("links: this store keeps nothing across processes"),
     }
 }
 

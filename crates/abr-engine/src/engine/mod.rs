@@ -27,7 +27,7 @@ use abr_core::limits::TenantLimits;
 use abr_core::principal::{Actor, Right};
 use abr_core::provider::DynSessionProvider;
 use abr_core::store::{
-    CounterStore, EvidenceStore, Expired, KeyStore, PostStore, SessionStore, TaskStore,
+    CounterStore, EvidenceStore, Expired, KeyStore, LinkStore, PostStore, SessionStore, TaskStore,
 };
 use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
 use abr_protocol::{
@@ -60,12 +60,19 @@ use crate::task::runner::{Created, TaskConfig, TaskEnd, TaskRunner};
 /// decisions, API keys. `abr-store`'s SQLite store in the runner; the core's in-memory
 /// stores in tests.
 pub trait EngineStore:
-    TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore + EvidenceStore
+    TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore + EvidenceStore + LinkStore
 {
 }
 
 impl<S> EngineStore for S where
-    S: TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore + EvidenceStore
+    S: TaskStore
+        + PostStore
+        + SessionStore
+        + FrameStore
+        + SiteStore
+        + KeyStore
+        + EvidenceStore
+        + LinkStore
 {
 }
 
@@ -438,7 +445,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             sites,
             keys,
             admission,
-            links: ApprovalLinks::new(Arc::clone(&clock)),
+            links: ApprovalLinks::new(Arc::clone(&store) as Arc<dyn LinkStore>, Arc::clone(&clock)),
             clock,
             audit,
             completion: self.completion,

@@ -73,8 +73,9 @@ impl<C: TaskContext> Engine<C> {
 
     /// A one-time link for a person without a key to approve or reject, as the actor, the
     /// pending task `task_id` or the committing action a browse session `task_id` waits on:
-    /// single-use, bound to the task's plan hash, expiring within the hour, kept in this
-    /// process's memory (a restart forgets it).
+    /// single-use, bound to the task's plan hash, expiring within the hour, kept in the
+    /// store by the digest of its token (it outlives a restart, and works on any replica of a
+    /// fleet).
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may approve; [`EngineError::SelfApproval`]
@@ -97,12 +98,14 @@ impl<C: TaskContext> Engine<C> {
         } else {
             None
         };
-        self.links.mint(
-            actor.tenant(),
-            task_id,
-            action,
-            std::sync::Arc::new(actor.principal().clone()),
-        )
+        self.links
+            .mint(
+                actor.tenant(),
+                task_id,
+                action,
+                std::sync::Arc::new(actor.principal().clone()),
+            )
+            .await
     }
 
     /// The task an approval link shows, with the site its plan opens (or the browse
@@ -112,7 +115,11 @@ impl<C: TaskContext> Engine<C> {
     /// [`EngineError::LinkNotFound`] for a link never minted, used or expired, or whose
     /// approver's key was revoked or expired since; a store failure.
     pub async fn task_by_link(&self, token: &str) -> Result<LinkedTask, EngineError> {
-        let grant = self.links.peek(token).ok_or(EngineError::LinkNotFound)?;
+        let grant = self
+            .links
+            .peek(token)
+            .await?
+            .ok_or(EngineError::LinkNotFound)?;
         if !self.keys().stands(grant.minted_by.key_id()).await? {
             return Err(EngineError::LinkNotFound);
         }
@@ -152,7 +159,11 @@ impl<C: TaskContext> Engine<C> {
         approve: bool,
         person: Option<String>,
     ) -> Result<TaskRecord, EngineError> {
-        let grant = self.links.take(token).ok_or(EngineError::LinkNotFound)?;
+        let grant = self
+            .links
+            .take(token)
+            .await?
+            .ok_or(EngineError::LinkNotFound)?;
         if !self.keys().stands(grant.minted_by.key_id()).await? {
             return Err(EngineError::LinkNotFound);
         }

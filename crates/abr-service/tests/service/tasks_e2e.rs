@@ -515,9 +515,12 @@ impl Serve {
         marker: &str,
         database: Option<&str>,
     ) -> Self {
+        // The restarted runner comes back under the same node id: it ends what its previous
+        // process left at once (under another id it would wait for the lease).
         let envs: Vec<(&str, &str)> = database
-            .map(|url| ("ABR_DATABASE_URL", url))
+            .map(|url| [("ABR_DATABASE_URL", url), ("ABR_NODE_ID", "kill-test")])
             .into_iter()
+            .flatten()
             .collect();
         Self::start_with(site, data_dir, marker, &envs).await
     }

@@ -16,6 +16,7 @@
 mod counters;
 mod frames;
 mod keys;
+mod links;
 mod nodes;
 mod records;
 mod retention;

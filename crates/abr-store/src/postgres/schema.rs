@@ -164,6 +164,20 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         held BIGINT NOT NULL CHECK (held >= 0),
         PRIMARY KEY (tenant_id, owner)
     );",
+    // 3: one-time approval links, by the digest of their token (never the token): a
+    // person's link works whichever replica the balancer picks.
+    "CREATE TABLE approval_links (
+        digest BYTEA PRIMARY KEY CHECK (length(digest) = 32),
+        tenant_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        action TEXT,
+        key_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        role TEXT NOT NULL,
+        key_tenant TEXT,
+        read_only BOOLEAN NOT NULL,
+        expires_ns BIGINT NOT NULL
+    );",
 ];
 
 /// Brings the schema up to date in one transaction per migration, under the migration lock.
@@ -172,23 +186,19 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 /// [`StoreError::NewerSchema`] when the database was migrated by a newer binary; a database
 /// failure otherwise.
 pub(crate) async fn migrate(client: &mut Object) -> Result<(), StoreError> {
-    client
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS abr_schema (
-                version INTEGER PRIMARY KEY,
-                applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-            )",
-        )
-        .await
-        .or_else(|e| {
-            // Two replicas creating the table at once: one loses the race on the catalog,
-            // and finds the table there.
-            if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })?;
+    // The ledger of migrations, made under the lock too: two replicas creating it at once
+    // would race on the catalog.
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS abr_schema (
+            version INTEGER PRIMARY KEY,
+            applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )",
+    )
+    .await?;
+    tx.commit().await?;
     let known = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
     for (i, sql) in MIGRATIONS.iter().enumerate() {
         let version = i32::try_from(i + 1).unwrap_or(i32::MAX);

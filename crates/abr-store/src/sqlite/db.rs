@@ -168,6 +168,20 @@ const MIGRATIONS: &[&str] = &[
         key_id TEXT NOT NULL,
         linked_at TEXT NOT NULL
     ) STRICT;",
+    // 11: one-time approval links, by the digest of their token (never the token), so that
+    // a link outlives a restart.
+    "CREATE TABLE approval_links (
+        digest BLOB PRIMARY KEY CHECK (length(digest) = 32),
+        tenant_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        action TEXT,
+        key_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        role TEXT NOT NULL,
+        key_tenant TEXT,
+        read_only INTEGER NOT NULL,
+        expires_ns INTEGER NOT NULL
+    ) STRICT;",
 ];
 
 /// ABR's records in one SQLite file.

@@ -5,6 +5,7 @@ mod counters;
 mod db;
 mod frames;
 mod keys;
+mod links;
 mod records;
 mod retention;
 mod screenshots;

@@ -70,8 +70,8 @@ fn post_id(answer: &PostAnswer) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_sent_to_two_replicas_at_once_posts_once_and_either_reads_it() {
     let mut fleet = Fleet::start().await;
-    let mut a = fleet.replica("node-a").await;
-    let mut b = fleet.replica("node-b").await;
+    let a = fleet.replica("node-a").await;
+    let b = fleet.replica("node-b").await;
     let session = signed_in_session(&fleet.site, "alice").await;
     let run = random_suffix();
     let mut answers = Vec::new();
@@ -115,8 +115,7 @@ async fn a_key_sent_to_two_replicas_at_once_posts_once_and_either_reads_it() {
         .unwrap();
     assert_eq!(ready.node.as_deref(), Some("node-b"));
     assert!(ready.ready);
-    a.kill();
-    b.kill();
+    drop((a, b));
     fleet.site.shutdown().await;
 }
 
@@ -226,8 +225,7 @@ async fn a_killed_replicas_tasks_are_ended_honestly_by_the_live_one() {
     let done = ended(&b.client, &attempt.task_id).await;
     assert_eq!(done.state, TaskState::Succeeded, "{done:#?}");
     assert_eq!(users_with(site, &email_a).await.len(), 1);
-    let mut b = b;
-    b.kill();
+    drop(b);
     fleet.site.shutdown().await;
 }
 
@@ -242,7 +240,7 @@ async fn a_killed_replicas_tasks_are_ended_honestly_by_the_live_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_paused_past_its_lease_is_fenced_at_its_commit_point() {
     let mut fleet = Fleet::start().await;
-    let mut a = fleet.replica("node-a").await;
+    let a = fleet.replica("node-a").await;
     let b = fleet.replica("node-b").await;
     let site = &fleet.site;
     let session = serde_json::to_value(signed_in_session(site, "alice").await).unwrap();
@@ -301,9 +299,7 @@ async fn a_replica_paused_past_its_lease_is_fenced_at_its_commit_point() {
     let done = ended(&b.client, &attempt.task_id).await;
     assert_eq!(done.state, TaskState::Succeeded, "{done:#?}");
     assert_eq!(users_with(site, &email).await.len(), 1);
-    a.kill();
-    let mut b = b;
-    b.kill();
+    drop((a, b));
     fleet.site.shutdown().await;
 }
 
@@ -500,5 +496,92 @@ async fn three_replicas_behind_haproxy_post_each_key_once_through_a_kill_and_a_d
     );
     // Killed with every process they started (their drop).
     drop((lb, a, b, c_restarted));
+    fleet.site.shutdown().await;
+}
+
+/// An approver's one-time link minted on replica A works on replica B (a person's browser
+/// reaches whichever replica the balancer picks), once: the decision on B runs the task, and
+/// the same link is gone on A too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_link_minted_on_one_replica_is_used_once_on_another() {
+    let mut fleet = Fleet::start().await;
+    let a = fleet.replica("node-a").await;
+    let b = fleet.replica("node-b").await;
+    let site = &fleet.site;
+    let email = new_email("linked");
+    let mut plan = add_user_plan(site, &email, "viewer");
+    plan["session"] = serde_json::to_value(signed_in_session(site, "alice").await).unwrap();
+    plan["platform"] = json!("demo");
+    let (task, _) = a
+        .client
+        .create_task(&task_request(plan), &options())
+        .await
+        .unwrap();
+    // An approver's key, made on A, mints the link on A.
+    let approver = a
+        .client
+        .create_key(&abr_protocol::KeyRequest {
+            name: "alice@acme.example".into(),
+            role: abr_protocol::Role::Approver,
+            tenant_id: Some(TENANT.into()),
+            read_only: false,
+            expires_at: None,
+        })
+        .await
+        .unwrap()
+        .token
+        .expose()
+        .to_owned();
+    let http = raw_http();
+    let minted: Value = http
+        .post(format!(
+            "{}v1/tasks/{}/approval-link",
+            a.client.base_url(),
+            task.task_id
+        ))
+        .bearer_auth(&approver)
+        .header("x-tenant-id", TENANT)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = minted["url"].as_str().unwrap_or_else(|| panic!("{minted}"));
+    let token = url.rsplit('/').next().unwrap().to_owned();
+    let on = |serve: &Serve| format!("{}approve/{token}", serve.client.base_url());
+    // The person's browser reaches B.
+    let page = http.get(on(&b)).send().await.unwrap();
+    assert_eq!(page.status(), 200, "the link shows on the other replica");
+    let decided = http
+        .post(on(&b))
+        .form(&[("decision", "approve"), ("name", "Ada")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decided.status(), 200, "{}", decided.text().await.unwrap());
+    let done = ended(&b.client, &task.task_id).await;
+    assert_eq!(done.state, TaskState::Succeeded, "{done:#?}");
+    assert_eq!(
+        done.approval.as_ref().unwrap().stated_by.as_deref(),
+        Some("Ada")
+    );
+    assert_eq!(users_with(site, &email).await.len(), 1);
+    // Used up, on every replica.
+    for serve in [&a, &b] {
+        let again = http
+            .post(on(serve))
+            .form(&[("decision", "approve")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            again.status(),
+            404,
+            "a used link on {}",
+            serve.client.base_url()
+        );
+    }
+    drop((a, b));
     fleet.site.shutdown().await;
 }
