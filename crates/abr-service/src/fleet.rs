@@ -1,8 +1,9 @@
 //! This runner as a replica of a fleet on a shared PostgreSQL database
 //! (`ABR_DATABASE_URL`): it registers under its node id (a new boot: what a previous
 //! process under the same id left is nobody's now), beats its heartbeat every third of the
-//! lease, and every lease ends what replicas whose heartbeat lapsed left unfinished and gives
-//! back their sessions, exactly as a restart does (`Engine::recover`; the store answers only
+//! lease, and every lease, while it holds the fleet's sweep lease (one replica at a time),
+//! ends what replicas whose heartbeat lapsed left unfinished and gives back their sessions,
+//! exactly as a restart does (`Engine::recover`; the store answers only
 //! the records no live replica holds). A replica whose heartbeat lapsed while it was paused
 //! is fenced by the store: it marks nothing before a commit and writes no result.
 
@@ -102,8 +103,16 @@ impl Membership {
                     }
                 }
                 beats += 1;
-                // Every lease: end what lapsed replicas left.
-                if beats.is_multiple_of(3) {
+                // Every lease, on one replica of the fleet at a time (the one holding the
+                // sweep's lease row): end what lapsed replicas left. (Several at once would
+                // still end each record once: a compare-and-swap.)
+                if beats.is_multiple_of(3)
+                    && self
+                        .store
+                        .hold_lease("sweep:recover", self.lease * 2)
+                        .await
+                        .unwrap_or(false)
+                {
                     match runner.recover().await {
                         Ok(0) => {}
                         Ok(ended) => {

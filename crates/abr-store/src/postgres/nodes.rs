@@ -75,6 +75,34 @@ impl PgStore {
         Ok(())
     }
 
+    /// Takes or renews the fleet-wide lease `name` for `ttl` (on the database's clock):
+    /// whether this boot holds it now. Free, expired or already this boot's: taken; another
+    /// live holder's: not. A sweep that must run once per fleet runs while it holds it.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn hold_lease(
+        &self,
+        name: &str,
+        ttl: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(
+                "INSERT INTO fleet_leases (name, holder, expires_at)
+                 VALUES ($1, $2, now() + make_interval(secs => $3::double precision))
+                 ON CONFLICT (name) DO UPDATE SET holder = $2,
+                    expires_at = now() + make_interval(secs => $3::double precision)
+                 WHERE fleet_leases.holder = $2 OR fleet_leases.expires_at < now()
+                 RETURNING holder",
+            )
+            .await?;
+        let row = client
+            .query_opt(&statement, &[&name, &&*self.boot, &ttl.as_secs_f64()])
+            .await?;
+        Ok(row.is_some())
+    }
+
     /// Every runner that ever registered, live or not, by node id.
     ///
     /// # Errors

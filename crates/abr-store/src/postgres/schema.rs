@@ -178,6 +178,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         read_only BOOLEAN NOT NULL,
         expires_ns BIGINT NOT NULL
     );",
+    // 4: the fleet's sweeps run on one replica at a time: whoever holds the sweep's lease
+    // row (a row, not a session advisory lock: those break behind a connection pooler).
+    "CREATE TABLE fleet_leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+    );",
 ];
 
 /// Brings the schema up to date in one transaction per migration, under the migration lock.

@@ -420,3 +420,43 @@ async fn a_restarted_node_finds_its_previous_boots_records_at_once() {
         "the new boot does not hold the old boot's record"
     );
 }
+
+/// A fleet-wide lease (a row) is one boot's at a time: the others are refused until it
+/// expires on the database's clock, then one of them takes it; its holder renews it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_lease_is_held_by_one_replica_at_a_time() {
+    let server = PgServer::start().unwrap();
+    let (_url, stores) = replicas(&server).await;
+    let ttl = std::time::Duration::from_millis(800);
+    let racers: Vec<_> = stores
+        .iter()
+        .map(|s| {
+            let s = Arc::clone(s);
+            tokio::spawn(async move { s.hold_lease("sweep", ttl).await.unwrap() })
+        })
+        .collect();
+    let mut holders = Vec::new();
+    for (i, racer) in racers.into_iter().enumerate() {
+        if racer.await.unwrap() {
+            holders.push(i);
+        }
+    }
+    assert_eq!(holders.len(), 1, "one holder: {holders:?}");
+    let holder = holders[0];
+    let other = (holder + 1) % REPLICAS;
+    assert!(
+        stores[holder].hold_lease("sweep", ttl).await.unwrap(),
+        "renewed"
+    );
+    assert!(!stores[other].hold_lease("sweep", ttl).await.unwrap());
+    assert!(
+        stores[other].hold_lease("another", ttl).await.unwrap(),
+        "leases are per name"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1_000)).await;
+    assert!(
+        stores[other].hold_lease("sweep", ttl).await.unwrap(),
+        "taken once expired"
+    );
+    assert!(!stores[holder].hold_lease("sweep", ttl).await.unwrap());
+}
