@@ -1518,19 +1518,20 @@ async fn a_runner_killed_after_the_page_posted_ends_the_run_uncertain_at_its_nex
     let db = dir.path().join("abr.db");
     let first = runner_on(&site, &db).await;
     let base = first.base_url();
-    // The page posts on the click; the run then waits (20 s) for a text that never comes.
+    // The page posts on the click; the run then waits (60 s: longer than a busy machine
+    // takes to start the second runner) for a text that never comes.
     let (status, created) = rest_on(
         &base,
         reqwest::Method::POST,
         "/v1/tasks",
-        Some(plan(&site, "/attack/js-post", show_more_then_fail(20_000))),
+        Some(plan(&site, "/attack/js-post", show_more_then_fail(60_000))),
     )
     .await;
     assert_eq!(status, 201, "{created}");
     let id = created["taskId"].as_str().unwrap().to_owned();
     let posted = LedgerEntry::new("POST", "/attack/api/track");
     // Once the click's result is recorded as committing (the page's post, seen below the
-    // page), the run is in its 20 s wait and writes nothing more until it ends: a record
+    // page), the run is in its 60 s wait and writes nothing more until it ends: a record
     // written after the new runner read it would rightly win over the restart's ending.
     let running = wait_task(&base, &id, |r| {
         r["stepResults"][0]["committing"] == json!(true) || r["finishedAt"].is_string()
