@@ -787,25 +787,19 @@ async fn kill_9_mid_task_then_restart_on_postgres_ends_tasks_honestly() {
     drop(server);
 }
 
-async fn kill_9_mid_task_then_restart(database: Option<&str>) {
-    let site = DemoSite::start(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let marker = random_suffix();
-    let mut first = Serve::start_on(&site, dir.path(), &marker, database).await;
-    let session = serde_json::to_value(signed_in_session(&site, "alice").await).unwrap();
-    let never = format!("never-shown-{}", &marker[..8]);
-
-    // A: the submit, then a wait that never ends.
+/// The two tasks a runner is killed under: one past its submit, in a wait that never ends
+/// (its user added), and one in a long wait before anything committing (for a user another
+/// admin adds later). Answers `(past the submit, its email, before it, its email)`.
+async fn killed_plans(site: &DemoSite) -> (Value, String, Value, String) {
+    let session = serde_json::to_value(signed_in_session(site, "alice").await).unwrap();
+    let never = format!("never-shown-{}", &random_suffix()[..8]);
     let email_a = new_email("killed-after");
-    let mut a = add_user_plan(&site, &email_a, "editor");
+    let mut a = add_user_plan(site, &email_a, "editor");
     a["plan"]["steps"][5] = json!({"type": "wait", "text": never, "timeoutMs": 30000,
         "description": "Wait for a confirmation that never comes"});
     a["plan"]["steps"].as_array_mut().unwrap().truncate(6);
     a["session"] = session.clone();
     a["platform"] = json!("demo");
-    // B: a long wait before anything committing, for a user that another admin adds later.
     let email_b = new_email("killed-before");
     let base = site.base_url();
     let b = json!({
@@ -821,6 +815,17 @@ async fn kill_9_mid_task_then_restart(database: Option<&str>) {
         "session": session,
         "platform": "demo"
     });
+    (a, email_a, b, email_b)
+}
+
+async fn kill_9_mid_task_then_restart(database: Option<&str>) {
+    let site = DemoSite::start(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = random_suffix();
+    let mut first = Serve::start_on(&site, dir.path(), &marker, database).await;
+    let (a, email_a, b, email_b) = killed_plans(&site).await;
     let client = first.client.clone();
     let (task_a, _) = client
         .create_task(&task_request(a), &options())

@@ -140,31 +140,7 @@ async fn a_killed_replicas_tasks_are_ended_honestly_by_the_live_one() {
     let mut a = fleet.replica("node-a").await;
     let b = fleet.replica("node-b").await;
     let site = &fleet.site;
-    let session = serde_json::to_value(signed_in_session(site, "alice").await).unwrap();
-    let never = format!("never-shown-{}", &random_suffix()[..8]);
-
-    let email_a = new_email("fleet-after");
-    let mut after = add_user_plan(site, &email_a, "editor");
-    after["plan"]["steps"][5] = json!({"type": "wait", "text": never, "timeoutMs": 30000,
-        "description": "Wait for a confirmation that never comes"});
-    after["plan"]["steps"].as_array_mut().unwrap().truncate(6);
-    after["session"] = session.clone();
-    after["platform"] = json!("demo");
-    let email_b = new_email("fleet-before");
-    let base = site.base_url();
-    let before = json!({
-        "plan": {
-            "targetUrl": format!("{base}/admin/users"),
-            "steps": [
-                {"type": "wait", "text": email_b, "timeoutMs": 30000, "description": "Wait until the user is listed"},
-                {"type": "extract", "name": "users", "kind": "table", "selector": "#users", "description": "Read the users table"}
-            ],
-            "verification": {"method": "dom_check", "selector": "#users", "text": email_b},
-            "risk": "low"
-        },
-        "session": session,
-        "platform": "demo"
-    });
+    let (after, email_a, before, email_b) = killed_plans(site).await;
     let (task_after, _) = a
         .client
         .create_task(&task_request(after), &options())
