@@ -1,22 +1,26 @@
-//! [`Events`]: every [`RunEvent`] of the engine, to the tenant streams (`GET /v1/events`
-//! subscribes) and to an [`EventSink`] (the signed webhook), and the stall watch: a run
+//! [`Events`]: every [`RunEvent`] of the engine, appended in order to the store's
+//! [`EventLog`] (the outbox every replica of a fleet shares; with webhook deliveries when
+//! they are on), read back by the tenant streams (`GET /v1/events` subscribes; a stream
+//! follows the log, woken at once by this process's appends and polling for the other
+//! replicas'), and handed to an in-process [`EventSink`]; and the stall watch: a run
 //! that is running and made no progress for the configured time is reported `run_stalled`,
 //! once per stall. A run that waits for a person (paused) is not stalled. Task runs are
 //! watched; a browse session waits for its brain between actions (each bounded by its own
 //! deadline), so it is not.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use abr_core::clock::Clock;
+use abr_core::store::{EventLog, LoggedEvent};
 use abr_protocol::RunEvent;
-use tokio::sync::broadcast;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::keys::KeyWatch;
 
-/// Where events go besides the tenant streams: a webhook, a notifier. Events carry ids only.
+/// Where events go besides the log, in this process: a notifier. Events carry ids only.
 pub trait EventSink: Send + Sync + 'static {
     /// Delivers one event (must not block: queue it).
     fn emit(&self, event: &RunEvent);
@@ -25,8 +29,12 @@ pub trait EventSink: Send + Sync + 'static {
 /// A run is stalled after 5 minutes without progress by default (`ABR_STALL_SECS`).
 pub const DEFAULT_STALL: Duration = Duration::from_secs(300);
 
-/// Events a slow stream subscriber may lag behind before it misses some (it is told).
-const STREAM_BUFFER: usize = 1024;
+/// How often a stream looks at the log for events appended elsewhere (another replica's)
+/// by default; this process's appends wake it at once.
+pub const DEFAULT_EVENT_POLL: Duration = Duration::from_secs(1);
+
+/// Events a stream reads from the log at once.
+const READ_BATCH: usize = 64;
 
 /// A run under the stall watch.
 struct Watched {
@@ -39,7 +47,14 @@ struct Watched {
 
 /// The engine's events.
 pub(crate) struct Events {
-    stream: broadcast::Sender<Arc<RunEvent>>,
+    log: Arc<dyn EventLog>,
+    /// Whether each event is to be delivered to the webhook (a delivery row per event).
+    deliver: bool,
+    poll: Duration,
+    /// The appender's queue: one writer keeps this process's events in emission order.
+    queue: OnceLock<Option<mpsc::UnboundedSender<RunEvent>>>,
+    /// How many events this process appended: a stream waits on it.
+    appended: Arc<watch::Sender<u64>>,
     sink: Option<Arc<dyn EventSink>>,
     clock: Arc<dyn Clock>,
     stall_after: Duration,
@@ -50,21 +65,49 @@ impl std::fmt::Debug for Events {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Events")
             .field("stall_after", &self.stall_after)
+            .field("deliver", &self.deliver)
             .finish_non_exhaustive()
     }
 }
 
+/// Where [`Events`] keep what they emit, and how streams follow it.
+#[derive(Clone)]
+pub(crate) struct EventLogConfig {
+    /// The log.
+    pub(crate) log: Arc<dyn EventLog>,
+    /// A webhook delivery per event.
+    pub(crate) deliver: bool,
+    /// How often a stream looks for other replicas' events.
+    pub(crate) poll: Duration,
+}
+
+impl EventLogConfig {
+    /// A log in memory, without deliveries (a task runner built alone).
+    pub(crate) fn in_memory() -> Self {
+        Self {
+            log: Arc::new(abr_core::store::InMemoryEvents::default()),
+            deliver: false,
+            poll: DEFAULT_EVENT_POLL,
+        }
+    }
+}
+
 impl Events {
-    /// Events stamped by `clock`, sent to `sink` too when given; runs without progress for
-    /// `stall_after` are reported stalled.
+    /// Events kept in `log`, stamped by `clock`, sent to `sink` too when given; runs
+    /// without progress for `stall_after` are reported stalled.
     pub(crate) fn new(
+        log: EventLogConfig,
         sink: Option<Arc<dyn EventSink>>,
         clock: Arc<dyn Clock>,
         stall_after: Duration,
     ) -> Self {
-        let (stream, _) = broadcast::channel(STREAM_BUFFER);
+        let (appended, _) = watch::channel(0);
         Self {
-            stream,
+            log: log.log,
+            deliver: log.deliver,
+            poll: log.poll,
+            queue: OnceLock::new(),
+            appended: Arc::new(appended),
             sink,
             clock,
             stall_after,
@@ -72,13 +115,60 @@ impl Events {
         }
     }
 
-    /// Every event of `tenant` from now on.
-    pub(crate) fn subscribe(&self, tenant: &str) -> TenantEvents {
-        TenantEvents {
+    /// Every event of `tenant` after the sequence `after`, or from now on (`None`).
+    ///
+    /// # Errors
+    /// The log could not be read.
+    pub(crate) async fn subscribe(
+        &self,
+        tenant: &str,
+        after: Option<u64>,
+    ) -> Result<TenantEvents, abr_core::CoreError> {
+        let head = self.log.last_event(tenant).await?;
+        // Resumed: what the retention forgot since `after` is told first, as missed (a
+        // stream that only looked for the next event would not know of them).
+        let (after, missed) = match after {
+            None => (head, 0),
+            // An id this log never gave (a database started over): from its head.
+            Some(after) if after >= head => (head, 0),
+            Some(after) => {
+                let oldest = self
+                    .log
+                    .events_after(tenant, after, 1)
+                    .await?
+                    .first()
+                    .map_or(head + 1, |e| e.seq);
+                (oldest - 1, oldest - 1 - after)
+            }
+        };
+        Ok(TenantEvents {
             tenant: tenant.to_owned(),
-            events: self.stream.subscribe(),
+            log: Arc::clone(&self.log),
+            after,
+            last: after,
+            buffer: VecDeque::new(),
+            missed,
+            wake: self.appended.subscribe(),
+            poll: self.poll,
             holder: None,
-        }
+        })
+    }
+
+    /// The queue to the appender, started at the first event (inside the runtime).
+    fn queue(&self) -> Option<&mpsc::UnboundedSender<RunEvent>> {
+        self.queue
+            .get_or_init(|| {
+                let runtime = tokio::runtime::Handle::try_current().ok()?;
+                let (tx, rx) = mpsc::unbounded_channel();
+                runtime.spawn(append_all(
+                    rx,
+                    Arc::clone(&self.log),
+                    self.deliver,
+                    Arc::clone(&self.appended),
+                ));
+                Some(tx)
+            })
+            .as_ref()
     }
 
     /// The time events are stamped with.
@@ -112,8 +202,17 @@ impl Events {
         if let Some(sink) = &self.sink {
             sink.emit(&event);
         }
-        // No subscriber is not an error: the stream is for whoever listens now.
-        let _ = self.stream.send(Arc::new(event));
+        match self.queue() {
+            // The appender ends only with the runtime.
+            Some(queue) => {
+                let _ = queue.send(event);
+            }
+            None => tracing::error!(
+                event = %event.event,
+                run_id = %event.run_id,
+                "an event emitted outside the runtime is not logged"
+            ),
+        }
     }
 
     /// A run started: it is watched for stalls until its `run_ended`.
@@ -167,12 +266,44 @@ impl Events {
     }
 }
 
+/// The appender: this process's events into the log, in the order they were emitted.
+/// An append that fails and may succeed later is retried (the events after it wait: their
+/// order is kept); one that cannot succeed is logged and dropped.
+async fn append_all(
+    mut queue: mpsc::UnboundedReceiver<RunEvent>,
+    log: Arc<dyn EventLog>,
+    deliver: bool,
+    appended: Arc<watch::Sender<u64>>,
+) {
+    while let Some(event) = queue.recv().await {
+        let mut wait = Duration::from_millis(50);
+        loop {
+            match log.append_event(&event, deliver).await {
+                Ok(_) => {
+                    appended.send_modify(|n| *n += 1);
+                    break;
+                }
+                Err(e) if e.is_retryable() => {
+                    tracing::warn!(error = %e, event = %event.event, "an event was not logged yet; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, event = %event.event, run_id = %event.run_id, "an event could not be logged");
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /// What [`TenantEvents::next`] answers.
 #[derive(Debug)]
 pub enum Received {
     /// The tenant's next event.
     Event(Arc<RunEvent>),
-    /// The subscriber fell this many events behind (of all tenants) and missed some.
+    /// This many of the tenant's events are gone from the log (kept past the retention)
+    /// before the subscriber read them.
     Missed(u64),
     /// The engine is gone.
     Closed,
@@ -180,12 +311,30 @@ pub enum Received {
     Revoked,
 }
 
-/// One tenant's events, from when it subscribed; held by a key, for as long as it stands.
-#[derive(Debug)]
+/// One tenant's events, in the log's order, from a point in it; held by a key, for as long
+/// as it stands.
 pub struct TenantEvents {
     tenant: String,
-    events: broadcast::Receiver<Arc<RunEvent>>,
+    log: Arc<dyn EventLog>,
+    /// The highest sequence read from the log.
+    after: u64,
+    /// The sequence of the last event answered.
+    last: u64,
+    buffer: VecDeque<LoggedEvent>,
+    /// Events found missing before the buffer's first, not told yet.
+    missed: u64,
+    wake: watch::Receiver<u64>,
+    poll: Duration,
     holder: Option<KeyWatch>,
+}
+
+impl std::fmt::Debug for TenantEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TenantEvents")
+            .field("tenant", &self.tenant)
+            .field("last", &self.last)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TenantEvents {
@@ -195,31 +344,49 @@ impl TenantEvents {
         self
     }
 
-    /// The next event of the tenant (another tenant's are skipped).
+    /// The sequence of the last event [`next`](Self::next) answered (at first: where the
+    /// subscription started). A stream resumed after it (`Last-Event-ID`) misses nothing.
+    pub fn last_seq(&self) -> u64 {
+        self.last
+    }
+
+    /// The next event of the tenant (another tenant's are never read).
     pub async fn next(&mut self) -> Received {
-        loop {
-            let received = match &mut self.holder {
-                // The key first: nothing is passed on after its revocation.
-                Some(holder) => tokio::select! {
-                    biased;
-                    () = holder.ended() => return Received::Revoked,
-                    received = self.events.recv() => received,
-                },
-                None => self.events.recv().await,
-            };
-            match received {
-                Ok(event) if event.tenant_id == self.tenant => return Received::Event(event),
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(n)) => return Received::Missed(n),
-                Err(broadcast::error::RecvError::Closed) => return Received::Closed,
+        match &mut self.holder {
+            // The key first: nothing is passed on after its revocation.
+            Some(holder) => tokio::select! {
+                biased;
+                () = holder.ended() => Received::Revoked,
+                received = next_logged(
+                    &self.tenant,
+                    &*self.log,
+                    &mut self.after,
+                    &mut self.last,
+                    &mut self.buffer,
+                    &mut self.missed,
+                    &mut self.wake,
+                    self.poll,
+                ) => received,
+            },
+            None => {
+                next_logged(
+                    &self.tenant,
+                    &*self.log,
+                    &mut self.after,
+                    &mut self.last,
+                    &mut self.buffer,
+                    &mut self.missed,
+                    &mut self.wake,
+                    self.poll,
+                )
+                .await
             }
         }
     }
 
     /// Waits for the next event of the run `run_id` (a step, a pause, its end) or for a sign
-    /// that one may have been missed (the subscriber fell behind): `true`; `false` once the
-    /// key that subscribed no longer stands. Never returns once the engine is gone: bound it
-    /// with a timeout.
+    /// that one may have been missed: `true`; `false` once the key that subscribed no longer
+    /// stands. Never returns once the engine is gone: bound it with a timeout.
     pub async fn next_of(&mut self, run_id: &str) -> bool {
         loop {
             match self.next().await {
@@ -229,6 +396,57 @@ impl TenantEvents {
                 Received::Revoked => return false,
                 Received::Closed => std::future::pending::<()>().await,
             }
+        }
+    }
+}
+
+/// The next logged event after `after`: from the buffer, else read from the log, else
+/// waited for (woken by this process's appends, polling for other replicas'). A read that
+/// fails is tried again at the next poll. Cancel-safe: what was read stays buffered.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the stream's fields, borrowed apart from its holder"
+)]
+async fn next_logged(
+    tenant: &str,
+    log: &dyn EventLog,
+    after: &mut u64,
+    last: &mut u64,
+    buffer: &mut VecDeque<LoggedEvent>,
+    missed: &mut u64,
+    wake: &mut watch::Receiver<u64>,
+    poll: Duration,
+) -> Received {
+    loop {
+        if *missed > 0 {
+            return Received::Missed(std::mem::take(missed));
+        }
+        if let Some(logged) = buffer.pop_front() {
+            *last = logged.seq;
+            return Received::Event(Arc::new(logged.event));
+        }
+        wake.borrow_and_update();
+        match log.events_after(tenant, *after, READ_BATCH).await {
+            Ok(events) if !events.is_empty() => {
+                if let Some(first) = events.first() {
+                    *missed = first.seq.saturating_sub(*after + 1);
+                }
+                if let Some(newest) = events.last() {
+                    *after = newest.seq;
+                }
+                buffer.extend(events);
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "the event log could not be read; polling again"),
+        }
+        tokio::select! {
+            changed = wake.changed() => {
+                if changed.is_err() {
+                    return Received::Closed;
+                }
+            }
+            () = tokio::time::sleep(poll) => {}
         }
     }
 }

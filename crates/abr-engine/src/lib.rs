@@ -68,7 +68,7 @@ pub use engine::{
     LinkedTask, TaskCompletion, TracingAuditSink,
 };
 pub use error::EngineError;
-pub use events::{DEFAULT_STALL, EventSink, Received, TenantEvents};
+pub use events::{DEFAULT_EVENT_POLL, DEFAULT_STALL, EventSink, Received, TenantEvents};
 pub use handoff::ActiveTakeover;
 pub use keys::{EnrolledRunner, KeyWatch, Keys, MintedEnrollment, RunnerPresence};
 pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal};

@@ -1,12 +1,13 @@
 //! [`Retention`]: the background sweep that forgets evidence (replay frames, screenshots,
 //! extracted data) `keep` after a run ended, through the store's [`EvidenceStore`]; records
-//! keep their outcome and say when their evidence expired.
+//! keep their outcome and say when their evidence expired. Run events older than `keep` are
+//! forgotten from the [`EventLog`] too (never one whose webhook delivery is pending).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::clock::Clock;
-use abr_core::store::{EvidenceStore, Expired};
+use abr_core::store::{EventLog, EvidenceStore, Expired};
 
 use crate::error::EngineError;
 
@@ -17,6 +18,7 @@ pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
 #[derive(Clone)]
 pub(crate) struct Retention {
     store: Arc<dyn EvidenceStore>,
+    events: Arc<dyn EventLog>,
     keep: Duration,
     clock: Arc<dyn Clock>,
 }
@@ -24,16 +26,27 @@ pub(crate) struct Retention {
 impl Retention {
     pub(crate) fn new(
         store: Arc<dyn EvidenceStore>,
+        events: Arc<dyn EventLog>,
         keep: Duration,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { store, keep, clock }
+        Self {
+            store,
+            events,
+            keep,
+            clock,
+        }
     }
 
-    /// One sweep: forgets what is older than `keep` now.
+    /// One sweep: forgets what is older than `keep` now (evidence, then events).
     pub(crate) async fn sweep(&self) -> Result<Expired, EngineError> {
         let now = self.clock.now();
-        Ok(self.store.expire_evidence(now - self.keep, now).await?)
+        let expired = self.store.expire_evidence(now - self.keep, now).await?;
+        let events = self.events.prune_events(now - self.keep).await?;
+        if events > 0 {
+            tracing::info!(events, "old run events forgotten");
+        }
+        Ok(expired)
     }
 
     /// Sweeps now and every `every`; a failed sweep is logged and tried again next time.

@@ -51,9 +51,10 @@ use abr_core::limits::TenantLimits;
 use abr_core::plan::{PlanLimits, validate};
 use abr_core::step_runner::{BrowserAction, StepOutput, StepRunner};
 use abr_core::store::{
-    Counter, CounterStore, EvidenceStore, Expired, IdempotencyKey, InMemoryStore, Inserted,
-    KeyStore, LinkStore, ListQuery, Listed, RecordStore, RunnerLink, ScreenshotStore, SessionKey,
-    SessionStore, StoredKey, StoredLink, StoredPost, StoredTask,
+    Counter, CounterStore, Delivery, EventLog, EvidenceStore, Expired, IdempotencyKey,
+    InMemoryStore, Inserted, KeyStore, LinkStore, ListQuery, Listed, LoggedEvent, RecordStore,
+    RunnerLink, ScreenshotStore, SessionKey, SessionStore, Settle, StoredKey, StoredLink,
+    StoredPost, StoredTask,
 };
 use abr_core::{
     AcquireMode, AcquireRequest, CoreError, EgressPolicy, MemoryAuditSink, SessionProvider,
@@ -456,6 +457,48 @@ impl LinkStore for TimedStore {
         now: OffsetDateTime,
     ) -> Result<Option<StoredLink>, CoreError> {
         LinkStore::take_link(&*self.inner, digest, now).await
+    }
+}
+
+#[async_trait]
+impl EventLog for TimedStore {
+    async fn append_event(
+        &self,
+        event: &abr_protocol::RunEvent,
+        deliver: bool,
+    ) -> Result<u64, CoreError> {
+        EventLog::append_event(&*self.inner, event, deliver).await
+    }
+    async fn events_after(
+        &self,
+        tenant: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, CoreError> {
+        EventLog::events_after(&*self.inner, tenant, after, limit).await
+    }
+    async fn last_event(&self, tenant: &str) -> Result<u64, CoreError> {
+        EventLog::last_event(&*self.inner, tenant).await
+    }
+    async fn claim_deliveries(
+        &self,
+        now: OffsetDateTime,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, CoreError> {
+        EventLog::claim_deliveries(&*self.inner, now, lease, limit).await
+    }
+    async fn settle_delivery(
+        &self,
+        tenant: &str,
+        seq: u64,
+        attempt: u32,
+        how: Settle,
+    ) -> Result<bool, CoreError> {
+        EventLog::settle_delivery(&*self.inner, tenant, seq, attempt, how).await
+    }
+    async fn prune_events(&self, before: OffsetDateTime) -> Result<u64, CoreError> {
+        EventLog::prune_events(&*self.inner, before).await
     }
 }
 

@@ -6,16 +6,13 @@
 //! `ABR_EGRESS_ALLOW_PRIVATE`), the connection goes to the very address that was checked
 //! (no second DNS answer), and redirects are not followed.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use abr_core::EgressPolicy;
+use abr_engine::TaskCompletion;
 use abr_engine::TaskEnd;
-use abr_engine::{EventSink, TaskCompletion};
-use abr_protocol::{RunEvent, TaskRecord};
+use abr_protocol::TaskRecord;
 use url::Url;
-
-use crate::config::RunnerConfig;
 
 /// How long the orchestrator has to answer.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -52,7 +49,7 @@ pub(crate) async fn post_json<T: serde::Serialize + ?Sized>(
 
 /// Posts the JSON `body` to `url` with `headers`, once, through the egress policy, without
 /// redirects.
-async fn post_bytes(
+pub(crate) async fn post_bytes(
     egress: &EgressPolicy,
     url: &Url,
     body: Vec<u8>,
@@ -134,91 +131,4 @@ impl TaskCompletion for CallbackSink {
             }
         });
     }
-}
-
-/// Attempts of one webhook delivery (the first and four retries).
-const WEBHOOK_ATTEMPTS: u32 = 5;
-/// The first retry's longest delay, doubled each time (0.5, 1, 2, 4 s), with full jitter.
-const WEBHOOK_BACKOFF: Duration = Duration::from_millis(500);
-
-/// Posts every run event to `ABR_EVENTS_WEBHOOK` (ids only), in the background:
-/// a slow or failing webhook never holds a run. Each delivery is signed
-/// ([`abr_protocol::webhook`]: `abr-signature` with a fresh timestamp on every attempt, the
-/// same `abr-delivery` id on all of them) and retried with backoff when the receiver fails;
-/// a destination the egress policy refuses is not retried. Failures are logged without the
-/// URL.
-struct WebhookSink {
-    egress: EgressPolicy,
-    url: Url,
-    secret: abr_protocol::SecretValue,
-}
-
-impl std::fmt::Debug for WebhookSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebhookSink").finish_non_exhaustive()
-    }
-}
-
-impl EventSink for WebhookSink {
-    fn emit(&self, event: &RunEvent) {
-        let egress = self.egress.clone();
-        let url = self.url.clone();
-        let secret = self.secret.clone();
-        let event = event.clone();
-        tokio::spawn(async move {
-            if let Err(e) = deliver_signed(&egress, &url, &secret, &event).await {
-                tracing::warn!(event = %event.event, run_id = %event.run_id, error = %e, "the events webhook was not delivered");
-            }
-        });
-    }
-}
-
-/// One signed delivery of `event`, with retries.
-async fn deliver_signed(
-    egress: &EgressPolicy,
-    url: &Url,
-    secret: &abr_protocol::SecretValue,
-    event: &RunEvent,
-) -> Result<(), CallbackError> {
-    use abr_protocol::webhook::{DELIVERY_HEADER, SIGNATURE_HEADER, sign};
-    let body = serde_json::to_vec(event).map_err(|e| CallbackError::Failed(e.to_string()))?;
-    let delivery = abr_core::new_token()
-        .map_err(|_| CallbackError::Failed("the OS random source failed".into()))?;
-    let mut attempt = 0;
-    loop {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        let headers = [
-            (
-                SIGNATURE_HEADER,
-                sign(secret.expose().as_bytes(), now, &body),
-            ),
-            (DELIVERY_HEADER, delivery.clone()),
-        ];
-        match post_bytes(egress, url, body.clone(), &headers).await {
-            Ok(()) => return Ok(()),
-            Err(e @ CallbackError::Refused(_)) => return Err(e),
-            Err(e) if attempt + 1 >= WEBHOOK_ATTEMPTS => return Err(e),
-            Err(e) => {
-                tracing::debug!(attempt, error = %e, "the events webhook failed; retrying");
-                // Full jitter: anywhere up to the doubled delay.
-                let cap = (WEBHOOK_BACKOFF * 2u32.pow(attempt)).as_millis();
-                let cap = u64::try_from(cap).unwrap_or(u64::MAX);
-                let wait = abr_core::RandomSource::next_u64(&abr_core::OsRandom) % cap.max(1);
-                tokio::time::sleep(Duration::from_millis(wait.max(50))).await;
-                attempt += 1;
-            }
-        }
-    }
-}
-
-/// The webhook `config` names (`ABR_EVENTS_WEBHOOK`, signed with
-/// `ABR_EVENTS_WEBHOOK_SECRET`), if any.
-pub(crate) fn event_sink(config: &RunnerConfig) -> Option<Arc<dyn EventSink>> {
-    let url = config.tasks.events_webhook.clone()?;
-    let secret = config.tasks.events_webhook_secret.clone()?;
-    Some(Arc::new(WebhookSink {
-        egress: config.egress.clone(),
-        url,
-        secret,
-    }))
 }

@@ -43,3 +43,4 @@ pub mod status;
 mod tasks;
 mod tenant;
 mod tokens;
+mod webhook;

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use abr_core::context::TaskContext;
+use abr_core::store::EventLog;
 use abr_core::{
     AuditSink, CoreError, DeadlineBudget, DynSessionProvider, StrategyRegistry, WebPostStrategy,
     new_token,
@@ -23,6 +24,9 @@ use abr_store::{PgStore, SealingKey, SqliteStore};
 use secrecy::ExposeSecret;
 
 use crate::config::{ConfigError, ProviderChoice, RunnerConfig};
+
+/// How often a fleet replica's event streams look for the other replicas' events.
+const FLEET_EVENT_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A strategy runnable by the runner's providers.
 pub type DynStrategy = Arc<dyn WebPostStrategy<BrowserSession>>;
@@ -43,6 +47,8 @@ pub struct Runner<C: TaskContext = BrowserSession> {
     status: Arc<crate::status::ReplicaStatus>,
     /// Held while the runner lives: one runner process per data directory.
     _data_lock: Option<std::fs::File>,
+    /// The events webhook's deliverer, while the runner lives.
+    _deliverer: Option<crate::webhook::Running>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for Runner<C> {
@@ -277,6 +283,7 @@ impl<C: TaskContext> RunnerBuilder<C> {
             Some(store) => store,
             None => open_store(&config)?,
         };
+        let log: Arc<dyn EventLog> = Arc::clone(&store) as Arc<dyn EventLog>;
         let mut engine = EngineBuilder::new(engine_config, jobs_provider, capture_provider, store)
             .strategies(self.strategies)
             .body_hash_key(body_hash_key(&config)?)
@@ -289,11 +296,15 @@ impl<C: TaskContext> RunnerBuilder<C> {
         if let Some(poster) = self.poster_config {
             engine = engine.poster_config(poster);
         }
-        if let Some(sink) = crate::callback::event_sink(&config) {
-            engine = engine.event_sink(sink);
+        let deliverer = crate::webhook::Deliverer::configured(&config, log);
+        engine = engine.event_deliveries(deliverer.is_some());
+        if config.store.database_url.is_some() {
+            // Other replicas' events are seen this often; this one's at once.
+            engine = engine.event_poll(FLEET_EVENT_POLL);
         }
         Ok(Runner {
             engine: engine.build()?,
+            _deliverer: deliverer.map(crate::webhook::Deliverer::spawn),
             config,
             shutdown_hooks: hooks,
             status: Arc::default(),

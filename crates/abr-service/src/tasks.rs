@@ -238,7 +238,7 @@ async fn get_task<C: TaskContext>(
     let mut events = if wait.is_zero() {
         None
     } else {
-        Some(state.runner.engine.subscribe_events(&actor)?)
+        Some(state.runner.engine.subscribe_events(&actor, None).await?)
     };
     loop {
         let record = state.runner.engine.task(&actor, &id).await?;
@@ -274,7 +274,7 @@ async fn events<C: TaskContext>(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let actor = caller.actor(None)?;
     // Subscribed before the first read: every change after it wakes the stream at once.
-    let events = state.runner.engine.subscribe_events(&actor)?;
+    let events = state.runner.engine.subscribe_events(&actor, None).await?;
     // Unknown and foreign ids are refused before the stream starts.
     let first = state.runner.engine.task(&actor, &id).await?;
     let runner = Arc::clone(&state.runner);

@@ -577,3 +577,29 @@ pub(crate) fn decode_link(row: LinkRow) -> Result<abr_core::store::StoredLink, S
             .map_err(|_| bad())?,
     })
 }
+
+/// A run event as its row keeps it: JSON (ids, names and states only: nothing to seal).
+pub(crate) fn event_body(event: &abr_protocol::RunEvent) -> Result<String, StoreError> {
+    serde_json::to_string(event).map_err(|_| StoreError::Record("event".into()))
+}
+
+/// The run event a row keeps.
+pub(crate) fn decode_event(body: &str) -> Result<abr_protocol::RunEvent, StoreError> {
+    serde_json::from_str(body).map_err(|_| StoreError::Record("event".into()))
+}
+
+/// A sequence or an attempt as a column keeps it (a signed 64-bit integer).
+pub(crate) fn column_int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A column's sequence or attempt, never negative.
+pub(crate) fn int_of(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// `now + lease` in Unix nanoseconds, saturating.
+pub(crate) fn lease_end_ns(now: OffsetDateTime, lease: std::time::Duration) -> i64 {
+    let lease = i64::try_from(lease.as_nanos()).unwrap_or(i64::MAX);
+    unix_ns(now).saturating_add(lease)
+}

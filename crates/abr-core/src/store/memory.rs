@@ -9,6 +9,7 @@ use crate::guard::frames::{FrameRefused, FrameStore, StoredFrame};
 use crate::guard::memory::{InMemoryFrameStore, InMemorySiteStore};
 use crate::guard::sites::SiteStore;
 use crate::store::counters::{Counter, CounterStore, InMemoryCounters};
+use crate::store::events::{Delivery, EventLog, InMemoryEvents, LoggedEvent, Settle};
 use crate::store::keys::{InMemoryKeys, KeyStore, StoredKey};
 use crate::store::links::{InMemoryLinks, LinkStore, StoredLink};
 use crate::store::posts::{InMemoryPostStore, StoredPost};
@@ -20,8 +21,8 @@ use crate::store::screenshots::{InMemoryScreenshots, ScreenshotStore};
 use crate::store::sessions::{InMemorySessionStore, SessionKey, SessionStore};
 use crate::store::tasks::StoredTask;
 
-/// Tasks, posts, counters, screenshots, sessions, frames, site decisions, keys and approval
-/// links, in memory:
+/// Tasks, posts, counters, screenshots, sessions, frames, site decisions, keys, approval
+/// links and run events, in memory:
 /// everything is lost when the process ends.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
@@ -34,6 +35,7 @@ pub struct InMemoryStore {
     sites: InMemorySiteStore,
     keys: InMemoryKeys,
     links: InMemoryLinks,
+    events: InMemoryEvents,
 }
 
 impl InMemoryStore {
@@ -365,5 +367,52 @@ impl LinkStore for InMemoryStore {
         now: time::OffsetDateTime,
     ) -> Result<Option<StoredLink>, CoreError> {
         self.links.take_link(digest, now).await
+    }
+}
+
+#[async_trait]
+impl EventLog for InMemoryStore {
+    async fn append_event(
+        &self,
+        event: &abr_protocol::RunEvent,
+        deliver: bool,
+    ) -> Result<u64, CoreError> {
+        self.events.append_event(event, deliver).await
+    }
+
+    async fn events_after(
+        &self,
+        tenant: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, CoreError> {
+        self.events.events_after(tenant, after, limit).await
+    }
+
+    async fn last_event(&self, tenant: &str) -> Result<u64, CoreError> {
+        self.events.last_event(tenant).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: time::OffsetDateTime,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, CoreError> {
+        self.events.claim_deliveries(now, lease, limit).await
+    }
+
+    async fn settle_delivery(
+        &self,
+        tenant: &str,
+        seq: u64,
+        attempt: u32,
+        how: Settle,
+    ) -> Result<bool, CoreError> {
+        self.events.settle_delivery(tenant, seq, attempt, how).await
+    }
+
+    async fn prune_events(&self, before: time::OffsetDateTime) -> Result<u64, CoreError> {
+        self.events.prune_events(before).await
     }
 }

@@ -13,10 +13,13 @@
 //!   stay.
 //! - [`KeyStore`]: the API keys (digests of their tokens); [`InMemoryKeys`].
 //! - [`LinkStore`]: one-time approval links (digests of their tokens); [`InMemoryLinks`].
+//! - [`EventLog`]: run events with a per-tenant sequence, and the webhook's deliveries
+//!   (claimed by one replica each, retried from the store); [`InMemoryEvents`].
 //! - [`SessionStore`]: sessions kept between jobs, by [`SessionKey`] (a tenant's sessions
 //!   stored by id are [`SessionKey::stored`]).
 
 pub(crate) mod counters;
+pub(crate) mod events;
 pub(crate) mod keys;
 pub(crate) mod links;
 pub(crate) mod memory;
@@ -28,6 +31,7 @@ pub(crate) mod sessions;
 pub(crate) mod tasks;
 
 pub use counters::{Counter, CounterStore, InMemoryCounters};
+pub use events::{Delivery, EventLog, InMemoryEvents, LoggedEvent, Settle};
 pub use keys::{InMemoryKeys, KeyStore, RunnerLink, StoredKey};
 pub use links::{InMemoryLinks, LinkStore, StoredLink};
 pub use memory::InMemoryStore;

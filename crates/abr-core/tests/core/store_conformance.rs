@@ -77,6 +77,11 @@ async fn in_memory_links_keep_their_contract() {
     store::links::<abr_core::store::InMemoryLinks>(&mut InMemory).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_events_keep_their_contract() {
+    store::events::<abr_core::store::InMemoryEvents>(&mut InMemory).await;
+}
+
 #[tokio::test]
 async fn the_in_memory_store_of_every_contract_keeps_them_all() {
     store::task_records::<InMemoryStore>(&mut InMemory).await;
@@ -89,6 +94,7 @@ async fn the_in_memory_store_of_every_contract_keeps_them_all() {
     store::sites::<InMemoryStore>(&mut InMemory).await;
     store::keys::<InMemoryStore>(&mut InMemory).await;
     store::links::<InMemoryStore>(&mut InMemory).await;
+    store::events::<InMemoryStore>(&mut InMemory).await;
     store::sealed::<InMemoryStore>(&mut InMemory).await;
 }
 

@@ -121,23 +121,28 @@ impl<C: TaskContext> Engine<C> {
         })
     }
 
-    /// The actor's tenant's run events from now on (`approval_required`, takeovers, step
-    /// progress, `run_stalled`, `run_ended`), for as long as the actor's key stands: once it
-    /// is revoked or expires, the subscription ends ([`Received::Revoked`]).
+    /// The actor's tenant's run events (`approval_required`, takeovers, step progress,
+    /// `run_stalled`, `run_ended`) of every replica sharing the store, in the log's order:
+    /// after the sequence `after` (a stream resumed where it stopped), or from now on
+    /// (`None`); for as long as the actor's key stands: once it is revoked or expires, the
+    /// subscription ends ([`Received::Revoked`]).
     ///
     /// # Errors
-    /// [`CoreError::Forbidden`] unless the actor may read.
+    /// [`CoreError::Forbidden`] unless the actor may read; the store's error when the log
+    /// cannot be read.
     ///
     /// [`Received::Revoked`]: crate::events::Received::Revoked
-    pub fn subscribe_events(
+    pub async fn subscribe_events(
         &self,
         actor: &Actor,
+        after: Option<u64>,
     ) -> Result<crate::events::TenantEvents, EngineError> {
         actor.require(Right::Read)?;
         Ok(self
             .tasks
             .events()
-            .subscribe(actor.tenant())
+            .subscribe(actor.tenant(), after)
+            .await?
             .held_by(self.keys().watch(actor.principal().key_id())))
     }
 

@@ -27,7 +27,8 @@ use abr_core::limits::TenantLimits;
 use abr_core::principal::{Actor, Right};
 use abr_core::provider::DynSessionProvider;
 use abr_core::store::{
-    CounterStore, EvidenceStore, Expired, KeyStore, LinkStore, PostStore, SessionStore, TaskStore,
+    CounterStore, EventLog, EvidenceStore, Expired, KeyStore, LinkStore, PostStore, SessionStore,
+    TaskStore,
 };
 use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
 use abr_protocol::{
@@ -60,7 +61,15 @@ use crate::task::runner::{Created, TaskConfig, TaskEnd, TaskRunner};
 /// decisions, API keys. `abr-store`'s SQLite store in the runner; the core's in-memory
 /// stores in tests.
 pub trait EngineStore:
-    TaskStore + PostStore + SessionStore + FrameStore + SiteStore + KeyStore + EvidenceStore + LinkStore
+    TaskStore
+    + PostStore
+    + SessionStore
+    + FrameStore
+    + SiteStore
+    + KeyStore
+    + EvidenceStore
+    + LinkStore
+    + EventLog
 {
 }
 
@@ -73,6 +82,7 @@ impl<S> EngineStore for S where
         + KeyStore
         + EvidenceStore
         + LinkStore
+        + EventLog
 {
 }
 
@@ -202,6 +212,8 @@ pub struct EngineBuilder<C: TaskContext> {
     poster_config: Option<PosterConfig>,
     body_key: Option<SecretValue>,
     event_sink: Option<Arc<dyn EventSink>>,
+    event_deliveries: bool,
+    event_poll: Duration,
     completion: Option<Arc<dyn TaskCompletion>>,
     clock: Arc<dyn Clock>,
     random: Arc<dyn RandomSource>,
@@ -235,6 +247,8 @@ impl<C: TaskContext> EngineBuilder<C> {
             poster_config: None,
             body_key: None,
             event_sink: None,
+            event_deliveries: false,
+            event_poll: crate::events::DEFAULT_EVENT_POLL,
             completion: None,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
@@ -282,11 +296,28 @@ impl<C: TaskContext> EngineBuilder<C> {
     }
 
     /// Sends every run event (approvals required, takeover transitions, step progress,
-    /// stalls, ends) to `sink` (the webhook), besides the tenant streams
-    /// ([`Engine::subscribe_events`]).
+    /// stalls, ends) to `sink` in this process too, besides the store's log that the
+    /// tenant streams read ([`Engine::subscribe_events`]).
     #[must_use]
     pub fn event_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.event_sink = Some(sink);
+        self
+    }
+
+    /// Logs a webhook delivery with every event, in the same write
+    /// ([`EventLog::append_event`](abr_core::store::EventLog::append_event)): the
+    /// embedder's deliverer claims them from the store (one replica each) and settles them.
+    #[must_use]
+    pub fn event_deliveries(mut self, on: bool) -> Self {
+        self.event_deliveries = on;
+        self
+    }
+
+    /// How often a tenant stream looks at the log for events appended by other replicas
+    /// (default 1 s; this process's appends wake it at once).
+    #[must_use]
+    pub fn event_poll(mut self, every: Duration) -> Self {
+        self.event_poll = every.max(Duration::from_millis(10));
         self
     }
 
@@ -387,6 +418,11 @@ impl<C: TaskContext> EngineBuilder<C> {
             .with_sites(Arc::clone(&sites))
             .with_audit(audit.clone());
         let events = Arc::new(Events::new(
+            crate::events::EventLogConfig {
+                log: Arc::clone(&store) as Arc<dyn EventLog>,
+                deliver: self.event_deliveries,
+                poll: self.event_poll,
+            },
             self.event_sink,
             Arc::clone(&clock),
             config.stall_after,
@@ -418,6 +454,7 @@ impl<C: TaskContext> EngineBuilder<C> {
         let retention = config.retention.map(|keep| {
             Retention::new(
                 Arc::clone(&store) as Arc<dyn EvidenceStore>,
+                Arc::clone(&store) as Arc<dyn EventLog>,
                 keep,
                 Arc::clone(&clock),
             )

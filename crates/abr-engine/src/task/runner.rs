@@ -184,6 +184,7 @@ impl<C: TaskContext> TaskRunner<C> {
             sites: None,
             handoffs: Arc::new(Handoffs::new(Arc::new(SystemClock))),
             events: Arc::new(Events::new(
+                crate::events::EventLogConfig::in_memory(),
                 None,
                 Arc::new(SystemClock),
                 crate::events::DEFAULT_STALL,

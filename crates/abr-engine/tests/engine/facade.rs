@@ -682,6 +682,16 @@ async fn an_expired_task_keeps_its_outcome_without_evidence() {
             .is_some()
     );
 
+    // The run's events are in the log, from its start.
+    let mut from_start = engine.subscribe_events(&agent(T), Some(0)).await.unwrap();
+    let mut logged = 0;
+    loop {
+        let event = next_event(&mut from_start).await;
+        logged += 1;
+        if event.event == "run_ended" {
+            break;
+        }
+    }
     // Within retention nothing goes.
     clock.advance(Duration::from_secs(29 * 24 * 3600));
     assert_eq!(engine.expire_evidence().await.unwrap().records, 0);
@@ -698,6 +708,12 @@ async fn an_expired_task_keeps_its_outcome_without_evidence() {
     assert!(kept.extracted.is_empty(), "{:?}", kept.extracted);
     assert!(kept.screenshots.is_empty());
     assert_eq!(kept.evidence_expired_at, Some(clock.now()));
+    // Its events are gone from the log too: a stream resumed from the start is told so.
+    let mut from_start = engine.subscribe_events(&agent(T), Some(0)).await.unwrap();
+    match tokio::time::timeout(Duration::from_secs(5), from_start.next()).await {
+        Ok(abr_engine::Received::Missed(n)) => assert_eq!(n, logged),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(
         engine.task_screenshot(&agent(T), &id, &shot).await.unwrap(),
         None,
@@ -721,8 +737,12 @@ async fn a_tenants_events_tell_the_approval_each_step_and_the_end() {
     e.provider
         .page()
         .text_after("role=button[name=Submit]", "Saved");
-    let mut mine = e.engine.subscribe_events(&agent(T)).unwrap();
-    let mut theirs = e.engine.subscribe_events(&agent("tenant-other")).unwrap();
+    let mut mine = e.engine.subscribe_events(&agent(T), None).await.unwrap();
+    let mut theirs = e
+        .engine
+        .subscribe_events(&agent("tenant-other"), None)
+        .await
+        .unwrap();
     let created = e.engine.create_task(&agent(T), task(), None).await.unwrap();
     let id = created.record.task_id.clone();
     let first = next_event(&mut mine).await;
@@ -792,7 +812,7 @@ async fn a_run_without_progress_is_reported_stalled_once() {
     )
     .build()
     .unwrap();
-    let mut events = engine.subscribe_events(&agent(T)).unwrap();
+    let mut events = engine.subscribe_events(&agent(T), None).await.unwrap();
     let created = engine.create_task(&agent(T), task(), None).await.unwrap();
     let step = next_event(&mut events).await;
     assert_eq!((step.event.as_str(), step.step), ("step_progress", Some(0)));

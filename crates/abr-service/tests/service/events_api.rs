@@ -14,13 +14,23 @@ use common::fake::*;
 
 /// The stream of `token`'s tenant, opened now.
 async fn open_stream(app: &axum::Router, token: &str) -> axum::body::BodyDataStream {
+    resume_stream(app, token, None).await
+}
+
+/// The stream of `token`'s tenant, resumed after the event `last` (`Last-Event-ID`), or
+/// from now.
+async fn resume_stream(
+    app: &axum::Router,
+    token: &str,
+    last: Option<&str>,
+) -> axum::body::BodyDataStream {
+    let mut request = authed_with(token, Method::GET, "/v1/events");
+    if let Some(last) = last {
+        request = request.header("last-event-id", last);
+    }
     let response = app
         .clone()
-        .oneshot(
-            authed_with(token, Method::GET, "/v1/events")
-                .body(Body::empty())
-                .unwrap(),
-        )
+        .oneshot(request.body(Body::empty()).unwrap())
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
@@ -51,8 +61,14 @@ async fn read_until(
             let block: String = text.drain(..end + 2).collect();
             let name = block.lines().find_map(|l| l.strip_prefix("event: "));
             let data = block.lines().find_map(|l| l.strip_prefix("data: "));
+            let id = block.lines().find_map(|l| l.strip_prefix("id: "));
             if let (Some(name), Some(data)) = (name, data) {
-                events.push((name.to_owned(), serde_json::from_str(data).unwrap()));
+                let mut data: Value = serde_json::from_str(data).unwrap();
+                // The SSE id, kept beside the event's own fields for the checks.
+                if let (Some(id), Some(fields)) = (id, data.as_object_mut()) {
+                    fields.insert("sseId".into(), json!(id.parse::<u64>().unwrap()));
+                }
+                events.push((name.to_owned(), data));
             }
         }
     }
@@ -236,4 +252,81 @@ async fn the_stream_refuses_an_unknown_query_parameter() {
         "{}",
         list.body
     );
+}
+
+/// Each event carries its place in the tenant's log as its SSE id; a client that reconnects
+/// with `Last-Event-ID` gets what happened while it was away, first, in order, and then the
+/// rest; an id that is not a number is refused.
+#[tokio::test]
+async fn a_stream_resumed_with_last_event_id_misses_nothing_of_the_time_away() {
+    let s = fake_stack();
+    s.provider
+        .page()
+        .text_after("role=button[name=Submit]", "Saved");
+    let a = new_key(&s.app, "a's agent", "agent", Some("tenant-a")).await;
+    let mut stream = open_stream(&s.app, &a).await;
+    let reply = request_as(&s.app, &a, Method::POST, "/v1/tasks", &[], Some(&plan())).await;
+    let first_id = reply.json()["taskId"].as_str().unwrap().to_owned();
+    let seen = read_until(&mut stream, |e| !e.is_empty()).await;
+    assert_eq!(seen[0].0, "approval_required");
+    let last = seen[0].1["sseId"].as_u64().unwrap();
+    assert_eq!(last, 1, "the tenant's first event");
+    drop(stream);
+
+    // Away: two more tasks ask for approval.
+    let mut away = Vec::new();
+    for _ in 0..2 {
+        let reply = request_as(&s.app, &a, Method::POST, "/v1/tasks", &[], Some(&plan())).await;
+        away.push(reply.json()["taskId"].as_str().unwrap().to_owned());
+    }
+    let mut resumed = resume_stream(&s.app, &a, Some(&last.to_string())).await;
+    let caught_up = read_until(&mut resumed, |e| e.len() == 2).await;
+    let runs: Vec<&str> = caught_up
+        .iter()
+        .map(|(_, d)| d["runId"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs, [away[0].as_str(), away[1].as_str()], "{caught_up:?}");
+    let ids: Vec<u64> = caught_up
+        .iter()
+        .map(|(_, d)| d["sseId"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [2, 3], "no gap, no repeat");
+    assert!(
+        !runs.contains(&first_id.as_str()),
+        "nothing before the id again"
+    );
+    // And it goes on live.
+    let reply = request_as(&s.app, &a, Method::POST, "/v1/tasks", &[], Some(&plan())).await;
+    let live = reply.json()["taskId"].as_str().unwrap().to_owned();
+    let next = read_until(&mut resumed, |e| !e.is_empty()).await;
+    assert_eq!(next[0].1["runId"], live.as_str());
+    assert_eq!(next[0].1["sseId"], 4);
+
+    // Another tenant resuming from 0 hears nothing of these.
+    let b = new_key(&s.app, "b's agent", "agent", Some("tenant-b")).await;
+    let mut theirs = resume_stream(&s.app, &b, Some("0")).await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), theirs.next())
+            .await
+            .map_or(true, |chunk| {
+                let chunk = chunk.unwrap().unwrap();
+                !std::str::from_utf8(&chunk).unwrap().contains("tenant-a")
+            }),
+        "another tenant's log was read"
+    );
+
+    for bad in ["abc", "-1", "1.5"] {
+        let response = s
+            .app
+            .clone()
+            .oneshot(
+                authed_with(&a, Method::GET, "/v1/events")
+                    .header("last-event-id", bad)
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "Last-Event-ID {bad:?}");
+    }
 }

@@ -475,7 +475,8 @@ async fn a_long_poll_answers_as_its_task_ends() {
     let mut events = s
         .runner
         .engine
-        .subscribe_events(&abr_core::principal::Actor::operator("busy").unwrap())
+        .subscribe_events(&abr_core::principal::Actor::operator("busy").unwrap(), None)
+        .await
         .unwrap();
     let task = create(&s.app, "busy", &plan).await;
     let id = task["taskId"].as_str().unwrap().to_owned();

@@ -504,6 +504,8 @@ struct Serve {
     child: Child,
     marker: String,
     client: AgentRunnerClient,
+    /// `http://127.0.0.1:port`.
+    base: String,
 }
 
 impl Serve {
@@ -572,6 +574,7 @@ impl Serve {
             child,
             marker: marker.to_owned(),
             client,
+            base: format!("http://{bind}"),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while serve.client.health().await.is_err() {

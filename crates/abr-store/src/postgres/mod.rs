@@ -14,6 +14,7 @@
 //! on a server without TLS). A lost connection is a [`StoreError::Unreachable`]: retryable.
 
 mod counters;
+mod events;
 mod frames;
 mod keys;
 mod links;

@@ -185,6 +185,30 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         holder TEXT NOT NULL,
         expires_at TIMESTAMPTZ NOT NULL
     );",
+    // 5: run events, numbered per tenant by the head row (its row lock orders the writers:
+    // a number is visible only after every smaller one is), and the webhook's pending
+    // deliveries (due when `due_ns` passed: a retry's time, or the end of a claim's lease;
+    // `attempt` fences the claim).
+    "CREATE TABLE event_heads (
+        tenant_id TEXT PRIMARY KEY,
+        seq BIGINT NOT NULL
+    );
+    CREATE TABLE events (
+        tenant_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        at_ns BIGINT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, seq)
+    );
+    CREATE INDEX events_by_at ON events (at_ns);
+    CREATE TABLE event_deliveries (
+        tenant_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        attempt BIGINT NOT NULL,
+        due_ns BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, seq)
+    );
+    CREATE INDEX event_deliveries_by_due ON event_deliveries (due_ns);",
 ];
 
 /// Brings the schema up to date in one transaction per migration, under the migration lock.

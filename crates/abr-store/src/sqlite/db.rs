@@ -182,6 +182,29 @@ const MIGRATIONS: &[&str] = &[
         read_only INTEGER NOT NULL,
         expires_ns INTEGER NOT NULL
     ) STRICT;",
+    // 12: run events, numbered per tenant (the head row holds the last number), and the
+    // webhook's pending deliveries (due when `due_ns` passed: a retry's time, or the end of
+    // a claim's lease; `attempt` fences the claim).
+    "CREATE TABLE event_heads (
+        tenant_id TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL
+    ) STRICT;
+    CREATE TABLE events (
+        tenant_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at_ns INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, seq)
+    ) STRICT;
+    CREATE INDEX events_by_at ON events (at_ns);
+    CREATE TABLE event_deliveries (
+        tenant_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        due_ns INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, seq)
+    ) STRICT;
+    CREATE INDEX event_deliveries_by_due ON event_deliveries (due_ns);",
 ];
 
 /// ABR's records in one SQLite file.

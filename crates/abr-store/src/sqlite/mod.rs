@@ -3,6 +3,7 @@
 
 mod counters;
 mod db;
+mod events;
 mod frames;
 mod keys;
 mod links;

@@ -103,6 +103,11 @@ async fn links_keep_their_contract() {
     store::links(&mut Pg::new()).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_keep_their_contract() {
+    store::events(&mut Pg::new()).await;
+}
+
 #[tokio::test]
 async fn sites_keep_their_contract() {
     store::sites(&mut Pg::new()).await;

@@ -7,6 +7,7 @@
 use super::*;
 use abr_client::{PostAnswer, PostOptions};
 use abr_store::testing::PgServer;
+use std::sync::Arc;
 
 /// A replica's heartbeat holds this long (seconds): short, so that the test waits little.
 const LEASE_SECS: &str = "2";
@@ -54,6 +55,51 @@ impl Fleet {
         self.dirs.push(dir);
         serve
     }
+}
+
+/// An event as a replica's `GET /v1/events` streamed it: (SSE id, event, run id).
+type Streamed = (u64, String, String);
+
+/// Follows `replica`'s event stream of the test tenant from now, in the background.
+async fn follow_events(replica: &Serve) -> Arc<std::sync::Mutex<Vec<Streamed>>> {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let response = reqwest::Client::new()
+        .get(format!("{}/v1/events", replica.base))
+        .bearer_auth(BIN_TOKEN)
+        .header("x-tenant-id", TENANT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let kept = Arc::clone(&seen);
+    tokio::spawn(async move {
+        let mut response = response;
+        let mut text = String::new();
+        while let Ok(Some(chunk)) = response.chunk().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = text.find("\n\n") {
+                let block: String = text.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(str::to_owned)
+                };
+                if let (Some(id), Some(name), Some(data)) =
+                    (field("id: "), field("event: "), field("data: "))
+                {
+                    let data: serde_json::Value = serde_json::from_str(&data).unwrap();
+                    kept.lock().unwrap().push((
+                        id.parse().unwrap(),
+                        name,
+                        data["runId"].as_str().unwrap().to_owned(),
+                    ));
+                }
+            }
+        }
+    });
+    // The stream starts from the log's head when the request is answered.
+    seen
 }
 
 fn post(session: &abr_protocol::AgentSessionState, text: &str) -> abr_protocol::PostRequest {
@@ -139,6 +185,8 @@ async fn a_killed_replicas_tasks_are_ended_honestly_by_the_live_one() {
     let mut fleet = Fleet::start().await;
     let mut a = fleet.replica("node-a").await;
     let b = fleet.replica("node-b").await;
+    // B's stream carries the events of the runs on A too: the fleet's one log.
+    let on_b = follow_events(&b).await;
     let site = &fleet.site;
     let (after, email_a, before, email_b) = killed_plans(site).await;
     let (task_after, _) = a
@@ -201,6 +249,43 @@ async fn a_killed_replicas_tasks_are_ended_honestly_by_the_live_one() {
     let done = ended(&b.client, &attempt.task_id).await;
     assert_eq!(done.state, TaskState::Succeeded, "{done:#?}");
     assert_eq!(users_with(site, &email_a).await.len(), 1);
+    // B's stream: A's steps and B's ends, each once, numbered without a gap.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let ended_on_b = |seen: &[Streamed], id: &str| {
+        seen.iter()
+            .any(|(_, name, run)| name == "run_ended" && run == id)
+    };
+    loop {
+        let seen = on_b.lock().unwrap().clone();
+        if [&task_after.task_id, &task_before.task_id, &attempt.task_id]
+            .iter()
+            .all(|id| ended_on_b(&seen, id))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "B's stream: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seen = on_b.lock().unwrap().clone();
+    let ids: Vec<u64> = seen.iter().map(|(id, _, _)| *id).collect();
+    let first = ids[0];
+    assert_eq!(
+        ids,
+        (first..first + ids.len() as u64).collect::<Vec<_>>(),
+        "in order, no gap, no repeat: {seen:?}"
+    );
+    let of = |id: &str, name: &str| {
+        seen.iter()
+            .filter(|(_, n, run)| n == name && run == id)
+            .count()
+    };
+    assert_eq!(
+        of(&task_after.task_id, "step_progress"),
+        ended_after.step_results.len(),
+        "each of A's steps: {seen:?}"
+    );
+    assert_eq!(of(&task_after.task_id, "run_ended"), 1, "B's end: {seen:?}");
+    assert_eq!(of(&task_before.task_id, "run_ended"), 1, "{seen:?}");
     drop(b);
     fleet.site.shutdown().await;
 }
