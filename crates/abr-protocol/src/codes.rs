@@ -152,6 +152,8 @@ codes! {
     RUNNER_CONFLICT = "runner_conflict", 409, No, "a runner with this id is already connected to the hub (`abr up --force` replaces it)";
     /// The capture's browser is gone: it can never finish.
     CAPTURE_BROWSER_LOST = "capture_browser_lost", 410, No, "the capture's browser was lost (closed, crashed, or its remote session replaced): cancel it and start a new one";
+    /// The fleet replica that held the browse session, capture, run or relay runner stopped.
+    REPLICA_LOST = "replica_lost", 410, No, "the fleet replica that held this browse session, capture, run or relay runner stopped or restarted: it is lost and never resumed; open a new one (a task is ended by the fleet's sweep as a restart ends it)";
     /// The body is over the limit.
     PAYLOAD_TOO_LARGE = "payload_too_large", 413, No, "the body is over `ABR_BODY_LIMIT_BYTES`";
     /// The body is not declared as JSON.
@@ -212,6 +214,8 @@ codes! {
     RUNNER_DISCONNECTED = "runner_disconnected", 502, Yes, "the runner's connection dropped before the request reached its commit point: nothing was done, retry";
     /// The relayed request's runner connection dropped after its commit point.
     RUNNER_OUTCOME_UNKNOWN = "runner_outcome_unknown", 502, No, "the runner's connection dropped after the request passed its commit point: it may have happened; check the record on the runner (`GET /v1/posts/{id}`, `GET /v1/tasks/{id}`) once it reconnects, do not retry";
+    /// The owner replica took the forwarded call and its answer was lost.
+    REPLICA_OUTCOME_UNKNOWN = "replica_outcome_unknown", 502, No, "the fleet replica that holds it took the forwarded call and its answer was lost: it may have acted; read the record, do not retry";
     /// The runner's answer is over the relay's frame limit.
     RELAY_FRAME_TOO_LARGE = "relay_frame_too_large", 502, No, "the runner's answer is over the relay's frame limit";
     /// The runner is at capacity: every job slot busy and the queue full (with `Retry-After`).
@@ -220,6 +224,8 @@ codes! {
     QUEUE_TIMEOUT = "queue_timeout", 503, Yes, "the job waited for a slot past its queue deadline: nothing ran (`Retry-After`)";
     /// No live relay connection for the runner named in `x-abr-runner`.
     RUNNER_OFFLINE = "runner_offline", 503, Yes, "no runner with this id is connected to the hub (`x-abr-runner`): nothing was done";
+    /// The owner replica did not take the forwarded call.
+    REPLICA_UNREACHABLE = "replica_unreachable", 503, Yes, "the fleet replica that holds this browse session, capture, run or relay runner did not take the forwarded call: nothing was done, retry (once its heartbeat lapses the answer is `replica_lost`)";
     /// The named runner is draining (`abr down`): it takes no new work.
     RUNNER_DRAINING = "runner_draining", 503, Yes, "the runner is shutting down and takes no new work: nothing was done";
     /// A step did not finish in time (nothing that may have published had started).

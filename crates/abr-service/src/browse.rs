@@ -18,6 +18,7 @@ use abr_protocol::{
     ActResponse, ActionApproval, ActionDecision, BrowseAction, BrowseClosed, BrowseOpened,
     BrowseRequest, SnapshotQuery, codes,
 };
+use abr_store::PlacementKind;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
@@ -105,6 +106,16 @@ async fn open<C: TaskContext>(
 ) -> Result<(StatusCode, Json<BrowseOpened>), ApiError> {
     let actor = caller.actor(request.tenant_id.as_deref())?;
     let opened = state.runner.engine.browse_open(&actor, request).await?;
+    if let Some(places) = state.runner.status().places() {
+        // Its browser is here: a call for it through another replica comes here.
+        places
+            .place(
+                PlacementKind::Browse,
+                &opened.browse_id,
+                Some(actor.tenant()),
+            )
+            .await;
+    }
     Ok((StatusCode::CREATED, Json(opened)))
 }
 
@@ -170,5 +181,9 @@ async fn close<C: TaskContext>(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<BrowseClosed>, ApiError> {
     let actor = caller.actor(None)?;
-    Ok(Json(state.runner.engine.browse_close(&actor, &id).await?))
+    let closed = state.runner.engine.browse_close(&actor, &id).await?;
+    if let Some(places) = state.runner.status().places() {
+        places.unplace(PlacementKind::Browse, &id).await;
+    }
+    Ok(Json(closed))
 }

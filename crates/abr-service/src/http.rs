@@ -12,6 +12,7 @@ use abr_protocol::{
     CaptureStartRequest, CaptureStartResponse, CaptureStatus, Health, PlatformsResponse,
     ProbeRequest, ProbeResponse,
 };
+use abr_store::PlacementKind;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::{self, Next};
@@ -152,9 +153,15 @@ async fn capture_start<C: TaskContext>(
     ApiJson(request): ApiJson<CaptureStartRequest>,
 ) -> Result<Json<CaptureStartResponse>, ApiError> {
     let actor = caller.actor(Some(&request.workspace_id))?;
-    Ok(Json(
-        state.runner.engine.capture_start(&actor, request).await?,
-    ))
+    let started = state.runner.engine.capture_start(&actor, request).await?;
+    if let Some(places) = state.runner.status().places() {
+        // Its browser is here (kept by the digest of its id: the id is a credential).
+        let key = crate::placement::capture_key(&started.capture_id);
+        places
+            .place(PlacementKind::Capture, &key, Some(actor.tenant()))
+            .await;
+    }
+    Ok(Json(started))
 }
 
 /// Finishes a capture; with `storeAs`, also keeps the session on the runner for the
@@ -186,6 +193,10 @@ async fn capture_finish<C: TaskContext>(
         .engine
         .capture_finish(&actor, &capture, store_as)
         .await?;
+    if let Some(places) = state.runner.status().places() {
+        let key = crate::placement::capture_key(&capture.capture_id);
+        places.unplace(PlacementKind::Capture, &key).await;
+    }
     if keeps {
         if finished.stored_as.is_none() {
             return Err(ApiError::new(
@@ -204,9 +215,12 @@ async fn capture_cancel<C: TaskContext>(
     ApiJson(request): ApiJson<CaptureRef>,
 ) -> Result<Json<CaptureCancelResponse>, ApiError> {
     let actor = caller.actor(Some(&request.workspace_id))?;
-    Ok(Json(
-        state.runner.engine.capture_cancel(&actor, &request).await?,
-    ))
+    let cancelled = state.runner.engine.capture_cancel(&actor, &request).await?;
+    if let Some(places) = state.runner.status().places() {
+        let key = crate::placement::capture_key(&request.capture_id);
+        places.unplace(PlacementKind::Capture, &key).await;
+    }
+    Ok(Json(cancelled))
 }
 
 /// The tenant a capture status is asked for, in the query of `GET /v1/capture/{id}`.
@@ -356,6 +370,9 @@ fn router<C: TaskContext + LiveSurface>(
     forward: crate::relay::ForwardState,
 ) -> Router {
     let body_limit = state.runner.config.limits.body_limit_bytes;
+    if let Some(places) = state.runner.status().places() {
+        hub.join_fleet(places);
+    }
     let (relay_tokens, relay_connect) =
         hub.routes::<AppState<C>>(state.runner.engine.keys().clone());
     let mut protected = Router::new()
@@ -399,6 +416,10 @@ fn router<C: TaskContext + LiveSurface>(
         .layer(middleware::from_fn_with_state(
             forward,
             crate::relay::forward_to_runner,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::owner::forward_to_owner::<C>,
         ))
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -29,6 +29,8 @@ mod lists;
 mod live;
 pub mod logging;
 pub mod mcp;
+mod owner;
+mod placement;
 mod posts;
 pub mod relay;
 mod remote;

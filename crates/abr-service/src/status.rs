@@ -11,6 +11,7 @@ pub struct ReplicaStatus {
     draining: AtomicBool,
     database_reachable: AtomicBool,
     node_id: OnceLock<String>,
+    places: OnceLock<crate::placement::Places>,
 }
 
 impl Default for ReplicaStatus {
@@ -19,6 +20,7 @@ impl Default for ReplicaStatus {
             draining: AtomicBool::new(false),
             database_reachable: AtomicBool::new(true),
             node_id: OnceLock::new(),
+            places: OnceLock::new(),
         }
     }
 }
@@ -52,5 +54,15 @@ impl ReplicaStatus {
     /// Its node id, if it joined a fleet.
     pub fn node_id(&self) -> Option<&str> {
         self.node_id.get().map(String::as_str)
+    }
+
+    /// Where it writes down what lives in its memory (set once, when it joins a fleet).
+    pub(crate) fn set_places(&self, places: crate::placement::Places) {
+        let _ = self.places.set(places);
+    }
+
+    /// Its placements, if it joined a fleet.
+    pub(crate) fn places(&self) -> Option<&crate::placement::Places> {
+        self.places.get()
     }
 }

@@ -25,7 +25,9 @@ mod sqlite;
 pub mod testing;
 
 pub use crypto::SealingKey;
-pub use postgres::{DEFAULT_LEASE, DEFAULT_POOL_SIZE, NodeState, PgStore};
+pub use postgres::{
+    DEFAULT_LEASE, DEFAULT_POOL_SIZE, NodeState, PgStore, Placed, PlacementKind, RelayGrant,
+};
 pub use sqlite::SqliteStore;
 
 use abr_core::error::store::{StoreFailure, StoreFailureKind};

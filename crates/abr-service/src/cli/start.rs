@@ -54,14 +54,17 @@ pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError
         None => None,
     };
     let mut builder = RunnerBuilder::from_config(config)?;
-    if let Some(store) = shared {
-        builder = builder.store(store);
+    if let Some(store) = &shared {
+        builder = builder.store(Arc::clone(store) as Arc<dyn abr_engine::EngineStore>);
     }
     let runner = builder
         .build()
         .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
-    if let Some(membership) = &membership {
+    if let (Some(membership), Some(store)) = (&membership, shared) {
         runner.status().set_node_id(membership.node_id().to_owned());
+        let places = crate::placement::Places::new(store, membership.node_id().to_owned())
+            .map_err(|e| CliError::Run(format!("cannot forward calls to other replicas: {e}")))?;
+        runner.status().set_places(places);
     }
     let ended = runner
         .recover()

@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use abr_store::PlacementKind;
 
 use abr_protocol::codes;
 use abr_protocol::relay::{RelayFrame, RelayHello, RelayTokenRequest, RelayTokenResponse};
@@ -95,6 +97,8 @@ struct Inner {
     request_ids: AtomicU64,
     killed: watch::Sender<bool>,
     live: LiveTokens,
+    /// In a fleet: where its runners' sockets are written down for the other replicas.
+    places: OnceLock<crate::placement::Places>,
 }
 
 /// The hub's relay: the tokens it minted and the runners connected to it. Cheap to clone.
@@ -131,8 +135,18 @@ impl Hub {
                 request_ids: AtomicU64::new(1),
                 killed: watch::channel(false).0,
                 live: LiveTokens::new(),
+                places: OnceLock::new(),
             }),
         }
+    }
+
+    /// Serves as a replica of a fleet: relay tokens are kept in the fleet's database (a
+    /// runner may mint one through one replica and connect to another), and each runner's
+    /// socket is written down, so that a call for it reaching another replica is forwarded
+    /// here. Set once, before serving.
+    pub(crate) fn join_fleet(&self, places: &crate::placement::Places) {
+        self.inner.tokens.share(places.store());
+        let _ = self.inner.places.set(places.clone());
     }
 
     fn conns(&self) -> MutexGuard<'_, HashMap<String, Arc<Conn>>> {
@@ -581,12 +595,17 @@ async fn mint(
         .inner
         .tokens
         .mint(&request.runner_id, grant)
+        .await
         .map_err(|e| match e {
             MintRefused::Full => ApiError::new(
                 codes::OVERLOADED,
                 "too many unused relay tokens; retry later",
             ),
             MintRefused::NoRandomness => ApiError::new(codes::INTERNAL, "internal error"),
+            MintRefused::Store => ApiError::new(
+                codes::STORE_FAILED,
+                "the fleet's database did not keep the relay token; retry",
+            ),
         })?;
     let expires_at = time::OffsetDateTime::now_utc()
         + time::Duration::try_from(ttl).unwrap_or(time::Duration::ZERO);
@@ -623,8 +642,10 @@ async fn connect(
         )
         .into_response();
     };
-    let grant =
-        crate::tokens::bearer(&headers).and_then(|t| hub.inner.tokens.redeem(t, &runner_id));
+    let grant = match crate::tokens::bearer(&headers) {
+        Some(token) => hub.inner.tokens.redeem(token, &runner_id).await,
+        None => None,
+    };
     let Some(grant) = grant else {
         return ApiError::new(
             codes::UNAUTHORIZED,
@@ -754,7 +775,7 @@ impl Hub {
         // is away: written before the runner is served, or it is not served.
         if let Err(e) = keys.runner_connected(&runner_id, &conn.owner).await {
             tracing::warn!(target: "abr::relay", runner_id, error = %e, "the runner's link could not be recorded: refused");
-            self.unregister(&runner_id, &conn);
+            let _ = self.unregister(&runner_id, &conn);
             let refusal = codes::STORE_FAILED
                 .body("the hub could not record the runner's connection; connect again");
             send_frame(
@@ -767,6 +788,11 @@ impl Hub {
             .await;
             let _ = socket.send(Message::Close(None)).await;
             return;
+        }
+        if let Some(places) = self.inner.places.get() {
+            places
+                .place(PlacementKind::Runner, &runner_id, conn.tenant.as_deref())
+                .await;
         }
         send_frame(
             &mut socket,
@@ -822,7 +848,11 @@ impl Hub {
         // Closed first: a request that picked this socket either finds it closed or is in
         // the table `drop_pending` answers.
         drop(outbound);
-        self.unregister(&runner_id, &conn);
+        if self.unregister(&runner_id, &conn)
+            && let Some(places) = self.inner.places.get()
+        {
+            places.unplace(PlacementKind::Runner, &runner_id).await;
+        }
         conn.drop_pending();
         self.forget(&conn);
         if matches!(end, End::Replaced) {
@@ -865,15 +895,16 @@ impl Hub {
     }
 
     /// Takes `conn` out, if it is still `runner_id`'s socket (a forced takeover put another
-    /// in its place).
-    fn unregister(&self, runner_id: &str, conn: &Arc<Conn>) {
+    /// in its place): whether it was.
+    fn unregister(&self, runner_id: &str, conn: &Arc<Conn>) -> bool {
         let mut conns = self.conns();
-        if conns
+        let its = conns
             .get(runner_id)
-            .is_some_and(|c| c.serial == conn.serial)
-        {
+            .is_some_and(|c| c.serial == conn.serial);
+        if its {
             conns.remove(runner_id);
         }
+        its
     }
 }
 

@@ -19,6 +19,7 @@ mod frames;
 mod keys;
 mod links;
 mod nodes;
+mod placements;
 mod records;
 mod retention;
 mod schema;
@@ -36,6 +37,7 @@ use crate::codec::Sealer;
 use crate::{SealingKey, StoreError};
 
 pub use nodes::NodeState;
+pub use placements::{Placed, PlacementKind, RelayGrant};
 
 crate::ledger::ledger_record_stores!(PgStore);
 

@@ -209,6 +209,30 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant_id, seq)
     );
     CREATE INDEX event_deliveries_by_due ON event_deliveries (due_ns);",
+    // 6: what lives in one replica's memory (a browse session's browser, a capture, a relay
+    // runner's socket) and which boot holds it, so that another replica forwards a call
+    // for it to its owner, or says it is lost when the owner is gone. A task's owner is
+    // its record's; it is found by id alone (ids are random: a tenant's check is the
+    // owner's, on the forwarded call). Relay tokens (by digest): minted on one replica, a
+    // runner's socket may reach another.
+    "CREATE TABLE placements (
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        tenant_id TEXT,
+        node_id TEXT NOT NULL,
+        boot_id TEXT NOT NULL,
+        placed_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (kind, key)
+    );
+    CREATE INDEX placements_by_boot ON placements (boot_id);
+    CREATE INDEX tasks_by_id ON tasks (task_id);
+    CREATE TABLE relay_tokens (
+        digest BYTEA PRIMARY KEY CHECK (length(digest) = 32),
+        runner_id TEXT NOT NULL,
+        tenant_id TEXT,
+        owner TEXT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+    );",
 ];
 
 /// Brings the schema up to date in one transaction per migration, under the migration lock.

@@ -460,3 +460,148 @@ async fn a_fleet_lease_is_held_by_one_replica_at_a_time() {
     );
     assert!(!stores[holder].hold_lease("sweep", ttl).await.unwrap());
 }
+
+/// What lives in one replica's memory is placed under its boot: another replica finds the
+/// owner (live, with its address) while it beats; once its heartbeat lapses, or its node
+/// comes back as a new boot, the placement says lost (never the new boot's), and a running
+/// task's owner is its record's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placement_names_its_live_owner_and_is_lost_with_its_boot() {
+    use abr_store::PlacementKind::{Browse, Capture};
+    let server = PgServer::start().unwrap();
+    let url = server.create_database().await.unwrap();
+    let a = runner(&url, "node-a", 1_000).await;
+    a.heartbeat("node-a", Some("http://127.0.0.1:1111"), "test", false)
+        .await
+        .unwrap();
+    let b = runner(&url, "node-b", 1_000).await;
+    a.place(Browse, "brw-1", Some("t"), "node-a").await.unwrap();
+    a.place(Capture, "cap-1", Some("t"), "node-a")
+        .await
+        .unwrap();
+    let task = sample_task("t", "task-on-a", TaskState::Running);
+    RecordStore::<StoredTask>::insert(&a, &task, None)
+        .await
+        .unwrap();
+
+    let seen = b.placed(Browse, "brw-1").await.unwrap().unwrap();
+    assert_eq!(seen.node_id.as_deref(), Some("node-a"));
+    assert_eq!(seen.tenant.as_deref(), Some("t"));
+    assert_eq!(seen.address.as_deref(), Some("http://127.0.0.1:1111"));
+    assert!(seen.live && !seen.here, "{seen:?}");
+    assert!(a.placed(Browse, "brw-1").await.unwrap().unwrap().here);
+    assert_eq!(b.placed(Browse, "brw-x").await.unwrap(), None);
+    assert_eq!(
+        b.placed(Capture, "brw-1").await.unwrap(),
+        None,
+        "kinds are apart"
+    );
+    let running = b.running("task-on-a").await.unwrap().unwrap();
+    assert!(running.live && !running.here);
+    assert_eq!(running.tenant.as_deref(), Some("t"));
+    assert_eq!(running.address.as_deref(), Some("http://127.0.0.1:1111"));
+    // Unplaced by another boot: kept; by its own: gone.
+    b.unplace(Capture, "cap-1").await.unwrap();
+    assert!(b.placed(Capture, "cap-1").await.unwrap().is_some());
+    a.unplace(Capture, "cap-1").await.unwrap();
+    assert_eq!(b.placed(Capture, "cap-1").await.unwrap(), None);
+
+    // A's heartbeat lapses: lost.
+    tokio::time::sleep(std::time::Duration::from_millis(1_300)).await;
+    let lost = b.placed(Browse, "brw-1").await.unwrap().unwrap();
+    assert!(!lost.live, "{lost:?}");
+    assert!(!b.running("task-on-a").await.unwrap().unwrap().live);
+    // Node A comes back (a new boot, beating): what its previous boot held stays lost.
+    let a2 = runner(&url, "node-a", 1_000).await;
+    let after = a2.placed(Browse, "brw-1").await.unwrap().unwrap();
+    assert!(!after.live && !after.here, "resurrected: {after:?}");
+    assert_eq!(after.node_id.as_deref(), Some("node-a"));
+    let task_after = a2.running("task-on-a").await.unwrap().unwrap();
+    assert!(
+        !task_after.live && task_after.node_id.is_none(),
+        "{task_after:?}"
+    );
+}
+
+/// A relay token minted on one replica opens one connection on any replica: taken once of
+/// racing takes, only for its runner id, never once expired, and bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_token_minted_on_one_replica_is_spent_once_on_any() {
+    use abr_store::RelayGrant;
+    let server = PgServer::start().unwrap();
+    let (_, stores) = replicas(&server).await;
+    let grant = RelayGrant::new(Some("t".into()), "key_1".into());
+    let minute = std::time::Duration::from_secs(60);
+    assert!(
+        stores[0]
+            .put_relay_token(&[1; 32], "runner-a", &grant, minute, 3)
+            .await
+            .unwrap()
+    );
+    let racers: Vec<_> = stores
+        .iter()
+        .map(|store| {
+            let store = Arc::clone(store);
+            tokio::spawn(async move { store.take_relay_token(&[1; 32], "runner-a").await })
+        })
+        .collect();
+    let mut taken = Vec::new();
+    for racer in racers {
+        taken.extend(racer.await.unwrap().unwrap());
+    }
+    assert_eq!(taken, vec![grant.clone()], "spent once, by one replica");
+    // Presented for another runner id: spent, and refused.
+    stores[0]
+        .put_relay_token(&[2; 32], "runner-a", &grant, minute, 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        stores[1]
+            .take_relay_token(&[2; 32], "runner-b")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        stores[1]
+            .take_relay_token(&[2; 32], "runner-a")
+            .await
+            .unwrap(),
+        None,
+        "one attempt per token"
+    );
+    // Expired: refused.
+    stores[0]
+        .put_relay_token(
+            &[3; 32],
+            "runner-a",
+            &grant,
+            std::time::Duration::from_millis(50),
+            3,
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(
+        stores[2]
+            .take_relay_token(&[3; 32], "runner-a")
+            .await
+            .unwrap(),
+        None
+    );
+    // Bounded: three unexpired at most.
+    for d in 4..7 {
+        assert!(
+            stores[d % 3]
+                .put_relay_token(&[d as u8; 32], "runner-a", &grant, minute, 3)
+                .await
+                .unwrap()
+        );
+    }
+    assert!(
+        !stores[0]
+            .put_relay_token(&[9; 32], "runner-a", &grant, minute, 3)
+            .await
+            .unwrap()
+    );
+}

@@ -646,3 +646,220 @@ async fn an_approval_link_minted_on_one_replica_is_used_once_on_another() {
     drop((a, b));
     fleet.site.shutdown().await;
 }
+
+/// The code of a call's refusal.
+fn refusal<T: std::fmt::Debug>(answer: Result<T, abr_client::ClientError>) -> (u16, String) {
+    match answer {
+        Err(abr_client::ClientError::Api { status, code, .. }) => (status, code),
+        other => panic!("not a refusal: {other:?}"),
+    }
+}
+
+/// A browse session and a capture live in the browser of the replica that opened them: a
+/// call for them through another replica is forwarded there (any replica answers them);
+/// once that replica is killed and its heartbeat lapsed, both are `410 replica_lost`,
+/// naming it, on every replica, and they stay lost when the node comes back under its id.
+/// The browse session's record is ended by the live replica's sweep, as a restart ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_replica_holds_is_reached_through_any_and_lost_with_it() {
+    let mut fleet = Fleet::start().await;
+    let mut a = fleet.replica("node-a").await;
+    let b = fleet.replica("node-b").await;
+    let request: abr_protocol::BrowseRequest = serde_json::from_value(serde_json::json!({
+        "url": format!("{}/", fleet.site.base_url()),
+        "readOnly": true,
+    }))
+    .unwrap();
+    let opened = a.client.browse_open(TENANT, &request).await.unwrap();
+    let id = opened.browse_id.clone();
+    // Through B: forwarded to A's browser.
+    let snapshot = b.client.browse_snapshot(TENANT, &id).await.unwrap();
+    assert!(!snapshot.url.is_empty(), "{snapshot:?}");
+    // Another tenant's call for it finds nothing, through either replica.
+    assert_eq!(
+        refusal(b.client.browse_snapshot("someone-else", &id).await).0,
+        404
+    );
+    let capture = a.client.capture_start(&start_request()).await.unwrap();
+    let status = b
+        .client
+        .capture_status(&bound(&capture.capture_id))
+        .await
+        .unwrap();
+    assert_eq!(status.platform, "demo");
+
+    a.kill();
+    // Until A's heartbeat lapses, B cannot reach it (nothing was done); then it is lost.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, code) = refusal(b.client.browse_snapshot(TENANT, &id).await);
+        if code == "replica_lost" {
+            assert_eq!(status, 410);
+            break;
+        }
+        assert_eq!((status, code.as_str()), (503, "replica_unreachable"));
+        assert!(Instant::now() < deadline, "never reported lost");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        refusal(b.client.capture_status(&bound(&capture.capture_id)).await),
+        (410, "replica_lost".to_owned())
+    );
+    match b
+        .client
+        .browse_act(TENANT, &id, &abr_protocol::BrowseAction::Back)
+        .await
+    {
+        Err(abr_client::ClientError::Api { code, message, .. }) => {
+            assert_eq!(code, "replica_lost");
+            assert!(message.contains("node-a"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The record: ended by B's sweep, as a restart ends it.
+    let record = ended(&b.client, &id).await;
+    assert!(record.state.is_final(), "{record:?}");
+
+    // Node A comes back: a new boot. What its previous boot held stays lost.
+    let a = fleet.replica("node-a").await;
+    assert_eq!(
+        refusal(a.client.browse_snapshot(TENANT, &id).await),
+        (410, "replica_lost".to_owned())
+    );
+    assert_eq!(
+        refusal(a.client.capture_status(&bound(&capture.capture_id)).await),
+        (410, "replica_lost".to_owned())
+    );
+    drop((a, b));
+    fleet.site.shutdown().await;
+}
+
+/// An `abr up` relay runner, killed with its browsers when dropped.
+struct RelayRunner {
+    child: std::process::Child,
+    marker: String,
+    _home: tempfile::TempDir,
+}
+
+impl RelayRunner {
+    /// `abr up --headless --hub <hub> --runner-id <id>`, with the replicas' token.
+    fn start(site: &DemoSite, hub: &str, id: &str) -> Self {
+        let home = tempfile::tempdir().unwrap();
+        let marker = random_suffix();
+        let log = std::fs::File::create(home.path().join("up.log")).unwrap();
+        let child = std::os::unix::process::CommandExt::process_group(
+            Command::new(env!("CARGO_BIN_EXE_abr"))
+                .args(["up", "--headless", "--hub", hub, "--runner-id", id])
+                .env("TMPDIR", home.path())
+                .env("ABR_STATE_DIR", home.path().join("state"))
+                .env("ABR_DATA_DIR", home.path().join("data"))
+                .env("ABR_API_TOKEN", BIN_TOKEN)
+                .env("ABR_SESSION_KEY", SESSION_KEY)
+                .env("ABR_DEMO_SITE_URL", site.base_url())
+                .env("ABR_EGRESS_ALLOW_PRIVATE", site.local_addr().to_string())
+                .env("ABR_E2E_RUN", &marker)
+                .env_remove("ABR_HUB_URL")
+                .env_remove("ABR_RUNNER_ID")
+                .env_remove("ABR_BIND")
+                .env_remove("ABR_DATABASE_URL")
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log),
+            0,
+        )
+        .spawn()
+        .unwrap();
+        Self {
+            child,
+            marker,
+            _home: home,
+        }
+    }
+}
+
+impl Drop for RelayRunner {
+    fn drop(&mut self) {
+        kill_all(self.child.id(), &self.marker);
+        let _ = self.child.wait();
+    }
+}
+
+/// `GET /v1/platforms` on `replica` naming the relay runner `runner`: its status.
+async fn platforms_through(replica: &Serve, runner: &str) -> u16 {
+    reqwest::Client::new()
+        .get(format!("{}/v1/platforms", replica.base))
+        .bearer_auth(BIN_TOKEN)
+        .header("x-abr-runner", runner)
+        .send()
+        .await
+        .map_or(0, |r| r.status().as_u16())
+}
+
+/// A relay runner linked to replica A is reached through replica B (B forwards the call to
+/// A, A relays it), and a relay token minted on B opens a runner's socket on A: a runner
+/// behind a balancer may mint through one replica and connect to another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_runner_linked_to_one_replica_is_reached_through_another() {
+    let mut fleet = Fleet::start().await;
+    let a = fleet.replica("node-a").await;
+    let b = fleet.replica("node-b").await;
+    let _runner = RelayRunner::start(&fleet.site, &a.base, "laptop-1");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while platforms_through(&a, "laptop-1").await != 200 {
+        assert!(Instant::now() < deadline, "the runner never connected to A");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(platforms_through(&b, "laptop-1").await, 200, "through B");
+    // A post relayed through B runs on the runner: its record is the runner's.
+    let session = signed_in_session(&fleet.site, "alice").await;
+    let text = format!("relayed through B {}", random_suffix());
+    let answer = reqwest::Client::new()
+        .post(format!("{}/v1/post", b.base))
+        .bearer_auth(BIN_TOKEN)
+        .header("x-abr-runner", "laptop-1")
+        .header("idempotency-key", random_suffix())
+        .json(&post(&session, &text))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    assert_eq!(
+        fleet.site.posts().iter().filter(|p| p.text == text).count(),
+        1
+    );
+
+    // A relay token minted on B opens a socket on A (and only once).
+    let minted: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/v1/relay/tokens", b.base))
+        .bearer_auth(BIN_TOKEN)
+        .json(&serde_json::json!({"runnerId": "laptop-2"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = minted["token"].as_str().unwrap().to_owned();
+    let connect = |replica: &Serve| {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+        let mut request = format!(
+            "{}/v1/relay/laptop-2/connect",
+            replica.base.replace("http://", "ws://")
+        )
+        .into_client_request()
+        .unwrap();
+        request
+            .headers_mut()
+            .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        request
+    };
+    let opened = tokio_tungstenite::connect_async(connect(&a)).await;
+    assert!(
+        opened.is_ok(),
+        "the token minted on B was refused on A: {opened:?}"
+    );
+    let again = tokio_tungstenite::connect_async(connect(&b)).await;
+    assert!(again.is_err(), "a relay token opened two sockets");
+    drop((a, b));
+    fleet.site.shutdown().await;
+}
