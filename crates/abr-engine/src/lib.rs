@@ -74,4 +74,5 @@ pub use keys::{EnrolledRunner, KeyWatch, Keys, MintedEnrollment, RunnerPresence}
 pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal};
 pub use poster::PosterConfig;
 pub use posts::{PostReply, Posted};
+pub use retention::SweepGate;
 pub use task::{Created, TaskEnd};

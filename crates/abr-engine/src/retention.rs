@@ -11,6 +11,16 @@ use abr_core::store::{EventLog, EvidenceStore, Expired};
 
 use crate::error::EngineError;
 
+/// Whether a background sweep may run now on this process: in a fleet, a sweep that must run
+/// once per fleet runs on the replica that holds its lease (a row in the shared database,
+/// not a session advisory lock); alone, always.
+#[async_trait::async_trait]
+pub trait SweepGate: Send + Sync + 'static {
+    /// Whether the sweep `name`, run every `every`, runs here now (taking or renewing its
+    /// lease). A gate that cannot tell answers `false`: the sweep is skipped this time.
+    async fn may_sweep(&self, name: &str, every: Duration) -> bool;
+}
+
 /// How often the sweep runs (and once at start).
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
 
@@ -49,13 +59,23 @@ impl Retention {
         Ok(expired)
     }
 
-    /// Sweeps now and every `every`; a failed sweep is logged and tried again next time.
-    pub(crate) fn spawn(self, every: Duration) -> tokio::task::JoinHandle<()> {
+    /// Sweeps now and every `every`, where `gate` lets it (once per fleet); a failed sweep is
+    /// logged and tried again next time.
+    pub(crate) fn spawn(
+        self,
+        every: Duration,
+        gate: Option<std::sync::Arc<dyn SweepGate>>,
+    ) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
+                if let Some(gate) = &gate
+                    && !gate.may_sweep("sweep:retention", every).await
+                {
+                    continue;
+                }
                 match self.sweep().await {
                     Ok(e) if e != Expired::default() => {
                         tracing::info!(records = e.records, frames = e.frames, "evidence expired");

@@ -125,3 +125,22 @@ impl Membership {
         })
     }
 }
+
+/// The fleet's sweep gate: a sweep runs on the replica holding its lease row (taken when
+/// free or expired, renewed by its holder each run; held for two runs, so that a holder that
+/// died is replaced after at most that).
+#[derive(Debug)]
+pub(crate) struct LeaseGate(pub(crate) Arc<PgStore>);
+
+#[async_trait::async_trait]
+impl abr_engine::SweepGate for LeaseGate {
+    async fn may_sweep(&self, name: &str, every: Duration) -> bool {
+        match self.0.hold_lease(name, every * 2).await {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!(error = %e, sweep = name, "the sweep's lease could not be read: skipped");
+                false
+            }
+        }
+    }
+}

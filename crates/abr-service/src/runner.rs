@@ -113,6 +113,7 @@ pub struct RunnerBuilder<C: TaskContext = BrowserSession> {
     factory: Option<ProviderFactory<C>>,
     audit: Option<Arc<dyn AuditSink>>,
     poster_config: Option<PosterConfig>,
+    sweep_gate: Option<Arc<dyn abr_engine::SweepGate>>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for RunnerBuilder<C> {
@@ -195,6 +196,7 @@ impl<C: TaskContext> RunnerBuilder<C> {
             factory: None,
             audit: None,
             poster_config: None,
+            sweep_gate: None,
         }
     }
 
@@ -226,6 +228,14 @@ impl<C: TaskContext> RunnerBuilder<C> {
     #[must_use]
     pub fn store(mut self, store: Arc<dyn EngineStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Runs the once-per-fleet sweeps only when `gate` lets it (a fleet replica: the holder of
+    /// the sweep's lease).
+    #[must_use]
+    pub fn sweep_gate(mut self, gate: Arc<dyn abr_engine::SweepGate>) -> Self {
+        self.sweep_gate = Some(gate);
         self
     }
 
@@ -295,6 +305,9 @@ impl<C: TaskContext> RunnerBuilder<C> {
         }
         if let Some(poster) = self.poster_config {
             engine = engine.poster_config(poster);
+        }
+        if let Some(gate) = self.sweep_gate {
+            engine = engine.sweep_gate(gate);
         }
         let deliverer = crate::webhook::Deliverer::configured(&config, log);
         engine = engine.event_deliveries(deliverer.is_some());

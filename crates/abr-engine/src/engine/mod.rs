@@ -214,6 +214,7 @@ pub struct EngineBuilder<C: TaskContext> {
     event_sink: Option<Arc<dyn EventSink>>,
     event_deliveries: bool,
     event_poll: Duration,
+    sweep_gate: Option<Arc<dyn crate::retention::SweepGate>>,
     completion: Option<Arc<dyn TaskCompletion>>,
     clock: Arc<dyn Clock>,
     random: Arc<dyn RandomSource>,
@@ -249,6 +250,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             event_sink: None,
             event_deliveries: false,
             event_poll: crate::events::DEFAULT_EVENT_POLL,
+            sweep_gate: None,
             completion: None,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
@@ -310,6 +312,14 @@ impl<C: TaskContext> EngineBuilder<C> {
     #[must_use]
     pub fn event_deliveries(mut self, on: bool) -> Self {
         self.event_deliveries = on;
+        self
+    }
+
+    /// Runs the sweeps that must run once per fleet (evidence and event retention) only
+    /// when `gate` says so (default: always: one process).
+    #[must_use]
+    pub fn sweep_gate(mut self, gate: Arc<dyn crate::retention::SweepGate>) -> Self {
+        self.sweep_gate = Some(gate);
         self
     }
 
@@ -465,7 +475,11 @@ impl<C: TaskContext> EngineBuilder<C> {
             events.spawn_stall_watch(),
         ];
         if let Some(retention) = &retention {
-            sweeps.push(retention.clone().spawn(crate::retention::SWEEP_EVERY));
+            sweeps.push(
+                retention
+                    .clone()
+                    .spawn(crate::retention::SWEEP_EVERY, self.sweep_gate.clone()),
+            );
         }
         Ok(Engine {
             jobs: Arc::new(JobSlots::new(

@@ -1121,3 +1121,67 @@ async fn a_capture_the_provider_refuses_is_refused_before_it_queues_for_a_job_sl
         .await
         .unwrap();
 }
+
+/// A gate answering `open`, counting the sweeps that asked it.
+struct CountingGate {
+    open: bool,
+    asked: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl abr_engine::SweepGate for CountingGate {
+    async fn may_sweep(&self, name: &str, _every: Duration) -> bool {
+        self.asked.lock().unwrap().push(name.to_owned());
+        self.open
+    }
+}
+
+/// The evidence sweep asks the engine's sweep gate before each run (a fleet runs it on one
+/// replica): while the gate says no, nothing expires; once it says yes, the sweep runs.
+#[tokio::test(start_paused = true)]
+async fn the_retention_sweep_runs_only_where_the_gate_lets_it() {
+    for open in [false, true] {
+        let provider = Arc::new(FakeProvider::new());
+        provider.page().set_text("42 users");
+        let ends = Arc::new(Ends::default());
+        let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
+        let gate = Arc::new(CountingGate {
+            open,
+            asked: Mutex::new(Vec::new()),
+        });
+        let jobs: DynSessionProvider<FakeContext> = provider.clone();
+        let engine = EngineBuilder::new(
+            EngineConfig {
+                approval: abr_core::approval::ApprovalRule::Off,
+                retention: Some(Duration::from_secs(24 * 3600)),
+                ..EngineConfig::default()
+            },
+            Arc::clone(&jobs),
+            jobs,
+            Arc::new(InMemoryStore::new()),
+        )
+        .completion(ends.clone())
+        .clock(clock.clone())
+        .sweep_gate(gate.clone())
+        .build()
+        .unwrap();
+        let created = engine.create_task(&agent(T), task(), None).await.unwrap();
+        let end = ends.first().await;
+        assert!(end.record.state.is_final(), "{:?}", end.record);
+        clock.advance(Duration::from_secs(2 * 24 * 3600));
+        // Two hourly ticks of the sweep (paused time moves on by itself).
+        tokio::time::sleep(Duration::from_secs(2 * 3600 + 60)).await;
+        let asked = gate.asked.lock().unwrap().clone();
+        assert!(asked.len() >= 2, "{asked:?}");
+        assert!(asked.iter().all(|n| n == "sweep:retention"), "{asked:?}");
+        let record = engine
+            .task(&agent(T), &created.record.task_id)
+            .await
+            .unwrap();
+        assert_eq!(
+            record.evidence_expired_at.is_some(),
+            open,
+            "gate {open}: {record:?}"
+        );
+    }
+}

@@ -55,7 +55,9 @@ pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError
     };
     let mut builder = RunnerBuilder::from_config(config)?;
     if let Some(store) = &shared {
-        builder = builder.store(Arc::clone(store) as Arc<dyn abr_engine::EngineStore>);
+        builder = builder
+            .store(Arc::clone(store) as Arc<dyn abr_engine::EngineStore>)
+            .sweep_gate(Arc::new(crate::fleet::LeaseGate(Arc::clone(store))));
     }
     let runner = builder
         .build()
