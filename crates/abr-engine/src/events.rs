@@ -53,8 +53,10 @@ pub(crate) struct Events {
     poll: Duration,
     /// The appender's queue: one writer keeps this process's events in emission order.
     queue: OnceLock<Option<mpsc::UnboundedSender<RunEvent>>>,
-    /// How many events this process appended: a stream waits on it.
+    /// How many events this process appended (or gave up on): a stream waits on it.
     appended: Arc<watch::Sender<u64>>,
+    /// How many events this process queued for the appender.
+    queued: std::sync::atomic::AtomicU64,
     sink: Option<Arc<dyn EventSink>>,
     clock: Arc<dyn Clock>,
     stall_after: Duration,
@@ -108,6 +110,7 @@ impl Events {
             poll: log.poll,
             queue: OnceLock::new(),
             appended: Arc::new(appended),
+            queued: std::sync::atomic::AtomicU64::new(0),
             sink,
             clock,
             stall_after,
@@ -152,6 +155,17 @@ impl Events {
             poll: self.poll,
             holder: None,
         })
+    }
+
+    /// Waits (at most `limit`) until every event emitted so far is in the log: at shutdown,
+    /// so that a replica that exits loses none of its runs' last events.
+    pub(crate) async fn flush(&self, limit: Duration) {
+        let queued = self.queued.load(std::sync::atomic::Ordering::SeqCst);
+        let mut appended = self.appended.subscribe();
+        let done = appended.wait_for(|n| *n >= queued);
+        if tokio::time::timeout(limit, done).await.is_err() {
+            tracing::warn!(queued, "exiting with run events not logged yet");
+        }
     }
 
     /// The queue to the appender, started at the first event (inside the runtime).
@@ -205,7 +219,10 @@ impl Events {
         match self.queue() {
             // The appender ends only with the runtime.
             Some(queue) => {
-                let _ = queue.send(event);
+                if queue.send(event).is_ok() {
+                    self.queued
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
             }
             None => tracing::error!(
                 event = %event.event,
@@ -290,6 +307,7 @@ async fn append_all(
                 }
                 Err(e) => {
                     tracing::error!(error = %e, event = %event.event, run_id = %event.run_id, "an event could not be logged");
+                    appended.send_modify(|n| *n += 1);
                     break;
                 }
             }

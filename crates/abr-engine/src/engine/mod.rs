@@ -1244,5 +1244,7 @@ impl<C: TaskContext> Engine<C> {
         if released > 0 {
             tracing::info!(released, "released open captures at shutdown");
         }
+        // The runs' last events (the ends just written) into the log before the exit.
+        self.tasks.events().flush(Duration::from_secs(5)).await;
     }
 }

@@ -15,7 +15,7 @@ const LEASE_SECS: &str = "2";
 struct Fleet {
     site: DemoSite,
     // Dropped last: the replicas first.
-    _server: PgServer,
+    server: PgServer,
     url: String,
     dirs: Vec<tempfile::TempDir>,
 }
@@ -29,7 +29,7 @@ impl Fleet {
             .unwrap();
         Self {
             site,
-            _server: server,
+            server,
             url,
             dirs: Vec::new(),
         }
@@ -38,20 +38,21 @@ impl Fleet {
     /// A replica named `node`, with a marker of its own (killing one never touches the
     /// other's browsers).
     async fn replica(&mut self, node: &str) -> Serve {
+        self.replica_with(node, &[]).await
+    }
+
+    /// A replica named `node` with more settings.
+    async fn replica_with(&mut self, node: &str, more: &[(&str, &str)]) -> Serve {
         let dir = tempfile::tempdir().unwrap();
         let marker = random_suffix();
-        let serve = Serve::start_with(
-            &self.site,
-            dir.path(),
-            &marker,
-            &[
-                ("ABR_DATABASE_URL", &self.url),
-                ("ABR_NODE_ID", node),
-                ("ABR_NODE_LEASE_SECS", LEASE_SECS),
-                ("ABR_DRAIN_GRACE_SECS", "0"),
-            ],
-        )
-        .await;
+        let mut envs = vec![
+            ("ABR_DATABASE_URL", self.url.as_str()),
+            ("ABR_NODE_ID", node),
+            ("ABR_NODE_LEASE_SECS", LEASE_SECS),
+            ("ABR_DRAIN_GRACE_SECS", "0"),
+        ];
+        envs.extend_from_slice(more);
+        let serve = Serve::start_with(&self.site, dir.path(), &marker, &envs).await;
         self.dirs.push(dir);
         serve
     }
@@ -439,17 +440,102 @@ async fn post_until_done(
     }
 }
 
-/// Three replicas behind HAProxy (the committed configuration), posts sent through the
-/// balancer and a quarter of them at once straight to a replica under the same key; one
-/// replica killed (`kill -9`) mid-run and restarted under its node id, another drained
+/// The largest number of browser sessions any tenant held at once in the fleet, sampled
+/// from the database's counters every 50 ms until `stop`.
+fn sample_sessions(
+    fleet: &Fleet,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<(i64, usize)> {
+    let url = fleet.url.clone();
+    let name = url.rsplit('/').next().unwrap().to_owned();
+    let server_url = fleet.server.url(&name);
+    tokio::spawn(async move {
+        let (client, connection) = tokio_postgres::connect(&server_url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let driver = tokio::spawn(connection);
+        let (mut most, mut samples) = (0i64, 0usize);
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let Ok(row) = client
+                .query_one(
+                    "SELECT COALESCE(MAX(value), 0) FROM counters WHERE counter = 'sessions'",
+                    &[],
+                )
+                .await
+            else {
+                // The server is gone: the test is over.
+                break;
+            };
+            most = most.max(row.get::<_, i64>(0));
+            samples += 1;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        drop(client);
+        let _ = driver.await;
+        (most, samples)
+    })
+}
+
+/// Creates the task `request` under `key` on `client` until it is created (a refusal that
+/// may pass later, such as the tenant's limit or a draining replica, is asked again): its
+/// id.
+async fn create_until_taken(
+    client: &AgentRunnerClient,
+    request: &TaskRequest,
+    key: &str,
+) -> String {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let options = options().with_idempotency_key(key);
+        match client.create_task(request, &options).await {
+            Ok((record, _)) => return record.task_id,
+            Err(e) => assert!(Instant::now() < deadline, "{key}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// The tenants' concurrent sessions in the fleet, the limit the test sets (the fleet has six
+/// job slots: the limit binds).
+const FLEET_TENANT_SESSIONS: i64 = 4;
+
+/// Waves of 8 posts and 2 tasks the fleet test sends: `ABR_FLEET_WAVES`, 20 by default
+/// (200 keys; about 95 s on two cores); fewer to iterate.
+fn fleet_waves() -> usize {
+    std::env::var("ABR_FLEET_WAVES")
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .filter(|w| *w >= 3)
+        .unwrap_or(20)
+}
+
+/// Three replicas behind HAProxy (the committed configuration), 160 posts and 40 tasks (20
+/// waves of 8 and 2), each under its own `Idempotency-Key`: the posts sent through the
+/// balancer, a quarter of them at once straight to a live replica under the same key; the
+/// tasks (they add a user on the site) created on replica A, a quarter of them at once on B;
+/// one replica killed (`kill -9`) mid-run and restarted under its node id, another drained
 /// (SIGTERM) mid-run. Every key is posted at most once, every `succeeded` is on the site
-/// once, every `failed` is not, and every `uncertain` is resolved by a re-check.
+/// once, every `failed` is not, every `uncertain` is resolved by a re-check; every task key
+/// is one task, which added its user once if it succeeded, none if it failed, and at most
+/// once if it is `uncertain` (the site's table is the re-check); the
+/// tenants' limit of concurrent sessions (4) held in the fleet, sampled from the database;
+/// and A's event stream carried every task's end exactly once, numbered without a gap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_replicas_behind_haproxy_post_each_key_once_through_a_kill_and_a_drain() {
+async fn three_replicas_behind_haproxy_take_each_key_once_through_a_kill_and_a_drain() {
+    let started = Instant::now();
+    let waves = fleet_waves();
+    // C is killed once it ran a wave (its browsers are up), B drained after it came back.
+    let kill_wave = (waves * 3 / 10).max(1);
+    let drain_wave = (waves * 7 / 10).max(kill_wave + 1);
     let mut fleet = Fleet::start().await;
-    let a = fleet.replica("node-a").await;
-    let mut b = fleet.replica("node-b").await;
-    let mut c = fleet.replica("node-c").await;
+    let limits = [
+        ("ABR_TENANT_MAX_SESSIONS", "4"),
+        ("ABR_TENANT_MAX_EXECUTIONS_PER_DAY", "1000"),
+        ("ABR_TASK_APPROVAL", "off"),
+    ];
+    let a = fleet.replica_with("node-a", &limits).await;
+    let mut b = fleet.replica_with("node-b", &limits).await;
+    let mut c = fleet.replica_with("node-c", &limits).await;
     let lb = Balancer::start([&a, &b, &c]);
     let through = AgentRunnerClient::new(lb.url.clone(), BIN_TOKEN).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -457,59 +543,105 @@ async fn three_replicas_behind_haproxy_post_each_key_once_through_a_kill_and_a_d
         assert!(Instant::now() < deadline, "HAProxy never answered");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    let on_a = follow_events(&a).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = sample_sessions(&fleet, Arc::clone(&stop));
     let session = signed_in_session(&fleet.site, "alice").await;
     let run = random_suffix();
-    let mut sent = Vec::new();
-    let mut c_restarted = None;
-    for wave in 0..6 {
+    let mut posts = Vec::new();
+    let mut tasks = Vec::new();
+    let mut c_restarted: Option<Serve> = None;
+    for wave in 0..waves {
         let mut racers = Vec::new();
-        for i in 0..4 {
-            let n = wave * 4 + i;
+        for i in 0..8 {
+            let n = wave * 8 + i;
             let text = format!("balanced {run} {n}");
             let key = format!("lb-{run}-{n}");
             let request = post(&session, &text);
             let lb_client = through.clone();
             let (r, k) = (request.clone(), key.clone());
             racers.push(tokio::spawn(async move {
-                lb_client
+                let _ = lb_client
                     .post_with(&r, &PostOptions::idempotency_key(k))
-                    .await
+                    .await;
             }));
-            if i == 0 {
-                // The same key at once, straight to a replica that stays up.
-                let direct = a.client.clone();
+            if i % 4 == 0 {
+                // The same key at once, straight to a replica that is up.
+                let direct = match (n / 4) % 3 {
+                    0 => a.client.clone(),
+                    1 if wave < drain_wave => b.client.clone(),
+                    _ => c_restarted.as_ref().map_or(&a, |c| c).client.clone(),
+                };
                 let (r, k) = (request.clone(), key.clone());
                 racers.push(tokio::spawn(async move {
-                    direct.post_with(&r, &PostOptions::idempotency_key(k)).await
+                    let _ = direct.post_with(&r, &PostOptions::idempotency_key(k)).await;
                 }));
             }
-            sent.push((text, key, request));
+            posts.push((text, key, request));
         }
-        if wave == 2 {
+        for i in 0..2 {
+            let n = wave * 2 + i;
+            let email = format!("fleet-{}-{n}@example.com", &run[..8]).to_lowercase();
+            let mut plan = add_user_plan(&fleet.site, &email, "viewer");
+            plan["plan"]["steps"].as_array_mut().unwrap().truncate(6);
+            // Three replicas' browsers on two cores: the page may take its time.
+            plan["plan"]["steps"][5]["timeoutMs"] = serde_json::json!(15000);
+            plan["session"] = serde_json::to_value(&session).unwrap();
+            plan["platform"] = serde_json::json!("demo");
+            let request = task_request(plan);
+            let key = format!("task-{run}-{n}");
+            let on = a.client.clone();
+            let (r, k) = (request.clone(), key.clone());
+            racers.push(tokio::spawn(async move {
+                let _ = create_until_taken(&on, &r, &k).await;
+            }));
+            if i == 0 && wave % 2 == 0 && wave < drain_wave {
+                let also = b.client.clone();
+                let (r, k) = (request.clone(), key.clone());
+                racers.push(tokio::spawn(async move {
+                    let _ = also
+                        .create_task(&r, &options().with_idempotency_key(k))
+                        .await;
+                }));
+            }
+            tasks.push((email, key, request));
+        }
+        if wave == kill_wave {
             // Killed under whatever it was running, then back under its node id.
             tokio::time::sleep(Duration::from_millis(300)).await;
             c.kill();
         }
-        if wave == 4 {
+        if wave == drain_wave {
             b.signal("TERM");
         }
         for racer in racers {
-            // A lost answer (the killed replica's) is asked again below.
-            let _ = racer.await.unwrap();
+            racer.await.unwrap();
         }
-        if wave == 3 {
-            c_restarted = Some(fleet.replica("node-c").await);
+        if wave == kill_wave + 1 {
+            c_restarted = Some(fleet.replica_with("node-c", &limits).await);
         }
     }
-    // Every key to its outcome, asked again through the balancer where the answer was lost.
+    let sent_in = started.elapsed();
+    // Every post key to its outcome, asked again through the balancer where the answer was
+    // lost, six at a time.
     let mut outcomes = Vec::new();
-    for (text, key, request) in &sent {
-        outcomes.push((text, post_until_done(&through, request, key).await));
+    for chunk in posts.chunks(6) {
+        let asked: Vec<_> = chunk
+            .iter()
+            .map(|(text, key, request)| {
+                let (client, text, key, request) =
+                    (through.clone(), text.clone(), key.clone(), request.clone());
+                tokio::spawn(async move { (text, post_until_done(&client, &request, &key).await) })
+            })
+            .collect();
+        for one in asked {
+            outcomes.push(one.await.unwrap());
+        }
     }
     let stored = fleet.site.posts();
     let (mut succeeded, mut failed, mut uncertain) = (0, 0, 0);
     for (text, record) in &outcomes {
-        let on_site = stored.iter().filter(|p| &&p.text == text).count();
+        let on_site = stored.iter().filter(|p| &p.text == text).count();
         assert!(on_site <= 1, "{text:?} posted {on_site} times");
         match record.state {
             abr_protocol::PostState::Succeeded => {
@@ -537,11 +669,83 @@ async fn three_replicas_behind_haproxy_post_each_key_once_through_a_kill_and_a_d
             other => panic!("{text:?} ended {other:?}"),
         }
     }
-    eprintln!(
-        "fleet: {} keys: {succeeded} succeeded, {failed} failed, {uncertain} uncertain",
-        sent.len()
+    // Every task key: one task; its user added once if it succeeded, none if it failed.
+    let mut task_ids = BTreeSet::new();
+    let (mut tasks_done, mut tasks_refused, mut tasks_unproven) = (0, 0, 0);
+    let mut refusals = std::collections::BTreeMap::<String, usize>::new();
+    for (email, key, request) in &tasks {
+        let id = create_until_taken(&a.client, request, key).await;
+        let record = ended(&a.client, &id).await;
+        let added = users_with(&fleet.site, email).await.len();
+        match record.state {
+            TaskState::Succeeded => {
+                tasks_done += 1;
+                assert_eq!(added, 1, "{key}: {email}");
+            }
+            TaskState::Failed => {
+                tasks_refused += 1;
+                assert_eq!(added, 0, "{key} failed: {record:#?}");
+                let code = record.error.as_ref().map_or("?", |e| e.code.as_str());
+                *refusals.entry(code.to_owned()).or_default() += 1;
+            }
+            TaskState::Uncertain => {
+                // Submitted, not proven: the site says whether it happened, never twice.
+                tasks_unproven += 1;
+                assert!(added <= 1, "{key}: {email} added {added} times");
+            }
+            other => panic!("{key} ended {other:?}: {record:#?}"),
+        }
+        task_ids.insert(id);
+    }
+    assert_eq!(task_ids.len(), tasks.len(), "one task per key");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (most, samples) = sampler.await.unwrap();
+    assert!(
+        most <= FLEET_TENANT_SESSIONS,
+        "a tenant held {most} sessions at once in the fleet"
     );
-    assert!(succeeded >= sent.len() / 2, "most keys posted: {succeeded}");
+    // A's stream: each task's end once, numbered without a gap or a repeat.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let ends = |seen: &[Streamed], id: &str| {
+        seen.iter()
+            .filter(|(_, name, run)| name == "run_ended" && run == id)
+            .count()
+    };
+    loop {
+        let seen = on_a.lock().unwrap().clone();
+        if task_ids.iter().all(|id| ends(&seen, id) >= 1) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "A's stream lacks ends: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seen = on_a.lock().unwrap().clone();
+    for id in &task_ids {
+        assert_eq!(ends(&seen, id), 1, "{id}: {seen:?}");
+    }
+    let ids: Vec<u64> = seen.iter().map(|(id, _, _)| *id).collect();
+    let first = ids[0];
+    assert_eq!(
+        ids,
+        (first..first + ids.len() as u64).collect::<Vec<_>>(),
+        "in order, no gap, no repeat"
+    );
+    eprintln!(
+        "fleet: {} post keys: {succeeded} succeeded, {failed} failed, {uncertain} uncertain; \
+         {} task keys: {tasks_done} succeeded, {tasks_refused} failed {refusals:?}, \
+         {tasks_unproven} uncertain; at most {most} \
+         sessions of a tenant at once ({samples} samples); {} events on A's stream; sent in \
+         {:.0} s, all ended in {:.0} s",
+        posts.len(),
+        tasks.len(),
+        seen.len(),
+        sent_in.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        succeeded >= posts.len() / 2,
+        "most keys posted: {succeeded}"
+    );
     // The drained replica finished what it ran and exited by itself.
     let mut exited = None;
     for _ in 0..300 {
