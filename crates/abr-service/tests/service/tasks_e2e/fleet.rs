@@ -1067,3 +1067,54 @@ async fn a_relay_runner_linked_to_one_replica_is_reached_through_another() {
     drop((a, b));
     fleet.site.shutdown().await;
 }
+
+/// Replica A is paused (SIGSTOP) past its lease after its task's committing submit (the
+/// user is added), while it waits for a confirmation: B ends the task `uncertain` (a
+/// committing step had started: never run again), and A, resumed, ends its own run: its late
+/// write is refused by the record's version (the fencing token), so the record keeps B's
+/// end, and the site has the user once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_paused_past_its_lease_after_its_submit_cannot_write_its_late_end() {
+    let mut fleet = Fleet::start().await;
+    let a = fleet.replica("node-a").await;
+    let b = fleet.replica("node-b").await;
+    let site = &fleet.site;
+    let (mut plan, email, _, _) = killed_plans(site).await;
+    // The wait after the submit gives up after 6 s: A's own end comes soon after it wakes.
+    plan["plan"]["steps"][5]["timeoutMs"] = json!(6000);
+    let (task, _) = a
+        .client
+        .create_task(&task_request(plan), &options())
+        .await
+        .unwrap();
+    approve(&a.client, &task).await;
+    until(&b.client, &task.task_id, "A past its submit", |r| {
+        r.state == TaskState::Running && r.step_results.len() == 5 && r.step_results[4].committing
+    })
+    .await;
+    a.signal("STOP");
+    let ended_on_b = ended(&b.client, &task.task_id).await;
+    assert_eq!(ended_on_b.state, TaskState::Uncertain, "{ended_on_b:#?}");
+    let error = ended_on_b.error.clone().unwrap();
+    assert_eq!(error.code, "runner_stopped");
+    assert!(!error.retryable, "never run again");
+    assert_eq!(
+        users_with(site, &email).await.len(),
+        1,
+        "the submit happened"
+    );
+    a.signal("CONT");
+    // A's wait gives up within 6 s of its resumption; it then writes its end, refused.
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    let kept = b.client.get_task(TENANT, &task.task_id).await.unwrap();
+    assert_eq!(kept.state, TaskState::Uncertain, "{kept:#?}");
+    assert_eq!(
+        kept.error.as_ref().unwrap().code,
+        "runner_stopped",
+        "A's late end overwrote B's: {kept:#?}"
+    );
+    assert_eq!(kept.step_results.len(), ended_on_b.step_results.len());
+    assert_eq!(users_with(site, &email).await.len(), 1, "once");
+    drop((a, b));
+    fleet.site.shutdown().await;
+}
