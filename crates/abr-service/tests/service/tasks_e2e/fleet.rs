@@ -884,6 +884,25 @@ async fn what_a_replica_holds_is_reached_through_any_and_lost_with_it() {
         refusal(b.client.browse_snapshot("someone-else", &id).await).0,
         404
     );
+    // The attacker's side: without a key nothing is forwarded or told (401 before the
+    // lookup), and a forged hop mark only keeps the call on B, which has no such session.
+    let snapshot_on_b = format!("{}/v1/browse/{id}/snapshot", b.base);
+    let anonymous = reqwest::Client::new()
+        .get(&snapshot_on_b)
+        .header("x-tenant-id", TENANT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let forged = reqwest::Client::new()
+        .get(&snapshot_on_b)
+        .bearer_auth(BIN_TOKEN)
+        .header("x-tenant-id", TENANT)
+        .header("abr-fleet-hop", "node-a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 404, "a forged hop reached A's browser");
     let capture = a.client.capture_start(&start_request()).await.unwrap();
     let status = b
         .client
@@ -908,6 +927,16 @@ async fn what_a_replica_holds_is_reached_through_any_and_lost_with_it() {
     assert_eq!(
         refusal(b.client.capture_status(&bound(&capture.capture_id)).await),
         (410, "replica_lost".to_owned())
+    );
+    let anonymous = reqwest::Client::new()
+        .get(&snapshot_on_b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        anonymous.status(),
+        401,
+        "a caller without a key learns nothing"
     );
     match b
         .client
