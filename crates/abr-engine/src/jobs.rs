@@ -76,6 +76,11 @@ impl JobSlots {
         }
     }
 
+    /// A free slot now, if there is one (no queue).
+    pub(crate) fn try_now(&self) -> Option<JobSlot> {
+        Arc::clone(&self.permits).try_acquire_owned().ok()
+    }
+
     /// A slot for a job that must run eventually (an approved task): waits as long as it
     /// takes, outside the bounded queue (the tenants' limits bound how many wait).
     ///

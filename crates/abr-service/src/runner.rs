@@ -114,6 +114,7 @@ pub struct RunnerBuilder<C: TaskContext = BrowserSession> {
     audit: Option<Arc<dyn AuditSink>>,
     poster_config: Option<PosterConfig>,
     sweep_gate: Option<Arc<dyn abr_engine::SweepGate>>,
+    task_queue: Option<Arc<dyn abr_core::store::TaskQueue>>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for RunnerBuilder<C> {
@@ -197,6 +198,7 @@ impl<C: TaskContext> RunnerBuilder<C> {
             audit: None,
             poster_config: None,
             sweep_gate: None,
+            task_queue: None,
         }
     }
 
@@ -236,6 +238,14 @@ impl<C: TaskContext> RunnerBuilder<C> {
     #[must_use]
     pub fn sweep_gate(mut self, gate: Arc<dyn abr_engine::SweepGate>) -> Self {
         self.sweep_gate = Some(gate);
+        self
+    }
+
+    /// Shares queued tasks with the fleet through `queue` (a fleet replica: the shared
+    /// database).
+    #[must_use]
+    pub fn task_queue(mut self, queue: Arc<dyn abr_core::store::TaskQueue>) -> Self {
+        self.task_queue = Some(queue);
         self
     }
 
@@ -308,6 +318,9 @@ impl<C: TaskContext> RunnerBuilder<C> {
         }
         if let Some(gate) = self.sweep_gate {
             engine = engine.sweep_gate(gate);
+        }
+        if let Some(queue) = self.task_queue {
+            engine = engine.task_queue(queue);
         }
         let deliverer = crate::webhook::Deliverer::configured(&config, log);
         engine = engine.event_deliveries(deliverer.is_some());

@@ -15,6 +15,8 @@
 //! - [`LinkStore`]: one-time approval links (digests of their tokens); [`InMemoryLinks`].
 //! - [`EventLog`]: run events with a per-tenant sequence, and the webhook's deliveries
 //!   (claimed by one replica each, retried from the store); [`InMemoryEvents`].
+//! - [`TaskQueue`]: queued tasks a fleet's replicas claim when they have a free slot (a
+//!   shared store only).
 //! - [`SessionStore`]: sessions kept between jobs, by [`SessionKey`] (a tenant's sessions
 //!   stored by id are [`SessionKey::stored`]).
 
@@ -24,6 +26,7 @@ pub(crate) mod keys;
 pub(crate) mod links;
 pub(crate) mod memory;
 pub(crate) mod posts;
+pub(crate) mod queue;
 pub(crate) mod records;
 pub(crate) mod retention;
 pub(crate) mod screenshots;
@@ -36,6 +39,7 @@ pub use keys::{InMemoryKeys, KeyStore, RunnerLink, StoredKey};
 pub use links::{InMemoryLinks, LinkStore, StoredLink};
 pub use memory::InMemoryStore;
 pub use posts::{InMemoryPostStore, PostStore, StoredPost};
+pub use queue::TaskQueue;
 pub use records::{
     IdempotencyKey, InMemoryRecordStore, Inserted, LedgerHeader, LedgerRecord, ListQuery, Listed,
     MAX_PAGE, RecordStore, bad_cursor, parse_cursor, wire_name,

@@ -28,7 +28,7 @@ use abr_core::principal::{Actor, Right};
 use abr_core::provider::DynSessionProvider;
 use abr_core::store::{
     CounterStore, EventLog, EvidenceStore, Expired, KeyStore, LinkStore, PostStore, SessionStore,
-    TaskStore,
+    TaskQueue, TaskStore,
 };
 use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
 use abr_protocol::{
@@ -215,6 +215,7 @@ pub struct EngineBuilder<C: TaskContext> {
     event_deliveries: bool,
     event_poll: Duration,
     sweep_gate: Option<Arc<dyn crate::retention::SweepGate>>,
+    task_queue: Option<Arc<dyn TaskQueue>>,
     completion: Option<Arc<dyn TaskCompletion>>,
     clock: Arc<dyn Clock>,
     random: Arc<dyn RandomSource>,
@@ -251,6 +252,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             event_deliveries: false,
             event_poll: crate::events::DEFAULT_EVENT_POLL,
             sweep_gate: None,
+            task_queue: None,
             completion: None,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
@@ -320,6 +322,16 @@ impl<C: TaskContext> EngineBuilder<C> {
     #[must_use]
     pub fn sweep_gate(mut self, gate: Arc<dyn crate::retention::SweepGate>) -> Self {
         self.sweep_gate = Some(gate);
+        self
+    }
+
+    /// Shares queued tasks with a fleet through `queue`: a task that finds every job slot
+    /// of this process busy is given to the fleet instead of waiting here, and this process
+    /// claims the fleet's oldest waiting task whenever it has a free slot (also a task it
+    /// held when it began to drain: handed over, not left to wait).
+    #[must_use]
+    pub fn task_queue(mut self, queue: Arc<dyn TaskQueue>) -> Self {
+        self.task_queue = Some(queue);
         self
     }
 
@@ -481,12 +493,21 @@ impl<C: TaskContext> EngineBuilder<C> {
                     .spawn(crate::retention::SWEEP_EVERY, self.sweep_gate.clone()),
             );
         }
+        let jobs = Arc::new(JobSlots::new(
+            config.max_concurrent_jobs,
+            config.max_queued_jobs,
+            budget.queue_wait,
+        ));
+        if let Some(queue) = &self.task_queue {
+            sweeps.push(spawn_claims(
+                Arc::clone(queue),
+                Arc::clone(&jobs),
+                Arc::clone(&tasks),
+                self.completion.clone(),
+            ));
+        }
         Ok(Engine {
-            jobs: Arc::new(JobSlots::new(
-                config.max_concurrent_jobs,
-                config.max_queued_jobs,
-                budget.queue_wait,
-            )),
+            jobs,
             poster,
             posts,
             tasks,
@@ -500,11 +521,66 @@ impl<C: TaskContext> EngineBuilder<C> {
             clock,
             audit,
             completion: self.completion,
+            queue: self.task_queue,
             retention,
             config,
             sweeps,
         })
     }
+}
+
+/// Runs the task `id` of `tenant` in `slot`, and tells `completion` how it ended.
+async fn run_claimed<C: TaskContext>(
+    tasks: &TaskRunner<C>,
+    completion: Option<&Arc<dyn TaskCompletion>>,
+    slot: crate::jobs::JobSlot,
+    tenant: &str,
+    id: &str,
+) {
+    match tasks.run(tenant, id).await {
+        Ok(end) => {
+            if let Some(sink) = completion {
+                sink.completed(end);
+            }
+        }
+        Err(e) => tracing::warn!(task_id = %id, error = %e, "a task could not run"),
+    }
+    drop(slot);
+}
+
+/// How often a fleet replica with a free slot looks for a task the fleet waits to run.
+const CLAIM_EVERY: Duration = Duration::from_millis(250);
+
+/// Claims the fleet's waiting tasks while this process has free slots, every
+/// [`CLAIM_EVERY`], and runs each in the slot it found free.
+fn spawn_claims<C: TaskContext>(
+    queue: Arc<dyn TaskQueue>,
+    jobs: Arc<JobSlots>,
+    tasks: Arc<TaskRunner<C>>,
+    completion: Option<Arc<dyn TaskCompletion>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(CLAIM_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            while let Some(slot) = jobs.try_now() {
+                let (tenant, id) = match queue.claim().await {
+                    Ok(Some(claimed)) => claimed,
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the fleet's waiting tasks could not be claimed");
+                        break;
+                    }
+                };
+                tracing::info!(task_id = %id, "claimed a task the fleet waited to run");
+                let (tasks, completion) = (Arc::clone(&tasks), completion.clone());
+                tokio::spawn(async move {
+                    run_claimed(&tasks, completion.as_ref(), slot, &tenant, &id).await;
+                });
+            }
+        }
+    })
 }
 
 /// How often expired captures and idle browse sessions are swept.
@@ -569,6 +645,8 @@ pub struct Engine<C: TaskContext> {
     links: ApprovalLinks,
     audit: Auditor,
     completion: Option<Arc<dyn TaskCompletion>>,
+    /// The fleet's queue of tasks waiting for a free slot, in a fleet.
+    queue: Option<Arc<dyn TaskQueue>>,
     retention: Option<Retention>,
     config: EngineConfig,
     /// The one clock every part reads (the builder's).
@@ -865,20 +943,36 @@ impl<C: TaskContext> Engine<C> {
     fn spawn_run(&self, tenant: &str, task_id: &str) {
         let (tasks, jobs) = (Arc::clone(&self.tasks), Arc::clone(&self.jobs));
         let completion = self.completion.clone();
+        let queue = self.queue.clone();
         let (tenant, id) = (tenant.to_owned(), task_id.to_owned());
         tokio::spawn(async move {
-            let Ok(_slot) = jobs.wait().await else {
-                // Shutting down: the task stays queued, and the next start ends it honestly.
+            // In a fleet, a task that finds every slot busy is given to the fleet: the first
+            // replica with a free slot (this one included) claims it.
+            if let Some(queue) = &queue {
+                match jobs.try_now() {
+                    Some(slot) => {
+                        return run_claimed(&tasks, completion.as_ref(), slot, &tenant, &id).await;
+                    }
+                    None => match queue.release(&tenant, &id).await {
+                        Ok(true) => return,
+                        Ok(false) => {}
+                        Err(e) => {
+                            tracing::warn!(task_id = %id, error = %e, "a queued task could not be given to the fleet; it waits here")
+                        }
+                    },
+                }
+            }
+            let Ok(slot) = jobs.wait().await else {
+                // Shutting down: in a fleet the task is handed over (it never started);
+                // alone, it stays queued and the next start ends it honestly.
+                if let Some(queue) = &queue
+                    && let Err(e) = queue.release(&tenant, &id).await
+                {
+                    tracing::warn!(task_id = %id, error = %e, "a queued task could not be handed over");
+                }
                 return;
             };
-            match tasks.run(&tenant, &id).await {
-                Ok(end) => {
-                    if let Some(sink) = &completion {
-                        sink.completed(end);
-                    }
-                }
-                Err(e) => tracing::warn!(task_id = %id, error = %e, "a task could not run"),
-            }
+            run_claimed(&tasks, completion.as_ref(), slot, &tenant, &id).await;
         });
     }
 

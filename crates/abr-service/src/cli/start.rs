@@ -57,7 +57,8 @@ pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError
     if let Some(store) = &shared {
         builder = builder
             .store(Arc::clone(store) as Arc<dyn abr_engine::EngineStore>)
-            .sweep_gate(Arc::new(crate::fleet::LeaseGate(Arc::clone(store))));
+            .sweep_gate(Arc::new(crate::fleet::LeaseGate(Arc::clone(store))))
+            .task_queue(Arc::clone(store) as Arc<dyn abr_core::store::TaskQueue>);
     }
     let runner = builder
         .build()

@@ -20,6 +20,7 @@ mod keys;
 mod links;
 mod nodes;
 mod placements;
+mod queue;
 mod records;
 mod retention;
 mod schema;

@@ -246,7 +246,8 @@ impl PgStore {
 
     /// The records in any of `states` (by their stored names), of every tenant, that no
     /// live runner holds (their owner is no live boot: a runner that restarted or whose
-    /// heartbeat lapsed), decoded one by one with `decode`.
+    /// heartbeat lapsed), decoded one by one with `decode`. A record without an owner is a
+    /// queued task given to the fleet: it waits to be claimed, it is nobody's to end.
     pub(crate) async fn records_in_states<T>(
         &self,
         tbl: &'static Table,
@@ -256,7 +257,7 @@ impl PgStore {
         let client = self.client().await?;
         let statement = client
             .prepare_cached(&format!(
-                "{} WHERE state = ANY($1) AND (owner IS NULL OR NOT {})",
+                "{} WHERE state = ANY($1) AND owner IS NOT NULL AND NOT {}",
                 select(tbl),
                 super::nodes::live("owner", "$2")
             ))

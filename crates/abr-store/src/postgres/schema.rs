@@ -213,8 +213,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // runner's socket) and which boot holds it, so that another replica forwards a call
     // for it to its owner, or says it is lost when the owner is gone. A task's owner is
     // its record's; it is found by id alone (ids are random: a tenant's check is the
-    // owner's, on the forwarded call). Relay tokens (by digest): minted on one replica, a
-    // runner's socket may reach another.
+    // owner's, on the forwarded call). Queued tasks given to the fleet (no owner) wait in
+    // order for a replica with a free slot. Relay tokens (by digest): minted on one replica,
+    // a runner's socket may reach another.
     "CREATE TABLE placements (
         kind TEXT NOT NULL,
         key TEXT NOT NULL,
@@ -226,6 +227,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX placements_by_boot ON placements (boot_id);
     CREATE INDEX tasks_by_id ON tasks (task_id);
+    CREATE INDEX tasks_waiting ON tasks (seq) WHERE owner IS NULL AND state = 'queued';
     CREATE TABLE relay_tokens (
         digest BYTEA PRIMARY KEY CHECK (length(digest) = 32),
         runner_id TEXT NOT NULL,

@@ -605,3 +605,89 @@ async fn a_relay_token_minted_on_one_replica_is_spent_once_on_any() {
             .unwrap()
     );
 }
+
+/// Queued tasks given to the fleet are claimed oldest first, each by one of the replicas
+/// racing for them, and held by the claimer from then on; only a queued task its holder
+/// gives is given; and a given task is nobody's unfinished work (a sweep leaves it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_tasks_given_to_the_fleet_are_claimed_once_oldest_first() {
+    use abr_core::store::TaskQueue;
+    let server = PgServer::start().unwrap();
+    let (_, stores) = replicas(&server).await;
+    for store in &stores {
+        store
+            .heartbeat(store.boot(), None, "test", false)
+            .await
+            .unwrap();
+    }
+    let a = &stores[0];
+    for n in 0..9 {
+        let task = sample_task("t", &format!("q{n}"), TaskState::Queued);
+        RecordStore::<StoredTask>::insert(&**a, &task, None)
+            .await
+            .unwrap();
+    }
+    let running = sample_task("t", "started", TaskState::Running);
+    RecordStore::<StoredTask>::insert(&**a, &running, None)
+        .await
+        .unwrap();
+    assert!(
+        !stores[1].release("t", "q0").await.unwrap(),
+        "only its holder gives a task"
+    );
+    assert!(
+        !a.release("t", "started").await.unwrap(),
+        "a started task is never given"
+    );
+    for n in 0..9 {
+        assert!(a.release("t", &format!("q{n}")).await.unwrap());
+    }
+    assert!(
+        stores[2]
+            .unfinished()
+            .await
+            .unwrap()
+            .iter()
+            .all(|t: &StoredTask| !t.record.task_id.starts_with('q')),
+        "a task given to the fleet is not a dead replica's work"
+    );
+    assert_eq!(
+        stores[1].claim().await.unwrap(),
+        Some(("t".to_owned(), "q0".to_owned())),
+        "oldest first"
+    );
+    let racers: Vec<_> = stores
+        .iter()
+        .map(|store| {
+            let store = Arc::clone(store);
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                while let Some((_, id)) = store.claim().await.unwrap() {
+                    got.push(id);
+                }
+                got
+            })
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    for racer in racers {
+        claimed.extend(racer.await.unwrap());
+    }
+    claimed.sort();
+    assert_eq!(
+        claimed,
+        (1..9).map(|n| format!("q{n}")).collect::<Vec<_>>(),
+        "each claimed once"
+    );
+    // Held by its claimer: it marks it, the others do not.
+    assert!(
+        RecordStore::<StoredTask>::mark(&*stores[1], "t", "q0")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !RecordStore::<StoredTask>::mark(&**a, "t", "q0")
+            .await
+            .unwrap()
+    );
+}

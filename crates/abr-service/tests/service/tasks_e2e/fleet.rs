@@ -1147,3 +1147,72 @@ async fn a_replica_paused_past_its_lease_after_its_submit_cannot_write_its_late_
     drop((a, b));
     fleet.site.shutdown().await;
 }
+
+/// A read of the users table on the site: a task that ends at once.
+fn read_users(site: &DemoSite, session: &Value) -> TaskRequest {
+    let base = site.base_url();
+    task_request(json!({
+        "plan": {
+            "targetUrl": format!("{base}/admin/users"),
+            "steps": [
+                {"type": "extract", "name": "users", "kind": "table", "selector": "#users", "description": "Read the users table"}
+            ],
+            "verification": {"method": "dom_check", "selector": "#users"},
+            "risk": "low"
+        },
+        "session": session,
+        "platform": "demo"
+    }))
+}
+
+/// Replica A has one job slot, held by a task that waits (for a user who is never listed);
+/// two more tasks created on A find no free slot there: A gives them to the fleet, and B,
+/// which has free slots, claims and runs them while A's first task still waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_task_is_run_by_the_replica_with_a_free_slot() {
+    let mut fleet = Fleet::start().await;
+    let approval_off = [("ABR_TASK_APPROVAL", "off")];
+    let a = fleet
+        .replica_with(
+            "node-a",
+            &[
+                ("ABR_TASK_APPROVAL", "off"),
+                ("ABR_MAX_CONCURRENT_JOBS", "1"),
+            ],
+        )
+        .await;
+    let b = fleet.replica_with("node-b", &approval_off).await;
+    let site = &fleet.site;
+    let (_, _, waits, _) = killed_plans(site).await;
+    let session = waits["session"].clone();
+    let (holder, _) = a
+        .client
+        .create_task(&task_request(waits), &options())
+        .await
+        .unwrap();
+    until(&a.client, &holder.task_id, "A's slot taken", |r| {
+        r.state == TaskState::Running
+    })
+    .await;
+    let mut queued = Vec::new();
+    for _ in 0..2 {
+        let (task, _) = a
+            .client
+            .create_task(&read_users(site, &session), &options())
+            .await
+            .unwrap();
+        queued.push(task.task_id);
+    }
+    for id in &queued {
+        let done = ended(&b.client, id).await;
+        assert_eq!(done.state, TaskState::Succeeded, "{done:#?}");
+    }
+    let still = a.client.get_task(TENANT, &holder.task_id).await.unwrap();
+    assert_eq!(
+        still.state,
+        TaskState::Running,
+        "the queued tasks waited for A's slot instead of running on B"
+    );
+    drop((a, b));
+    fleet.site.shutdown().await;
+}
