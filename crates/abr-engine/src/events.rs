@@ -370,35 +370,24 @@ impl TenantEvents {
 
     /// The next event of the tenant (another tenant's are never read).
     pub async fn next(&mut self) -> Received {
+        let logged = next_logged(
+            &self.tenant,
+            &*self.log,
+            &mut self.after,
+            &mut self.last,
+            &mut self.buffer,
+            &mut self.missed,
+            &mut self.wake,
+            self.poll,
+        );
         match &mut self.holder {
             // The key first: nothing is passed on after its revocation.
             Some(holder) => tokio::select! {
                 biased;
                 () = holder.ended() => Received::Revoked,
-                received = next_logged(
-                    &self.tenant,
-                    &*self.log,
-                    &mut self.after,
-                    &mut self.last,
-                    &mut self.buffer,
-                    &mut self.missed,
-                    &mut self.wake,
-                    self.poll,
-                ) => received,
+                received = logged => received,
             },
-            None => {
-                next_logged(
-                    &self.tenant,
-                    &*self.log,
-                    &mut self.after,
-                    &mut self.last,
-                    &mut self.buffer,
-                    &mut self.missed,
-                    &mut self.wake,
-                    self.poll,
-                )
-                .await
-            }
+            None => logged.await,
         }
     }
 

@@ -44,6 +44,17 @@ pub struct Placed {
     pub live: bool,
 }
 
+/// A row of (node, address, here, live, tenant) as a [`Placed`].
+fn placed_of(row: &tokio_postgres::Row) -> Result<Placed, StoreError> {
+    Ok(Placed {
+        node_id: row.try_get(0)?,
+        address: row.try_get(1)?,
+        here: row.try_get(2)?,
+        live: row.try_get(3)?,
+        tenant: row.try_get(4)?,
+    })
+}
+
 impl PgStore {
     /// Records that this boot, of node `node_id`, holds `key` of `kind`, `tenant`'s
     /// (replacing whoever held it before).
@@ -109,16 +120,7 @@ impl PgStore {
                 &[&kind.name(), &key, &&*self.boot, &self.lease_secs()],
             )
             .await?;
-        row.map(|row| {
-            Ok(Placed {
-                tenant: row.try_get(4)?,
-                node_id: row.try_get(0)?,
-                address: row.try_get(1)?,
-                here: row.try_get(2)?,
-                live: row.try_get(3)?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(placed_of).transpose()
     }
 
     /// Who runs the unfinished task `task_id` (of any tenant), if it is unfinished and
@@ -143,16 +145,7 @@ impl PgStore {
                 &[&task_id, &&*self.boot, &states, &self.lease_secs()],
             )
             .await?;
-        row.map(|row| {
-            Ok(Placed {
-                tenant: row.try_get(4)?,
-                node_id: row.try_get(0)?,
-                address: row.try_get(1)?,
-                here: row.try_get(2)?,
-                live: row.try_get(3)?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(placed_of).transpose()
     }
 }
 
