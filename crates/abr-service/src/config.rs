@@ -1107,6 +1107,19 @@ impl RunnerConfig {
                 .map(Duration::from_secs)
                 .ok_or_else(|| invalid("ABR_DRAIN_GRACE_SECS", "seconds, 0 to 300"))?;
         }
+        // A replica's address is where the others forward calls for what it holds: one
+        // bound to every interface has none to give without `ABR_PUBLIC_URL` (0.0.0.0 would
+        // send the others to themselves).
+        if config.store.database_url.is_some()
+            && config.public_url.is_none()
+            && config.bind.ip().is_unspecified()
+        {
+            return Err(invalid(
+                "ABR_PUBLIC_URL",
+                "a replica of a fleet bound to every interface needs ABR_PUBLIC_URL: the \
+                 address the other replicas (and people's live views) reach it at",
+            ));
+        }
         config.platforms_dir = get("ABR_PLATFORMS_DIR").map(PathBuf::from);
         if let Some(list) = get("ABR_PLATFORM_VARS") {
             for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
@@ -1193,6 +1206,35 @@ mod tests {
             .chain(pairs)
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    /// A replica of a fleet must say where the others reach it when its bind address does
+    /// not (0.0.0.0 would make them forward to themselves).
+    #[test]
+    fn a_fleet_replica_bound_to_every_interface_needs_its_public_url() {
+        let token = ("ABR_API_TOKEN", "fleet-token-0123456789");
+        let fleet = [
+            token,
+            ("ABR_DATABASE_URL", "postgres://abr@db:5432/abr"),
+            ("ABR_BIND", "0.0.0.0:8787"),
+        ];
+        match RunnerConfig::load(&env(&fleet), None, false) {
+            Err(ConfigError::Invalid { key, .. }) => assert_eq!(key, "ABR_PUBLIC_URL"),
+            other => panic!("{other:?}"),
+        }
+        let mut named = fleet.to_vec();
+        named.push(("ABR_PUBLIC_URL", "http://abr-1.internal:8787"));
+        let c = RunnerConfig::load(&env(&named), None, false).unwrap();
+        assert_eq!(c.public_base(), "http://abr-1.internal:8787");
+        // Alone, or on one address, nothing is needed.
+        let alone = [token, ("ABR_BIND", "0.0.0.0:8787")];
+        assert!(RunnerConfig::load(&env(&alone), None, false).is_ok());
+        let loopback = [
+            token,
+            ("ABR_DATABASE_URL", "postgres://abr@db:5432/abr"),
+            ("ABR_BIND", "127.0.0.1:8787"),
+        ];
+        assert!(RunnerConfig::load(&env(&loopback), None, false).is_ok());
     }
 
     #[test]
