@@ -200,8 +200,8 @@ pub(crate) async fn forward_to_owner<C: TaskContext>(
 
 async fn locate(places: &Places, target: &Target) -> Result<Option<Placed>, abr_store::StoreError> {
     match target {
-        Target::Placed(kind, key) => places.locate(Some(*kind), key).await,
-        Target::Run(id) => places.locate(None, id).await,
+        Target::Placed(kind, key) => places.placed(*kind, key).await,
+        Target::Run(id) => places.running(id).await,
     }
 }
 

@@ -63,16 +63,18 @@ impl Places {
         }
     }
 
-    /// Who holds `key` of `kind`, or runs the task `key` (`kind` `None`).
-    pub(crate) async fn locate(
+    /// Who holds `key` of `kind`.
+    pub(crate) async fn placed(
         &self,
-        kind: Option<PlacementKind>,
+        kind: PlacementKind,
         key: &str,
     ) -> Result<Option<Placed>, abr_store::StoreError> {
-        match kind {
-            Some(kind) => self.store.placed(kind, key).await,
-            None => self.store.running(key).await,
-        }
+        self.store.placed(kind, key).await
+    }
+
+    /// Who runs the unfinished task `id`.
+    pub(crate) async fn running(&self, id: &str) -> Result<Option<Placed>, abr_store::StoreError> {
+        self.store.running(id).await
     }
 
     /// The fleet's database.

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct ReplicaStatus {
     draining: AtomicBool,
     database_reachable: AtomicBool,
-    node_id: OnceLock<String>,
     places: OnceLock<crate::placement::Places>,
 }
 
@@ -19,7 +18,6 @@ impl Default for ReplicaStatus {
         Self {
             draining: AtomicBool::new(false),
             database_reachable: AtomicBool::new(true),
-            node_id: OnceLock::new(),
             places: OnceLock::new(),
         }
     }
@@ -46,17 +44,13 @@ impl ReplicaStatus {
         self.database_reachable.store(reachable, Ordering::SeqCst);
     }
 
-    /// Its node id in a fleet (set once, when it joins).
-    pub(crate) fn set_node_id(&self, id: String) {
-        let _ = self.node_id.set(id);
-    }
-
     /// Its node id, if it joined a fleet.
     pub fn node_id(&self) -> Option<&str> {
-        self.node_id.get().map(String::as_str)
+        self.places.get().map(crate::placement::Places::node_id)
     }
 
-    /// Where it writes down what lives in its memory (set once, when it joins a fleet).
+    /// Its place in a fleet: its node id, and where it writes down what lives in its memory
+    /// (set once, when it joins).
     pub(crate) fn set_places(&self, places: crate::placement::Places) {
         let _ = self.places.set(places);
     }

@@ -64,7 +64,6 @@ pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError
         .build()
         .map_err(|e| CliError::Run(format!("cannot build the runner: {e}")))?;
     if let (Some(membership), Some(store)) = (&membership, shared) {
-        runner.status().set_node_id(membership.node_id().to_owned());
         let places = crate::placement::Places::new(store, membership.node_id().to_owned())
             .map_err(|e| CliError::Run(format!("cannot forward calls to other replicas: {e}")))?;
         runner.status().set_places(places);
