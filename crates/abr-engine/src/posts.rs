@@ -690,6 +690,10 @@ impl<C: SessionContext> PostJournal<C> {
             ))
             .catch_unwind()
             .await;
+            // The browser is closed: its session is the tenant's again before the end is read.
+            if let Some(admission) = &admission {
+                admission.release_session(&tenant).await;
+            }
             let mut held = held.lock().await;
             let (result, error) = match ran {
                 Ok(Ok(result)) => (result, None),
@@ -728,9 +732,6 @@ impl<C: SessionContext> PostJournal<C> {
             }
             sender.send_replace(Some(stored_result(&answer, &post_id)));
             live_lock(&live).remove(&tenant_key(&tenant, &post_id));
-            if let Some(admission) = admission {
-                admission.release_session(&tenant).await;
-            }
             match error {
                 Some(e) => Err(e),
                 None => Ok(answer),

@@ -536,11 +536,12 @@ impl<C: TaskContext> TaskRunner<C> {
                 ))
             }
         };
+        // The browser is closed: its session is the tenant's again before the end is read.
+        self.release_session(&task.ledger.tenant_id).await;
         if let Err(e) = self.save(&mut task).await {
             tracing::warn!(error = %e, "could not record the closed browse session");
         }
         self.announce_end(&task);
-        self.release_session(&task.ledger.tenant_id).await;
         self.audit_run(
             &task,
             u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),

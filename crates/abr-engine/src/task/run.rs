@@ -154,8 +154,10 @@ impl<C: TaskContext> TaskRunner<C> {
         let outcome = self.execute(&mut task).await;
         outcome.apply(&mut task.record);
         task.record.finished_at = Some(self.clock.now());
-        let saved = self.save(&mut task).await;
+        // The browser is closed: its session is the tenant's again before anyone can read the
+        // end (a caller told "succeeded" may start the next one at once).
         self.release_session(tenant).await;
+        let saved = self.save(&mut task).await;
         self.audit_run(&task, ms(started));
         self.announce_end(&task);
         match saved {
