@@ -581,11 +581,13 @@ impl<C: SessionContext> PostJournal<C> {
         ))))
     }
 
+    /// The original `result` answered again, audited with its own outcome (a replayed
+    /// failure is no success).
     fn replayed(&self, tenant: &str, platform: &str, result: AgentPostResult) -> Posted {
         let mut event = AuditEvent::new(
             self.clock.now(),
             AuditAction::PostReplayed,
-            AuditOutcome::Ok,
+            audit_outcome(PostState::of(&result)),
             platform,
         );
         event.workspace_id = Some(tenant.to_owned());
@@ -597,9 +599,14 @@ impl<C: SessionContext> PostJournal<C> {
         }
     }
 
+    /// A replay of `post` answered with its record: audited with the record's state (one
+    /// still running is `uncertain`: it may yet happen).
     fn audit_replay(&self, post: &StoredPost) {
-        self.audit
-            .emit(self.event(AuditAction::PostReplayed, AuditOutcome::Ok, post));
+        self.audit.emit(self.event(
+            AuditAction::PostReplayed,
+            audit_outcome(post.record.state),
+            post,
+        ));
     }
 
     /// The one new attempt an unspent assertion on `original` allows; `None` when another

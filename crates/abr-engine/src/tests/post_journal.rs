@@ -19,13 +19,13 @@ use crate::stored_sessions::StoredSessions;
 use abr_core::store::{InMemoryPostStore, LedgerHeader, RecordStore, StoredPost};
 use abr_core::testing::{FakeContext, FakeProvider, Script, ScriptedStrategy, StrategyScript};
 use abr_core::{
-    AuditAction, Auditor, CoreError, InMemorySessionStore, MemoryAuditSink, RecheckOutcome,
-    SessionKey, SessionStore, StrategyError, StrategyRegistry, VerifyOutcome,
+    AuditAction, AuditOutcome, Auditor, CoreError, InMemorySessionStore, MemoryAuditSink,
+    RecheckOutcome, SessionKey, SessionStore, StrategyError, StrategyRegistry, VerifyOutcome,
 };
 use abr_protocol::{
     AgentPostResult, AgentSessionState, AssertNotPostedRequest, Cookie, FailureStage,
-    PlatformPolicy, PostContent, PostRecord, PostRequest, PostState, RecheckAnswer, SecretValue,
-    SessionScopeSpec, Verification, VerificationEvidence, VerificationMethod,
+    PlatformPolicy, PostContent, PostOutcome, PostRecord, PostRequest, PostState, RecheckAnswer,
+    SecretValue, SessionScopeSpec, Verification, VerificationEvidence, VerificationMethod,
 };
 
 const PLATFORM: &str = "fake";
@@ -177,6 +177,30 @@ async fn a_repeated_key_answers_the_original_and_posts_once() {
             .events()
             .iter()
             .any(|e| e.action == AuditAction::PostReplayed && e.post_id.as_deref() == Some(&id))
+    );
+}
+
+#[tokio::test]
+async fn a_replayed_uncertain_post_is_audited_as_uncertain_not_ok() {
+    let h = h(uncertain_script());
+    let first = post(&h, Some("k-u"), request("hello")).await.unwrap();
+    assert_eq!(result(&first).outcome(), PostOutcome::Uncertain);
+    let id = post_id(&first);
+    let again = post(&h, Some("k-u"), request("hello")).await.unwrap();
+    assert!(again.replayed);
+    assert_eq!(h.strategy.submits(), 1, "posted once");
+    tokio::time::sleep(Duration::from_millis(50)).await; // audit delivery is spawned
+    let replays: Vec<_> = h
+        .audit
+        .events()
+        .into_iter()
+        .filter(|e| e.action == AuditAction::PostReplayed && e.post_id.as_deref() == Some(&id))
+        .map(|e| e.outcome)
+        .collect();
+    assert_eq!(
+        replays,
+        [AuditOutcome::Uncertain],
+        "the replay says what it replayed"
     );
 }
 
