@@ -71,7 +71,8 @@ impl Right {
         matches!(self, Self::Propose | Self::Post)
     }
 
-    fn name(self) -> &'static str {
+    /// What it allows, in words ("post or retry").
+    pub fn describe(self) -> &'static str {
         match self {
             Self::Read => "read records",
             Self::Propose => "propose tasks",
@@ -231,13 +232,13 @@ impl Principal {
             return Err(CoreError::Forbidden(format!(
                 "an {} key may not {}",
                 self.role,
-                right.name()
+                right.describe()
             )));
         }
         if self.read_only && right.commits() {
             return Err(CoreError::Forbidden(format!(
                 "a read-only key may not {}",
-                right.name()
+                right.describe()
             )));
         }
         Ok(())

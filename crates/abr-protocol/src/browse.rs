@@ -3,6 +3,7 @@
 //! the page as a compact list of elements with stable references, `POST …/act` performs one
 //! action on a reference through the commit guard, `DELETE` closes it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use time::OffsetDateTime;
@@ -12,7 +13,7 @@ use crate::{
 };
 
 /// `POST /v1/browse`.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BrowseRequest {
     /// The page to open.
@@ -65,7 +66,7 @@ impl std::fmt::Debug for BrowseRequest {
 }
 
 /// The answer to `POST /v1/browse`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BrowseOpened {
     /// The session's id (also its record: `GET /v1/tasks/{browseId}`, its frames:
@@ -85,7 +86,7 @@ pub struct BrowseOpened {
 }
 
 /// `POST /v1/browse/{browseId}/act`: one action.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
 pub enum BrowseAction {
     /// Clicks an element.
@@ -176,7 +177,7 @@ impl std::fmt::Debug for BrowseAction {
 }
 
 /// Which way [`BrowseAction::Scroll`] goes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ScrollDirection {
     /// Towards the end of the page.
@@ -187,7 +188,7 @@ pub enum ScrollDirection {
 }
 
 /// What became of an action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActOutcome {
     /// It was performed.
@@ -201,7 +202,7 @@ pub enum ActOutcome {
 }
 
 /// A handoff the page calls for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BrowsePause {
     /// Why.
@@ -219,6 +220,7 @@ pub struct BrowsePause {
         with = "time::serde::rfc3339::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub expires_at: Option<OffsetDateTime>,
 }
 
@@ -238,7 +240,7 @@ impl BrowsePause {
 /// (a one-time code, an answer only the user knows) for the field `ref`. A person supplies
 /// it (`POST /v1/tasks/{browseId}/takeover/input`, or by typing in the live view); the
 /// session's actions wait (`paused`, `needs_input`) until then. The answer is the pause.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InputRequest {
     /// The field the value goes into (a snapshot's reference).
@@ -254,7 +256,7 @@ pub struct InputRequest {
 /// `POST /v1/tasks/{id}/takeover/input`: the value a person supplies for a `needs_input`
 /// pause. It is typed into the field the brain named and never logged, recorded or
 /// echoed; the takeover is then resumed.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SuppliedInput {
     /// The value.
@@ -268,7 +270,7 @@ impl std::fmt::Debug for SuppliedInput {
 }
 
 /// The answer to `POST /v1/browse/{browseId}/act`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActResponse {
     /// What became of the action.
@@ -297,7 +299,7 @@ pub struct ActResponse {
 /// (`POST /v1/browse/{browseId}/approval-link`). Approved, it covers that one action (the
 /// same element, page and value): the brain sends it again and it runs; rejected, the
 /// session closes with nothing committed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionApproval {
     /// What a decision names.
@@ -318,6 +320,7 @@ pub struct ActionApproval {
     pub state: ActionApprovalState,
     /// When it was asked for.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub requested_at: OffsetDateTime,
     /// The approver who decided it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -327,7 +330,7 @@ pub struct ActionApproval {
 }
 
 /// Where an [`ActionApproval`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionApprovalState {
     /// Waiting for an approver.
@@ -339,7 +342,7 @@ pub enum ActionApprovalState {
 }
 
 /// `POST /v1/browse/{browseId}/approve` and `/reject` (an approver's key).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ActionDecision {
     /// The approval decided (the one the approver read: a session that asked for another
@@ -352,7 +355,7 @@ pub struct ActionDecision {
 }
 
 /// The answer to `DELETE /v1/browse/{browseId}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BrowseClosed {
     /// The session.
@@ -361,6 +364,7 @@ pub struct BrowseClosed {
     pub closed: bool,
     /// How many actions it performed.
     pub actions: usize,
-    /// How many of them were committing.
-    pub committing: usize,
+    /// How many of them were committing (`committing` is a boolean of one action
+    /// everywhere: this is the count).
+    pub committing_actions: usize,
 }

@@ -1,12 +1,13 @@
 //! Interactive capture and probe messages.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::{AgentSessionState, ScopeReport, SessionScopeSpec};
 
 /// `POST /v1/capture/start`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CaptureStartRequest {
     /// Tenant (workspace) the capture is bound to.
@@ -22,7 +23,7 @@ pub struct CaptureStartRequest {
 }
 
 /// Answer to [`CaptureStartRequest`].
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CaptureStartResponse {
     /// Management credential: finishes, cancels and reads the capture. Keep it server-side.
@@ -32,6 +33,7 @@ pub struct CaptureStartResponse {
     pub live_view_url: String,
     /// When the capture expires and its browser is released.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub expires_at: OffsetDateTime,
 }
 
@@ -44,7 +46,7 @@ impl std::fmt::Debug for CaptureStartResponse {
 }
 
 /// `POST /v1/capture/finish` and `POST /v1/capture/cancel`: the capture and its binding.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CaptureRef {
     /// The capture id returned by start.
@@ -70,7 +72,7 @@ impl std::fmt::Debug for CaptureRef {
 ///
 /// Read through a flat shape with `deny_unknown_fields` (serde cannot refuse unknown fields
 /// through the `flatten`ed [`CaptureRef`]).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", from = "CaptureFinishWire")]
 pub struct CaptureFinishRequest {
     /// The capture and its binding.
@@ -82,12 +84,16 @@ pub struct CaptureFinishRequest {
 }
 
 /// [`CaptureFinishRequest`] as written: flat, strict.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CaptureFinishWire {
+    /// The capture id returned by start.
     capture_id: String,
+    /// Must equal the start request's workspace id.
     workspace_id: String,
+    /// Must equal the start request's account id.
     account_id: String,
+    /// Keep the session on the runner under this id as well.
     #[serde(default)]
     store_as: Option<String>,
 }
@@ -115,7 +121,7 @@ impl std::fmt::Debug for CaptureFinishRequest {
 }
 
 /// Answer to a successful finish: the scoped session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CaptureFinishResponse {
     /// The signed-in session, filtered to the platform's scope.
@@ -128,7 +134,7 @@ pub struct CaptureFinishResponse {
 }
 
 /// Answer to a successful cancel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CaptureCancelResponse {
     /// Always true: the capture is gone and its browser released.
@@ -136,7 +142,7 @@ pub struct CaptureCancelResponse {
 }
 
 /// Lifecycle state of a capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum CaptureState {
     /// Waiting for the user to sign in.
@@ -147,7 +153,7 @@ pub enum CaptureState {
 }
 
 /// `POST /v1/capture/status` (or `GET /v1/capture/{captureId}?workspaceId=…&accountId=…`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CaptureStatus {
     /// Platform being captured.
@@ -156,11 +162,12 @@ pub struct CaptureStatus {
     pub state: CaptureState,
     /// When the capture expires.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub expires_at: OffsetDateTime,
 }
 
 /// `POST /v1/probe`: is this session still signed in?
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProbeRequest {
     /// Platform (strategy id).
@@ -180,7 +187,7 @@ pub struct ProbeRequest {
 }
 
 /// Answer to [`ProbeRequest`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeResponse {
     /// The session is signed in.

@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `{"error": {"code", "message", "retryable"}}`: every non-2xx answer of the runner.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorEnvelope {
     /// The error.
     pub error: ErrorBody,
@@ -13,7 +14,7 @@ pub struct ErrorEnvelope {
 
 /// A machine-readable `code` (snake_case, stable), a human message that never contains
 /// secrets, and whether retrying the same request may succeed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
     /// Stable machine-readable code, e.g. `invalid_scope`.
@@ -45,7 +46,9 @@ impl ErrorBody {
 
 /// Why the scope filter dropped something. Serialized as camelCase keys of
 /// [`ScopeReport::dropped`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum DropReason {
     /// Cookie domain outside every allowed domain.
@@ -63,7 +66,7 @@ pub enum DropReason {
 }
 
 /// What a scope filter kept and dropped: counts only, never names or values.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScopeReport {
     /// Cookies kept.
@@ -71,7 +74,20 @@ pub struct ScopeReport {
     /// Origins kept.
     pub kept_origins: u32,
     /// Dropped items by reason.
+    #[schemars(schema_with = "dropped_schema")]
     pub dropped: BTreeMap<DropReason, u32>,
+}
+
+/// [`ScopeReport::dropped`]'s schema: an object whose keys are [`DropReason`]s (any other
+/// key is refused when it is read) and whose values are counts.
+fn dropped_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let reason = generator.subschema_for::<DropReason>();
+    let count = generator.subschema_for::<u32>();
+    schemars::json_schema!({
+        "type": "object",
+        "propertyNames": reason,
+        "additionalProperties": count
+    })
 }
 
 impl ScopeReport {
@@ -88,7 +104,7 @@ impl ScopeReport {
 
 /// `GET /v1/ready`: whether this replica takes new work, for a load balancer's health
 /// check (`200` ready, `503` not, with the reason), and what it holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Readiness {
     /// Whether it takes new work now.
@@ -118,7 +134,7 @@ pub struct Readiness {
 }
 
 /// `GET /v1/health`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
     /// `"ok"` when the runner accepts jobs.

@@ -2,6 +2,7 @@
 //! events webhook receives it. Ids, names and states only: never a value typed, a page's
 //! text, a URL's query or a token.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -16,7 +17,7 @@ use crate::{PauseReason, TakeoverEvent};
 /// | `step_progress` | a step (or a browse action) ended | `step`, `action`, `ok` |
 /// | `run_stalled` | a running run made no progress for `ABR_STALL_SECS` (once per stall) | `idleSecs` |
 /// | `run_ended` | a run ended (a task's outcome, a browse session closed) | `state` |
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunEvent {
     /// What happened (see the table).
@@ -51,6 +52,7 @@ pub struct RunEvent {
     pub idle_secs: Option<u64>,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub at: OffsetDateTime,
 }
 

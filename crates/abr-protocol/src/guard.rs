@@ -1,12 +1,13 @@
 //! Guard rails on the wire: blocked actions, handoff pauses and takeovers, replay frames,
 //! the screenshot switch and site decisions.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 /// Which rule refused an action. `readOnly` wins when both apply: a permanent property is
 /// never described as a rehearsal that could be retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockedBy {
     /// The platform or the approved plan is read-only.
@@ -19,7 +20,7 @@ pub enum BlockedBy {
 }
 
 /// Why the commit guard counts an action as committing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CommitClass {
     /// A submit button or input (`<button>` without a type in a form, `type=submit|image`).
@@ -64,7 +65,7 @@ pub enum CommitClass {
 
 /// A refused action: nothing reached the page, or (`network_write`, `web_socket`) the
 /// request the action caused never left the browser.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockedAction {
     /// The step (0-based) that was refused, when a plan was running.
@@ -88,7 +89,7 @@ pub struct BlockedAction {
 
 /// Why a run stopped for a person. Detected by the runner from the page, never claimed by
 /// the caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PauseReason {
     /// A captcha, a two-factor prompt or a security check.
@@ -143,7 +144,7 @@ impl PauseReason {
 }
 
 /// Where a takeover is: `requested → active → resumed`, or `ended` / `expired`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TakeoverState {
     /// The run paused and asks for a person; no live view yet.
@@ -178,7 +179,7 @@ impl TakeoverState {
 
 /// A paused run and its takeover, as the task record shows it. Ids only: never a URL, a
 /// token or a session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Pause {
     /// The takeover's id (the handle for `…/takeover/*`).
@@ -192,9 +193,11 @@ pub struct Pause {
     pub state: TakeoverState,
     /// When the pause began.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub paused_at: OffsetDateTime,
     /// When it expires unless resumed.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub expires_at: OffsetDateTime,
     /// What the brain asks the person for (`needs_input` of a browse session), in its
     /// words; never a value.
@@ -206,7 +209,7 @@ pub struct Pause {
 }
 
 /// One takeover transition, as polled or posted to the events webhook. Ids only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TakeoverEvent {
     /// `takeover_required`, `takeover_active`, `takeover_resumed`, `takeover_ended` or
@@ -222,11 +225,12 @@ pub struct TakeoverEvent {
     pub state: TakeoverState,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub at: OffsetDateTime,
 }
 
 /// `POST /v1/tasks/{id}/takeover/resume` and `…/end`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TakeoverAnswer {
     /// The takeover.
@@ -236,7 +240,7 @@ pub struct TakeoverAnswer {
 }
 
 /// `POST /v1/tasks/{id}/takeover`: the live view for the paused browser.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TakeoverStarted {
     /// The takeover.
@@ -247,11 +251,12 @@ pub struct TakeoverStarted {
     pub live_view_url: String,
     /// When the takeover expires unless resumed.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub expires_at: OffsetDateTime,
 }
 
 /// Where a replay frame was taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FramePoint {
     /// After a navigation.
@@ -276,7 +281,7 @@ pub enum FramePoint {
 }
 
 /// A replay frame's metadata: never page text or values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FrameInfo {
     /// 1-based sequence number within the run.
@@ -293,6 +298,7 @@ pub struct FrameInfo {
     pub bytes: usize,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub taken_at: OffsetDateTime,
     /// The frame (its `seq`) whose image this one is: the page had not changed since that
     /// frame was taken (the same document and URL, no change to its DOM, no scroll, load,
@@ -303,7 +309,7 @@ pub struct FrameInfo {
 }
 
 /// Whether a run takes replay screenshots, fixed when it starts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunScreenshots {
     /// `on` or `off`.
@@ -314,7 +320,7 @@ pub struct RunScreenshots {
 }
 
 /// On or off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ScreenshotsMode {
     /// Frames are taken.
@@ -324,7 +330,7 @@ pub enum ScreenshotsMode {
 }
 
 /// `GET /v1/runs/{runId}/frames`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FramesResponse {
     /// The run.
@@ -336,7 +342,7 @@ pub struct FramesResponse {
 }
 
 /// `PUT /v1/settings/screenshots` (tenant from `x-tenant-id`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScreenshotsSetting {
     /// Whether runs take replay frames (default true).
@@ -344,7 +350,7 @@ pub struct ScreenshotsSetting {
 }
 
 /// A tenant's decision about a site.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SiteDecision {
     /// Jobs may open it (and its subdomains).
@@ -354,7 +360,7 @@ pub enum SiteDecision {
 }
 
 /// `PUT /v1/sites/{domain}` body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SiteDecisionRequest {
     /// Allow or deny.
@@ -364,7 +370,7 @@ pub struct SiteDecisionRequest {
 }
 
 /// One entry of a tenant's site list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SiteEntry {
     /// The domain (covers its subdomains).
@@ -375,11 +381,12 @@ pub struct SiteEntry {
     pub decided_by: String,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub decided_at: OffsetDateTime,
 }
 
 /// `GET /v1/sites`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SitesResponse {
     /// The tenant's decisions, sorted by domain.
@@ -387,7 +394,7 @@ pub struct SitesResponse {
 }
 
 /// A cookie as a session check records it: name and expiry, never the value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CookieFact {
     /// The cookie's name.

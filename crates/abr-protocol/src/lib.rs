@@ -30,6 +30,7 @@ mod policy;
 mod post;
 mod principal;
 pub mod relay;
+pub mod schema;
 mod secret;
 mod session;
 mod snapshot;

@@ -2,13 +2,14 @@
 //! `/v1/approvals`, `/v1/takeovers` and `/v1/sessions` answer a [`Page`] (newest first; a
 //! `nextCursor` while there is more), filtered by [`ListParams`].
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::{ActionApproval, PauseReason, TakeoverState, TaskRecord};
 
 /// The query of a list: `?state=&cursor=&limit=`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListParams {
     /// Only records in this state (`pending_approval`, `succeeded`, ...; tasks and posts).
@@ -23,8 +24,9 @@ pub struct ListParams {
 }
 
 /// One page of a list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "{T}Page")]
 pub struct Page<T> {
     /// The items, newest first (stored sessions: by id).
     pub items: Vec<T>,
@@ -34,7 +36,7 @@ pub struct Page<T> {
 }
 
 /// `GET /v1/approvals`: what waits for an approver of the tenant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingApprovals {
     /// Tasks pending approval, newest first, one page of them.
@@ -46,7 +48,7 @@ pub struct PendingApprovals {
 
 /// `GET /v1/takeovers`: a paused run's takeover that is not over (`requested` or
 /// `active`). Every one is listed: there are at most as many as runs may be paused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TakeoverSummary {
     /// The takeover.
@@ -59,5 +61,6 @@ pub struct TakeoverSummary {
     pub state: TakeoverState,
     /// When it expires unless resumed.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub expires_at: OffsetDateTime,
 }

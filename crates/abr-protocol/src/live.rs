@@ -2,10 +2,11 @@
 //! and each frame's picture as a binary message (JPEG) right after its
 //! [`LiveViewEvent::Frame`].
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Keys held during an input.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct LiveModifiers {
     /// Alt (Option).
@@ -19,7 +20,7 @@ pub struct LiveModifiers {
 }
 
 /// What a pointer did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LivePointerAction {
     /// Moved.
@@ -31,7 +32,7 @@ pub enum LivePointerAction {
 }
 
 /// A mouse button.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LivePointerButton {
     /// No button.
@@ -45,7 +46,7 @@ pub enum LivePointerButton {
 }
 
 /// A message from a viewer to the runner (unknown fields are refused, like every request's).
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -132,7 +133,7 @@ impl std::fmt::Debug for LiveViewInput {
 }
 
 /// A message from the runner to a viewer.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",

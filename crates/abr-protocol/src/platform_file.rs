@@ -32,12 +32,13 @@
 //! `select`, `wait`, `assert`; each with a `description` and an optional `timeoutMs`);
 //! selectors and checks are [`Selector`]s and [`DomCheck`]s.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{DomCheck, PlanStep, PlatformPolicy, Selector};
 
 /// A platform file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlatformFile {
     /// The platform's id (letters, digits, `-`, `_`, `.`; at most 64 characters).
@@ -48,6 +49,7 @@ pub struct PlatformFile {
     /// does not know is refused, like everywhere in the file (`readonly = true` must not
     /// leave the platform writable).
     #[serde(default, deserialize_with = "strict_policy")]
+    #[schemars(schema_with = "strict_policy_schema")]
     pub policy: PlatformPolicy,
     /// The delay before a post acts; omitted: the runner's setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,9 +99,27 @@ fn strict_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PlatformPolic
     Ok(policy)
 }
 
+/// The schema of a platform file's `policy`, as [`strict_policy`] reads it: a
+/// [`PlatformPolicy`], and a key it does not know only with an empty value (`null`, `false`,
+/// `[]`, `{}`: what a known key left at its default writes back as).
+fn strict_policy_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let policy = generator.subschema_for::<PlatformPolicy>();
+    schemars::json_schema!({
+        "allOf": [policy],
+        "unevaluatedProperties": {
+            "anyOf": [
+                { "type": "null" },
+                { "const": false },
+                { "type": "array", "maxItems": 0 },
+                { "type": "object", "maxProperties": 0 }
+            ]
+        }
+    })
+}
+
 /// A platform's pacing: `"off"`, `"runner"` (the runner's setting), or a range
 /// `{minMs, maxMs}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum PacingSpec {
     /// `"off"` or `"runner"`.
@@ -109,7 +129,7 @@ pub enum PacingSpec {
 }
 
 /// The named pacings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PacingName {
     /// No delay (a local test site).
@@ -119,7 +139,7 @@ pub enum PacingName {
 }
 
 /// A delay range in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PacingRange {
     /// Shortest delay.
@@ -131,7 +151,7 @@ pub struct PacingRange {
 /// The sign-in check. It only looks: `steps` run only on a page that shows nothing yet (an
 /// unattended job's blank page), never on a page a person is signing in on. Then the page is
 /// signed in when `signedIn` holds, signed out when its URL contains `signedOutUrl`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignInSpec {
     /// Steps that open a page telling signed in from signed out; the first is a `navigate`.
@@ -147,7 +167,7 @@ pub struct SignInSpec {
 }
 
 /// How a post is written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComposeSpec {
     /// The post as the site will show it, from `{{text}}` and `{{link}}`: `{{post}}` in the
@@ -163,7 +183,7 @@ pub struct ComposeSpec {
 
 /// How media is attached: the files are set on a file input, then the site's answer is
 /// awaited.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MediaSpec {
     /// The `<input type=file>`.
@@ -180,7 +200,7 @@ pub struct MediaSpec {
 }
 
 /// How a post is published.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubmitSpec {
     /// The committing click and what follows it until the site's answer is shown (e.g. a
@@ -190,7 +210,7 @@ pub struct SubmitSpec {
 }
 
 /// How the outcome is proven: at least a toast or a read-back.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VerifySpec {
     /// A confirmation the site shows after publishing.
@@ -209,7 +229,7 @@ pub struct VerifySpec {
 }
 
 /// A confirmation toast.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToastSpec {
     /// The toast (or the link inside it).
@@ -225,7 +245,7 @@ pub struct ToastSpec {
 }
 
 /// The post's own page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermalinkSpec {
     /// The element showing the post's text there.
@@ -233,7 +253,7 @@ pub struct PermalinkSpec {
 }
 
 /// A page listing the account's posts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReadbackSpec {
     /// Its URL.

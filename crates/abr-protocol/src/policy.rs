@@ -1,11 +1,12 @@
 //! Platform policy as declared by a strategy and listed by `GET /v1/platforms`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The session scope of a platform: which cookies and localStorage may enter or leave ABR.
 ///
 /// Validation rules live in `abr-core` (`SessionScope::new`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionScopeSpec {
     /// Registrable domains or hosts whose cookies are kept (`example.com`, `localhost`,
@@ -19,7 +20,7 @@ pub struct SessionScopeSpec {
 
 /// A strategy's execution and session policy. Omitted fields keep the legacy behaviour:
 /// allowed, and no scope filtering.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlatformPolicy {
     /// May a user capture a session interactively for this platform? Default: yes.
@@ -52,7 +53,7 @@ pub struct PlatformPolicy {
 /// method other than GET, HEAD or OPTIONS leaves the browser except the declared `reads`;
 /// in every run a write to the platform's own sites counts as committing except `reads` and
 /// `telemetry`. Validation rules live in `abr-core` (`NetworkRules`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NetworkPolicySpec {
     /// Endpoints whose non-safe requests are reads on the platform's site (a search that
@@ -72,7 +73,7 @@ pub struct NetworkPolicySpec {
 }
 
 /// One endpoint whose non-safe requests are reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReadEndpointSpec {
     /// `https://host[:port]/path`: scheme, host and port exactly, and the path exactly or,
@@ -89,7 +90,7 @@ pub struct ReadEndpointSpec {
 }
 
 /// The GraphQL operation type a read endpoint lets through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GraphqlOperation {
     /// `query` operations (and the `{ ... }` shorthand).
@@ -97,7 +98,7 @@ pub enum GraphqlOperation {
 }
 
 /// What a platform adds to the commit rule.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GuardPolicySpec {
     /// Words or phrases that make a control harmless on this platform, besides the built-in
@@ -113,7 +114,7 @@ pub struct GuardPolicySpec {
 }
 
 /// One registered platform, as listed by `GET /v1/platforms`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlatformInfo {
     /// Strategy id.
@@ -125,7 +126,7 @@ pub struct PlatformInfo {
 }
 
 /// `GET /v1/platforms`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlatformsResponse {
     /// Registered platforms, sorted by id.

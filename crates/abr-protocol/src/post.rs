@@ -1,5 +1,6 @@
 //! Posting: [`PostRequest`], [`PostContent`] and the three-outcome [`AgentPostResult`].
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use time::OffsetDateTime;
@@ -7,7 +8,7 @@ use time::OffsetDateTime;
 use crate::{AgentSessionState, ErrorBody, OwnerAssertion, RecheckResult, SessionScopeSpec};
 
 /// What to publish.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PostContent {
     /// Body text of the post.
@@ -43,7 +44,7 @@ impl std::fmt::Debug for PostContent {
 }
 
 /// One media file, carried inline.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MediaAttachment {
     /// File name offered to the site's upload field, e.g. `photo.png`.
@@ -65,7 +66,7 @@ impl std::fmt::Debug for MediaAttachment {
 
 /// `POST /v1/post`: act unattended with a stored session. Unknown fields are refused (a
 /// misspelt flag must not post).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PostRequest {
     /// Platform (strategy id).
@@ -94,7 +95,9 @@ pub struct PostRequest {
 }
 
 /// The stage of a post at which it failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum FailureStage {
     /// Before composing: session check, navigation to the composer.
@@ -117,7 +120,7 @@ impl FailureStage {
 }
 
 /// How an outcome was proven.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum VerificationMethod {
     /// The site showed a success confirmation.
@@ -132,7 +135,7 @@ pub enum VerificationMethod {
 }
 
 /// Proof that the action happened.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Verification {
     /// How it was proven.
@@ -143,7 +146,7 @@ pub struct Verification {
 }
 
 /// What a strategy observed when it proved an outcome. Never contains the posted content.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerificationEvidence {
     /// URL of the published post.
@@ -158,7 +161,7 @@ pub struct VerificationEvidence {
 }
 
 /// Where the time of a job went, in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Timing {
     /// Wall time of the whole job.
@@ -189,7 +192,7 @@ pub struct Timing {
 /// | `needsReauth` | session invalid | ask the user to sign in again |
 /// | `failureStage` precheck/compose/media | aborted before submit | safe to retry |
 /// | `failureStage` submit/verify, not uncertain | failed with evidence nothing was posted | safe to retry |
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentPostResult {
     /// True only when the action was confirmed; then `verification` is set.
@@ -254,7 +257,7 @@ impl AgentPostResult {
 }
 
 /// Where a journaled post is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PostState {
     /// Recorded before the browser was acquired; the job has not ended (or the runner
@@ -289,7 +292,7 @@ impl PostState {
 
 /// The record of a journaled post: `GET /v1/posts/{postId}`. It never carries the posted
 /// content or a session: `result` is the job's outcome without `refreshedSession`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostRecord {
     /// The post's id.
@@ -303,6 +306,7 @@ pub struct PostRecord {
     pub result: Option<AgentPostResult>,
     /// When it was recorded.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub created_at: OffsetDateTime,
     /// When it ended.
     #[serde(
@@ -310,6 +314,7 @@ pub struct PostRecord {
         with = "time::serde::rfc3339::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub finished_at: Option<OffsetDateTime>,
     /// The post this one is a new attempt of (after an owner's assertion).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -3,6 +3,7 @@
 //! [`CreatedKey`], [`KeysResponse`]). A key's token is shown once, when it is created; the
 //! runner keeps only its digest.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -15,7 +16,7 @@ use crate::SecretValue;
 /// | `agent` | create tasks, post, browse, store and capture sessions, recheck and retry, read its tenant's records |
 /// | `approver` | approve or reject tasks and committing actions, resolve a person's pauses and takeovers, assert that an uncertain action did not happen, decide sites, read its tenant's records |
 /// | `operator` | everything, for every tenant: keys, the hub, settings |
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// An orchestrator or an AI agent: proposes and acts, never approves.
@@ -79,7 +80,7 @@ impl std::str::FromStr for Role {
 }
 
 /// `POST /v1/keys` (operators only): a new key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KeyRequest {
     /// Who holds it, for people reading lists and records (1 to 256 bytes of text).
@@ -100,11 +101,12 @@ pub struct KeyRequest {
         with = "time::serde::rfc3339::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub expires_at: Option<OffsetDateTime>,
 }
 
 /// A key as the runner tells about it: never its token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyInfo {
     /// The key's id (`key_…`; the token starts with it).
@@ -120,6 +122,7 @@ pub struct KeyInfo {
     pub read_only: bool,
     /// When it was created.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub created_at: OffsetDateTime,
     /// When it stops being accepted, if ever.
     #[serde(
@@ -127,6 +130,7 @@ pub struct KeyInfo {
         with = "time::serde::rfc3339::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub expires_at: Option<OffsetDateTime>,
     /// When it was revoked, if it was.
     #[serde(
@@ -134,11 +138,12 @@ pub struct KeyInfo {
         with = "time::serde::rfc3339::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub revoked_at: Option<OffsetDateTime>,
 }
 
 /// `201` of `POST /v1/keys`: the key and its token, shown this once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreatedKey {
     /// The key.
@@ -149,7 +154,7 @@ pub struct CreatedKey {
 }
 
 /// `GET /v1/keys`: every key, revoked ones included, oldest first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KeysResponse {
     /// The keys.
@@ -158,7 +163,7 @@ pub struct KeysResponse {
 
 /// Who did something, as records and audit name them: a key's id and its holder's name
 /// (`bootstrap` for `ABR_API_TOKEN`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PrincipalRef {
     /// The key's id.

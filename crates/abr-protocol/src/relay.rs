@@ -10,12 +10,13 @@
 //! (the payload is the frame's body) and either side ends it with
 //! [`RelayFrame::StreamClose`]. Every stream of a connection ends with the connection.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{ErrorBody, SecretValue};
 
 /// `POST /v1/relay/tokens`: a token for one runner id to open one relay connection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RelayTokenRequest {
     /// The runner id the token is scoped to (1 to 64 of `A-Z a-z 0-9 . _ -`).
@@ -23,7 +24,7 @@ pub struct RelayTokenRequest {
 }
 
 /// The answer of `POST /v1/relay/tokens`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RelayTokenResponse {
     /// The relay token: `Authorization: Bearer <token>` on the connect request. Single use.
@@ -32,6 +33,7 @@ pub struct RelayTokenResponse {
     pub runner_id: String,
     /// When it stops opening connections (a connection it opened lives on its heartbeats).
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub expires_at: time::OffsetDateTime,
     /// Where to connect with it: `/v1/relay/{runnerId}/connect` (a WebSocket).
     pub connect_path: String,
@@ -43,7 +45,7 @@ pub const PRINCIPAL_HEADER: &str = "x-abr-principal";
 
 /// Who made a forwarded request, as the hub authenticated them: the runner acts as this
 /// principal, with its role and tenant (an operator is pinned to the runner's tenant).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RelayedPrincipal {
     /// The key's id.
@@ -62,7 +64,7 @@ pub struct RelayedPrincipal {
 
 /// `POST /v1/relay/enrollments` (an operator, or an approver of the tenant): a short-lived,
 /// single-use code with which one runner id enrolls at the hub for the tenant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EnrollmentRequest {
     /// The runner id the code enrolls (1 to 64 of `A-Z a-z 0-9 . _ -`).
@@ -73,7 +75,7 @@ pub struct EnrollmentRequest {
 }
 
 /// The answer of `POST /v1/relay/enrollments`: the code, shown once.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Enrollment {
     /// The runner id it enrolls.
@@ -84,12 +86,13 @@ pub struct Enrollment {
     pub code: SecretValue,
     /// When it stops working (it also stops once used).
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub expires_at: time::OffsetDateTime,
 }
 
 /// `POST /v1/relay/enroll` (no bearer: the code is the credential): a runner trades its
 /// enrollment code for its runner credential.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EnrollRequest {
     /// The runner id the code was made for.
@@ -100,7 +103,7 @@ pub struct EnrollRequest {
 
 /// The answer of `POST /v1/relay/enroll`: the runner's credential, shown once (the runner
 /// keeps it in its state directory, `0600`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunnerCredential {
     /// The runner id it connects as.
@@ -112,7 +115,7 @@ pub struct RunnerCredential {
 }
 
 /// `GET /v1/runners`: the runners connected to the hub that the caller's tenant reaches.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunnersResponse {
     /// By runner id.
@@ -120,7 +123,7 @@ pub struct RunnersResponse {
 }
 
 /// One connected runner.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunnerInfo {
     /// Its runner id.
@@ -129,9 +132,11 @@ pub struct RunnerInfo {
     pub host: String,
     /// When its socket connected.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub connected_at: time::OffsetDateTime,
     /// When the hub last heard from it (a heartbeat, an answer).
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub last_heartbeat_at: time::OffsetDateTime,
     /// `ok`, `draining` (it takes no new work), `silent` (nothing heard for two heartbeats).
     pub health: RunnerHealth,
@@ -142,7 +147,7 @@ pub struct RunnerInfo {
 }
 
 /// A connected runner's health, as the hub sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunnerHealth {
     /// Heard from within two heartbeats, taking work.
@@ -154,7 +159,7 @@ pub enum RunnerHealth {
 }
 
 /// The runner's first frame on a relay connection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RelayHello {
     /// The runner id (the one the token was minted for).
@@ -175,7 +180,7 @@ pub struct RelayHello {
 pub type RelayHeader = (String, String);
 
 /// A frame on a relay connection (`type` names it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",

@@ -76,6 +76,27 @@ impl<'de> Deserialize<'de> for SecretValue {
     }
 }
 
+/// On the wire a secret is a plain JSON string, both ways: its schema is `{"type": "string"}`,
+/// inlined where it is used (the field's own description says what the string is). Nothing
+/// of a value (no example, no default, no length) is ever part of it.
+impl schemars::JsonSchema for SecretValue {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SecretValue".into()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        concat!(module_path!(), "::SecretValue").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string" })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 //! adding some: `indexedDB`, `credentials`, `_crHasCrossSiteAncestor`) are kept in `extra`
 //! maps and written back out, so a round trip loses nothing.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
@@ -17,7 +18,7 @@ pub const SESSION_FORMAT_VERSION: u32 = 1;
 
 /// A stored browser session: Playwright's storageState (`cookies`, `origins`) plus optional
 /// ABR metadata.
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSessionState {
     /// Every cookie of the session.
@@ -48,7 +49,7 @@ impl std::fmt::Debug for AgentSessionState {
 }
 
 /// Metadata ABR records next to the storageState.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionMetadata {
     /// Format version of the ABR session document ([`SESSION_FORMAT_VERSION`]).
@@ -62,6 +63,7 @@ pub struct SessionMetadata {
         skip_serializing_if = "Option::is_none",
         with = "time::serde::rfc3339::option"
     )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub captured_at: Option<OffsetDateTime>,
     /// Fields of a newer format version, preserved on round trip.
     #[serde(flatten)]
@@ -85,7 +87,7 @@ impl SessionMetadata {
 /// `domain` follows Playwright's convention: a leading dot (`.example.com`) is a domain cookie
 /// sent to the domain and all its subdomains; no leading dot (`example.com`) is a host-only
 /// cookie sent to that exact host only.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Cookie {
     /// Cookie name.
@@ -198,7 +200,7 @@ fn de_expires<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 }
 
 /// A cookie's SameSite attribute: exactly Playwright's three values.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum SameSite {
     /// Only same-site requests.
     Strict,
@@ -210,7 +212,7 @@ pub enum SameSite {
 }
 
 /// Everything stored for one origin: localStorage, plus preserved extras such as `indexedDB`.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OriginState {
     /// Serialized origin, e.g. `https://app.example.com` or `http://127.0.0.1:8080`.
@@ -245,7 +247,7 @@ impl std::fmt::Debug for OriginState {
 }
 
 /// One localStorage entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LocalStorageItem {
     /// Key.
@@ -388,7 +390,7 @@ mod tests {
 
 /// `PUT /v1/sessions/{id}`: keep a session on the runner under an id of the tenant's, to
 /// run tasks and posts with `sessionId` instead of shipping the cookies each time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StoreSessionRequest {
     /// The session (Playwright `storageState`, or ABR's document).
@@ -403,7 +405,7 @@ pub struct StoreSessionRequest {
 }
 
 /// What the runner keeps under a session id: counts only, never a value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredSessionInfo {
     /// The id.
@@ -418,7 +420,7 @@ pub struct StoredSessionInfo {
 }
 
 /// `GET /v1/sessions/{id}`: the session as kept (restore).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredSession {
     /// The id.

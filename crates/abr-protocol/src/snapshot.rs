@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Elements listed per snapshot unless the caller sets `limit`.
@@ -24,7 +25,7 @@ pub const MAX_SNAPSHOT_TEXT: usize = 50_000;
 ///
 /// A large page is paged: `page` says which elements this answer lists out of how many, and
 /// where the next page starts; every element has its reference whichever page lists it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
     /// The page's URL.
@@ -47,7 +48,7 @@ pub struct Snapshot {
 }
 
 /// One element of a [`Snapshot`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotElement {
     /// The reference actions name (`e12`); stable while the element stays on the page.
@@ -80,7 +81,7 @@ pub struct SnapshotElement {
 }
 
 /// A heading of a [`Snapshot`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotHeading {
     /// 1 to 6.
@@ -93,7 +94,7 @@ pub struct SnapshotHeading {
 }
 
 /// Which elements a [`Snapshot`] lists, and what it left out.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotPage {
     /// The position (from 1) of the first element listed.
@@ -112,7 +113,7 @@ pub struct SnapshotPage {
 
 /// `GET /v1/browse/{browseId}/snapshot?…` (and the MCP tool's arguments): which page of
 /// elements and how much of the page's text.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SnapshotQuery {
     /// The position (from 1) of the first element to list (a previous answer's

@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -64,8 +65,33 @@ impl<'de> Deserialize<'de> for Selector {
     }
 }
 
+/// What [`Selector`]'s deserializer accepts and its serializer writes: a string (a CSS
+/// selector, [`Selector::Css`]) or a [`SelectorSpec`] object ([`Selector::Explicit`], its
+/// unknown fields refused). Nothing else (a number, an array, `null`) is a selector.
+impl JsonSchema for Selector {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Selector".into()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        concat!(module_path!(), "::Selector").into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let spec = generator.subschema_for::<SelectorSpec>();
+        schemars::json_schema!({
+            "description": "How an element is found: a bare string is a CSS selector; an \
+                object gives exactly one of `css`, `text` or `role` (with an optional `name`).",
+            "oneOf": [
+                { "type": "string", "description": "A CSS selector (`\"#submit\"`)." },
+                spec
+            ]
+        })
+    }
+}
+
 /// The explicit forms of a [`Selector`]; exactly one of `css`, `text`, `role` is set.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SelectorSpec {
     /// A CSS selector.
@@ -83,7 +109,7 @@ pub struct SelectorSpec {
 }
 
 /// What an `extract` step reads.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "kind",
     rename_all = "camelCase",
@@ -119,7 +145,7 @@ pub enum Extraction {
 
 /// A DOM check, for `assert` steps and `domCheck` verification: an element exists, and/or a
 /// text is on the page (or in the element).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DomCheck {
     /// An element that must exist.
@@ -131,7 +157,7 @@ pub struct DomCheck {
 }
 
 /// One action of a plan. (Read as part of a [`PlanStep`], through its flat wire shape.)
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -204,7 +230,7 @@ pub enum StepAction {
 ///
 /// Read through `wire::Step`, one flat struct per step type: a field no step of that type
 /// has (`readOnly` on a click, `attribute` on a text extraction) is refused by name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", try_from = "wire::Step")]
 pub struct PlanStep {
     /// The action.
@@ -218,7 +244,7 @@ pub struct PlanStep {
 }
 
 /// How a task proves its outcome. Read through `wire::Verification` (flat, strict).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "method",
     rename_all = "snake_case",
@@ -248,7 +274,18 @@ pub enum TaskVerification {
 /// How risky the plan's author says it is (stored and used by the approval rule; not trusted
 /// for anything else).
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Risk {
@@ -262,7 +299,7 @@ pub enum Risk {
 }
 
 /// A step plan, as proposed by a planner and shown to the approver.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StepPlan {
     /// The page the task starts on.
@@ -288,7 +325,7 @@ pub struct StepPlan {
 }
 
 /// `POST /v1/tasks`.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskRequest {
     /// The plan.
@@ -342,12 +379,16 @@ pub struct TaskRequest {
 mod wire {
     use std::collections::BTreeMap;
 
+    use schemars::JsonSchema;
     use serde::Deserialize;
 
     use super::{DomCheck, Extraction, PlanStep, Selector, StepAction, TaskVerification};
 
     /// A step as written: its type's fields, the description and the deadline, nothing else.
-    #[derive(Deserialize)]
+    ///
+    /// Its schema is [`PlanStep`]'s as clients write it (`try_from`), so its docs are the
+    /// API's: each variant and field says what [`StepAction`]'s says.
+    #[derive(Deserialize, JsonSchema)]
     #[serde(
         tag = "type",
         rename_all = "camelCase",
@@ -355,83 +396,171 @@ mod wire {
         deny_unknown_fields
     )]
     pub(super) enum Step {
+        /// Open a URL (http or https; defaults to the plan's target URL).
         Navigate {
+            /// Where; `{{input}}` placeholders are filled from the task's inputs.
             #[serde(default)]
             url: Option<String>,
+            /// What the step does, in words, for the approver.
             description: String,
+            /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
         },
+        /// Click an element.
         Click {
+            /// The element.
             selector: Selector,
+            /// What the step does, in words, for the approver.
             description: String,
+            /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
         },
+        /// Type into a field (its previous value replaced).
         Type {
+            /// The field.
             selector: Selector,
+            /// The text; `{{input}}` placeholders are filled from the task's inputs.
             value: String,
+            /// Press Enter afterwards.
             #[serde(default)]
             submit: bool,
+            /// What the step does, in words, for the approver.
             description: String,
+            /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
         },
+        /// Choose an option of a `<select>` (by value or label).
         Select {
+            /// The `<select>`.
             selector: Selector,
+            /// The option's value or label; may be templated.
             value: String,
+            /// What the step does, in words, for the approver.
             description: String,
+            /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
         },
+        /// Wait for an element, a URL or a text.
         Wait {
+            /// An element (the seed's form: `selector` directly on the step).
             #[serde(default)]
             selector: Option<Selector>,
+            /// A substring of the URL.
             #[serde(default)]
             url: Option<String>,
+            /// A text on the page.
             #[serde(default)]
             text: Option<String>,
+            /// What the step does, in words, for the approver.
             description: String,
+            /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
         },
+        /// Read data from the page into the result under `name`: the element's text
+        /// (`kind: text`), one of its attributes (`attribute`, naming it in `attribute`), an
+        /// HTML table as rows of cells (`table`), or for each element matching `selector`
+        /// the named fields read by relative selectors (`list`, with `fields`).
+        #[schemars(transform = extract_fields_by_kind)]
         Extract {
+            /// Key in the task's extracted data.
             name: String,
+            /// What to read.
             kind: ExtractKind,
+            /// The element (for `list`: each item).
             selector: Selector,
+            /// The attribute's name (`kind: attribute` only, and required there).
             #[serde(default)]
             attribute: Option<String>,
+            /// Field name → CSS selector relative to the item, whose text is the value
+            /// (`kind: list` only, and required there).
             #[serde(default)]
             fields: Option<BTreeMap<String, String>>,
+            /// What the step does, in words, for the approver.
             description: String,
+            /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
         },
+        /// Take a screenshot (kept with the task record, referenced by name).
         Screenshot {
+            /// Its name (default: `step-<index>`).
             #[serde(default)]
             name: Option<String>,
+            /// What the step does, in words, for the approver.
             description: String,
+            /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
         },
+        /// Check the DOM (an element exists, and/or a text is on the page or in the
+        /// element); a failed check fails the task at this step.
         Assert {
+            /// An element that must exist.
             #[serde(default)]
             selector: Option<Selector>,
+            /// A text that must be shown (in the element when `selector` is set).
             #[serde(default)]
             text: Option<String>,
+            /// What the step does, in words, for the approver.
             description: String,
+            /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
         },
     }
 
+    /// What [`extraction`] accepts of an `extract` step, added to its schema: `attribute`
+    /// only with (and required by) kind `attribute`, `fields` only with (and required by)
+    /// kind `list`. A field a kind does not take may be given as `null` (it is read as
+    /// absent).
+    fn extract_fields_by_kind(schema: &mut schemars::Schema) {
+        schema.insert(
+            "oneOf".to_owned(),
+            serde_json::json!([
+                {
+                    "properties": {
+                        "kind": { "enum": ["text", "table"] },
+                        "attribute": { "type": "null" },
+                        "fields": { "type": "null" }
+                    }
+                },
+                {
+                    "properties": {
+                        "kind": { "const": "attribute" },
+                        "attribute": { "type": "string" },
+                        "fields": { "type": "null" }
+                    },
+                    "required": ["attribute"]
+                },
+                {
+                    "properties": {
+                        "kind": { "const": "list" },
+                        "attribute": { "type": "null" },
+                        "fields": { "type": "object" }
+                    },
+                    "required": ["fields"]
+                }
+            ]),
+        );
+    }
+
     /// The `kind` of an `extract` step.
-    #[derive(Deserialize)]
+    #[derive(Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase")]
     pub(super) enum ExtractKind {
+        /// The element's text.
         Text,
+        /// One attribute of the element (named in `attribute`).
         Attribute,
+        /// An HTML table as rows of cells (the header row, when there is one, names the
+        /// cells).
         Table,
+        /// For each element matching `selector`, the named fields (`fields`).
         List,
     }
 
@@ -602,8 +731,9 @@ mod wire {
         }
     }
 
-    /// A verification as written.
-    #[derive(Deserialize)]
+    /// A verification as written (its schema is [`TaskVerification`]'s as clients write it,
+    /// `from`).
+    #[derive(Deserialize, JsonSchema)]
     #[serde(
         tag = "method",
         rename_all = "snake_case",
@@ -611,16 +741,26 @@ mod wire {
         deny_unknown_fields
     )]
     pub(super) enum Verification {
+        /// A DOM check after the last step: an element exists, and/or a text is on the page
+        /// (or in the element).
         DomCheck {
+            /// An element that must exist.
             #[serde(default)]
             selector: Option<Selector>,
+            /// A text that must be shown (in the element when `selector` is set).
             #[serde(default)]
             text: Option<String>,
         },
+        /// A screenshot after the last step that must show `text` (checked against the
+        /// page's visible text when the screenshot is taken).
         Screenshot {
+            /// The text it must show.
             text: String,
         },
+        /// ABR posts the outcome to this URL of the orchestrator's; the orchestrator proves
+        /// it.
         ApiCallback {
+            /// An https URL (http only to allowed private addresses).
             url: String,
         },
     }
@@ -639,7 +779,7 @@ mod wire {
 }
 
 /// How long a paused run waits for a person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HandoffOptions {
     /// Seconds a pause waits to be resumed before it expires (1 to the runner's maximum).
@@ -662,7 +802,7 @@ impl std::fmt::Debug for TaskRequest {
 }
 
 /// Where a task is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
     /// Stored; waits for `approve` or `reject`.
@@ -701,7 +841,7 @@ impl TaskState {
 }
 
 /// What happened at one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepResult {
     /// The step's index.
@@ -720,7 +860,7 @@ pub struct StepResult {
 }
 
 /// A task's approval.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
     /// Who approved: the approving key's holder (or `auto:<rule>` when the operator's rule
@@ -728,6 +868,7 @@ pub struct Approval {
     pub approved_by: String,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub approved_at: OffsetDateTime,
     /// The approving key (none for `auto:<rule>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -738,7 +879,7 @@ pub struct Approval {
 }
 
 /// The record of a task: `POST /v1/tasks`, `GET /v1/tasks/{id}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskRecord {
     /// The task's id.
@@ -792,6 +933,7 @@ pub struct TaskRecord {
     pub error: Option<ErrorBody>,
     /// When it was created.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub created_at: OffsetDateTime,
     /// When it ended.
     #[serde(
@@ -799,6 +941,7 @@ pub struct TaskRecord {
         with = "time::serde::rfc3339::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub finished_at: Option<OffsetDateTime>,
     /// When it started running.
     #[serde(
@@ -806,6 +949,7 @@ pub struct TaskRecord {
         with = "time::serde::rfc3339::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub started_at: Option<OffsetDateTime>,
     /// The task this one retries (the first attempt of the chain).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -848,11 +992,12 @@ pub struct TaskRecord {
         with = "time::serde::rfc3339::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub evidence_expired_at: Option<OffsetDateTime>,
 }
 
 /// An input as the approver sees it: its value, or for a secret its length only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InputShown {
     /// The input's name (its placeholder's).
@@ -869,7 +1014,7 @@ pub struct InputShown {
 
 /// Whose session a task runs with and under which platform's policy, as the approver sees
 /// it (never a cookie's value).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskAccount {
     /// The stored session it runs with (`sessionId`): the account, by the tenant's own name
@@ -890,7 +1035,7 @@ pub struct TaskAccount {
 
 /// `POST .../assert-not-posted`: the owner states that an uncertain action did not happen.
 /// It allows exactly one new attempt and is recorded as an assertion, never as proof.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AssertNotPostedRequest {
     /// Who asserts (required, non-empty).
@@ -901,7 +1046,7 @@ pub struct AssertNotPostedRequest {
 }
 
 /// An owner's assertion, as recorded on an uncertain task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OwnerAssertion {
     /// Who asserted.
@@ -911,6 +1056,7 @@ pub struct OwnerAssertion {
     pub note: Option<String>,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub asserted_at: OffsetDateTime,
     /// The attempt it allowed, once spent (it allows exactly one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -918,7 +1064,7 @@ pub struct OwnerAssertion {
 }
 
 /// What a read-only re-check of an uncertain outcome found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RecheckAnswer {
     /// The verification proved the outcome now.
@@ -933,7 +1079,7 @@ pub enum RecheckAnswer {
 }
 
 /// `POST .../recheck`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecheckResult {
     /// The answer.
@@ -944,7 +1090,7 @@ pub struct RecheckResult {
 }
 
 /// `POST /v1/tasks/{id}/approve`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApproveRequest {
     /// What the approver says of themself (optional; recorded as `approval.statedBy`): the
@@ -957,7 +1103,7 @@ pub struct ApproveRequest {
 
 /// `201` of `POST /v1/tasks/{id}/approval-link` (an approver's key): a one-time link for a
 /// person who holds no key to read the task and approve or reject it, as that approver.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalLink {
     /// The page (`{runner}/approve/{token}`): a credential for this one decision; give it
@@ -965,11 +1111,12 @@ pub struct ApprovalLink {
     pub url: SecretValue,
     /// When it stops working (it also stops once used).
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub expires_at: OffsetDateTime,
 }
 
 /// `POST /v1/tasks/{id}/reject`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RejectRequest {
     /// What the person rejecting says of themself (optional): the record names the

@@ -165,6 +165,17 @@ impl From<ReadError> for ApiError {
     }
 }
 
+/// A JSON body is described as `T`'s schema, with the refusals of a body.
+impl<T: schemars::JsonSchema> aide::operation::OperationInput for ApiJson<T> {
+    fn operation_input(
+        ctx: &mut aide::generate::GenContext,
+        operation: &mut aide::openapi::Operation,
+    ) {
+        <Json<T> as aide::operation::OperationInput>::operation_input(ctx, operation);
+        crate::openapi::add_errors(operation, crate::openapi::WITH_A_BODY);
+    }
+}
+
 /// Path parameters whose every rejection (a segment that is not UTF-8, one that does not
 /// parse) is the envelope: a 422 `invalid_request` that never repeats the segment.
 #[derive(Debug)]
@@ -179,6 +190,21 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
             Err(rejection) => Err(path_rejection(&rejection)),
         }
     }
+}
+
+/// Path parameters are described from the route's path (named there); a bad one is refused.
+impl<T> aide::operation::OperationInput for ApiPath<T> {
+    fn operation_input(
+        _: &mut aide::generate::GenContext,
+        operation: &mut aide::openapi::Operation,
+    ) {
+        crate::openapi::add_errors(operation, &[codes::INVALID_REQUEST]);
+    }
+}
+
+/// An error's answers are described per route (its codes), not by the type.
+impl aide::operation::OperationOutput for ApiError {
+    type Inner = Self;
 }
 
 /// The envelope of a path that could not be read.

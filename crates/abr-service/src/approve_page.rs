@@ -9,22 +9,45 @@
 
 use abr_core::context::TaskContext;
 use abr_protocol::{InputShown, Risk, TaskAccount, TaskState, codes};
-use axum::Router;
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
 use axum::extract::{Form, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
 
 use crate::api_error::{ApiError, ApiPath};
 use crate::state::AppState;
 
 /// The routes (outside the bearer check: the token in the path is the credential).
-pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
-    Router::new().route("/approve/{token}", get(page::<C>).post(decide::<C>))
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    use crate::openapi::{Documented, Page};
+    let link = &[codes::APPROVAL_LINK_NOT_FOUND];
+    ApiRouter::new().api_route(
+        "/approve/{token}",
+        get_with(page::<C>, |o| {
+            o.id("approvalPage")
+                .summary("The approval page of a one-time link: what would run, for a person")
+                .description("The token in the path is the credential (no key).")
+                .response::<200, Page>()
+                .errors(link)
+        })
+        .post_with(decide::<C>, |o| {
+            o.id("approvalPageDecide")
+                .summary("The page's form: approve or reject, once, from the page's own origin")
+                .response::<200, Page>()
+                .errors(link)
+                .errors(&[
+                    codes::ORIGIN_NOT_ALLOWED,
+                    codes::TASK_NOT_PENDING,
+                    codes::ACTION_NOT_PENDING,
+                    codes::PLAN_HASH_MISMATCH,
+                ])
+        }),
+    )
 }
 
 /// The form the page posts.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Decision {
     /// `approve` or `reject`.

@@ -5,15 +5,18 @@
 //! A run and its frames are visible to their tenant only (its key's, or the one `x-tenant-id` names for an
 //! operator): another tenant's run id is a 404 `frame_not_found`, exactly like a missing one.
 
+use abr_core::principal::Right;
 use abr_protocol::{FramesResponse, ScreenshotsSetting, codes};
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
+use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson};
+use crate::openapi::{Documented, Image};
 use crate::state::AppState;
 use crate::tenant::{Caller, one_header};
 use abr_core::context::TaskContext;
@@ -22,13 +25,42 @@ use abr_core::context::TaskContext;
 const UNKNOWN_ACTOR: &str = "unknown";
 
 /// The routes (behind the bearer check).
-pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
-    Router::new()
-        .route("/v1/runs/{run_id}/frames", get(frames::<C>))
-        .route("/v1/runs/{run_id}/frames/{seq}", get(frame::<C>))
-        .route(
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/runs/{run_id}/frames",
+            get_with(frames::<C>, |o| {
+                o.id("listFrames")
+                    .summary(
+                        "A run's replay frames: the setting it ran with and each frame's metadata",
+                    )
+                    .needs(Right::Read)
+                    .errors(&[codes::NOT_FOUND])
+            }),
+        )
+        .api_route(
+            "/v1/runs/{run_id}/frames/{seq}",
+            get_with(frame::<C>, |o| {
+                o.id("getFrame")
+                    .summary("One replay frame (a redacted JPEG)")
+                    .needs(Right::Read)
+                    .response::<200, Image>()
+                    .errors(&[codes::NOT_FOUND, codes::FRAME_NOT_FOUND])
+            }),
+        )
+        .api_route(
             "/v1/settings/screenshots",
-            get(screenshots::<C>).put(set_screenshots::<C>),
+            get_with(screenshots::<C>, |o| {
+                o.id("getScreenshotsSetting")
+                    .summary("Whether the tenant's runs take replay frames")
+                    .needs(Right::Read)
+            })
+            .put_with(set_screenshots::<C>, |o| {
+                o.id("setScreenshotsSetting")
+                    .summary("Switch the tenant's replay frames on or off for runs from now on")
+                    .needs(Right::TenantSettings)
+                    .header("x-actor", "The person making the change, for the audit.")
+            }),
         )
 }
 

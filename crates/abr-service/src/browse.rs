@@ -14,38 +14,156 @@
 //! for; an approver decides it (`GET …/approval`, `POST …/approve`, `POST …/reject`, or a
 //! one-time link for a person: `POST …/approval-link`).
 
+use abr_core::principal::Right;
 use abr_protocol::{
     ActResponse, ActionApproval, ActionDecision, BrowseAction, BrowseClosed, BrowseOpened,
     BrowseRequest, SnapshotQuery, codes,
 };
 use abr_store::PlacementKind;
+use aide::axum::ApiRouter;
+use aide::axum::routing::{delete_with, get_with, post_with};
+use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
+use crate::openapi::{Documented, OPENS_A_BROWSER, PLACED};
 use crate::state::AppState;
 use crate::tenant::Caller;
 use abr_core::context::TaskContext;
 
 /// The routes of the browse API (behind the bearer check).
-pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
-    Router::new()
-        .route("/v1/browse", post(open::<C>))
-        .route("/v1/browse/{id}", delete(close::<C>))
-        .route("/v1/browse/{id}/snapshot", get(snapshot::<C>))
-        .route("/v1/browse/{id}/act", post(act::<C>))
-        .route("/v1/browse/{id}/input-request", post(request_input::<C>))
-        .route("/v1/browse/{id}/approval", get(approval::<C>))
-        .route("/v1/browse/{id}/approve", post(decide::<C, true>))
-        .route("/v1/browse/{id}/reject", post(decide::<C, false>))
-        .route(
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    let session = &[codes::BROWSE_NOT_FOUND];
+    ApiRouter::new()
+        .api_route(
+            "/v1/browse",
+            post_with(open::<C>, |o| {
+                o.id("openBrowse")
+                    .summary("Open a browse session on a page: 201 with its first snapshot")
+                    .description(
+                        "An external agent's snapshot/act loop: every action goes through the \
+                         guard below the page; a read-only session can commit nothing.",
+                    )
+                    .needs(Right::Browse)
+                    .response::<201, Json<BrowseOpened>>()
+                    .errors(OPENS_A_BROWSER)
+                    .errors(&[
+                        codes::UNKNOWN_PLATFORM,
+                        codes::SESSION_NOT_FOUND,
+                        codes::SESSION_BOUND,
+                        codes::SITE_DENIED,
+                        codes::EXECUTION_DENIED,
+                    ])
+            }),
+        )
+        .api_route(
+            "/v1/browse/{id}",
+            delete_with(close::<C>, |o| {
+                o.id("closeBrowse")
+                    .summary("Close a browse session: its browser released, its record closed")
+                    .needs(Right::Browse)
+                    .errors(session)
+                    .errors(PLACED)
+            }),
+        )
+        .api_route(
+            "/v1/browse/{id}/snapshot",
+            get_with(snapshot::<C>, |o| {
+                o.id("browseSnapshot")
+                    .summary("The page now: a page of its elements and that much of its text")
+                    .description(
+                        "JSON, or the compact text a language model reads when `Accept` names \
+                         `text/plain` and no JSON.",
+                    )
+                    .needs(Right::Browse)
+                    .response::<200, Json<abr_protocol::Snapshot>>()
+                    .errors(session)
+                    .errors(PLACED)
+                    .errors(&[codes::BROWSER_CRASHED])
+            }),
+        )
+        .api_route(
+            "/v1/browse/{id}/act",
+            post_with(act::<C>, |o| {
+                o.id("browseAct")
+                    .summary("One action on an element reference, through the guard")
+                    .needs(Right::Browse)
+                    .errors(session)
+                    .errors(PLACED)
+                    .errors(&[
+                        codes::REF_NOT_FOUND,
+                        codes::BLOCKED_ACTION,
+                        codes::SITE_DENIED,
+                        codes::FORBIDDEN,
+                        codes::BROWSER_CRASHED,
+                    ])
+            }),
+        )
+        .api_route(
+            "/v1/browse/{id}/input-request",
+            post_with(request_input::<C>, |o| {
+                o.id("browseRequestInput")
+                    .summary("Ask a person for a field's value: the session waits for it")
+                    .needs(Right::Browse)
+                    .errors(session)
+                    .errors(PLACED)
+            }),
+        )
+        .api_route(
+            "/v1/browse/{id}/approval",
+            get_with(approval::<C>, |o| {
+                o.id("getBrowseApproval")
+                    .summary("The committing action the session waits on")
+                    .needs(Right::Read)
+                    .errors(session)
+                    .errors(PLACED)
+                    .errors(&[codes::ACTION_NOT_PENDING])
+            }),
+        )
+        .api_route(
+            "/v1/browse/{id}/approve",
+            post_with(decide::<C, true>, |o| {
+                o.id("approveBrowseAction")
+                    .summary("Approve the waiting action: it runs when the agent sends it again")
+                    .needs(Right::Approve)
+                    .errors(session)
+                    .errors(PLACED)
+                    .errors(&[
+                        codes::ACTION_NOT_PENDING,
+                        codes::SELF_APPROVAL,
+                        codes::BINDING_MISMATCH,
+                    ])
+            }),
+        )
+        .api_route(
+            "/v1/browse/{id}/reject",
+            post_with(decide::<C, false>, |o| {
+                o.id("rejectBrowseAction")
+                    .summary(
+                        "Reject the waiting action: the session closes, nothing of it committed",
+                    )
+                    .needs(Right::Approve)
+                    .errors(session)
+                    .errors(PLACED)
+                    .errors(&[codes::ACTION_NOT_PENDING, codes::SELF_APPROVAL])
+            }),
+        )
+        .api_route(
             "/v1/browse/{id}/approval-link",
-            post(crate::tasks::approval_link::<C>),
+            post_with(crate::tasks::approval_link::<C>, |o| {
+                o.id("createBrowseApprovalLink")
+                    .summary(
+                        "A one-time link for a person without a key to decide the waiting action",
+                    )
+                    .needs(Right::Approve)
+                    .response::<201, Json<abr_protocol::ApprovalLink>>()
+                    .errors(session)
+                    .errors(&[codes::ACTION_NOT_PENDING, codes::TASK_NOT_FOUND])
+            }),
         )
 }
 

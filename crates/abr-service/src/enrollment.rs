@@ -8,32 +8,55 @@
 //! id is connected.
 
 use abr_core::context::TaskContext;
+use abr_core::principal::Right;
 use abr_engine::RunnerPresence;
 use abr_protocol::codes;
 use abr_protocol::relay::{EnrollRequest, Enrollment, EnrollmentRequest, RunnerCredential};
+use aide::axum::ApiRouter;
+use aide::axum::routing::post_with;
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
-use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson};
+use crate::openapi::Documented;
 use crate::relay::Hub;
 use crate::state::AppState;
 use crate::tenant::Caller;
 
 /// `POST /v1/relay/enrollments` (behind the bearer check), for runners of `hub`.
-pub(crate) fn protected_routes<C: TaskContext>(hub: Hub) -> Router<AppState<C>> {
-    Router::new().route(
+pub(crate) fn protected_routes<C: TaskContext>(hub: Hub) -> ApiRouter<AppState<C>> {
+    ApiRouter::new().api_route(
         "/v1/relay/enrollments",
-        post(move |state, caller, request| enrollment::<C>(hub.clone(), state, caller, request)),
+        post_with(
+            move |state, caller, request| enrollment::<C>(hub.clone(), state, caller, request),
+            |o| {
+                o.id("createEnrollment")
+                    .summary("A one-time enrollment code for a relay runner of the tenant")
+                    .needs(Right::EnrollRunner)
+                    .response::<201, Json<Enrollment>>()
+                    .errors(&[codes::RUNNER_CONFLICT])
+            },
+        ),
     )
 }
 
 /// `POST /v1/relay/enroll` (its code is its credential), for runners of `hub`.
-pub(crate) fn public_routes<C: TaskContext>(hub: Hub) -> Router<AppState<C>> {
-    Router::new().route(
+pub(crate) fn public_routes<C: TaskContext>(hub: Hub) -> ApiRouter<AppState<C>> {
+    ApiRouter::new().api_route(
         "/v1/relay/enroll",
-        post(move |state, request| enroll::<C>(hub.clone(), state, request)),
+        post_with(
+            move |state, request| enroll::<C>(hub.clone(), state, request),
+            |o| {
+                o.id("enrollRunner")
+                    .summary(
+                        "Redeem an enrollment code (its own credential) for a runner credential",
+                    )
+                    .description("Once, within minutes of its minting; no key needed.")
+                    .response::<201, Json<RunnerCredential>>()
+                    .errors(&[codes::UNAUTHORIZED, codes::RUNNER_CONFLICT])
+            },
+        ),
     )
 }
 

@@ -15,27 +15,45 @@
 use std::convert::Infallible;
 
 use abr_core::context::TaskContext;
+use abr_core::principal::Right;
 use abr_engine::Received;
 use abr_protocol::codes;
-use axum::Router;
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::routing::get;
 use futures::Stream;
 
 use crate::api_error::ApiError;
+use crate::openapi::{Documented, EventStream};
 use crate::state::AppState;
 use crate::tenant::Caller;
 
 /// The route (behind the bearer check).
-pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
-    Router::new().route("/v1/events", get(stream::<C>))
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    ApiRouter::new().api_route(
+        "/v1/events",
+        get_with(stream::<C>, |o| {
+            o.id("streamEvents")
+                .summary("The tenant's events, as they happen (server-sent events)")
+                .description(
+                    "Each event's `id` is its tenant sequence: reconnect with `Last-Event-ID` \
+                     to resume without a gap; an event named `missed` says how many were \
+                     pruned before a resume. The stream closes when the key is revoked.",
+                )
+                .needs(Right::Read)
+                .header(
+                    "last-event-id",
+                    "Resume after this event id (a number this stream sent).",
+                )
+        }),
+    )
 }
 
 /// No query parameter: one is refused, as the lists refuse one they do not know.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NoQuery {}
 
@@ -47,7 +65,10 @@ async fn stream<C: TaskContext>(
     caller: Caller,
     headers: HeaderMap,
     query: Result<Query<NoQuery>, QueryRejection>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<
+    EventStream<impl Stream<Item = Result<Event, Infallible>>, abr_protocol::RunEvent>,
+    ApiError,
+> {
     if query.is_err() {
         return Err(ApiError::new(
             codes::INVALID_REQUEST,
@@ -86,5 +107,7 @@ async fn stream<C: TaskContext>(
         };
         Some((Ok(event), events))
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(EventStream::new(
+        Sse::new(stream).keep_alive(KeepAlive::default()),
+    ))
 }

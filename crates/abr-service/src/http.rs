@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use abr_core::LiveSurface;
 use abr_core::context::TaskContext;
+use abr_core::principal::Right;
 use abr_protocol::codes::{self};
 use abr_protocol::{
     CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,
@@ -13,17 +14,19 @@ use abr_protocol::{
     ProbeRequest, ProbeResponse,
 };
 use abr_store::PlacementKind;
+use aide::axum::ApiRouter;
+use aide::axum::routing::{get_with, post_with};
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Json, Router};
 
 use crate::api_error::is_json;
 pub use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::auth::require_bearer;
 use crate::live::LiveState;
+use crate::openapi::{Documented, OPENS_A_BROWSER, PLACED};
 use crate::runner::Runner;
 pub use crate::state::AppState;
 use crate::tenant::Caller;
@@ -224,10 +227,12 @@ async fn capture_cancel<C: TaskContext>(
 }
 
 /// The tenant a capture status is asked for, in the query of `GET /v1/capture/{id}`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct TenantQuery {
+    /// The capture's workspace (required).
     workspace_id: Option<String>,
+    /// The capture's account (required).
     account_id: Option<String>,
 }
 
@@ -370,19 +375,86 @@ fn router<C: TaskContext + LiveSurface>(
     forward: crate::relay::ForwardState,
 ) -> Router {
     let body_limit = state.runner.config.limits.body_limit_bytes;
+    crate::openapi::prepare();
     if let Some(places) = state.runner.status().places() {
         hub.join_fleet(places);
     }
     let (relay_tokens, relay_connect) =
         hub.routes::<AppState<C>>(state.runner.engine.keys().clone());
-    let mut protected = Router::new()
-        .route("/v1/platforms", get(platforms::<C>))
-        .route("/v1/capture/start", post(capture_start::<C>))
-        .route("/v1/capture/finish", post(capture_finish::<C>))
-        .route("/v1/capture/cancel", post(capture_cancel::<C>))
-        .route("/v1/capture/status", post(capture_status_body::<C>))
-        .route("/v1/capture/{capture_id}", get(capture_status::<C>))
-        .route("/v1/probe", post(probe::<C>))
+    let mut protected = ApiRouter::new()
+        .api_route(
+            "/v1/platforms",
+            get_with(platforms::<C>, |o| {
+                o.id("listPlatforms")
+                    .summary("The platforms this runner knows, with their scopes and policies")
+            }),
+        )
+        .api_route(
+            "/v1/capture/start",
+            post_with(capture_start::<C>, |o| {
+                o.id("startCapture")
+                    .summary("Open a browser for a person to sign in through the live view")
+                    .needs(Right::Sessions)
+                    .errors(OPENS_A_BROWSER)
+                    .errors(&[codes::UNKNOWN_PLATFORM, codes::CAPTURE_LIMIT])
+            }),
+        )
+        .api_route(
+            "/v1/capture/finish",
+            post_with(capture_finish::<C>, |o| {
+                o.id("finishCapture")
+                    .summary("Export the signed-in session, filtered to the platform's scope")
+                    .needs(Right::Sessions)
+                    .errors(PLACED)
+                    .errors(&[
+                        codes::CAPTURE_NOT_FOUND,
+                        codes::CAPTURE_BROWSER_LOST,
+                        codes::NOT_AUTHENTICATED,
+                        codes::STORE_FAILED,
+                        codes::BROWSER_CRASHED,
+                    ])
+            }),
+        )
+        .api_route(
+            "/v1/capture/cancel",
+            post_with(capture_cancel::<C>, |o| {
+                o.id("cancelCapture")
+                    .summary("Close a capture's browser without exporting anything")
+                    .needs(Right::Sessions)
+                    .errors(PLACED)
+                    .errors(&[codes::CAPTURE_NOT_FOUND])
+            }),
+        )
+        .api_route(
+            "/v1/capture/status",
+            post_with(capture_status_body::<C>, |o| {
+                o.id("captureStatus")
+                    .summary("A capture's state (its id in the body: the id is a credential)")
+                    .needs(Right::Read)
+                    .errors(PLACED)
+                    .errors(&[codes::CAPTURE_NOT_FOUND])
+            }),
+        )
+        .api_route(
+            "/v1/capture/{capture_id}",
+            get_with(capture_status::<C>, |o| {
+                o.id("getCapture")
+                    .summary("A capture's state (its id in the path)")
+                    .needs(Right::Read)
+                    .errors(PLACED)
+                    .errors(&[codes::CAPTURE_NOT_FOUND])
+            }),
+        )
+        .api_route(
+            "/v1/probe",
+            post_with(probe::<C>, |o| {
+                o.id("probeSession")
+                    .summary("Check that a session is still signed in, changing nothing")
+                    .needs(Right::Sessions)
+                    .errors(OPENS_A_BROWSER)
+                    .errors(&[codes::UNKNOWN_PLATFORM, codes::SESSION_NOT_FOUND])
+            }),
+        )
         .merge(crate::posts::routes::<C>())
         .merge(crate::tasks::routes::<C>())
         .merge(crate::sessions::routes::<C>())
@@ -402,15 +474,49 @@ fn router<C: TaskContext + LiveSurface>(
         state.clone(),
         require_bearer::<C>,
     ));
-    Router::new()
-        .route("/v1/health", get(health))
-        .route("/v1/ready", get(crate::replica::ready::<C>))
+    let document = Arc::new(std::sync::OnceLock::new());
+    let mut api = aide::openapi::OpenApi::default();
+    let app = ApiRouter::new()
+        .api_route(
+            "/v1/health",
+            get_with(health, |o| {
+                o.id("health")
+                    .summary("Whether the process answers (no key needed)")
+            }),
+        )
+        .api_route(
+            "/v1/ready",
+            get_with(crate::replica::ready::<C>, |o| {
+                o.id("ready")
+                    .summary(
+                        "Whether this replica takes new work: 200 ready, 503 draining, full or \
+                         its store unreachable (no key needed; for balancers)",
+                    )
+                    .response::<200, Json<abr_protocol::Readiness>>()
+                    .response::<503, Json<abr_protocol::Readiness>>()
+            }),
+        )
+        .api_route(
+            crate::openapi::OPENAPI_PATH,
+            get_with(
+                {
+                    let document = Arc::clone(&document);
+                    move || async move { Json(document.get().cloned().unwrap_or_default()) }
+                },
+                |o| {
+                    o.id("openapi")
+                        .summary("This description: OpenAPI 3.1 (no key needed)")
+                },
+            ),
+        )
         .merge(protected)
         .merge(crate::live::routes::<C, AppState<C>>())
         .merge(crate::approve_page::routes::<C>())
         .merge(relay_connect)
         .merge(crate::enrollment::public_routes::<C>(hub.clone()))
-        .fallback(not_found)
+        .finish_api(&mut api);
+    let _ = document.set(crate::openapi::finish(&api));
+    app.fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(middleware::from_fn_with_state(

@@ -3,27 +3,58 @@
 //! a page at a time (`?state=&cursor=&limit=`; `nextCursor` while there is more).
 
 use abr_core::context::TaskContext;
+use abr_core::principal::Right;
 use abr_protocol::{
     ListParams, Page, PendingApprovals, PostRecord, StoredSessionInfo, TakeoverSummary, TaskRecord,
     codes,
 };
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
+use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::routing::get;
-use axum::{Json, Router};
 
 use crate::api_error::ApiError;
+use crate::openapi::Documented;
 use crate::state::AppState;
 use crate::tenant::Caller;
 
 /// The routes that are new paths (behind the bearer check); `GET /v1/tasks` is
 /// [`tasks`], routed with task creation.
-pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
-    Router::new()
-        .route("/v1/posts", get(posts::<C>))
-        .route("/v1/approvals", get(approvals::<C>))
-        .route("/v1/takeovers", get(takeovers::<C>))
-        .route("/v1/sessions", get(sessions::<C>))
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/posts",
+            get_with(posts::<C>, |o| {
+                o.id("listPosts")
+                    .summary("The tenant's posts, newest first (a page)")
+                    .needs(Right::Read)
+            }),
+        )
+        .api_route(
+            "/v1/approvals",
+            get_with(approvals::<C>, |o| {
+                o.id("listApprovals")
+                    .summary("Tasks pending approval (a page) and browse actions waiting")
+                    .needs(Right::Read)
+            }),
+        )
+        .api_route(
+            "/v1/takeovers",
+            get_with(takeovers::<C>, |o| {
+                o.id("listTakeovers")
+                    .summary("Takeovers requested or active")
+                    .needs(Right::Read)
+            }),
+        )
+        .api_route(
+            "/v1/sessions",
+            get_with(sessions::<C>, |o| {
+                o.id("listSessions")
+                    .summary("The ids the tenant keeps sessions under, with counts only")
+                    .needs(Right::Read)
+            }),
+        )
 }
 
 type Params = Result<Query<ListParams>, QueryRejection>;

@@ -6,28 +6,91 @@
 //! The tenant is `x-tenant-id`, else the body's `workspaceId`, else `default`; another
 //! tenant's post id is a 404.
 
+use abr_core::principal::Right;
 use abr_engine::PostReply;
+use abr_protocol::codes;
 use abr_protocol::{AssertNotPostedRequest, PostRecord, PostRequest, RecheckResult};
+use aide::axum::ApiRouter;
+use aide::axum::routing::{get_with, post_with};
+use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
+use crate::openapi::{Documented, OPENS_A_BROWSER};
 use crate::state::AppState;
 use crate::tenant::{Caller, one_header};
 use abr_core::context::TaskContext;
 
 /// The routes (behind the bearer check).
-pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
-    Router::new()
-        .route("/v1/post", post(post_job::<C>))
-        .route("/v1/posts/{id}", get(get_post::<C>))
-        .route("/v1/posts/{id}/recheck", post(recheck::<C>))
-        .route(
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/post",
+            post_with(post_job::<C>, |o| {
+                o.id("createPost")
+                    .summary("Post with a platform strategy on a stored or inline session")
+                    .description(
+                        "200 with the outcome once the job ran (`postId` names its record); a \
+                         repeated `Idempotency-Key` answers the original (header \
+                         `idempotent-replayed: true`), waiting for it while it runs here; 202 \
+                         with the record while it runs elsewhere. An `uncertain` outcome may \
+                         have been published: never post it again blindly (re-check it).",
+                    )
+                    .needs(Right::Post)
+                    .header(
+                        "idempotency-key",
+                        "Makes the post happen at most once per tenant and key: a repeat \
+                         answers the original outcome.",
+                    )
+                    .response::<200, Json<abr_protocol::AgentPostResult>>()
+                    .response::<202, Json<PostRecord>>()
+                    .errors(OPENS_A_BROWSER)
+                    .errors(&[
+                        codes::UNKNOWN_PLATFORM,
+                        codes::SESSION_NOT_FOUND,
+                        codes::SESSION_BOUND,
+                        codes::IDEMPOTENCY_KEY_REUSED,
+                        codes::EXECUTION_DENIED,
+                        codes::INVALID_SCOPE,
+                        codes::STRATEGY_PANICKED,
+                        codes::JOB_PANICKED,
+                        codes::UNSUPPORTED,
+                    ])
+            }),
+        )
+        .api_route(
+            "/v1/posts/{id}",
+            get_with(get_post::<C>, |o| {
+                o.id("getPost")
+                    .summary("A post's record")
+                    .needs(Right::Read)
+                    .errors(&[codes::POST_NOT_FOUND])
+            }),
+        )
+        .api_route(
+            "/v1/posts/{id}/recheck",
+            post_with(recheck::<C>, |o| {
+                o.id("recheckPost")
+                    .summary("Look again whether an uncertain post was published (changes nothing)")
+                    .needs(Right::Recheck)
+                    .errors(OPENS_A_BROWSER)
+                    .errors(&[codes::POST_NOT_FOUND, codes::NOT_UNCERTAIN])
+            }),
+        )
+        .api_route(
             "/v1/posts/{id}/assert-not-posted",
-            post(assert_not_posted::<C>),
+            post_with(assert_not_posted::<C>, |o| {
+                o.id("assertPostNotPosted")
+                    .summary("A person asserts an uncertain post did not happen (allows one new attempt)")
+                    .needs(Right::Assert)
+                    .errors(&[
+                        codes::POST_NOT_FOUND,
+                        codes::NOT_UNCERTAIN,
+                        codes::ALREADY_ASSERTED,
+                    ])
+            }),
         )
 }
 

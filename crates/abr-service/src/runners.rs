@@ -6,19 +6,28 @@
 use abr_core::context::TaskContext;
 use abr_core::principal::Right;
 use abr_protocol::relay::RunnersResponse;
-use axum::routing::get;
-use axum::{Json, Router};
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
+use axum::Json;
 
 use crate::api_error::ApiError;
+use crate::openapi::Documented;
 use crate::relay::Hub;
 use crate::state::AppState;
 use crate::tenant::Caller;
 
 /// The route (behind the bearer check), on `hub`.
-pub(crate) fn routes<C: TaskContext>(hub: Hub) -> Router<AppState<C>> {
-    Router::new().route(
+pub(crate) fn routes<C: TaskContext>(hub: Hub) -> ApiRouter<AppState<C>> {
+    ApiRouter::new().api_route(
         "/v1/runners",
-        get(move |caller: Caller| list(hub.clone(), caller)),
+        get_with(
+            move |caller: Caller| list(hub.clone(), caller),
+            |o| {
+                o.id("listRunners")
+                    .summary("The tenant's relay runners connected now")
+                    .needs(Right::Read)
+            },
+        ),
     )
 }
 

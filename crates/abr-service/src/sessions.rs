@@ -2,22 +2,53 @@
 //! refreshed session under an id of its own and runs tasks and posts with `sessionId`; every
 //! job that uses it writes the refreshed (scoped) state back.
 
+use abr_core::principal::Right;
 use abr_protocol::{StoreSessionRequest, StoredSession, StoredSessionInfo, codes};
+use aide::axum::ApiRouter;
+use aide::axum::routing::put_with;
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::put;
-use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
+use crate::openapi::Documented;
 use crate::state::AppState;
 use crate::tenant::Caller;
 use abr_core::context::TaskContext;
 
 /// The routes (behind the bearer check).
-pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
-    Router::new().route(
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    ApiRouter::new().api_route(
         "/v1/sessions/{id}",
-        put(store::<C>).get(restore::<C>).delete(forget::<C>),
+        put_with(store::<C>, |o| {
+            o.id("storeSession")
+                .summary("Keep a session under an id, filtered to its platform's scope")
+                .description("Answers counts, never cookie or storage values.")
+                .needs(Right::Sessions)
+                .errors(&[
+                    codes::UNKNOWN_PLATFORM,
+                    codes::INVALID_SCOPE,
+                    codes::SESSION_BOUND,
+                    codes::STORE_FAILED,
+                ])
+        })
+        .get_with(restore::<C>, |o| {
+            o.id("getSession")
+                .summary("The session as kept, with every refresh since (restore)")
+                .description(
+                    "A session bound to a read-only or attended-only platform is read out to \
+                     operators only.",
+                )
+                .needs(Right::Sessions)
+                .errors(&[codes::SESSION_NOT_FOUND, codes::STORE_FAILED])
+        })
+        .delete_with(forget::<C>, |o| {
+            o.id("deleteSession")
+                .summary("Forget a kept session")
+                .needs(Right::Sessions)
+                .response::<204, ()>()
+                .errors(&[codes::SESSION_NOT_FOUND])
+        }),
     )
 }
 

@@ -4,23 +4,47 @@
 //! audited with the person who made it (by the engine, where it is decided).
 
 use abr_core::guard::site_name;
+use abr_core::principal::Right;
 use abr_protocol::{SiteDecisionRequest, SiteEntry, SitesResponse, codes};
+use aide::axum::ApiRouter;
+use aide::axum::routing::{get_with, put_with};
+use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, put};
-use axum::{Json, Router};
 
 use crate::api_error::{ApiError, ApiJson};
+use crate::openapi::Documented;
 use crate::state::AppState;
 use crate::tenant::Caller;
 use abr_core::context::TaskContext;
 
 /// The routes (behind the bearer check).
-pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
-    Router::new()
-        .route("/v1/sites", get(list::<C>))
-        .route("/v1/sites/{domain}", put(decide::<C>).delete(remove::<C>))
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/sites",
+            get_with(list::<C>, |o| {
+                o.id("listSites")
+                    .summary("The tenant's site decisions, sorted by domain")
+                    .needs(Right::Read)
+            }),
+        )
+        .api_route(
+            "/v1/sites/{domain}",
+            put_with(decide::<C>, |o| {
+                o.id("decideSite")
+                    .summary("Allow or deny a site for the tenant's browse sessions")
+                    .needs(Right::TenantSettings)
+            })
+            .delete_with(remove::<C>, |o| {
+                o.id("removeSite")
+                    .summary("Forget a site decision")
+                    .needs(Right::TenantSettings)
+                    .response::<204, ()>()
+                    .errors(&[codes::SITE_NOT_FOUND])
+            }),
+        )
 }
 
 /// `GET /v1/sites`: the tenant's decisions, sorted by domain.

@@ -11,21 +11,28 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use abr_core::principal::Right;
 use abr_protocol::codes;
 use abr_protocol::{
     ApprovalLink, ApproveRequest, AssertNotPostedRequest, PlanStep, RecheckResult, RejectRequest,
     TakeoverAnswer, TakeoverStarted, TakeoverState, TaskRecord, TaskRequest,
 };
+use aide::axum::ApiRouter;
+use aide::axum::routing::{get_with, post_with};
+use aide::generate::GenContext;
+use aide::openapi::Operation;
+use aide::operation::OperationInput;
+use axum::Json;
+use axum::extract::{FromRequest, Request};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use futures::Stream;
 
 use crate::api_error::{ApiError, ApiJson, ApiPath};
 use crate::json_detail::{JsonDetail, read_value};
+use crate::openapi::{Documented, EventStream, Image, OPENS_A_BROWSER, PLACED};
 use crate::state::AppState;
 use crate::tenant::{Caller, one_header};
 use abr_core::context::TaskContext;
@@ -38,25 +45,209 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 const POLL_EVERY: Duration = Duration::from_millis(200);
 
 /// The routes of the task API (behind the bearer check).
-pub(crate) fn routes<C: TaskContext>() -> Router<AppState<C>> {
-    Router::new()
-        .route("/v1/tasks", post(create::<C>).get(crate::lists::tasks::<C>))
-        .route("/v1/tasks/{id}", get(get_task::<C>))
-        .route("/v1/tasks/{id}/events", get(events::<C>))
-        .route("/v1/tasks/{id}/approve", post(approve::<C>))
-        .route("/v1/tasks/{id}/reject", post(reject::<C>))
-        .route("/v1/tasks/{id}/approval-link", post(approval_link::<C>))
-        .route("/v1/tasks/{id}/recheck", post(recheck::<C>))
-        .route(
-            "/v1/tasks/{id}/assert-not-posted",
-            post(assert_not_posted::<C>),
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    let task_codes = &[codes::TASK_NOT_FOUND];
+    ApiRouter::new()
+        .api_route(
+            "/v1/tasks",
+            post_with(create::<C>, |o| {
+                o.id("createTask")
+                    .summary("Propose a task: a step plan that runs once a person approves it")
+                    .description(
+                        "201 with the new task (`pending_approval`, or `queued` and running \
+                         when the approval rule lets it through); 200 with the original for a \
+                         repeated `Idempotency-Key` (header `idempotent-replayed: true`).",
+                    )
+                    .needs(Right::Propose)
+                    .header(
+                        "idempotency-key",
+                        "Creates the task at most once per tenant and key.",
+                    )
+                    .header(
+                        "x-proposal-id",
+                        "The orchestrator's id for this proposal (as the body's `proposalId`).",
+                    )
+                    .response::<201, Json<TaskRecord>>()
+                    .response::<200, Json<TaskRecord>>()
+                    .errors(&[
+                        codes::INVALID_PLAN,
+                        codes::UNKNOWN_PLATFORM,
+                        codes::SESSION_NOT_FOUND,
+                        codes::SESSION_BOUND,
+                        codes::IDEMPOTENCY_KEY_REUSED,
+                        codes::EXECUTION_DENIED,
+                        codes::STORE_FAILED,
+                    ])
+            })
+            .get_with(crate::lists::tasks::<C>, |o| {
+                o.id("listTasks")
+                    .summary("The tenant's tasks, newest first (a page)")
+                    .needs(Right::Read)
+            }),
         )
-        .route("/v1/tasks/{id}/retry", post(retry::<C>))
-        .route("/v1/tasks/{id}/screenshots/{name}", get(screenshot::<C>))
-        .route("/v1/tasks/{id}/takeover", post(take_over::<C>))
-        .route("/v1/tasks/{id}/takeover/resume", post(resume::<C>))
-        .route("/v1/tasks/{id}/takeover/end", post(end_takeover::<C>))
-        .route("/v1/tasks/{id}/takeover/input", post(supply_input::<C>))
+        .api_route(
+            "/v1/tasks/{id}",
+            get_with(get_task::<C>, |o| {
+                o.id("getTask")
+                    .summary("A task's record; with `waitSecs`, once it ended or that long passed")
+                    .needs(Right::Read)
+                    .errors(task_codes)
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/events",
+            get_with(events::<C>, |o| {
+                o.id("streamTask")
+                    .summary("A task's record each time it changes, until it ends (server-sent events)")
+                    .needs(Right::Read)
+                    .errors(task_codes)
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/approve",
+            post_with(approve::<C>, |o| {
+                o.id("approveTask")
+                    .summary("Approve the plan whose hash the approver saw: it runs")
+                    .needs(Right::Approve)
+                    .errors(task_codes)
+                    .errors(&[
+                        codes::TASK_NOT_PENDING,
+                        codes::PLAN_HASH_MISMATCH,
+                        codes::SELF_APPROVAL,
+                        codes::BINDING_MISMATCH,
+                        codes::OVERLOADED,
+                        codes::TENANT_CONCURRENCY_LIMIT,
+                        codes::TENANT_DAILY_LIMIT,
+                    ])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/reject",
+            post_with(reject::<C>, |o| {
+                o.id("rejectTask")
+                    .summary("Reject a pending task: it never runs")
+                    .needs(Right::Approve)
+                    .errors(task_codes)
+                    .errors(&[codes::TASK_NOT_PENDING, codes::SELF_APPROVAL])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/approval-link",
+            post_with(approval_link::<C>, |o| {
+                o.id("createTaskApprovalLink")
+                    .summary("A one-time link for a person without a key to approve or reject")
+                    .needs(Right::Approve)
+                    .response::<201, Json<ApprovalLink>>()
+                    .errors(task_codes)
+                    .errors(&[codes::TASK_NOT_PENDING])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/recheck",
+            post_with(recheck::<C>, |o| {
+                o.id("recheckTask")
+                    .summary("Look again whether an uncertain task's action happened (changes nothing)")
+                    .needs(Right::Recheck)
+                    .errors(task_codes)
+                    .errors(OPENS_A_BROWSER)
+                    .errors(&[codes::NOT_UNCERTAIN])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/assert-not-posted",
+            post_with(assert_not_posted::<C>, |o| {
+                o.id("assertTaskNotPosted")
+                    .summary("A person asserts an uncertain task's action did not happen (allows one retry)")
+                    .needs(Right::Assert)
+                    .errors(task_codes)
+                    .errors(&[codes::NOT_UNCERTAIN, codes::ALREADY_ASSERTED])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/retry",
+            post_with(retry::<C>, |o| {
+                o.id("retryTask")
+                    .summary("Run a failed (or asserted) task again as a new task")
+                    .needs(Right::Post)
+                    .response::<201, Json<TaskRecord>>()
+                    .errors(task_codes)
+                    .errors(&[codes::TASK_NOT_RETRYABLE, codes::TENANT_RETRY_LIMIT])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/screenshots/{name}",
+            get_with(screenshot::<C>, |o| {
+                o.id("getTaskScreenshot")
+                    .summary("A screenshot a task's step took")
+                    .needs(Right::Read)
+                    .response::<200, Image>()
+                    .errors(task_codes)
+                    .errors(&[codes::NOT_FOUND])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/takeover",
+            post_with(take_over::<C>, |o| {
+                o.id("takeOverTask")
+                    .summary("A person takes over a paused run: answers the live view's URL")
+                    .needs(Right::ResolvePause)
+                    .errors(task_codes)
+                    .errors(PLACED)
+                    .errors(&[codes::NO_TAKEOVER, codes::TAKEOVER_OVER, codes::TAKEOVER_PENDING])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/takeover/resume",
+            post_with(resume::<C>, |o| {
+                o.id("resumeTask")
+                    .summary("The run continues where it paused")
+                    .needs(Right::ResolvePause)
+                    .errors(task_codes)
+                    .errors(PLACED)
+                    .errors(&[codes::NO_TAKEOVER, codes::TAKEOVER_OVER])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/takeover/end",
+            post_with(end_takeover::<C>, |o| {
+                o.id("endTakeover")
+                    .summary("The paused run stops without acting")
+                    .needs(Right::ResolvePause)
+                    .errors(task_codes)
+                    .errors(PLACED)
+                    .errors(&[codes::NO_TAKEOVER, codes::TAKEOVER_OVER])
+            }),
+        )
+        .api_route(
+            "/v1/tasks/{id}/takeover/input",
+            post_with(supply_input::<C>, |o| {
+                o.id("supplyInput")
+                    .summary("A person supplies the value a paused run asked for")
+                    .needs(Right::ResolvePause)
+                    .errors(task_codes)
+                    .errors(PLACED)
+                    .errors(&[codes::NO_TAKEOVER, codes::INPUT_NOT_ACCEPTED])
+            }),
+        )
+}
+
+/// A task request, read as JSON first: its steps are read one by one for an error that
+/// names the step ([`task_request`]); described as the [`TaskRequest`] it must be.
+struct TaskBody(serde_json::Value);
+
+impl<S: Send + Sync> FromRequest<S> for TaskBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let ApiJson(value) = ApiJson::<serde_json::Value>::from_request(req, state).await?;
+        Ok(Self(value))
+    }
+}
+
+impl OperationInput for TaskBody {
+    fn operation_input(ctx: &mut GenContext, operation: &mut Operation) {
+        ApiJson::<TaskRequest>::operation_input(ctx, operation);
+    }
 }
 
 /// `POST /v1/tasks/{id}/takeover`: `requested → active` for a paused task; answers the live
@@ -132,7 +323,7 @@ async fn create<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<serde_json::Value>,
+    TaskBody(body): TaskBody,
 ) -> Result<Response, ApiError> {
     let mut request = task_request(body)?;
     let actor = caller.actor(request.tenant_id.as_deref())?;
@@ -203,9 +394,11 @@ fn with_location(status: StatusCode, record: TaskRecord, replayed: bool) -> Resp
 }
 
 /// `?waitSecs=N`: a long poll, answering once the task ended or N seconds passed.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct WaitQuery {
+    /// Answer once the task ended or this many seconds passed (at most 60, and within the
+    /// request deadline).
     wait_secs: Option<u64>,
 }
 
@@ -271,7 +464,7 @@ async fn events<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<EventStream<impl Stream<Item = Result<Event, Infallible>>, TaskRecord>, ApiError> {
     let actor = caller.actor(None)?;
     // Subscribed before the first read: every change after it wakes the stream at once.
     let events = state.runner.engine.subscribe_events(&actor, None).await?;
@@ -316,7 +509,9 @@ async fn events<C: TaskContext>(
             }
         },
     );
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(EventStream::new(
+        Sse::new(stream).keep_alive(KeepAlive::default()),
+    ))
 }
 
 async fn approve<C: TaskContext>(

@@ -76,6 +76,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
+impl aide::operation::OperationInput for Caller {
+    fn operation_input(
+        _: &mut aide::generate::GenContext,
+        operation: &mut aide::openapi::Operation,
+    ) {
+        crate::openapi::keyed(operation);
+    }
+}
+
 /// The value of a header that may appear at most once, as UTF-8.
 pub(crate) fn one_header(headers: &HeaderMap, name: &str) -> Result<Option<String>, ApiError> {
     let mut values = headers.get_all(name).iter();

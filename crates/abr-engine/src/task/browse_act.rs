@@ -551,7 +551,7 @@ impl<C: TaskContext> TaskRunner<C> {
             browse_id: id.to_owned(),
             closed: true,
             actions: results.len(),
-            committing: results.iter().filter(|r| r.committing).count(),
+            committing_actions: results.iter().filter(|r| r.committing).count(),
         })
     }
 }

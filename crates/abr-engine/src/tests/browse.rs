@@ -176,7 +176,7 @@ async fn a_brain_reads_acts_and_closes_and_the_record_says_what_it_did() {
     assert_eq!(h.provider.open_leases(), 1);
 
     let closed = h.runner.browse_close(T, &id).await.unwrap();
-    assert_eq!((closed.actions, closed.committing), (3, 1));
+    assert_eq!((closed.actions, closed.committing_actions), (3, 1));
     assert_eq!(h.provider.open_leases(), 0, "the browser is released");
     let record = h.runner.get(T, &id).await.unwrap();
     assert_eq!(record.state, TaskState::Closed);
@@ -515,7 +515,7 @@ async fn what_a_page_posts_is_refused_under_read_only_and_committing_otherwise()
             assert!(record.step_results[1].committing);
         }
         let closed = h.runner.browse_close(T, &opened.browse_id).await.unwrap();
-        assert_eq!(closed.committing, usize::from(!read_only));
+        assert_eq!(closed.committing_actions, usize::from(!read_only));
     }
 }
 
@@ -749,7 +749,7 @@ async fn a_write_the_rule_did_not_foresee_is_held_below_the_page_until_approved(
         "the approved action's write left, once"
     );
     let closed = h.runner.browse_close(T, &id).await.unwrap();
-    assert_eq!(closed.committing, 1);
+    assert_eq!(closed.committing_actions, 1);
 }
 
 #[tokio::test]

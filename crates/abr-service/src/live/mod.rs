@@ -19,12 +19,12 @@ pub(crate) mod wire;
 use abr_core::{LiveSurface, new_token};
 use abr_engine::LiveAttachment;
 use abr_protocol::codes;
-use axum::Router;
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
 
 use std::sync::Arc;
 
@@ -104,18 +104,57 @@ pub(crate) fn origin_checked_by_hub<B>(request: &mut axum::http::Request<B>) {
         .insert(OriginCheckedByHub { _private: () });
 }
 
-pub(crate) fn routes<C, S>() -> Router<S>
+pub(crate) fn routes<C, S>() -> ApiRouter<S>
 where
     C: TaskContext + LiveSurface,
     S: Clone + Send + Sync + 'static,
     LiveApp<C>: FromRef<S>,
 {
-    Router::new()
-        .route("/live/{token}", get(viewer::<C>))
-        .route("/live/{token}/ws", get(screencast::<C>))
-        .route("/live/{token}/view", get(proxied::<C>))
-        .route("/live/{token}/view/", get(proxied::<C>))
-        .route("/live/{token}/view/{*rest}", get(proxied::<C>))
+    use crate::openapi::{Documented, Page, Socket};
+    fn proxied_view(
+        o: aide::transform::TransformOperation<'_>,
+    ) -> aide::transform::TransformOperation<'_> {
+        o.summary("The provider's own viewer, proxied (where the provider has one)")
+            .response::<200, Page>()
+            .errors(&[codes::LIVE_VIEW_NOT_FOUND, codes::LIVE_VIEW_UNAVAILABLE])
+    }
+    ApiRouter::new()
+        .api_route(
+            "/live/{token}",
+            get_with(viewer::<C>, |o| {
+                o.id("liveView")
+                    .summary("The live view: a person sees and drives the capture's or takeover's browser")
+                    .description("The token in the path is the credential (no key); single page, never cached.")
+                    .response::<200, Page>()
+                    .errors(&[codes::LIVE_VIEW_NOT_FOUND])
+            }),
+        )
+        .api_route(
+            "/live/{token}/ws",
+            get_with(screencast::<C>, |o| {
+                o.id("liveViewSocket")
+                    .summary("The live view's screencast and input (a WebSocket, from the view's own origin)")
+                    .response::<101, Socket>()
+                    .errors(&[
+                        codes::LIVE_VIEW_NOT_FOUND,
+                        codes::WEBSOCKET_REQUIRED,
+                        codes::ORIGIN_NOT_ALLOWED,
+                        codes::LIVE_VIEW_LIMIT,
+                    ])
+            }),
+        )
+        .api_route(
+            "/live/{token}/view",
+            get_with(proxied::<C>, |o| proxied_view(o.id("liveProviderView"))),
+        )
+        .api_route(
+            "/live/{token}/view/",
+            get_with(proxied::<C>, |o| proxied_view(o.id("liveProviderViewRoot"))),
+        )
+        .api_route(
+            "/live/{token}/view/{*rest}",
+            get_with(proxied::<C>, |o| proxied_view(o.id("liveProviderViewPath"))),
+        )
 }
 
 fn gone() -> ApiError {

@@ -402,9 +402,36 @@ fn annotations(name: &str) -> ToolAnnotations {
     hints
 }
 
+/// The root schema of `T` with ABR's settings (JSON Schema 2020-12, standard formats only:
+/// the OpenAPI description's), for `T`'s deserialized form (an argument) or serialized form
+/// (a result), as MCP wants it: a root of type `object`, without the type's own title.
+fn root_schema<T: JsonSchema>(serialized: bool) -> Result<Arc<JsonObject>, String> {
+    let settings = abr_protocol::schema::settings();
+    let settings = if serialized {
+        settings.for_serialize()
+    } else {
+        settings
+    };
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let Value::Object(mut object) = schema.to_value() else {
+        return Err("a tool's schema is not an object".to_owned());
+    };
+    object.remove("title");
+    if serialized {
+        // Every answer and every refusal is a JSON object.
+        object.insert("type".to_owned(), Value::from("object"));
+    }
+    match object.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(Arc::new(object)),
+        _ => Err("a tool's schema must have the root type object".to_owned()),
+    }
+}
+
 /// The input schema of tool `name`.
 fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
-    use rmcp::handler::server::common::schema_for_input as input;
+    fn input<T: JsonSchema>() -> Result<Arc<JsonObject>, String> {
+        root_schema::<T>(false)
+    }
     match name {
         BROWSE_OPEN => input::<BrowseOpenArgs>(),
         BROWSE_SNAPSHOT => input::<BrowseSnapshotArgs>(),
@@ -414,6 +441,62 @@ fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
         POST => input::<PostSchema>(),
         TASK_CREATE => input::<TaskSchema>(),
         TASK_STATUS => input::<TaskStatusArgs>(),
+        other => Err(format!("no tool {other}")),
+    }
+}
+
+/// A tool's `structuredContent` when the call was refused: the API's error envelope with
+/// the HTTP status it came with.
+#[derive(Debug, Serialize, JsonSchema)]
+struct ToolRefusal {
+    /// The HTTP status of the API's answer.
+    status: u16,
+    /// The API's error: its stable code, a message, whether a retry may pass.
+    error: abr_protocol::ErrorBody,
+}
+
+/// A tool's `structuredContent`: its answer `T`, or the refusal (a schema only: the
+/// content itself is the API's answer, forwarded).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+#[expect(
+    dead_code,
+    reason = "described, never built: the API's answer is forwarded"
+)]
+enum ToolAnswer<T> {
+    /// What the API answered.
+    Answer(T),
+    /// What the API refused with.
+    Refused(ToolRefusal),
+}
+
+/// `post`'s answer: the outcome once the job ran, or the record while it runs elsewhere.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+#[expect(
+    dead_code,
+    reason = "described, never built: the API's answer is forwarded"
+)]
+enum PostAnswer {
+    /// The outcome (200).
+    Ran(Box<abr_protocol::AgentPostResult>),
+    /// The record of a post still running (202).
+    Running(Box<abr_protocol::PostRecord>),
+}
+
+/// The output schema of tool `name`: what its `structuredContent` is, answered or refused.
+fn output_schema(name: &str) -> Result<Arc<JsonObject>, String> {
+    fn output<T: JsonSchema>() -> Result<Arc<JsonObject>, String> {
+        root_schema::<ToolAnswer<T>>(true)
+    }
+    match name {
+        BROWSE_OPEN => output::<abr_protocol::BrowseOpened>(),
+        BROWSE_SNAPSHOT => output::<abr_protocol::Snapshot>(),
+        BROWSE_CLOSE => output::<abr_protocol::BrowseClosed>(),
+        BROWSE_ACT => output::<abr_protocol::ActResponse>(),
+        BROWSE_REQUEST_INPUT => output::<abr_protocol::BrowsePause>(),
+        POST => output::<PostAnswer>(),
+        TASK_CREATE | TASK_STATUS => output::<abr_protocol::TaskRecord>(),
         other => Err(format!("no tool {other}")),
     }
 }
@@ -447,8 +530,17 @@ pub(crate) fn tool(name: &str, read_only: bool) -> Option<Tool> {
             return None;
         }
     };
+    let output = match output_schema(name) {
+        Ok(schema) => schema,
+        Err(e) => {
+            tracing::error!(tool = name, error = %e, "a tool's output schema is invalid");
+            return None;
+        }
+    };
     let name = ALL.into_iter().find(|t| *t == name)?;
-    Some(Tool::new(name, description(name), schema).with_annotations(annotations(name)))
+    let mut tool = Tool::new(name, description(name), schema).with_annotations(annotations(name));
+    tool.output_schema = Some(output);
+    Some(tool)
 }
 
 /// The tools a server with `read_only` lists.

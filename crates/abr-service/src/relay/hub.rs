@@ -8,13 +8,14 @@ use abr_store::PlacementKind;
 
 use abr_protocol::codes;
 use abr_protocol::relay::{RelayFrame, RelayHello, RelayTokenRequest, RelayTokenResponse};
+use aide::axum::ApiRouter;
+use aide::axum::routing::{get_with, post_with};
 use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
@@ -258,16 +259,40 @@ impl Hub {
     pub(crate) fn routes<S: Clone + Send + Sync + 'static>(
         &self,
         keys: abr_engine::Keys,
-    ) -> (axum::Router<S>, axum::Router<S>) {
+    ) -> (ApiRouter<S>, ApiRouter<S>) {
+        use crate::openapi::{Documented, Socket};
         let state = RelayState {
             hub: self.clone(),
             keys,
         };
-        let tokens = axum::Router::new()
-            .route(TOKENS_PATH, post(mint))
+        let tokens = ApiRouter::new()
+            .api_route(
+                TOKENS_PATH,
+                post_with(mint, |o| {
+                    o.id("mintRelayToken")
+                        .summary("A short-lived relay token for a runner to connect (its credential's own runner id)")
+                        .keyed()
+                        .needs(abr_core::principal::Right::Relay)
+                        .errors(&[codes::RUNNER_CONFLICT])
+                }),
+            )
             .with_state(state.clone());
-        let connect = axum::Router::new()
-            .route("/v1/relay/{runner_id}/connect", get(connect))
+        let connect = ApiRouter::new()
+            .api_route(
+                "/v1/relay/{runner_id}/connect",
+                get_with(connect, |o| {
+                    o.id("connectRunner")
+                        .summary("A relay runner's outbound link (a WebSocket; a relay token as its bearer)")
+                        .response::<101, Socket>()
+                        .errors(&[
+                            codes::UNAUTHORIZED,
+                            codes::INVALID_REQUEST,
+                            codes::WEBSOCKET_REQUIRED,
+                            codes::RUNNER_TOO_OLD,
+                            codes::RUNNER_CONFLICT,
+                        ])
+                }),
+            )
             .with_state(state);
         (tokens, connect)
     }

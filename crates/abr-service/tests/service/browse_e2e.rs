@@ -266,7 +266,7 @@ async fn a_brain_posts_through_snapshots_and_a_read_only_session_cannot() {
     );
     assert_eq!(posts_with(&stack, &text).await, 1, "ground truth: one post");
     let closed = client.browse_close(TENANT, &id).await.unwrap();
-    assert_eq!((closed.actions, closed.committing), (3, 1));
+    assert_eq!((closed.actions, closed.committing_actions), (3, 1));
     let record = client.get_task(TENANT, &id).await.unwrap();
     assert!(record.browse);
     assert_eq!(record.state, TaskState::Closed);

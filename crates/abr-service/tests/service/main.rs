@@ -32,6 +32,7 @@ mod lists;
 mod live_view;
 mod mcp_api;
 mod mcp_client;
+mod openapi;
 mod posts_api;
 mod principals;
 mod read_only_attacks;

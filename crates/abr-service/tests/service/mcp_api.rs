@@ -151,9 +151,15 @@ async fn a_client_initializes_and_lists_the_tools() {
             "task_status"
         ]
     );
+    // No tool takes or hands out screenshots (a record's answer may name its frames).
     let answer = request(&s.app, None, "tools/list", json!({})).await;
-    let tools = answer["result"]["tools"].to_string();
-    assert!(!tools.contains("screenshot"), "{tools}");
+    for tool in answer["result"]["tools"].as_array().unwrap() {
+        let offered = format!(
+            "{} {} {}",
+            tool["name"], tool["description"], tool["inputSchema"]
+        );
+        assert!(!offered.contains("screenshot"), "{offered}");
+    }
 }
 
 #[tokio::test]
@@ -514,4 +520,171 @@ async fn a_model_reads_the_snapshot_as_compact_text_and_pages_through_it() {
     )
     .await;
     assert_eq!(rpc_error(&answer), -32602, "{answer}");
+}
+
+/// Every `format` a schema uses (a property named `format` is an object, not one).
+fn formats(schema: &Value) -> Vec<String> {
+    match schema {
+        Value::Object(map) => map
+            .iter()
+            .flat_map(|(key, value)| match (key.as_str(), value) {
+                ("format", Value::String(f)) => vec![f.clone()],
+                _ => formats(value),
+            })
+            .collect(),
+        Value::Array(items) => items.iter().flat_map(formats).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Every tool's `outputSchema`, by name, as a JSON Schema 2020-12 validator.
+async fn output_validators(
+    app: &Router,
+) -> std::collections::BTreeMap<String, jsonschema::Validator> {
+    let answer = request(app, None, "tools/list", json!({})).await;
+    let mut validators = std::collections::BTreeMap::new();
+    for tool in answer["result"]["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap().to_owned();
+        let schema = &tool["outputSchema"];
+        assert_eq!(schema["type"], "object", "{name}: an object schema");
+        for input_or_output in [&tool["inputSchema"], schema] {
+            jsonschema::meta::validate(input_or_output)
+                .unwrap_or_else(|e| panic!("{name}: not a valid 2020-12 schema: {e}"));
+            for format in formats(input_or_output) {
+                assert!(
+                    ["date-time", "uri", "email", "uuid"].contains(&format.as_str()),
+                    "{name}: format {format} is not a standard one"
+                );
+            }
+        }
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(schema)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        validators.insert(name, validator);
+    }
+    validators
+}
+
+/// Calls `name` and checks its `structuredContent` against the tool's `outputSchema`.
+async fn checked(
+    app: &Router,
+    validators: &std::collections::BTreeMap<String, jsonschema::Validator>,
+    name: &str,
+    arguments: Value,
+) -> (bool, Value) {
+    let answer = call_tool(app, None, name, arguments).await;
+    let (failed, structured) = result(&answer);
+    let errors: Vec<String> = validators[name]
+        .iter_errors(&structured)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{name} answered outside its outputSchema: {errors:#?}\n{structured}"
+    );
+    (failed, structured)
+}
+
+#[tokio::test]
+async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
+    let provider = abr_core::testing::FakeProvider::new();
+    provider.page().set_facts(
+        "#go",
+        abr_core::guard::ElementFacts {
+            tag: "button".into(),
+            name: "Go".into(),
+            ..abr_core::guard::ElementFacts::default()
+        },
+    );
+    let s = fake_stack_with(provider, |_| {});
+    let app = &s.app;
+    let validators = output_validators(app).await;
+    assert_eq!(validators.len(), 8, "every tool declares its output");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut note = |name: &str, failed: bool| {
+        seen.insert((name.to_owned(), failed));
+    };
+    // Answers.
+    let (failed, opened) = checked(
+        app,
+        &validators,
+        "browse_open",
+        json!({"url": "https://fake.example/"}),
+    )
+    .await;
+    note("browse_open", failed);
+    let id = opened["browseId"].as_str().unwrap().to_owned();
+    let (failed, _) = checked(app, &validators, "browse_snapshot", json!({"browseId": id})).await;
+    note("browse_snapshot", failed);
+    let (failed, _) = checked(
+        app,
+        &validators,
+        "browse_act",
+        json!({"browseId": id, "action": "click", "ref": "e1"}),
+    )
+    .await;
+    note("browse_act", failed);
+    let (failed, _) = checked(
+        app,
+        &validators,
+        "browse_request_input",
+        json!({"browseId": id, "ref": "e1", "prompt": "Your name?"}),
+    )
+    .await;
+    note("browse_request_input", failed);
+    let (failed, _) = checked(app, &validators, "browse_close", json!({"browseId": id})).await;
+    note("browse_close", failed);
+    let (failed, _) = checked(app, &validators, "post", post_args("hello")).await;
+    note("post", failed);
+    let (failed, created) = checked(app, &validators, "task_create", task_plan()).await;
+    note("task_create", failed);
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    let (failed, _) = checked(app, &validators, "task_status", json!({"taskId": task})).await;
+    note("task_status", failed);
+    // Refusals: the API's envelope with its status.
+    for (name, arguments) in [
+        ("browse_snapshot", json!({"browseId": "nobody"})),
+        (
+            "browse_act",
+            json!({"browseId": "nobody", "action": "click", "ref": "e1"}),
+        ),
+        ("browse_close", json!({"browseId": "nobody"})),
+        (
+            "browse_request_input",
+            json!({"browseId": "nobody", "ref": "e1", "prompt": "x"}),
+        ),
+        ("task_status", json!({"taskId": "nobody"})),
+        (
+            "browse_open",
+            json!({"url": "https://fake.example/", "platform": "nowhere"}),
+        ),
+        (
+            "post",
+            json!({"platform": "nowhere", "session": {"cookies": [], "origins": []},
+            "content": {"text": "x"}}),
+        ),
+        (
+            "task_create",
+            json!({"plan": {"targetUrl": "https://fake.example/", "steps": [],
+            "verification": {"method": "dom_check", "selector": "h1"}, "risk": "low"}}),
+        ),
+    ] {
+        let (failed, refused) = checked(app, &validators, name, arguments).await;
+        assert!(failed, "{name}: {refused}");
+        assert!(refused["status"].as_u64().unwrap() >= 400, "{refused}");
+        note(name, failed);
+    }
+    // Each tool was seen answering and refusing.
+    for name in validators.keys() {
+        assert!(
+            seen.contains(&(name.clone(), true)),
+            "{name} refused nowhere"
+        );
+    }
+    assert!(
+        seen.iter().filter(|(_, failed)| !failed).count() >= 7,
+        "answers: {seen:?}"
+    );
 }

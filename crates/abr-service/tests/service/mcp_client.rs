@@ -185,6 +185,7 @@ fn browse_steps(site: &DemoSite) -> Vec<Value> {
                "saveRef": {"post": {"role": "button", "name": "Post"}}}),
         json!({"tool": "browse_act", "arguments": {"browseId": "{{readOnlyId}}", "action": "click", "ref": "{{post}}"}}),
         json!({"tool": "browse_close", "arguments": {"browseId": "{{readOnlyId}}"}}),
+        json!({"tool": "browse_request_input", "arguments": {"browseId": "{{readOnlyId}}", "ref": "{{post}}", "prompt": "Your name?"}}),
     ]
 }
 
@@ -220,6 +221,10 @@ fn check_browse(run: &Run, site: &DemoSite) {
     assert_eq!(refused["outcome"], "refused", "{refused}");
     assert!(refused["blocked"].is_object(), "{refused}");
     assert!(!run.result(14).0);
+    // Asking a person for a value on a closed session: the typed refusal, in its schema.
+    let (is_error, refused) = run.result(15);
+    assert!(is_error, "{refused}");
+    assert_eq!(refused["error"]["code"], "browse_not_found", "{refused}");
     // The site's own ledger: the harmless click arrived, the post never did.
     assert!(
         site.guard_seen().iter().any(|id| id == "show-more"),
