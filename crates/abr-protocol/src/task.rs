@@ -384,6 +384,13 @@ mod wire {
 
     use super::{DomCheck, Extraction, PlanStep, Selector, StepAction, TaskVerification};
 
+    /// The fields of an extraction of kind `list`: field name → CSS selector relative to
+    /// the item, whose text is the value. (Named, so that client generators make one model
+    /// of it.)
+    #[derive(JsonSchema)]
+    #[expect(dead_code, reason = "a schema: the wire reads a map")]
+    struct ListFields(BTreeMap<String, String>);
+
     /// A step as written: its type's fields, the description and the deadline, nothing else.
     ///
     /// Its schema is [`PlanStep`]'s as clients write it (`try_from`), so its docs are the
@@ -465,7 +472,6 @@ mod wire {
         /// (`kind: text`), one of its attributes (`attribute`, naming it in `attribute`), an
         /// HTML table as rows of cells (`table`), or for each element matching `selector`
         /// the named fields read by relative selectors (`list`, with `fields`).
-        #[schemars(transform = extract_fields_by_kind)]
         Extract {
             /// Key in the task's extracted data.
             name: String,
@@ -479,6 +485,7 @@ mod wire {
             /// Field name → CSS selector relative to the item, whose text is the value
             /// (`kind: list` only, and required there).
             #[serde(default)]
+            #[schemars(with = "Option<ListFields>")]
             fields: Option<BTreeMap<String, String>>,
             /// What the step does, in words, for the approver.
             description: String,
@@ -512,41 +519,6 @@ mod wire {
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
         },
-    }
-
-    /// What [`extraction`] accepts of an `extract` step, added to its schema: `attribute`
-    /// only with (and required by) kind `attribute`, `fields` only with (and required by)
-    /// kind `list`. A field a kind does not take may be given as `null` (it is read as
-    /// absent).
-    fn extract_fields_by_kind(schema: &mut schemars::Schema) {
-        schema.insert(
-            "oneOf".to_owned(),
-            serde_json::json!([
-                {
-                    "properties": {
-                        "kind": { "enum": ["text", "table"] },
-                        "attribute": { "type": "null" },
-                        "fields": { "type": "null" }
-                    }
-                },
-                {
-                    "properties": {
-                        "kind": { "const": "attribute" },
-                        "attribute": { "type": "string" },
-                        "fields": { "type": "null" }
-                    },
-                    "required": ["attribute"]
-                },
-                {
-                    "properties": {
-                        "kind": { "const": "list" },
-                        "attribute": { "type": "null" },
-                        "fields": { "type": "object" }
-                    },
-                    "required": ["fields"]
-                }
-            ]),
-        );
     }
 
     /// The `kind` of an `extract` step.

@@ -6,9 +6,9 @@
 //! What a route adds by hand is what its types cannot say: its operation id and summary,
 //! the right it needs, the answers a handler builds as a plain `Response`, and the error
 //! codes it can answer beyond its inputs'. The finishing pass then turns every operation's
-//! codes into its error answers (one per status, the envelope with its `code` narrowed to
-//! that route's codes), names every path parameter from the path itself, and tags
-//! operations by their path.
+//! codes into its error answers (one per status: the envelope, and that route's codes of
+//! the status in `x-abr-codes`), names every path parameter from the path itself, and
+//! tags operations by their path.
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -224,6 +224,9 @@ pub(crate) fn finish(api: &aide::openapi::OpenApi) -> Value {
     let mut doc = serde_json::to_value(api).unwrap_or(Value::Null);
     // Schemas aide inlines (a query's, a path's) did not pass the generator's transforms.
     standard_formats_only(&mut doc);
+    // `true` (any JSON value) is a valid schema, but not to every client generator: `{}`.
+    no_boolean_schemas(&mut doc);
+    nullable_structures_as_any_of(&mut doc);
     let Some(root) = doc.as_object_mut() else {
         return doc;
     };
@@ -336,6 +339,77 @@ fn standard_formats_only(value: &mut Value) {
     }
 }
 
+/// Writes the schema `true` as `{}` (the same: any value) wherever a schema stands: a
+/// body's or parameter's `schema`, `items`, `contentSchema`, a property, a named schema, an
+/// alternative of `anyOf`/`oneOf`/`allOf`.
+fn no_boolean_schemas(value: &mut Value) {
+    fn empty_if_true(value: &mut Value) {
+        if *value == Value::Bool(true) {
+            *value = json!({});
+        }
+    }
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map.iter_mut() {
+                match key.as_str() {
+                    "schema" | "items" | "contentSchema" => empty_if_true(inner),
+                    "properties" | "schemas" | "$defs" => {
+                        if let Value::Object(named) = inner {
+                            named.values_mut().for_each(empty_if_true);
+                        }
+                    }
+                    "anyOf" | "oneOf" | "allOf" => {
+                        if let Value::Array(alternatives) = inner {
+                            alternatives.iter_mut().for_each(empty_if_true);
+                        }
+                    }
+                    _ => {}
+                }
+                no_boolean_schemas(inner);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(no_boolean_schemas),
+        _ => {}
+    }
+}
+
+/// Writes a nullable object or array (`"type": ["object", "null"]`, which schemars writes
+/// for an `Option` of a map or a list) as `anyOf: [{the object}, {"type": "null"}]`: the same
+/// values, in the form client generators read (openapi-python-client drops a model with the
+/// first).
+fn nullable_structures_as_any_of(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.values_mut().for_each(nullable_structures_as_any_of);
+            let Some(Value::Array(types)) = map.get("type") else {
+                return;
+            };
+            let structure = ["object", "array"]
+                .into_iter()
+                .find(|t| types.iter().any(|x| x == t));
+            let (Some(structure), true) = (
+                structure,
+                types.len() == 2 && types.contains(&json!("null")),
+            ) else {
+                return;
+            };
+            let mut inner = std::mem::take(map);
+            for kept in ["description", "default", "title"] {
+                if let Some(v) = inner.remove(kept) {
+                    map.insert(kept.to_owned(), v);
+                }
+            }
+            inner.insert("type".to_owned(), json!(structure));
+            map.insert(
+                "anyOf".to_owned(),
+                json!([Value::Object(inner), {"type": "null"}]),
+            );
+        }
+        Value::Array(items) => items.iter_mut().for_each(nullable_structures_as_any_of),
+        _ => {}
+    }
+}
+
 fn is_method(name: &str) -> bool {
     matches!(
         name,
@@ -415,8 +489,8 @@ fn finish_operation(path: &str, operation: &mut Map<String, Value>) {
     }
 }
 
-/// The error answers of `named`, one per status: the envelope with `code` narrowed to the
-/// codes of that status, `Retry-After` where one of them is retryable.
+/// The error answers of `named`, one per status: the envelope, the codes of that status
+/// (`x-abr-codes`, and in words), `Retry-After` where one of them is retryable.
 fn error_answers(named: &[ErrorCode]) -> BTreeMap<String, Value> {
     let mut by_status: BTreeMap<u16, Vec<ErrorCode>> = BTreeMap::new();
     for code in named {
@@ -435,16 +509,14 @@ fn error_answers(named: &[ErrorCode]) -> BTreeMap<String, Value> {
                     .join(", ")
             );
             let names: Vec<&str> = group.iter().map(|c| c.code).collect();
+            // One shared envelope (a generated client gets one error type, not one per
+            // route and status); this route's codes for the status beside it.
             let mut answer = json!({
                 "description": description,
                 "content": {"application/json": {"schema": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {"error": {
-                        "$ref": "#/components/schemas/ErrorBody",
-                        "properties": {"code": {"enum": names}},
-                    }},
+                    "$ref": "#/components/schemas/ErrorEnvelope",
                 }}},
+                "x-abr-codes": names,
             });
             if group.iter().any(|c| c.retry == Retry::Yes) && matches!(status, 429 | 503) {
                 answer["headers"] = json!({"Retry-After": {
