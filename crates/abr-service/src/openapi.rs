@@ -227,6 +227,9 @@ pub(crate) fn finish(api: &aide::openapi::OpenApi) -> Value {
     // `true` (any JSON value) is a valid schema, but not to every client generator: `{}`.
     no_boolean_schemas(&mut doc);
     nullable_structures_as_any_of(&mut doc);
+    // An optional field's `"default": null` says nothing its absence does not.
+    no_null_defaults(&mut doc);
+    const_alternatives_as_enum(&mut doc);
     let Some(root) = doc.as_object_mut() else {
         return doc;
     };
@@ -406,6 +409,78 @@ fn nullable_structures_as_any_of(value: &mut Value) {
             );
         }
         Value::Array(items) => items.iter_mut().for_each(nullable_structures_as_any_of),
+        _ => {}
+    }
+}
+
+/// Removes `"default": null` from every schema (schemars writes it for an optional field
+/// that serde defaults): absent and `null` are the same there, and some generators read a
+/// default as "always present".
+fn no_null_defaults(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("default") == Some(&Value::Null) {
+                map.remove("default");
+            }
+            map.values_mut().for_each(no_null_defaults);
+        }
+        Value::Array(items) => items.iter_mut().for_each(no_null_defaults),
+        _ => {}
+    }
+}
+
+/// Writes a `oneOf` of string constants (schemars' form of an enum whose values have their
+/// own docs) as `enum`, each value's doc moved into the description as a list: the same
+/// values, in the form every generator reads (openapi-python-client's union of constants
+/// refused every value but the first).
+fn const_alternatives_as_enum(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.values_mut().for_each(const_alternatives_as_enum);
+            let Some(Value::Array(alternatives)) = map.get("oneOf") else {
+                return;
+            };
+            let constants: Option<Vec<(Value, Option<String>)>> = alternatives
+                .iter()
+                .map(|a| {
+                    let a = a.as_object()?;
+                    let constant = a.get("const").filter(|c| c.is_string())?;
+                    let known = a
+                        .keys()
+                        .all(|k| matches!(k.as_str(), "const" | "type" | "description"));
+                    known.then(|| {
+                        let doc = a
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        (constant.clone(), doc)
+                    })
+                })
+                .collect();
+            let Some(constants) = constants.filter(|c| !c.is_empty()) else {
+                return;
+            };
+            map.remove("oneOf");
+            let values: Vec<Value> = constants.iter().map(|(c, _)| c.clone()).collect();
+            let docs: Vec<String> = constants
+                .iter()
+                .filter_map(|(c, doc)| Some(format!("- `{}`: {}", c.as_str()?, doc.as_deref()?)))
+                .collect();
+            if !docs.is_empty() {
+                let before = map
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(|d| format!("{d}\n\n"))
+                    .unwrap_or_default();
+                map.insert(
+                    "description".to_owned(),
+                    Value::String(format!("{before}{}", docs.join("\n"))),
+                );
+            }
+            map.insert("type".to_owned(), json!("string"));
+            map.insert("enum".to_owned(), Value::Array(values));
+        }
+        Value::Array(items) => items.iter_mut().for_each(const_alternatives_as_enum),
         _ => {}
     }
 }

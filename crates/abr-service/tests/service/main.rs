@@ -19,6 +19,7 @@ mod browse_api;
 mod browse_e2e;
 mod cli_session_filter;
 mod cli_up;
+mod clients;
 mod common;
 mod data_dir;
 mod declared_demo;
