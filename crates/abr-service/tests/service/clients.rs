@@ -8,32 +8,14 @@
 //! when missing; nothing generated is committed.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use serde_json::Value;
 
+use crate::common::tools::{python_venv, run};
 use crate::common::{self, TOKEN};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Runs `command` to its end, with its output; panics naming `what` when it fails.
-async fn run(what: &str, command: &mut tokio::process::Command) -> String {
-    let output = command
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
 }
 
 /// The environment of a round trip against `stack`.
@@ -71,27 +53,7 @@ fn check_round_trip(language: &str, stdout: &str) {
 async fn a_python_client_generated_from_the_description_runs_the_round_trip() {
     let clients = repo().join("clients/python");
     // The generator, pinned, in a virtual environment kept with the build.
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("clients-python-venv");
-    let requirements = std::fs::read_to_string(clients.join("requirements.txt")).unwrap();
-    let stamp = venv.join(".requirements");
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(requirements.as_str()) {
-        let _ = std::fs::remove_dir_all(&venv);
-        run(
-            "python3 -m venv",
-            tokio::process::Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv),
-        )
-        .await;
-        run(
-            "pip install -r clients/python/requirements.txt",
-            tokio::process::Command::new(venv.join("bin/pip"))
-                .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-                .arg(clients.join("requirements.txt")),
-        )
-        .await;
-        std::fs::write(&stamp, &requirements).unwrap();
-    }
+    let venv = python_venv("clients-python-venv", &clients.join("requirements.txt")).await;
     let generated = tempfile::tempdir().unwrap();
     let path = format!(
         "{}:{}",

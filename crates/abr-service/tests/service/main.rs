@@ -13,6 +13,7 @@
     reason = "test code: a failed step is the test's failure"
 )]
 
+mod api_contract;
 mod api_errors;
 mod approval_page;
 mod browse_api;

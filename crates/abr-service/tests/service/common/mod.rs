@@ -27,6 +27,7 @@ use abr_service::server::RunningServer;
 use secrecy::SecretString;
 
 pub mod fake;
+pub mod tools;
 
 pub const TOKEN: &str = "test-token-0123456789abcdef";
 pub const WORKSPACE: &str = "ws-e2e";
