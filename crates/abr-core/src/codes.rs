@@ -50,6 +50,9 @@ pub const BLOCKED_ACTION: &str = wire::BLOCKED_ACTION.code;
 /// The run reached a site the tenant denied, or one outside its allow list
 /// ([`wire::SITE_DENIED`]).
 pub const SITE_DENIED: &str = wire::SITE_DENIED.code;
+/// The page went to an address the runner's egress policy refuses: no site decision can
+/// allow it ([`wire::EGRESS_REFUSED`]).
+pub const EGRESS_REFUSED: &str = wire::EGRESS_REFUSED.code;
 /// The person (or the orchestrator) ended the takeover: the run stopped without acting.
 pub const TAKEOVER_ENDED: &str = "takeover_ended";
 /// Nobody resumed the takeover in time: the run stopped without acting.

@@ -284,6 +284,9 @@ impl CoreError {
             Self::Timeout(_) => codes::TIMEOUT,
             Self::StrategyPanicked(_) => codes::STRATEGY_PANICKED,
             Self::ProviderPanicked(_) => codes::PROVIDER_PANICKED,
+            Self::Store(e) if e.kind() == StoreFailureKind::Misconfigured => {
+                codes::STORE_MISCONFIGURED
+            }
             Self::Store(_) => codes::STORE_FAILED,
             Self::Internal(_) => codes::INTERNAL,
             Self::InvalidPlan(_) => codes::INVALID_PLAN,

@@ -291,6 +291,21 @@ pub struct ActResponse {
     pub approval: Option<ActionApproval>,
     /// The page after the action.
     pub snapshot: Snapshot,
+    /// What the guard holds on this page without stopping the session (a read-only
+    /// session's form that would submit, pay or upload): the page is usable, and using
+    /// that is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guarded: Vec<GuardNotice>,
+}
+
+/// Something on the page the guard holds, said once for the page: the session goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GuardNotice {
+    /// What it is (`write_affordance`: a form that would submit, pay or upload).
+    pub reason: PauseReason,
+    /// In words.
+    pub message: String,
 }
 
 /// A committing action of a browse session that waits for a person (`GET

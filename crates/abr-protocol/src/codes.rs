@@ -87,6 +87,9 @@ codes! {
     ORIGIN_NOT_ALLOWED = "origin_not_allowed", 403, No, "a live-view socket from another site (see `ABR_LIVE_EMBED_ORIGINS`)";
     /// `/mcp` got a `Host` that names no host of this runner (against DNS rebinding).
     HOST_NOT_ALLOWED = "host_not_allowed", 403, No, "`/mcp` got a `Host` header that names no host of this runner (loopback, the bind address, `ABR_PUBLIC_URL`'s host): refused against DNS rebinding";
+    /// The runner's egress policy refuses the address a page went to (loopback, private,
+    /// link-local, reserved): no site decision can allow it.
+    EGRESS_REFUSED = "egress_refused", 403, No, "the runner's egress policy refuses this address (loopback, private, link-local or reserved, directly or by a redirect): no site decision can allow it (`ABR_EGRESS_ALLOW_PRIVATE` names the exceptions)";
     /// The tenant denied the site (or it is outside its allow list): nothing was opened.
     SITE_DENIED = "site_denied", 403, No, "the tenant denied this site (or it is outside the tenant's allow list): nothing was opened (PUT /v1/sites/{domain} decides)";
     /// No key with this id.
@@ -190,6 +193,9 @@ codes! {
     STRATEGY_PANICKED = "strategy_panicked", 500, No, "the platform's strategy failed unexpectedly";
     /// The provider panicked while acquiring or releasing a browser.
     PROVIDER_PANICKED = "provider_panicked", 500, No, "the browser provider failed unexpectedly";
+    /// The runner's store is misconfigured (a missing or wrong `ABR_SESSION_KEY`, a database
+    /// a newer binary migrated): the message names the setting; no retry passes before.
+    STORE_MISCONFIGURED = "store_misconfigured", 500, No, "the runner's store is misconfigured: the message names the setting to fix (e.g. `ABR_SESSION_KEY`); no retry passes before";
     /// The configured provider cannot do this (interactive capture on a headless backend).
     UNSUPPORTED = "unsupported", 501, No, "the configured provider cannot do this";
     /// The provider refused as unsupported.

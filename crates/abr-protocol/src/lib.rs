@@ -39,8 +39,8 @@ pub mod webhook;
 
 pub use browse::{
     ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, BrowseAction,
-    BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, InputRequest, ScrollDirection,
-    SuppliedInput,
+    BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, GuardNotice, InputRequest,
+    ScrollDirection, SuppliedInput,
 };
 pub use capture::{
     CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,

@@ -78,8 +78,10 @@ impl From<EngineError> for ApiError {
         let mut body = e.to_body();
         // A panicked job's message says what may have happened (a post: it may have been
         // published); every other internal error's is the log's.
-        if status == StatusCode::INTERNAL_SERVER_ERROR && !matches!(e, EngineError::JobPanicked(_))
-        {
+        // A misconfigured store's message names the setting to fix (its own words, no value).
+        let told = matches!(e, EngineError::JobPanicked(_))
+            || body.code == codes::STORE_MISCONFIGURED.code;
+        if status == StatusCode::INTERNAL_SERVER_ERROR && !told {
             tracing::error!(code = body.code, "internal error: {e}");
             body.message = "internal error".into();
         }

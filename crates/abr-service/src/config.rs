@@ -1174,6 +1174,7 @@ impl RunnerConfig {
             tenant_limits: self.tasks.limits,
             retention: self.tasks.retention,
             stall_after: self.tasks.stall_after,
+            egress: self.egress.clone(),
         }
     }
 

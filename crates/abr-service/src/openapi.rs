@@ -553,6 +553,10 @@ fn finish_operation(path: &str, operation: &mut Map<String, Value>) {
             }
         }
     }
+    // A store call that can fail can find the store misconfigured too.
+    if named.contains(&codes::STORE_FAILED) {
+        named.push(codes::STORE_MISCONFIGURED);
+    }
     let responses = operation
         .entry("responses")
         .or_insert_with(|| json!({}))

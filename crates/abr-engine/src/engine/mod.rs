@@ -141,6 +141,10 @@ pub struct EngineConfig {
     pub retention: Option<Duration>,
     /// A run without progress this long is reported `run_stalled` (once per stall).
     pub stall_after: Duration,
+    /// Where the providers' browsers may connect (they enforce it, below the page); the
+    /// engine knows it to say why a page is refused (`egress_refused`: no site decision
+    /// can allow it) rather than ask for a decision or a person.
+    pub egress: abr_core::egress::EgressPolicy,
 }
 
 impl Default for EngineConfig {
@@ -159,6 +163,7 @@ impl Default for EngineConfig {
             tenant_limits: TenantLimits::default(),
             retention: Some(DEFAULT_RETENTION),
             stall_after: crate::events::DEFAULT_STALL,
+            egress: abr_core::egress::EgressPolicy::new(),
         }
     }
 }
@@ -427,6 +432,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             .with_config(TaskConfig {
                 approval: config.approval,
                 limits: config.tenant_limits,
+                egress: config.egress.clone(),
                 ..TaskConfig::default().with_budget(&budget)
             })
             .with_browse_config(BrowseConfig {

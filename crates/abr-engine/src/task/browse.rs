@@ -325,6 +325,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     error: None,
                     approval: None,
                     snapshot,
+                    guarded: Vec::new(),
                 });
             }
             HandoffNow::Over(error) => {
@@ -338,6 +339,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     error: Some(error),
                     approval: None,
                     snapshot: Snapshot::default(),
+                    guarded: Vec::new(),
                 });
             }
         }

@@ -15,7 +15,8 @@ use abr_core::scope_io::Scopes;
 use abr_core::step_runner::BrowserAction;
 use abr_protocol::{
     ActOutcome, ActResponse, ActionApproval, BlockedBy, BrowseAction, BrowseClosed, BrowsePause,
-    ErrorBody, Pause, PauseReason, ScrollDirection, Snapshot, StepResult, TakeoverState, TaskState,
+    ErrorBody, GuardNotice, Pause, PauseReason, ScrollDirection, Snapshot, StepResult,
+    TakeoverState, TaskState,
 };
 use tokio::time::Instant;
 
@@ -47,6 +48,7 @@ pub(super) struct Acted {
     pause: Option<BrowsePause>,
     error: Option<ErrorBody>,
     approval: Option<ActionApproval>,
+    guarded: Vec<GuardNotice>,
 }
 
 impl Acted {
@@ -58,6 +60,7 @@ impl Acted {
             pause: None,
             error: None,
             approval: None,
+            guarded: Vec::new(),
         }
     }
 
@@ -76,6 +79,7 @@ impl Acted {
             error: self.error,
             approval: self.approval,
             snapshot,
+            guarded: self.guarded,
         }
     }
 }
@@ -339,6 +343,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 )),
                 error: None,
                 approval: None,
+                guarded: Vec::new(),
             };
         }
         if failure.body.code == codes::BLOCKED_ACTION {
@@ -349,6 +354,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 pause: None,
                 error: Some(failure.body.retryable(false)),
                 approval: None,
+                guarded: Vec::new(),
             };
         }
         if let Some(reason) = pause_reason(&failure.body.code) {
@@ -361,6 +367,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 pause: Some(BrowsePause::new(reason, failure.body.message)),
                 error: None,
                 approval: None,
+                guarded: Vec::new(),
             };
         }
         let error = if committing {
@@ -377,6 +384,7 @@ impl<C: TaskContext> TaskRunner<C> {
             pause: None,
             error: Some(error),
             approval: None,
+            guarded: Vec::new(),
         }
     }
 
@@ -396,6 +404,21 @@ impl<C: TaskContext> TaskRunner<C> {
             return;
         };
         match pause_reason(&failure.body.code) {
+            // A read-only session reached a form that would write: the guard refuses using
+            // it, so the page stays usable; the answer says what is held, without a pause.
+            Some(PauseReason::WriteAffordance) => {
+                let page = rails::page_key(&open.rails.last_url);
+                open.rails
+                    .acknowledged
+                    .insert((PauseReason::WriteAffordance, page));
+                acted.guarded.push(GuardNotice {
+                    reason: PauseReason::WriteAffordance,
+                    message: "the page has a form that would submit, pay or upload: this \
+                              read-only session reads the page, and using that form is \
+                              refused"
+                        .to_owned(),
+                });
+            }
             Some(reason) => {
                 let page = rails::page_key(&open.rails.last_url);
                 open.rails.acknowledged.insert((reason, page));

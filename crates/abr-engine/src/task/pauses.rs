@@ -476,6 +476,21 @@ impl<C: TaskContext> TaskRunner<C> {
             };
             rails.ahead = ahead;
             rails.last_url.clone_from(&signals.url);
+            // An address the browsers may not reach (the providers refused it below the
+            // page: a loopback, private or metadata address, directly or by a redirect) is
+            // no site anyone could allow: say so, never ask for a decision or a person.
+            if let Ok(url) = url::Url::parse(&signals.url)
+                && matches!(url.scheme(), "http" | "https")
+                && let Err(denied) = self.config.egress.check_url(&url)
+            {
+                return Err(Failure::refusal(
+                    codes::EGRESS_REFUSED,
+                    format!(
+                        "the runner's egress policy refuses this address ({denied}): no site \
+                         decision can allow it"
+                    ),
+                ));
+            }
             let host = rails::host_of(&signals.url);
             let page = rails::page_key(&signals.url);
             let reason = if host.is_empty() {

@@ -55,6 +55,8 @@ pub(crate) struct TaskConfig {
     /// Longest a paused run waits for a person (a request's `handoff.waitSeconds` above it
     /// is refused; default one hour).
     pub max_handoff_wait: Duration,
+    /// Where the providers' browsers may connect (see `EngineConfig::egress`).
+    pub egress: abr_core::egress::EgressPolicy,
 }
 
 impl Default for TaskConfig {
@@ -71,6 +73,7 @@ impl Default for TaskConfig {
             approval: ApprovalRule::All,
             limits: TenantLimits::default(),
             max_handoff_wait: Duration::from_secs(3600),
+            egress: abr_core::egress::EgressPolicy::new(),
         }
     }
 }

@@ -534,3 +534,39 @@ async fn tenant_ids_are_bounded_on_post_probe_and_capture() {
     assert_eq!(reply.error(), (422, "invalid_request".into(), false));
     assert_eq!(s.provider.acquired(), 0);
 }
+
+/// A runner whose store has no `ABR_SESSION_KEY` cannot keep a session: every such call
+/// fails the same way until the setting is fixed, so the refusal names the setting and
+/// says no retry passes (it was `502 store_failed`, `retryable` by its code's table).
+#[tokio::test]
+async fn a_store_without_its_session_key_is_a_non_retryable_refusal_naming_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = abr_store::SqliteStore::open(&dir.path().join("abr.db"), None, false).unwrap();
+    let s = fake_stack_on(
+        std::sync::Arc::new(store),
+        abr_core::testing::FakeProvider::new(),
+        |_| {},
+    );
+    let body = json!({"session": {"cookies": [{"name": "sid", "value": "v", "domain": "fake.example",
+        "path": "/"}], "origins": []}, "platform": FAKE_PLATFORM});
+    let reply = call(
+        &s.app,
+        authed(Method::PUT, "/v1/sessions/alice")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        reply.error(),
+        (500, "store_misconfigured".into(), false),
+        "{}",
+        reply.body
+    );
+    assert!(
+        reply.message().contains("ABR_SESSION_KEY"),
+        "{}",
+        reply.body
+    );
+    assert!(reply.header("retry-after").is_none());
+}

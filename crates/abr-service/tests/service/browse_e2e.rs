@@ -277,23 +277,28 @@ async fn a_brain_posts_through_snapshots_and_a_read_only_session_cannot() {
     let gone = client.browse_snapshot(TENANT, &id).await.unwrap_err();
     assert_eq!(api_error(&gone).1, "browse_not_found");
 
-    // --- A read-only session: the composer calls for a person (it has a file input), the
-    // brain may type, and the submit is refused before it reaches the page.
+    // --- A read-only session on the composer (a form that posts, a file input): usable at
+    // once, its first answer naming the form the guard holds (no pause: nothing a person
+    // would do changes what the session may do); typing and the submit are refused before
+    // they reach the page.
     let text = format!("read-only post {}", random_suffix());
     let opened = client
         .browse_open(TENANT, &open_composer(&stack, true).await)
         .await
         .unwrap();
     assert!(opened.read_only);
+    assert_eq!(opened.first.outcome, ActOutcome::Done, "{:?}", opened.first);
+    assert!(opened.first.pause.is_none(), "{:?}", opened.first);
     assert_eq!(
-        opened.first.outcome,
-        ActOutcome::Paused,
+        opened
+            .first
+            .guarded
+            .iter()
+            .map(|g| g.reason)
+            .collect::<Vec<_>>(),
+        [PauseReason::WriteAffordance],
         "{:?}",
         opened.first
-    );
-    assert_eq!(
-        opened.first.pause.as_ref().unwrap().reason,
-        PauseReason::WriteAffordance
     );
     let id = opened.browse_id.clone();
     let page = &opened.first.snapshot;

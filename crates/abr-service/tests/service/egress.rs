@@ -210,3 +210,64 @@ async fn no_way_through_the_viewer_reaches_a_loopback_service() {
     server.shutdown().await;
     assert_eq!(victim_hits.load(Ordering::SeqCst), 0);
 }
+
+/// A browse session opened on an address the egress policy refuses (a loopback service,
+/// directly or through a redirect of an allowed site) is not a site anyone could allow:
+/// the first answer is a failure naming the egress refusal, never a `consent_required`
+/// pause on the browser's error page; and the service received nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browse_session_refused_by_the_egress_policy_fails_it_never_asks_for_consent() {
+    let (victim_addr, victim_hits) = victim().await;
+    let site_addr = site(victim_addr, Arc::new(AtomicUsize::new(0))).await;
+    let stack =
+        common::stack_with(|c| c.egress = c.egress.clone().allow_addr(site_addr), |b| b).await;
+    for url in [
+        format!("http://{victim_addr}/secret"),
+        format!("http://{site_addr}/go"),
+    ] {
+        let opened = stack
+            .client
+            .browse_open(
+                WORKSPACE,
+                &abr_protocol::BrowseRequest {
+                    url: url.clone(),
+                    platform: None,
+                    session_id: None,
+                    session: None,
+                    scope: None,
+                    read_only: true,
+                    dry_run: false,
+                    tenant_id: None,
+                    idle_seconds: None,
+                    handoff: None,
+                },
+            )
+            .await
+            .unwrap();
+        let first = &opened.first;
+        assert_eq!(
+            first.outcome,
+            abr_protocol::ActOutcome::Failed,
+            "{url}: {first:?}"
+        );
+        assert!(first.pause.is_none(), "{url}: no pause: {first:?}");
+        let code = first
+            .error
+            .as_ref()
+            .map(|e| e.code.clone())
+            .unwrap_or_default();
+        assert_eq!(code, "egress_refused", "{url}: {first:?}");
+        stack
+            .client
+            .browse_close(WORKSPACE, &opened.browse_id)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        victim_hits.load(Ordering::SeqCst),
+        0,
+        "the service received nothing"
+    );
+    stack.server.shutdown().await;
+    stack.site.shutdown().await;
+}

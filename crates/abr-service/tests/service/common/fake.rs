@@ -65,13 +65,22 @@ pub fn fake_stack_with(
     provider: FakeProvider,
     configure: impl FnOnce(&mut RunnerConfig),
 ) -> FakeStack {
+    let store: Arc<dyn EngineStore> = Arc::new(SqliteStore::in_memory(None).unwrap());
+    fake_stack_on(store, provider, configure)
+}
+
+/// [`fake_stack_with`] on `store`.
+pub fn fake_stack_on(
+    store: Arc<dyn EngineStore>,
+    provider: FakeProvider,
+    configure: impl FnOnce(&mut RunnerConfig),
+) -> FakeStack {
     let mut config = fake_config();
     configure(&mut config);
     let provider = Arc::new(provider);
     let strategy = Arc::new(ScriptedStrategy::new(FAKE_PLATFORM, &fake_policy()));
     let as_dyn: DynSessionProvider<FakeContext> = provider.clone();
     let strategy_dyn: Arc<dyn WebPostStrategy<FakeContext>> = strategy.clone();
-    let store: Arc<dyn EngineStore> = Arc::new(SqliteStore::in_memory(None).unwrap());
     let runner = RunnerBuilder::with_providers(config, as_dyn.clone(), as_dyn)
         .store(store.clone())
         .strategy(strategy_dyn)
