@@ -42,8 +42,8 @@ use abr_core::store::{IdempotencyKey, LedgerHeader, LedgerRecord, PostStore, Sto
 use abr_core::strategy::SubmitGate;
 use abr_protocol::{
     AgentPostResult, AgentSessionState, AssertNotPostedRequest, ErrorBody, FailureStage,
-    PostRecord, PostRequest, PostState, RecheckAnswer, RecheckResult, SecretValue, Timing,
-    Verification, VerificationMethod,
+    PostRecord, PostRequest, PostState, RecheckAnswer, RecheckResult, RunEvent, SecretValue,
+    Timing, Verification, VerificationMethod,
 };
 use async_trait::async_trait;
 use futures::FutureExt as _;
@@ -100,6 +100,7 @@ pub(crate) struct PostJournal<C: SessionContext> {
     body_key: SecretValue,
     live: Live,
     admission: Option<TenantAdmission>,
+    events: Option<Arc<crate::events::Events>>,
 }
 
 impl<C: SessionContext> Clone for PostJournal<C> {
@@ -113,6 +114,7 @@ impl<C: SessionContext> Clone for PostJournal<C> {
             body_key: self.body_key.clone(),
             live: Arc::clone(&self.live),
             admission: self.admission.clone(),
+            events: self.events.clone(),
         }
     }
 }
@@ -129,6 +131,16 @@ impl<C: SessionContext> std::fmt::Debug for PostJournal<C> {
 /// Whether a request ships a session of its own (an omitted `session` is empty).
 fn ships_session(state: &AgentSessionState) -> bool {
     !state.cookies.is_empty() || !state.origins.is_empty() || !state.extra.is_empty()
+}
+
+/// The `run_ended` event of a post that ended in `state`.
+fn post_ended(tenant: &str, post_id: &str, state: PostState, at: time::OffsetDateTime) -> RunEvent {
+    RunEvent {
+        kind: Some("post".to_owned()),
+        state: Some(abr_core::store::wire_name(&state)),
+        check: (state == PostState::Uncertain).then(|| format!("/v1/posts/{post_id}/recheck")),
+        ..RunEvent::new("run_ended", tenant, post_id, at)
+    }
 }
 
 fn audit_outcome(state: PostState) -> AuditOutcome {
@@ -266,7 +278,15 @@ impl<C: SessionContext> PostJournal<C> {
             body_key,
             live: Arc::default(),
             admission: None,
+            events: None,
         }
+    }
+
+    /// Posts join the tenant's event stream: watched for stalls while they run, and
+    /// `run_ended` (`kind: post`, with the re-check to make when `uncertain`) when they end.
+    pub(crate) fn with_events(mut self, events: Arc<crate::events::Events>) -> Self {
+        self.events = Some(events);
+        self
     }
 
     /// Counts every post that runs (a new one, or the one new attempt an assertion allows)
@@ -685,6 +705,10 @@ impl<C: SessionContext> PostJournal<C> {
         let sessions = self.sessions.clone();
         let clock = Arc::clone(&self.clock);
         let live = Arc::clone(&self.live);
+        let events = self.events.clone();
+        if let Some(events) = &events {
+            events.started(&tenant, &post_id);
+        }
         let job = async move {
             let ran = AssertUnwindSafe(poster.post_gated(
                 resolved,
@@ -739,6 +763,14 @@ impl<C: SessionContext> PostJournal<C> {
             }
             sender.send_replace(Some(stored_result(&answer, &post_id)));
             live_lock(&live).remove(&tenant_key(&tenant, &post_id));
+            if let Some(events) = &events {
+                events.emit(post_ended(
+                    &tenant,
+                    &post_id,
+                    PostState::of(&answer),
+                    clock.now(),
+                ));
+            }
             match error {
                 Some(e) => Err(e),
                 None => Ok(answer),

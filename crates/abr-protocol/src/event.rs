@@ -14,9 +14,9 @@ use crate::{PauseReason, TakeoverEvent};
 /// |---|---|---|
 /// | `approval_required` | a task waits for an approver, or a browse session's committing action does | `approvalId` (browse) |
 /// | `takeover_required`, `takeover_active`, `takeover_resumed`, `takeover_ended`, `takeover_expired` | a paused run's takeover moved | `takeoverId`, `reason`, `state` |
-/// | `step_progress` | a step (or a browse action) ended | `step`, `action`, `ok` |
+/// | `step_progress` | a step (or a browse action) ended | `step`, `action`, `ok`, `elapsedMs` |
 /// | `run_stalled` | a running run made no progress for `ABR_STALL_SECS` (once per stall) | `idleSecs` |
-/// | `run_ended` | a run ended (a task's outcome, a browse session closed) | `state` |
+/// | `run_ended` | a run ended (a task's or a post's outcome, a browse session closed) | `state`, `kind`; `check` when `uncertain` |
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunEvent {
@@ -24,8 +24,12 @@ pub struct RunEvent {
     pub event: String,
     /// The run's tenant.
     pub tenant_id: String,
-    /// The run (a task's or a browse session's id).
+    /// The run (a task's, a browse session's or a post's id).
     pub run_id: String,
+    /// What the run is, when not a task or browse session (`post`): its record is then at
+    /// `GET /v1/posts/{runId}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     /// The takeover (takeover events).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub takeover_id: Option<String>,
@@ -50,6 +54,14 @@ pub struct RunEvent {
     /// Seconds since the run's last progress (`run_stalled`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_secs: Option<u64>,
+    /// Milliseconds since the run started (`step_progress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+    /// The decision an `uncertain` end asks for (`run_ended`): the read-only re-check to
+    /// `POST` (it may have happened: never retry blindly; re-check it, or a person asserts it
+    /// did not happen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "String", extend("format" = "date-time"))]
@@ -63,6 +75,7 @@ impl RunEvent {
             event: event.to_owned(),
             tenant_id: tenant.to_owned(),
             run_id: run_id.to_owned(),
+            kind: None,
             takeover_id: None,
             reason: None,
             state: None,
@@ -71,6 +84,8 @@ impl RunEvent {
             action: None,
             ok: None,
             idle_secs: None,
+            elapsed_ms: None,
+            check: None,
             at,
         }
     }

@@ -418,6 +418,16 @@ impl<C: TaskContext> EngineBuilder<C> {
             config.tenant_limits,
             Arc::clone(&clock),
         );
+        let events = Arc::new(Events::new(
+            crate::events::EventLogConfig {
+                log: Arc::clone(&store) as Arc<dyn EventLog>,
+                deliver: self.event_deliveries,
+                poll: self.event_poll,
+            },
+            self.event_sink,
+            Arc::clone(&clock),
+            config.stall_after,
+        ));
         let posts = PostJournal::new(
             Arc::clone(&poster),
             Arc::clone(&store) as Arc<dyn PostStore>,
@@ -426,7 +436,8 @@ impl<C: TaskContext> EngineBuilder<C> {
         .with_clock(Arc::clone(&clock))
         .with_sessions(sessions.clone())
         .with_admission(admission.clone())
-        .with_audit(audit.clone());
+        .with_audit(audit.clone())
+        .with_events(Arc::clone(&events));
         let mut tasks = TaskRunner::new(self.jobs, task_store)
             .with_clock(Arc::clone(&clock))
             .with_config(TaskConfig {
@@ -445,16 +456,6 @@ impl<C: TaskContext> EngineBuilder<C> {
             .with_frames(Arc::clone(&frames))
             .with_sites(Arc::clone(&sites))
             .with_audit(audit.clone());
-        let events = Arc::new(Events::new(
-            crate::events::EventLogConfig {
-                log: Arc::clone(&store) as Arc<dyn EventLog>,
-                deliver: self.event_deliveries,
-                poll: self.event_poll,
-            },
-            self.event_sink,
-            Arc::clone(&clock),
-            config.stall_after,
-        ));
         tasks = tasks.with_events(Arc::clone(&events));
         let tasks = Arc::new(tasks);
         let captures = Arc::new(

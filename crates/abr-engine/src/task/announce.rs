@@ -41,18 +41,24 @@ impl<C: TaskContext> TaskRunner<C> {
 
     /// A step (or a browse action) ended.
     pub(super) fn announce_step(&self, task: &StoredTask, result: &StepResult) {
+        let elapsed = task.record.started_at.map(|started| {
+            u64::try_from((self.clock.now() - started).whole_milliseconds()).unwrap_or(0)
+        });
         self.events.emit(RunEvent {
             step: Some(result.index),
             action: Some(result.action.clone()),
             ok: Some(result.ok),
+            elapsed_ms: elapsed,
             ..self.run_event("step_progress", task)
         });
     }
 
     /// The run ended, in the state its record says.
     pub(super) fn announce_end(&self, task: &StoredTask) {
+        let uncertain = task.record.state == TaskState::Uncertain;
         self.events.emit(RunEvent {
             state: Some(wire_name(&task.record.state)),
+            check: uncertain.then(|| format!("/v1/tasks/{}/recheck", task.record.task_id)),
             ..self.run_event("run_ended", task)
         });
     }

@@ -790,6 +790,68 @@ async fn a_tenants_events_tell_the_approval_each_step_and_the_end() {
     );
 }
 
+/// Posts join the tenant's event stream: each ends with `run_ended` (`kind: post`, its
+/// state), and an uncertain one names the read-only re-check to make, as an uncertain
+/// task does; a task's steps say how long the run has been going.
+#[tokio::test]
+async fn posts_end_on_the_stream_and_an_uncertain_end_names_its_check() {
+    let e = embedder();
+    let mut mine = e.engine.subscribe_events(&agent(T), None).await.unwrap();
+    let done = e.engine.post(&agent(T), None, post("hello")).await.unwrap();
+    let PostReply::Result(done) = &done.reply else {
+        panic!("{:?}", done.reply);
+    };
+    let ended = next_event(&mut mine).await;
+    assert_eq!(
+        (
+            ended.event.as_str(),
+            ended.run_id.as_str(),
+            ended.kind.as_deref(),
+            ended.state.as_deref(),
+            ended.check.as_deref()
+        ),
+        (
+            "run_ended",
+            done.post_id.as_deref().unwrap(),
+            Some("post"),
+            Some("succeeded"),
+            None
+        )
+    );
+    e.strategy.edit(|script| {
+        script.verify = abr_core::testing::Script::Return(abr_core::VerifyOutcome::Unconfirmed {
+            detail: "no toast".into(),
+        });
+    });
+    let unsure = e.engine.post(&agent(T), None, post("again")).await.unwrap();
+    let PostReply::Result(unsure) = &unsure.reply else {
+        panic!("{:?}", unsure.reply);
+    };
+    let id = unsure.post_id.clone().unwrap();
+    let ended = next_event(&mut mine).await;
+    assert_eq!(
+        (ended.state.as_deref(), ended.check.clone()),
+        (Some("uncertain"), Some(format!("/v1/posts/{id}/recheck")))
+    );
+    // A task's steps carry the time since the run started.
+    let created = e.engine.create_task(&agent(T), task(), None).await.unwrap();
+    let _ = next_event(&mut mine).await; // approval_required
+    e.engine
+        .approve_task(
+            &approver(T),
+            &created.record.task_id,
+            &ApproveRequest {
+                approved_by: None,
+                plan_hash: created.record.plan_hash.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    let step = next_event(&mut mine).await;
+    assert_eq!(step.event, "step_progress");
+    assert!(step.elapsed_ms.is_some(), "{step:?}");
+}
+
 /// A step that never finishes (a hung browser) makes its run stalled after the stall time,
 /// reported once.
 #[tokio::test]
