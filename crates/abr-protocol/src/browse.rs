@@ -135,6 +135,24 @@ pub enum BrowseAction {
     },
     /// Goes back in the history.
     Back,
+    /// Waits, instead of polling snapshots, for exactly one of: an element (`ref`) to be
+    /// visible, a text (`text`) to show on the page, the URL to contain `url`, or `ms`
+    /// milliseconds to pass. Bounded by the session's action deadline: a wait not met by
+    /// then is `failed`, and `ms` beyond it is refused.
+    Wait {
+        /// An element of the latest snapshot to be visible.
+        #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+        reference: Option<String>,
+        /// A text to show on the page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// A part of the URL to be reached.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        /// Milliseconds to let pass.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
+    },
 }
 
 impl BrowseAction {
@@ -148,6 +166,7 @@ impl BrowseAction {
             Self::Scroll { .. } => "scroll",
             Self::Navigate { .. } => "navigate",
             Self::Back => "back",
+            Self::Wait { .. } => "wait",
         }
     }
 }
@@ -172,6 +191,14 @@ impl std::fmt::Debug for BrowseAction {
             Self::Scroll { direction } => f.debug_tuple("Scroll").field(direction).finish(),
             Self::Navigate { .. } => f.write_str("Navigate"),
             Self::Back => f.write_str("Back"),
+            Self::Wait {
+                reference, url, ms, ..
+            } => f
+                .debug_struct("Wait")
+                .field("reference", reference)
+                .field("url", &url.is_some())
+                .field("ms", ms)
+                .finish_non_exhaustive(),
         }
     }
 }

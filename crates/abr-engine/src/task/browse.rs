@@ -311,7 +311,7 @@ impl<C: TaskContext> TaskRunner<C> {
         entry.touch();
         let mut guard = entry.session.lock().await;
         let open = guard.as_mut().ok_or(EngineError::BrowseNotFound)?;
-        check_action(open, &action)?;
+        check_action(open, &action, self.browses.config.act_timeout)?;
         match self.browse_handoff_now(open).await {
             HandoffNow::Free => {}
             HandoffNow::Waiting(pause) => {

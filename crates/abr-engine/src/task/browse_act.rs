@@ -133,16 +133,24 @@ impl<C: TaskContext> TaskRunner<C> {
             open.rails.settle_frames().await;
         }
         open.rails.network.acting(true);
-        let guarded = self
-            .guarded_step(
-                &mut open.task,
-                &mut open.rails,
-                &open.lease,
-                index,
-                &browser,
-                timeout,
-            )
-            .await;
+        let guarded = match action {
+            // Time passes: nothing is asked of the browser.
+            BrowseAction::Wait { ms: Some(ms), .. } => {
+                tokio::time::sleep(Duration::from_millis(*ms).min(timeout)).await;
+                Ok((abr_core::step_runner::StepOutput::Done, false))
+            }
+            _ => {
+                self.guarded_step(
+                    &mut open.task,
+                    &mut open.rails,
+                    &open.lease,
+                    index,
+                    &browser,
+                    timeout,
+                )
+                .await
+            }
+        };
         // What the action started (a handler's post) has until `SETTLE` after it to reach
         // the gate before the answer says whether the action committed.
         let settled_at = Instant::now() + SETTLE;
@@ -639,6 +647,7 @@ pub(super) fn held_below<C: TaskContext>(open: &Open<C>, failure: &Failure) -> b
 pub(super) fn check_action<C: TaskContext>(
     open: &Open<C>,
     action: &BrowseAction,
+    act_timeout: Duration,
 ) -> Result<(), EngineError> {
     let reference = match action {
         BrowseAction::Click { reference }
@@ -657,6 +666,31 @@ pub(super) fn check_action<C: TaskContext>(
             None
         }
         BrowseAction::Scroll { .. } | BrowseAction::Back => None,
+        BrowseAction::Wait {
+            reference,
+            text,
+            url,
+            ms,
+        } => {
+            let given = [
+                reference.is_some(),
+                text.as_deref().is_some_and(|t| !t.is_empty()),
+                url.as_deref().is_some_and(|u| !u.is_empty()),
+                ms.is_some(),
+            ];
+            if given.iter().filter(|g| **g).count() != 1 {
+                return Err(EngineError::from(CoreError::InvalidInput(
+                    "wait takes exactly one of ref, text, url and ms".into(),
+                )));
+            }
+            let most = u64::try_from(act_timeout.as_millis()).unwrap_or(u64::MAX);
+            if ms.is_some_and(|ms| ms == 0 || ms > most) {
+                return Err(EngineError::from(CoreError::InvalidInput(format!(
+                    "ms is 1 to {most} (the session's action deadline)"
+                ))));
+            }
+            reference.as_ref()
+        }
     };
     if let Some(reference) = reference {
         if !SnapshotRequest::is_reference(reference) {
@@ -678,6 +712,7 @@ pub(super) fn reference_of(action: &BrowseAction) -> Option<&str> {
         | BrowseAction::Type { reference, .. }
         | BrowseAction::Select { reference, .. } => Some(reference),
         BrowseAction::Press { reference, .. } => reference.as_deref(),
+        BrowseAction::Wait { reference, .. } => reference.as_deref(),
         BrowseAction::Scroll { .. } | BrowseAction::Navigate { .. } | BrowseAction::Back => None,
     }
 }
@@ -698,9 +733,10 @@ pub(super) fn fingerprint<C: TaskContext>(open: &Open<C>, action: &BrowseAction)
         BrowseAction::Select { option, .. } => option.clone(),
         BrowseAction::Press { key, .. } => key.clone(),
         BrowseAction::Navigate { url } => url.clone(),
-        BrowseAction::Click { .. } | BrowseAction::Scroll { .. } | BrowseAction::Back => {
-            String::new()
-        }
+        BrowseAction::Click { .. }
+        | BrowseAction::Scroll { .. }
+        | BrowseAction::Back
+        | BrowseAction::Wait { .. } => String::new(),
     };
     let page = rails::page_key(&open.rails.last_url);
     Fingerprint::of(&[action.kind(), reference, role, name, &page, &value])
@@ -741,6 +777,16 @@ pub(super) fn to_browser_action<C: TaskContext>(
             Err(_) => BrowserAction::Back,
         },
         BrowseAction::Back => BrowserAction::Back,
+        BrowseAction::Wait {
+            reference,
+            text,
+            url,
+            ..
+        } => BrowserAction::Wait {
+            selector: reference.as_deref().map(selector),
+            url: url.clone(),
+            text: text.clone(),
+        },
     }
 }
 
@@ -774,6 +820,18 @@ pub(super) fn describe<C: TaskContext>(open: &Open<C>, action: &BrowseAction) ->
             format!("open {}", abr_core::guard::frame_url(url).0)
         }
         BrowseAction::Back => "go back".to_owned(),
+        BrowseAction::Wait {
+            reference,
+            text,
+            url,
+            ms,
+        } => match (reference, text, url, ms) {
+            (Some(r), ..) => format!("wait for {}", element(r)),
+            (_, Some(_), ..) => "wait for a text".to_owned(),
+            (_, _, Some(url), _) => format!("wait for {}", abr_core::guard::frame_url(url).0),
+            (.., Some(ms)) => format!("wait {ms} ms"),
+            _ => "wait".to_owned(),
+        },
     }
 }
 

@@ -196,6 +196,72 @@ async fn a_brain_reads_acts_and_closes_and_the_record_says_what_it_did() {
     assert!(matches!(again, EngineError::BrowseNotFound), "{again:?}");
 }
 
+fn wait(
+    reference: Option<&str>,
+    text: Option<&str>,
+    url: Option<&str>,
+    ms: Option<u64>,
+) -> BrowseAction {
+    BrowseAction::Wait {
+        reference: reference.map(str::to_owned),
+        text: text.map(str::to_owned),
+        url: url.map(str::to_owned),
+        ms,
+    }
+}
+
+/// A brain waits for what it expects instead of polling snapshots: an element, a text, a
+/// URL, or time; exactly one, bounded by the action deadline; one not met is a failure.
+#[tokio::test]
+async fn a_brain_waits_for_an_element_a_text_a_url_or_time_bounded() {
+    let h = h();
+    h.page.text_after("#pay", "Paid");
+    let opened = h
+        .runner
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
+        .await
+        .unwrap();
+    let id = opened.browse_id.clone();
+    let paid = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    assert_eq!(paid.outcome, ActOutcome::Done);
+    for met in [
+        wait(Some("e1"), None, None, None),
+        wait(None, Some("Paid"), None, None),
+        wait(None, None, Some("shop.example/cart"), None),
+        wait(None, None, None, Some(20)),
+    ] {
+        let answer = h.runner.browse_act(T, &id, met.clone()).await.unwrap();
+        assert_eq!(answer.outcome, ActOutcome::Done, "{met:?}: {answer:?}");
+        assert!(!answer.committing, "a wait commits nothing");
+    }
+    let unmet = h
+        .runner
+        .browse_act(T, &id, wait(None, Some("Refunded"), None, None))
+        .await
+        .unwrap();
+    assert_eq!(unmet.outcome, ActOutcome::Failed, "{unmet:?}");
+    // Exactly one thing to wait for, and no longer than an action may take.
+    for refused in [
+        wait(None, None, None, None),
+        wait(Some("e1"), Some("Paid"), None, None),
+        wait(None, None, None, Some(0)),
+        wait(None, None, None, Some(3_600_000)),
+    ] {
+        let e = h
+            .runner
+            .browse_act(T, &id, refused.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), "invalid_request", "{refused:?}: {e:?}");
+    }
+    let record = h.runner.get(T, &id).await.unwrap();
+    assert!(
+        record.steps.iter().any(|s| s == "wait 20 ms"),
+        "{:?}",
+        record.steps
+    );
+}
+
 #[tokio::test]
 async fn a_read_only_session_cannot_click_pay_and_a_dry_run_rehearses() {
     for (read_only, dry_run, by) in [

@@ -148,6 +148,10 @@ pub(crate) enum Action {
     Navigate,
     /// Go back one page.
     Back,
+    /// Wait (instead of polling snapshots) for exactly one of: the element `ref` to be
+    /// visible, `text` to show, the URL to contain `url`, or `ms` milliseconds to pass; bounded by
+    /// the session's action deadline.
+    Wait,
 }
 
 /// A scroll direction.
@@ -174,7 +178,7 @@ pub(crate) struct BrowseActArgs {
     /// click, type and select.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
     element: Option<String>,
-    /// type: the text to type.
+    /// type: the text to type; wait: a text to show on the page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     text: Option<String>,
     /// type: press Enter after typing.
@@ -189,9 +193,13 @@ pub(crate) struct BrowseActArgs {
     /// scroll: `down` (default) or `up`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     direction: Option<Direction>,
-    /// navigate: the http(s) URL to go to.
+    /// navigate: the http(s) URL to go to; wait: a part of the URL to be reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     url: Option<String>,
+    /// wait: milliseconds to let pass (at most the session's action deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 60000))]
+    ms: Option<u64>,
 }
 
 /// Arguments of `browse_request_input`.
@@ -356,7 +364,9 @@ fn description(name: &str) -> &'static str {
         }
         BROWSE_ACT => {
             "Perform one action in a browse session: click, type, select, press, scroll, \
-             navigate or back, on an element `ref` of the latest snapshot. Answers the \
+             navigate, back, or wait (for an element `ref`, a `text`, a `url` part, or \
+             `ms` to pass: instead of polling snapshots), on an element `ref` of the latest \
+             snapshot. Answers the \
              outcome and the new snapshot. outcome `refused` means the guard blocked a \
              committing action (read-only or dry run: see `blocked`); `paused` means the page \
              needs a person (captcha, sign-in...); with pause reason `approval_required` the \

@@ -626,6 +626,15 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
     )
     .await;
     note("browse_act", failed);
+    // A wait instead of a polled snapshot.
+    let (failed, waited) = checked(
+        app,
+        &validators,
+        "browse_act",
+        json!({"browseId": id, "action": "wait", "ms": 10}),
+    )
+    .await;
+    assert!(!failed && waited["outcome"] == "done", "{waited}");
     let (failed, _) = checked(
         app,
         &validators,
