@@ -230,6 +230,55 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             .map_or(Ok(()), |refusal| Err(refusal.into()))
     }
 
+    /// The refusal of a capture its platform's policy does not allow, audited.
+    fn denied(&self, request: &CaptureStartRequest) -> EngineError {
+        self.audit.emit(
+            AuditEvent::new(
+                self.clock.now(),
+                AuditAction::ExecutionDenied,
+                AuditOutcome::Denied,
+                request.platform.as_str(),
+            )
+            .tenant(Some(&request.workspace_id), Some(&request.account_id)),
+        );
+        EngineError::from(CoreError::ExecutionDenied {
+            platform: request.platform.clone(),
+            mode: "interactive capture",
+        })
+    }
+
+    /// What refuses `request` whatever waits: bad ids or scope, an unknown platform, a
+    /// policy without interactive capture, a provider that cannot be interactive, every
+    /// capture slot taken. Asked before a job slot is waited for, so that a start that
+    /// cannot succeed is refused at once (`start` asks again: the answer may change).
+    ///
+    /// # Errors
+    /// As [`Self::start`], short of the provider's own failures.
+    pub(crate) async fn refused_before_start(
+        &self,
+        request: &CaptureStartRequest,
+    ) -> Result<(), EngineError> {
+        abr_core::tenant::check("workspaceId", Some(&request.workspace_id))?;
+        abr_core::tenant::check("accountId", Some(&request.account_id))?;
+        scope_io::request_scope(request.scope.as_ref())?;
+        let strategy = self.strategies.get(&request.platform)?;
+        if !strategy.policy().allow_interactive_capture {
+            return Err(self.denied(request));
+        }
+        if !self.provider.capabilities().interactive {
+            return Err(EngineError::from(CoreError::Unsupported {
+                provider: self.provider.name().to_owned(),
+                what: "interactive capture",
+            }));
+        }
+        // Expired captures give their slots back first.
+        self.sweep_expired().await;
+        if self.slots.available_permits() == 0 {
+            return Err(EngineError::CaptureLimit(self.config.max_open));
+        }
+        self.refused_now()
+    }
+
     /// Starts a capture: opens an interactive browser on the platform's start URL.
     ///
     /// # Errors
@@ -245,19 +294,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         self.sweep_expired().await;
         let strategy = Arc::clone(self.strategies.get(&request.platform)?);
         if !strategy.policy().allow_interactive_capture {
-            self.audit.emit(
-                AuditEvent::new(
-                    self.clock.now(),
-                    AuditAction::ExecutionDenied,
-                    AuditOutcome::Denied,
-                    request.platform.as_str(),
-                )
-                .tenant(Some(&request.workspace_id), Some(&request.account_id)),
-            );
-            return Err(EngineError::from(CoreError::ExecutionDenied {
-                platform: request.platform,
-                mode: "interactive capture",
-            }));
+            return Err(self.denied(&request));
         }
         if !self.provider.capabilities().interactive {
             return Err(EngineError::from(CoreError::Unsupported {

@@ -1172,7 +1172,7 @@ impl<C: TaskContext> Engine<C> {
         request: CaptureStartRequest,
     ) -> Result<CaptureStartResponse, EngineError> {
         own_capture(actor, &request.workspace_id, Right::Sessions)?;
-        self.captures.refused_now()?;
+        self.captures.refused_before_start(&request).await?;
         let _slot = self.jobs.enter().await?;
         self.captures.start(request).await
     }

@@ -570,3 +570,50 @@ async fn a_store_without_its_session_key_is_a_non_retryable_refusal_naming_the_s
     );
     assert!(reply.header("retry-after").is_none());
 }
+
+/// A capture start that cannot succeed is refused at once, never after waiting for a job
+/// slot: with the runner's only slot held by a post, an unknown platform and a full set of
+/// capture slots answer in well under the wait a slot would take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_start_that_cannot_succeed_is_refused_before_it_waits_for_a_slot() {
+    let s = fake_stack_with(abr_core::testing::FakeProvider::new(), |c| {
+        c.limits.max_concurrent_jobs = 1;
+        c.limits.max_open_captures = 1;
+    });
+    // One capture open: every capture slot is taken.
+    let open = post_json(&s.app, "/v1/capture/start", &fake_start("ws", "acct")).await;
+    assert_eq!(open.status, 200, "{}", open.body);
+    // The only job slot, held by a post mid-job.
+    let hold = s.strategy.hold_posts();
+    let app = s.app.clone();
+    let held =
+        tokio::spawn(async move { post_json(&app, "/v1/post", &post_body(FAKE_PLATFORM)).await });
+    for _ in 0..100 {
+        if s.provider.open_leases() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    for (body, refusal) in [
+        (
+            fake_start_on("ws", "acct", "nowhere"),
+            (404, "unknown_platform"),
+        ),
+        (fake_start("ws", "acct"), (429, "capture_limit")),
+    ] {
+        let answered = tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            post_json(&s.app, "/v1/capture/start", &body),
+        )
+        .await
+        .expect("refused at once, not after a job slot");
+        let (status, code, _) = answered.error();
+        assert_eq!((status, code.as_str()), refusal, "{}", answered.body);
+    }
+    hold.add_permits(10);
+    assert_eq!(held.await.unwrap().status, 200);
+}
+
+fn fake_start_on(workspace: &str, account: &str, platform: &str) -> serde_json::Value {
+    json!({ "workspaceId": workspace, "accountId": account, "platform": platform })
+}
