@@ -372,6 +372,18 @@ impl<C: SessionContext> AgentPoster<C> {
     /// Refuses, before anything is recorded, what a post would refuse: content over
     /// its bounds, an invalid extra scope, bad tenant ids, an unknown platform, a policy
     /// against unattended runs.
+    /// The provider's refusal of a job right now, if it has one (a single-session backend a
+    /// capture holds): the post is refused before anything is recorded, with the
+    /// provider's `Retry-After`.
+    ///
+    /// # Errors
+    /// The provider's refusal.
+    pub(crate) fn refused_now(&self) -> Result<(), EngineError> {
+        self.provider
+            .refuses_now(AcquireMode::Unattended)
+            .map_or(Ok(()), |refusal| Err(CoreError::Provider(refusal).into()))
+    }
+
     pub(crate) fn check_request(&self, request: &PostRequest) -> Result<(), EngineError> {
         check_content(&request.content)?;
         scope_io::request_scope(request.scope.as_ref())?;

@@ -383,6 +383,9 @@ impl<C: SessionContext> PostJournal<C> {
         {
             self.poster.check_bound(bound, &request)?;
         }
+        // A backend that refuses a job now (a capture holds it) refuses this post before
+        // anything is recorded: its key stays free, the answer says when to come back.
+        self.poster.refused_now()?;
         let post = self.new_post(tenant, &request, None)?;
         let admitted = self.admit(tenant).await?;
         let (sender, receiver) = watch::channel(None);

@@ -1247,3 +1247,59 @@ async fn the_retention_sweep_runs_only_where_the_gate_lets_it() {
         );
     }
 }
+
+/// A post while a capture holds a single-session backend is refused at once with
+/// `provider_busy` and the capture's `Retry-After`, like a second capture: the HTTP layer
+/// answers it with the header (seen on a real Steel server without one).
+#[tokio::test(start_paused = true)]
+async fn a_post_behind_a_capture_is_busy_with_its_retry_after() {
+    let serialized =
+        abr_core::SerializedProvider::new(FakeProvider::new(), Duration::from_secs(60));
+    let provider: DynSessionProvider<FakeContext> = Arc::new(serialized);
+    let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&provider),
+        provider,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(strategy.clone())
+    .unwrap()
+    .build()
+    .unwrap();
+    let a = agent(T);
+    let capture = engine
+        .capture_start(
+            &a,
+            serde_json::from_value(
+                json!({"workspaceId": T, "accountId": "ada", "platform": "fake"}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let refused = engine.post(&a, Some("k"), post("hello")).await.unwrap_err();
+    assert_eq!(refused.code(), "provider_busy", "{refused:?}");
+    assert!(refused.is_retryable());
+    assert_eq!(
+        refused.retry_after(),
+        Some(Duration::from_secs(15)),
+        "{refused:?}"
+    );
+    assert_eq!(strategy.submits(), 0);
+    // Nothing was recorded: once the capture is gone, the same key posts (no replay).
+    engine
+        .capture_cancel(
+            &a,
+            &abr_protocol::CaptureRef {
+                capture_id: capture.capture_id,
+                workspace_id: T.into(),
+                account_id: "ada".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let posted = engine.post(&a, Some("k"), post("hello")).await.unwrap();
+    assert!(!posted.replayed);
+    assert_eq!(strategy.submits(), 1);
+}
