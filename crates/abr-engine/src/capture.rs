@@ -420,6 +420,10 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         let strategy = Arc::clone(self.strategies.get(&capture.platform)?);
         let mut slot = capture.lease.lock().await;
         let Some(lease) = slot.as_ref() else {
+            // Released when its browser was lost: it can never finish.
+            if self.is_lost(&capture).await {
+                return Err(EngineError::CaptureBrowserLost);
+            }
             return Err(EngineError::CaptureNotFound);
         };
         let t = self.config.step_timeout;
@@ -472,17 +476,60 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     ) -> Result<CaptureCancelResponse, EngineError> {
         self.sweep_expired().await;
         let capture = self.find_bound(r)?;
-        let lease = capture
-            .lease
-            .lock()
-            .await
-            .take()
-            .ok_or(EngineError::CaptureNotFound)?;
+        let lease = capture.lease.lock().await.take();
+        // A lost capture gave its browser back already: cancelling it forgets it.
+        if lease.is_none() && !self.is_lost(&capture).await {
+            return Err(EngineError::CaptureNotFound);
+        }
         self.forget(&capture);
-        self.release(lease).await;
+        if let Some(lease) = lease {
+            self.release(lease).await;
+        }
         self.audit
             .emit(self.event(AuditAction::CaptureCancelled, AuditOutcome::Ok, &capture));
         Ok(CaptureCancelResponse { cancelled: true })
+    }
+
+    /// Whether `capture`'s browser is gone for good (within the step deadline).
+    async fn is_lost(&self, capture: &Capture<C>) -> bool {
+        tokio::time::timeout(self.config.step_timeout, capture.context.is_lost())
+            .await
+            .unwrap_or(false)
+    }
+
+    /// Gives back at once the browser of `capture` when it was lost (closed, crashed, its
+    /// remote session replaced): a single-session backend's gate opens for the next job
+    /// without waiting for someone to cancel it. The capture stays, answering
+    /// `browser_lost`, until it is cancelled or expires. Whether it was lost.
+    async fn release_if_lost(&self, capture: &Capture<C>) -> bool {
+        if !self.is_lost(capture).await {
+            return false;
+        }
+        // A finish or cancel under way holds the lease: it ends it.
+        let taken = match capture.lease.try_lock() {
+            Ok(mut slot) => slot.take(),
+            Err(_) => None,
+        };
+        if let Some(lease) = taken {
+            capture.ended.send_replace(true);
+            self.release(lease).await;
+            tracing::info!(capture = %capture.id, "a capture's browser was lost: released");
+        }
+        true
+    }
+
+    /// Releases the browsers of every open capture whose browser was lost; how many.
+    pub(crate) async fn release_lost(&self) -> usize {
+        let open: Vec<Arc<Capture<C>>> = self.lock().by_id.values().cloned().collect();
+        let mut released = 0;
+        for capture in open {
+            if capture.lease.try_lock().is_ok_and(|slot| slot.is_some())
+                && self.release_if_lost(&capture).await
+            {
+                released += 1;
+            }
+        }
+        released
     }
 
     /// Status of an open capture, for the workspace and account it is bound to (the capture
@@ -492,9 +539,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
     /// [`EngineError::CaptureNotFound`] or [`EngineError::BindingMismatch`].
     pub(crate) async fn status(&self, r: &CaptureRef) -> Result<CaptureStatus, EngineError> {
         let capture = self.find_bound(r)?;
-        let lost = tokio::time::timeout(self.config.step_timeout, capture.context.is_lost())
-            .await
-            .unwrap_or(false);
+        let lost = self.release_if_lost(&capture).await;
         Ok(CaptureStatus {
             platform: capture.platform.clone(),
             state: if lost {
@@ -612,6 +657,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
                 tick.tick().await;
                 let Some(manager) = weak.upgrade() else { break };
                 manager.sweep_expired().await;
+                manager.release_lost().await;
             }
         })
     }

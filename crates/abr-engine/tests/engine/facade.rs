@@ -1303,3 +1303,59 @@ async fn a_post_behind_a_capture_is_busy_with_its_retry_after() {
     assert!(!posted.replayed);
     assert_eq!(strategy.submits(), 1);
 }
+
+/// A capture whose browser was lost gives a single-session backend back at once: the
+/// capture answers `browser_lost` (finish: `capture_browser_lost`), and a post runs without
+/// anyone cancelling the capture first (it kept Steel's gate shut until a cancel).
+#[tokio::test]
+async fn a_lost_captures_browser_is_released_at_once() {
+    let fake = Arc::new(FakeProvider::new());
+    let serialized = abr_core::SerializedProvider::new(Arc::clone(&fake), Duration::from_secs(60));
+    let provider: DynSessionProvider<FakeContext> = Arc::new(serialized);
+    let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
+    let engine = EngineBuilder::new(
+        EngineConfig::default(),
+        Arc::clone(&provider),
+        provider,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(strategy.clone())
+    .unwrap()
+    .build()
+    .unwrap();
+    let a = agent(T);
+    let capture = engine
+        .capture_start(
+            &a,
+            serde_json::from_value(
+                json!({"workspaceId": T, "accountId": "ada", "platform": "fake"}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bound = abr_protocol::CaptureRef {
+        capture_id: capture.capture_id.clone(),
+        workspace_id: T.into(),
+        account_id: "ada".into(),
+    };
+    // Its browser goes away (closed, crashed, replaced).
+    fake.context(1)
+        .unwrap()
+        .lost
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let status = engine.capture_status(&a, &bound).await.unwrap();
+    assert_eq!(status.state, abr_protocol::CaptureState::BrowserLost);
+    assert_eq!(fake.open_leases(), 0, "released without a cancel");
+    // The backend takes the next job at once.
+    let posted = engine.post(&a, None, post("hello")).await.unwrap();
+    let PostReply::Result(result) = &posted.reply else {
+        panic!("{:?}", posted.reply);
+    };
+    assert!(result.ok, "{result:?}");
+    // The capture still says what became of it, and is cancelled when asked.
+    let finish = engine.capture_finish(&a, &bound, None).await.unwrap_err();
+    assert_eq!(finish.code(), "capture_browser_lost", "{finish:?}");
+    let cancelled = engine.capture_cancel(&a, &bound).await.unwrap();
+    assert!(cancelled.cancelled);
+}
