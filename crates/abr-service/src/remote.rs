@@ -170,6 +170,8 @@ mod tests {
     enum Raced {
         /// A post, its text and result.
         Post(String, Box<AgentPostResult>),
+        /// A post refused at once with `provider_busy` and a `Retry-After`, nothing recorded.
+        PostRefused(String),
         /// A capture that ran: who signed in, and the session token it exported.
         Captured(String, String),
         /// A capture refused at once with `provider_busy`.
@@ -194,7 +196,19 @@ mod tests {
             scope: None,
         };
         let started = Instant::now();
-        let posted = runner.engine.post(&actor(), None, request).await.unwrap();
+        let posted = match runner.engine.post(&actor(), None, request).await {
+            Ok(posted) => posted,
+            Err(e) => {
+                assert_eq!(e.code(), "provider_busy", "{e}");
+                assert!(e.is_retryable() && e.retry_after().is_some(), "{e:?}");
+                assert!(
+                    started.elapsed() < AT_ONCE,
+                    "a post was refused only after {:?}",
+                    started.elapsed()
+                );
+                return Raced::PostRefused(text);
+            }
+        };
         let abr_engine::PostReply::Result(result) = posted.reply else {
             panic!("a post of this process answers its result: {posted:?}");
         };
@@ -402,6 +416,7 @@ mod tests {
                 ),
                 Raced::Captured(..) => "capture: ran".to_owned(),
                 Raced::CaptureRefused => "capture: refused".to_owned(),
+                Raced::PostRefused(text) => format!("post {text:?}: refused"),
             })
             .collect();
         eprintln!("race outcomes {summary:#?}");
@@ -432,6 +447,10 @@ mod tests {
                         "the capture of {who} exported no signed-in session"
                     );
                 }
+                Raced::PostRefused(text) => {
+                    let on_site = stored.iter().filter(|p| &p.text == text).count();
+                    assert_eq!(on_site, 0, "{text:?} was refused but posted");
+                }
                 Raced::CaptureRefused => {}
             }
         }
@@ -447,7 +466,8 @@ mod tests {
         );
         for r in &raced[2..4] {
             assert!(
-                matches!(r, Raced::Post(_, result) if result.outcome() == PostOutcome::Failed),
+                matches!(r, Raced::PostRefused(_))
+                    || matches!(r, Raced::Post(_, result) if result.outcome() == PostOutcome::Failed),
                 "a post is refused while a capture is open: {r:?}"
             );
         }

@@ -1,0 +1,134 @@
+//! Answers a handler builds by hand, described as what they are: a server-sent event
+//! stream of JSON values, a page image, an HTML page for a person, a WebSocket handshake.
+
+use std::marker::PhantomData;
+
+use aide::generate::GenContext;
+use aide::openapi::{MediaType, Operation, Response, SchemaObject, StatusCode};
+use aide::operation::OperationOutput;
+use axum::response::IntoResponse;
+use axum::response::sse::Sse;
+use schemars::JsonSchema;
+
+/// An event stream answer (`text/event-stream`): each event's `data` is the JSON of `T`.
+pub(crate) struct EventStream<S, T>(Sse<S>, PhantomData<fn() -> T>);
+
+impl<S, T> EventStream<S, T> {
+    /// The stream `sse`, described as carrying `T`s.
+    pub(crate) fn new(sse: Sse<S>) -> Self {
+        Self(sse, PhantomData)
+    }
+}
+
+impl<S, T> IntoResponse for EventStream<S, T>
+where
+    Sse<S>: IntoResponse,
+{
+    fn into_response(self) -> axum::response::Response {
+        self.0.into_response()
+    }
+}
+
+impl<S, T: JsonSchema> OperationOutput for EventStream<S, T> {
+    type Inner = T;
+
+    fn operation_response(ctx: &mut GenContext, _: &mut Operation) -> Option<Response> {
+        let data = ctx.schema.subschema_for::<T>();
+        Some(answer(
+            "A server-sent event stream: each event's `data` is one JSON value \
+             (`contentSchema`); `id` (where given) resumes it with `Last-Event-ID`.",
+            &[(
+                "text/event-stream",
+                schemars::json_schema!({
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": data,
+                }),
+            )],
+        ))
+    }
+
+    fn inferred_responses(
+        ctx: &mut GenContext,
+        operation: &mut Operation,
+    ) -> Vec<(Option<StatusCode>, Response)> {
+        Self::operation_response(ctx, operation)
+            .map(|r| (Some(StatusCode::Code(200)), r))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// A page image answer (a replay frame, a screenshot): JPEG, or PNG for screenshots kept
+/// before frames were redacted JPEGs.
+#[derive(Debug)]
+pub(crate) struct Image;
+
+impl OperationOutput for Image {
+    type Inner = Self;
+
+    fn operation_response(_: &mut GenContext, _: &mut Operation) -> Option<Response> {
+        let image =
+            |kind: &str| schemars::json_schema!({"type": "string", "contentMediaType": kind});
+        Some(answer(
+            "The image (never cached, never sniffed: `nosniff`, a `sandbox` CSP).",
+            &[
+                ("image/jpeg", image("image/jpeg")),
+                ("image/png", image("image/png")),
+            ],
+        ))
+    }
+}
+
+/// An HTML page answer (the live view, the approval page).
+#[derive(Debug)]
+pub(crate) struct Page;
+
+impl OperationOutput for Page {
+    type Inner = Self;
+
+    fn operation_response(_: &mut GenContext, _: &mut Operation) -> Option<Response> {
+        Some(answer(
+            "An HTML page for a person (strict CSP, no referrer, never framed).",
+            &[("text/html", schemars::json_schema!({"type": "string"}))],
+        ))
+    }
+}
+
+/// An answer described by `description`, with a body of each media type given.
+fn answer(description: &str, media: &[(&str, schemars::Schema)]) -> Response {
+    Response {
+        description: description.to_owned(),
+        content: media
+            .iter()
+            .map(|(kind, schema)| {
+                let body = MediaType {
+                    schema: Some(SchemaObject {
+                        json_schema: schema.clone(),
+                        example: None,
+                        external_docs: None,
+                    }),
+                    ..Default::default()
+                };
+                ((*kind).to_owned(), body)
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// A WebSocket answer (`101 Switching Protocols`): the live view's screencast, a relay
+/// runner's link.
+#[derive(Debug)]
+pub(crate) struct Socket;
+
+impl OperationOutput for Socket {
+    type Inner = Self;
+
+    fn operation_response(_: &mut GenContext, _: &mut Operation) -> Option<Response> {
+        Some(Response {
+            description: "The WebSocket handshake is accepted: the socket is open.".into(),
+            ..Default::default()
+        })
+    }
+}
