@@ -14,7 +14,7 @@ use abr_core::provider::{
 use abr_core::scope::SessionScope;
 use abr_core::scope_io;
 use abr_core::scope_io::Scopes;
-use abr_core::strategy::StrategyRegistry;
+use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
 use abr_protocol::{
     CaptureCancelResponse, CaptureFinishResponse, CaptureRef, CaptureStartRequest,
     CaptureStartResponse, CaptureState, CaptureStatus,
@@ -90,6 +90,10 @@ impl std::fmt::Debug for LiveTarget {
             .finish_non_exhaustive()
     }
 }
+
+/// A capture start that can go ahead: the platform's strategy and the request's extra
+/// scope.
+type Checked<C> = (Arc<dyn WebPostStrategy<C>>, Option<SessionScope>);
 
 struct Capture<C: SessionContext> {
     id: String,
@@ -258,10 +262,23 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         &self,
         request: &CaptureStartRequest,
     ) -> Result<(), EngineError> {
+        self.checked(request)?;
+        // Expired captures give their slots back first.
+        self.sweep_expired().await;
+        if self.slots.available_permits() == 0 {
+            return Err(EngineError::CaptureLimit(self.config.max_open));
+        }
+        self.refused_now()
+    }
+
+    /// What `request` itself decides: its ids, its extra scope, its platform, the
+    /// platform's policy (a refusal is audited) and whether the provider can be interactive.
+    /// The platform's strategy and the extra scope when it can start.
+    fn checked(&self, request: &CaptureStartRequest) -> Result<Checked<C>, EngineError> {
         abr_core::tenant::check("workspaceId", Some(&request.workspace_id))?;
         abr_core::tenant::check("accountId", Some(&request.account_id))?;
-        scope_io::request_scope(request.scope.as_ref())?;
-        let strategy = self.strategies.get(&request.platform)?;
+        let extra_scope = scope_io::request_scope(request.scope.as_ref())?;
+        let strategy = Arc::clone(self.strategies.get(&request.platform)?);
         if !strategy.policy().allow_interactive_capture {
             return Err(self.denied(request));
         }
@@ -271,12 +288,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
                 what: "interactive capture",
             }));
         }
-        // Expired captures give their slots back first.
-        self.sweep_expired().await;
-        if self.slots.available_permits() == 0 {
-            return Err(EngineError::CaptureLimit(self.config.max_open));
-        }
-        self.refused_now()
+        Ok((strategy, extra_scope))
     }
 
     /// Starts a capture: opens an interactive browser on the platform's start URL.
@@ -288,20 +300,8 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         &self,
         request: CaptureStartRequest,
     ) -> Result<CaptureStartResponse, EngineError> {
-        abr_core::tenant::check("workspaceId", Some(&request.workspace_id))?;
-        abr_core::tenant::check("accountId", Some(&request.account_id))?;
-        let extra_scope = scope_io::request_scope(request.scope.as_ref())?;
+        let (strategy, extra_scope) = self.checked(&request)?;
         self.sweep_expired().await;
-        let strategy = Arc::clone(self.strategies.get(&request.platform)?);
-        if !strategy.policy().allow_interactive_capture {
-            return Err(self.denied(&request));
-        }
-        if !self.provider.capabilities().interactive {
-            return Err(EngineError::from(CoreError::Unsupported {
-                provider: self.provider.name().to_owned(),
-                what: "interactive capture",
-            }));
-        }
         let slot = Arc::clone(&self.slots)
             .try_acquire_owned()
             .map_err(|_| EngineError::CaptureLimit(self.config.max_open))?;
@@ -518,18 +518,15 @@ impl<C: SessionContext> SessionCaptureManager<C> {
         true
     }
 
-    /// Releases the browsers of every open capture whose browser was lost; how many.
-    pub(crate) async fn release_lost(&self) -> usize {
+    /// Releases the browsers of every open capture whose browser was lost (one already
+    /// released is not asked again).
+    pub(crate) async fn release_lost(&self) {
         let open: Vec<Arc<Capture<C>>> = self.lock().by_id.values().cloned().collect();
-        let mut released = 0;
         for capture in open {
-            if capture.lease.try_lock().is_ok_and(|slot| slot.is_some())
-                && self.release_if_lost(&capture).await
-            {
-                released += 1;
+            if capture.lease.try_lock().is_ok_and(|slot| slot.is_some()) {
+                self.release_if_lost(&capture).await;
             }
         }
-        released
     }
 
     /// Status of an open capture, for the workspace and account it is bound to (the capture

@@ -369,9 +369,6 @@ impl<C: SessionContext> AgentPoster<C> {
         self.post_gated(request, None, None).await
     }
 
-    /// Refuses, before anything is recorded, what a post would refuse: content over
-    /// its bounds, an invalid extra scope, bad tenant ids, an unknown platform, a policy
-    /// against unattended runs.
     /// The provider's refusal of a job right now, if it has one (a single-session backend a
     /// capture holds): the post is refused before anything is recorded, with the
     /// provider's `Retry-After`.
@@ -384,6 +381,9 @@ impl<C: SessionContext> AgentPoster<C> {
             .map_or(Ok(()), |refusal| Err(CoreError::Provider(refusal).into()))
     }
 
+    /// Refuses, before anything is recorded, what a post would refuse: content over
+    /// its bounds, an invalid extra scope, bad tenant ids, an unknown platform, a policy
+    /// against unattended runs.
     pub(crate) fn check_request(&self, request: &PostRequest) -> Result<(), EngineError> {
         check_content(&request.content)?;
         scope_io::request_scope(request.scope.as_ref())?;

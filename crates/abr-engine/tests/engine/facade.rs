@@ -1130,36 +1130,49 @@ async fn pacing_draws_from_the_builders_randomness_and_sleeps_on_its_clock() {
     assert_eq!(result.timing.pacing_ms, 733);
 }
 
+/// An engine on a single-session backend (Steel's: [`abr_core::SerializedProvider`]) over
+/// `fake`, with `config`, and its scripted platform `fake`.
+fn single_session_engine(
+    fake: Arc<FakeProvider>,
+    config: EngineConfig,
+) -> (Engine<FakeContext>, Arc<ScriptedStrategy>) {
+    let serialized = abr_core::SerializedProvider::new(fake, Duration::from_secs(60));
+    let provider: DynSessionProvider<FakeContext> = Arc::new(serialized);
+    let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
+    let engine = EngineBuilder::new(
+        config,
+        Arc::clone(&provider),
+        provider,
+        Arc::new(InMemoryStore::new()),
+    )
+    .strategy(strategy.clone())
+    .unwrap()
+    .build()
+    .unwrap();
+    (engine, strategy)
+}
+
+/// A capture start of tenant `T` (account `ada`) on the platform `fake`.
+fn capture_start_request() -> abr_protocol::CaptureStartRequest {
+    serde_json::from_value(json!({"workspaceId": T, "accountId": "ada", "platform": "fake"}))
+        .unwrap()
+}
+
 /// A single-session backend held by a capture, and every job slot taken: a second capture
 /// is refused at once with `provider_busy` and its `Retry-After`, not after queueing for a
 /// slot it could never use (a person at a live view waits for nothing).
 #[tokio::test(start_paused = true)]
 async fn a_capture_the_provider_refuses_is_refused_before_it_queues_for_a_job_slot() {
-    let serialized =
-        abr_core::SerializedProvider::new(FakeProvider::new(), Duration::from_secs(60));
-    let provider: DynSessionProvider<FakeContext> = Arc::new(serialized);
-    let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
-    let engine = EngineBuilder::new(
+    let (engine, _) = single_session_engine(
+        Arc::new(FakeProvider::new()),
         EngineConfig {
             max_concurrent_jobs: 1,
             max_queued_jobs: 4,
             ..EngineConfig::default()
         },
-        Arc::clone(&provider),
-        provider,
-        Arc::new(InMemoryStore::new()),
-    )
-    .strategy(strategy)
-    .unwrap()
-    .build()
-    .unwrap();
+    );
     let a = agent(T);
-    let start = || {
-        serde_json::from_value::<abr_protocol::CaptureStartRequest>(json!({
-            "workspaceId": T, "accountId": "ada", "platform": "fake"
-        }))
-        .unwrap()
-    };
+    let start = capture_start_request;
     let first = engine.capture_start(&a, start()).await.unwrap();
     let slot = engine.hold_job_slot().await.unwrap();
 
@@ -1253,29 +1266,11 @@ async fn the_retention_sweep_runs_only_where_the_gate_lets_it() {
 /// answers it with the header (seen on a real Steel server without one).
 #[tokio::test(start_paused = true)]
 async fn a_post_behind_a_capture_is_busy_with_its_retry_after() {
-    let serialized =
-        abr_core::SerializedProvider::new(FakeProvider::new(), Duration::from_secs(60));
-    let provider: DynSessionProvider<FakeContext> = Arc::new(serialized);
-    let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
-    let engine = EngineBuilder::new(
-        EngineConfig::default(),
-        Arc::clone(&provider),
-        provider,
-        Arc::new(InMemoryStore::new()),
-    )
-    .strategy(strategy.clone())
-    .unwrap()
-    .build()
-    .unwrap();
+    let (engine, strategy) =
+        single_session_engine(Arc::new(FakeProvider::new()), EngineConfig::default());
     let a = agent(T);
     let capture = engine
-        .capture_start(
-            &a,
-            serde_json::from_value(
-                json!({"workspaceId": T, "accountId": "ada", "platform": "fake"}),
-            )
-            .unwrap(),
-        )
+        .capture_start(&a, capture_start_request())
         .await
         .unwrap();
     let refused = engine.post(&a, Some("k"), post("hello")).await.unwrap_err();
@@ -1310,28 +1305,10 @@ async fn a_post_behind_a_capture_is_busy_with_its_retry_after() {
 #[tokio::test]
 async fn a_lost_captures_browser_is_released_at_once() {
     let fake = Arc::new(FakeProvider::new());
-    let serialized = abr_core::SerializedProvider::new(Arc::clone(&fake), Duration::from_secs(60));
-    let provider: DynSessionProvider<FakeContext> = Arc::new(serialized);
-    let strategy = Arc::new(ScriptedStrategy::new("fake", &PlatformPolicy::default()));
-    let engine = EngineBuilder::new(
-        EngineConfig::default(),
-        Arc::clone(&provider),
-        provider,
-        Arc::new(InMemoryStore::new()),
-    )
-    .strategy(strategy.clone())
-    .unwrap()
-    .build()
-    .unwrap();
+    let (engine, _) = single_session_engine(Arc::clone(&fake), EngineConfig::default());
     let a = agent(T);
     let capture = engine
-        .capture_start(
-            &a,
-            serde_json::from_value(
-                json!({"workspaceId": T, "accountId": "ada", "platform": "fake"}),
-            )
-            .unwrap(),
-        )
+        .capture_start(&a, capture_start_request())
         .await
         .unwrap();
     let bound = abr_protocol::CaptureRef {

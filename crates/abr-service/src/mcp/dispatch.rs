@@ -2,7 +2,6 @@
 //! credentials and tenant, and its answer as a tool result: a 2xx body is the result, an
 //! error envelope is a result with `isError` carrying its code and message.
 
-use abr_protocol::ErrorEnvelope;
 use abr_protocol::codes::{self, ErrorCode};
 use axum::Router;
 use axum::body::Body;
@@ -12,7 +11,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
 use super::settings::McpSettingsError;
-use super::tools::Forward;
+use super::tools::{Forward, ToolRefusal};
 use abr_core::principal::{DEFAULT_TENANT, Principal, Tenants};
 
 /// The largest answer read back from the API (a snapshot or a task record is far smaller).
@@ -249,12 +248,9 @@ fn build(caller: &Caller, call: Forward) -> Result<Request<Body>, String> {
 
 /// A tool result for a failure on this side of the API, as the API's envelope.
 fn local_error(code: ErrorCode, message: &str) -> CallToolResult {
-    let envelope = ErrorEnvelope {
+    let refusal = ToolRefusal {
+        status: code.status,
         error: code.body(message),
     };
-    let mut value = serde_json::to_value(envelope).unwrap_or_else(|_| json!({}));
-    if let Value::Object(map) = &mut value {
-        map.insert("status".to_owned(), json!(code.status));
-    }
-    CallToolResult::structured_error(value)
+    CallToolResult::structured_error(serde_json::to_value(refusal).unwrap_or_else(|_| json!({})))
 }

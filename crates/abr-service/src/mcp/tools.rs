@@ -458,11 +458,11 @@ fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
 /// A tool's `structuredContent` when the call was refused: the API's error envelope with
 /// the HTTP status it came with.
 #[derive(Debug, Serialize, JsonSchema)]
-struct ToolRefusal {
+pub(crate) struct ToolRefusal {
     /// The HTTP status of the API's answer.
-    status: u16,
+    pub(crate) status: u16,
     /// The API's error: its stable code, a message, whether a retry may pass.
-    error: abr_protocol::ErrorBody,
+    pub(crate) error: abr_protocol::ErrorBody,
 }
 
 /// A tool's `structuredContent`: its answer `T`, or the refusal (a schema only: the
