@@ -137,7 +137,13 @@ impl<C: TaskContext> RunningServer<C> {
     /// stops accepting and waits until what it runs has ended; a second signal stops it at
     /// once (what it ran is ended honestly by the next replica that sweeps).
     pub async fn run_until_signal(self) {
-        wait_for_signal().await;
+        self.run_until(Signals::install()).await;
+    }
+
+    /// [`RunningServer::run_until_signal`] with signals installed earlier (before the
+    /// address was announced).
+    pub async fn run_until(self, mut signals: Signals) {
+        signals.next().await;
         if self.runner.status().node_id().is_none() {
             tracing::info!("shutting down: finishing in-flight requests");
             self.shutdown().await;
@@ -151,7 +157,7 @@ impl<C: TaskContext> RunningServer<C> {
         self.runner.status().begin_draining();
         tokio::select! {
             () = tokio::time::sleep(grace) => {}
-            () = wait_for_signal() => {
+            () = signals.next() => {
                 tracing::warn!("stopping now: a second signal");
                 self.stop_now().await;
                 return;
@@ -162,7 +168,7 @@ impl<C: TaskContext> RunningServer<C> {
         tokio::pin!(drain);
         tokio::select! {
             () = &mut drain => tracing::info!("drained"),
-            () = wait_for_signal() => {
+            () = signals.next() => {
                 tracing::warn!("stopping now: a second signal");
                 runner.shutdown().await;
             }
@@ -237,21 +243,49 @@ async fn serve(
     let _ = slots.acquire_many(all).await;
 }
 
-/// Resolves at the first Ctrl-C (SIGINT) or SIGTERM.
-pub(crate) async fn wait_for_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// The process's stop signals, Ctrl-C (SIGINT) and SIGTERM, listened to from the moment
+/// they are installed: install them before announcing an address, so that a signal sent
+/// right after the announcement stops the process the way it should instead of killing it
+/// (or being dropped before anything listens).
+pub struct Signals {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => futures::future::pending::<()>().await,
+    unix: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl std::fmt::Debug for Signals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signals").finish_non_exhaustive()
+    }
+}
+
+impl Signals {
+    /// Installs the handlers (inside a Tokio runtime). Where they cannot be installed,
+    /// [`Signals::next`] falls back to Tokio's Ctrl-C alone.
+    #[must_use]
+    pub fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let unix = signal(SignalKind::interrupt())
+                .and_then(|int| Ok((int, signal(SignalKind::terminate())?)))
+                .map_err(|e| tracing::warn!(error = %e, "cannot listen for SIGINT/SIGTERM"))
+                .ok();
+            Self { unix }
         }
-    };
-    #[cfg(not(unix))]
-    let term = futures::future::pending::<()>();
-    tokio::select! { () = ctrl_c => {}, () = term => {} }
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    /// Resolves at the next Ctrl-C or SIGTERM (one received since the last call counts).
+    pub async fn next(&mut self) {
+        #[cfg(unix)]
+        if let Some((int, term)) = &mut self.unix {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

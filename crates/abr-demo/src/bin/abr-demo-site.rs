@@ -30,6 +30,8 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Handlers first: a Ctrl-C sent right after the announcement must stop it cleanly.
+    let stop = Stop::install();
     let mut stdout = std::io::stdout().lock();
     let announced =
         writeln!(stdout, "listening on http://{}", site.local_addr()).and_then(|()| stdout.flush());
@@ -38,23 +40,41 @@ async fn main() -> ExitCode {
         eprintln!("abr-demo-site: cannot write to stdout: {e}");
         return ExitCode::FAILURE;
     }
-    stopped().await;
+    stop.wait().await;
     site.shutdown().await;
     ExitCode::SUCCESS
 }
 
-/// Ctrl-C, or SIGTERM on Unix.
-async fn stopped() {
+/// Ctrl-C, or SIGTERM on Unix, with the handlers installed when built (a signal that arrives
+/// before [`Stop::wait`] is polled is not lost, nor does it kill the process).
+struct Stop {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
+    signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Stop {
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let signals = signal(SignalKind::interrupt())
+                .and_then(|int| Ok((int, signal(SignalKind::terminate())?)))
+                .ok();
+            Self { signals }
+        }
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    async fn wait(self) {
+        #[cfg(unix)]
+        if let Some((mut int, mut term)) = self.signals {
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
+                _ = int.recv() => {}
                 _ = term.recv() => {}
             }
             return;
         }
+        let _ = tokio::signal::ctrl_c().await;
     }
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -82,6 +82,43 @@ async fn prints_the_real_bound_address_and_serves_there() {
     assert!(status.success(), "{status}");
 }
 
+/// The race CI once lost: a Ctrl-C sent the moment the address is announced used to kill the
+/// process by SIGINT (the handler was installed only when first awaited, after the line).
+#[test]
+fn a_ctrl_c_right_after_the_announcement_stops_it_cleanly() {
+    for _ in 0..5 {
+        let child = Command::new(env!("CARGO_BIN_EXE_abr-demo-site"))
+            .args(["--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut child = Killed(child);
+        let line = first_line(&mut child.0);
+        assert!(line.starts_with("listening on "), "{line:?}");
+        let pid = child.0.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "still running 10 s after Ctrl-C"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "{status}");
+    }
+}
+
 #[test]
 fn a_bad_bind_address_fails_with_a_message() {
     let out = Command::new(env!("CARGO_BIN_EXE_abr-demo-site"))

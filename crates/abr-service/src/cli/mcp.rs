@@ -95,6 +95,7 @@ async fn serve_stdio(config: RunnerConfig, mut settings: McpSettings) -> Result<
     let server = McpServer::local(router, token.as_deref(), settings)
         .map_err(|e| CliError::Run(e.to_string()))?;
     tracing::info!(read_only, "abr mcp: serving MCP on stdin/stdout");
+    let mut signals = crate::server::Signals::install();
     let served = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => {
             tokio::select! {
@@ -103,7 +104,7 @@ async fn serve_stdio(config: RunnerConfig, mut settings: McpSettings) -> Result<
                         tracing::error!(error = %e, "the MCP service stopped unexpectedly");
                     }
                 }
-                () = crate::server::wait_for_signal() => {
+                () = signals.next() => {
                     tracing::info!("abr mcp: signal received");
                 }
             }

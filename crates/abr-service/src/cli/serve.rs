@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::cli::CliError;
 use crate::cli::start;
-use crate::server::RunningServer;
+use crate::server::{RunningServer, Signals};
 
 const SERVE_HELP: &str = "\
 Configuration (environment variables; a --config TOML file uses the same names without ABR_,
@@ -62,11 +62,12 @@ impl ServeArgs {
         start::runtime()?.block_on(async move {
             let bind = config.bind;
             let runner = start::runner(config).await?;
+            let signals = Signals::install();
             let server = RunningServer::bind(runner, bind)
                 .await
                 .map_err(|e| CliError::Run(format!("cannot listen on {bind}: {e}")))?;
             println!("abr: listening on {}", server.base_url());
-            server.run_until_signal().await;
+            server.run_until(signals).await;
             Ok(())
         })
     }

@@ -31,7 +31,7 @@ use crate::cli::local::state::{ControlToken, LaunchKind, RunnerState};
 use crate::cli::local::target::{Target, account_id, first_api_token};
 use crate::cli::start;
 use crate::config::RunnerConfig;
-use crate::server::{RunningServer, wait_for_signal};
+use crate::server::{RunningServer, Signals};
 
 const UP_HELP: &str = "\
 The runner is configured like `abr serve` (ABR_* environment variables, --config), except
@@ -262,6 +262,7 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
         }
     });
 
+    let mut signals = Signals::install();
     let app = crate::http::app(Arc::clone(&runner));
     let server = RunningServer::start_app(Arc::clone(&runner), listener, app.clone())
         .map_err(|e| LocalError::Run(format!("cannot serve on {addr}: {e}")))?;
@@ -310,7 +311,7 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
     let mut link_error = None;
     let mut watching = stopping.clone();
     tokio::select! {
-        () = wait_for_signal() => {
+        () = signals.next() => {
             tracing::info!("signal: draining (a second signal stops at once)");
             shutdown.send_if_modified(|s| s.advance(Shutdown::Drain));
         }
@@ -337,7 +338,7 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
         let escalate = async {
             let mut watching = stopping.clone();
             tokio::select! {
-                () = wait_for_signal() => {}
+                () = signals.next() => {}
                 _ = watching.wait_for(|s| *s == Shutdown::Now) => {}
             }
         };
