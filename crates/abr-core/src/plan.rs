@@ -324,6 +324,34 @@ fn fill_step(
     })
 }
 
+/// Longest stage name, in bytes.
+pub const MAX_STAGE: usize = 40;
+
+/// A stage name: 1 to [`MAX_STAGE`] of `a`-`z`, `0`-`9`, `_` (it reaches events and
+/// webhooks, which carry names, never values).
+fn check_stage(stage: &str) -> Result<(), PlanProblem> {
+    let ok = (1..=MAX_STAGE).contains(&stage.len())
+        && stage
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(PlanProblem::StageName)
+    }
+}
+
+/// The stage step `index` of `steps` is in: its own, or the last one a step before it
+/// started (none before the first stage).
+#[must_use]
+pub fn stage_at(steps: &[PlanStep], index: usize) -> Option<&str> {
+    steps
+        .iter()
+        .take(index.saturating_add(1))
+        .rev()
+        .find_map(|step| step.stage.as_deref())
+}
+
 /// The one check of a step's shape, for plans and platform files alike: its description,
 /// its deadline, its selectors, URLs, values, conditions and names within their bounds, and
 /// its placeholders well formed ([`Template`]). What a placeholder may name is the caller's
@@ -335,6 +363,9 @@ pub fn check_step(step: &PlanStep, rules: &StepRules) -> Result<(), PlanProblem>
     at_most(&step.description, "the description", MAX_DESCRIPTION)?;
     if step.description.trim().is_empty() {
         return Err(PlanProblem::EmptyDescription);
+    }
+    if let Some(stage) = &step.stage {
+        check_stage(stage)?;
     }
     match step.timeout_ms {
         Some(0) => return Err(PlanProblem::ZeroTimeout),

@@ -20,6 +20,12 @@
 //!   metrics, a JPEG screencast of that tab from the real Chromium (`{pageId, url, title,
 //!   favicon, data}`, every frame acknowledged), `mouseEvent` / `keyEvent` / `navigation`
 //!   input, `targetClosed` when the tab dies
+//! * The session recorder, as on the real server: each live session's pages run a script
+//!   (installed at create, like the session's storage) that sends the page's events (its
+//!   load, each click and input) to the server's own API port, `POST /v1/events` (the path
+//!   is the double's; the destination, the API's host and port, is the real one's). A
+//!   client whose egress refuses that address sees nothing arrive ([`SteelDouble::recorded_events`]);
+//!   what matters is that the page's own requests are judged as they are on Steel.
 //! * WebSocket upgrade on any other path: raw CDP proxy to the current Chromium.
 //! * Control endpoints under `/__mock/…` (not recorded): `POST fail-next-create {status}`,
 //!   `POST expire {id?}`, `POST drop-sockets`, `GET calls`, `GET state`.
@@ -288,6 +294,15 @@ impl SteelDouble {
             .browser
             .as_ref()
             .map(|b| b.chromium.pid())
+    }
+
+    /// How many uploads of the session recorder (`POST /v1/events` from a live session's
+    /// pages) arrived.
+    pub fn recorded_events(&self) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.method == "POST" && c.path == "/v1/events")
+            .count()
     }
 
     /// Number of proxied sockets currently open.
@@ -620,6 +635,7 @@ fn router(shared: Arc<Shared>, recorder: Recorder) -> Router {
         .route("/v1/sessions/{id}/release", post(release_by_id))
         .route("/v1/sessions/{id}/live-details", get(live_details))
         .route("/v1/devtools/inspector.html", get(inspector))
+        .route("/v1/events", post(recorder_upload))
         .route("/__mock/{op}", any(control))
         .fallback(fallback)
         .method_not_allowed_fallback(not_found_any)
@@ -699,6 +715,9 @@ async fn create(State(s): St, body: Bytes) -> Response {
             &format!("Failed to start session: sessionContext storage: {e}"),
         );
     }
+    if let Err(e) = install_recorder(&cdp, s.port).await {
+        return steel_failure(500, &format!("Failed to start session: recorder: {e}"));
+    }
     let urls = s.urls();
     let mut d = lock(&s.data);
     if d.active.status == Status::Live {
@@ -727,6 +746,50 @@ async fn create(State(s): St, body: Bytes) -> Response {
     d.active = session;
     d.created += 1;
     json_response(200, &Value::Object(details(&d.active, &urls)))
+}
+
+/// The session recorder's script: the page's load, clicks and inputs, each sent to the API
+/// port as it happens (a simple cross-origin request: no preflight, no answer read).
+fn recorder_script(port: u16) -> String {
+    format!(
+        r#"(() => {{
+  if (window.__steelDoubleRecorder || !/^https?:$/.test(location.protocol)) return;
+  window.__steelDoubleRecorder = true;
+  const send = (type) => {{
+    try {{
+      fetch("http://127.0.0.1:{port}/v1/events", {{
+        method: "POST", mode: "no-cors", headers: {{"content-type": "text/plain"}},
+        body: JSON.stringify({{type, at: Date.now()}})
+      }}).catch(() => {{}});
+    }} catch (_) {{}}
+  }};
+  send("load");
+  addEventListener("click", () => send("click"), true);
+  addEventListener("input", () => send("input"), true);
+}})();"#
+    )
+}
+
+/// Registers [`recorder_script`] on the session's first page (the session's pages are opened
+/// from it or are it), as the session's storage script is.
+async fn install_recorder(cdp: &crate::CdpClient, port: u16) -> Result<(), crate::CdpError> {
+    let Some((target, _)) = cdp.page_targets().await?.into_iter().next() else {
+        return Ok(());
+    };
+    let sid = cdp.attach(&target).await?;
+    cdp.call_in(Some(&sid), "Page.enable", json!({})).await?;
+    cdp.call_in(
+        Some(&sid),
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": recorder_script(port) }),
+    )
+    .await?;
+    Ok(())
+}
+
+/// An upload of the session recorder: taken, not kept (counted in the calls).
+async fn recorder_upload() -> Response {
+    json_response(200, &json!({ "ok": true }))
 }
 
 async fn list(State(s): St) -> Response {

@@ -14,7 +14,7 @@ use crate::{PauseReason, TakeoverEvent};
 /// |---|---|---|
 /// | `approval_required` | a task waits for an approver, or a browse session's committing action does | `approvalId` (browse) |
 /// | `takeover_required`, `takeover_active`, `takeover_resumed`, `takeover_ended`, `takeover_expired` | a paused run's takeover moved | `takeoverId`, `reason`, `state` |
-/// | `step_progress` | a step (or a browse action) ended | `step`, `action`, `ok`, `elapsedMs` |
+/// | `step_progress` | a step (or a browse action) ended | `step`, `action`, `ok`, `elapsedMs`; a task's `steps` and `stage` |
 /// | `run_stalled` | a running run made no progress for `ABR_STALL_SECS` (once per stall) | `idleSecs` |
 /// | `run_ended` | a run ended (a task's or a post's outcome, a browse session closed) | `state`, `kind`; `check` when `uncertain` |
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -54,6 +54,14 @@ pub struct RunEvent {
     /// Seconds since the run's last progress (`run_stalled`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_secs: Option<u64>,
+    /// How many steps the task's plan has (`step_progress` of a task: step `step + 1` of
+    /// `steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<usize>,
+    /// The stage the step is in, as the plan names it (`step_progress` of a task whose plan
+    /// names stages: the step's own, or the last one a step before it started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
     /// Milliseconds since the run started (`step_progress`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_ms: Option<u64>,
@@ -84,6 +92,8 @@ impl RunEvent {
             action: None,
             ok: None,
             idle_secs: None,
+            steps: None,
+            stage: None,
             elapsed_ms: None,
             check: None,
             at,

@@ -241,6 +241,12 @@ pub struct PlanStep {
     /// Deadline of this step in milliseconds (default: the runner's step deadline).
     #[serde(default, alias = "timeout_ms", skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The stage of the run this step starts (1 to 40 of `a`-`z`, `0`-`9`, `_`:
+    /// `signing_in`, `filling_form`, `submitting`): each `step_progress` event names the
+    /// stage its step is in (this step's, or the last one a step before it started). A
+    /// name, never a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
 }
 
 /// How a task proves its outcome. Read through `wire::Verification` (flat, strict).
@@ -413,6 +419,9 @@ mod wire {
             /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
+            /// The stage this step starts, named for the run's watchers (see [`PlanStep`]).
+            #[serde(default)]
+            stage: Option<String>,
         },
         /// Click an element.
         Click {
@@ -423,6 +432,9 @@ mod wire {
             /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
+            /// The stage this step starts, named for the run's watchers (see [`PlanStep`]).
+            #[serde(default)]
+            stage: Option<String>,
         },
         /// Type into a field (its previous value replaced).
         Type {
@@ -438,6 +450,9 @@ mod wire {
             /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
+            /// The stage this step starts, named for the run's watchers (see [`PlanStep`]).
+            #[serde(default)]
+            stage: Option<String>,
         },
         /// Choose an option of a `<select>` (by value or label).
         Select {
@@ -450,6 +465,9 @@ mod wire {
             /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
+            /// The stage this step starts, named for the run's watchers (see [`PlanStep`]).
+            #[serde(default)]
+            stage: Option<String>,
         },
         /// Wait for an element, a URL or a text.
         Wait {
@@ -467,6 +485,9 @@ mod wire {
             /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
+            /// The stage this step starts, named for the run's watchers (see [`PlanStep`]).
+            #[serde(default)]
+            stage: Option<String>,
         },
         /// Read data from the page into the result under `name`: the element's text
         /// (`kind: text`), one of its attributes (`attribute`, naming it in `attribute`), an
@@ -492,6 +513,9 @@ mod wire {
             /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
+            /// The stage this step starts, named for the run's watchers (see [`PlanStep`]).
+            #[serde(default)]
+            stage: Option<String>,
         },
         /// Take a screenshot (kept with the task record, referenced by name).
         Screenshot {
@@ -503,6 +527,9 @@ mod wire {
             /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
+            /// The stage this step starts, named for the run's watchers (see [`PlanStep`]).
+            #[serde(default)]
+            stage: Option<String>,
         },
         /// Check the DOM (an element exists, and/or a text is on the page or in the
         /// element); a failed check fails the task at this step.
@@ -518,6 +545,9 @@ mod wire {
             /// Deadline of this step in milliseconds (default: the runner's step deadline).
             #[serde(default, alias = "timeout_ms")]
             timeout_ms: Option<u64>,
+            /// The stage this step starts, named for the run's watchers (see [`PlanStep`]).
+            #[serde(default)]
+            stage: Option<String>,
         },
     }
 
@@ -555,7 +585,7 @@ mod wire {
         };
         ExtractFields(format!(
             "unknown field `{field}`, expected one of `name`, `kind`, `selector`, {own}\
-             `description`, `timeoutMs` (an extraction of kind {kind})"
+             `description`, `timeoutMs`, `stage` (an extraction of kind {kind})"
         ))
     }
 
@@ -610,23 +640,31 @@ mod wire {
         type Error = ExtractFields;
 
         fn try_from(step: Step) -> Result<Self, Self::Error> {
-            let (action, description, timeout_ms) = match step {
+            let (action, description, timeout_ms, stage) = match step {
                 Step::Navigate {
                     url,
                     description,
                     timeout_ms,
-                } => (StepAction::Navigate { url }, description, timeout_ms),
+                    stage,
+                } => (StepAction::Navigate { url }, description, timeout_ms, stage),
                 Step::Click {
                     selector,
                     description,
                     timeout_ms,
-                } => (StepAction::Click { selector }, description, timeout_ms),
+                    stage,
+                } => (
+                    StepAction::Click { selector },
+                    description,
+                    timeout_ms,
+                    stage,
+                ),
                 Step::Type {
                     selector,
                     value,
                     submit,
                     description,
                     timeout_ms,
+                    stage,
                 } => (
                     StepAction::Type {
                         selector,
@@ -635,16 +673,19 @@ mod wire {
                     },
                     description,
                     timeout_ms,
+                    stage,
                 ),
                 Step::Select {
                     selector,
                     value,
                     description,
                     timeout_ms,
+                    stage,
                 } => (
                     StepAction::Select { selector, value },
                     description,
                     timeout_ms,
+                    stage,
                 ),
                 Step::Wait {
                     selector,
@@ -652,6 +693,7 @@ mod wire {
                     text,
                     description,
                     timeout_ms,
+                    stage,
                 } => (
                     StepAction::Wait {
                         selector,
@@ -660,6 +702,7 @@ mod wire {
                     },
                     description,
                     timeout_ms,
+                    stage,
                 ),
                 Step::Extract {
                     name,
@@ -669,6 +712,7 @@ mod wire {
                     fields,
                     description,
                     timeout_ms,
+                    stage,
                 } => (
                     StepAction::Extract {
                         name,
@@ -676,29 +720,39 @@ mod wire {
                     },
                     description,
                     timeout_ms,
+                    stage,
                 ),
                 Step::Screenshot {
                     name,
                     description,
                     timeout_ms,
-                } => (StepAction::Screenshot { name }, description, timeout_ms),
+                    stage,
+                } => (
+                    StepAction::Screenshot { name },
+                    description,
+                    timeout_ms,
+                    stage,
+                ),
                 Step::Assert {
                     selector,
                     text,
                     description,
                     timeout_ms,
+                    stage,
                 } => (
                     StepAction::Assert {
                         check: DomCheck { selector, text },
                     },
                     description,
                     timeout_ms,
+                    stage,
                 ),
             };
             Ok(PlanStep {
                 action,
                 description,
                 timeout_ms,
+                stage,
             })
         }
     }

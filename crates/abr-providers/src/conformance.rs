@@ -762,6 +762,17 @@ pub async fn the_network_gate_holds_every_write<P: SessionProvider<Context = Bro
         SuiteGate::list(&gate.asked)
     );
     let asked = SuiteGate::list(&gate.asked);
+    // Only the site's requests are judged: one the egress refuses (Steel's session recorder
+    // posting to Steel's own API port) never reaches the gate, where it would read as a
+    // write of the page's (a click's commit, a read-only action's refusal).
+    let others: Vec<&String> = asked
+        .iter()
+        .filter(|a| !HTTP_WRITES.contains(&a.as_str()) && a.as_str() != "POST /api/hop")
+        .collect();
+    assert!(
+        others.is_empty(),
+        "the gate was asked about requests that are not the site's: {others:?}"
+    );
     assert_eq!(
         seen["sharedWorker"],
         serde_json::json!("unavailable"),

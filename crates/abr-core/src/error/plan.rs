@@ -106,6 +106,9 @@ pub enum PlanProblem {
     /// A screenshot name that is not 1 to 64 of letters, digits, `_`, `-`, `.`.
     #[error("a screenshot name is 1 to 64 letters, digits, `_`, `-` or `.`, not starting with `.`")]
     ScreenshotName,
+    /// A stage name that is not 1 to 40 of `a`-`z`, `0`-`9`, `_`.
+    #[error("a stage is 1 to 40 of a-z, 0-9 and `_` (`filling_form`): a name, never a value")]
+    StageName,
     /// Two screenshots with one name (or a step using the reserved `verification`).
     #[error("another screenshot already has this name")]
     DuplicateScreenshotName,
@@ -149,6 +152,7 @@ impl PlanProblem {
             }
             Self::NavigateUrl(_) => Some("url"),
             Self::ActionNotAllowed => Some("type"),
+            Self::StageName => Some("stage"),
             Self::MalformedPlaceholder(what) | Self::Empty(what) | Self::TooLong { what, .. } => {
                 field_of(what)
             }

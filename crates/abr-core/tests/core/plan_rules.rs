@@ -396,3 +396,46 @@ fn inputs_are_shown_to_the_approver_and_secrets_as_their_length_only() {
     assert_eq!(e.location, PlanLocation::Inputs);
     assert_eq!(e.problem, PlanProblem::UnknownSecretInput("nope".into()));
 }
+
+/// A stage reaches events and webhooks: it is a short name, never a value (a URL, a typed
+/// text); a step without one is in the stage a step before it started.
+#[test]
+fn stages_are_names_and_a_step_without_one_is_in_the_last_started() {
+    let staged = |stage: &str| {
+        plan(json!([{"type": "click", "selector": "#a", "description": "Go", "stage": stage}]))
+    };
+    for bad in [
+        "",
+        "Filling",
+        "https://evil.example/?token=1",
+        "a b",
+        &"s".repeat(41),
+    ] {
+        let e = validate(&staged(bad), &inputs(), &PlanLimits::default()).unwrap_err();
+        assert_eq!(
+            (e.location, e.problem.clone(), e.problem.field()),
+            (PlanLocation::Step(0), PlanProblem::StageName, Some("stage")),
+            "{bad:?}"
+        );
+    }
+    validate(&staged(&"s".repeat(40)), &inputs(), &PlanLimits::default()).unwrap();
+
+    let p = plan(json!([
+        {"type": "click", "selector": "#a", "description": "Look"},
+        {"type": "click", "selector": "#b", "description": "Fill", "stage": "filling_form"},
+        {"type": "click", "selector": "#c", "description": "More"},
+        {"type": "click", "selector": "#d", "description": "Send", "stage": "submitting"}
+    ]));
+    validate(&p, &inputs(), &PlanLimits::default()).unwrap();
+    let at = |i| abr_core::plan::stage_at(&p.steps, i);
+    assert_eq!(
+        [at(0), at(1), at(2), at(3), at(9)],
+        [
+            None,
+            Some("filling_form"),
+            Some("filling_form"),
+            Some("submitting"),
+            Some("submitting")
+        ]
+    );
+}

@@ -102,6 +102,21 @@ async fn session_lifecycle_context_and_release() {
         .await
         .unwrap();
 
+    // The session recorder, as on the real server: the page sends its load and each click
+    // to the API port (a client that lets it leave; ABR's egress does not).
+    cdp.evaluate(&page, "document.body.click(); true")
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while d.recorded_events() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the recorder sent {} of the load and the click",
+            d.recorded_events()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
     // Context export: CDP cookies without sameSite, localStorage keyed by origin.
     let ctx = http(
         "GET",
@@ -227,8 +242,9 @@ async fn session_lifecycle_context_and_release() {
         .filter(|c| c.status == 101 && c.headers.websocket_upgrade && c.path == "/")
         .count();
     assert_eq!(upgrades, 3);
-    // health, create, context, debug, get, release, get, list, debug + cast + 3 CDP upgrades
-    assert_eq!(calls.len(), 13, "{calls:#?}");
+    // health, create, context, debug, get, release, get, list, debug + cast + 3 CDP upgrades,
+    // and the recorder's load and click
+    assert_eq!(calls.len(), 15, "{calls:#?}");
     assert!(
         !serde_json::to_string(&calls)
             .unwrap()

@@ -39,8 +39,10 @@ impl<C: TaskContext> TaskRunner<C> {
             .started(&task.ledger.tenant_id, &task.record.task_id);
     }
 
-    /// A step (or a browse action) ended.
-    pub(super) fn announce_step(&self, task: &StoredTask, result: &StepResult) {
+    /// A step (or a browse action) ended; a task's step says which of how many, and the
+    /// stage its plan names it in.
+    pub(super) fn announce_step(&self, task: &StoredTask, result: &StepResult, of_plan: bool) {
+        let steps = &task.request.plan.steps;
         let elapsed = task.record.started_at.map(|started| {
             u64::try_from((self.clock.now() - started).whole_milliseconds()).unwrap_or(0)
         });
@@ -49,6 +51,11 @@ impl<C: TaskContext> TaskRunner<C> {
             action: Some(result.action.clone()),
             ok: Some(result.ok),
             elapsed_ms: elapsed,
+            steps: of_plan.then_some(steps.len()),
+            stage: of_plan
+                .then(|| abr_core::plan::stage_at(steps, result.index))
+                .flatten()
+                .map(str::to_owned),
             ..self.run_event("step_progress", task)
         });
     }

@@ -260,7 +260,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     .map(|p| ErrorBody::new(p.reason.as_str(), p.message.clone()))
             }),
         };
-        self.announce_step(&open.task, &result);
+        self.announce_step(&open.task, &result, false);
         open.task.record.steps.push(described);
         open.task.record.step_results.push(result);
         if rails::acts(&browser) {

@@ -594,7 +594,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 result.ok = false;
                 result.error = Some(failure.body.clone());
             }
-            self.announce_step(task, &result);
+            self.announce_step(task, &result, true);
             task.record.step_results.push(result);
             if rails::acts(&filled.action) {
                 rails.writes_owner = task.record.step_results.len().checked_sub(1);

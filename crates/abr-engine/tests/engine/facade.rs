@@ -80,8 +80,8 @@ fn task() -> TaskRequest {
     let plan: StepPlan = serde_json::from_value(json!({
         "targetUrl": "https://tool.example/admin/users",
         "steps": [
-            {"type": "type", "selector": "#email", "value": "{{email}}", "description": "Enter the email"},
-            {"type": "click", "selector": {"role": "button", "name": "Submit"}, "description": "Submit the form"}
+            {"type": "type", "selector": "#email", "value": "{{email}}", "description": "Enter the email", "stage": "filling_form"},
+            {"type": "click", "selector": {"role": "button", "name": "Submit"}, "description": "Submit the form", "stage": "submitting"}
         ],
         "verification": {"method": "dom_check", "text": "Saved"},
         "risk": "medium"
@@ -769,7 +769,13 @@ async fn a_tenants_events_tell_the_approval_each_step_and_the_end() {
     loop {
         let event = next_event(&mut mine).await;
         assert_eq!(event.run_id, id);
-        seen.push((event.event.clone(), event.step, event.state.clone()));
+        seen.push((
+            event.event.clone(),
+            event.step,
+            event.steps,
+            event.stage.clone(),
+            event.state.clone(),
+        ));
         if event.event == "run_ended" {
             break;
         }
@@ -777,9 +783,27 @@ async fn a_tenants_events_tell_the_approval_each_step_and_the_end() {
     assert_eq!(
         seen,
         [
-            ("step_progress".to_owned(), Some(0), None),
-            ("step_progress".to_owned(), Some(1), None),
-            ("run_ended".to_owned(), None, Some("succeeded".to_owned())),
+            (
+                "step_progress".to_owned(),
+                Some(0),
+                Some(2),
+                Some("filling_form".to_owned()),
+                None
+            ),
+            (
+                "step_progress".to_owned(),
+                Some(1),
+                Some(2),
+                Some("submitting".to_owned()),
+                None
+            ),
+            (
+                "run_ended".to_owned(),
+                None,
+                None,
+                None,
+                Some("succeeded".to_owned())
+            ),
         ]
     );
     assert!(

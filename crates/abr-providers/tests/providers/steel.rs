@@ -146,6 +146,36 @@ async fn steel_oss_conformance() {
     eprintln!("steel: conformance {:?}", started.elapsed());
 }
 
+/// Steel's session recorder runs in the job's pages and sends their events to Steel's own
+/// API port (real Steel v0.5.2 did): that address is no site of the job's, so the egress
+/// refuses every upload, and the page's own requests stay the only ones the network gate
+/// judges (the conformance suite's gate checks that under the recorder).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steel_the_session_recorders_uploads_are_refused_by_the_egress() {
+    let double = steel(SteelOptions::default()).await;
+    let site = TestSite::start().await.unwrap();
+    let provider = serialized(&double, site.egress());
+    let lease = acquire(&provider, request(AcquireMode::Unattended, None)).await;
+    let page = lease.context().page();
+    conformance::visit(lease.context(), &format!("{}/page", site.origin_a())).await;
+    let recording: bool = page
+        .evaluate::<(), bool>("() => window.__steelDoubleRecorder === true", None)
+        .await
+        .unwrap();
+    assert!(recording, "the recorder runs in the job's page");
+    page.evaluate::<(), bool>("() => { document.body.click(); return true }", None)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        double.recorded_events(),
+        0,
+        "a recorder upload left the browser"
+    );
+    release(lease).await;
+    assert_clean(&double);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steel_oss_cycles_leak_nothing() {
     let double = steel(SteelOptions::default()).await;

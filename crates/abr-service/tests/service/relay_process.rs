@@ -145,6 +145,20 @@ impl Bench {
         extra: &[&str],
         api_token: &str,
     ) -> Process {
+        self.runner_keyed(hub, machine, id, extra, api_token, Some(SESSION_KEY))
+    }
+
+    /// [`Self::runner_with_token`] with `session_key` as its `ABR_SESSION_KEY` (none: as the
+    /// README's relay example starts one, without it).
+    fn runner_keyed(
+        &self,
+        hub: &Process,
+        machine: &str,
+        id: &str,
+        extra: &[&str],
+        api_token: &str,
+        session_key: Option<&str>,
+    ) -> Process {
         let home = self.dir.path().join(machine);
         std::fs::create_dir_all(&home).unwrap();
         let mut command = Command::new(self.bin());
@@ -155,7 +169,7 @@ impl Bench {
             .env("ABR_STATE_DIR", home.join("state"))
             .env("ABR_DATA_DIR", home.join("data"))
             .env("ABR_API_TOKEN", api_token)
-            .env("ABR_SESSION_KEY", SESSION_KEY)
+            .env_remove("ABR_SESSION_KEY")
             .env("ABR_DEMO_SITE_URL", self.site.base_url())
             .env(
                 "ABR_EGRESS_ALLOW_PRIVATE",
@@ -165,6 +179,9 @@ impl Bench {
             .env_remove("ABR_HUB_URL")
             .env_remove("ABR_RUNNER_ID")
             .env_remove("ABR_BIND");
+        if let Some(key) = session_key {
+            command.env("ABR_SESSION_KEY", key);
+        }
         Process::spawn(command, self.log(&format!("{machine}-{id}")), None)
     }
 }
@@ -510,6 +527,39 @@ async fn calls_run_on_the_runner_they_name_and_relay_tokens_are_not_interchangea
         // And the real runners were not disturbed: both still answer, each as itself.
         record_is_only_on(&hub, id_a, "runner-a", "runner-b").await;
         record_is_only_on(&hub, id_b, "runner-b", "runner-a").await;
+
+        // The README's relay example as a user first runs it, without ABR_SESSION_KEY on the
+        // runner: keeping a session through the hub is refused as a setting to fix, not
+        // retryable, naming it (it was a retryable `502 store_failed`, and so was every post
+        // with a stored session).
+        let mut keyless = bench.runner_keyed(&hub, "machine-k", "runner-k", &[], HUB_TOKEN, None);
+        wait_for_runner(&hub, &mut keyless, "runner-k").await;
+        let kept = call(
+            &hub,
+            Some("runner-k"),
+            reqwest::Method::PUT,
+            "/v1/sessions/erin",
+        )
+        .json(&serde_json::json!({
+            "session": signed_in_session(&bench.site, "erin").await,
+            "platform": "demo"
+        }))
+        .send()
+        .await
+        .unwrap();
+        let status = kept.status().as_u16();
+        let body: serde_json::Value = kept.json().await.unwrap();
+        assert_eq!(
+            (status, error_of(&body)),
+            (500, ("store_misconfigured".to_owned(), false)),
+            "{body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("ABR_SESSION_KEY")),
+            "{body}"
+        );
     })
     .await;
 }
