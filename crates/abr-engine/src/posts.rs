@@ -133,12 +133,25 @@ fn ships_session(state: &AgentSessionState) -> bool {
     !state.cookies.is_empty() || !state.origins.is_empty() || !state.extra.is_empty()
 }
 
-/// The `run_ended` event of a post that ended in `state`.
-fn post_ended(tenant: &str, post_id: &str, state: PostState, at: time::OffsetDateTime) -> RunEvent {
+/// The `run_ended` event of a post that ended with `answer`: its state, how long it ran
+/// since `started`, and the stage a failed or uncertain one ended in.
+fn post_ended(
+    tenant: &str,
+    post_id: &str,
+    answer: &AgentPostResult,
+    started: time::OffsetDateTime,
+    at: time::OffsetDateTime,
+) -> RunEvent {
+    let state = PostState::of(answer);
     RunEvent {
         kind: Some("post".to_owned()),
         state: Some(abr_core::store::wire_name(&state)),
         check: (state == PostState::Uncertain).then(|| format!("/v1/posts/{post_id}/recheck")),
+        stage: answer
+            .failure_stage
+            .filter(|_| state != PostState::Succeeded)
+            .map(|stage| abr_core::store::wire_name(&stage)),
+        elapsed_ms: Some(u64::try_from((at - started).whole_milliseconds()).unwrap_or(0)),
         ..RunEvent::new("run_ended", tenant, post_id, at)
     }
 }
@@ -712,6 +725,7 @@ impl<C: SessionContext> PostJournal<C> {
         if let Some(events) = &events {
             events.started(&tenant, &post_id);
         }
+        let started = self.clock.now();
         let job = async move {
             let ran = AssertUnwindSafe(poster.post_gated(
                 resolved,
@@ -767,12 +781,7 @@ impl<C: SessionContext> PostJournal<C> {
             sender.send_replace(Some(stored_result(&answer, &post_id)));
             live_lock(&live).remove(&tenant_key(&tenant, &post_id));
             if let Some(events) = &events {
-                events.emit(post_ended(
-                    &tenant,
-                    &post_id,
-                    PostState::of(&answer),
-                    clock.now(),
-                ));
+                events.emit(post_ended(&tenant, &post_id, &answer, started, clock.now()));
             }
             match error {
                 Some(e) => Err(e),

@@ -16,7 +16,7 @@ use crate::{PauseReason, TakeoverEvent};
 /// | `takeover_required`, `takeover_active`, `takeover_resumed`, `takeover_ended`, `takeover_expired` | a paused run's takeover moved | `takeoverId`, `reason`, `state` |
 /// | `step_progress` | a step (or a browse action) ended | `step`, `action`, `ok`, `elapsedMs`; a task's `steps` and `stage` |
 /// | `run_stalled` | a running run made no progress for `ABR_STALL_SECS` (once per stall) | `idleSecs` |
-/// | `run_ended` | a run ended (a task's or a post's outcome, a browse session closed) | `state`, `kind`; `check` when `uncertain` |
+/// | `run_ended` | a run ended (a task's or a post's outcome, a browse session closed) | `state`, `kind` (`task`, `browse`, `post`), `elapsedMs`; `check` when `uncertain`; a post's failure `stage` |
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunEvent {
@@ -26,8 +26,8 @@ pub struct RunEvent {
     pub tenant_id: String,
     /// The run (a task's, a browse session's or a post's id).
     pub run_id: String,
-    /// What the run is, when not a task or browse session (`post`): its record is then at
-    /// `GET /v1/posts/{runId}`.
+    /// What the run is (`run_ended`): `task`, `browse` or `post` (a post's record is at
+    /// `GET /v1/posts/{runId}`, the others' at `GET /v1/tasks/{runId}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// The takeover (takeover events).
@@ -59,10 +59,12 @@ pub struct RunEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<usize>,
     /// The stage the step is in, as the plan names it (`step_progress` of a task whose plan
-    /// names stages: the step's own, or the last one a step before it started).
+    /// names stages: the step's own, or the last one a step before it started); the stage a
+    /// failed or uncertain post ended in (`run_ended` of a post: `precheck`, `compose`,
+    /// `media`, `submit`, `verify`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
-    /// Milliseconds since the run started (`step_progress`).
+    /// Milliseconds since the run started (`step_progress`; `run_ended`: how long it ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_ms: Option<u64>,
     /// The decision an `uncertain` end asks for (`run_ended`): the read-only re-check to

@@ -95,7 +95,17 @@ impl From<EngineError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let code = codes::ALL
+            .iter()
+            .find(|c| c.code == self.body.code)
+            .map(|c| c.code);
         let mut response = (self.status, Json(ErrorEnvelope { error: self.body })).into_response();
+        if let Some(code) = code {
+            // For the metrics layer: the code counted without reading the body again.
+            response
+                .extensions_mut()
+                .insert(crate::metrics::AnsweredCode(code));
+        }
         if let Some(after) = self.retry_after {
             let secs = after.as_secs().max(1);
             if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {

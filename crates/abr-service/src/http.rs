@@ -32,14 +32,21 @@ pub use crate::state::AppState;
 use crate::tenant::Caller;
 use crate::tokens::TokenSet;
 
+/// The route template a request matched (`/v1/tasks/{id}`), `unmatched` when none did:
+/// what the access log and the metrics name a request by (never its path, which may carry
+/// an id).
+pub(crate) fn route_of(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned())
+}
+
 /// Logs method, route template (never the raw path: it may carry a capture id or live
 /// token), status and latency.
 async fn access_log(request: Request, next: Next) -> Response {
     let method = request.method().clone();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "<unmatched>".to_owned(), |m| m.as_str().to_owned());
+    let route = route_of(&request);
     let started = Instant::now();
     let response = next.run(request).await;
     tracing::info!(
@@ -464,6 +471,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::sites::routes::<C>())
         .merge(crate::browse::routes::<C>())
         .merge(crate::keys::routes::<C>())
+        .merge(crate::metrics::routes::<C>())
         .merge(crate::enrollment::protected_routes::<C>(hub.clone()))
         .merge(crate::runners::routes::<C>(hub.clone()))
         .merge(relay_tokens);
@@ -534,6 +542,10 @@ fn router<C: TaskContext + LiveSurface>(
         .layer(middleware::from_fn_with_state(state.clone(), deadline::<C>))
         .layer(middleware::from_fn(every_error_an_envelope))
         .layer(middleware::from_fn(access_log))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(state.runner.metrics()),
+            crate::metrics::observe,
+        ))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
             ApiError::new(codes::INTERNAL, "internal error").into_response()
         }))

@@ -29,6 +29,7 @@ mod lists;
 mod live;
 pub mod logging;
 pub mod mcp;
+pub mod metrics;
 pub mod openapi;
 mod owner;
 mod placement;

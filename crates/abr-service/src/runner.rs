@@ -49,6 +49,8 @@ pub struct Runner<C: TaskContext = BrowserSession> {
     _data_lock: Option<std::fs::File>,
     /// The events webhook's deliverer, while the runner lives.
     _deliverer: Option<crate::webhook::Running>,
+    /// What it counts (`GET /metrics`).
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for Runner<C> {
@@ -64,6 +66,11 @@ impl<C: TaskContext> Runner<C> {
     /// Whether it is draining, and its node id in a fleet.
     pub fn status(&self) -> &Arc<crate::status::ReplicaStatus> {
         &self.status
+    }
+
+    /// What it counts: its HTTP answers, its runs' events (`GET /metrics`).
+    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.metrics
     }
 
     /// Ends, honestly, the posts and tasks a previous process left unfinished (call once at
@@ -324,6 +331,8 @@ impl<C: TaskContext> RunnerBuilder<C> {
         }
         let deliverer = crate::webhook::Deliverer::configured(&config, log);
         engine = engine.event_deliveries(deliverer.is_some());
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        engine = engine.event_sink(Arc::new(crate::metrics::MetricsSink(Arc::clone(&metrics))));
         if config.store.database_url.is_some() {
             // Other replicas' events are seen this often; this one's at once.
             engine = engine.event_poll(FLEET_EVENT_POLL);
@@ -335,6 +344,7 @@ impl<C: TaskContext> RunnerBuilder<C> {
             shutdown_hooks: hooks,
             status: Arc::default(),
             _data_lock: data_lock,
+            metrics,
         })
     }
 }

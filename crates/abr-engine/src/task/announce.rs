@@ -18,6 +18,13 @@ impl<C: TaskContext> TaskRunner<C> {
         )
     }
 
+    /// Milliseconds since the run started (none before it did).
+    fn elapsed(&self, task: &StoredTask) -> Option<u64> {
+        task.record.started_at.map(|started| {
+            u64::try_from((self.clock.now() - started).whole_milliseconds()).unwrap_or(0)
+        })
+    }
+
     /// A new task: `approval_required` when it waits for an approver.
     pub(super) fn announce_created(&self, task: &StoredTask) {
         if task.record.state == TaskState::PendingApproval {
@@ -43,9 +50,7 @@ impl<C: TaskContext> TaskRunner<C> {
     /// stage its plan names it in.
     pub(super) fn announce_step(&self, task: &StoredTask, result: &StepResult, of_plan: bool) {
         let steps = &task.request.plan.steps;
-        let elapsed = task.record.started_at.map(|started| {
-            u64::try_from((self.clock.now() - started).whole_milliseconds()).unwrap_or(0)
-        });
+        let elapsed = self.elapsed(task);
         self.events.emit(RunEvent {
             step: Some(result.index),
             action: Some(result.action.clone()),
@@ -64,6 +69,8 @@ impl<C: TaskContext> TaskRunner<C> {
     pub(super) fn announce_end(&self, task: &StoredTask) {
         let uncertain = task.record.state == TaskState::Uncertain;
         self.events.emit(RunEvent {
+            kind: Some(if task.record.browse { "browse" } else { "task" }.to_owned()),
+            elapsed_ms: self.elapsed(task),
             state: Some(wire_name(&task.record.state)),
             check: uncertain.then(|| format!("/v1/tasks/{}/recheck", task.record.task_id)),
             ..self.run_event("run_ended", task)

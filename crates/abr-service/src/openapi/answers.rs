@@ -95,6 +95,25 @@ impl OperationOutput for Page {
     }
 }
 
+/// The metrics exposition: the OpenMetrics text format Prometheus scrapes.
+#[derive(Debug)]
+pub(crate) struct MetricsText;
+
+impl OperationOutput for MetricsText {
+    type Inner = Self;
+
+    fn operation_response(_: &mut GenContext, _: &mut Operation) -> Option<Response> {
+        Some(answer(
+            "The runner's metrics in the OpenMetrics 1.0 text format (what Prometheus \
+             scrapes): counters, histograms and gauges whose labels are never an id.",
+            &[(
+                "application/openmetrics-text",
+                schemars::json_schema!({"type": "string"}),
+            )],
+        ))
+    }
+}
+
 /// An answer described by `description`, with a body of each media type given.
 fn answer(description: &str, media: &[(&str, schemars::Schema)]) -> Response {
     Response {

@@ -308,7 +308,7 @@ fn tag_of(path: &str) -> Option<String> {
     };
     let tag = match tag {
         "post" => "posts",
-        "health" | "ready" => "runner",
+        "health" | "ready" | "metrics" => "runner",
         other => other,
     };
     Some(tag.trim_end_matches(".json").to_owned())

@@ -14,7 +14,7 @@ mod answers;
 mod finish;
 mod shape;
 
-pub(crate) use answers::{EventStream, Image, Page, Socket};
+pub(crate) use answers::{EventStream, Image, MetricsText, Page, Socket};
 pub(crate) use finish::finish;
 
 use abr_core::principal::{Right, role_allows};

@@ -34,6 +34,7 @@ mod lists;
 mod live_view;
 mod mcp_api;
 mod mcp_client;
+mod metrics_api;
 mod openapi;
 mod posts_api;
 mod principals;

@@ -1,0 +1,506 @@
+//! [`Metrics`]: what a runner counts, served at `GET /metrics` (an operator's key) in the
+//! OpenMetrics text format, which Prometheus scrapes (prometheus-client: an explicit
+//! registry per runner, no process-wide state, so an embedder's two runners and a test's
+//! many never mix their counts).
+//!
+//! Where each number comes from:
+//! - every HTTP answer (a layer beside the access log): by route template, method and
+//!   status, with its latency; every error answer by its code (refusals with `Retry-After`,
+//!   limits, `egress_refused`, `runner_draining`, ...), read from the envelope's code;
+//! - every run event (the engine's [`EventSink`](abr_engine::EventSink)): runs ended by kind, state and a post's
+//!   failure stage, with their duration; steps by action and result; stalls; approvals
+//!   asked for; takeovers by state;
+//! - the engine's load and the replica's status, read at each scrape: jobs running and
+//!   queued, capacities, open browse sessions and captures, draining, the store's
+//!   heartbeat, and `abr_info` with the version and the node id.
+//!
+//! **Bounded labels only.** A label value is a route template, a method, a status, an error
+//! code, or a name from a fixed list (a run's kind and state, a step's action, a failure
+//! stage); anything else is `other`. Never an id, a tenant, a URL, a host or a value.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use abr_core::context::TaskContext;
+use abr_core::principal::Right;
+use abr_protocol::RunEvent;
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse as _, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::api_error::ApiError;
+use crate::openapi::Documented as _;
+use crate::state::AppState;
+use crate::tenant::Caller;
+
+/// The media type of the exposition (OpenMetrics 1.0, which Prometheus scrapes).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The code of an error answer, set on the response by the envelope's writer for the
+/// metrics layer to count (the body is not read again).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AnsweredCode(pub(crate) &'static str);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    route: String,
+    method: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabels {
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunLabels {
+    kind: &'static str,
+    state: &'static str,
+    stage: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StepLabels {
+    action: &'static str,
+    ok: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct InfoLabels {
+    version: &'static str,
+    node: String,
+}
+
+/// What a scrape reads of the runner besides the counters.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Snapshot {
+    pub(crate) jobs_running: usize,
+    pub(crate) jobs_queued: usize,
+    pub(crate) job_capacity: usize,
+    pub(crate) queue_capacity: usize,
+    pub(crate) open_browses: usize,
+    pub(crate) open_captures: usize,
+    pub(crate) draining: bool,
+    pub(crate) database_reachable: bool,
+    pub(crate) node: Option<String>,
+}
+
+/// A runner's metrics (see the module's docs). Cheap to share: every family is a handle.
+pub struct Metrics {
+    registry: Registry,
+    http_requests: Family<HttpLabels, Counter>,
+    http_seconds: Family<RouteLabels, Histogram>,
+    errors: Family<CodeLabels, Counter>,
+    runs_ended: Family<RunLabels, Counter>,
+    run_seconds: Family<KindLabels, Histogram>,
+    steps: Family<StepLabels, Counter>,
+    stalls: Counter,
+    approvals_asked: Counter,
+    takeovers: Family<StateLabels, Counter>,
+    jobs_running: Gauge,
+    jobs_queued: Gauge,
+    job_capacity: Gauge,
+    queue_capacity: Gauge,
+    browse_sessions: Gauge,
+    captures: Gauge,
+    draining: Gauge,
+    database_reachable: Gauge,
+    info: Family<InfoLabels, Gauge>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Latency buckets in seconds: 5 ms to about 80 s, doubling.
+fn latency() -> Histogram {
+    Histogram::new(exponential_buckets(0.005, 2.0, 15))
+}
+
+/// Run duration buckets in seconds: 100 ms to about 27 minutes, doubling.
+fn run_duration() -> Histogram {
+    Histogram::new(exponential_buckets(0.1, 2.0, 15))
+}
+
+impl Metrics {
+    /// Every family registered, every count at zero.
+    #[must_use]
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("abr");
+        let http_requests = Family::<HttpLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP answers by route template, method and status",
+            http_requests.clone(),
+        );
+        let http_seconds =
+            Family::<RouteLabels, Histogram>::new_with_constructor(latency as fn() -> Histogram);
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer, by route template",
+            http_seconds.clone(),
+        );
+        let errors = Family::<CodeLabels, Counter>::default();
+        registry.register(
+            "errors",
+            "Error answers by their code (refusals, limits, egress, draining, failures)",
+            errors.clone(),
+        );
+        let runs_ended = Family::<RunLabels, Counter>::default();
+        registry.register(
+            "runs_ended",
+            "Runs ended by kind (task, browse, post), state, and a failed or uncertain post's stage",
+            runs_ended.clone(),
+        );
+        let run_seconds = Family::<KindLabels, Histogram>::new_with_constructor(
+            run_duration as fn() -> Histogram,
+        );
+        registry.register(
+            "run_duration_seconds",
+            "How long runs ran, by kind",
+            run_seconds.clone(),
+        );
+        let steps = Family::<StepLabels, Counter>::default();
+        registry.register(
+            "steps",
+            "Steps of tasks and actions of browse sessions, by action and whether done",
+            steps.clone(),
+        );
+        let stalls = Counter::default();
+        registry.register(
+            "runs_stalled",
+            "Runs reported stalled (no progress for the stall time)",
+            stalls.clone(),
+        );
+        let approvals_asked = Counter::default();
+        registry.register(
+            "approvals_required",
+            "Runs and actions that asked an approver",
+            approvals_asked.clone(),
+        );
+        let takeovers = Family::<StateLabels, Counter>::default();
+        registry.register(
+            "takeovers",
+            "Takeover transitions by the state reached",
+            takeovers.clone(),
+        );
+        let gauge = |registry: &mut Registry, name: &str, help: &str| {
+            let g = Gauge::default();
+            registry.register(name, help, g.clone());
+            g
+        };
+        let jobs_running = gauge(&mut registry, "jobs_running", "Jobs holding a job slot");
+        let jobs_queued = gauge(&mut registry, "jobs_queued", "Jobs waiting for a job slot");
+        let job_capacity = gauge(&mut registry, "job_capacity", "Job slots");
+        let queue_capacity = gauge(
+            &mut registry,
+            "queue_capacity",
+            "Jobs that may wait for a slot before new ones are refused",
+        );
+        let browse_sessions = gauge(
+            &mut registry,
+            "browse_sessions_open",
+            "Open browse sessions",
+        );
+        let captures = gauge(&mut registry, "captures_open", "Captures in progress");
+        let draining = gauge(
+            &mut registry,
+            "draining",
+            "1 while this replica drains (refuses new work), else 0",
+        );
+        let database_reachable = gauge(
+            &mut registry,
+            "database_reachable",
+            "1 when the last heartbeat reached the shared database (always 1 without one)",
+        );
+        let info = Family::<InfoLabels, Gauge>::default();
+        registry.register(
+            "info",
+            "Always 1: this runner's version, and its node id in a fleet (empty alone)",
+            info.clone(),
+        );
+        Self {
+            registry,
+            http_requests,
+            http_seconds,
+            errors,
+            runs_ended,
+            run_seconds,
+            steps,
+            stalls,
+            approvals_asked,
+            takeovers,
+            jobs_running,
+            jobs_queued,
+            job_capacity,
+            queue_capacity,
+            browse_sessions,
+            captures,
+            draining,
+            database_reachable,
+            info,
+        }
+    }
+
+    /// Counts one HTTP answer.
+    fn answered(&self, route: String, method: &'static str, response: &Response, took: f64) {
+        self.http_requests
+            .get_or_create(&HttpLabels {
+                route: route.clone(),
+                method,
+                status: response.status().as_u16(),
+            })
+            .inc();
+        self.http_seconds
+            .get_or_create(&RouteLabels { route })
+            .observe(took);
+        if let Some(AnsweredCode(code)) = response.extensions().get::<AnsweredCode>() {
+            self.errors.get_or_create(&CodeLabels { code }).inc();
+        }
+    }
+
+    /// Counts one run event.
+    pub(crate) fn event(&self, event: &RunEvent) {
+        match event.event.as_str() {
+            "run_ended" => {
+                let kind = one_of(event.kind.as_deref(), KINDS);
+                self.runs_ended
+                    .get_or_create(&RunLabels {
+                        kind,
+                        state: one_of(event.state.as_deref(), STATES),
+                        stage: event
+                            .stage
+                            .as_deref()
+                            .map_or("none", |stage| one_of(Some(stage), FAILURE_STAGES)),
+                    })
+                    .inc();
+                if let Some(ms) = event.elapsed_ms {
+                    #[expect(clippy::cast_precision_loss, reason = "a duration in seconds")]
+                    let secs = ms as f64 / 1000.0;
+                    self.run_seconds
+                        .get_or_create(&KindLabels { kind })
+                        .observe(secs);
+                }
+            }
+            "step_progress" => {
+                self.steps
+                    .get_or_create(&StepLabels {
+                        action: one_of(event.action.as_deref(), ACTIONS),
+                        ok: if event.ok == Some(true) {
+                            "true"
+                        } else {
+                            "false"
+                        },
+                    })
+                    .inc();
+            }
+            "run_stalled" => {
+                self.stalls.inc();
+            }
+            "approval_required" => {
+                self.approvals_asked.inc();
+            }
+            _ => {
+                if let Some(state) = &event.state
+                    && event.takeover_id.is_some()
+                {
+                    self.takeovers
+                        .get_or_create(&StateLabels {
+                            state: one_of(Some(state), TAKEOVER_STATES),
+                        })
+                        .inc();
+                }
+            }
+        }
+    }
+
+    /// The exposition, with the gauges read from `now`.
+    pub(crate) fn render(&self, now: &Snapshot) -> String {
+        let set = |gauge: &Gauge, n: usize| {
+            gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        };
+        set(&self.jobs_running, now.jobs_running);
+        set(&self.jobs_queued, now.jobs_queued);
+        set(&self.job_capacity, now.job_capacity);
+        set(&self.queue_capacity, now.queue_capacity);
+        set(&self.browse_sessions, now.open_browses);
+        set(&self.captures, now.open_captures);
+        set(&self.draining, usize::from(now.draining));
+        set(
+            &self.database_reachable,
+            usize::from(now.database_reachable),
+        );
+        self.info
+            .get_or_create(&InfoLabels {
+                version: env!("CARGO_PKG_VERSION"),
+                node: now.node.clone().unwrap_or_default(),
+            })
+            .set(1);
+        let mut text = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::warn!(error = %e, "the metrics could not be written");
+        }
+        text
+    }
+}
+
+/// The run kinds a `run_ended` names.
+const KINDS: &[&str] = &["task", "browse", "post"];
+/// Every state a task, a browse session or a post ends in (their wire names).
+const STATES: &[&str] = &[
+    "succeeded",
+    "uncertain",
+    "failed",
+    "needs_reauth",
+    "rejected",
+    "closed",
+    "running",
+];
+/// A post's failure stages.
+const FAILURE_STAGES: &[&str] = &["precheck", "compose", "media", "submit", "verify"];
+/// Plan steps and browse actions.
+const ACTIONS: &[&str] = &[
+    "navigate",
+    "click",
+    "type",
+    "select",
+    "wait",
+    "extract",
+    "screenshot",
+    "assert",
+    "press",
+    "scroll",
+    "back",
+];
+/// Takeover states.
+const TAKEOVER_STATES: &[&str] = &["requested", "active", "resumed", "ended", "expired"];
+
+/// `value` when it is one of `known`, else `other` (a label never takes a free value).
+fn one_of(value: Option<&str>, known: &[&'static str]) -> &'static str {
+    value
+        .and_then(|v| known.iter().find(|k| **k == v).copied())
+        .unwrap_or("other")
+}
+
+/// A method as a label: the standard ones by name, any other `other`.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    const METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"];
+    one_of(Some(method.as_str()), METHODS)
+}
+
+/// The layer that counts every answer (beside the access log).
+pub(crate) async fn observe(
+    State(metrics): State<Arc<Metrics>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let method = method_label(request.method());
+    let route = crate::http::route_of(&request);
+    let started = Instant::now();
+    let response = next.run(request).await;
+    metrics.answered(route, method, &response, started.elapsed().as_secs_f64());
+    response
+}
+
+/// The answer of `GET /metrics`: the exposition with its media type.
+pub(crate) fn exposition(metrics: &Metrics, now: &Snapshot) -> Response {
+    let mut response = metrics.render(now).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+    response
+}
+
+/// `GET /metrics` (behind the bearer check; an operator's key).
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    ApiRouter::new().api_route(
+        "/metrics",
+        get_with(scrape::<C>, |o| {
+            o.id("metrics")
+                .summary("This runner's metrics, for Prometheus (OpenMetrics text)")
+                .needs(Right::Operate)
+                .response::<200, crate::openapi::MetricsText>()
+        }),
+    )
+}
+
+/// `GET /metrics`: the counters, and the gauges read now.
+async fn scrape<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+) -> Result<Response, ApiError> {
+    caller.principal().require(Right::Operate)?;
+    let runner = &state.runner;
+    let load = runner.engine.load();
+    let status = runner.status();
+    let now = Snapshot {
+        jobs_running: load.jobs_running,
+        jobs_queued: load.jobs_queued,
+        job_capacity: load.job_capacity,
+        queue_capacity: runner.config.limits.max_queued_jobs,
+        open_browses: load.open_browses,
+        open_captures: load.open_captures,
+        draining: status.is_draining(),
+        database_reachable: status.is_database_reachable(),
+        node: status.node_id().map(str::to_owned),
+    };
+    Ok(exposition(runner.metrics(), &now))
+}
+
+/// The engine's events, counted.
+#[derive(Debug)]
+pub(crate) struct MetricsSink(pub(crate) Arc<Metrics>);
+
+impl abr_engine::EventSink for MetricsSink {
+    fn emit(&self, event: &RunEvent) {
+        self.0.event(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_free_value_is_never_a_label() {
+        assert_eq!(one_of(Some("post"), KINDS), "post");
+        assert_eq!(one_of(Some("task_01HXYZ"), KINDS), "other");
+        assert_eq!(one_of(None, KINDS), "other");
+        let custom = axum::http::Method::from_bytes(b"TASK_01HXYZ").unwrap_or_default();
+        assert_eq!(method_label(&custom), "other");
+        assert_eq!(method_label(&axum::http::Method::PUT), "PUT");
+    }
+}
