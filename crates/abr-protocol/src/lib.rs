@@ -81,7 +81,7 @@ pub use snapshot::{
 pub use task::{
     Approval, ApprovalLink, ApproveRequest, AssertNotPostedRequest, DomCheck, Extraction,
     HandoffOptions, InputShown, OwnerAssertion, PlanStep, RecheckAnswer, RecheckResult,
-    RejectRequest, Risk, Selector, SelectorSpec, StepAction, StepPlan, StepResult, TaskAccount,
-    TaskRecord, TaskRequest, TaskState, TaskVerification,
+    RejectRequest, Risk, Selector, SelectorSpec, StepAction, StepPlan, StepResult, StepTarget,
+    TaskAccount, TaskRecord, TaskRequest, TaskState, TaskVerification,
 };
 pub use time::OffsetDateTime;

@@ -883,6 +883,31 @@ pub struct StepResult {
     /// Why it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorBody>,
+    /// When it started (none on records kept before API 1.2).
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
+    pub at: Option<OffsetDateTime>,
+    /// The element it acted on, as the page presents it to assistive technology: its ARIA
+    /// role and accessible name (never a value typed into it). None for a step without an
+    /// element (`navigate`, `wait`, `screenshot`) or one whose element was never reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<StepTarget>,
+}
+
+/// The element a step acted on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepTarget {
+    /// Its ARIA role (explicit, or implied by its tag: `button`, `textbox`, `link`), when it
+    /// has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Its accessible name (a label, its text), at most 200 characters.
+    pub name: String,
 }
 
 /// A task's approval.

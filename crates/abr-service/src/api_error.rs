@@ -93,6 +93,11 @@ impl From<EngineError> for ApiError {
     }
 }
 
+/// The code of an error answer, set on the response by [`ApiError`]'s writer for the
+/// metrics layer to count (the body is not read again).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AnsweredCode(pub(crate) &'static str);
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = codes::ALL
@@ -102,9 +107,7 @@ impl IntoResponse for ApiError {
         let mut response = (self.status, Json(ErrorEnvelope { error: self.body })).into_response();
         if let Some(code) = code {
             // For the metrics layer: the code counted without reading the body again.
-            response
-                .extensions_mut()
-                .insert(crate::metrics::AnsweredCode(code));
+            response.extensions_mut().insert(AnsweredCode(code));
         }
         if let Some(after) = self.retry_after {
             let secs = after.as_secs().max(1);

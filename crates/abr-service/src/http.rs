@@ -16,7 +16,7 @@ use abr_protocol::{
 use abr_store::PlacementKind;
 use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -32,21 +32,11 @@ pub use crate::state::AppState;
 use crate::tenant::Caller;
 use crate::tokens::TokenSet;
 
-/// The route template a request matched (`/v1/tasks/{id}`), `unmatched` when none did:
-/// what the access log and the metrics name a request by (never its path, which may carry
-/// an id).
-pub(crate) fn route_of(request: &Request) -> String {
-    request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned())
-}
-
 /// Logs method, route template (never the raw path: it may carry a capture id or live
 /// token), status and latency.
 async fn access_log(request: Request, next: Next) -> Response {
     let method = request.method().clone();
-    let route = route_of(&request);
+    let route = crate::metrics::route_of(&request);
     let started = Instant::now();
     let response = next.run(request).await;
     tracing::info!(
@@ -471,7 +461,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::sites::routes::<C>())
         .merge(crate::browse::routes::<C>())
         .merge(crate::keys::routes::<C>())
-        .merge(crate::metrics::routes::<C>())
+        .merge(crate::scrape::routes::<C>())
         .merge(crate::enrollment::protected_routes::<C>(hub.clone()))
         .merge(crate::runners::routes::<C>(hub.clone()))
         .merge(relay_tokens);

@@ -39,6 +39,7 @@ mod remote;
 mod replica;
 pub mod runner;
 mod runners;
+mod scrape;
 pub mod server;
 mod sessions;
 mod sites;

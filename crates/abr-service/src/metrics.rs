@@ -21,12 +21,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use abr_core::context::TaskContext;
-use abr_core::principal::Right;
 use abr_protocol::RunEvent;
-use aide::axum::ApiRouter;
-use aide::axum::routing::get_with;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
@@ -37,18 +33,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::api_error::ApiError;
-use crate::openapi::Documented as _;
-use crate::state::AppState;
-use crate::tenant::Caller;
+use crate::api_error::AnsweredCode;
 
 /// The media type of the exposition (OpenMetrics 1.0, which Prometheus scrapes).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// The code of an error answer, set on the response by the envelope's writer for the
-/// metrics layer to count (the body is not read again).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct AnsweredCode(pub(crate) &'static str);
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HttpLabels {
@@ -421,6 +409,16 @@ fn method_label(method: &axum::http::Method) -> &'static str {
     one_of(Some(method.as_str()), METHODS)
 }
 
+/// The route template a request matched (`/v1/tasks/{id}`), `unmatched` when none did:
+/// what the access log and the metrics name a request by (never its path, which may carry
+/// an id).
+pub(crate) fn route_of(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned())
+}
+
 /// The layer that counts every answer (beside the access log).
 pub(crate) async fn observe(
     State(metrics): State<Arc<Metrics>>,
@@ -428,56 +426,20 @@ pub(crate) async fn observe(
     next: Next,
 ) -> Response {
     let method = method_label(request.method());
-    let route = crate::http::route_of(&request);
+    let route = route_of(&request);
     let started = Instant::now();
     let response = next.run(request).await;
     metrics.answered(route, method, &response, started.elapsed().as_secs_f64());
     response
 }
 
-/// The answer of `GET /metrics`: the exposition with its media type.
+/// The answer of `GET /metrics` (`scrape.rs`): the exposition with its media type.
 pub(crate) fn exposition(metrics: &Metrics, now: &Snapshot) -> Response {
     let mut response = metrics.render(now).into_response();
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     response
-}
-
-/// `GET /metrics` (behind the bearer check; an operator's key).
-pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
-    ApiRouter::new().api_route(
-        "/metrics",
-        get_with(scrape::<C>, |o| {
-            o.id("metrics")
-                .summary("This runner's metrics, for Prometheus (OpenMetrics text)")
-                .needs(Right::Operate)
-                .response::<200, crate::openapi::MetricsText>()
-        }),
-    )
-}
-
-/// `GET /metrics`: the counters, and the gauges read now.
-async fn scrape<C: TaskContext>(
-    State(state): State<AppState<C>>,
-    caller: Caller,
-) -> Result<Response, ApiError> {
-    caller.principal().require(Right::Operate)?;
-    let runner = &state.runner;
-    let load = runner.engine.load();
-    let status = runner.status();
-    let now = Snapshot {
-        jobs_running: load.jobs_running,
-        jobs_queued: load.jobs_queued,
-        job_capacity: load.job_capacity,
-        queue_capacity: runner.config.limits.max_queued_jobs,
-        open_browses: load.open_browses,
-        open_captures: load.open_captures,
-        draining: status.is_draining(),
-        database_reachable: status.is_database_reachable(),
-        node: status.node_id().map(str::to_owned),
-    };
-    Ok(exposition(runner.metrics(), &now))
 }
 
 /// The engine's events, counted.

@@ -1101,6 +1101,11 @@ where
             committing: false,
             ms: 5,
             error: None,
+            at: None,
+            target: Some(abr_protocol::StepTarget {
+                role: Some("table".into()),
+                name: "Users".into(),
+            }),
         }];
         task
     };

@@ -112,6 +112,8 @@ impl<C: TaskContext> TaskRunner<C> {
         let index = open.task.record.step_results.len();
         let browser = to_browser_action(open, action);
         let started = Instant::now();
+        let at = self.clock.now();
+        open.rails.acted_on = None;
         let timeout = self.browses.config.act_timeout;
         let described = describe(open, action);
         let gated = open.rails.network.approval_required();
@@ -259,6 +261,8 @@ impl<C: TaskContext> TaskRunner<C> {
                     .as_ref()
                     .map(|p| ErrorBody::new(p.reason.as_str(), p.message.clone()))
             }),
+            at: Some(at),
+            target: open.rails.acted_on.take(),
         };
         self.announce_step(&open.task, &result, false);
         open.task.record.steps.push(described);

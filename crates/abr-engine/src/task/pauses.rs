@@ -141,6 +141,17 @@ fn retry_or_stuck(
     }
 }
 
+/// Longest accessible name a step's result keeps, in characters.
+const MAX_TARGET_NAME: usize = 200;
+
+/// What a step's result says of the element it acts on: its role and accessible name.
+fn step_target(facts: &ElementFacts) -> abr_protocol::StepTarget {
+    abr_protocol::StepTarget {
+        role: facts.role.clone().filter(|role| !role.is_empty()),
+        name: facts.name.chars().take(MAX_TARGET_NAME).collect(),
+    }
+}
+
 impl<C: TaskContext> TaskRunner<C> {
     /// One plan step through the rails. A step that fails on its control is tried again,
     /// then pauses `stuck` (with a handoff), and runs again after a resume; a committing step
@@ -159,6 +170,7 @@ impl<C: TaskContext> TaskRunner<C> {
         timeout: Duration,
     ) -> Guarded {
         let context = lease.context();
+        rails.acted_on = None;
         if let BrowserAction::Navigate { url } = action
             && rails.sites.verdict(&rails::host_of(url.as_str())) == SiteVerdict::Denied
         {
@@ -206,6 +218,8 @@ impl<C: TaskContext> TaskRunner<C> {
                     }
                 },
             };
+            // Named on the result whatever becomes of the step (done, refused, waiting).
+            rails.acted_on = facts.as_ref().map(step_target);
             let committing = match rails.guard.check(action, facts.as_ref()) {
                 Ok(committing) => committing,
                 Err(mut blocked) => {

@@ -123,6 +123,9 @@ pub(crate) struct Rails {
     /// A step acted on the page ([`acts`]) since the last frame was started: the
     /// completion frame cannot be that frame's image kept again ([`Rails::completion_frame`]).
     pub(crate) acted_since_frame: bool,
+    /// The element the last step was about to act on (its role and accessible name), for
+    /// its result: taken by the step's result.
+    pub(crate) acted_on: Option<abr_protocol::StepTarget>,
 }
 
 impl std::fmt::Debug for Rails {
@@ -167,6 +170,7 @@ impl Rails {
             ahead: None,
             writes_owner: None,
             acted_since_frame: true,
+            acted_on: None,
         }
     }
 }

@@ -545,6 +545,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 .timeout_ms
                 .map_or(self.config.default_step_timeout, Duration::from_millis);
             let started = Instant::now();
+            let at = self.clock.now();
             // A frame still being taken goes on beside a step that only reads the page.
             if !rails::reads_only(&filled.action) {
                 rails.settle_frames().await;
@@ -577,6 +578,8 @@ impl<C: TaskContext> TaskRunner<C> {
                 committing,
                 ms: 0,
                 error: None,
+                at: Some(at),
+                target: rails.acted_on.take(),
             };
             let failure = match done {
                 Ok((output, _)) => {

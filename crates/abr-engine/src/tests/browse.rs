@@ -189,6 +189,14 @@ async fn a_brain_reads_acts_and_closes_and_the_record_says_what_it_did() {
             "click e2 (button \"Pay now\")",
         ]
     );
+    // Each action's result names its element (never what was typed into it).
+    let targets: Vec<Option<&str>> = record
+        .step_results
+        .iter()
+        .map(|r| r.target.as_ref().map(|t| t.name.as_str()))
+        .collect();
+    assert_eq!(targets, [None, Some("Search"), Some("Pay now")]);
+    assert!(record.step_results.iter().all(|r| r.at.is_some()));
     let stored = serde_json::to_string(&record).unwrap();
     assert!(!stored.contains(TYPED), "what was typed is never recorded");
     // Closed is closed.

@@ -1148,6 +1148,15 @@ async fn the_approval_rule_is_applied_and_recorded() {
 #[tokio::test]
 async fn a_proven_task_succeeds_with_its_results() {
     let h = h();
+    h.page.set_facts(
+        "#email",
+        abr_core::guard::ElementFacts {
+            tag: "input".into(),
+            role: Some("textbox".into()),
+            name: "Email".into(),
+            ..abr_core::guard::ElementFacts::default()
+        },
+    );
     h.page.text_after(SUBMIT, "User Saved");
     h.page
         .extract_result("#users", json!([{"email": "a@x"}, {"email": "b@x"}]));
@@ -1164,6 +1173,31 @@ async fn a_proven_task_succeeds_with_its_results() {
     );
     let committing: Vec<bool> = record.step_results.iter().map(|r| r.committing).collect();
     assert_eq!(committing, [false, false, true, false, false, false]);
+    // Each result names the element it acted on, as the page presents it (never the value
+    // typed into it), and when it started, in order.
+    let targets: Vec<Option<(Option<&str>, &str)>> = record
+        .step_results
+        .iter()
+        .map(|r| {
+            r.target
+                .as_ref()
+                .map(|t| (t.role.as_deref(), t.name.as_str()))
+        })
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            Some((Some("textbox"), "Email")),
+            None,
+            Some((None, SUBMIT)),
+            None,
+            None,
+            None
+        ]
+    );
+    let started: Vec<_> = record.step_results.iter().map(|r| r.at.unwrap()).collect();
+    assert!(started.is_sorted(), "{started:?}");
+    assert!(started[0] >= record.started_at.unwrap());
     assert_eq!(
         record.extracted["users"],
         json!([{"email": "a@x"}, {"email": "b@x"}])
@@ -2172,6 +2206,8 @@ async fn recovery_ends_unfinished_tasks_honestly() {
                 committing: index == 2,
                 ms: 1,
                 error: None,
+                at: None,
+                target: None,
             });
         }
         assert!(store.update(&task).await.unwrap());

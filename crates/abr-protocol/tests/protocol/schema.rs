@@ -300,6 +300,11 @@ fn task_record() -> TaskRecord {
             committing: false,
             ms: 12,
             error: Some(ErrorBody::new("timeout", "no page").retryable(true)),
+            at: Some(time::OffsetDateTime::UNIX_EPOCH),
+            target: Some(abr_protocol::StepTarget {
+                role: Some("link".into()),
+                name: "Home".into(),
+            }),
         }],
         extracted: BTreeMap::from([("rows".into(), json!([{"a": 1}, null, "x"]))]),
         screenshots: vec!["step-1".into()],

@@ -1,0 +1,51 @@
+//! `GET /metrics` (an operator's key): the runner's [`Metrics`](crate::metrics::Metrics),
+//! with the gauges read from its engine and replica status at the scrape.
+
+use abr_core::context::TaskContext;
+use abr_core::principal::Right;
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
+use axum::extract::State;
+use axum::response::Response;
+
+use crate::api_error::ApiError;
+use crate::metrics::{Snapshot, exposition};
+use crate::openapi::Documented as _;
+use crate::state::AppState;
+use crate::tenant::Caller;
+
+/// `GET /metrics` (behind the bearer check; an operator's key).
+pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    ApiRouter::new().api_route(
+        "/metrics",
+        get_with(scrape::<C>, |o| {
+            o.id("metrics")
+                .summary("This runner's metrics, for Prometheus (OpenMetrics text)")
+                .needs(Right::Operate)
+                .response::<200, crate::openapi::MetricsText>()
+        }),
+    )
+}
+
+/// `GET /metrics`: the counters, and the gauges read now.
+async fn scrape<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+) -> Result<Response, ApiError> {
+    caller.principal().require(Right::Operate)?;
+    let runner = &state.runner;
+    let load = runner.engine.load();
+    let status = runner.status();
+    let now = Snapshot {
+        jobs_running: load.jobs_running,
+        jobs_queued: load.jobs_queued,
+        job_capacity: load.job_capacity,
+        queue_capacity: runner.config.limits.max_queued_jobs,
+        open_browses: load.open_browses,
+        open_captures: load.open_captures,
+        draining: status.is_draining(),
+        database_reachable: status.is_database_reachable(),
+        node: status.node_id().map(str::to_owned),
+    };
+    Ok(exposition(runner.metrics(), &now))
+}
