@@ -837,6 +837,12 @@ async fn run_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_loopb
         "ok",
         "idleSecs",
         "at",
+        // Names and counts: what the run is, its stage, its plan's size, how long it ran.
+        "kind",
+        "stage",
+        "steps",
+        "elapsedMs",
+        "check",
     ]);
     for body in &got {
         assert_eq!(body["runId"], id.as_str());
