@@ -461,7 +461,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::sites::routes::<C>())
         .merge(crate::browse::routes::<C>())
         .merge(crate::keys::routes::<C>())
-        .merge(crate::scrape::routes::<C>())
+        .merge(crate::scrape::routes::<C>(hub.clone()))
         .merge(crate::enrollment::protected_routes::<C>(hub.clone()))
         .merge(crate::runners::routes::<C>(hub.clone()))
         .merge(relay_tokens);

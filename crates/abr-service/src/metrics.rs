@@ -79,6 +79,11 @@ struct StateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HealthLabels {
+    health: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct InfoLabels {
     version: &'static str,
     node: String,
@@ -96,6 +101,8 @@ pub(crate) struct Snapshot {
     pub(crate) draining: bool,
     pub(crate) database_reachable: bool,
     pub(crate) node: Option<String>,
+    /// Relay runners connected to this hub: ok, silent, draining.
+    pub(crate) relay_runners: [usize; 3],
 }
 
 /// A runner's metrics (see the module's docs). Cheap to share: every family is a handle.
@@ -119,6 +126,7 @@ pub struct Metrics {
     draining: Gauge,
     database_reachable: Gauge,
     info: Family<InfoLabels, Gauge>,
+    relay_runners: Family<HealthLabels, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -240,8 +248,15 @@ impl Metrics {
             "Always 1: this runner's version, and its node id in a fleet (empty alone)",
             info.clone(),
         );
+        let relay_runners = Family::<HealthLabels, Gauge>::default();
+        registry.register(
+            "relay_runners",
+            "Relay runners connected to this hub, by health (ok, silent, draining)",
+            relay_runners.clone(),
+        );
         Self {
             registry,
+            relay_runners,
             http_requests,
             http_seconds,
             errors,
@@ -351,6 +366,15 @@ impl Metrics {
             &self.database_reachable,
             usize::from(now.database_reachable),
         );
+        for (health, n) in ["ok", "silent", "draining"]
+            .into_iter()
+            .zip(now.relay_runners)
+        {
+            set(
+                &self.relay_runners.get_or_create(&HealthLabels { health }),
+                n,
+            );
+        }
         self.info
             .get_or_create(&InfoLabels {
                 version: env!("CARGO_PKG_VERSION"),

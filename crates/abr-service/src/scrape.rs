@@ -3,6 +3,7 @@
 
 use abr_core::context::TaskContext;
 use abr_core::principal::Right;
+use abr_protocol::relay::RunnerHealth;
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::extract::State;
@@ -11,19 +12,37 @@ use axum::response::Response;
 use crate::api_error::ApiError;
 use crate::metrics::{Snapshot, exposition};
 use crate::openapi::Documented as _;
+use crate::relay::Hub;
 use crate::state::AppState;
 use crate::tenant::Caller;
 
-/// `GET /metrics` (behind the bearer check; an operator's key).
-pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+/// The relay runners connected to `hub` now, by health: ok, silent, draining.
+fn relay_runners(hub: &Hub) -> [usize; 3] {
+    let mut counts = [0; 3];
+    for (_, runner) in hub.runners() {
+        counts[match runner.health {
+            RunnerHealth::Ok => 0,
+            RunnerHealth::Silent => 1,
+            RunnerHealth::Draining => 2,
+        }] += 1;
+    }
+    counts
+}
+
+/// `GET /metrics` (behind the bearer check; an operator's key), with the relay runners
+/// connected to `hub`.
+pub(crate) fn routes<C: TaskContext>(hub: Hub) -> ApiRouter<AppState<C>> {
     ApiRouter::new().api_route(
         "/metrics",
-        get_with(scrape::<C>, |o| {
-            o.id("metrics")
-                .summary("This runner's metrics, for Prometheus (OpenMetrics text)")
-                .needs(Right::Operate)
-                .response::<200, crate::openapi::MetricsText>()
-        }),
+        get_with(
+            move |state: State<AppState<C>>, caller: Caller| scrape(state, caller, hub.clone()),
+            |o| {
+                o.id("metrics")
+                    .summary("This runner's metrics, for Prometheus (OpenMetrics text)")
+                    .needs(Right::Operate)
+                    .response::<200, crate::openapi::MetricsText>()
+            },
+        ),
     )
 }
 
@@ -31,6 +50,7 @@ pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
 async fn scrape<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
+    hub: Hub,
 ) -> Result<Response, ApiError> {
     caller.principal().require(Right::Operate)?;
     let runner = &state.runner;
@@ -46,6 +66,7 @@ async fn scrape<C: TaskContext>(
         draining: status.is_draining(),
         database_reachable: status.is_database_reachable(),
         node: status.node_id().map(str::to_owned),
+        relay_runners: relay_runners(&hub),
     };
     Ok(exposition(runner.metrics(), &now))
 }

@@ -1718,6 +1718,22 @@ async fn the_hub_lists_the_runners_a_caller_reaches_with_their_health() {
             ["a-laptop", "ops-box"],
             "an operator also sees operators' runners"
         );
+        // The hub's metrics count them by health, never by id.
+        let metrics = client()
+            .get(format!("http://{}/metrics", hub.addr))
+            .bearer_auth(FAKE_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            metrics.contains("abr_relay_runners{health=\"ok\"} 2\n"),
+            "{metrics}"
+        );
+        assert!(metrics.contains("abr_relay_runners{health=\"silent\"} 0\n"));
+        assert!(!metrics.contains("a-laptop") && !metrics.contains("ops-box"));
     })
     .await
     .expect("the test took too long");
