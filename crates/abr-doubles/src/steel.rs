@@ -715,7 +715,7 @@ async fn create(State(s): St, body: Bytes) -> Response {
             &format!("Failed to start session: sessionContext storage: {e}"),
         );
     }
-    if let Err(e) = install_recorder(&cdp, s.port).await {
+    if let Err(e) = storage::add_first_page_script(&cdp, &recorder_script(s.port)).await {
         return steel_failure(500, &format!("Failed to start session: recorder: {e}"));
     }
     let urls = s.urls();
@@ -768,23 +768,6 @@ fn recorder_script(port: u16) -> String {
   addEventListener("input", () => send("input"), true);
 }})();"#
     )
-}
-
-/// Registers [`recorder_script`] on the session's first page (the session's pages are opened
-/// from it or are it), as the session's storage script is.
-async fn install_recorder(cdp: &crate::CdpClient, port: u16) -> Result<(), crate::CdpError> {
-    let Some((target, _)) = cdp.page_targets().await?.into_iter().next() else {
-        return Ok(());
-    };
-    let sid = cdp.attach(&target).await?;
-    cdp.call_in(Some(&sid), "Page.enable", json!({})).await?;
-    cdp.call_in(
-        Some(&sid),
-        "Page.addScriptToEvaluateOnNewDocument",
-        json!({ "source": recorder_script(port) }),
-    )
-    .await?;
-    Ok(())
 }
 
 /// An upload of the session recorder: taken, not kept (counted in the calls).

@@ -86,9 +86,7 @@ pub(crate) fn storage_script(local: &Map<String, Value>, session: &Map<String, V
     )
 }
 
-/// Registers [`storage_script`] on the first page target via
-/// `Page.addScriptToEvaluateOnNewDocument`. The returned CDP session stays attached (the script
-/// lives as long as that session), so `cdp` must be kept open for the session's lifetime.
+/// Registers [`storage_script`] on the first page target ([`add_first_page_script`]).
 /// Returns `None` when there is nothing to install or no page exists.
 pub(crate) async fn install_storage_script(
     cdp: &CdpClient,
@@ -98,6 +96,17 @@ pub(crate) async fn install_storage_script(
     if local.is_empty() && session.is_empty() {
         return Ok(None);
     }
+    add_first_page_script(cdp, &storage_script(local, session)).await
+}
+
+/// Registers `source` on the first page target via `Page.addScriptToEvaluateOnNewDocument`
+/// (a double's session opens its pages from it, or is it). The returned CDP session stays
+/// attached (the script lives as long as that session), so `cdp` must be kept open for the
+/// session's lifetime. Returns `None` when no page exists.
+pub(crate) async fn add_first_page_script(
+    cdp: &CdpClient,
+    source: &str,
+) -> Result<Option<String>, CdpError> {
     let Some((target, _)) = cdp.page_targets().await?.into_iter().next() else {
         return Ok(None);
     };
@@ -107,7 +116,7 @@ pub(crate) async fn install_storage_script(
     cdp.call_in(
         Some(&sid),
         "Page.addScriptToEvaluateOnNewDocument",
-        json!({ "source": storage_script(local, session) }),
+        json!({ "source": source }),
     )
     .await?;
     Ok(Some(sid))

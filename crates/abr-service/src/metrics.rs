@@ -90,17 +90,13 @@ struct InfoLabels {
 }
 
 /// What a scrape reads of the runner besides the counters.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
-    pub(crate) jobs_running: usize,
-    pub(crate) jobs_queued: usize,
-    pub(crate) job_capacity: usize,
-    pub(crate) queue_capacity: usize,
-    pub(crate) open_browses: usize,
-    pub(crate) open_captures: usize,
-    pub(crate) draining: bool,
+    /// Its load and state, as `GET /v1/ready` says them.
+    pub(crate) readiness: abr_protocol::Readiness,
+    /// Whether its last heartbeat reached the shared database (while draining, `readiness`
+    /// names the drain only).
     pub(crate) database_reachable: bool,
-    pub(crate) node: Option<String>,
     /// Relay runners connected to this hub: ok, silent, draining.
     pub(crate) relay_runners: [usize; 3],
 }
@@ -355,13 +351,17 @@ impl Metrics {
         let set = |gauge: &Gauge, n: usize| {
             gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
         };
-        set(&self.jobs_running, now.jobs_running);
-        set(&self.jobs_queued, now.jobs_queued);
-        set(&self.job_capacity, now.job_capacity);
-        set(&self.queue_capacity, now.queue_capacity);
-        set(&self.browse_sessions, now.open_browses);
-        set(&self.captures, now.open_captures);
-        set(&self.draining, usize::from(now.draining));
+        let ready = &now.readiness;
+        set(&self.jobs_running, ready.jobs_running);
+        set(&self.jobs_queued, ready.jobs_queued);
+        set(&self.job_capacity, ready.job_capacity);
+        set(&self.queue_capacity, ready.queue_capacity);
+        set(&self.browse_sessions, ready.open_browses);
+        set(&self.captures, ready.open_captures);
+        set(
+            &self.draining,
+            usize::from(ready.reason.as_deref() == Some("draining")),
+        );
         set(
             &self.database_reachable,
             usize::from(now.database_reachable),
@@ -378,7 +378,7 @@ impl Metrics {
         self.info
             .get_or_create(&InfoLabels {
                 version: env!("CARGO_PKG_VERSION"),
-                node: now.node.clone().unwrap_or_default(),
+                node: ready.node.clone().unwrap_or_default(),
             })
             .set(1);
         let mut text = String::new();

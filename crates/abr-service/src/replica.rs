@@ -12,13 +12,13 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
 
 use crate::api_error::ApiError;
+use crate::runner::Runner;
 use crate::state::AppState;
 use abr_core::context::TaskContext;
 use abr_protocol::codes;
 
-/// `GET /v1/ready`.
-pub(crate) async fn ready<C: TaskContext>(State(state): State<AppState<C>>) -> Response {
-    let runner = &state.runner;
+/// What `GET /v1/ready` says of this replica now (also read by each metrics scrape).
+pub(crate) fn readiness<C: TaskContext>(runner: &Runner<C>) -> Readiness {
     let load = runner.engine.load();
     let status = runner.status();
     let queue_capacity = runner.config.limits.max_queued_jobs;
@@ -32,7 +32,7 @@ pub(crate) async fn ready<C: TaskContext>(State(state): State<AppState<C>>) -> R
     } else {
         None
     };
-    let body = Readiness {
+    Readiness {
         ready: reason.is_none(),
         reason: reason.map(str::to_owned),
         node: status.node_id().map(str::to_owned),
@@ -43,7 +43,12 @@ pub(crate) async fn ready<C: TaskContext>(State(state): State<AppState<C>>) -> R
         queue_capacity,
         open_captures: load.open_captures,
         open_browses: load.open_browses,
-    };
+    }
+}
+
+/// `GET /v1/ready`.
+pub(crate) async fn ready<C: TaskContext>(State(state): State<AppState<C>>) -> Response {
+    let body = readiness(&state.runner);
     let code = if body.ready {
         StatusCode::OK
     } else {

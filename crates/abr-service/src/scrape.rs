@@ -54,18 +54,9 @@ async fn scrape<C: TaskContext>(
 ) -> Result<Response, ApiError> {
     caller.principal().require(Right::Operate)?;
     let runner = &state.runner;
-    let load = runner.engine.load();
-    let status = runner.status();
     let now = Snapshot {
-        jobs_running: load.jobs_running,
-        jobs_queued: load.jobs_queued,
-        job_capacity: load.job_capacity,
-        queue_capacity: runner.config.limits.max_queued_jobs,
-        open_browses: load.open_browses,
-        open_captures: load.open_captures,
-        draining: status.is_draining(),
-        database_reachable: status.is_database_reachable(),
-        node: status.node_id().map(str::to_owned),
+        readiness: crate::replica::readiness(runner),
+        database_reachable: runner.status().is_database_reachable(),
         relay_runners: relay_runners(&hub),
     };
     Ok(exposition(runner.metrics(), &now))

@@ -34,6 +34,25 @@ fn first_line(child: &mut Child) -> String {
         .expect("no line on stdout within 20 s")
 }
 
+/// Sends Ctrl-C (SIGINT) to `child` and asserts it exits with success within 10 s.
+fn stops_cleanly_on_ctrl_c(child: &mut Child) {
+    let pid = child.id().to_string();
+    let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(sent.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running 10 s after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+}
+
 #[tokio::test]
 async fn prints_the_real_bound_address_and_serves_there() {
     let child = Command::new(env!("CARGO_BIN_EXE_abr-demo-site"))
@@ -65,21 +84,7 @@ async fn prints_the_real_bound_address_and_serves_there() {
     assert_eq!(faults["mode"], "none");
 
     // Ctrl-C (SIGINT) stops it cleanly.
-    let pid = child.0.id().to_string();
-    let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
-    assert!(sent.success());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still running 10 s after Ctrl-C"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "{status}");
+    stops_cleanly_on_ctrl_c(&mut child.0);
 }
 
 /// The race CI once lost: a Ctrl-C sent the moment the address is announced used to kill the
@@ -96,26 +101,7 @@ fn a_ctrl_c_right_after_the_announcement_stops_it_cleanly() {
         let mut child = Killed(child);
         let line = first_line(&mut child.0);
         assert!(line.starts_with("listening on "), "{line:?}");
-        let pid = child.0.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-INT", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(status) = child.0.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "still running 10 s after Ctrl-C"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        assert!(status.success(), "{status}");
+        stops_cleanly_on_ctrl_c(&mut child.0);
     }
 }
 
