@@ -75,15 +75,18 @@ impl Tab<'_> {
     }
 
     async fn open(&self, path: &str) -> Outcome {
-        let mut interrupted = false;
+        let mut interrupted = 0;
         loop {
             match self.page.goto(&self.url(path), None).await {
                 Ok(_) => return Ok(()),
                 // A navigation the last check's page started (a form it submitted, late
-                // under load) can land now and interrupt this one: it is that page's, not
-                // this check's subject. Go again, once.
-                Err(e) if !interrupted && e.to_string().contains("interrupted by another") => {
-                    interrupted = true;
+                // under load) can land now and interrupt this one, and under load the
+                // interrupted attempt's own navigation can land on the next one (CI saw
+                // "to js-post interrupted by another to js-post"): those are the last
+                // page's, not this check's subject. Let the page settle, go again (3 times).
+                Err(e) if interrupted < 3 && e.to_string().contains("interrupted by another") => {
+                    interrupted += 1;
+                    tokio::time::sleep(Duration::from_millis(250)).await;
                 }
                 Err(e) => return Err(format!("open {path}: {e}")),
             }
