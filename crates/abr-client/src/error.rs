@@ -58,6 +58,8 @@ pub enum Operation {
     Frames,
     /// `GET /v1/runs/{runId}/frames/{seq}`.
     Frame,
+    /// `GET /v1/runs/{runId}/timeline` (JSON or markdown).
+    Timeline,
     /// `GET /v1/settings/screenshots`.
     ScreenshotsSetting,
     /// `PUT /v1/settings/screenshots`.
@@ -129,6 +131,7 @@ impl Operation {
             Self::AssertPostNotPosted => "assert_post_not_posted",
             Self::Frames => "frames",
             Self::Frame => "frame",
+            Self::Timeline => "timeline",
             Self::ScreenshotsSetting => "screenshots_setting",
             Self::SetScreenshots => "set_screenshots",
             Self::Sites => "sites",

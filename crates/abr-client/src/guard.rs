@@ -1,4 +1,5 @@
-//! Guard rails: replay frames (`/v1/runs/{runId}/frames`), the screenshots switch
+//! Guard rails: replay frames (`/v1/runs/{runId}/frames`), a run's action timeline
+//! (`/v1/runs/{runId}/timeline`), the screenshots switch
 //! (`/v1/settings/screenshots`), site decisions (`/v1/sites`) and takeovers of a paused task
 //! (`/v1/tasks/{id}/takeover`).
 //!
@@ -7,7 +8,7 @@
 //! path segment each.
 
 use abr_protocol::{
-    FramesResponse, ScreenshotsSetting, SiteDecision, SiteDecisionRequest, SiteEntry,
+    FramesResponse, RunTimeline, ScreenshotsSetting, SiteDecision, SiteDecisionRequest, SiteEntry,
     SitesResponse, TakeoverAnswer, TakeoverStarted,
 };
 use reqwest::Method;
@@ -23,6 +24,7 @@ mod op {
 
     pub(super) const FRAMES: Operation = Operation::Frames;
     pub(super) const FRAME: Operation = Operation::Frame;
+    pub(super) const TIMELINE: Operation = Operation::Timeline;
     pub(super) const SCREENSHOTS_SETTING: Operation = Operation::ScreenshotsSetting;
     pub(super) const SET_SCREENSHOTS: Operation = Operation::SetScreenshots;
     pub(super) const SITES: Operation = Operation::Sites;
@@ -77,6 +79,43 @@ impl AgentRunnerClient {
             });
         }
         Ok(body)
+    }
+
+    /// `GET /v1/runs/{runId}/timeline`: what a run (a task, a browse session or a post) did,
+    /// in order: each step's time, action, element (role and name), page and decisions,
+    /// the pauses, approvals and frames. A typed value is its length only. Another
+    /// tenant's run, or an unknown one, is a 404 `run_not_found`. A read.
+    pub async fn timeline(&self, tenant: &str, run_id: &str) -> Result<RunTimeline, ClientError> {
+        non_empty("run id", run_id)?;
+        let builder =
+            self.tenant_request(Method::GET, tenant, &["v1", "runs", run_id, "timeline"])?;
+        self.send(op::TIMELINE, builder).await
+    }
+
+    /// [`timeline`](Self::timeline) as markdown (`Accept: text/markdown`): a table for a
+    /// person or a model. An answer that is not `text/markdown` is a
+    /// [`ClientError::Decode`].
+    pub async fn timeline_markdown(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<String, ClientError> {
+        non_empty("run id", run_id)?;
+        let builder = self
+            .tenant_request(Method::GET, tenant, &["v1", "runs", run_id, "timeline"])?
+            .header(ACCEPT, HeaderValue::from_static("text/markdown"));
+        let (body, head) = self.send_raw(op::TIMELINE, builder).await?;
+        let markdown = head
+            .headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/markdown"));
+        let text = String::from_utf8(body).ok().filter(|_| markdown);
+        text.ok_or(ClientError::Decode {
+            operation: op::TIMELINE,
+            status: head.status.as_u16(),
+            message: "the answer is not UTF-8 text/markdown".to_owned(),
+        })
     }
 
     /// `GET /v1/settings/screenshots`: whether the tenant's runs take replay frames

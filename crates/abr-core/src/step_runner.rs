@@ -121,6 +121,17 @@ impl BrowserAction {
             Self::Back => "back",
         }
     }
+
+    /// How many characters the action types or chooses (`type`, `select`): a count for the
+    /// timeline, never the value.
+    pub fn typed_chars(&self) -> Option<usize> {
+        match self {
+            Self::Type { value, .. } | Self::Select { value, .. } => {
+                Some(value.expose().chars().count())
+            }
+            _ => None,
+        }
+    }
 }
 
 /// What a step produced.

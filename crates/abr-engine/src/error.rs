@@ -81,6 +81,9 @@ pub enum EngineError {
     /// No such replay frame.
     #[error("frame not found")]
     FrameNotFound,
+    /// No task, browse session or post with this id for this tenant.
+    #[error("run not found")]
+    RunNotFound,
     /// The site is denied for this tenant (or outside its allow list): nothing was opened.
     #[error("{0}")]
     SiteDenied(String),
@@ -191,6 +194,7 @@ impl EngineError {
             | Self::SessionNotFound
             | Self::NoTakeover
             | Self::FrameNotFound
+            | Self::RunNotFound
             | Self::BrowseNotFound => ErrorKind::NotFound,
             Self::BindingMismatch | Self::SelfApproval => ErrorKind::Forbidden,
             Self::NotAuthenticated
@@ -259,6 +263,7 @@ impl EngineError {
             Self::InputNotAccepted(_) => codes::INPUT_NOT_ACCEPTED,
             Self::Blocked(_) => codes::BLOCKED_ACTION,
             Self::FrameNotFound => codes::FRAME_NOT_FOUND,
+            Self::RunNotFound => codes::RUN_NOT_FOUND,
             Self::SiteDenied(_) => codes::SITE_DENIED,
             Self::BrowseNotFound => codes::BROWSE_NOT_FOUND,
             Self::RefNotFound(_) => codes::REF_NOT_FOUND,

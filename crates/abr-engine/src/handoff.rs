@@ -32,8 +32,9 @@ struct Handoff<C> {
     reason: PauseReason,
     expires_at: OffsetDateTime,
     state: watch::Sender<TakeoverState>,
-    /// Every transition, in order (the watch keeps only the last one).
-    history: Mutex<Vec<TakeoverState>>,
+    /// Every transition, in order (the watch keeps only the last one), with who made it
+    /// (a key holder's name; none for an expiry).
+    history: Mutex<Vec<(TakeoverState, Option<String>)>>,
     live_token: Mutex<Option<String>>,
     surface: Arc<C>,
     sites: LiveSites,
@@ -50,6 +51,7 @@ impl<C> Handoff<C> {
         &self,
         allowed: &[TakeoverState],
         next: TakeoverState,
+        by: Option<&str>,
     ) -> Result<TakeoverState, TakeoverState> {
         let mut moved = Err(*self.state.borrow());
         self.state.send_if_modified(|state| {
@@ -59,7 +61,7 @@ impl<C> Handoff<C> {
                 self.history
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(next);
+                    .push((next, by.map(str::to_owned)));
                 true
             } else {
                 false
@@ -191,6 +193,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
             handoff,
             seen: TakeoverState::Requested,
             reported: 0,
+            moved_by: None,
         })
     }
 
@@ -229,7 +232,8 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
             .ok_or(EngineError::NoTakeover)
     }
 
-    /// `requested → active`: mints the live token (the same one if already active).
+    /// `requested → active` by the person `by`: mints the live token (the same one if
+    /// already active).
     ///
     /// # Errors
     /// [`EngineError::NoTakeover`] when the run is not paused, [`EngineError::TakeoverState`]
@@ -238,6 +242,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
         &self,
         tenant: &str,
         run_id: &str,
+        by: &str,
     ) -> Result<ActiveTakeover, EngineError> {
         let handoff = self.find(tenant, run_id)?;
         if self.clock.now() >= handoff.expires_at {
@@ -247,6 +252,7 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
             .transition(
                 &[TakeoverState::Requested, TakeoverState::Active],
                 TakeoverState::Active,
+                Some(by),
             )
             .map_err(EngineError::TakeoverState)?;
         let token = {
@@ -269,31 +275,39 @@ impl<C: Send + Sync + 'static> Handoffs<C> {
         })
     }
 
-    /// `requested | active → resumed`: the run continues where it stopped.
+    /// `requested | active → resumed` by the person `by`: the run continues where it
+    /// stopped.
     ///
     /// # Errors
     /// As [`Handoffs::activate`].
-    pub(crate) fn resume(&self, tenant: &str, run_id: &str) -> Result<String, EngineError> {
+    pub(crate) fn resume(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        by: &str,
+    ) -> Result<String, EngineError> {
         let handoff = self.find(tenant, run_id)?;
         handoff
             .transition(
                 &[TakeoverState::Requested, TakeoverState::Active],
                 TakeoverState::Resumed,
+                Some(by),
             )
             .map_err(EngineError::TakeoverState)?;
         Ok(handoff.takeover_id.clone())
     }
 
-    /// `requested | active → ended`: the run stops without acting.
+    /// `requested | active → ended` by the person `by`: the run stops without acting.
     ///
     /// # Errors
     /// As [`Handoffs::activate`].
-    pub(crate) fn end(&self, tenant: &str, run_id: &str) -> Result<String, EngineError> {
+    pub(crate) fn end(&self, tenant: &str, run_id: &str, by: &str) -> Result<String, EngineError> {
         let handoff = self.find(tenant, run_id)?;
         handoff
             .transition(
                 &[TakeoverState::Requested, TakeoverState::Active],
                 TakeoverState::Ended,
+                Some(by),
             )
             .map_err(EngineError::TakeoverState)?;
         Ok(handoff.takeover_id.clone())
@@ -371,6 +385,8 @@ pub(crate) struct PendingHandoff<C: Send + Sync + 'static> {
     seen: TakeoverState,
     /// Transitions of the history already answered by `next`.
     reported: usize,
+    /// Who made the transition answered last (none for an expiry).
+    moved_by: Option<String>,
 }
 
 impl<C: Send + Sync + 'static> std::fmt::Debug for PendingHandoff<C> {
@@ -395,16 +411,22 @@ impl<C: Send + Sync + 'static> PendingHandoff<C> {
 
     /// The next transition of the history not answered yet, answered now.
     fn take_unreported(&mut self) -> Option<TakeoverState> {
-        let state = self
+        let (state, by) = self
             .handoff
             .history
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(self.reported)
-            .copied()?;
+            .cloned()?;
         self.reported += 1;
         self.seen = state;
+        self.moved_by = by;
         Some(state)
+    }
+
+    /// Who made the transition answered last: a key holder's name (none for an expiry).
+    pub(crate) fn moved_by(&self) -> Option<&str> {
+        self.moved_by.as_deref()
     }
 
     /// Expires the takeover, unless a transition won the race (then it is answered first).
@@ -412,6 +434,7 @@ impl<C: Send + Sync + 'static> PendingHandoff<C> {
         let _ = self.handoff.transition(
             &[TakeoverState::Requested, TakeoverState::Active],
             TakeoverState::Expired,
+            None,
         );
     }
 

@@ -57,6 +57,7 @@ mod stored_sessions;
 mod task;
 #[cfg(test)]
 mod tests;
+mod timeline;
 
 pub use approval_links::MintedLink;
 pub use capture::LiveTarget;

@@ -152,6 +152,9 @@ fn post_ended(
             .filter(|_| state != PostState::Succeeded)
             .map(|stage| abr_core::store::wire_name(&stage)),
         elapsed_ms: Some(u64::try_from((at - started).whole_milliseconds()).unwrap_or(0)),
+        code: matches!(state, PostState::Failed | PostState::Uncertain)
+            .then(|| answer.error.as_ref().map(|e| e.code.clone()))
+            .flatten(),
         ..RunEvent::new("run_ended", tenant, post_id, at)
     }
 }

@@ -112,6 +112,8 @@ codes! {
     POST_NOT_FOUND = "post_not_found", 404, No, "no post with this id for this tenant (another tenant's id is not found either)";
     /// The task is not paused: there is no takeover to act on.
     NO_TAKEOVER = "no_takeover", 404, No, "the task is not paused for a person: no takeover to activate, resume or end";
+    /// No task, browse session or post with this id for this tenant.
+    RUN_NOT_FOUND = "run_not_found", 404, No, "no task, browse session or post with this id for this tenant (another tenant's id is not found either)";
     /// No replay frame with this run and number for this tenant.
     FRAME_NOT_FOUND = "frame_not_found", 404, No, "no replay frame with this run and number for this tenant (another tenant's is not found either)";
     /// No open browse session with this id for this tenant (closed, expired, or another

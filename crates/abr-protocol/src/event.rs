@@ -14,9 +14,9 @@ use crate::{PauseReason, TakeoverEvent};
 /// |---|---|---|
 /// | `approval_required` | a task waits for an approver, or a browse session's committing action does | `approvalId` (browse) |
 /// | `takeover_required`, `takeover_active`, `takeover_resumed`, `takeover_ended`, `takeover_expired` | a paused run's takeover moved | `takeoverId`, `reason`, `state` |
-/// | `step_progress` | a step (or a browse action) ended | `step`, `action`, `ok`, `elapsedMs`; a task's `steps` and `stage` |
+/// | `step_progress` | a step (or a browse action) ended | `step`, `action`, `ok`, `ms`, `elapsedMs`; a task's `steps` and `stage`; `code` when not done, `refusedBy` when refused |
 /// | `run_stalled` | a running run made no progress for `ABR_STALL_SECS` (once per stall) | `idleSecs` |
-/// | `run_ended` | a run ended (a task's or a post's outcome, a browse session closed) | `state`, `kind` (`task`, `browse`, `post`), `elapsedMs`; `check` when `uncertain`; a post's failure `stage` |
+/// | `run_ended` | a run ended (a task's or a post's outcome, a browse session closed) | `state`, `kind` (`task`, `browse`, `post`), `elapsedMs`; `check` when `uncertain`; `code` when it failed or is uncertain; a post's failure `stage` |
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunEvent {
@@ -72,6 +72,17 @@ pub struct RunEvent {
     /// did not happen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<String>,
+    /// How long the step took, in milliseconds (`step_progress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
+    /// Why the step was not done, or why the run failed or is uncertain: its error code
+    /// (`step_progress` not `ok`; `run_ended` `failed` or `uncertain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The rule that refused the step's action (`step_progress` of a refused step:
+    /// `read_only`, `dry_run`, `awaiting_approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_by: Option<String>,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "String", extend("format" = "date-time"))]
@@ -98,6 +109,9 @@ impl RunEvent {
             stage: None,
             elapsed_ms: None,
             check: None,
+            ms: None,
+            code: None,
+            refused_by: None,
             at,
         }
     }

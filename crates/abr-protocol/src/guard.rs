@@ -227,6 +227,10 @@ pub struct TakeoverEvent {
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "String", extend("format" = "date-time"))]
     pub at: OffsetDateTime,
+    /// Who moved it: the key holder's name who took it over, resumed it, ended it or
+    /// supplied the value it waited for (none when the run moved it: a request, an expiry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// `POST /v1/tasks/{id}/takeover/resume` and `…/end`.

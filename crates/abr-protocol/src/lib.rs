@@ -35,6 +35,7 @@ mod secret;
 mod session;
 mod snapshot;
 mod task;
+mod timeline;
 pub mod webhook;
 
 pub use browse::{
@@ -85,3 +86,4 @@ pub use task::{
     TaskAccount, TaskRecord, TaskRequest, TaskState, TaskVerification,
 };
 pub use time::OffsetDateTime;
+pub use timeline::{RunKind, RunTimeline, TimelineEntry, TimelineEvent};

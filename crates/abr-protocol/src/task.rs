@@ -896,6 +896,14 @@ pub struct StepResult {
     /// element (`navigate`, `wait`, `screenshot`) or one whose element was never reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<StepTarget>,
+    /// The page it acted on: scheme, host, port and path; no query, fragment or
+    /// credentials (none on records kept before API 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// How many characters it typed or chose (`type`, `select`): the value itself is never
+    /// kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed_chars: Option<usize>,
 }
 
 /// The element a step acted on.

@@ -1,4 +1,5 @@
-//! Replay frames (`/v1/runs/{runId}/frames`) and the tenant's screenshots switch
+//! Replay frames (`/v1/runs/{runId}/frames`), a run's action timeline
+//! (`/v1/runs/{runId}/timeline`) and the tenant's screenshots switch
 //! (`/v1/settings/screenshots`). Frames are served here and nowhere else: not in a task
 //! record, an event, a callback or a log line.
 //!
@@ -6,7 +7,7 @@
 //! operator): another tenant's run id is a 404 `frame_not_found`, exactly like a missing one.
 
 use abr_core::principal::Right;
-use abr_protocol::{FramesResponse, ScreenshotsSetting, codes};
+use abr_protocol::{FramesResponse, RunTimeline, ScreenshotsSetting, codes};
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
@@ -16,7 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::api_error::{ApiError, ApiJson};
-use crate::openapi::{Documented, Image};
+use crate::openapi::{Documented, Image, JsonOrMarkdown, wants_markdown};
 use crate::state::AppState;
 use crate::tenant::{Caller, one_header};
 use abr_core::context::TaskContext;
@@ -49,6 +50,19 @@ pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
             }),
         )
         .api_route(
+            "/v1/runs/{run_id}/timeline",
+            get_with(timeline::<C>, |o| {
+                o.id("getRunTimeline")
+                    .summary(
+                        "A run's action timeline (a task's, a browse session's or a post's): \
+                         each step with its element, page and decisions; JSON, or markdown \
+                         with `Accept: text/markdown`",
+                    )
+                    .needs(Right::Read)
+                    .errors(&[codes::NOT_FOUND, codes::RUN_NOT_FOUND])
+            }),
+        )
+        .api_route(
             "/v1/settings/screenshots",
             get_with(screenshots::<C>, |o| {
                 o.id("getScreenshotsSetting")
@@ -78,6 +92,24 @@ async fn frames<C: TaskContext>(
         screenshots,
         frames,
     }))
+}
+
+/// `GET /v1/runs/{runId}/timeline`: what the run did, in order; markdown for a caller
+/// that asks for it.
+async fn timeline<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    headers: HeaderMap,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<JsonOrMarkdown<RunTimeline>, ApiError> {
+    let actor = caller.actor(None)?;
+    let Path(run_id) = path.map_err(|_| bad_path())?;
+    let timeline = state.runner.engine.run_timeline(&actor, &run_id).await?;
+    Ok(if wants_markdown(&headers) {
+        JsonOrMarkdown::Markdown(timeline.to_markdown())
+    } else {
+        JsonOrMarkdown::Json(timeline)
+    })
 }
 
 /// `GET /v1/runs/{runId}/frames/{seq}`: one frame's JPEG, never cached, never sniffed,

@@ -8,8 +8,9 @@
 //!   status, with its latency; every error answer by its code (refusals with `Retry-After`,
 //!   limits, `egress_refused`, `runner_draining`, ...), read from the envelope's code;
 //! - every run event (the engine's [`EventSink`](abr_engine::EventSink)): runs ended by kind, state and a post's
-//!   failure stage, with their duration; steps by action and result; stalls; approvals
-//!   asked for; takeovers by state;
+//!   failure stage, with their duration, and the failed or uncertain ones by error code;
+//!   steps by action and result, with their duration; the guard's refusals inside a run by
+//!   rule; stalls; approvals asked for; takeovers by state;
 //! - the engine's load and the replica's status, read at each scrape: jobs running and
 //!   queued, capacities, open browse sessions and captures, draining, the store's
 //!   heartbeat, and `abr_info` with the version and the node id.
@@ -74,6 +75,22 @@ struct StepLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActionLabels {
+    action: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    rule: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FailureLabels {
+    kind: &'static str,
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     state: &'static str,
 }
@@ -110,6 +127,9 @@ pub struct Metrics {
     runs_ended: Family<RunLabels, Counter>,
     run_seconds: Family<KindLabels, Histogram>,
     steps: Family<StepLabels, Counter>,
+    step_seconds: Family<ActionLabels, Histogram>,
+    refusals: Family<RuleLabels, Counter>,
+    run_failures: Family<FailureLabels, Counter>,
     stalls: Counter,
     approvals_asked: Counter,
     takeovers: Family<StateLabels, Counter>,
@@ -191,6 +211,26 @@ impl Metrics {
             "Steps of tasks and actions of browse sessions, by action and whether done",
             steps.clone(),
         );
+        let step_seconds =
+            Family::<ActionLabels, Histogram>::new_with_constructor(latency as fn() -> Histogram);
+        registry.register(
+            "step_duration_seconds",
+            "How long steps and browse actions took, by action",
+            step_seconds.clone(),
+        );
+        let refusals = Family::<RuleLabels, Counter>::default();
+        registry.register(
+            "refusals",
+            "Actions the guard or the network gate refused inside a run (answered 200), by \
+             rule (read_only, dry_run, awaiting_approval)",
+            refusals.clone(),
+        );
+        let run_failures = Family::<FailureLabels, Counter>::default();
+        registry.register(
+            "run_failures",
+            "Runs that ended failed or uncertain, by kind and error code",
+            run_failures.clone(),
+        );
         let stalls = Counter::default();
         registry.register(
             "runs_stalled",
@@ -259,6 +299,9 @@ impl Metrics {
             runs_ended,
             run_seconds,
             steps,
+            step_seconds,
+            refusals,
+            run_failures,
             stalls,
             approvals_asked,
             takeovers,
@@ -307,17 +350,36 @@ impl Metrics {
                     })
                     .inc();
                 if let Some(ms) = event.elapsed_ms {
-                    #[expect(clippy::cast_precision_loss, reason = "a duration in seconds")]
-                    let secs = ms as f64 / 1000.0;
                     self.run_seconds
                         .get_or_create(&KindLabels { kind })
-                        .observe(secs);
+                        .observe(seconds(ms));
+                }
+                if let Some(code) = &event.code {
+                    self.run_failures
+                        .get_or_create(&FailureLabels {
+                            kind,
+                            code: code_label(code),
+                        })
+                        .inc();
                 }
             }
             "step_progress" => {
+                let action = one_of(event.action.as_deref(), ACTIONS);
+                if let Some(ms) = event.ms {
+                    self.step_seconds
+                        .get_or_create(&ActionLabels { action })
+                        .observe(seconds(ms));
+                }
+                if let Some(rule) = &event.refused_by {
+                    self.refusals
+                        .get_or_create(&RuleLabels {
+                            rule: one_of(Some(rule), RULES),
+                        })
+                        .inc();
+                }
                 self.steps
                     .get_or_create(&StepLabels {
-                        action: one_of(event.action.as_deref(), ACTIONS),
+                        action,
                         ok: if event.ok == Some(true) {
                             "true"
                         } else {
@@ -417,6 +479,8 @@ const ACTIONS: &[&str] = &[
     "scroll",
     "back",
 ];
+/// The rules that refuse an action inside a run.
+const RULES: &[&str] = &["read_only", "dry_run", "awaiting_approval"];
 /// Takeover states.
 const TAKEOVER_STATES: &[&str] = &["requested", "active", "resumed", "ended", "expired"];
 
@@ -425,6 +489,22 @@ fn one_of(value: Option<&str>, known: &[&'static str]) -> &'static str {
     value
         .and_then(|v| known.iter().find(|k| **k == v).copied())
         .unwrap_or("other")
+}
+
+/// An error code as a label: one of the runner's codes ([`abr_protocol::codes::ALL`]), else
+/// `other`.
+fn code_label(code: &str) -> &'static str {
+    abr_protocol::codes::ALL
+        .iter()
+        .find(|known| known.code == code)
+        .map_or("other", |known| known.code)
+}
+
+/// Milliseconds as seconds.
+fn seconds(ms: u64) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "a duration in seconds")]
+    let secs = ms as f64 / 1000.0;
+    secs
 }
 
 /// A method as a label: the standard ones by name, any other `other`.

@@ -49,6 +49,34 @@ impl ElementFacts {
         self.input_type.as_deref()
     }
 
+    /// Its role as assistive technology presents it: the explicit ARIA role, else the one
+    /// HTML implies for its tag and type (HTML-AAM: `button`, `link`, `textbox`,
+    /// `searchbox`, `checkbox`, `radio`, `combobox`, `slider`, `spinbutton`); none for an
+    /// element HTML gives no role.
+    pub fn role_shown(&self) -> Option<&str> {
+        if let Some(role) = self.role.as_deref().filter(|r| !r.is_empty()) {
+            return Some(role);
+        }
+        let implied = match self.tag.as_str() {
+            "button" | "summary" => "button",
+            "a" | "area" => "link",
+            "textarea" => "textbox",
+            "select" => "combobox",
+            "input" => match self.input_type().unwrap_or("text") {
+                "button" | "submit" | "reset" | "image" => "button",
+                "checkbox" => "checkbox",
+                "radio" => "radio",
+                "range" => "slider",
+                "number" => "spinbutton",
+                "search" => "searchbox",
+                "text" | "" | "email" | "tel" | "url" | "password" => "textbox",
+                _ => return None,
+            },
+            _ => return None,
+        };
+        Some(implied)
+    }
+
     /// An `<input type=file>`.
     pub fn is_file_input(&self) -> bool {
         self.tag == "input" && self.input_type() == Some("file")
@@ -189,3 +217,43 @@ const CARD_HINTS: &[&str] = &[
     "cardholder",
     "ccname",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(tag: &str, input_type: Option<&str>, role: Option<&str>) -> ElementFacts {
+        ElementFacts {
+            tag: tag.into(),
+            input_type: input_type.map(str::to_owned),
+            role: role.map(str::to_owned),
+            ..ElementFacts::default()
+        }
+    }
+
+    #[test]
+    fn the_role_shown_is_the_explicit_one_else_the_one_html_implies() {
+        for (tag, input_type, role, shown) in [
+            ("button", None, None, Some("button")),
+            ("div", None, Some("button"), Some("button")),
+            ("button", None, Some("switch"), Some("switch")),
+            ("a", None, None, Some("link")),
+            ("input", None, None, Some("textbox")),
+            ("input", Some("email"), None, Some("textbox")),
+            ("input", Some("search"), None, Some("searchbox")),
+            ("input", Some("submit"), None, Some("button")),
+            ("input", Some("checkbox"), None, Some("checkbox")),
+            ("input", Some("file"), None, None),
+            ("select", None, None, Some("combobox")),
+            ("textarea", None, None, Some("textbox")),
+            ("div", None, None, None),
+            ("div", None, Some(""), None),
+        ] {
+            assert_eq!(
+                facts(tag, input_type, role).role_shown(),
+                shown,
+                "{tag} {input_type:?} {role:?}"
+            );
+        }
+    }
+}

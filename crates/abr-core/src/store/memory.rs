@@ -328,6 +328,10 @@ impl EvidenceStore for InMemoryStore {
             }
             record.extracted.clear();
             record.screenshots.clear();
+            for step in &mut record.step_results {
+                step.target = None;
+                step.url = None;
+            }
             record.evidence_expired_at = Some(now);
             ended.push((task.ledger.tenant_id.clone(), record.task_id.clone()));
             true

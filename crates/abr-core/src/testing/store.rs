@@ -1106,6 +1106,8 @@ where
                 role: Some("table".into()),
                 name: "Users".into(),
             }),
+            url: Some("https://example.com/users".into()),
+            typed_chars: None,
         }];
         task
     };
@@ -1144,6 +1146,17 @@ where
     let gone = store.get("t1", "task-old").await.unwrap().unwrap();
     assert_eq!(gone.record.state, TaskState::Succeeded, "the outcome stays");
     assert_eq!(gone.record.step_results.len(), 1, "the steps stay");
+    let step = &gone.record.step_results[0];
+    assert_eq!(
+        (step.index, step.action.as_str(), step.ok, step.ms),
+        (0, "extract", true, 5),
+        "a step's own facts stay"
+    );
+    assert_eq!(
+        (&step.target, &step.url),
+        (&None, &None),
+        "the page's facts (the element's name, the page) outlived retention"
+    );
     assert!(
         gone.record.extracted.is_empty(),
         "extracted data outlived retention"
@@ -1167,6 +1180,10 @@ where
         "a recent task lost its evidence"
     );
     assert_eq!(kept.record.evidence_expired_at, None);
+    assert!(
+        kept.record.step_results[0].target.is_some() && kept.record.step_results[0].url.is_some(),
+        "a recent task lost its steps' page facts"
+    );
     assert!(
         store
             .screenshot("t1", "task-new", "end")

@@ -1097,7 +1097,9 @@ impl<C: TaskContext> Engine<C> {
         input: abr_protocol::SuppliedInput,
     ) -> Result<String, EngineError> {
         actor.require(Right::ResolvePause)?;
-        self.tasks.supply_input(actor.tenant(), id, input).await
+        self.tasks
+            .supply_input(actor.tenant(), id, input, actor.principal().name())
+            .await
     }
 
     /// Closes a browse session: not in a job slot (closing frees resources and must not wait

@@ -11,7 +11,7 @@ use abr_core::principal::{Actor, Right};
 use abr_core::store::RecordStore;
 use abr_protocol::{
     ActionApproval, ActionDecision, ApproveRequest, AssertNotPostedRequest, FrameInfo, PostRecord,
-    RejectRequest, RunScreenshots, SiteEntry, StoredSession, TaskRecord, TaskState,
+    RejectRequest, RunScreenshots, RunTimeline, SiteEntry, StoredSession, TaskRecord, TaskState,
 };
 
 use crate::approval_links::MintedLink;
@@ -240,7 +240,9 @@ impl<C: TaskContext> Engine<C> {
         task_id: &str,
     ) -> Result<ActiveTakeover, EngineError> {
         actor.require(Right::ResolvePause)?;
-        self.tasks.take_over(actor.tenant(), task_id).await
+        self.tasks
+            .take_over(actor.tenant(), task_id, actor.principal().name())
+            .await
     }
 
     /// `requested | active → resumed`: the paused run continues. Answers the takeover id.
@@ -253,7 +255,9 @@ impl<C: TaskContext> Engine<C> {
         task_id: &str,
     ) -> Result<String, EngineError> {
         actor.require(Right::ResolvePause)?;
-        self.tasks.resume(actor.tenant(), task_id).await
+        self.tasks
+            .resume(actor.tenant(), task_id, actor.principal().name())
+            .await
     }
 
     /// `requested | active → ended`: the paused run stops without acting. Answers the
@@ -263,7 +267,9 @@ impl<C: TaskContext> Engine<C> {
     /// As [`Self::take_over`].
     pub async fn end_takeover(&self, actor: &Actor, task_id: &str) -> Result<String, EngineError> {
         actor.require(Right::ResolvePause)?;
-        self.tasks.end_takeover(actor.tenant(), task_id).await
+        self.tasks
+            .end_takeover(actor.tenant(), task_id, actor.principal().name())
+            .await
     }
 
     // ---- posts ----------------------------------------------------------------------------
@@ -410,6 +416,37 @@ impl<C: TaskContext> Engine<C> {
             .await?
             .ok_or(EngineError::FrameNotFound)?;
         Ok((setting, self.frames.frames(actor.tenant(), run_id).await?))
+    }
+
+    /// A run's action timeline: a task's, a browse session's or a post's (the same ids as
+    /// its frames and events).
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read; [`EngineError::RunNotFound`]
+    /// (also for another tenant's id); a store failure.
+    pub async fn run_timeline(
+        &self,
+        actor: &Actor,
+        run_id: &str,
+    ) -> Result<RunTimeline, EngineError> {
+        actor.require(Right::Read)?;
+        let tenant = actor.tenant();
+        match self.tasks.load(tenant, run_id).await {
+            Ok(task) => {
+                let frames = self.frames.frames(tenant, run_id).await?;
+                return Ok(crate::timeline::of_task(&task, &frames));
+            }
+            Err(EngineError::Core(CoreError::TaskNotFound)) => {}
+            Err(e) => return Err(e),
+        }
+        match self.posts.get(tenant, run_id).await {
+            Ok(post) => {
+                let frames = self.frames.frames(tenant, run_id).await?;
+                Ok(crate::timeline::of_post(&post, &frames))
+            }
+            Err(EngineError::Core(CoreError::PostNotFound)) => Err(EngineError::RunNotFound),
+            Err(e) => Err(e),
+        }
     }
 
     /// One frame of a run.

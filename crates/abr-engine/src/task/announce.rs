@@ -51,10 +51,20 @@ impl<C: TaskContext> TaskRunner<C> {
     pub(super) fn announce_step(&self, task: &StoredTask, result: &StepResult, of_plan: bool) {
         let steps = &task.request.plan.steps;
         let elapsed = self.elapsed(task);
+        let code = result.error.as_ref().map(|e| e.code.clone());
+        // A refused step's rule: the refusal the guard recorded last (this step's).
+        let refused_by = code
+            .as_deref()
+            .filter(|c| *c == abr_protocol::codes::BLOCKED_ACTION.code)
+            .and_then(|_| task.record.blocked.last())
+            .map(|b| wire_name(&b.blocked_by));
         self.events.emit(RunEvent {
             step: Some(result.index),
             action: Some(result.action.clone()),
             ok: Some(result.ok),
+            ms: Some(result.ms),
+            code,
+            refused_by,
             elapsed_ms: elapsed,
             steps: of_plan.then_some(steps.len()),
             stage: of_plan
@@ -73,13 +83,23 @@ impl<C: TaskContext> TaskRunner<C> {
             elapsed_ms: self.elapsed(task),
             state: Some(wire_name(&task.record.state)),
             check: uncertain.then(|| format!("/v1/tasks/{}/recheck", task.record.task_id)),
+            code: matches!(task.record.state, TaskState::Failed | TaskState::Uncertain)
+                .then(|| task.record.error.as_ref().map(|e| e.code.clone()))
+                .flatten(),
             ..self.run_event("run_ended", task)
         });
     }
 }
 
 impl<C: TaskContext> TaskRunner<C> {
-    pub(super) fn takeover_event(&self, task: &mut StoredTask, state: TakeoverState) {
+    /// Records (and announces) a takeover's move to `state`, made by the person `by` (none:
+    /// the run's own move, a request or an expiry).
+    pub(super) fn takeover_event(
+        &self,
+        task: &mut StoredTask,
+        state: TakeoverState,
+        by: Option<&str>,
+    ) {
         let Some(pause) = &task.record.pause else {
             return;
         };
@@ -90,6 +110,7 @@ impl<C: TaskContext> TaskRunner<C> {
             reason: pause.reason,
             state,
             at: self.clock.now(),
+            by: by.map(str::to_owned),
         };
         self.events.emit(abr_protocol::RunEvent::takeover(
             &task.ledger.tenant_id,

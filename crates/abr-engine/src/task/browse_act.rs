@@ -111,6 +111,7 @@ impl<C: TaskContext> TaskRunner<C> {
         }
         let index = open.task.record.step_results.len();
         let browser = to_browser_action(open, action);
+        let url = rails::shown_url(&open.rails.last_url);
         let started = Instant::now();
         let at = self.clock.now();
         open.rails.acted_on = None;
@@ -263,6 +264,17 @@ impl<C: TaskContext> TaskRunner<C> {
             }),
             at: Some(at),
             target: open.rails.acted_on.take(),
+            url,
+            typed_chars: None,
+        };
+        let result = StepResult {
+            // Only what was done was typed.
+            typed_chars: if result.ok {
+                browser.typed_chars()
+            } else {
+                None
+            },
+            ..result
         };
         self.announce_step(&open.task, &result, false);
         open.task.record.steps.push(described);
@@ -882,7 +894,7 @@ impl<C: TaskContext> TaskRunner<C> {
             input_ref,
         });
         open.handoff = Some(pending);
-        self.takeover_event(&mut open.task, TakeoverState::Requested);
+        self.takeover_event(&mut open.task, TakeoverState::Requested, None);
         if let Err(failure) = self.save_progress(&mut open.task).await {
             tracing::warn!(code = %failure.body.code, "browse: could not record the pause");
         }
@@ -909,7 +921,8 @@ impl<C: TaskContext> TaskRunner<C> {
             if state == TakeoverState::Resumed {
                 open.task.record.state = TaskState::Running;
             }
-            self.takeover_event(&mut open.task, state);
+            let by = pending.moved_by().map(str::to_owned);
+            self.takeover_event(&mut open.task, state, by.as_deref());
         }
         if moved && let Err(failure) = self.save_progress(&mut open.task).await {
             tracing::warn!(code = %failure.body.code, "browse: could not record a takeover");

@@ -105,6 +105,7 @@ impl<C: TaskContext> TaskRunner<C> {
         tenant: &str,
         id: &str,
         input: SuppliedInput,
+        by: &str,
     ) -> Result<String, EngineError> {
         let entry = self
             .browses
@@ -147,7 +148,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 .unwrap_or_else(|| "the field did not take it".to_owned());
             return Err(EngineError::InputNotAccepted(why));
         }
-        self.handoffs.resume(tenant, id)?;
+        self.handoffs.resume(tenant, id, by)?;
         self.browse_handoff_now(open).await;
         entry.touch();
         Ok(takeover_id)

@@ -27,7 +27,12 @@ use crate::task::outcome::{Failure, audit_outcome};
 use crate::task::runner::TaskRunner;
 
 impl<C: TaskContext> TaskRunner<C> {
-    pub(super) async fn load(
+    /// The stored task `task_id` of `tenant`: its record and its request.
+    ///
+    /// # Errors
+    /// [`abr_core::error::CoreError::TaskNotFound`] (also for another tenant's id), a
+    /// store failure.
+    pub(crate) async fn load(
         &self,
         tenant: &str,
         task_id: &str,

@@ -147,7 +147,7 @@ const MAX_TARGET_NAME: usize = 200;
 /// What a step's result says of the element it acts on: its role and accessible name.
 fn step_target(facts: &ElementFacts) -> abr_protocol::StepTarget {
     abr_protocol::StepTarget {
-        role: facts.role.clone().filter(|role| !role.is_empty()),
+        role: facts.role_shown().map(str::to_owned),
         name: facts.name.chars().take(MAX_TARGET_NAME).collect(),
     }
 }
@@ -595,7 +595,7 @@ impl<C: TaskContext> TaskRunner<C> {
             prompt: None,
             input_ref: None,
         });
-        self.takeover_event(task, TakeoverState::Requested);
+        self.takeover_event(task, TakeoverState::Requested, None);
         self.save_progress(task).await?;
         let end = loop {
             let state = pending.next().await;
@@ -606,7 +606,7 @@ impl<C: TaskContext> TaskRunner<C> {
             if state == TakeoverState::Resumed {
                 task.record.state = TaskState::Running;
             }
-            self.takeover_event(task, state);
+            self.takeover_event(task, state, pending.moved_by());
             self.save_progress(task).await?;
             if state.is_final() {
                 break state;

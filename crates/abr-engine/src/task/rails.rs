@@ -274,6 +274,11 @@ pub(crate) fn page_key(url: &str) -> String {
     abr_core::guard::frame_url(url).0
 }
 
+/// A page as a step's result shows it ([`page_key`]); none before the first page was read.
+pub(crate) fn shown_url(url: &str) -> Option<String> {
+    Some(page_key(url)).filter(|shown| !shown.is_empty())
+}
+
 /// The host of a URL, lower-case (empty when it has none).
 pub(crate) fn host_of(url: &str) -> String {
     url::Url::parse(url)

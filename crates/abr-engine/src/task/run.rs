@@ -546,6 +546,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 .map_or(self.config.default_step_timeout, Duration::from_millis);
             let started = Instant::now();
             let at = self.clock.now();
+            let url = rails::shown_url(&rails.last_url);
             // A frame still being taken goes on beside a step that only reads the page.
             if !rails::reads_only(&filled.action) {
                 rails.settle_frames().await;
@@ -580,6 +581,8 @@ impl<C: TaskContext> TaskRunner<C> {
                 error: None,
                 at: Some(at),
                 target: rails.acted_on.take(),
+                url,
+                typed_chars: filled.action.typed_chars(),
             };
             let failure = match done {
                 Ok((output, _)) => {
@@ -596,6 +599,8 @@ impl<C: TaskContext> TaskRunner<C> {
             if let Some(failure) = &failure {
                 result.ok = false;
                 result.error = Some(failure.body.clone());
+                // Not done: nothing was typed that counts.
+                result.typed_chars = None;
             }
             self.announce_step(task, &result, true);
             task.record.step_results.push(result);

@@ -17,9 +17,10 @@ impl<C: TaskContext> TaskRunner<C> {
         &self,
         tenant: &str,
         task_id: &str,
+        by: &str,
     ) -> Result<crate::handoff::ActiveTakeover, EngineError> {
         self.load(tenant, task_id).await?;
-        let active = self.handoffs.activate(tenant, task_id)?;
+        let active = self.handoffs.activate(tenant, task_id, by)?;
         self.browse_takeover_moved(tenant, task_id).await;
         Ok(active)
     }
@@ -28,9 +29,14 @@ impl<C: TaskContext> TaskRunner<C> {
     ///
     /// # Errors
     /// As [`Self::take_over`].
-    pub(crate) async fn resume(&self, tenant: &str, task_id: &str) -> Result<String, EngineError> {
+    pub(crate) async fn resume(
+        &self,
+        tenant: &str,
+        task_id: &str,
+        by: &str,
+    ) -> Result<String, EngineError> {
         self.load(tenant, task_id).await?;
-        let id = self.handoffs.resume(tenant, task_id)?;
+        let id = self.handoffs.resume(tenant, task_id, by)?;
         self.browse_takeover_moved(tenant, task_id).await;
         Ok(id)
     }
@@ -43,9 +49,10 @@ impl<C: TaskContext> TaskRunner<C> {
         &self,
         tenant: &str,
         task_id: &str,
+        by: &str,
     ) -> Result<String, EngineError> {
         self.load(tenant, task_id).await?;
-        let id = self.handoffs.end(tenant, task_id)?;
+        let id = self.handoffs.end(tenant, task_id, by)?;
         self.browse_takeover_moved(tenant, task_id).await;
         Ok(id)
     }

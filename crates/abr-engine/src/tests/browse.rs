@@ -1053,9 +1053,9 @@ async fn a_paused_session_is_taken_over_and_resumed_and_the_brain_goes_on() {
         "an action ran during the pause"
     );
     // A person takes over (the live view's token) and resumes.
-    let active = h.runner.take_over(T, &id).await.unwrap();
+    let active = h.runner.take_over(T, &id, "person").await.unwrap();
     assert_eq!(active.takeover_id, takeover);
-    assert_eq!(h.runner.resume(T, &id).await.unwrap(), takeover);
+    assert_eq!(h.runner.resume(T, &id, "person").await.unwrap(), takeover);
     assert_eq!(
         takeover_events(&h, &id).await,
         ["takeover_required", "takeover_active", "takeover_resumed"]
@@ -1085,7 +1085,7 @@ async fn an_ended_or_expired_takeover_closes_the_session() {
         let paused = h.runner.browse_act(T, &id, click("e1")).await.unwrap();
         assert_eq!(paused.outcome, ActOutcome::Paused);
         if end {
-            h.runner.end_takeover(T, &id).await.unwrap();
+            h.runner.end_takeover(T, &id, "person").await.unwrap();
         } else {
             tokio::time::sleep(Duration::from_millis(1100)).await;
             h.runner.browse_sweep().await;
@@ -1144,7 +1144,11 @@ async fn a_value_a_person_supplies_reaches_the_page_and_nothing_else() {
     // The person hands the value over.
     let supplied: abr_protocol::SuppliedInput =
         serde_json::from_value(json!({"value": SECRET})).unwrap();
-    let takeover = h.runner.supply_input(T, &id, supplied).await.unwrap();
+    let takeover = h
+        .runner
+        .supply_input(T, &id, supplied, "person")
+        .await
+        .unwrap();
     assert_eq!(Some(takeover), pause.takeover_id);
     let typed: Vec<String> = h
         .page
@@ -1172,7 +1176,12 @@ async fn a_value_a_person_supplies_reaches_the_page_and_nothing_else() {
     assert!(!logs.contents().contains(SECRET), "the value reached a log");
     // Nothing waits any more: another value is refused.
     let again: abr_protocol::SuppliedInput = serde_json::from_value(json!({"value": "x"})).unwrap();
-    assert!(h.runner.supply_input(T, &id, again).await.is_err());
+    assert!(
+        h.runner
+            .supply_input(T, &id, again, "person")
+            .await
+            .is_err()
+    );
 }
 
 /// A control that fails twice in a row pauses `stuck`, like a plan's step; with `handoff`

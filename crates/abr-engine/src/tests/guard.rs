@@ -320,15 +320,15 @@ async fn a_challenge_pauses_a_takeover_clears_it_and_the_run_resumes_where_it_st
     ));
     // Another tenant cannot act on it.
     assert!(matches!(
-        h.runner.take_over("tenant-b", &id).await,
+        h.runner.take_over("tenant-b", &id, "person").await,
         Err(EngineError::Core(CoreError::TaskNotFound))
     ));
-    let active = h.runner.take_over(T, &id).await.unwrap();
+    let active = h.runner.take_over(T, &id, "ada").await.unwrap();
     let attachment = h.runner.handoffs().attach_live(&active.live_token).unwrap();
     assert!(attachment.is_open());
-    // The person clears the challenge.
+    // The person clears the challenge; another one resumes the run.
     h.page.set_signals(None);
-    h.runner.resume(T, &id).await.unwrap();
+    h.runner.resume(T, &id, "grace").await.unwrap();
     let record = join.await.unwrap();
     assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
     assert_eq!(h.page.clicks_on("#pay"), 1);
@@ -342,6 +342,13 @@ async fn a_challenge_pauses_a_takeover_clears_it_and_the_run_resumes_where_it_st
         ["takeover_required", "takeover_active", "takeover_resumed"]
     );
     assert!(record.takeover_events.iter().all(|e| e.run_id == id));
+    // Each move names who made it; the run's own request names nobody.
+    let by: Vec<_> = record
+        .takeover_events
+        .iter()
+        .map(|e| e.by.as_deref())
+        .collect();
+    assert_eq!(by, [None, Some("ada"), Some("grace")]);
     // Events carry ids only.
     let json = serde_json::to_string(&record.takeover_events).unwrap();
     assert!(!json.contains("shop.example") && !json.contains(&active.live_token));
@@ -351,7 +358,7 @@ async fn a_challenge_pauses_a_takeover_clears_it_and_the_run_resumes_where_it_st
         .expect("the live socket is told to close when the takeover ends");
     assert!(h.runner.handoffs().attach_live(&active.live_token).is_err());
     assert!(matches!(
-        h.runner.resume(T, &id).await,
+        h.runner.resume(T, &id, "person").await,
         Err(EngineError::NoTakeover)
     ));
 }
@@ -369,7 +376,7 @@ async fn a_takeover_lets_through_the_persons_writes_only() {
         .set_signals(Some(captcha("https://shop.example/cart")));
     let (id, join) = start_paused_with(&h, click_plan(true), 60).await;
     wait_for_state(&h, &id, TaskState::Paused).await;
-    let active = h.runner.take_over(T, &id).await.unwrap();
+    let active = h.runner.take_over(T, &id, "person").await.unwrap();
     let attachment = h.runner.handoffs().attach_live(&active.live_token).unwrap();
     // The run has seen the takeover become active.
     for _ in 0..400 {
@@ -423,7 +430,7 @@ async fn a_takeover_lets_through_the_persons_writes_only() {
         "only the person's post left"
     );
     h.page.set_signals(None);
-    h.runner.resume(T, &id).await.unwrap();
+    h.runner.resume(T, &id, "person").await.unwrap();
     let record = join.await.unwrap();
     let refused_posts = record
         .blocked
@@ -461,10 +468,10 @@ async fn a_control_that_changes_during_a_takeover_is_judged_as_it_is_after_it() 
     assert!(inspected >= 1, "the checkpoint read the next element");
 
     // During the takeover the page turns the harmless link into a payment.
-    h.runner.take_over(T, &id).await.unwrap();
+    h.runner.take_over(T, &id, "person").await.unwrap();
     h.page.set_facts("#next", pay_button());
     h.page.set_signals(None);
-    h.runner.resume(T, &id).await.unwrap();
+    h.runner.resume(T, &id, "person").await.unwrap();
     let record = join.await.unwrap();
     assert!(
         h.page.inspected() > inspected,
@@ -492,7 +499,7 @@ async fn an_expired_takeover_ends_the_run_without_acting() {
     assert_eq!(h.page.count("click"), 0);
     assert_eq!(h.provider.open_leases(), 0, "the browser is released");
     assert!(matches!(
-        h.runner.take_over(T, &id).await,
+        h.runner.take_over(T, &id, "person").await,
         Err(EngineError::NoTakeover)
     ));
 }
@@ -505,7 +512,7 @@ async fn an_ended_takeover_stops_the_run_and_a_block_still_there_after_resume_en
         .set_signals(Some(captcha("https://shop.example/cart")));
     let (id, join) = start_paused(&h, 60).await;
     wait_for_state(&h, &id, TaskState::Paused).await;
-    h.runner.end_takeover(T, &id).await.unwrap();
+    h.runner.end_takeover(T, &id, "person").await.unwrap();
     let record = join.await.unwrap();
     assert_eq!(record.error.unwrap().code, "takeover_ended");
     assert_eq!(h.page.count("click"), 0);
@@ -513,7 +520,7 @@ async fn an_ended_takeover_stops_the_run_and_a_block_still_there_after_resume_en
     let (id, join) = start_paused(&h, 60).await;
     wait_for_state(&h, &id, TaskState::Paused).await;
     // Resumed without clearing it: the run never goes past the challenge.
-    h.runner.resume(T, &id).await.unwrap();
+    h.runner.resume(T, &id, "person").await.unwrap();
     let record = join.await.unwrap();
     assert_eq!(record.state, TaskState::Failed);
     assert_eq!(record.error.unwrap().code, "challenge");
@@ -529,7 +536,7 @@ async fn a_control_that_keeps_failing_pauses_stuck_and_runs_again_after_the_resu
     let paused = wait_for_state(&h, &id, TaskState::Paused).await;
     assert_eq!(paused.pause.unwrap().reason, PauseReason::Stuck);
     h.page.restore("#next");
-    h.runner.resume(T, &id).await.unwrap();
+    h.runner.resume(T, &id, "person").await.unwrap();
     let record = join.await.unwrap();
     assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
     assert_eq!(h.page.clicks_on("#next"), 1);
@@ -564,7 +571,7 @@ async fn a_submit_with_an_empty_required_field_pauses_for_input() {
             ..ElementFacts::default()
         },
     );
-    h.runner.resume(T, &id).await.unwrap();
+    h.runner.resume(T, &id, "person").await.unwrap();
     let record = join.await.unwrap();
     assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
     assert_eq!(h.page.clicks_on("#pay"), 1);
@@ -625,7 +632,7 @@ async fn a_site_nobody_decided_on_asks_for_consent_once_and_the_decision_stands(
         )
         .await
         .unwrap();
-    h.runner.resume(T, &id).await.unwrap();
+    h.runner.resume(T, &id, "person").await.unwrap();
     let record = join.await.unwrap();
     assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
 
@@ -952,9 +959,9 @@ async fn a_person_never_gets_the_page_under_a_frames_blur() {
         frame_points(&h, &id).await,
         [FramePoint::Navigation, FramePoint::Pause]
     );
-    h.runner.take_over(T, &id).await.unwrap();
+    h.runner.take_over(T, &id, "person").await.unwrap();
     h.page.set_signals(None);
-    h.runner.resume(T, &id).await.unwrap();
+    h.runner.resume(T, &id, "person").await.unwrap();
     let record = join.await.unwrap();
     assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
     assert!(
@@ -1207,13 +1214,13 @@ async fn a_committing_step_is_never_run_again_after_the_person_acted_in_its_paus
         let (id, join) = start_paused(&h, 60).await;
         let paused = wait_for_state(&h, &id, TaskState::Paused).await;
         assert_eq!(paused.pause.unwrap().reason, PauseReason::Stuck);
-        let active = h.runner.take_over(T, &id).await.unwrap();
+        let active = h.runner.take_over(T, &id, "person").await.unwrap();
         let attachment = h.runner.handoffs().attach_live(&active.live_token).unwrap();
         if person_presses {
             attachment.input(press.clone()).await.unwrap();
         }
         h.page.restore("#pay");
-        h.runner.resume(T, &id).await.unwrap();
+        h.runner.resume(T, &id, "person").await.unwrap();
         let record = join.await.unwrap();
         if person_presses {
             assert_eq!(record.state, TaskState::Uncertain, "{:?}", record.error);

@@ -1189,7 +1189,8 @@ async fn a_proven_task_succeeds_with_its_results() {
         [
             Some((Some("textbox"), "Email")),
             None,
-            Some((None, SUBMIT)),
+            // A `<button>`: its role is the one its tag implies.
+            Some((Some("button"), SUBMIT)),
             None,
             None,
             None
@@ -2208,6 +2209,8 @@ async fn recovery_ends_unfinished_tasks_honestly() {
                 error: None,
                 at: None,
                 target: None,
+                url: None,
+                typed_chars: None,
             });
         }
         assert!(store.update(&task).await.unwrap());

@@ -305,6 +305,8 @@ fn task_record() -> TaskRecord {
                 role: Some("link".into()),
                 name: "Home".into(),
             }),
+            url: Some("https://example.com/home".into()),
+            typed_chars: Some(3),
         }],
         extracted: BTreeMap::from([("rows".into(), json!([{"a": 1}, null, "x"]))]),
         screenshots: vec!["step-1".into()],
@@ -347,6 +349,7 @@ fn task_record() -> TaskRecord {
             reason: PauseReason::NeedsInput,
             state: TakeoverState::Requested,
             at,
+            by: Some("Ada".into()),
         }],
         replay: Some(RunScreenshots {
             screenshots: ScreenshotsMode::Off,

@@ -176,7 +176,7 @@ async fn send(
 fn result(status: StatusCode, body: Option<Value>) -> CallToolResult {
     match (status.is_success(), body) {
         (true, Some(value @ Value::Object(_))) => {
-            let text = snapshot_text(&value);
+            let text = snapshot_text(&value).or_else(|| timeline_text(&value));
             let mut answer = CallToolResult::structured(value);
             if let Some(text) = text {
                 answer.content = vec![rmcp::model::ContentBlock::text(text)];
@@ -218,6 +218,20 @@ fn snapshot_text(value: &Value) -> Option<String> {
     let mut rest = fields.clone();
     rest.remove("snapshot");
     Some(format!("{}\n{}", Value::Object(rest), snapshot.to_text()))
+}
+
+/// The text a model reads of a run's timeline (`run_timeline`): its markdown form
+/// ([`abr_protocol::RunTimeline::to_markdown`]). The JSON stays whole in
+/// `structuredContent`.
+fn timeline_text(value: &Value) -> Option<String> {
+    let Value::Object(fields) = value else {
+        return None;
+    };
+    if !(fields.contains_key("entries") && fields.contains_key("runId")) {
+        return None;
+    }
+    let timeline: abr_protocol::RunTimeline = serde_json::from_value(value.clone()).ok()?;
+    Some(timeline.to_markdown())
 }
 
 /// The in-process request of `call`.

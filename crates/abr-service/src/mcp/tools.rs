@@ -33,6 +33,8 @@ pub(crate) const POST: &str = "post";
 pub(crate) const TASK_CREATE: &str = "task_create";
 /// `task_status`.
 pub(crate) const TASK_STATUS: &str = "task_status";
+/// `run_timeline`.
+pub(crate) const RUN_TIMELINE: &str = "run_timeline";
 
 /// The tools a read-only server does not offer: they publish or run plans.
 const NOT_READ_ONLY: [&str; 2] = [POST, TASK_CREATE];
@@ -233,6 +235,15 @@ pub(crate) struct TaskStatusArgs {
     wait_secs: Option<u32>,
 }
 
+/// Arguments of `run_timeline`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct RunTimelineArgs {
+    /// The run: a task's `taskId`, a browse session's `browseId` or a post's `postId`.
+    #[schemars(pattern(ID_PATTERN))]
+    run_id: String,
+}
+
 /// What to publish (the schema of `post`'s `content`).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -398,13 +409,20 @@ fn description(name: &str) -> &'static str {
              succeeded, failed, uncertain...), its steps' results and its outcome. waitSecs \
              waits for a change first."
         }
+        RUN_TIMELINE => {
+            "Read what a run did, step by step, as a markdown table: a task's, a browse \
+             session's or a post's. Each step's time, action, the element's role and name, \
+             the page, whether it was done or refused (and by which rule), pauses and their \
+             takeovers, approvals, frames and the outcome. Typed values appear as their \
+             length only. Use it to explain a run to the user or to decide the next step."
+        }
         _ => "",
     }
 }
 
 /// The annotations of tool `name`: hints for a client, never relied on by the runner.
 fn annotations(name: &str) -> ToolAnnotations {
-    let read_only = matches!(name, BROWSE_SNAPSHOT | TASK_STATUS);
+    let read_only = matches!(name, BROWSE_SNAPSHOT | TASK_STATUS | RUN_TIMELINE);
     let mut hints = ToolAnnotations::new().read_only(read_only).open_world(true);
     if !read_only {
         hints = hints.destructive(matches!(name, POST | TASK_CREATE | BROWSE_ACT));
@@ -451,6 +469,7 @@ fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
         POST => input::<PostSchema>(),
         TASK_CREATE => input::<TaskSchema>(),
         TASK_STATUS => input::<TaskStatusArgs>(),
+        RUN_TIMELINE => input::<RunTimelineArgs>(),
         other => Err(format!("no tool {other}")),
     }
 }
@@ -507,12 +526,13 @@ fn output_schema(name: &str) -> Result<Arc<JsonObject>, String> {
         BROWSE_REQUEST_INPUT => output::<abr_protocol::BrowsePause>(),
         POST => output::<PostAnswer>(),
         TASK_CREATE | TASK_STATUS => output::<abr_protocol::TaskRecord>(),
+        RUN_TIMELINE => output::<abr_protocol::RunTimeline>(),
         other => Err(format!("no tool {other}")),
     }
 }
 
 /// Every tool, in the order listed.
-const ALL: [&str; 8] = [
+const ALL: [&str; 9] = [
     BROWSE_OPEN,
     BROWSE_SNAPSHOT,
     BROWSE_ACT,
@@ -521,6 +541,7 @@ const ALL: [&str; 8] = [
     POST,
     TASK_CREATE,
     TASK_STATUS,
+    RUN_TIMELINE,
 ];
 
 /// Whether a server with `read_only` offers tool `name`.
@@ -643,6 +664,15 @@ pub(crate) fn forward(
                 None => format!("/v1/tasks/{id}"),
             };
             Ok(Forward::new(Method::GET, path, None))
+        }
+        RUN_TIMELINE => {
+            let args: RunTimelineArgs = parse(name, arguments)?;
+            let id = id(name, "runId", &args.run_id)?;
+            Ok(Forward::new(
+                Method::GET,
+                format!("/v1/runs/{id}/timeline"),
+                None,
+            ))
         }
         _ => Err(ErrorData::invalid_params("no such tool", None)),
     }

@@ -95,6 +95,85 @@ impl OperationOutput for Page {
     }
 }
 
+/// An answer in JSON (`T`), or in markdown for a caller that asked for it with
+/// `Accept: text/markdown` ([`wants_markdown`]).
+#[derive(Debug)]
+pub(crate) enum JsonOrMarkdown<T> {
+    /// The JSON form.
+    Json(T),
+    /// The markdown form.
+    Markdown(String),
+}
+
+impl<T: serde::Serialize> IntoResponse for JsonOrMarkdown<T> {
+    fn into_response(self) -> axum::response::Response {
+        use axum::http::{HeaderValue, header};
+        match self {
+            Self::Json(value) => axum::Json(value).into_response(),
+            Self::Markdown(text) => (
+                [
+                    (
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/markdown; charset=utf-8"),
+                    ),
+                    (
+                        header::X_CONTENT_TYPE_OPTIONS,
+                        HeaderValue::from_static("nosniff"),
+                    ),
+                ],
+                text,
+            )
+                .into_response(),
+        }
+    }
+}
+
+impl<T: JsonSchema> OperationOutput for JsonOrMarkdown<T> {
+    type Inner = T;
+
+    fn operation_response(ctx: &mut GenContext, _: &mut Operation) -> Option<Response> {
+        let json = ctx.schema.subschema_for::<T>();
+        Some(answer(
+            "JSON by default; markdown (the same facts, a table for a person or a model) \
+             with `Accept: text/markdown`.",
+            &[
+                ("application/json", json),
+                ("text/markdown", schemars::json_schema!({"type": "string"})),
+            ],
+        ))
+    }
+
+    fn inferred_responses(
+        ctx: &mut GenContext,
+        operation: &mut Operation,
+    ) -> Vec<(Option<StatusCode>, Response)> {
+        Self::operation_response(ctx, operation)
+            .map(|r| (Some(StatusCode::Code(200)), r))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Whether the `Accept` values ask for markdown: one of their media ranges is
+/// `text/markdown` (any case) with a quality above zero.
+pub(crate) fn wants_markdown(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            media.eq_ignore_ascii_case("text/markdown") && !refused
+        })
+}
+
 /// The metrics exposition: the OpenMetrics text format Prometheus scrapes.
 #[derive(Debug)]
 pub(crate) struct MetricsText;

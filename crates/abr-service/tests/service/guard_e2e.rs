@@ -843,6 +843,10 @@ async fn run_events_reach_the_webhook_with_ids_only_and_never_an_unallowed_loopb
         "steps",
         "elapsedMs",
         "check",
+        // A step's duration, an error code, the rule that refused a step.
+        "ms",
+        "code",
+        "refusedBy",
     ]);
     for body in &got {
         assert_eq!(body["runId"], id.as_str());

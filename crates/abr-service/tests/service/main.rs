@@ -49,3 +49,4 @@ mod replica_api;
 mod strict_requests;
 mod tasks_api;
 mod tasks_e2e;
+mod timeline_e2e;

@@ -148,7 +148,8 @@ async fn a_client_initializes_and_lists_the_tools() {
             "browse_request_input",
             "post",
             "task_create",
-            "task_status"
+            "task_status",
+            "run_timeline"
         ]
     );
     // No tool takes or hands out screenshots (a record's answer may name its frames).
@@ -184,7 +185,7 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
     }
     // Nothing ran, and the server still answers.
     assert_eq!(s.provider.acquired(), 0);
-    assert_eq!(tool_names(&s.app).await.len(), 8);
+    assert_eq!(tool_names(&s.app).await.len(), 9);
     // A body that is not JSON-RPC at all is refused, not a crash.
     let reply = rpc_as(&s.app, Some(FAKE_TOKEN), None, &json!({"hello": 1})).await;
     assert!(
@@ -193,7 +194,7 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
         reply.status,
         reply.body
     );
-    assert_eq!(tool_names(&s.app).await.len(), 8);
+    assert_eq!(tool_names(&s.app).await.len(), 9);
 }
 
 #[tokio::test]
@@ -256,12 +257,33 @@ async fn a_task_created_over_mcp_is_its_callers_tenants_only() {
     let (is_error, record) = result(&mine);
     assert!(!is_error, "{mine}");
     assert_eq!(record["taskId"], id.as_str());
+    // ... and its timeline: markdown for the model, the JSON beside it.
+    let timeline = call_tool(
+        &s.app,
+        Some("tenant-a"),
+        "run_timeline",
+        json!({"runId": id}),
+    )
+    .await;
+    let (is_error, content) = result(&timeline);
+    assert!(!is_error, "{timeline}");
+    assert_eq!(content["runId"], id.as_str(), "{content}");
+    assert_eq!(content["entries"][0]["event"], "created", "{content}");
+    let text = timeline["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("# Timeline of task `") && text.contains("| +0.000 s | created by "),
+        "{text}"
+    );
     // ... another tenant, or a caller naming none, does not see it.
     for tenant in [Some("tenant-b"), None] {
         let theirs = call_tool(&s.app, tenant, "task_status", json!({"taskId": id})).await;
         let (is_error, content) = result(&theirs);
         assert!(is_error, "{tenant:?}: {theirs}");
         assert_eq!(content["error"]["code"], "task_not_found");
+        let theirs = call_tool(&s.app, tenant, "run_timeline", json!({"runId": id})).await;
+        let (is_error, content) = result(&theirs);
+        assert!(is_error, "{tenant:?}: {theirs}");
+        assert_eq!(content["error"]["code"], "run_not_found");
     }
 }
 
@@ -326,7 +348,8 @@ async fn read_only_lists_neither_post_nor_task_create_and_refuses_them() {
             "browse_act",
             "browse_close",
             "browse_request_input",
-            "task_status"
+            "task_status",
+            "run_timeline"
         ]
     );
     // A model calling them anyway (they are not listed) is refused; nothing runs.
@@ -345,7 +368,7 @@ async fn read_only_lists_neither_post_nor_task_create_and_refuses_them() {
     assert!(s.strategy.posted().is_empty());
     assert_eq!(s.provider.acquired(), 0);
     // The same runner's read-write endpoint lists them.
-    assert_eq!(tool_names(&s.app).await.len(), 8);
+    assert_eq!(tool_names(&s.app).await.len(), 9);
 }
 
 /// What the API received: the bodies and headers of `POST /v1/browse`.
@@ -601,7 +624,7 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
     let s = fake_stack_with(provider, |_| {});
     let app = &s.app;
     let validators = output_validators(app).await;
-    assert_eq!(validators.len(), 8, "every tool declares its output");
+    assert_eq!(validators.len(), 9, "every tool declares its output");
     let mut seen = std::collections::BTreeSet::new();
     let mut note = |name: &str, failed: bool| {
         seen.insert((name.to_owned(), failed));
@@ -652,6 +675,8 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
     let task = created["taskId"].as_str().unwrap().to_owned();
     let (failed, _) = checked(app, &validators, "task_status", json!({"taskId": task})).await;
     note("task_status", failed);
+    let (failed, _) = checked(app, &validators, "run_timeline", json!({"runId": task})).await;
+    note("run_timeline", failed);
     // Refusals: the API's envelope with its status.
     for (name, arguments) in [
         ("browse_snapshot", json!({"browseId": "nobody"})),
@@ -665,6 +690,7 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
             json!({"browseId": "nobody", "ref": "e1", "prompt": "x"}),
         ),
         ("task_status", json!({"taskId": "nobody"})),
+        ("run_timeline", json!({"runId": "nobody"})),
         (
             "browse_open",
             json!({"url": "https://fake.example/", "platform": "nowhere"}),
@@ -693,7 +719,7 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
         );
     }
     assert!(
-        seen.iter().filter(|(_, failed)| !failed).count() >= 7,
+        seen.iter().filter(|(_, failed)| !failed).count() >= 8,
         "answers: {seen:?}"
     );
 }

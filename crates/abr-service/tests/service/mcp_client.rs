@@ -155,7 +155,8 @@ fn check_harness(run: &Run) {
             "browse_request_input",
             "post",
             "task_create",
-            "task_status"
+            "task_status",
+            "run_timeline"
         ]
     );
     let (is_error, content) = run.result(1);
@@ -165,7 +166,7 @@ fn check_harness(run: &Run) {
     for i in 2..=5 {
         assert_eq!(run.mcp_error(i), -32602, "step {i}");
     }
-    assert_eq!(run.step(6)["tools"].as_array().unwrap().len(), 8);
+    assert_eq!(run.step(6)["tools"].as_array().unwrap().len(), 9);
 }
 
 /// open → snapshot → act (click a harmless button) → close on the demo site's guard page
@@ -406,7 +407,8 @@ async fn abr_mcp_read_only_offers_no_post_no_task_creation_and_only_read_only_br
             "browse_act",
             "browse_close",
             "browse_request_input",
-            "task_status"
+            "task_status",
+            "run_timeline"
         ]
     );
     assert_eq!(run.mcp_error(1), -32602);

@@ -70,7 +70,17 @@ async fn send(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_scrapes_counts_that_move_with_runs_and_never_an_id_in_a_label() {
-    let s = fake_stack_with(abr_core::testing::FakeProvider::new(), |c| {
+    let provider = abr_core::testing::FakeProvider::new();
+    // A button whose label commits: a dry run's click on it is refused by the guard.
+    provider.page().set_facts(
+        "#publish",
+        abr_core::guard::ElementFacts {
+            tag: "button".into(),
+            name: "Post".into(),
+            ..abr_core::guard::ElementFacts::default()
+        },
+    );
+    let s = fake_stack_with(provider, |c| {
         c.tasks.approval = abr_core::approval::ApprovalRule::Off;
     });
     let app = &s.app;
@@ -153,6 +163,42 @@ async fn an_operator_scrapes_counts_that_move_with_runs_and_never_an_id_in_a_lab
     )
     .await;
     assert_eq!(bad.error().1, "invalid_plan", "{}", bad.body);
+    // A dry run whose click would publish: refused inside the run (its answers are 2xx).
+    let dry = send(
+        app,
+        &agent,
+        Method::POST,
+        "/v1/tasks",
+        Some(&json!({"plan": {
+            "targetUrl": "https://fake.example/",
+            "steps": [{"type": "click", "selector": "#publish", "description": "Publish"}],
+            "verification": {"method": "dom_check", "selector": "body"},
+            "risk": "low"
+        }, "dryRun": true})),
+    )
+    .await;
+    assert_eq!(dry.status, 201, "{}", dry.body);
+    let dry_id = dry.json()["taskId"].as_str().unwrap().to_owned();
+    let refused_run = send(
+        app,
+        &agent,
+        Method::GET,
+        &format!("/v1/tasks/{dry_id}?waitSecs=20"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        refused_run.json()["state"],
+        "failed",
+        "{}",
+        refused_run.body
+    );
+    assert_eq!(
+        refused_run.json()["error"]["code"],
+        "blocked_action",
+        "{}",
+        refused_run.body
+    );
     let opened = send(
         app,
         &agent,
@@ -214,13 +260,29 @@ async fn an_operator_scrapes_counts_that_move_with_runs_and_never_an_id_in_a_lab
         ),
         (
             key("abr_run_duration_seconds_count", &[("kind", "task")]),
-            1.0,
+            2.0,
         ),
         (
             key("abr_steps_total", &[("action", "extract"), ("ok", "true")]),
             1.0,
         ),
         (key("abr_errors_total", &[("code", "invalid_plan")]), 1.0),
+        (key("abr_refusals_total", &[("rule", "dry_run")]), 1.0),
+        (
+            key(
+                "abr_run_failures_total",
+                &[("kind", "task"), ("code", "blocked_action")],
+            ),
+            1.0,
+        ),
+        (
+            key("abr_step_duration_seconds_count", &[("action", "extract")]),
+            1.0,
+        ),
+        (
+            key("abr_step_duration_seconds_count", &[("action", "click")]),
+            1.0,
+        ),
         (
             key(
                 "abr_http_requests_total",
@@ -270,6 +332,7 @@ async fn an_operator_scrapes_counts_that_move_with_runs_and_never_an_id_in_a_lab
     let secrets = [
         post_id.as_str(),
         task_id.as_str(),
+        dry_id.as_str(),
         browse_id.as_str(),
         "acme",
         "bot-alice",

@@ -586,6 +586,11 @@ async fn an_unknown_mcp_argument_is_a_json_rpc_error_naming_it() {
             "verbose",
             json!({"taskId": "t1", "verbose": true}),
         ),
+        (
+            "run_timeline",
+            "format",
+            json!({"runId": "t1", "format": "markdown"}),
+        ),
     ] {
         let answer = call_tool(&s.app, tool, arguments).await;
         let (code, message) = rpc_error(&answer);
@@ -607,7 +612,7 @@ async fn every_tool_schema_refuses_additional_properties() {
     .await;
     let answer = reply.json();
     let tools = answer["result"]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 8);
+    assert_eq!(tools.len(), 9);
     for tool in tools {
         assert_eq!(
             tool["inputSchema"]["additionalProperties"],

@@ -1,6 +1,7 @@
 //! Evidence retention ([`EvidenceStore`]) on PostgreSQL: in one transaction, a finished
-//! task's screenshots are deleted and its record loses its extracted data and screenshot
-//! names (its outcome stays), and the frames of runs whose last frame is older than the
+//! task's screenshots are deleted and its record loses its extracted data, its screenshot
+//! names and its steps' page facts (the element's name, the page; its outcome and steps
+//! stay), and the frames of runs whose last frame is older than the
 //! cutoff go.
 
 use abr_core::CoreError;
@@ -40,7 +41,13 @@ impl EvidenceStore for PgStore {
                 &format!(
                     "UPDATE tasks SET version = version + 1,
                         record = (record - 'extracted' - 'screenshots')
-                            || jsonb_build_object('evidenceExpiredAt', $2::text)
+                            || jsonb_build_object(
+                                'evidenceExpiredAt', $2::text,
+                                'stepResults', COALESCE(
+                                    (SELECT jsonb_agg(step - 'target' - 'url' ORDER BY i)
+                                     FROM jsonb_array_elements(record -> 'stepResults')
+                                        WITH ORDINALITY AS s(step, i)),
+                                    '[]'::jsonb))
                      WHERE {DUE}"
                 ),
                 &[&before, &now],

@@ -1,6 +1,6 @@
 //! [`EvidenceStore`] on SQLite: one synced transaction forgets the frames of old runs, and
-//! the extracted data and screenshots of tasks that ended before the cutoff, stamping their
-//! records.
+//! the extracted data, the screenshots and the steps' page facts (the element's name, the
+//! page) of tasks that ended before the cutoff, stamping their records.
 //!
 //! Times are compared with SQLite's `julianday`, which reads the RFC 3339 instants the
 //! records and frames are written with (any number of fractional digits, `Z` or an offset).
@@ -45,7 +45,12 @@ impl EvidenceStore for SqliteStore {
                             "UPDATE tasks SET version = version + 1,
                                 record = json_set(
                                     json_remove(record, '$.extracted', '$.screenshots'),
-                                    '$.evidenceExpiredAt', ?2)
+                                    '$.evidenceExpiredAt', ?2,
+                                    '$.stepResults', json((
+                                        SELECT json_group_array(
+                                            json_remove(value, '$.target', '$.url'))
+                                        FROM (SELECT value FROM json_each(record, '$.stepResults')
+                                              ORDER BY key))))
                              WHERE {DUE}"
                         ),
                         (&before, &now),

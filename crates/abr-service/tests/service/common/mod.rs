@@ -385,3 +385,25 @@ pub fn live_token(live_view_url: &str) -> String {
         .expect("a live token")
         .to_owned()
 }
+
+/// Follows task `id` of `tenant` with long polls until it ended (at most 90 s).
+pub async fn task_ended(
+    client: &AgentRunnerClient,
+    tenant: &str,
+    id: &str,
+) -> abr_protocol::TaskRecord {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let record = client
+            .wait_task(tenant, id, Duration::from_secs(20))
+            .await
+            .unwrap();
+        if record.state.is_final() {
+            return record;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never ended: {record:?}"
+        );
+    }
+}
