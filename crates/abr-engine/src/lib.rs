@@ -49,6 +49,7 @@ mod jobs;
 mod keys;
 mod ledger;
 mod live_access;
+mod observed_store;
 mod poster;
 mod posts;
 mod retention;
@@ -65,14 +66,15 @@ pub use declared::{
     DeclaredError, DeclaredStrategy, DeclaredTimeouts, PlatformFormat, load_platform_files,
 };
 pub use engine::{
-    DEFAULT_RETENTION, Engine, EngineBuilder, EngineConfig, EngineLoad, EngineStore, JobSlotHold,
-    LinkedTask, TaskCompletion, TracingAuditSink,
+    ApprovalBacklog, DEFAULT_RETENTION, Engine, EngineBuilder, EngineConfig, EngineLoad,
+    EngineStore, JobSlotHold, LinkedTask, TaskCompletion, TracingAuditSink,
 };
 pub use error::EngineError;
 pub use events::{DEFAULT_EVENT_POLL, DEFAULT_STALL, EventSink, Received, TenantEvents};
 pub use handoff::ActiveTakeover;
 pub use keys::{EnrolledRunner, KeyWatch, Keys, MintedEnrollment, RunnerPresence};
 pub use live_access::{LiveAttachment, LiveInputError, LiveRefusal};
+pub use observed_store::{ObservedStore, StoreObserver};
 pub use poster::PosterConfig;
 pub use posts::{PostReply, Posted};
 pub use retention::SweepGate;

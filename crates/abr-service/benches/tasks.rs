@@ -44,26 +44,21 @@ use std::time::{Duration, Instant};
 
 use abr_core::approval::ApprovalRule;
 use abr_core::guard::{
-    FrameRefused, FrameStore, NetworkRules, OutgoingRequest, OwnSites, PageProbe, RequestGate,
-    RequestKind, SiteStore, StoredFrame, classify,
+    NetworkRules, OutgoingRequest, OwnSites, PageProbe, RequestGate, RequestKind, classify,
 };
 use abr_core::limits::TenantLimits;
 use abr_core::plan::{PlanLimits, validate};
 use abr_core::step_runner::{BrowserAction, StepOutput, StepRunner};
-use abr_core::store::{
-    Counter, CounterStore, Delivery, EventLog, EvidenceStore, Expired, IdempotencyKey,
-    InMemoryStore, Inserted, KeyStore, LinkStore, ListQuery, Listed, LoggedEvent, RecordStore,
-    RunnerLink, ScreenshotStore, SessionKey, SessionStore, Settle, StoredKey, StoredLink,
-    StoredPost, StoredTask,
-};
-use abr_core::{
-    AcquireMode, AcquireRequest, CoreError, EgressPolicy, MemoryAuditSink, SessionProvider,
-};
+use abr_core::store::InMemoryStore;
+use abr_core::{AcquireMode, AcquireRequest, EgressPolicy, MemoryAuditSink, SessionProvider};
 use abr_demo::DemoSite;
-use abr_engine::{Engine, EngineBuilder, EngineConfig, EngineStore, TaskCompletion, TaskEnd};
+use abr_engine::{
+    Engine, EngineBuilder, EngineConfig, EngineStore, ObservedStore, StoreObserver, TaskCompletion,
+    TaskEnd,
+};
 use abr_protocol::{
-    AgentSessionState, ApproveRequest, Cookie, DomCheck, FrameInfo, Role, RunScreenshots,
-    SecretValue, SessionScopeSpec, SiteEntry, StepPlan, TaskRequest, TaskState, TaskVerification,
+    AgentSessionState, ApproveRequest, Cookie, DomCheck, Role, SecretValue, SessionScopeSpec,
+    StepPlan, TaskRequest, TaskState, TaskVerification,
 };
 use abr_providers::{
     BrowserSession, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args,
@@ -71,7 +66,6 @@ use abr_providers::{
 use abr_store::{SealingKey, SqliteStore};
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
@@ -150,355 +144,37 @@ async fn signed_in(site: &DemoSite) -> AgentSessionState {
     }
 }
 
-/// The engine's store, adding up the time the engine waits on its task store (the task
-/// records, the counters, the screenshots): the records' cost, measured directly (a
-/// difference of wall times is within the browser's noise). The other contracts (replay
-/// frames, sites, sessions, posts, keys, evidence) go straight through, untimed, as when the
-/// frames were a store apart.
-struct TimedStore {
-    inner: Arc<dyn EngineStore>,
+/// Adds up the time the engine waits on its task store (the task records, the counters, the
+/// screenshots), told by the engine's [`ObservedStore`]: the records' cost, measured
+/// directly (a difference of wall times is within the browser's noise). The other contracts
+/// (replay frames, sites, sessions, posts, keys, evidence) are not added, as when the frames
+/// were a store apart.
+#[derive(Default)]
+struct TaskStoreTime {
     nanos: AtomicU64,
     calls: AtomicU64,
 }
 
-impl TimedStore {
-    async fn timed<T>(&self, f: impl Future<Output = T>) -> T {
-        let t0 = Instant::now();
-        let out = f.await;
-        let spent = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.nanos.fetch_add(spent, Ordering::Relaxed);
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        out
+impl StoreObserver for TaskStoreTime {
+    fn observe(&self, op: &'static str, took: Duration, _ok: bool) {
+        if ["task.", "counter.", "screenshot."]
+            .iter()
+            .any(|part| op.starts_with(part))
+        {
+            let spent = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+            self.nanos.fetch_add(spent, Ordering::Relaxed);
+            self.calls.fetch_add(1, Ordering::Relaxed);
+        }
     }
+}
 
+impl TaskStoreTime {
     /// Milliseconds spent in the store, and the calls made, since the last call.
     fn take(&self) -> (f64, u64) {
         (
             self.nanos.swap(0, Ordering::Relaxed) as f64 / 1e6,
             self.calls.swap(0, Ordering::Relaxed),
         )
-    }
-}
-
-#[async_trait]
-impl RecordStore<StoredTask> for TimedStore {
-    async fn insert(
-        &self,
-        task: &StoredTask,
-        idempotency: Option<&IdempotencyKey>,
-    ) -> Result<Inserted, CoreError> {
-        self.timed(RecordStore::<StoredTask>::insert(
-            &*self.inner,
-            task,
-            idempotency,
-        ))
-        .await
-    }
-    async fn find_idempotency(
-        &self,
-        tenant: &str,
-        key: &str,
-    ) -> Result<Option<(String, String)>, CoreError> {
-        self.timed(RecordStore::<StoredTask>::find_idempotency(
-            &*self.inner,
-            tenant,
-            key,
-        ))
-        .await
-    }
-    async fn get(&self, tenant: &str, task_id: &str) -> Result<Option<StoredTask>, CoreError> {
-        self.timed(RecordStore::<StoredTask>::get(
-            &*self.inner,
-            tenant,
-            task_id,
-        ))
-        .await
-    }
-    async fn update(&self, task: &StoredTask) -> Result<bool, CoreError> {
-        self.timed(RecordStore::<StoredTask>::update(&*self.inner, task))
-            .await
-    }
-    async fn mark(&self, tenant: &str, task_id: &str) -> Result<bool, CoreError> {
-        self.timed(RecordStore::<StoredTask>::mark(
-            &*self.inner,
-            tenant,
-            task_id,
-        ))
-        .await
-    }
-    async fn unfinished(&self) -> Result<Vec<StoredTask>, CoreError> {
-        self.timed(RecordStore::<StoredTask>::unfinished(&*self.inner))
-            .await
-    }
-    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredTask>, CoreError> {
-        self.timed(RecordStore::<StoredTask>::list(&*self.inner, tenant, query))
-            .await
-    }
-}
-
-#[async_trait]
-impl CounterStore for TimedStore {
-    async fn increment(
-        &self,
-        tenant: &str,
-        counter: &Counter,
-        max: u32,
-    ) -> Result<bool, CoreError> {
-        self.timed(self.inner.increment(tenant, counter, max)).await
-    }
-    async fn decrement(&self, tenant: &str, counter: &Counter) -> Result<(), CoreError> {
-        self.timed(self.inner.decrement(tenant, counter)).await
-    }
-    async fn count(&self, tenant: &str, counter: &Counter) -> Result<u32, CoreError> {
-        self.timed(self.inner.count(tenant, counter)).await
-    }
-    async fn clear_sessions(&self) -> Result<(), CoreError> {
-        self.timed(self.inner.clear_sessions()).await
-    }
-}
-
-#[async_trait]
-impl ScreenshotStore for TimedStore {
-    async fn put_screenshot(
-        &self,
-        tenant: &str,
-        task_id: &str,
-        name: &str,
-        png: Vec<u8>,
-    ) -> Result<(), CoreError> {
-        self.timed(self.inner.put_screenshot(tenant, task_id, name, png))
-            .await
-    }
-    async fn screenshot(
-        &self,
-        tenant: &str,
-        task_id: &str,
-        name: &str,
-    ) -> Result<Option<Vec<u8>>, CoreError> {
-        self.timed(self.inner.screenshot(tenant, task_id, name))
-            .await
-    }
-}
-
-#[async_trait]
-impl RecordStore<StoredPost> for TimedStore {
-    async fn insert(
-        &self,
-        post: &StoredPost,
-        idempotency: Option<&IdempotencyKey>,
-    ) -> Result<Inserted, CoreError> {
-        RecordStore::<StoredPost>::insert(&*self.inner, post, idempotency).await
-    }
-    async fn find_idempotency(
-        &self,
-        tenant: &str,
-        key: &str,
-    ) -> Result<Option<(String, String)>, CoreError> {
-        RecordStore::<StoredPost>::find_idempotency(&*self.inner, tenant, key).await
-    }
-    async fn get(&self, tenant: &str, post_id: &str) -> Result<Option<StoredPost>, CoreError> {
-        RecordStore::<StoredPost>::get(&*self.inner, tenant, post_id).await
-    }
-    async fn update(&self, post: &StoredPost) -> Result<bool, CoreError> {
-        RecordStore::<StoredPost>::update(&*self.inner, post).await
-    }
-    async fn mark(&self, tenant: &str, post_id: &str) -> Result<bool, CoreError> {
-        RecordStore::<StoredPost>::mark(&*self.inner, tenant, post_id).await
-    }
-    async fn unfinished(&self) -> Result<Vec<StoredPost>, CoreError> {
-        RecordStore::<StoredPost>::unfinished(&*self.inner).await
-    }
-    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredPost>, CoreError> {
-        RecordStore::<StoredPost>::list(&*self.inner, tenant, query).await
-    }
-}
-
-#[async_trait]
-impl SessionStore for TimedStore {
-    async fn load(&self, key: &SessionKey) -> Result<Option<AgentSessionState>, CoreError> {
-        SessionStore::load(&*self.inner, key).await
-    }
-    async fn save(&self, key: &SessionKey, state: AgentSessionState) -> Result<(), CoreError> {
-        SessionStore::save(&*self.inner, key, state).await
-    }
-    async fn delete(&self, key: &SessionKey) -> Result<bool, CoreError> {
-        SessionStore::delete(&*self.inner, key).await
-    }
-    async fn accounts(
-        &self,
-        workspace_id: &str,
-        platform: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<String>, CoreError> {
-        SessionStore::accounts(&*self.inner, workspace_id, platform, after, limit).await
-    }
-}
-
-/// Untimed: the frames were a store apart before the engine, and no variant timed them.
-#[async_trait]
-impl FrameStore for TimedStore {
-    async fn begin_run(
-        &self,
-        tenant: &str,
-        run_id: &str,
-        setting: &RunScreenshots,
-    ) -> Result<RunScreenshots, CoreError> {
-        FrameStore::begin_run(&*self.inner, tenant, run_id, setting).await
-    }
-    async fn run_setting(
-        &self,
-        tenant: &str,
-        run_id: &str,
-    ) -> Result<Option<RunScreenshots>, CoreError> {
-        FrameStore::run_setting(&*self.inner, tenant, run_id).await
-    }
-    async fn put_frame(
-        &self,
-        tenant: &str,
-        run_id: &str,
-        frame: StoredFrame,
-    ) -> Result<u32, FrameRefused> {
-        FrameStore::put_frame(&*self.inner, tenant, run_id, frame).await
-    }
-    async fn frames(&self, tenant: &str, run_id: &str) -> Result<Vec<FrameInfo>, CoreError> {
-        FrameStore::frames(&*self.inner, tenant, run_id).await
-    }
-    async fn frame(
-        &self,
-        tenant: &str,
-        run_id: &str,
-        seq: u32,
-    ) -> Result<Option<StoredFrame>, CoreError> {
-        FrameStore::frame(&*self.inner, tenant, run_id, seq).await
-    }
-    async fn screenshots_enabled(&self, tenant: &str) -> Result<bool, CoreError> {
-        FrameStore::screenshots_enabled(&*self.inner, tenant).await
-    }
-    async fn set_screenshots_enabled(&self, tenant: &str, enabled: bool) -> Result<(), CoreError> {
-        FrameStore::set_screenshots_enabled(&*self.inner, tenant, enabled).await
-    }
-}
-
-#[async_trait]
-impl SiteStore for TimedStore {
-    async fn sites(&self, tenant: &str) -> Result<Vec<SiteEntry>, CoreError> {
-        SiteStore::sites(&*self.inner, tenant).await
-    }
-    async fn decide(&self, tenant: &str, entry: SiteEntry) -> Result<(), CoreError> {
-        SiteStore::decide(&*self.inner, tenant, entry).await
-    }
-    async fn remove(&self, tenant: &str, domain: &str) -> Result<bool, CoreError> {
-        SiteStore::remove(&*self.inner, tenant, domain).await
-    }
-}
-
-#[async_trait]
-impl KeyStore for TimedStore {
-    async fn insert_key(&self, key: &StoredKey) -> Result<(), CoreError> {
-        KeyStore::insert_key(&*self.inner, key).await
-    }
-    async fn key(&self, id: &str) -> Result<Option<StoredKey>, CoreError> {
-        KeyStore::key(&*self.inner, id).await
-    }
-    async fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<StoredKey>, CoreError> {
-        KeyStore::key_by_digest(&*self.inner, digest).await
-    }
-    async fn keys(&self) -> Result<Vec<StoredKey>, CoreError> {
-        KeyStore::keys(&*self.inner).await
-    }
-    async fn revoke_key(&self, id: &str, at: OffsetDateTime) -> Result<bool, CoreError> {
-        KeyStore::revoke_key(&*self.inner, id, at).await
-    }
-    async fn link_runner(
-        &self,
-        runner_id: &str,
-        key_id: &str,
-        at: OffsetDateTime,
-    ) -> Result<(), CoreError> {
-        KeyStore::link_runner(&*self.inner, runner_id, key_id, at).await
-    }
-    async fn runner_link(&self, runner_id: &str) -> Result<Option<RunnerLink>, CoreError> {
-        KeyStore::runner_link(&*self.inner, runner_id).await
-    }
-}
-
-#[async_trait]
-impl EvidenceStore for TimedStore {
-    async fn expire_evidence(
-        &self,
-        before: OffsetDateTime,
-        now: OffsetDateTime,
-    ) -> Result<Expired, CoreError> {
-        EvidenceStore::expire_evidence(&*self.inner, before, now).await
-    }
-}
-
-#[async_trait]
-impl LinkStore for TimedStore {
-    async fn put_link(
-        &self,
-        link: &StoredLink,
-        now: OffsetDateTime,
-        max_open: usize,
-    ) -> Result<bool, CoreError> {
-        LinkStore::put_link(&*self.inner, link, now, max_open).await
-    }
-    async fn link(
-        &self,
-        digest: &[u8; 32],
-        now: OffsetDateTime,
-    ) -> Result<Option<StoredLink>, CoreError> {
-        LinkStore::link(&*self.inner, digest, now).await
-    }
-    async fn take_link(
-        &self,
-        digest: &[u8; 32],
-        now: OffsetDateTime,
-    ) -> Result<Option<StoredLink>, CoreError> {
-        LinkStore::take_link(&*self.inner, digest, now).await
-    }
-}
-
-#[async_trait]
-impl EventLog for TimedStore {
-    async fn append_event(
-        &self,
-        event: &abr_protocol::RunEvent,
-        deliver: bool,
-    ) -> Result<u64, CoreError> {
-        EventLog::append_event(&*self.inner, event, deliver).await
-    }
-    async fn events_after(
-        &self,
-        tenant: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<LoggedEvent>, CoreError> {
-        EventLog::events_after(&*self.inner, tenant, after, limit).await
-    }
-    async fn last_event(&self, tenant: &str) -> Result<u64, CoreError> {
-        EventLog::last_event(&*self.inner, tenant).await
-    }
-    async fn claim_deliveries(
-        &self,
-        now: OffsetDateTime,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<Delivery>, CoreError> {
-        EventLog::claim_deliveries(&*self.inner, now, lease, limit).await
-    }
-    async fn settle_delivery(
-        &self,
-        tenant: &str,
-        seq: u64,
-        attempt: u32,
-        how: Settle,
-    ) -> Result<bool, CoreError> {
-        EventLog::settle_delivery(&*self.inner, tenant, seq, attempt, how).await
-    }
-    async fn prune_events(&self, before: OffsetDateTime) -> Result<u64, CoreError> {
-        EventLog::prune_events(&*self.inner, before).await
     }
 }
 
@@ -529,7 +205,7 @@ struct TaskTiming {
 
 struct Abr {
     engine: Engine<BrowserSession>,
-    store: Arc<TimedStore>,
+    store: Arc<TaskStoreTime>,
     audit: Arc<MemoryAuditSink>,
     ends: Mutex<mpsc::UnboundedReceiver<TaskEnd>>,
     /// The tenant its tasks run for.
@@ -545,11 +221,8 @@ impl Abr {
         tenant: &'static str,
         frames: bool,
     ) -> Self {
-        let store = Arc::new(TimedStore {
-            inner: store,
-            nanos: AtomicU64::new(0),
-            calls: AtomicU64::new(0),
-        });
+        let timing = Arc::new(TaskStoreTime::default());
+        let store = Arc::new(ObservedStore::new(store, timing.clone()));
         let audit = Arc::new(MemoryAuditSink::new());
         let (sender, ends) = mpsc::unbounded_channel();
         let config = EngineConfig {
@@ -579,7 +252,7 @@ impl Abr {
         }
         Self {
             engine,
-            store,
+            store: timing,
             audit,
             ends: Mutex::new(ends),
             tenant,

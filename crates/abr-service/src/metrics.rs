@@ -11,6 +11,11 @@
 //!   failure stage, with their duration, and the failed or uncertain ones by error code;
 //!   steps by action and result, with their duration; the guard's refusals inside a run by
 //!   rule; stalls; approvals asked for; takeovers by state;
+//! - every call the engine makes on its store (an
+//!   [`ObservedStore`](abr_engine::ObservedStore) around it): its latency and its errors
+//!   by operation;
+//! - what waits for an approver, read at each scrape: tasks of every tenant from the
+//!   store, committing actions of this replica's browse sessions, and the longest wait;
 //! - the engine's load and the replica's status, read at each scrape: jobs running and
 //!   queued, capacities, open browse sessions and captures, draining, the store's
 //!   heartbeat, and `abr_info` with the version and the node id.
@@ -101,6 +106,16 @@ struct HealthLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabels {
+    op: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WaitingLabels {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct InfoLabels {
     version: &'static str,
     node: String,
@@ -116,6 +131,11 @@ pub(crate) struct Snapshot {
     pub(crate) database_reachable: bool,
     /// Relay runners connected to this hub: ok, silent, draining.
     pub(crate) relay_runners: [usize; 3],
+    /// What waits for an approver (none when the store could not be read: the gauges keep
+    /// their last reading).
+    pub(crate) approvals: Option<abr_engine::ApprovalBacklog>,
+    /// The time of the scrape (the approvals' ages are measured to it).
+    pub(crate) now: time::OffsetDateTime,
 }
 
 /// A runner's metrics (see the module's docs). Cheap to share: every family is a handle.
@@ -143,6 +163,10 @@ pub struct Metrics {
     database_reachable: Gauge,
     info: Family<InfoLabels, Gauge>,
     relay_runners: Family<HealthLabels, Gauge>,
+    approvals_waiting: Family<WaitingLabels, Gauge>,
+    store_seconds: Family<OpLabels, Histogram>,
+    store_errors: Family<OpLabels, Counter>,
+    approval_oldest: Family<WaitingLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -160,6 +184,11 @@ impl Default for Metrics {
 /// Latency buckets in seconds: 5 ms to about 80 s, doubling.
 fn latency() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 15))
+}
+
+/// Store latency buckets in seconds: 100 µs to about 1.6 s, doubling.
+fn store_latency() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 15))
 }
 
 /// Run duration buckets in seconds: 100 ms to about 27 minutes, doubling.
@@ -290,8 +319,41 @@ impl Metrics {
             "Relay runners connected to this hub, by health (ok, silent, draining)",
             relay_runners.clone(),
         );
+        let approvals_waiting = Family::<WaitingLabels, Gauge>::default();
+        registry.register(
+            "approvals_waiting",
+            "What waits for an approver now: tasks of every tenant pending approval \
+             (kind=task), committing actions of this replica's browse sessions \
+             (kind=browse_action)",
+            approvals_waiting.clone(),
+        );
+        let approval_oldest =
+            Family::<WaitingLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "approval_oldest_wait_seconds",
+            "How long the longest-waiting of them has waited (0 when none waits)",
+            approval_oldest.clone(),
+        );
+        let store_seconds =
+            Family::<OpLabels, Histogram>::new_with_constructor(store_latency as fn() -> Histogram);
+        registry.register(
+            "store_duration_seconds",
+            "How long the engine's calls on its store took, by operation (task.update, \
+             event.append, ...)",
+            store_seconds.clone(),
+        );
+        let store_errors = Family::<OpLabels, Counter>::default();
+        registry.register(
+            "store_errors",
+            "The engine's calls on its store that answered an error, by operation",
+            store_errors.clone(),
+        );
         Self {
             registry,
+            store_seconds,
+            store_errors,
+            approvals_waiting,
+            approval_oldest,
             relay_runners,
             http_requests,
             http_seconds,
@@ -437,6 +499,19 @@ impl Metrics {
                 n,
             );
         }
+        if let Some(backlog) = &now.approvals {
+            for (kind, waiting) in [("task", backlog.tasks), ("browse_action", backlog.actions)] {
+                let labels = WaitingLabels { kind };
+                set(
+                    &self.approvals_waiting.get_or_create(&labels),
+                    usize::try_from(waiting.count).unwrap_or(usize::MAX),
+                );
+                let waited = waiting
+                    .oldest
+                    .map_or(0.0, |oldest| (now.now - oldest).as_seconds_f64().max(0.0));
+                self.approval_oldest.get_or_create(&labels).set(waited);
+            }
+        }
         self.info
             .get_or_create(&InfoLabels {
                 version: env!("CARGO_PKG_VERSION"),
@@ -553,6 +628,19 @@ pub(crate) struct MetricsSink(pub(crate) Arc<Metrics>);
 impl abr_engine::EventSink for MetricsSink {
     fn emit(&self, event: &RunEvent) {
         self.0.event(event);
+    }
+}
+
+impl abr_engine::StoreObserver for MetricsSink {
+    fn observe(&self, op: &'static str, took: std::time::Duration, ok: bool) {
+        let labels = OpLabels { op };
+        self.0
+            .store_seconds
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+        if !ok {
+            self.0.store_errors.get_or_create(&labels).inc();
+        }
     }
 }
 

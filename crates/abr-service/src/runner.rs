@@ -311,6 +311,12 @@ impl<C: TaskContext> RunnerBuilder<C> {
             None => open_store(&config)?,
         };
         let log: Arc<dyn EventLog> = Arc::clone(&store) as Arc<dyn EventLog>;
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        // Every call the engine makes on its store is timed for `abr_store_*`.
+        let store: Arc<dyn EngineStore> = Arc::new(abr_engine::ObservedStore::new(
+            store,
+            Arc::new(crate::metrics::MetricsSink(Arc::clone(&metrics))),
+        ));
         let mut engine = EngineBuilder::new(engine_config, jobs_provider, capture_provider, store)
             .strategies(self.strategies)
             .body_hash_key(body_hash_key(&config)?)
@@ -331,7 +337,6 @@ impl<C: TaskContext> RunnerBuilder<C> {
         }
         let deliverer = crate::webhook::Deliverer::configured(&config, log);
         engine = engine.event_deliveries(deliverer.is_some());
-        let metrics = Arc::new(crate::metrics::Metrics::new());
         engine = engine.event_sink(Arc::new(crate::metrics::MetricsSink(Arc::clone(&metrics))));
         if config.store.database_url.is_some() {
             // Other replicas' events are seen this often; this one's at once.

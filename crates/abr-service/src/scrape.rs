@@ -54,10 +54,19 @@ async fn scrape<C: TaskContext>(
 ) -> Result<Response, ApiError> {
     caller.principal().require(Right::Operate)?;
     let runner = &state.runner;
+    let approvals = match runner.engine.approval_backlog().await {
+        Ok(backlog) => Some(backlog),
+        Err(e) => {
+            tracing::warn!(code = %e.code(), "metrics: the approvals waiting could not be read");
+            None
+        }
+    };
     let now = Snapshot {
         readiness: crate::replica::readiness(runner),
         database_reachable: runner.status().is_database_reachable(),
         relay_runners: relay_runners(&hub),
+        approvals,
+        now: time::OffsetDateTime::now_utc(),
     };
     Ok(exposition(runner.metrics(), &now))
 }

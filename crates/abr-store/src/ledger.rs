@@ -81,6 +81,13 @@ macro_rules! ledger_record_stores {
             ) -> Result<abr_core::store::Listed<$record>, abr_core::CoreError> {
                 self.list_records(&$table, tenant, query, $decode).await
             }
+
+            async fn count_in_state(
+                &self,
+                state: &str,
+            ) -> Result<abr_core::store::StateCount, abr_core::CoreError> {
+                Ok(self.count_records_in_state(&$table, state).await?)
+            }
         }
     };
 }

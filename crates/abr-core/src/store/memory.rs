@@ -92,6 +92,13 @@ impl RecordStore<StoredTask> for InMemoryStore {
     async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredTask>, CoreError> {
         self.tasks.list(tenant, query).await
     }
+
+    async fn count_in_state(
+        &self,
+        state: &str,
+    ) -> Result<crate::store::records::StateCount, CoreError> {
+        self.tasks.count_in_state(state).await
+    }
 }
 
 #[async_trait]
@@ -130,6 +137,13 @@ impl RecordStore<StoredPost> for InMemoryStore {
 
     async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<StoredPost>, CoreError> {
         self.posts.list(tenant, query).await
+    }
+
+    async fn count_in_state(
+        &self,
+        state: &str,
+    ) -> Result<crate::store::records::StateCount, CoreError> {
+        self.posts.count_in_state(state).await
     }
 }
 

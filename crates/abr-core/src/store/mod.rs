@@ -42,7 +42,7 @@ pub use posts::{InMemoryPostStore, PostStore, StoredPost};
 pub use queue::TaskQueue;
 pub use records::{
     IdempotencyKey, InMemoryRecordStore, Inserted, LedgerHeader, LedgerRecord, ListQuery, Listed,
-    MAX_PAGE, RecordStore, bad_cursor, parse_cursor, wire_name,
+    MAX_PAGE, RecordStore, StateCount, bad_cursor, parse_cursor, wire_name,
 };
 pub use retention::{EvidenceStore, Expired};
 pub use screenshots::{InMemoryScreenshots, ScreenshotStore};

@@ -62,6 +62,10 @@ impl LedgerRecord for StoredPost {
         crate::store::records::wire_name(&self.record.state)
     }
 
+    fn created_at(&self) -> time::OffsetDateTime {
+        self.record.created_at
+    }
+
     /// `running`.
     fn is_unfinished(&self) -> bool {
         self.record.state == PostState::Running

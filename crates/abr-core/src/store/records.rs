@@ -41,6 +41,17 @@ pub enum Inserted {
 /// The most records one page of a list holds.
 pub const MAX_PAGE: usize = 100;
 
+/// What [`RecordStore::count_in_state`] answers: how many records of every tenant are in
+/// one state, and when the oldest of them was created (an operator's gauge: the tasks
+/// waiting for an approver, and how long the longest has waited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StateCount {
+    /// How many.
+    pub count: u64,
+    /// When the oldest was created; none when there is none.
+    pub oldest: Option<OffsetDateTime>,
+}
+
 /// What [`RecordStore::list`] is asked for: a tenant's records, newest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListQuery {
@@ -126,6 +137,8 @@ pub trait LedgerRecord: Clone + Send + Sync + 'static {
     fn id(&self) -> &str;
     /// Its state's wire name (`running`, `succeeded`, ...), as [`ListQuery::state`] names it.
     fn state_name(&self) -> String;
+    /// When it was created (its record's `createdAt`).
+    fn created_at(&self) -> OffsetDateTime;
     /// Whether it is work a stopped runner left unfinished (`running`, ...).
     fn is_unfinished(&self) -> bool;
     /// Whether its outcome is uncertain (it may have happened).
@@ -215,6 +228,10 @@ pub trait RecordStore<R: LedgerRecord>: Send + Sync + 'static {
     /// # Errors
     /// [`CoreError::InvalidInput`] for a cursor no list gave.
     async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Listed<R>, CoreError>;
+
+    /// How many records of every tenant are in the state `state` (its wire name), and when
+    /// the oldest of them was created: a count for an operator, never a record.
+    async fn count_in_state(&self, state: &str) -> Result<StateCount, CoreError>;
 }
 
 /// A record's (or an idempotency key's) tenant and id.
@@ -366,6 +383,15 @@ impl<R: LedgerRecord> RecordStore<R> for InMemoryRecordStore<R> {
             .filter(|r| r.is_unfinished())
             .cloned()
             .collect())
+    }
+
+    async fn count_in_state(&self, state: &str) -> Result<StateCount, CoreError> {
+        let inner = self.lock();
+        let matching = || inner.records.values().filter(|r| r.state_name() == state);
+        Ok(StateCount {
+            count: matching().count() as u64,
+            oldest: matching().map(LedgerRecord::created_at).min(),
+        })
     }
 
     /// The cursor is the id of the last record given: the next page starts below it in

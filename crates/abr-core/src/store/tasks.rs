@@ -65,6 +65,10 @@ impl LedgerRecord for StoredTask {
         crate::store::records::wire_name(&self.record.state)
     }
 
+    fn created_at(&self) -> time::OffsetDateTime {
+        self.record.created_at
+    }
+
     /// `queued`, `running` or `paused` (a task pending approval never started and is not
     /// unfinished work).
     fn is_unfinished(&self) -> bool {

@@ -227,6 +227,39 @@ where
         sample_task(tenant, id, state)
     })
     .await;
+    state_counts(harness).await;
+}
+
+/// [`RecordStore::count_in_state`]: every tenant's tasks in a state, and the oldest one's
+/// creation compared as an instant (a record written with another offset, or with more
+/// fractional digits, is no older for its text).
+async fn state_counts<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: RecordStore<StoredTask> + ?Sized,
+{
+    let store = harness.open().await;
+    let empty = store.count_in_state("pending_approval").await.unwrap();
+    assert_eq!((empty.count, empty.oldest), (0, None), "nothing waits yet");
+    let t0 = time::macros::datetime!(2026-12-06 10:00:00 UTC);
+    let waiting = |tenant: &str, id: &str, created: OffsetDateTime| {
+        let mut task = sample_task(tenant, id, TaskState::PendingApproval);
+        task.record.created_at = created;
+        task
+    };
+    // The oldest is t2's, written with an offset: 09:30 UTC, 10:30 on its clock.
+    let oldest = time::macros::datetime!(2026-12-06 10:30:00 +01:00);
+    for task in [
+        waiting("t1", "w-1", t0),
+        waiting("t1", "w-2", t0 + time::Duration::minutes(5)),
+        waiting("t2", "w-3", oldest),
+        sample_task("t1", "done", TaskState::Succeeded),
+    ] {
+        store.insert(&task, None).await.unwrap();
+    }
+    let counted = store.count_in_state("pending_approval").await.unwrap();
+    assert_eq!(counted.count, 3, "every tenant's tasks waiting");
+    assert_eq!(counted.oldest, Some(oldest), "the oldest, as an instant");
+    assert_eq!(store.count_in_state("succeeded").await.unwrap().count, 1);
 }
 
 /// The [`RecordStore`] contract for post records.

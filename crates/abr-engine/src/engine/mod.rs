@@ -27,8 +27,8 @@ use abr_core::limits::TenantLimits;
 use abr_core::principal::{Actor, Right};
 use abr_core::provider::DynSessionProvider;
 use abr_core::store::{
-    CounterStore, EventLog, EvidenceStore, Expired, KeyStore, LinkStore, PostStore, SessionStore,
-    TaskQueue, TaskStore,
+    CounterStore, EventLog, EvidenceStore, Expired, KeyStore, LinkStore, PostStore, RecordStore,
+    SessionStore, TaskQueue, TaskStore,
 };
 use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
 use abr_protocol::{
@@ -625,6 +625,16 @@ pub struct EngineLoad {
     pub open_captures: usize,
     /// Browse sessions open.
     pub open_browses: usize,
+}
+
+/// What waits for an approver ([`Engine::approval_backlog`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ApprovalBacklog {
+    /// Tasks of every tenant pending approval, and when the oldest was created.
+    pub tasks: abr_core::store::StateCount,
+    /// Committing actions of this process's open browse sessions waiting for an approver,
+    /// and when the first was asked.
+    pub actions: abr_core::store::StateCount,
 }
 
 /// One of the machine's job slots held by the embedder ([`Engine::hold_job_slot`]); given
@@ -1279,6 +1289,20 @@ impl<C: TaskContext> Engine<C> {
             open_captures: self.captures.open_count(),
             open_browses: self.tasks.browses_open(),
         }
+    }
+
+    /// What waits for an approver, for an operator's gauge: the tasks of every tenant
+    /// pending approval in the store (every replica's), and the committing actions the
+    /// browse sessions open on this process wait on.
+    ///
+    /// # Errors
+    /// The store's, when it cannot be read.
+    pub async fn approval_backlog(&self) -> Result<ApprovalBacklog, EngineError> {
+        let pending = abr_core::store::wire_name(&abr_protocol::TaskState::PendingApproval);
+        Ok(ApprovalBacklog {
+            tasks: RecordStore::count_in_state(&**self.tasks.store(), &pending).await?,
+            actions: self.tasks.browse_approvals_waiting(),
+        })
     }
 
     /// Holds one of the machine's job slots for work the embedder runs outside the engine

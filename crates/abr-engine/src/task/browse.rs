@@ -507,6 +507,27 @@ impl<C: TaskContext> TaskRunner<C> {
         self.browses.lock().len()
     }
 
+    /// The committing actions the open sessions of every tenant wait on an approver for:
+    /// how many, and when the first was asked. A session acting now (its lock held) waits
+    /// on nobody and is not waited for.
+    pub(crate) fn browse_approvals_waiting(&self) -> abr_core::store::StateCount {
+        let entries: Vec<_> = self.browses.lock().values().cloned().collect();
+        let asked: Vec<_> = entries
+            .iter()
+            .filter_map(|entry| {
+                let open = entry.session.try_lock().ok()?;
+                open.as_ref()?
+                    .approvals
+                    .pending()
+                    .map(|pending| pending.requested_at)
+            })
+            .collect();
+        abr_core::store::StateCount {
+            count: asked.len() as u64,
+            oldest: asked.into_iter().min(),
+        }
+    }
+
     // ---- internals ------------------------------------------------------------------------
 
     fn new_browse(&self, caller: &Caller, request: TaskRequest) -> Result<StoredTask, EngineError> {

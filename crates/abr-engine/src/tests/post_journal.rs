@@ -747,6 +747,10 @@ impl RecordStore<StoredPost> for NoUpdates {
     ) -> Result<abr_core::store::Listed<StoredPost>, CoreError> {
         self.0.list(tenant, query).await
     }
+
+    async fn count_in_state(&self, state: &str) -> Result<abr_core::store::StateCount, CoreError> {
+        self.0.count_in_state(state).await
+    }
 }
 
 #[tokio::test]

@@ -120,6 +120,10 @@ impl RecordStore<StoredTask> for Observed {
     ) -> Result<abr_core::store::Listed<StoredTask>, CoreError> {
         self.tasks().list(tenant, query).await
     }
+
+    async fn count_in_state(&self, state: &str) -> Result<abr_core::store::StateCount, CoreError> {
+        self.tasks().count_in_state(state).await
+    }
 }
 
 #[async_trait]

@@ -312,6 +312,32 @@ async fn an_operator_scrapes_counts_that_move_with_runs_and_never_an_id_in_a_lab
     for (k, by) in ran {
         assert_eq!(moved(k.clone()), by, "{k:?} in\n{after_text}");
     }
+    // The engine's store calls, timed by operation: the two tasks and the browse session
+    // (a task record) inserted, and the post.
+    for (op, by) in [("task.insert", 3.0), ("post.insert", 1.0)] {
+        let k = key("abr_store_duration_seconds_count", &[("op", op)]);
+        assert_eq!(moved(k.clone()), by, "{k:?}");
+    }
+    assert!(
+        moved(key(
+            "abr_store_duration_seconds_count",
+            &[("op", "event.append")]
+        )) >= 1.0
+    );
+    for (name, labels) in after.keys() {
+        if let Some(op) = labels.get("op") {
+            assert!(
+                name.starts_with("abr_store_")
+                    && op.split_once('.').is_some_and(|(a, b)| {
+                        [a, b].iter().all(|part| {
+                            !part.is_empty()
+                                && part.bytes().all(|c| c.is_ascii_lowercase() || c == b'_')
+                        })
+                    }),
+                "{name}{{op={op:?}}}: an operation is one of the store's names"
+            );
+        }
+    }
     // The refusals before the first scrape were counted too.
     assert!(after[&key("abr_errors_total", &[("code", "forbidden")])] >= 1.0);
     assert!(after[&key("abr_errors_total", &[("code", "unauthorized")])] >= 1.0);
@@ -351,4 +377,90 @@ async fn an_operator_scrapes_counts_that_move_with_runs_and_never_an_id_in_a_lab
             assert!(value.len() <= 64, "{name}{{{label}={value:?}}}");
         }
     }
+}
+
+/// A task created by `agent` for acme, waiting for an approver; its id.
+async fn create_task(app: &axum::Router, agent: &str) -> String {
+    let created = send(
+        app,
+        agent,
+        Method::POST,
+        "/v1/tasks",
+        Some(&json!({"plan": {
+            "targetUrl": "https://fake.example/",
+            "steps": [{"type": "extract", "name": "h", "kind": "text", "selector": "h1",
+                "description": "Read the title"}],
+            "verification": {"method": "dom_check", "selector": "h1"},
+            "risk": "low"
+        }})),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(
+        created.json()["state"],
+        "pending_approval",
+        "{}",
+        created.body
+    );
+    created.json()["taskId"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_waiting_and_their_age_are_read_at_the_scrape() {
+    // Every task waits for an approver (the default rule).
+    let s = fake_stack();
+    let app = &s.app;
+    let agent = new_key(app, "bot-alice", "agent", Some("acme")).await;
+    let waiting = key("abr_approvals_waiting", &[("kind", "task")]);
+    let oldest = key("abr_approval_oldest_wait_seconds", &[("kind", "task")]);
+    let before = parsed(&scrape(app, FAKE_TOKEN).await.body).await;
+    assert_eq!(
+        (before[&waiting], before[&oldest]),
+        (0.0, 0.0),
+        "nothing waits yet"
+    );
+
+    let first = create_task(app, &agent).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let second = create_task(app, &agent).await;
+    let two = parsed(&scrape(app, FAKE_TOKEN).await.body).await;
+    assert_eq!(two[&waiting], 2.0);
+    assert!(
+        two[&oldest] >= 1.2 && two[&oldest] < 60.0,
+        "the first has waited since it was created: {}",
+        two[&oldest]
+    );
+    assert_eq!(
+        two[&key("abr_approvals_waiting", &[("kind", "browse_action")])],
+        0.0
+    );
+
+    // A rejected task waits no more; the oldest is now the second.
+    let approver = new_key(app, "alice", "approver", Some("acme")).await;
+    for id in [&first, &second] {
+        let rejected = send(
+            app,
+            &approver,
+            Method::POST,
+            &format!("/v1/tasks/{id}/reject"),
+            Some(&json!({"rejectedBy": "alice"})),
+        )
+        .await;
+        assert_eq!(rejected.status, 200, "{}", rejected.body);
+        let now = parsed(&scrape(app, FAKE_TOKEN).await.body).await;
+        if id == &first {
+            assert_eq!(now[&waiting], 1.0);
+            assert!(
+                now[&oldest] < two[&oldest],
+                "{} then {}",
+                two[&oldest],
+                now[&oldest]
+            );
+        } else {
+            assert_eq!((now[&waiting], now[&oldest]), (0.0, 0.0));
+        }
+    }
+    // The labels are a kind, never an id.
+    let text = scrape(app, FAKE_TOKEN).await.body;
+    assert!(!text.contains(&first) && !text.contains(&second), "{text}");
 }

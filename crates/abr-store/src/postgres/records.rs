@@ -248,6 +248,34 @@ impl PgStore {
     /// live runner holds (their owner is no live boot: a runner that restarted or whose
     /// heartbeat lapsed), decoded one by one with `decode`. A record without an owner is a
     /// queued task given to the fleet: it waits to be claimed, it is nobody's to end.
+    /// How many records of every tenant are in `state`, and the oldest one's creation
+    /// (its record's `createdAt`, compared as instants).
+    pub(crate) async fn count_records_in_state(
+        &self,
+        tbl: &'static Table,
+        state: &str,
+    ) -> Result<abr_core::store::StateCount, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(&format!(
+                "SELECT count(*), (SELECT record ->> 'createdAt' FROM {t}
+                    WHERE state = $1
+                    ORDER BY (record ->> 'createdAt')::timestamptz LIMIT 1)
+                 FROM {t} WHERE state = $1",
+                t = tbl.table
+            ))
+            .await?;
+        let row = client.query_one(&statement, &[&state]).await?;
+        let count: i64 = row.try_get(0)?;
+        let oldest: Option<String> = row.try_get(1)?;
+        Ok(abr_core::store::StateCount {
+            count: u64::try_from(count).unwrap_or(0),
+            oldest: oldest
+                .map(|at| crate::codec::parse_timestamp(&at, "a record's createdAt"))
+                .transpose()?,
+        })
+    }
+
     pub(crate) async fn records_in_states<T>(
         &self,
         tbl: &'static Table,

@@ -282,6 +282,37 @@ impl SqliteStore {
 
     /// The records in any of `states` (by their stored names), decoded one by one with
     /// `decode`.
+    /// How many records of every tenant are in `state`, and the oldest one's creation
+    /// (its record's `createdAt`, compared as instants).
+    pub(crate) async fn count_records_in_state(
+        &self,
+        tbl: &'static Table,
+        state: &str,
+    ) -> Result<abr_core::store::StateCount, StoreError> {
+        let state = state.to_owned();
+        let (count, oldest) = self
+            .with(move |conn| {
+                Ok(conn.query_row(
+                    &format!(
+                        "SELECT count(*), (SELECT record ->> '$.createdAt' FROM {t}
+                            WHERE state = ?1
+                            ORDER BY julianday(record ->> '$.createdAt') LIMIT 1)
+                         FROM {t} WHERE state = ?1",
+                        t = tbl.table
+                    ),
+                    [&state],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)),
+                )?)
+            })
+            .await?;
+        Ok(abr_core::store::StateCount {
+            count: u64::try_from(count).unwrap_or(0),
+            oldest: oldest
+                .map(|at| crate::codec::parse_timestamp(&at, "a record's createdAt"))
+                .transpose()?,
+        })
+    }
+
     pub(crate) async fn records_in_states<T>(
         &self,
         tbl: &'static Table,
