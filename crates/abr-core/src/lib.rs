@@ -66,8 +66,8 @@ pub use live::{
     PointerAction, PointerButton,
 };
 pub use provider::{
-    AcquireMode, AcquireRequest, DynSessionProvider, Lease, ProviderCapabilities, ProviderViewer,
-    ReleaseFn, SessionContext, SessionProvider,
+    AcquireMode, AcquireRequest, DynSessionProvider, Lease, PoolStats, ProviderCapabilities,
+    ProviderViewer, ReleaseFn, SessionContext, SessionProvider,
 };
 pub use scope::{ScopeError, SessionScope};
 pub use serialized::SerializedProvider;

@@ -18,6 +18,17 @@ pub struct ProviderCapabilities {
     pub interactive: bool,
 }
 
+/// What a provider holds open now, for an operator's gauges ([`SessionProvider::pool`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolStats {
+    /// Browser processes it keeps running (shared by its contexts).
+    pub browsers: usize,
+    /// Contexts leased to jobs now.
+    pub contexts_in_use: usize,
+    /// Contexts kept ready for the next job (the warm pool).
+    pub contexts_warm: usize,
+}
+
 /// Why a context is acquired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AcquireMode {
@@ -234,6 +245,13 @@ pub trait SessionProvider: Send + Sync + 'static {
         let _ = mode;
         None
     }
+
+    /// What it holds open now, when it can tell at once (never waits; `None` when it
+    /// cannot, or not now: a remote provider's browsers are its leases, which the job
+    /// gauges count). `None` by default.
+    fn pool(&self) -> Option<PoolStats> {
+        None
+    }
 }
 
 #[async_trait]
@@ -257,6 +275,10 @@ impl<P: SessionProvider + ?Sized> SessionProvider for Arc<P> {
 
     fn refuses_now(&self, mode: AcquireMode) -> Option<ProviderError> {
         (**self).refuses_now(mode)
+    }
+
+    fn pool(&self) -> Option<PoolStats> {
+        (**self).pool()
     }
 }
 

@@ -190,4 +190,8 @@ impl<P: SessionProvider> SessionProvider for SerializedProvider<P> {
             .is_zero()
             .then(|| self.busy(holder, Duration::ZERO))
     }
+
+    fn pool(&self) -> Option<crate::provider::PoolStats> {
+        self.inner.pool()
+    }
 }

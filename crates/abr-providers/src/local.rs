@@ -437,6 +437,31 @@ impl SessionProvider for LocalBrowserSessionProvider {
         ProviderCapabilities { interactive: true }
     }
 
+    /// The shared browsers connected, the job leases alive and the warm contexts; `None`
+    /// while a browser is being launched (its lock held) or with a browser per job (each
+    /// is its lease's).
+    fn pool(&self) -> Option<abr_core::PoolStats> {
+        if self.config.isolation == Isolation::BrowserPerJob {
+            return None;
+        }
+        let browsers = self
+            .browsers
+            .try_lock()
+            .ok()?
+            .values()
+            .filter(|b| b.is_connected())
+            .count();
+        Some(abr_core::PoolStats {
+            browsers,
+            contexts_in_use: self.jobs.load(Ordering::SeqCst),
+            contexts_warm: self
+                .warm
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len(),
+        })
+    }
+
     async fn acquire(
         &self,
         request: AcquireRequest,

@@ -106,6 +106,11 @@ struct HealthLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabels {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OpLabels {
     op: &'static str,
 }
@@ -134,6 +139,8 @@ pub(crate) struct Snapshot {
     /// What waits for an approver (none when the store could not be read: the gauges keep
     /// their last reading).
     pub(crate) approvals: Option<abr_engine::ApprovalBacklog>,
+    /// What the jobs' provider holds open, when it can tell.
+    pub(crate) pool: Option<abr_core::PoolStats>,
     /// The time of the scrape (the approvals' ages are measured to it).
     pub(crate) now: time::OffsetDateTime,
 }
@@ -165,6 +172,7 @@ pub struct Metrics {
     relay_runners: Family<HealthLabels, Gauge>,
     approvals_waiting: Family<WaitingLabels, Gauge>,
     store_seconds: Family<OpLabels, Histogram>,
+    browser_pool: Family<PoolLabels, Gauge>,
     store_errors: Family<OpLabels, Counter>,
     approval_oldest: Family<WaitingLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
 }
@@ -348,8 +356,17 @@ impl Metrics {
             "The engine's calls on its store that answered an error, by operation",
             store_errors.clone(),
         );
+        let browser_pool = Family::<PoolLabels, Gauge>::default();
+        registry.register(
+            "browser_pool",
+            "What the jobs' provider holds open: browser processes (kind=browsers), contexts \
+             leased to jobs (contexts_in_use), contexts kept warm (contexts_warm); absent \
+             when it cannot tell (a remote provider's browsers are its jobs)",
+            browser_pool.clone(),
+        );
         Self {
             registry,
+            browser_pool,
             store_seconds,
             store_errors,
             approvals_waiting,
@@ -498,6 +515,15 @@ impl Metrics {
                 &self.relay_runners.get_or_create(&HealthLabels { health }),
                 n,
             );
+        }
+        if let Some(pool) = &now.pool {
+            for (kind, n) in [
+                ("browsers", pool.browsers),
+                ("contexts_in_use", pool.contexts_in_use),
+                ("contexts_warm", pool.contexts_warm),
+            ] {
+                set(&self.browser_pool.get_or_create(&PoolLabels { kind }), n);
+            }
         }
         if let Some(backlog) = &now.approvals {
             for (kind, waiting) in [("task", backlog.tasks), ("browse_action", backlog.actions)] {

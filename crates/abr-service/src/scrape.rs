@@ -66,6 +66,7 @@ async fn scrape<C: TaskContext>(
         database_reachable: runner.status().is_database_reachable(),
         relay_runners: relay_runners(&hub),
         approvals,
+        pool: runner.engine.load().pool,
         now: time::OffsetDateTime::now_utc(),
     };
     Ok(exposition(runner.metrics(), &now))

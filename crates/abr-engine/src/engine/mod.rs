@@ -398,6 +398,7 @@ impl<C: TaskContext> EngineBuilder<C> {
         let sites: Arc<dyn SiteStore> = Arc::clone(&store) as Arc<dyn SiteStore>;
         let task_store: Arc<dyn TaskStore> = Arc::clone(&store) as Arc<dyn TaskStore>;
         let clock = self.clock;
+        let browsers = Arc::clone(&self.jobs);
         let poster = Arc::new(
             AgentPoster::new(Arc::clone(&self.jobs), Arc::clone(&strategies))
                 .with_audit(audit.clone())
@@ -514,6 +515,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             ));
         }
         Ok(Engine {
+            browsers,
             jobs,
             poster,
             posts,
@@ -625,6 +627,9 @@ pub struct EngineLoad {
     pub open_captures: usize,
     /// Browse sessions open.
     pub open_browses: usize,
+    /// What the jobs' provider holds open (browsers, contexts in use and warm), when it
+    /// can tell ([`SessionProvider::pool`](abr_core::SessionProvider::pool)).
+    pub pool: Option<abr_core::PoolStats>,
 }
 
 /// What waits for an approver ([`Engine::approval_backlog`]).
@@ -654,6 +659,8 @@ pub struct Engine<C: TaskContext> {
     sessions: StoredSessions,
     captures: Arc<SessionCaptureManager<C>>,
     jobs: Arc<JobSlots>,
+    /// The jobs' provider, asked what it holds open ([`Engine::load`]).
+    browsers: DynSessionProvider<C>,
     frames: Arc<dyn FrameStore>,
     sites: Arc<dyn SiteStore>,
     keys: Keys,
@@ -1288,6 +1295,7 @@ impl<C: TaskContext> Engine<C> {
             job_capacity: self.jobs.capacity(),
             open_captures: self.captures.open_count(),
             open_browses: self.tasks.browses_open(),
+            pool: self.browsers.pool(),
         }
     }
 

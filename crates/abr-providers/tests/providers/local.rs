@@ -47,6 +47,16 @@ async fn the_warm_pool_is_topped_up_when_a_lease_ends_not_while_a_job_runs() {
     let state = conformance::state_for(&site, "w");
     let request = || conformance::request(AcquireMode::Unattended, Some(state.clone()));
 
+    // What the pool holds, as an operator's gauges read it (`SessionProvider::pool`).
+    let pool = |browsers, contexts_in_use, contexts_warm| {
+        Some(abr_core::PoolStats {
+            browsers,
+            contexts_in_use,
+            contexts_warm,
+        })
+    };
+    assert_eq!(provider.pool(), pool(0, 0, 0), "nothing launched yet");
+
     // None ready: the first job makes its own context and fills the pool meanwhile.
     let first = conformance::acquire_with(&provider, request()).await;
     provider.settle().await;
@@ -55,7 +65,13 @@ async fn the_warm_pool_is_topped_up_when_a_lease_ends_not_while_a_job_runs() {
         (2, 0),
         "filled while the first job ran"
     );
+    assert_eq!(
+        provider.pool(),
+        pool(1, 1, 2),
+        "one browser, one job, two warm"
+    );
     conformance::release(first).await;
+    assert_eq!(provider.pool().map(|p| p.contexts_in_use), Some(0));
 
     let second = conformance::acquire_with(&provider, request()).await;
     conformance::visit(second.context(), &page).await;
@@ -79,6 +95,11 @@ async fn the_warm_pool_is_topped_up_when_a_lease_ends_not_while_a_job_runs() {
     }
     provider.settle().await;
     assert_eq!(provider.warm_pool(), (2, 0));
+    assert_eq!(
+        provider.pool(),
+        pool(1, 3, 2),
+        "three jobs on the one browser"
+    );
     for lease in leases {
         conformance::release(lease).await;
     }

@@ -366,6 +366,27 @@ async fn timelines_name_every_step_and_decision_and_carry_no_value() {
         assert_eq!(e.status(), Some(404), "{e}");
     }
 
+    // The runs are over: the operator's gauges see the local browser still up and no
+    // context leased (every one of these runs gave its context back).
+    let metrics = raw_http()
+        .get(format!(
+            "{}/metrics",
+            client.base_url().trim_end_matches('/')
+        ))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        r#"abr_browser_pool{kind="browsers"} 1"#,
+        r#"abr_browser_pool{kind="contexts_in_use"} 0"#,
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+
     stack.server.shutdown().await;
     stack.site.shutdown().await;
 }
