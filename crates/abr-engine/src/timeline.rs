@@ -48,8 +48,14 @@ pub(crate) fn of_task(task: &StoredTask, frames: &[FrameInfo]) -> RunTimeline {
             step.stage.clone_from(&planned.stage);
         }
         // Gone from the record with the evidence (the sweep removes them); a record read
-        // between its expiry and the sweep shows none either.
-        if !expired {
+        // between its expiry and the sweep shows none either. A browse action's words name
+        // its element: page facts too, left out of the timeline with them (the record keeps
+        // its `steps`, as a task's record keeps the words its approver read).
+        if expired {
+            if record.browse {
+                step.description = None;
+            }
+        } else {
             step.target.clone_from(&result.target);
             step.url.clone_from(&result.url);
         }
@@ -134,7 +140,14 @@ pub(crate) fn of_post(record: &PostRecord, frames: &[FrameInfo]) -> RunTimeline 
             entry.phase = Some(phase.to_owned());
             entry.ms = Some(ms);
             entries.push(entry);
-            at += time::Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX));
+            // A duration no clock can add (a damaged record) ends the phases, never a panic.
+            let Some(next) = i64::try_from(ms)
+                .ok()
+                .and_then(|ms| at.checked_add(time::Duration::milliseconds(ms)))
+            else {
+                break;
+            };
+            at = next;
         }
     }
     entries.extend(frames.iter().map(frame));
@@ -198,5 +211,89 @@ fn rank(event: TimelineEvent) -> u8 {
         E::Frame => 7,
         E::Ended => 8,
         E::Asserted => 9,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use abr_core::testing::store::{sample_post, sample_task};
+    use abr_protocol::{FramePoint, PostState, StepResult, StepTarget, TaskState};
+    use time::OffsetDateTime;
+
+    use super::*;
+
+    fn browse_with_a_step(expired: bool) -> (StoredTask, Vec<FrameInfo>) {
+        let at = OffsetDateTime::UNIX_EPOCH + time::Duration::seconds(5);
+        let mut task = sample_task("t", "task_b", TaskState::Closed);
+        task.record.browse = true;
+        task.record.steps = vec!["click e3 (button \"Pay Ada\")".into()];
+        task.record.step_results = vec![StepResult {
+            index: 0,
+            action: "click".into(),
+            ok: true,
+            committing: false,
+            ms: 40,
+            error: None,
+            at: Some(at),
+            target: Some(StepTarget {
+                role: Some("button".into()),
+                name: "Pay Ada".into(),
+            }),
+            url: Some("https://shop.example/cart".into()),
+            typed_chars: None,
+        }];
+        task.record.finished_at = Some(at + time::Duration::seconds(1));
+        task.record.evidence_expired_at = expired.then_some(at + time::Duration::days(30));
+        let frames = vec![FrameInfo {
+            seq: 1,
+            point: FramePoint::Click,
+            url: "https://shop.example/cart".into(),
+            domain: "shop.example".into(),
+            action: "click".into(),
+            bytes: 100,
+            taken_at: at,
+            same_as: None,
+        }];
+        (task, frames)
+    }
+
+    #[test]
+    fn once_the_evidence_expired_no_page_fact_is_left_in_the_timeline() {
+        let (task, frames) = browse_with_a_step(false);
+        let kept = serde_json::to_string(&of_task(&task, &frames)).unwrap_or_default();
+        assert!(
+            kept.contains("Pay Ada") && kept.contains("shop.example"),
+            "{kept}"
+        );
+        let (task, frames) = browse_with_a_step(true);
+        let timeline = of_task(&task, &frames);
+        let expired = serde_json::to_string(&timeline).unwrap_or_default();
+        let markdown = timeline.to_markdown();
+        for fact in ["Pay Ada", "shop.example"] {
+            assert!(!expired.contains(fact), "{fact} in {expired}");
+            assert!(!markdown.contains(fact), "{fact} in {markdown}");
+        }
+        // The step, its timing and outcome stay.
+        let step = timeline.entries.iter().find(|e| e.event == E::Step);
+        assert_eq!(
+            step.map(|s| (s.action.as_deref(), s.ms, s.ok)),
+            Some((Some("click"), Some(40), Some(true)))
+        );
+    }
+
+    #[test]
+    fn a_posts_damaged_timing_ends_its_phases_without_a_panic() {
+        let mut post = sample_post("t", "post_x", PostState::Succeeded).record;
+        if let Some(result) = &mut post.result {
+            result.timing.acquire_ms = u64::MAX;
+            result.timing.post_ms = 20;
+        }
+        let timeline = of_post(&post, &[]);
+        let phases: Vec<_> = timeline
+            .entries
+            .iter()
+            .filter_map(|e| e.phase.as_deref())
+            .collect();
+        assert_eq!(phases, ["acquire"]);
     }
 }

@@ -249,11 +249,16 @@ impl<C: TaskContext> TaskRunner<C> {
             },
             None => described,
         };
+        let ok =
+            matches!(acted.outcome, ActOutcome::Done | ActOutcome::Paused) && acted.error.is_none();
+        // Only what was done was typed.
+        let typed_chars = (ok && acted.outcome == ActOutcome::Done)
+            .then(|| browser.typed_chars())
+            .flatten();
         let result = StepResult {
             index,
             action: browser.kind().to_owned(),
-            ok: matches!(acted.outcome, ActOutcome::Done | ActOutcome::Paused)
-                && acted.error.is_none(),
+            ok,
             committing: acted.committing,
             ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             error: acted.error.clone().or_else(|| {
@@ -265,16 +270,7 @@ impl<C: TaskContext> TaskRunner<C> {
             at: Some(at),
             target: open.rails.acted_on.take(),
             url,
-            typed_chars: None,
-        };
-        let result = StepResult {
-            // Only what was done was typed.
-            typed_chars: if result.ok {
-                browser.typed_chars()
-            } else {
-                None
-            },
-            ..result
+            typed_chars,
         };
         self.announce_step(&open.task, &result, false);
         open.task.record.steps.push(described);
