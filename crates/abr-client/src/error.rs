@@ -100,6 +100,16 @@ pub enum Operation {
     ListKeys,
     /// `DELETE /v1/keys/{id}`.
     RevokeKey,
+    /// `POST /v1/artifacts`.
+    UploadArtifact,
+    /// `GET /v1/artifacts`.
+    ListArtifacts,
+    /// `GET /v1/artifacts/{id}`.
+    GetArtifact,
+    /// `GET /v1/artifacts/{id}/content`.
+    ArtifactContent,
+    /// `DELETE /v1/artifacts/{id}`.
+    DeleteArtifact,
 }
 
 impl Operation {
@@ -152,6 +162,11 @@ impl Operation {
             Self::CreateKey => "create_key",
             Self::ListKeys => "list_keys",
             Self::RevokeKey => "revoke_key",
+            Self::UploadArtifact => "upload_artifact",
+            Self::ListArtifacts => "list_artifacts",
+            Self::GetArtifact => "get_artifact",
+            Self::ArtifactContent => "artifact_content",
+            Self::DeleteArtifact => "delete_artifact",
         }
     }
 
@@ -191,6 +206,9 @@ impl Operation {
                 | Self::RemoveSite
                 | Self::BrowseSnapshot
                 | Self::BrowseApproval
+                | Self::ListArtifacts
+                | Self::GetArtifact
+                | Self::ArtifactContent
         )
     }
 }

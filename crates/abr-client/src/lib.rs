@@ -44,6 +44,7 @@
 //! carry no URL (a capture id in a path is a credential) and no response body beyond the
 //! runner's error envelope.
 
+mod artifacts;
 mod browse;
 mod client;
 mod error;

@@ -71,6 +71,11 @@ pub enum AuditAction {
     /// credential is revoked and its socket closed (`actor`: the operator's key id and
     /// role; `accountId`: the runner id).
     RunnerReenrolled,
+    /// A tenant kept a file as an artifact (`artifactId`; `actor`: the key's id and role).
+    /// Never its name or bytes.
+    ArtifactKept,
+    /// A tenant deleted an artifact (`artifactId`, `actor`).
+    ArtifactDeleted,
 }
 
 /// One step of a task, as audited: its type and description, never a value.
@@ -196,6 +201,9 @@ pub struct AuditEvent {
     /// The decision about `domain`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<SiteDecision>,
+    /// The artifact kept or deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_id: Option<String>,
 }
 
 impl AuditEvent {
@@ -233,6 +241,7 @@ impl AuditEvent {
             screenshots_enabled: None,
             domain: None,
             decision: None,
+            artifact_id: None,
         }
     }
 

@@ -27,6 +27,7 @@
 //! (one session at a time).
 
 pub mod approval;
+pub mod artifact;
 pub mod audit;
 pub mod budget;
 pub mod clock;

@@ -86,6 +86,9 @@ pub struct FilledStep {
     pub action: BrowserAction,
     /// For `extract`: the key in the task's extracted data; for `screenshot`: its name.
     pub name: Option<String>,
+    /// For `upload`: the artifact whose bytes the run sets on the file input (the action's
+    /// `files` are empty until the run reads it from the store).
+    pub artifact: Option<String>,
 }
 
 /// A plan that passed [`validate`]: with its target URL parsed, its hash and its steps in
@@ -264,7 +267,11 @@ fn fill_step(
     target: &Url,
     inputs: &BTreeMap<String, SecretValue>,
 ) -> Result<FilledStep, PlanProblem> {
-    let action = |action| FilledStep { action, name: None };
+    let action = |action| FilledStep {
+        action,
+        name: None,
+        artifact: None,
+    };
     Ok(match &step.action {
         StepAction::Navigate { url: None } => action(BrowserAction::Navigate {
             url: target.clone(),
@@ -312,11 +319,21 @@ fn fill_step(
             FilledStep {
                 action: BrowserAction::Extract { what: what.clone() },
                 name: Some(name),
+                artifact: None,
             }
         }
         StepAction::Screenshot { name } => FilledStep {
             action: BrowserAction::Screenshot,
             name: Some(name.clone().unwrap_or_else(|| format!("step-{index}"))),
+            artifact: None,
+        },
+        StepAction::Upload { selector, artifact } => FilledStep {
+            action: BrowserAction::Upload {
+                selector: selector.clone(),
+                files: Vec::new(),
+            },
+            name: None,
+            artifact: Some(artifact.clone()),
         },
         StepAction::Assert { check } => action(BrowserAction::Assert {
             check: check.clone(),
@@ -419,8 +436,16 @@ pub fn check_step(step: &PlanStep, rules: &StepRules) -> Result<(), PlanProblem>
                 non_empty(text, "the wait's text")?;
             }
         }
-        StepAction::Extract { .. } | StepAction::Screenshot { .. } if !rules.results => {
+        StepAction::Extract { .. } | StepAction::Screenshot { .. } | StepAction::Upload { .. }
+            if !rules.results =>
+        {
             return Err(PlanProblem::ActionNotAllowed);
+        }
+        StepAction::Upload { selector, artifact } => {
+            check_selector(selector)?;
+            if !crate::artifact::is_artifact_id(artifact) {
+                return Err(PlanProblem::ArtifactId);
+            }
         }
         StepAction::Extract { name, what } => {
             at_most(name, "the extract name", MAX_NAME)?;
@@ -874,6 +899,10 @@ fn describe_step(index: usize, step: &PlanStep) -> String {
             ),
         ),
         StepAction::Assert { check } => ("Assert", describe_check(check)),
+        StepAction::Upload { selector, artifact } => (
+            "Upload",
+            format!("artifact {artifact} into {}", describe_selector(selector)),
+        ),
     };
     format!(
         "{}. {kind}: {} ({detail})",

@@ -832,7 +832,7 @@ fn step(vars: &Vars<'_>, s: &PlanStep, field: &str, allow: Allow) -> Result<Step
             }
         }
         StepAction::Assert { check } => Action::Assert(dom_check(vars, check, field)?),
-        StepAction::Extract { .. } | StepAction::Screenshot { .. } => {
+        StepAction::Extract { .. } | StepAction::Screenshot { .. } | StepAction::Upload { .. } => {
             return Err(DeclaredError::invalid(
                 sub("type"),
                 "a platform's steps are navigate, click, type, select, wait or assert",

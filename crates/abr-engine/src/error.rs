@@ -84,6 +84,23 @@ pub enum EngineError {
     /// No task, browse session or post with this id for this tenant.
     #[error("run not found")]
     RunNotFound,
+    /// No artifact with this id for this tenant.
+    #[error("artifact not found: no artifact {0} for this tenant")]
+    ArtifactNotFound(String),
+    /// A file not kept as an artifact: its name, emptiness, size or type.
+    #[error("{0}")]
+    ArtifactRefused(#[from] abr_core::artifact::ArtifactRefused),
+    /// The tenant holds its maximum of artifacts.
+    #[error(
+        "the tenant holds its maximum of artifacts ({max_count} files, {max_bytes} bytes in \
+         all): delete some first"
+    )]
+    ArtifactQuota {
+        /// Most files.
+        max_count: u64,
+        /// Most bytes.
+        max_bytes: u64,
+    },
     /// The site is denied for this tenant (or outside its allow list): nothing was opened.
     #[error("{0}")]
     SiteDenied(String),
@@ -195,7 +212,9 @@ impl EngineError {
             | Self::NoTakeover
             | Self::FrameNotFound
             | Self::RunNotFound
+            | Self::ArtifactNotFound(_)
             | Self::BrowseNotFound => ErrorKind::NotFound,
+            Self::ArtifactRefused(_) => ErrorKind::InvalidInput,
             Self::BindingMismatch | Self::SelfApproval => ErrorKind::Forbidden,
             Self::NotAuthenticated
             | Self::CaptureBrowserLost
@@ -211,7 +230,8 @@ impl EngineError {
             | Self::NotUncertain
             | Self::TaskNotRetryable(_)
             | Self::AlreadyAsserted
-            | Self::IdempotencyKeyReused => ErrorKind::Conflict,
+            | Self::IdempotencyKeyReused
+            | Self::ArtifactQuota { .. } => ErrorKind::Conflict,
             Self::CaptureLimit(_)
             | Self::LiveViewLimit(_)
             | Self::TenantLimit { .. }
@@ -264,6 +284,16 @@ impl EngineError {
             Self::Blocked(_) => codes::BLOCKED_ACTION,
             Self::FrameNotFound => codes::FRAME_NOT_FOUND,
             Self::RunNotFound => codes::RUN_NOT_FOUND,
+            Self::ArtifactNotFound(_) => codes::ARTIFACT_NOT_FOUND,
+            Self::ArtifactRefused(refused) => {
+                use abr_core::artifact::ArtifactRefused as R;
+                match refused {
+                    R::TooLarge { .. } => codes::ARTIFACT_TOO_LARGE,
+                    R::Type { .. } => codes::ARTIFACT_TYPE_REFUSED,
+                    R::Name | R::Empty => codes::INVALID_REQUEST,
+                }
+            }
+            Self::ArtifactQuota { .. } => codes::ARTIFACT_QUOTA,
             Self::SiteDenied(_) => codes::SITE_DENIED,
             Self::BrowseNotFound => codes::BROWSE_NOT_FOUND,
             Self::RefNotFound(_) => codes::REF_NOT_FOUND,

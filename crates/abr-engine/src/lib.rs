@@ -37,6 +37,7 @@
 
 mod admission;
 mod approval_links;
+mod artifacts;
 mod caller;
 mod capture;
 pub mod commit_watch;

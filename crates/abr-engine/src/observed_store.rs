@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 use abr_core::CoreError;
 use abr_core::guard::{FrameRefused, FrameStore, SiteStore, StoredFrame};
 use abr_core::store::{
-    Counter, CounterStore, Delivery, EventLog, EvidenceStore, Expired, IdempotencyKey, Inserted,
-    KeyStore, LinkStore, ListQuery, Listed, LoggedEvent, RecordStore, RunnerLink, ScreenshotStore,
-    SessionKey, SessionStore, Settle, StateCount, StoredKey, StoredLink, StoredPost, StoredTask,
+    ArtifactPut, ArtifactQuota, ArtifactStore, Counter, CounterStore, Delivery, EventLog,
+    EvidenceStore, Expired, IdempotencyKey, Inserted, KeyStore, LinkStore, ListQuery, Listed,
+    LoggedEvent, RecordStore, RunnerLink, ScreenshotStore, SessionKey, SessionStore, Settle,
+    StateCount, StoredKey, StoredLink, StoredPost, StoredTask,
 };
-use abr_protocol::{AgentSessionState, FrameInfo, RunScreenshots, SiteEntry};
+use abr_protocol::{AgentSessionState, ArtifactInfo, FrameInfo, RunScreenshots, SiteEntry};
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
@@ -164,6 +165,51 @@ impl CounterStore for ObservedStore {
             CounterStore::clear_sessions(&*self.inner),
         )
         .await
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for ObservedStore {
+    async fn put_artifact(
+        &self,
+        tenant: &str,
+        info: &ArtifactInfo,
+        bytes: Vec<u8>,
+        quota: ArtifactQuota,
+    ) -> Result<ArtifactPut, CoreError> {
+        self.timed(
+            "artifact.put",
+            self.inner.put_artifact(tenant, info, bytes, quota),
+        )
+        .await
+    }
+    async fn artifact_info(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<ArtifactInfo>, CoreError> {
+        self.timed("artifact.info", self.inner.artifact_info(tenant, id))
+            .await
+    }
+    async fn artifact(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<(ArtifactInfo, Vec<u8>)>, CoreError> {
+        self.timed("artifact.get", self.inner.artifact(tenant, id))
+            .await
+    }
+    async fn artifacts(&self, tenant: &str) -> Result<Vec<ArtifactInfo>, CoreError> {
+        self.timed("artifact.list", self.inner.artifacts(tenant))
+            .await
+    }
+    async fn delete_artifact(&self, tenant: &str, id: &str) -> Result<bool, CoreError> {
+        self.timed("artifact.delete", self.inner.delete_artifact(tenant, id))
+            .await
+    }
+    async fn expire_artifacts(&self, before: OffsetDateTime) -> Result<u64, CoreError> {
+        self.timed("artifact.expire", self.inner.expire_artifacts(before))
+            .await
     }
 }
 

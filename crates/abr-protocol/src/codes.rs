@@ -114,6 +114,8 @@ codes! {
     NO_TAKEOVER = "no_takeover", 404, No, "the task is not paused for a person: no takeover to activate, resume or end";
     /// No task, browse session or post with this id for this tenant.
     RUN_NOT_FOUND = "run_not_found", 404, No, "no task, browse session or post with this id for this tenant (another tenant's id is not found either)";
+    /// No artifact with this id for this tenant.
+    ARTIFACT_NOT_FOUND = "artifact_not_found", 404, No, "no artifact with this id for this tenant (deleted, expired, or another tenant's)";
     /// No replay frame with this run and number for this tenant.
     FRAME_NOT_FOUND = "frame_not_found", 404, No, "no replay frame with this run and number for this tenant (another tenant's is not found either)";
     /// No open browse session with this id for this tenant (closed, expired, or another
@@ -155,12 +157,18 @@ codes! {
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused", 409, No, "the `Idempotency-Key` was used with a different body";
     /// A runner with this id is already connected to the hub.
     RUNNER_CONFLICT = "runner_conflict", 409, No, "a runner with this id is already connected to the hub (`abr up --force` replaces it)";
+    /// The tenant holds its maximum of artifacts (count or bytes).
+    ARTIFACT_QUOTA = "artifact_quota", 409, No, "the tenant holds its maximum of artifacts (`ABR_ARTIFACT_TENANT_MAX_COUNT` files or `ABR_ARTIFACT_TENANT_MAX_BYTES` bytes): delete some first";
     /// The capture's browser is gone: it can never finish.
     CAPTURE_BROWSER_LOST = "capture_browser_lost", 410, No, "the capture's browser was lost (closed, crashed, or its remote session replaced): cancel it and start a new one";
     /// The fleet replica that held the browse session, capture, run or relay runner stopped.
     REPLICA_LOST = "replica_lost", 410, No, "the fleet replica that held this browse session, capture, run or relay runner stopped or restarted: it is lost and never resumed; open a new one (a task is ended by the fleet's sweep as a restart ends it)";
     /// The body is over the limit.
     PAYLOAD_TOO_LARGE = "payload_too_large", 413, No, "the body is over `ABR_BODY_LIMIT_BYTES`";
+    /// The artifact is over the runner's size cap for one file.
+    ARTIFACT_TOO_LARGE = "artifact_too_large", 413, No, "the file is over `ABR_ARTIFACT_MAX_BYTES`";
+    /// The artifact's sniffed type is not one the runner keeps.
+    ARTIFACT_TYPE_REFUSED = "artifact_type_refused", 415, No, "the file's type (sniffed from its bytes) is not in `ABR_ARTIFACT_TYPES`";
     /// The body is not declared as JSON.
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type", 415, No, "the body is not declared as `application/json`";
     /// Well-formed JSON of the wrong shape; the message never echoes values.

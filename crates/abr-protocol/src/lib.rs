@@ -17,6 +17,7 @@
 //! Secrets (cookie and localStorage values) are [`SecretValue`]s: they serialize, but never
 //! print.
 
+mod artifact;
 mod browse;
 mod capture;
 pub mod codes;
@@ -38,6 +39,7 @@ mod task;
 mod timeline;
 pub mod webhook;
 
+pub use artifact::{ArtifactInfo, ArtifactList, ArtifactOrigin, ArtifactUpload};
 pub use browse::{
     ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, BrowseAction,
     BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, GuardNotice, InputRequest,

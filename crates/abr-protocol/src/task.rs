@@ -1,7 +1,7 @@
 //! Browser tasks: an approved step plan run in an isolated browser, with a truthful outcome.
 //!
 //! The plan's shape follows the browser-action proposals orchestrators already produce
-//! (`steps` of `navigate`, `click`, `type`, `select`, `wait`, `extract`, `screenshot`, each
+//! (`steps` of `navigate`, `click`, `type`, `select`, `upload`, `wait`, `extract`, `screenshot`, each
 //! with a human-readable `description`; a `verification`; `risk`, `reasoning`,
 //! `confidence`), in camelCase, with the snake_case spellings of those proposals accepted too
 //! (`timeout_ms`, `tenant_id`).
@@ -191,6 +191,15 @@ pub enum StepAction {
         selector: Selector,
         /// The option's value or label; may be templated.
         value: String,
+    },
+    /// Set a file input to an artifact the tenant uploaded first (`POST /v1/artifacts`):
+    /// the page's input receives the artifact's name, type and bytes, never a file of the
+    /// runner's disk. Not a commit (the submit that sends it is).
+    Upload {
+        /// The `<input type=file>`.
+        selector: Selector,
+        /// The artifact's id (`art_…`), the tenant's own.
+        artifact: String,
     },
     /// Wait for an element, a URL or a text.
     Wait {
@@ -469,6 +478,21 @@ mod wire {
             #[serde(default)]
             stage: Option<String>,
         },
+        /// Set a file input to an artifact the tenant uploaded first (`POST /v1/artifacts`).
+        Upload {
+            /// The `<input type=file>`.
+            selector: Selector,
+            /// The artifact's id (`art_…`), the tenant's own.
+            artifact: String,
+            /// What the step does, in words, for the approver.
+            description: String,
+            /// Deadline of this step in milliseconds (default: the runner's step deadline).
+            #[serde(default, alias = "timeout_ms")]
+            timeout_ms: Option<u64>,
+            /// The stage this step starts, named for the run's watchers (see [`PlanStep`]).
+            #[serde(default)]
+            stage: Option<String>,
+        },
         /// Wait for an element, a URL or a text.
         Wait {
             /// An element (the seed's form: `selector` directly on the step).
@@ -683,6 +707,18 @@ mod wire {
                     stage,
                 } => (
                     StepAction::Select { selector, value },
+                    description,
+                    timeout_ms,
+                    stage,
+                ),
+                Step::Upload {
+                    selector,
+                    artifact,
+                    description,
+                    timeout_ms,
+                    stage,
+                } => (
+                    StepAction::Upload { selector, artifact },
                     description,
                     timeout_ms,
                     stage,

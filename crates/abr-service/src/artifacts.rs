@@ -1,143 +1,152 @@
-//! Replay frames (`/v1/runs/{runId}/frames`), a run's action timeline
-//! (`/v1/runs/{runId}/timeline`) and the tenant's screenshots switch
-//! (`/v1/settings/screenshots`). Frames are served here and nowhere else: not in a task
-//! record, an event, a callback or a log line.
-//!
-//! A run and its frames are visible to their tenant only (its key's, or the one `x-tenant-id` names for an
-//! operator): another tenant's run id is a 404 `frame_not_found`, exactly like a missing one.
+//! A tenant's artifacts (`/v1/artifacts`): files uploaded for plans' `upload` steps, kept
+//! sealed and capped, described and fetched by their tenant only (another tenant's id is a
+//! 404 `artifact_not_found`, exactly like a missing one).
 
 use abr_core::principal::Right;
-use abr_protocol::{FramesResponse, RunTimeline, ScreenshotsSetting, codes};
+use abr_protocol::{ArtifactInfo, ArtifactList, ArtifactUpload, codes};
 use aide::axum::ApiRouter;
-use aide::axum::routing::get_with;
+use aide::axum::routing::{get_with, post_with};
 use axum::Json;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::api_error::{ApiError, ApiJson};
-use crate::openapi::{Documented, Image, JsonOrMarkdown, wants_markdown};
+use crate::api_error::{ApiError, ApiPath};
+use crate::openapi::{Documented, FileBody};
 use crate::state::AppState;
-use crate::tenant::{Caller, one_header};
+use crate::tenant::Caller;
 use abr_core::context::TaskContext;
-
-/// Who an unattributed change of a setting is audited as.
-const UNKNOWN_ACTOR: &str = "unknown";
 
 /// The routes (behind the bearer check).
 pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
+    let refused = &[
+        codes::ARTIFACT_TOO_LARGE,
+        codes::ARTIFACT_TYPE_REFUSED,
+        codes::ARTIFACT_QUOTA,
+    ];
     ApiRouter::new()
         .api_route(
-            "/v1/runs/{run_id}/frames",
-            get_with(frames::<C>, |o| {
-                o.id("listFrames")
+            "/v1/artifacts",
+            post_with(upload::<C>, |o| {
+                o.id("uploadArtifact")
                     .summary(
-                        "A run's replay frames: the setting it ran with and each frame's metadata",
+                        "Keep a file for a plan's `upload` step: 201 with its id, sniffed type, \
+                         size and SHA-256",
                     )
-                    .needs(Right::Read)
-                    .errors(&[codes::NOT_FOUND])
-            }),
-        )
-        .api_route(
-            "/v1/runs/{run_id}/frames/{seq}",
-            get_with(frame::<C>, |o| {
-                o.id("getFrame")
-                    .summary("One replay frame (a redacted JPEG)")
-                    .needs(Right::Read)
-                    .response::<200, Image>()
-                    .errors(&[codes::NOT_FOUND, codes::FRAME_NOT_FOUND])
-            }),
-        )
-        .api_route(
-            "/v1/runs/{run_id}/timeline",
-            get_with(timeline::<C>, |o| {
-                o.id("getRunTimeline")
-                    .summary(
-                        "A run's action timeline (a task's, a browse session's or a post's): \
-                         each step with its element, page and decisions; JSON, or markdown \
-                         with `Accept: text/markdown`",
+                    .description(
+                        "The body is the file's bytes (any `Content-Type`: the type is sniffed \
+                         from the bytes); `name` is the file name the page's input receives. \
+                         Sealed at rest, kept `ABR_RETENTION_DAYS`.",
                     )
-                    .needs(Right::Read)
-                    .errors(&[codes::NOT_FOUND, codes::RUN_NOT_FOUND])
-            }),
-        )
-        .api_route(
-            "/v1/settings/screenshots",
-            get_with(screenshots::<C>, |o| {
-                o.id("getScreenshotsSetting")
-                    .summary("Whether the tenant's runs take replay frames")
-                    .needs(Right::Read)
+                    .needs(Right::Propose)
+                    .response::<201, Json<ArtifactInfo>>()
+                    .errors(refused)
             })
-            .put_with(set_screenshots::<C>, |o| {
-                o.id("setScreenshotsSetting")
-                    .summary("Switch the tenant's replay frames on or off for runs from now on")
-                    .needs(Right::TenantSettings)
-                    .header("x-actor", "The person making the change, for the audit.")
+            .get_with(list::<C>, |o| {
+                o.id("listArtifacts")
+                    .summary("The tenant's artifacts, newest first, and their total size")
+                    .needs(Right::Read)
+            }),
+        )
+        .api_route(
+            "/v1/artifacts/{id}",
+            get_with(describe::<C>, |o| {
+                o.id("getArtifact")
+                    .summary("An artifact's description (never its bytes)")
+                    .needs(Right::Read)
+                    .errors(&[codes::ARTIFACT_NOT_FOUND])
+            })
+            .delete_with(remove::<C>, |o| {
+                o.id("deleteArtifact")
+                    .summary("Forget an artifact (a task not run yet that names it then fails)")
+                    .needs(Right::Propose)
+                    .response::<204, ()>()
+                    .errors(&[codes::ARTIFACT_NOT_FOUND])
+            }),
+        )
+        .api_route(
+            "/v1/artifacts/{id}/content",
+            get_with(content::<C>, |o| {
+                o.id("getArtifactContent")
+                    .summary("An artifact's bytes, as an attachment of its sniffed type")
+                    .needs(Right::Read)
+                    .response::<200, FileBody>()
+                    .errors(&[codes::ARTIFACT_NOT_FOUND])
             }),
         )
 }
 
-/// `GET /v1/runs/{runId}/frames`: the setting the run recorded and its frames' metadata.
-async fn frames<C: TaskContext>(
+/// `POST /v1/artifacts?name=`: keeps the body as an artifact of the caller's tenant.
+async fn upload<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
-    path: Result<Path<String>, PathRejection>,
-) -> Result<Json<FramesResponse>, ApiError> {
+    query: Result<Query<ArtifactUpload>, QueryRejection>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<ArtifactInfo>), ApiError> {
     let actor = caller.actor(None)?;
-    let Path(run_id) = path.map_err(|_| bad_path())?;
-    let (screenshots, frames) = state.runner.engine.run_frames(&actor, &run_id).await?;
-    Ok(Json(FramesResponse {
-        run_id,
-        screenshots,
-        frames,
-    }))
+    let Ok(Query(query)) = query else {
+        return Err(ApiError::new(
+            codes::INVALID_REQUEST,
+            "the query is `name`: the file name the page's input receives",
+        ));
+    };
+    let info = state
+        .runner
+        .engine
+        .put_artifact(&actor, &query.name, body.to_vec())
+        .await?;
+    Ok((StatusCode::CREATED, Json(info)))
 }
 
-/// `GET /v1/runs/{runId}/timeline`: what the run did, in order; markdown for a caller
-/// that asks for it.
-async fn timeline<C: TaskContext>(
+/// `GET /v1/artifacts`: the tenant's artifacts.
+async fn list<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
-    headers: HeaderMap,
-    path: Result<Path<String>, PathRejection>,
-) -> Result<JsonOrMarkdown<RunTimeline>, ApiError> {
+) -> Result<Json<ArtifactList>, ApiError> {
     let actor = caller.actor(None)?;
-    let Path(run_id) = path.map_err(|_| bad_path())?;
-    let timeline = state.runner.engine.run_timeline(&actor, &run_id).await?;
-    Ok(if wants_markdown(&headers) {
-        JsonOrMarkdown::Markdown(timeline.to_markdown())
-    } else {
-        JsonOrMarkdown::Json(timeline)
-    })
+    Ok(Json(state.runner.engine.artifacts(&actor).await?))
 }
 
-/// `GET /v1/runs/{runId}/frames/{seq}`: one frame's JPEG, never cached, never sniffed,
-/// never run as a document.
-async fn frame<C: TaskContext>(
+/// `GET /v1/artifacts/{id}`: one artifact's description.
+async fn describe<C: TaskContext>(
     State(state): State<AppState<C>>,
     caller: Caller,
-    path: Result<Path<(String, String)>, PathRejection>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<ArtifactInfo>, ApiError> {
+    let actor = caller.actor(None)?;
+    Ok(Json(state.runner.engine.artifact(&actor, &id).await?))
+}
+
+/// `DELETE /v1/artifacts/{id}`: 204.
+async fn remove<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    let actor = caller.actor(None)?;
+    state.runner.engine.delete_artifact(&actor, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /v1/artifacts/{id}/content`: the bytes as an attachment of their sniffed type,
+/// never cached, never sniffed, never run as a document.
+async fn content<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     let actor = caller.actor(None)?;
-    let Path((run_id, seq)) = path.map_err(|_| bad_path())?;
-    let seq = frame_number(&seq)?;
-    let frame = state.runner.engine.frame(&actor, &run_id, seq).await?;
-    Ok(image(frame.jpeg))
-}
-
-/// A page image (a replay frame, a task's screenshot) as an answer: its type from its first
-/// bytes (JPEG, or PNG for screenshots kept before they were redacted frames), never cached,
-/// never sniffed, never run as a document.
-pub(crate) fn image(bytes: Vec<u8>) -> Response {
-    let media = if bytes.starts_with(b"\x89PNG") {
-        "image/png"
-    } else {
-        "image/jpeg"
-    };
-    (
+    let (info, bytes) = state.runner.engine.artifact_content(&actor, &id).await?;
+    let media = HeaderValue::from_str(&info.media_type)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+    let disposition = HeaderValue::from_str(&attachment(&info.name))
+        .unwrap_or_else(|_| HeaderValue::from_static("attachment"));
+    Ok((
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static(media)),
+            (header::CONTENT_TYPE, media),
+            (header::CONTENT_DISPOSITION, disposition),
             (
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("no-store, private"),
@@ -147,104 +156,53 @@ pub(crate) fn image(bytes: Vec<u8>) -> Response {
                 HeaderValue::from_static("nosniff"),
             ),
             (
-                header::CONTENT_DISPOSITION,
-                HeaderValue::from_static("inline"),
-            ),
-            (
                 header::CONTENT_SECURITY_POLICY,
                 HeaderValue::from_static("default-src 'none'; sandbox"),
             ),
         ],
         bytes,
     )
-        .into_response()
+        .into_response())
 }
 
-/// A frame's sequence number: a positive whole number in decimal digits.
-fn frame_number(raw: &str) -> Result<u32, ApiError> {
-    raw.bytes()
-        .all(|b| b.is_ascii_digit())
-        .then(|| raw.parse::<u32>().ok())
-        .flatten()
-        .filter(|seq| *seq > 0)
-        .ok_or_else(|| {
-            ApiError::new(
-                codes::INVALID_REQUEST,
-                "seq: a frame number is a positive whole number",
-            )
+/// `Content-Disposition` for a file named `name`: an ASCII fallback (anything but letters,
+/// digits, `.`, `-`, `_` and spaces becomes `_`) and the exact name, percent-encoded
+/// (RFC 6266's `filename*`).
+fn attachment(name: &str) -> String {
+    let plain: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ' ') {
+                c
+            } else {
+                '_'
+            }
         })
-}
-
-fn bad_path() -> ApiError {
-    ApiError::new(codes::INVALID_REQUEST, "the path is not valid UTF-8 text")
-}
-
-/// `GET /v1/settings/screenshots`: whether the tenant's runs take replay frames.
-async fn screenshots<C: TaskContext>(
-    State(state): State<AppState<C>>,
-    caller: Caller,
-) -> Result<Json<ScreenshotsSetting>, ApiError> {
-    let actor = caller.actor(None)?;
-    let enabled = state.runner.engine.screenshots_enabled(&actor).await?;
-    Ok(Json(ScreenshotsSetting { enabled }))
-}
-
-/// `PUT /v1/settings/screenshots`: switches the tenant's frames on or off for the runs that
-/// start from now on (a run going keeps the setting it started with). Audited with the
-/// person named by `x-actor` (`unknown` without).
-async fn set_screenshots<C: TaskContext>(
-    State(state): State<AppState<C>>,
-    caller: Caller,
-    headers: HeaderMap,
-    ApiJson(setting): ApiJson<ScreenshotsSetting>,
-) -> Result<Json<ScreenshotsSetting>, ApiError> {
-    let actor = caller.actor(None)?;
-    let person = person(&headers)?;
-    state
-        .runner
-        .engine
-        .set_screenshots_enabled(&actor, setting.enabled, &person)
-        .await?;
-    Ok(Json(setting))
-}
-
-/// The person a change is audited as: `x-actor` (checked like an approver's name), else
-/// `unknown`.
-fn person(headers: &HeaderMap) -> Result<String, ApiError> {
-    match one_header(headers, "x-actor")? {
-        Some(name) => Ok(abr_core::check_person("x-actor", &name)?),
-        None => Ok(UNKNOWN_ACTOR.to_owned()),
+        .collect();
+    let mut exact = String::with_capacity(name.len() * 3);
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
+            exact.push(char::from(b));
+        } else {
+            exact.push_str(&format!("%{b:02X}"));
+        }
     }
+    format!("attachment; filename=\"{plain}\"; filename*=UTF-8''{exact}")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::attachment;
 
     #[test]
-    fn frame_numbers_are_positive_decimal_integers() {
-        assert_eq!(frame_number("1").ok(), Some(1));
-        assert_eq!(frame_number("60").ok(), Some(60));
-        assert_eq!(frame_number("007").ok(), Some(7));
-        for bad in ["", "0", "-1", "+1", "1.5", "abc", " 1", "4294967296", "1e3"] {
-            let e = frame_number(bad).err().map(|e| e.code().to_owned());
-            assert_eq!(e.as_deref(), Some("invalid_request"), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn names_of_people_are_trimmed_bounded_and_printable() {
+    fn a_file_name_cannot_break_out_of_its_header() {
         assert_eq!(
-            abr_core::check_person("decidedBy", "  alice ")
-                .ok()
-                .as_deref(),
-            Some("alice")
+            attachment("a\"; x=1.pdf"),
+            "attachment; filename=\"a__ x_1.pdf\"; filename*=UTF-8''a%22%3B%20x%3D1.pdf"
         );
-        for bad in [String::new(), "   ".into(), "a\nb".into(), "x".repeat(257)] {
-            assert!(
-                abr_core::check_person("decidedBy", &bad).is_err(),
-                "{bad:?}"
-            );
-        }
+        assert_eq!(
+            attachment("résumé.pdf"),
+            "attachment; filename=\"r_sum_.pdf\"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf"
+        );
     }
 }

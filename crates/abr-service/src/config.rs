@@ -468,6 +468,11 @@ pub struct TaskSettings {
     /// A run without progress this long is reported `run_stalled` (`ABR_STALL_SECS`, default
     /// 300).
     pub stall_after: Duration,
+    /// What a tenant may keep as artifacts: one file's size (`ABR_ARTIFACT_MAX_BYTES`,
+    /// default 10 MiB; the body limit bounds it too), the sniffed types
+    /// (`ABR_ARTIFACT_TYPES`, comma-separated), files and bytes per tenant
+    /// (`ABR_ARTIFACT_TENANT_MAX_COUNT`, 100; `ABR_ARTIFACT_TENANT_MAX_BYTES`, 100 MiB).
+    pub artifacts: abr_core::artifact::ArtifactRules,
 }
 
 impl Default for TaskSettings {
@@ -479,6 +484,7 @@ impl Default for TaskSettings {
             limits: TenantLimits::default(),
             retention: Some(abr_engine::DEFAULT_RETENTION),
             stall_after: abr_engine::DEFAULT_STALL,
+            artifacts: abr_core::artifact::ArtifactRules::default(),
         }
     }
 }
@@ -690,6 +696,10 @@ struct FileConfig {
     tenant_max_retries: Option<u32>,
     retention_days: Option<u64>,
     stall_secs: Option<u64>,
+    artifact_max_bytes: Option<u64>,
+    artifact_types: Option<String>,
+    artifact_tenant_max_count: Option<u64>,
+    artifact_tenant_max_bytes: Option<u64>,
     data_dir: Option<String>,
     platforms_dir: Option<String>,
     platform_vars: Option<String>,
@@ -769,6 +779,19 @@ impl FileConfig {
         put("tenant_max_retries", num(self.tenant_max_retries));
         put("retention_days", self.retention_days.map(|v| v.to_string()));
         put("stall_secs", self.stall_secs.map(|v| v.to_string()));
+        put(
+            "artifact_max_bytes",
+            self.artifact_max_bytes.map(|v| v.to_string()),
+        );
+        put("artifact_types", self.artifact_types);
+        put(
+            "artifact_tenant_max_count",
+            self.artifact_tenant_max_count.map(|v| v.to_string()),
+        );
+        put(
+            "artifact_tenant_max_bytes",
+            self.artifact_tenant_max_bytes.map(|v| v.to_string()),
+        );
         put("data_dir", self.data_dir);
         put("platforms_dir", self.platforms_dir);
         put("platform_vars", self.platform_vars);
@@ -1034,6 +1057,37 @@ impl RunnerConfig {
             Some(days) => config.tasks.retention = Some(Duration::from_secs(days * 24 * 60 * 60)),
             None => {}
         }
+        let a = &mut config.tasks.artifacts;
+        for (name, slot) in [
+            ("ABR_ARTIFACT_MAX_BYTES", &mut a.max_bytes),
+            ("ABR_ARTIFACT_TENANT_MAX_COUNT", &mut a.quota.max_count),
+            ("ABR_ARTIFACT_TENANT_MAX_BYTES", &mut a.quota.max_bytes),
+        ] {
+            match number(name)? {
+                Some(0) => return Err(invalid(name, "at least 1")),
+                Some(n) => *slot = n,
+                None => {}
+            }
+        }
+        if let Some(types) = get("ABR_ARTIFACT_TYPES") {
+            let types: Vec<String> = types
+                .split(',')
+                .map(|t| t.trim().to_ascii_lowercase())
+                .filter(|t| !t.is_empty())
+                .collect();
+            let shaped = |t: &String| {
+                t.split_once('/').is_some_and(|(kind, sub)| {
+                    !kind.is_empty() && !sub.is_empty() && !sub.contains('/')
+                }) && t.bytes().all(|c| c.is_ascii_graphic())
+            };
+            if types.is_empty() || !types.iter().all(shaped) {
+                return Err(invalid(
+                    "ABR_ARTIFACT_TYPES",
+                    "a comma-separated list of media types (application/pdf,image/png)",
+                ));
+            }
+            a.types = types;
+        }
         if let Some(secs) = number("ABR_STALL_SECS")? {
             if !(5..=86_400).contains(&secs) {
                 return Err(invalid("ABR_STALL_SECS", "5 to 86400"));
@@ -1175,6 +1229,7 @@ impl RunnerConfig {
             retention: self.tasks.retention,
             stall_after: self.tasks.stall_after,
             egress: self.egress.clone(),
+            artifacts: self.tasks.artifacts.clone(),
         }
     }
 
@@ -1261,6 +1316,24 @@ mod tests {
         assert_eq!(c.engine().stall_after, Duration::from_secs(60));
         let c = RunnerConfig::load(&env(&[("ABR_RETENTION_DAYS", "0")]), None, true).unwrap();
         assert_eq!(c.tasks.retention, None, "0 keeps evidence forever");
+        let c = RunnerConfig::load(
+            &env(&[
+                ("ABR_ARTIFACT_MAX_BYTES", "2048"),
+                ("ABR_ARTIFACT_TYPES", " Application/PDF , image/png,"),
+                ("ABR_ARTIFACT_TENANT_MAX_COUNT", "3"),
+                ("ABR_ARTIFACT_TENANT_MAX_BYTES", "4096"),
+            ]),
+            None,
+            true,
+        )
+        .unwrap();
+        let artifacts = c.engine().artifacts;
+        assert_eq!(artifacts.max_bytes, 2048);
+        assert_eq!(artifacts.types, ["application/pdf", "image/png"]);
+        assert_eq!(
+            (artifacts.quota.max_count, artifacts.quota.max_bytes),
+            (3, 4096)
+        );
         let c = RunnerConfig::load(&env(&[("XDG_DATA_HOME", "/xdg")]), None, true).unwrap();
         assert_eq!(c.store.data_dir.as_deref(), Some(Path::new("/xdg/abr")));
         let key = "0f".repeat(32);
@@ -1309,6 +1382,10 @@ mod tests {
             ("ABR_RETENTION_DAYS", "3651", "3650"),
             ("ABR_RETENTION_DAYS", "a month", "whole number"),
             ("ABR_STALL_SECS", "1", "5 to 86400"),
+            ("ABR_ARTIFACT_MAX_BYTES", "0", "at least 1"),
+            ("ABR_ARTIFACT_TENANT_MAX_COUNT", "0", "at least 1"),
+            ("ABR_ARTIFACT_TYPES", "pdf", "media types"),
+            ("ABR_ARTIFACT_TYPES", "image/png/x", "media types"),
         ] {
             let err = RunnerConfig::load(&env(&[(k, v)]), None, true)
                 .unwrap_err()

@@ -457,6 +457,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::sessions::routes::<C>())
         .merge(crate::lists::routes::<C>())
         .merge(crate::events::routes::<C>())
+        .merge(crate::run_evidence::routes::<C>())
         .merge(crate::artifacts::routes::<C>())
         .merge(crate::sites::routes::<C>())
         .merge(crate::browse::routes::<C>())

@@ -37,6 +37,7 @@ mod posts;
 pub mod relay;
 mod remote;
 mod replica;
+mod run_evidence;
 pub mod runner;
 mod runners;
 mod scrape;

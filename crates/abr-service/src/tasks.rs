@@ -623,5 +623,5 @@ async fn screenshot<C: TaskContext>(
         .ok_or_else(|| {
             ApiError::new(codes::NOT_FOUND, "the task has no screenshot by this name")
         })?;
-    Ok(crate::artifacts::image(image))
+    Ok(crate::run_evidence::image(image))
 }

@@ -507,6 +507,21 @@ pub(crate) fn screenshot_aad(tenant: &str, task_id: &str, name: &str) -> Vec<u8>
     row_aad(b"screenshot", &[tenant, task_id, name])
 }
 
+/// The associated data binding an artifact's sealed bytes to its tenant and id.
+pub(crate) fn artifact_aad(tenant: &str, id: &str) -> Vec<u8> {
+    row_aad(b"artifact", &[tenant, id])
+}
+
+/// An artifact's description as kept next to its bytes (no bytes in it).
+pub(crate) fn artifact_info_json(info: &abr_protocol::ArtifactInfo) -> Result<String, StoreError> {
+    serde_json::to_string(info).map_err(|e| StoreError::Damaged(e.to_string()))
+}
+
+/// An artifact's description as kept.
+pub(crate) fn artifact_info_of(json: &str) -> Result<abr_protocol::ArtifactInfo, StoreError> {
+    serde_json::from_str(json).map_err(|e| StoreError::Damaged(format!("an artifact: {e}")))
+}
+
 /// The associated data binding a sealed session to its row.
 pub(crate) fn session_aad(key: &abr_core::SessionKey) -> Vec<u8> {
     row_aad(b"", &[&key.workspace_id, &key.account_id, &key.platform])

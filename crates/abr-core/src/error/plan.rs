@@ -130,8 +130,14 @@ pub enum PlanProblem {
     },
     /// A step type the file does not allow (a platform's steps do not extract or take
     /// screenshots).
-    #[error("a platform's steps are navigate, click, type, select, wait or assert")]
+    #[error(
+        "a platform's steps are navigate, click, type, select, wait or assert (no extract, \
+         screenshot or upload)"
+    )]
     ActionNotAllowed,
+    /// An `upload` step's artifact is not an artifact's id.
+    #[error("an upload's artifact is an artifact's id (`art_…`, from `POST /v1/artifacts`)")]
+    ArtifactId,
     /// An input whose name no placeholder could use.
     #[error("an input name is 1 to 64 letters, digits, `_`, `-` or `.` (the placeholders' names)")]
     InputName,
@@ -151,6 +157,7 @@ impl PlanProblem {
                 Some("selector")
             }
             Self::NavigateUrl(_) => Some("url"),
+            Self::ArtifactId => Some("artifact"),
             Self::ActionNotAllowed => Some("type"),
             Self::StageName => Some("stage"),
             Self::MalformedPlaceholder(what) | Self::Empty(what) | Self::TooLong { what, .. } => {

@@ -1,13 +1,14 @@
 //! [`InMemoryStore`]: every store contract in memory, in one object (tests, demos,
 //! single-process embedders: everything is lost when the process ends).
 
-use abr_protocol::{AgentSessionState, FrameInfo, RunScreenshots, SiteEntry};
+use abr_protocol::{AgentSessionState, ArtifactInfo, FrameInfo, RunScreenshots, SiteEntry};
 use async_trait::async_trait;
 
 use crate::error::CoreError;
 use crate::guard::frames::{FrameRefused, FrameStore, StoredFrame};
 use crate::guard::memory::{InMemoryFrameStore, InMemorySiteStore};
 use crate::guard::sites::SiteStore;
+use crate::store::artifacts::{ArtifactPut, ArtifactQuota, ArtifactStore, InMemoryArtifacts};
 use crate::store::counters::{Counter, CounterStore, InMemoryCounters};
 use crate::store::events::{Delivery, EventLog, InMemoryEvents, LoggedEvent, Settle};
 use crate::store::keys::{InMemoryKeys, KeyStore, StoredKey};
@@ -22,7 +23,7 @@ use crate::store::sessions::{InMemorySessionStore, SessionKey, SessionStore};
 use crate::store::tasks::StoredTask;
 
 /// Tasks, posts, counters, screenshots, sessions, frames, site decisions, keys, approval
-/// links and run events, in memory:
+/// links, run events and artifacts, in memory:
 /// everything is lost when the process ends.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
@@ -36,6 +37,7 @@ pub struct InMemoryStore {
     keys: InMemoryKeys,
     links: InMemoryLinks,
     events: InMemoryEvents,
+    artifacts: InMemoryArtifacts,
 }
 
 impl InMemoryStore {
@@ -356,6 +358,7 @@ impl EvidenceStore for InMemoryStore {
         Ok(Expired {
             records,
             frames: self.frames.forget_before(before),
+            artifacts: self.artifacts.expire_artifacts(before).await?,
         })
     }
 }
@@ -432,5 +435,48 @@ impl EventLog for InMemoryStore {
 
     async fn prune_events(&self, before: time::OffsetDateTime) -> Result<u64, CoreError> {
         self.events.prune_events(before).await
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for InMemoryStore {
+    async fn put_artifact(
+        &self,
+        tenant: &str,
+        info: &ArtifactInfo,
+        bytes: Vec<u8>,
+        quota: ArtifactQuota,
+    ) -> Result<ArtifactPut, CoreError> {
+        self.artifacts
+            .put_artifact(tenant, info, bytes, quota)
+            .await
+    }
+
+    async fn artifact_info(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<ArtifactInfo>, CoreError> {
+        self.artifacts.artifact_info(tenant, id).await
+    }
+
+    async fn artifact(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<(ArtifactInfo, Vec<u8>)>, CoreError> {
+        self.artifacts.artifact(tenant, id).await
+    }
+
+    async fn artifacts(&self, tenant: &str) -> Result<Vec<ArtifactInfo>, CoreError> {
+        self.artifacts.artifacts(tenant).await
+    }
+
+    async fn delete_artifact(&self, tenant: &str, id: &str) -> Result<bool, CoreError> {
+        self.artifacts.delete_artifact(tenant, id).await
+    }
+
+    async fn expire_artifacts(&self, before: time::OffsetDateTime) -> Result<u64, CoreError> {
+        self.artifacts.expire_artifacts(before).await
     }
 }

@@ -20,6 +20,7 @@
 //! - [`SessionStore`]: sessions kept between jobs, by [`SessionKey`] (a tenant's sessions
 //!   stored by id are [`SessionKey::stored`]).
 
+pub(crate) mod artifacts;
 pub(crate) mod counters;
 pub(crate) mod events;
 pub(crate) mod keys;
@@ -33,6 +34,9 @@ pub(crate) mod screenshots;
 pub(crate) mod sessions;
 pub(crate) mod tasks;
 
+pub use artifacts::{
+    ArtifactPut, ArtifactQuota, ArtifactStore, ArtifactUsage, InMemoryArtifacts, fits, usage_of,
+};
 pub use counters::{Counter, CounterStore, InMemoryCounters};
 pub use events::{Delivery, EventLog, InMemoryEvents, LoggedEvent, Settle};
 pub use keys::{InMemoryKeys, KeyStore, RunnerLink, StoredKey};

@@ -25,7 +25,11 @@
 //! - [`events`]: per-tenant sequences without gap or repeat under concurrent appends; a
 //!   reader sees them in order; a delivery goes to one claimer, is fenced by its attempt,
 //!   is retried when due and when its claim lapsed; pruning keeps pending deliveries.
-//! - [`sealed`]: inputs, cookies, post content and screenshots are not readable at rest.
+//! - [`artifacts`]: per tenant; the quota is checked with the write (of racing puts for the
+//!   last slots, only as many as fit are kept); newest first; deleted once; kept across a
+//!   reopen; expired with the evidence.
+//! - [`sealed`]: inputs, cookies, post content, screenshots and artifacts are not readable
+//!   at rest.
 
 #![allow(
     clippy::panic,
@@ -38,9 +42,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use abr_protocol::{
-    AgentPostResult, AgentSessionState, Cookie, DomCheck, FrameInfo, FramePoint, PostContent,
-    PostRecord, PostRequest, PostState, Risk, RunScreenshots, ScreenshotsMode, SecretValue,
-    SiteDecision, SiteEntry, StepPlan, TaskRecord, TaskRequest, TaskState, TaskVerification,
+    AgentPostResult, AgentSessionState, ArtifactInfo, ArtifactOrigin, Cookie, DomCheck, FrameInfo,
+    FramePoint, PostContent, PostRecord, PostRequest, PostState, Risk, RunScreenshots,
+    ScreenshotsMode, SecretValue, SiteDecision, SiteEntry, StepPlan, TaskRecord, TaskRequest,
+    TaskState, TaskVerification,
 };
 use async_trait::async_trait;
 use time::OffsetDateTime;
@@ -49,6 +54,7 @@ use crate::guard::frames::{
     FrameRefused, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN, StoredFrame,
 };
 use crate::guard::sites::SiteStore;
+use crate::store::artifacts::{ArtifactPut, ArtifactQuota, ArtifactStore};
 use crate::store::counters::{Counter, CounterStore};
 use crate::store::events::{EventLog, Settle};
 use crate::store::keys::{KeyStore, StoredKey};
@@ -85,6 +91,23 @@ pub const COOKIE_CANARY: &str = "canary-conformance-cookie-90bd";
 pub const CONTENT_CANARY: &str = "canary-conformance-content-3e57";
 /// The pixels of the sample screenshot and frame: never readable at rest.
 pub const PIXEL_CANARY: &str = "canary-conformance-pixels-c4d2";
+/// The bytes of the sample artifact: never readable at rest.
+pub const ARTIFACT_CANARY: &str = "canary-conformance-artifact-71e0";
+
+/// A sample artifact `id` of `size` bytes, kept `minutes` after a fixed instant.
+pub fn sample_artifact(id: &str, size: u64, minutes: i64) -> ArtifactInfo {
+    ArtifactInfo {
+        id: id.to_owned(),
+        name: format!("{id}.txt"),
+        media_type: "text/plain".to_owned(),
+        size,
+        sha256: "0".repeat(64),
+        origin: ArtifactOrigin::Upload,
+        created_at: OffsetDateTime::UNIX_EPOCH
+            + time::Duration::nanoseconds(123_456_789)
+            + time::Duration::minutes(minutes),
+    }
+}
 
 fn session_state() -> AgentSessionState {
     AgentSessionState {
@@ -1114,7 +1137,12 @@ where
 /// that have not ended are never touched; a second sweep removes nothing.
 pub async fn evidence<S>(harness: &mut impl StoreHarness<S>)
 where
-    S: EvidenceStore + RecordStore<StoredTask> + ScreenshotStore + FrameStore + ?Sized,
+    S: EvidenceStore
+        + RecordStore<StoredTask>
+        + ScreenshotStore
+        + FrameStore
+        + ArtifactStore
+        + ?Sized,
 {
     let day = time::Duration::days(1);
     // Fractional seconds of any length, as the records are written.
@@ -1167,12 +1195,24 @@ where
     // A run whose last frame is recent keeps all of its frames (numbers never reused).
     store.put_frame("t1", "run-new", at(recent)).await.unwrap();
 
+    let quota = ArtifactQuota {
+        max_count: 10,
+        max_bytes: 1000,
+    };
+    for (id, at) in [("art_old", old), ("art_new", recent)] {
+        let mut info = sample_artifact(id, 3, 0);
+        info.created_at = at;
+        let put = store.put_artifact("t1", &info, b"abc".to_vec(), quota);
+        assert_eq!(put.await.unwrap(), ArtifactPut::Kept);
+    }
+
     let expired = store.expire_evidence(cutoff, now).await.unwrap();
     assert_eq!(
         expired,
         Expired {
             records: 1,
-            frames: 2
+            frames: 2,
+            artifacts: 1,
         },
         "what the sweep removed"
     );
@@ -1640,6 +1680,7 @@ where
         + SessionStore
         + ScreenshotStore
         + FrameStore
+        + ArtifactStore
         + ?Sized,
 {
     let store = harness.open().await;
@@ -1670,15 +1711,137 @@ where
         .await
         .unwrap();
     store.put_frame("t1", "task-1", frame(7, 64)).await.unwrap();
+    let quota = ArtifactQuota {
+        max_count: 1,
+        max_bytes: 1000,
+    };
+    let canary = ARTIFACT_CANARY.as_bytes().to_vec();
+    let info = sample_artifact("art_sealed", canary.len() as u64, 0);
+    let put = store.put_artifact("t1", &info, canary, quota);
+    assert_eq!(put.await.unwrap(), ArtifactPut::Kept);
     let Some(bytes) = harness.at_rest() else {
         eprintln!("sealed: the store keeps nothing at rest: nothing to look at");
         return;
     };
-    for canary in [INPUT_CANARY, COOKIE_CANARY, CONTENT_CANARY, PIXEL_CANARY] {
+    for canary in [
+        INPUT_CANARY,
+        COOKIE_CANARY,
+        CONTENT_CANARY,
+        PIXEL_CANARY,
+        ARTIFACT_CANARY,
+    ] {
         assert!(
             !bytes.windows(canary.len()).any(|w| w == canary.as_bytes()),
             "{canary} is readable at rest"
         );
     }
     drop(store);
+}
+
+/// The [`ArtifactStore`] contract: see the module's summary.
+pub async fn artifacts<S>(harness: &mut impl StoreHarness<S>)
+where
+    S: ArtifactStore + ?Sized,
+{
+    let store = harness.open().await;
+    let quota = ArtifactQuota {
+        max_count: 4,
+        max_bytes: 100,
+    };
+    let first = sample_artifact("art_first", 10, 1);
+    let bytes = ARTIFACT_CANARY.as_bytes()[..10].to_vec();
+    let put = store.put_artifact("t1", &first, bytes.clone(), quota);
+    assert_eq!(put.await.unwrap(), ArtifactPut::Kept);
+    assert_eq!(
+        store.artifact("t1", "art_first").await.unwrap(),
+        Some((first.clone(), bytes.clone()))
+    );
+    assert_eq!(
+        store.artifact_info("t1", "art_first").await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(
+        store.artifact("t2", "art_first").await.unwrap(),
+        None,
+        "another tenant's artifact is readable"
+    );
+    assert_eq!(store.artifact_info("t2", "art_first").await.unwrap(), None);
+    assert!(
+        !store.delete_artifact("t2", "art_first").await.unwrap(),
+        "another tenant deleted an artifact"
+    );
+    assert!(
+        store
+            .put_artifact("t1", &first, bytes.clone(), quota)
+            .await
+            .is_err(),
+        "an id was kept twice"
+    );
+
+    // Over the bytes: refused, whatever the count.
+    let big = sample_artifact("art_big", 91, 2);
+    let put = store.put_artifact("t1", &big, vec![0; 91], quota);
+    assert_eq!(put.await.unwrap(), ArtifactPut::OverQuota);
+
+    // Eight racing puts for the three slots left: exactly three are kept.
+    let mut joins = Vec::new();
+    for i in 0..8 {
+        let store = Arc::clone(&store);
+        joins.push(tokio::spawn(async move {
+            let info = sample_artifact(&format!("art_race{i}"), 5, 10 + i);
+            store
+                .put_artifact("t1", &info, vec![b'x'; 5], quota)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut results = Vec::new();
+    for join in joins {
+        results.push(join.await.unwrap());
+    }
+    let kept = results.iter().filter(|r| **r == ArtifactPut::Kept).count();
+    assert_eq!(kept, 3, "racing puts passed the quota: {results:?}");
+    // Another tenant's quota is its own.
+    let theirs = sample_artifact("art_theirs", 10, 3);
+    let put = store.put_artifact("t2", &theirs, vec![1; 10], quota);
+    assert_eq!(put.await.unwrap(), ArtifactPut::Kept);
+
+    let listed = store.artifacts("t1").await.unwrap();
+    assert_eq!(listed.len(), 4);
+    assert!(
+        listed
+            .windows(2)
+            .all(|w| w[0].created_at >= w[1].created_at),
+        "not newest first"
+    );
+    assert_eq!(listed.last(), Some(&first));
+    assert!(store.delete_artifact("t1", "art_first").await.unwrap());
+    assert!(!store.delete_artifact("t1", "art_first").await.unwrap());
+    assert_eq!(store.artifact("t1", "art_first").await.unwrap(), None);
+
+    // Expiry: everything kept before the cutoff, every tenant.
+    let cutoff = sample_artifact("x", 0, 12).created_at;
+    let expired = store.expire_artifacts(cutoff).await.unwrap();
+    assert_eq!(expired, 1 + kept_before(&results, 2), "expired");
+    assert_eq!(store.artifact_info("t2", "art_theirs").await.unwrap(), None);
+    assert_eq!(store.expire_artifacts(cutoff).await.unwrap(), 0, "twice");
+    let left = store.artifacts("t1").await.unwrap();
+    assert_eq!(left.len() as u64, 3 - kept_before(&results, 2));
+
+    let Some(store) = harness.reopen(store).await else {
+        eprintln!("artifacts: the store keeps nothing across processes: no restart check");
+        return;
+    };
+    assert_eq!(store.artifacts("t1").await.unwrap(), left);
+    let (info, bytes) = store.artifact("t1", &left[0].id).await.unwrap().unwrap();
+    assert_eq!((info, bytes), (left[0].clone(), vec![b'x'; 5]));
+}
+
+/// How many of the first `n` racing puts were kept (they were kept before minute `10 + n`).
+fn kept_before(results: &[ArtifactPut], n: usize) -> u64 {
+    results
+        .iter()
+        .take(n)
+        .filter(|r| **r == ArtifactPut::Kept)
+        .count() as u64
 }

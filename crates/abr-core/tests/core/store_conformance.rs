@@ -52,6 +52,12 @@ async fn in_memory_screenshots_keep_their_contract() {
     store::screenshots::<InMemoryStore>(&mut InMemory).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_artifacts_keep_their_contract() {
+    store::artifacts::<abr_core::store::InMemoryArtifacts>(&mut InMemory).await;
+    store::artifacts::<InMemoryStore>(&mut InMemory).await;
+}
+
 #[tokio::test]
 async fn in_memory_keys_keep_their_contract() {
     store::keys::<InMemoryKeys>(&mut InMemory).await;

@@ -28,6 +28,8 @@
 //!   303 to `/admin/users`; an invalid email, an unknown role or an email already listed
 //!   (case-insensitive) is a 400 page with `.error-banner` and the form filled in, nothing
 //!   stored. Not signed in: 303 to `/login`, nothing stored.
+//! - `GET /api/uploads`: every file `POST /api/upload` received `{id, owner, name, size,
+//!   sha256}` (ground truth).
 //! - `GET /api/posts`: every post `{id, author, text, mediaCount, createdAt}` (ground truth).
 //! - `GET /api/users`: every user `{email, role, createdBy, createdAt}` (ground truth).
 //! - `GET /__faults` / `POST /__faults` `{"mode": M}`: the one-shot fault of the next post
@@ -226,6 +228,24 @@ enum AdminFlash {
 #[derive(Debug)]
 struct Upload {
     owner: String,
+    /// The file's name, size and SHA-256 (lowercase hex), as received.
+    file: UploadedFile,
+}
+
+/// A file the site received (`GET /api/uploads`: ground truth of what reached it).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadedFile {
+    /// The upload's id.
+    pub id: String,
+    /// Who uploaded it.
+    pub owner: String,
+    /// The file name the browser sent.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: usize,
+    /// The SHA-256 of its bytes (lowercase hex).
+    pub sha256: String,
 }
 
 #[derive(Debug, Default)]
@@ -437,6 +457,7 @@ fn router(state: Shared, closed: watch::Receiver<bool>) -> Router {
         .route("/compose", get(compose_form).post(compose_submit))
         .route("/api/upload", post(upload))
         .route("/api/posts", get(api_posts))
+        .route("/api/uploads", get(api_uploads))
         .route("/admin/users", get(admin_users).post(admin_add_user))
         .route("/api/users", get(api_users))
         .route("/p/{id}", get(permalink))
@@ -794,16 +815,16 @@ async fn upload(State(state): State<Shared>, headers: HeaderMap, request: Reques
         Ok(parts) => parts,
         Err(e) => return json_error(e.status(), e.body_text()),
     };
-    let mut sizes = Vec::new();
+    let mut files: Vec<(String, usize, String)> = Vec::new();
     loop {
         let field = match parts.next_field().await {
             Ok(Some(field)) => field,
             Ok(None) => break,
             Err(e) => return json_error(e.status(), e.body_text()),
         };
-        if field.file_name().is_none() {
+        let Some(name) = field.file_name().map(str::to_owned) else {
             continue;
-        }
+        };
         let bytes = match field.bytes().await {
             Ok(bytes) => bytes,
             Err(e) => return json_error(e.status(), e.body_text()),
@@ -811,35 +832,51 @@ async fn upload(State(state): State<Shared>, headers: HeaderMap, request: Reques
         if bytes.is_empty() {
             return json_error(StatusCode::UNPROCESSABLE_ENTITY, "A file is empty.");
         }
-        sizes.push(bytes.len());
-        if sizes.len() > MAX_MEDIA {
+        files.push((name, bytes.len(), abr_core::artifact::sha256_hex(&bytes)));
+        if files.len() > MAX_MEDIA {
             return json_error(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "Too many files (10 at most).",
             );
         }
     }
-    if sizes.is_empty() {
+    if files.is_empty() {
         return json_error(StatusCode::BAD_REQUEST, "No file in the upload.");
     }
-    let mut ids = Vec::with_capacity(sizes.len());
-    for _ in &sizes {
+    let mut ids = Vec::with_capacity(files.len());
+    for _ in &files {
         match random_hex(8) {
             Some(id) => ids.push(id),
             None => return json_error(StatusCode::INTERNAL_SERVER_ERROR, "Try again."),
         }
     }
     let mut s = lock(&state);
-    for id in &ids {
+    for (id, (name, size, sha256)) in ids.iter().zip(files) {
         s.uploads.insert(
             id.clone(),
             Upload {
                 owner: user.clone(),
+                file: UploadedFile {
+                    id: id.clone(),
+                    owner: user.clone(),
+                    name,
+                    size,
+                    sha256,
+                },
             },
         );
     }
     drop(s);
     Json(serde_json::json!({ "ids": ids })).into_response()
+}
+
+async fn api_uploads(State(state): State<Shared>) -> Response {
+    let files: Vec<UploadedFile> = lock(&state)
+        .uploads
+        .values()
+        .map(|u| u.file.clone())
+        .collect();
+    Json(files).into_response()
 }
 
 async fn api_posts(State(state): State<Shared>) -> Response {

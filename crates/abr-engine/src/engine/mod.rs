@@ -8,6 +8,7 @@
 //! An embedder builds an `Engine` and posts, runs tasks and browse sessions with it;
 //! `abr-service` puts the same calls behind HTTP, MCP and the relay.
 
+mod artifacts;
 mod lists;
 mod records;
 
@@ -27,8 +28,8 @@ use abr_core::limits::TenantLimits;
 use abr_core::principal::{Actor, Right};
 use abr_core::provider::DynSessionProvider;
 use abr_core::store::{
-    CounterStore, EventLog, EvidenceStore, Expired, KeyStore, LinkStore, PostStore, RecordStore,
-    SessionStore, TaskQueue, TaskStore,
+    ArtifactStore, CounterStore, EventLog, EvidenceStore, Expired, KeyStore, LinkStore, PostStore,
+    RecordStore, SessionStore, TaskQueue, TaskStore,
 };
 use abr_core::strategy::{StrategyRegistry, WebPostStrategy};
 use abr_protocol::{
@@ -58,10 +59,11 @@ use crate::task::runner::{Created, TaskConfig, TaskEnd, TaskRunner};
 
 /// Where the engine keeps durable records: tasks, idempotency keys, per-tenant counters,
 /// sessions stored by id, journaled posts, replay frames and the screenshots switch, site
-/// decisions, API keys. `abr-store`'s SQLite store in the runner; the core's in-memory
+/// decisions, API keys, artifacts. `abr-store`'s SQLite store in the runner; the core's in-memory
 /// stores in tests.
 pub trait EngineStore:
     TaskStore
+    + ArtifactStore
     + PostStore
     + SessionStore
     + FrameStore
@@ -75,6 +77,7 @@ pub trait EngineStore:
 
 impl<S> EngineStore for S where
     S: TaskStore
+        + ArtifactStore
         + PostStore
         + SessionStore
         + FrameStore
@@ -145,6 +148,8 @@ pub struct EngineConfig {
     /// engine knows it to say why a page is refused (`egress_refused`: no site decision
     /// can allow it) rather than ask for a decision or a person.
     pub egress: abr_core::egress::EgressPolicy,
+    /// What a tenant may keep as artifacts (files for plans' uploads).
+    pub artifacts: abr_core::artifact::ArtifactRules,
 }
 
 impl Default for EngineConfig {
@@ -164,6 +169,7 @@ impl Default for EngineConfig {
             retention: Some(DEFAULT_RETENTION),
             stall_after: crate::events::DEFAULT_STALL,
             egress: abr_core::egress::EgressPolicy::new(),
+            artifacts: abr_core::artifact::ArtifactRules::default(),
         }
     }
 }
@@ -439,6 +445,11 @@ impl<C: TaskContext> EngineBuilder<C> {
         .with_admission(admission.clone())
         .with_audit(audit.clone())
         .with_events(Arc::clone(&events));
+        let artifacts = crate::artifacts::Artifacts::new(
+            Arc::clone(&store) as Arc<dyn ArtifactStore>,
+            config.artifacts.clone(),
+            Arc::clone(&clock),
+        );
         let mut tasks = TaskRunner::new(self.jobs, task_store)
             .with_clock(Arc::clone(&clock))
             .with_config(TaskConfig {
@@ -456,6 +467,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             .with_body_hash_key(body_key)
             .with_frames(Arc::clone(&frames))
             .with_sites(Arc::clone(&sites))
+            .with_artifacts(artifacts.clone())
             .with_audit(audit.clone());
         tasks = tasks.with_events(Arc::clone(&events));
         let tasks = Arc::new(tasks);
@@ -515,6 +527,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             ));
         }
         Ok(Engine {
+            artifacts,
             browsers,
             jobs,
             poster,
@@ -654,6 +667,7 @@ pub struct JobSlotHold {
 /// embedder's tests (and the runner's HTTP tests) run it on the core's fakes.
 pub struct Engine<C: TaskContext> {
     poster: Arc<AgentPoster<C>>,
+    artifacts: crate::artifacts::Artifacts,
     posts: PostJournal<C>,
     tasks: Arc<TaskRunner<C>>,
     sessions: StoredSessions,

@@ -56,6 +56,7 @@ impl<C: TaskContext> TaskRunner<C> {
             return self.replay(tenant, &task_id).await;
         }
         let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
+        self.check_artifacts(tenant, &request.plan).await?;
         // Also checks that a stored session it names exists.
         self.resolve_policy(tenant, &request, NO_PLATFORM).await?;
         let subject = self.approval_subject(tenant, &request).await?;
@@ -288,6 +289,7 @@ impl<C: TaskContext> TaskRunner<C> {
         }
         let request = original.request.clone();
         let valid = validate(&request.plan, &request.inputs, &self.config.plan)?;
+        self.check_artifacts(tenant, &request.plan).await?;
         let subject = self.approval_subject(tenant, &request).await?;
         let first = original
             .record
@@ -489,6 +491,7 @@ fn step_kind(action: &abr_protocol::StepAction) -> &'static str {
         A::Click { .. } => "click",
         A::Type { .. } => "type",
         A::Select { .. } => "select",
+        A::Upload { .. } => "upload",
         A::Wait { .. } => "wait",
         A::Extract { .. } => "extract",
         A::Screenshot { .. } => "screenshot",

@@ -199,7 +199,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 };
             }
         };
-        let steps = match valid.fill(&task.request.inputs) {
+        let mut steps = match valid.fill(&task.request.inputs) {
             Ok(steps) => steps,
             Err(e) => {
                 return Outcome::Failed {
@@ -208,6 +208,15 @@ impl<C: TaskContext> TaskRunner<C> {
                 };
             }
         };
+        // The uploads' files, read before any browser starts: one deleted or expired since
+        // the task was created ends it with nothing done.
+        let filled = match &self.artifacts {
+            Some(artifacts) => artifacts.fill(&task.ledger.tenant_id, &mut steps).await,
+            None => crate::artifacts::none_kept(&task.request.plan),
+        };
+        if let Err(e) = filled {
+            return Outcome::not_started(e.to_body());
+        }
         let RunPolicy {
             policy,
             extra,

@@ -156,6 +156,7 @@ pub(crate) struct TaskRunner<C: TaskContext> {
     pub(super) handoffs: Arc<Handoffs<C>>,
     pub(super) events: Arc<Events>,
     pub(super) browses: crate::task::browses::Browses<C>,
+    pub(super) artifacts: Option<crate::artifacts::Artifacts>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for TaskRunner<C> {
@@ -193,6 +194,27 @@ impl<C: TaskContext> TaskRunner<C> {
                 crate::events::DEFAULT_STALL,
             )),
             browses: crate::task::browses::Browses::default(),
+            artifacts: None,
+        }
+    }
+
+    /// Reads the artifacts plans' `upload` steps name from `artifacts`. Without them a plan
+    /// with an upload is refused (its artifact is not found).
+    #[must_use]
+    pub(crate) fn with_artifacts(mut self, artifacts: crate::artifacts::Artifacts) -> Self {
+        self.artifacts = Some(artifacts);
+        self
+    }
+
+    /// Checks that the artifacts `plan`'s uploads name are the tenant's.
+    pub(super) async fn check_artifacts(
+        &self,
+        tenant: &str,
+        plan: &abr_protocol::StepPlan,
+    ) -> Result<(), crate::error::EngineError> {
+        match &self.artifacts {
+            Some(artifacts) => artifacts.check_plan(tenant, plan).await,
+            None => crate::artifacts::none_kept(plan),
         }
     }
 

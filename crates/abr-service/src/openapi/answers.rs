@@ -80,6 +80,26 @@ impl OperationOutput for Image {
     }
 }
 
+/// A file answer (an artifact's bytes): its sniffed type, as an attachment.
+#[derive(Debug)]
+pub(crate) struct FileBody;
+
+impl OperationOutput for FileBody {
+    type Inner = Self;
+
+    fn operation_response(_: &mut GenContext, _: &mut Operation) -> Option<Response> {
+        Some(answer(
+            "The file's bytes, as its sniffed type (`mediaType`: one of \
+             `ABR_ARTIFACT_TYPES`), `Content-Disposition: attachment`, never cached, never \
+             sniffed, a `sandbox` CSP.",
+            &[(
+                "*/*",
+                schemars::json_schema!({"type": "string", "format": "binary"}),
+            )],
+        ))
+    }
+}
+
 /// An HTML page answer (the live view, the approval page).
 #[derive(Debug)]
 pub(crate) struct Page;

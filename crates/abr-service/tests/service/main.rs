@@ -16,6 +16,7 @@
 mod api_contract;
 mod api_errors;
 mod approval_page;
+mod artifacts_e2e;
 mod browse_api;
 mod browse_e2e;
 mod cli_session_filter;

@@ -13,6 +13,7 @@
 //! the URL asks for it (`sslmode=require`; `prefer`, the default, falls back to plaintext
 //! on a server without TLS). A lost connection is a [`StoreError::Unreachable`]: retryable.
 
+mod artifacts;
 mod counters;
 mod events;
 mod frames;

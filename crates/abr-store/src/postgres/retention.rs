@@ -9,7 +9,7 @@ use abr_core::store::{EvidenceStore, Expired};
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::codec::timestamp;
+use crate::codec::{timestamp, unix_ns};
 use crate::{PgStore, StoreError};
 
 const DUE: &str = "record ->> 'finishedAt' IS NOT NULL
@@ -23,6 +23,7 @@ impl EvidenceStore for PgStore {
         before: OffsetDateTime,
         now: OffsetDateTime,
     ) -> Result<Expired, CoreError> {
+        let before_ns = unix_ns(before);
         let before = timestamp(before, "the retention cutoff")?;
         let now = timestamp(now, "the current time")?;
         let mut client = self.client().await?;
@@ -63,7 +64,15 @@ impl EvidenceStore for PgStore {
             )
             .await
             .map_err(StoreError::from)?;
+        let artifacts = tx
+            .execute("DELETE FROM artifacts WHERE created_ns < $1", &[&before_ns])
+            .await
+            .map_err(StoreError::from)?;
         tx.commit().await.map_err(StoreError::from)?;
-        Ok(Expired { records, frames })
+        Ok(Expired {
+            records,
+            frames,
+            artifacts,
+        })
     }
 }

@@ -235,6 +235,19 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         owner TEXT NOT NULL,
         expires_at TIMESTAMPTZ NOT NULL
     );",
+    // 7: the files a tenant keeps for its runs (artifacts): the description as JSON, the
+    // bytes sealed, bound to the tenant and the id.
+    "CREATE TABLE artifacts (
+        tenant_id TEXT NOT NULL,
+        artifact_id TEXT NOT NULL,
+        info TEXT NOT NULL,
+        size BIGINT NOT NULL CHECK (size >= 0),
+        created_ns BIGINT NOT NULL,
+        body BYTEA NOT NULL,
+        encrypted BOOLEAN NOT NULL,
+        PRIMARY KEY (tenant_id, artifact_id)
+    );
+    CREATE INDEX artifacts_by_created ON artifacts (created_ns);",
 ];
 
 /// Brings the schema up to date in one transaction per migration, under the migration lock.

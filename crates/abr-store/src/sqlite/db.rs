@@ -205,6 +205,19 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant_id, seq)
     ) STRICT;
     CREATE INDEX event_deliveries_by_due ON event_deliveries (due_ns);",
+    // 13: the files a tenant keeps for its runs (artifacts): the description as JSON, the
+    // bytes sealed, bound to the tenant and the id.
+    "CREATE TABLE artifacts (
+        tenant_id TEXT NOT NULL,
+        artifact_id TEXT NOT NULL,
+        info TEXT NOT NULL,
+        size INTEGER NOT NULL CHECK (size >= 0),
+        created_ns INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        encrypted INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, artifact_id)
+    ) STRICT;
+    CREATE INDEX artifacts_by_created ON artifacts (created_ns);",
 ];
 
 /// ABR's records in one SQLite file.

@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: every store contract on one embedded SQLite file, the default with
 //! nothing to install.
 
+mod artifacts;
 mod counters;
 mod db;
 mod events;

@@ -12,7 +12,7 @@ use rusqlite::TransactionBehavior;
 use time::OffsetDateTime;
 
 use crate::SqliteStore;
-use crate::codec::timestamp;
+use crate::codec::{timestamp, unix_ns};
 
 /// Ended tasks whose evidence is due: ended before `?1`, not expired yet.
 const DUE: &str = "record ->> '$.finishedAt' IS NOT NULL
@@ -27,6 +27,7 @@ impl EvidenceStore for SqliteStore {
         before: OffsetDateTime,
         now: OffsetDateTime,
     ) -> Result<Expired, CoreError> {
+        let before_ns = unix_ns(before);
         let before = timestamp(before, "the retention cutoff")?;
         let now = timestamp(now, "the current time")?;
         Ok(self
@@ -61,10 +62,13 @@ impl EvidenceStore for SqliteStore {
                              HAVING max(julianday(taken_at)) < julianday(?1))",
                         [&before],
                     )?;
+                    let artifacts =
+                        tx.execute("DELETE FROM artifacts WHERE created_ns < ?1", [before_ns])?;
                     tx.commit()?;
                     Ok(Expired {
                         records: records as u64,
                         frames: frames as u64,
+                        artifacts: artifacts as u64,
                     })
                 })
             })

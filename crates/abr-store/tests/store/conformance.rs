@@ -97,6 +97,11 @@ async fn evidence_expires_and_outcomes_stay() {
     store::evidence(&mut Sqlite::new()).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artifacts_keep_their_contract() {
+    store::artifacts(&mut Sqlite::new()).await;
+}
+
 #[tokio::test]
 async fn keys_keep_their_contract() {
     store::keys(&mut Sqlite::new()).await;

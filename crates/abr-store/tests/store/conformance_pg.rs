@@ -93,6 +93,11 @@ async fn evidence_expires_and_outcomes_stay() {
     store::evidence(&mut Pg::new()).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artifacts_keep_their_contract() {
+    store::artifacts(&mut Pg::new()).await;
+}
+
 #[tokio::test]
 async fn keys_keep_their_contract() {
     store::keys(&mut Pg::new()).await;

@@ -1,0 +1,245 @@
+//! Artifacts on real Chromium: a tenant uploads a file (`POST /v1/artifacts`); a plan's
+//! `upload` step sets it on the demo site's file input, whose script sends it to the site,
+//! and the site received exactly those bytes under that name. The bytes are sealed at rest
+//! (no plaintext in the data directory); another tenant cannot describe, fetch, delete or
+//! plan with it (404 `artifact_not_found`); a plan cannot name a path on the runner's disk;
+//! a file over the size cap, of a refused type, or past the tenant's quota is refused with
+//! its typed code and not kept.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use crate::common;
+
+use abr_client::protocol::{TaskRequest, TaskState};
+use abr_client::{AgentRunnerClient, ClientError, TaskOptions};
+use common::*;
+use serde_json::{Value, json};
+
+const TENANT: &str = WORKSPACE;
+const OTHER: &str = "acme-other";
+const SESSION_KEY: &str = "5c1c8f2d3e4f5061728394a5b6c7d8e9fa0b1c2d3e4f5061728394a5b6c7d8e9";
+
+/// A PNG (its signature, then a canary the bytes carry): what the page's input gets.
+fn png(canary: &str) -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    bytes.extend_from_slice(canary.as_bytes());
+    bytes
+}
+
+fn refused(result: Result<impl std::fmt::Debug, ClientError>, status: u16, code: &str) {
+    let e = result.expect_err("refused");
+    assert_eq!((e.status(), e.code()), (Some(status), Some(code)), "{e}");
+}
+
+/// The composer plan: open it, set the media input to `artifact`, wait for the site to
+/// say the file is ready.
+fn attach(site_base: &str, artifact: &str) -> Value {
+    json!({
+        "plan": {
+            "targetUrl": format!("{site_base}/compose"),
+            "steps": [
+                {"type": "upload", "selector": "#media", "artifact": artifact, "description": "Attach the picture"},
+                {"type": "wait", "selector": ".media-ok", "timeoutMs": 10000, "description": "Wait until the site has it"}
+            ],
+            "verification": {"method": "dom_check", "selector": ".media-ok"},
+            "risk": "low"
+        },
+        "platform": "demo"
+    })
+}
+
+async fn create(
+    client: &AgentRunnerClient,
+    tenant: &str,
+    body: Value,
+) -> Result<abr_client::protocol::TaskRecord, ClientError> {
+    let request: TaskRequest = serde_json::from_value(body).unwrap();
+    client
+        .create_task(&request, &TaskOptions::tenant(tenant))
+        .await
+        .map(|(record, _)| record)
+}
+
+/// Every byte under `dir`, file by file.
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push((path, bytes));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uploaded_artifact_reaches_the_sites_file_input_sealed_and_the_tenants_own() {
+    let data = tempfile::tempdir().unwrap();
+    let stack = stack_with(
+        |c| {
+            c.store.data_dir = Some(data.path().to_owned());
+            c.store.session_key = Some(SESSION_KEY.to_owned().into());
+            c.tasks.approval = abr_core::approval::ApprovalRule::Off;
+            c.tasks.artifacts.max_bytes = 4096;
+            c.tasks.artifacts.quota.max_count = 2;
+            c.pacing = None;
+        },
+        |b| b,
+    )
+    .await;
+    let client = &stack.client;
+    let base = stack.site.base_url();
+    let canary = format!("artifact-canary-{}", random_suffix());
+    let bytes = png(&canary);
+
+    // Kept: its type sniffed from the bytes (the name says text), its digest.
+    let info = client
+        .upload_artifact(TENANT, "holiday photo.txt", bytes.clone())
+        .await
+        .unwrap();
+    assert!(info.id.starts_with("art_"), "{info:?}");
+    assert_eq!(info.name, "holiday photo.txt");
+    assert_eq!(info.media_type, "image/png");
+    assert_eq!(info.size, bytes.len() as u64);
+    assert_eq!(info.sha256, abr_core::artifact::sha256_hex(&bytes));
+    assert_eq!(client.artifact(TENANT, &info.id).await.unwrap(), info);
+    assert_eq!(
+        client.artifact_content(TENANT, &info.id).await.unwrap(),
+        bytes
+    );
+
+    // Refused, and not kept: over the size cap, a page (runs scripts), past the quota.
+    refused(
+        client
+            .upload_artifact(TENANT, "big.png", png(&"x".repeat(5000)))
+            .await,
+        413,
+        "artifact_too_large",
+    );
+    refused(
+        client
+            .upload_artifact(
+                TENANT,
+                "cv.pdf",
+                b"<!doctype html><script>1</script>".to_vec(),
+            )
+            .await,
+        415,
+        "artifact_type_refused",
+    );
+    refused(
+        client
+            .upload_artifact(TENANT, "../../etc/passwd", b"plain".to_vec())
+            .await,
+        422,
+        "invalid_request",
+    );
+    let second = client
+        .upload_artifact(TENANT, "notes.txt", b"plain notes".to_vec())
+        .await
+        .unwrap();
+    assert_eq!(second.media_type, "text/plain");
+    refused(
+        client
+            .upload_artifact(TENANT, "third.txt", b"one too many".to_vec())
+            .await,
+        409,
+        "artifact_quota",
+    );
+    let listed = client.artifacts(TENANT).await.unwrap();
+    assert_eq!(
+        listed.artifacts.iter().map(|a| &a.id).collect::<Vec<_>>(),
+        [&second.id, &info.id],
+        "newest first, the refused ones not kept"
+    );
+    assert_eq!(listed.total_bytes, info.size + second.size);
+
+    // Another tenant: not found, whatever it tries.
+    refused(
+        client.artifact(OTHER, &info.id).await,
+        404,
+        "artifact_not_found",
+    );
+    refused(
+        client.artifact_content(OTHER, &info.id).await,
+        404,
+        "artifact_not_found",
+    );
+    refused(
+        client.delete_artifact(OTHER, &info.id).await,
+        404,
+        "artifact_not_found",
+    );
+    assert!(client.artifacts(OTHER).await.unwrap().artifacts.is_empty());
+    let session = signed_in_session(&stack.site, "alice").await;
+    let mut theirs = attach(&base, &info.id);
+    theirs["session"] = serde_json::to_value(&session).unwrap();
+    refused(
+        create(client, OTHER, theirs).await,
+        404,
+        "artifact_not_found",
+    );
+    // A plan names an artifact, never a file of the runner's disk.
+    let mut path = attach(&base, "/etc/passwd");
+    path["session"] = serde_json::to_value(&session).unwrap();
+    refused(create(client, TENANT, path).await, 422, "invalid_plan");
+
+    // The plan sets it on the composer's input; the page's script sends it to the site.
+    let mut body = attach(&base, &info.id);
+    body["session"] = serde_json::to_value(&session).unwrap();
+    let task = create(client, TENANT, body).await.unwrap();
+    let ended = task_ended(client, TENANT, &task.task_id).await;
+    assert_eq!(ended.state, TaskState::Succeeded, "{ended:#?}");
+    assert_eq!(ended.step_results[0].action, "upload");
+    assert!(ended.step_results[0].ok);
+    let received: Vec<Value> = reqwest::get(format!("{base}/api/uploads"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert_eq!(received[0]["name"], "holiday photo.txt");
+    assert_eq!(received[0]["size"], bytes.len());
+    assert_eq!(received[0]["sha256"], info.sha256.as_str());
+    assert_eq!(received[0]["owner"], "alice");
+    let timeline = client
+        .timeline_markdown(TENANT, &task.task_id)
+        .await
+        .unwrap();
+    assert!(timeline.contains("upload"), "{timeline}");
+    assert!(!timeline.contains(&canary), "{timeline}");
+
+    // Sealed at rest: the data directory never holds the bytes in clear.
+    let at_rest = files_under(data.path());
+    assert!(!at_rest.is_empty(), "the store keeps files there");
+    for (path, stored) in &at_rest {
+        assert!(
+            !stored.windows(canary.len()).any(|w| w == canary.as_bytes()),
+            "the artifact's bytes are readable in {}",
+            path.display()
+        );
+    }
+
+    // Deleted: gone for its tenant; a task naming it is refused.
+    client.delete_artifact(TENANT, &info.id).await.unwrap();
+    refused(
+        client.artifact(TENANT, &info.id).await,
+        404,
+        "artifact_not_found",
+    );
+    let mut again = attach(&base, &info.id);
+    again["session"] = serde_json::to_value(&session).unwrap();
+    refused(
+        create(client, TENANT, again).await,
+        404,
+        "artifact_not_found",
+    );
+}
