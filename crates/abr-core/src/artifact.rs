@@ -6,7 +6,15 @@ use abr_protocol::{ArtifactInfo, ArtifactOrigin};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use crate::store::artifacts::ArtifactQuota;
+/// How much one tenant may keep: files and bytes. Checked by the store with the write, so
+/// that concurrent uploads cannot pass it together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArtifactQuota {
+    /// Most files.
+    pub max_count: u64,
+    /// Most bytes, all files together.
+    pub max_bytes: u64,
+}
 
 /// Longest file name, in bytes.
 pub const MAX_NAME: usize = 200;
@@ -42,10 +50,13 @@ pub struct ArtifactRules {
     pub types: Vec<String>,
     /// What one tenant may hold.
     pub quota: ArtifactQuota,
+    /// Most files one run's pages may download and keep.
+    pub run_max_count: usize,
 }
 
 impl Default for ArtifactRules {
-    /// 10 MiB a file; [`DEFAULT_TYPES`]; 100 files and 100 MiB a tenant.
+    /// 10 MiB a file; [`DEFAULT_TYPES`]; 100 files and 100 MiB a tenant; 10 downloads a
+    /// run.
     fn default() -> Self {
         Self {
             max_bytes: 10 * 1024 * 1024,
@@ -54,6 +65,7 @@ impl Default for ArtifactRules {
                 max_count: 100,
                 max_bytes: 100 * 1024 * 1024,
             },
+            run_max_count: 10,
         }
     }
 }
@@ -178,6 +190,7 @@ pub fn describe(
         size,
         sha256: sha256_hex(bytes),
         origin,
+        run_id: None,
         created_at: now,
     })
 }

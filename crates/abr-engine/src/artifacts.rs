@@ -5,12 +5,15 @@
 
 use std::sync::Arc;
 
-use abr_core::artifact::{ArtifactRules, ID_PREFIX, describe};
+use abr_core::artifact::{ArtifactRefused, ArtifactRules, ID_PREFIX, describe};
 use abr_core::clock::Clock;
+use abr_core::guard::{CaughtDownload, DownloadLimits, DownloadRefused};
 use abr_core::plan::FilledStep;
 use abr_core::step_runner::{BrowserAction, UploadFile};
 use abr_core::store::{ArtifactPut, ArtifactStore};
-use abr_protocol::{ArtifactInfo, ArtifactList, ArtifactOrigin, StepAction, StepPlan};
+use abr_protocol::{
+    ArtifactInfo, ArtifactList, ArtifactOrigin, DownloadRecord, StepAction, StepPlan, codes,
+};
 
 use crate::error::EngineError;
 use crate::ledger::record_id;
@@ -75,6 +78,98 @@ impl Artifacts {
                 max_bytes: self.rules.quota.max_bytes,
             }),
         }
+    }
+
+    /// What a run's page may download.
+    pub(crate) fn download_limits(&self) -> DownloadLimits {
+        DownloadLimits {
+            max_bytes: self.rules.max_bytes,
+            max_count: self.rules.run_max_count,
+        }
+    }
+
+    /// Keeps a file a run's page downloaded as an artifact of `tenant` (its type sniffed
+    /// and checked, within the quota), or says why not: the record's entry either way.
+    pub(crate) async fn keep_download(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        step: Option<usize>,
+        caught: CaughtDownload,
+    ) -> DownloadRecord {
+        let mut record = DownloadRecord {
+            at: self.clock.now(),
+            step,
+            name: caught.name.clone(),
+            size: caught.size,
+            artifact: None,
+            error: None,
+        };
+        let bytes = match caught.bytes {
+            Ok(bytes) => bytes,
+            Err(DownloadRefused::TooLarge) => {
+                record.error = Some(codes::ARTIFACT_TOO_LARGE.body(format!(
+                    "the download is over the cap of {} bytes: not kept",
+                    self.rules.max_bytes
+                )));
+                return record;
+            }
+            Err(DownloadRefused::Unread) => {
+                record.error = Some(abr_protocol::ErrorBody::new(
+                    abr_core::codes::STEP_REJECTED,
+                    "the download's bytes could not be read from the browser: not kept",
+                ));
+                return record;
+            }
+            Err(DownloadRefused::TooMany) => {
+                record.error = Some(codes::ARTIFACT_QUOTA.body(format!(
+                    "the run downloaded more than {} files: not kept",
+                    self.rules.run_max_count
+                )));
+                return record;
+            }
+        };
+        let kept = match record_id(ID_PREFIX) {
+            Ok(id) => describe(
+                id,
+                &caught.name,
+                &bytes,
+                ArtifactOrigin::Download,
+                &self.rules,
+                record.at,
+            )
+            .map_err(EngineError::from),
+            Err(e) => Err(e),
+        };
+        let stored = match kept {
+            Ok(mut info) => {
+                info.run_id = Some(run_id.to_owned());
+                match self
+                    .store
+                    .put_artifact(tenant, &info, bytes, self.rules.quota)
+                    .await
+                {
+                    Ok(ArtifactPut::Kept) => Ok(info),
+                    Ok(ArtifactPut::OverQuota) => Err(EngineError::ArtifactQuota {
+                        max_count: self.rules.quota.max_count,
+                        max_bytes: self.rules.quota.max_bytes,
+                    }),
+                    Err(e) => Err(EngineError::from(e)),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        match stored {
+            Ok(info) => record.artifact = Some(info),
+            Err(e) => {
+                // An empty file is not kept either; it says so as a refused type would not.
+                if matches!(e, EngineError::ArtifactRefused(ArtifactRefused::Empty)) {
+                    tracing::info!("a run's page downloaded an empty file: not kept");
+                }
+                record.error = Some(e.to_body());
+            }
+        }
+        record
     }
 
     /// One of the tenant's artifacts' description.

@@ -66,6 +66,19 @@ pub(crate) fn of_task(task: &StoredTask, frames: &[FrameInfo]) -> RunTimeline {
         step.error.clone_from(&result.error);
         entries.push(step);
     }
+    for download in &record.downloads {
+        let mut entry = TimelineEntry::new(download.at, E::Download);
+        entry.step = download.step;
+        // The file's name is the site's words: gone with the evidence.
+        entry.description = Some(if expired {
+            format!("{} bytes", download.size)
+        } else {
+            format!("{}, {} bytes", download.name, download.size)
+        });
+        entry.artifact = download.artifact.as_ref().map(|a| a.id.clone());
+        entry.error.clone_from(&download.error);
+        entries.push(entry);
+    }
     for blocked in &record.blocked {
         // A refusal belongs to its step (at its start); one before any step, to the start.
         let at = blocked
@@ -207,10 +220,11 @@ fn rank(event: TimelineEvent) -> u8 {
         E::Phase => 3,
         E::Step => 4,
         E::Refused => 5,
-        E::Takeover => 6,
-        E::Frame => 7,
-        E::Ended => 8,
-        E::Asserted => 9,
+        E::Download => 6,
+        E::Takeover => 7,
+        E::Frame => 8,
+        E::Ended => 9,
+        E::Asserted => 10,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Files kept for a tenant: an artifact is a file a tenant uploaded (`POST /v1/artifacts`)
-//! for a plan's or a browse session's `upload` to set on a page's file input. Its bytes are
-//! sealed at rest and fetched by its tenant only; what the API shows is [`ArtifactInfo`].
+//! for a plan's `upload` step to set on a page's file input, or one a run's page downloaded
+//! ([`DownloadRecord`]). Its bytes are sealed at rest and fetched by its tenant only; what
+//! the API shows is [`ArtifactInfo`].
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,8 @@ use time::OffsetDateTime;
 pub enum ArtifactOrigin {
     /// The tenant uploaded it (`POST /v1/artifacts`).
     Upload,
+    /// A run's page downloaded it (a plan with `downloads: true`); `runId` names the run.
+    Download,
 }
 
 impl ArtifactOrigin {
@@ -19,6 +22,7 @@ impl ArtifactOrigin {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Upload => "upload",
+            Self::Download => "download",
         }
     }
 }
@@ -39,6 +43,9 @@ pub struct ArtifactInfo {
     pub sha256: String,
     /// Where it came from.
     pub origin: ArtifactOrigin,
+    /// The run whose page downloaded it (`origin: download`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// When it was kept (RFC 3339). It is forgotten `ABR_RETENTION_DAYS` later, with the
     /// rest of the evidence.
     #[serde(with = "time::serde::rfc3339")]
@@ -62,4 +69,28 @@ pub struct ArtifactList {
 pub struct ArtifactUpload {
     /// The file name the page's file input receives (1 to 200 bytes, not a path).
     pub name: String,
+}
+
+/// A file a run's page downloaded: kept as an artifact, or refused with why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DownloadRecord {
+    /// When it arrived (RFC 3339).
+    #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String")]
+    pub at: OffsetDateTime,
+    /// The step it came with (the one that ran when it arrived; `None` before the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+    /// The file name the site gave it (`Content-Disposition`, else the URL's last part).
+    pub name: String,
+    /// Its size in bytes (as the site declared it, when refused unread).
+    pub size: u64,
+    /// The artifact it is kept as (`GET /v1/artifacts/{id}/content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<ArtifactInfo>,
+    /// Why it was not kept (`artifact_too_large`, `artifact_type_refused`,
+    /// `artifact_quota`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<crate::ErrorBody>,
 }

@@ -39,7 +39,7 @@ mod task;
 mod timeline;
 pub mod webhook;
 
-pub use artifact::{ArtifactInfo, ArtifactList, ArtifactOrigin, ArtifactUpload};
+pub use artifact::{ArtifactInfo, ArtifactList, ArtifactOrigin, ArtifactUpload, DownloadRecord};
 pub use browse::{
     ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, BrowseAction,
     BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, GuardNotice, InputRequest,

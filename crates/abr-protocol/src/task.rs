@@ -337,6 +337,13 @@ pub struct StepPlan {
     /// platform stays read-only whatever the plan says).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_only: bool,
+    /// Keep the files the run's pages download as artifacts of the tenant (each at most
+    /// `ABR_ARTIFACT_MAX_BYTES`, `ABR_ARTIFACT_RUN_MAX_COUNT` a run, of the kept types,
+    /// within the tenant's quota), listed in the record's `downloads`. Without it every
+    /// download is refused, as the browser refuses them. A download is a read: it sends
+    /// nothing, so a read-only run may keep them too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub downloads: bool,
 }
 
 /// `POST /v1/tasks`.
@@ -1020,6 +1027,10 @@ pub struct TaskRecord {
     /// Names of the screenshots taken.
     #[serde(default)]
     pub screenshots: Vec<String>,
+    /// The files its pages downloaded (a plan with `downloads: true`): each kept as an
+    /// artifact, or refused with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub downloads: Vec<crate::DownloadRecord>,
     /// The step the task failed at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_step: Option<usize>,
@@ -1285,6 +1296,7 @@ mod tests {
                 {"type": "extract", "name": "b", "kind": "table", "selector": "#b", "description": "d"},
                 {"type": "extract", "name": "l", "kind": "list", "selector": "li", "fields": {"x": ".x"}, "description": "d"},
                 {"type": "screenshot", "name": "s", "description": "d"},
+                {"type": "upload", "selector": "#file", "artifact": "art_x", "description": "d"},
                 {"type": "assert", "selector": "#ok", "text": "OK", "description": "d"}
             ],
             "verification": {"method": "dom_check", "selector": "#ok", "text": "OK"},
@@ -1448,6 +1460,7 @@ mod tests {
                 reasoning: None,
                 confidence: None,
                 read_only: false,
+                downloads: false,
             },
             inputs: BTreeMap::from([("password".to_owned(), SecretValue::new("hunter2"))]),
             secret_inputs: Vec::new(),

@@ -58,6 +58,9 @@ pub enum TimelineEvent {
     Ended,
     /// The owner asserted that an uncertain run did not happen (`by`).
     Asserted,
+    /// A page downloaded a file (`description`: its name and size; `artifact`: kept as;
+    /// `error`: refused).
+    Download,
 }
 
 impl TimelineEvent {
@@ -74,6 +77,7 @@ impl TimelineEvent {
             Self::Phase => "phase",
             Self::Ended => "ended",
             Self::Asserted => "asserted",
+            Self::Download => "download",
         }
     }
 }
@@ -146,9 +150,12 @@ pub struct TimelineEntry {
     /// The phase (`phase` of a post).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
-    /// Why it failed (`step`, `ended`).
+    /// Why it failed (`step`, `ended`), or why a download was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorBody>,
+    /// The artifact a download is kept as (`download`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
 }
 
 impl TimelineEntry {
@@ -176,6 +183,7 @@ impl TimelineEntry {
             point: None,
             phase: None,
             error: None,
+            artifact: None,
         }
     }
 }
@@ -338,6 +346,9 @@ fn result(entry: &TimelineEntry) -> String {
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
         parts.push(format!("frame {frame} ({})", cell(&point)));
+    }
+    if let Some(artifact) = &entry.artifact {
+        parts.push(format!("kept as {}", cell(artifact)));
     }
     if let Some(error) = &entry.error {
         parts.push(format!("{}: {}", cell(&error.code), cell(&error.message)));

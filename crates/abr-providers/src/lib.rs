@@ -23,6 +23,7 @@ mod cdp;
 mod chromium;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod downloads;
 pub mod driver;
 mod egress;
 mod error;

@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use abr_core::guard::{
-    ElementFacts, FormFacts, FrameError, PageProbe, PageSignals, Reach, RedactedFrame, RequestGate,
-    SiteFilter, SnapshotRequest,
+    CaughtDownload, DownloadLimits, ElementFacts, FormFacts, FrameError, PageProbe, PageSignals,
+    Reach, RedactedFrame, RequestGate, SiteFilter, SnapshotRequest,
 };
 use abr_core::step_runner::{StepFailure, StepFailureKind};
 use abr_protocol::{Selector, Snapshot};
@@ -235,6 +235,30 @@ impl PageProbe for BrowserSession {
                 format!("installing the network gate: {}", Cause::TimedOut.reason()),
             )),
         }
+    }
+
+    async fn catch_downloads(&self, limits: DownloadLimits) -> Result<(), StepFailure> {
+        let install = self
+            .downloads()
+            .install(self.context(), self.page(), limits);
+        match tokio::time::timeout(INSTALL, install).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(StepFailure::new(
+                StepFailureKind::Rejected,
+                format!(
+                    "keeping the page's downloads: {}",
+                    Cause::classify(&e).reason()
+                ),
+            )),
+            Err(_) => Err(StepFailure::new(
+                StepFailureKind::Rejected,
+                format!("keeping the page's downloads: {}", Cause::TimedOut.reason()),
+            )),
+        }
+    }
+
+    fn take_downloads(&self) -> Vec<CaughtDownload> {
+        self.downloads().take()
     }
 
     async fn inspect_focused(

@@ -35,6 +35,8 @@ pub struct BrowserSession {
     /// The context runs the page probe's install script in every document
     /// (`probe_script`): reads send only the call.
     probe_installed: bool,
+    /// The page's downloads, once a run keeps them (`downloads`).
+    downloads: Arc<crate::downloads::Downloads>,
 }
 
 /// A provider's check that a session's browser is gone for good; see
@@ -121,6 +123,7 @@ impl BrowserSession {
             lost_check: None,
             router: Arc::default(),
             probe_installed: false,
+            downloads: Arc::default(),
         })
     }
 
@@ -157,6 +160,11 @@ impl BrowserSession {
     /// The context's router.
     pub(crate) fn router(&self) -> &Arc<RequestRouter> {
         &self.router
+    }
+
+    /// The page's downloads (caught once a run keeps them).
+    pub(crate) fn downloads(&self) -> &Arc<crate::downloads::Downloads> {
+        &self.downloads
     }
 
     /// The Playwright browser context.

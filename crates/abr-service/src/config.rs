@@ -700,6 +700,7 @@ struct FileConfig {
     artifact_types: Option<String>,
     artifact_tenant_max_count: Option<u64>,
     artifact_tenant_max_bytes: Option<u64>,
+    artifact_run_max_count: Option<u64>,
     data_dir: Option<String>,
     platforms_dir: Option<String>,
     platform_vars: Option<String>,
@@ -791,6 +792,10 @@ impl FileConfig {
         put(
             "artifact_tenant_max_bytes",
             self.artifact_tenant_max_bytes.map(|v| v.to_string()),
+        );
+        put(
+            "artifact_run_max_count",
+            self.artifact_run_max_count.map(|v| v.to_string()),
         );
         put("data_dir", self.data_dir);
         put("platforms_dir", self.platforms_dir);
@@ -1068,6 +1073,13 @@ impl RunnerConfig {
                 Some(n) => *slot = n,
                 None => {}
             }
+        }
+        match number("ABR_ARTIFACT_RUN_MAX_COUNT")? {
+            Some(n @ 1..=1000) => {
+                a.run_max_count = usize::try_from(n).unwrap_or(a.run_max_count);
+            }
+            Some(_) => return Err(invalid("ABR_ARTIFACT_RUN_MAX_COUNT", "1 to 1000")),
+            None => {}
         }
         if let Some(types) = get("ABR_ARTIFACT_TYPES") {
             let types: Vec<String> = types
@@ -1385,6 +1397,7 @@ mod tests {
             ("ABR_ARTIFACT_MAX_BYTES", "0", "at least 1"),
             ("ABR_ARTIFACT_TENANT_MAX_COUNT", "0", "at least 1"),
             ("ABR_ARTIFACT_TYPES", "pdf", "media types"),
+            ("ABR_ARTIFACT_RUN_MAX_COUNT", "0", "1 to 1000"),
             ("ABR_ARTIFACT_TYPES", "image/png/x", "media types"),
         ] {
             let err = RunnerConfig::load(&env(&[(k, v)]), None, true)

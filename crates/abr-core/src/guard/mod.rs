@@ -14,6 +14,7 @@
 //! - [`PageProbe`]: what the browser provides for all of it, without acting on the page.
 
 pub(crate) mod commit;
+pub(crate) mod downloads;
 pub(crate) mod element;
 pub(crate) mod frames;
 pub(crate) mod memory;
@@ -27,6 +28,7 @@ pub(crate) mod verbs;
 pub use commit::{
     CommitRules, Committing, activation_key, commit_class, is_committing, types_into_write_form,
 };
+pub use downloads::{CaughtDownload, DownloadLimits, DownloadRefused, download_name, is_download};
 pub use element::ElementFacts;
 pub use frames::{
     FrameRecorder, FrameRefused, FrameSource, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN,

@@ -5,6 +5,7 @@ use std::time::Duration;
 use abr_protocol::Selector;
 use async_trait::async_trait;
 
+use crate::guard::downloads::{CaughtDownload, DownloadLimits};
 use crate::guard::element::ElementFacts;
 use crate::guard::network::RequestGate;
 use crate::step_runner::BrowserAction;
@@ -222,6 +223,25 @@ pub trait PageProbe: Send + Sync + 'static {
     /// Holds every request the browser is about to send to `gate`.
     async fn guard_network(&self, gate: std::sync::Arc<dyn RequestGate>)
     -> Result<(), StepFailure>;
+
+    /// From now on keeps the page's downloads within `limits` ([`take_downloads`]
+    /// answers them) instead of refusing them: each read from the network and aborted
+    /// before the browser writes anything. Default: this browser cannot (`Err`); its
+    /// downloads stay refused.
+    ///
+    /// [`take_downloads`]: Self::take_downloads
+    async fn catch_downloads(&self, limits: DownloadLimits) -> Result<(), StepFailure> {
+        let _ = limits;
+        Err(StepFailure::new(
+            crate::step_runner::StepFailureKind::Rejected,
+            "this browser cannot keep downloads: they stay refused",
+        ))
+    }
+
+    /// The downloads caught since the last call, oldest first. Default: none.
+    fn take_downloads(&self) -> Vec<CaughtDownload> {
+        Vec::new()
+    }
 
     /// The page as a brain reads it.
     async fn snapshot(

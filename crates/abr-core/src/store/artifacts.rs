@@ -8,17 +8,8 @@ use abr_protocol::ArtifactInfo;
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
+use crate::artifact::ArtifactQuota;
 use crate::error::CoreError;
-
-/// How much one tenant may keep: files and bytes. Checked by the store with the write, so
-/// that concurrent uploads cannot pass it together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ArtifactQuota {
-    /// Most files.
-    pub max_count: u64,
-    /// Most bytes, all files together.
-    pub max_bytes: u64,
-}
 
 /// What [`ArtifactStore::put_artifact`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

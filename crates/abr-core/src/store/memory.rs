@@ -4,11 +4,12 @@
 use abr_protocol::{AgentSessionState, ArtifactInfo, FrameInfo, RunScreenshots, SiteEntry};
 use async_trait::async_trait;
 
+use crate::artifact::ArtifactQuota;
 use crate::error::CoreError;
 use crate::guard::frames::{FrameRefused, FrameStore, StoredFrame};
 use crate::guard::memory::{InMemoryFrameStore, InMemorySiteStore};
 use crate::guard::sites::SiteStore;
-use crate::store::artifacts::{ArtifactPut, ArtifactQuota, ArtifactStore, InMemoryArtifacts};
+use crate::store::artifacts::{ArtifactPut, ArtifactStore, InMemoryArtifacts};
 use crate::store::counters::{Counter, CounterStore, InMemoryCounters};
 use crate::store::events::{Delivery, EventLog, InMemoryEvents, LoggedEvent, Settle};
 use crate::store::keys::{InMemoryKeys, KeyStore, StoredKey};
@@ -344,6 +345,7 @@ impl EvidenceStore for InMemoryStore {
             }
             record.extracted.clear();
             record.screenshots.clear();
+            record.downloads.clear();
             for step in &mut record.step_results {
                 step.target = None;
                 step.url = None;

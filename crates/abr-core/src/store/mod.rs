@@ -34,9 +34,8 @@ pub(crate) mod screenshots;
 pub(crate) mod sessions;
 pub(crate) mod tasks;
 
-pub use artifacts::{
-    ArtifactPut, ArtifactQuota, ArtifactStore, ArtifactUsage, InMemoryArtifacts, fits, usage_of,
-};
+pub use crate::artifact::ArtifactQuota;
+pub use artifacts::{ArtifactPut, ArtifactStore, ArtifactUsage, InMemoryArtifacts, fits, usage_of};
 pub use counters::{Counter, CounterStore, InMemoryCounters};
 pub use events::{Delivery, EventLog, InMemoryEvents, LoggedEvent, Settle};
 pub use keys::{InMemoryKeys, KeyStore, RunnerLink, StoredKey};

@@ -823,6 +823,15 @@ fn extraction_selector(what: &abr_protocol::Extraction) -> &Selector {
 
 #[derive(Debug, Default)]
 struct PageState {
+    /// Downloads a click on an element starts ([`FakePage::downloads_on`]).
+    downloads_on: BTreeMap<String, Vec<crate::guard::downloads::CaughtDownload>>,
+    /// The limits the page's downloads are caught within, once caught.
+    catching: Option<crate::guard::downloads::DownloadLimits>,
+    /// Catching downloads is refused ([`FakePage::cannot_keep_downloads`]).
+    no_catching: bool,
+    /// Downloads caught, not taken yet; and how many were seen.
+    caught: Vec<crate::guard::downloads::CaughtDownload>,
+    caught_seen: usize,
     url: String,
     text: String,
     missing: BTreeSet<String>,
@@ -889,6 +898,17 @@ impl FakePage {
     /// The element `key` is present again.
     pub fn restore(&self, key: &str) {
         self.lock().missing.remove(key);
+    }
+
+    /// A click on the element `key` downloads `files` (each with its bytes): caught
+    /// within the limits once the run keeps downloads, else refused by the browser.
+    pub fn downloads_on(&self, key: &str, files: Vec<crate::guard::downloads::CaughtDownload>) {
+        self.lock().downloads_on.insert(key.to_owned(), files);
+    }
+
+    /// This browser cannot keep downloads (as a provider without the means).
+    pub fn cannot_keep_downloads(&self) {
+        self.lock().no_catching = true;
     }
 
     /// The page's visible text.
@@ -1190,6 +1210,18 @@ impl FakePage {
                 if let Some(text) = page.text_after.get(&selector_key(selector)).cloned() {
                     page.text = text;
                 }
+                let files = page.downloads_on.get(&selector_key(selector)).cloned();
+                if let (Some(files), Some(limits)) = (files, page.catching) {
+                    for mut file in files {
+                        page.caught_seen += 1;
+                        if page.caught_seen > limits.max_count {
+                            file.bytes = Err(crate::guard::downloads::DownloadRefused::TooMany);
+                        } else if file.size > limits.max_bytes {
+                            file.bytes = Err(crate::guard::downloads::DownloadRefused::TooLarge);
+                        }
+                        page.caught.push(file);
+                    }
+                }
                 StepOutput::Done
             }
             BrowserAction::Type { selector, .. }
@@ -1311,6 +1343,25 @@ fn fake_facts(
 
 #[async_trait]
 impl crate::guard::probe::PageProbe for FakeContext {
+    async fn catch_downloads(
+        &self,
+        limits: crate::guard::downloads::DownloadLimits,
+    ) -> Result<(), StepFailure> {
+        let mut page = self.page.lock();
+        if page.no_catching {
+            return Err(StepFailure::new(
+                StepFailureKind::Rejected,
+                "this browser cannot keep downloads: they stay refused",
+            ));
+        }
+        page.catching = Some(limits);
+        Ok(())
+    }
+
+    fn take_downloads(&self) -> Vec<crate::guard::downloads::CaughtDownload> {
+        std::mem::take(&mut self.page.lock().caught)
+    }
+
     async fn inspect(
         &self,
         selector: &Selector,

@@ -50,11 +50,12 @@ use abr_protocol::{
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
+use crate::artifact::ArtifactQuota;
 use crate::guard::frames::{
     FrameRefused, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN, StoredFrame,
 };
 use crate::guard::sites::SiteStore;
-use crate::store::artifacts::{ArtifactPut, ArtifactQuota, ArtifactStore};
+use crate::store::artifacts::{ArtifactPut, ArtifactStore};
 use crate::store::counters::{Counter, CounterStore};
 use crate::store::events::{EventLog, Settle};
 use crate::store::keys::{KeyStore, StoredKey};
@@ -103,6 +104,7 @@ pub fn sample_artifact(id: &str, size: u64, minutes: i64) -> ArtifactInfo {
         size,
         sha256: "0".repeat(64),
         origin: ArtifactOrigin::Upload,
+        run_id: None,
         created_at: OffsetDateTime::UNIX_EPOCH
             + time::Duration::nanoseconds(123_456_789)
             + time::Duration::minutes(minutes),
@@ -135,6 +137,7 @@ pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
                 reasoning: None,
                 confidence: None,
                 read_only: false,
+                downloads: false,
             },
             inputs: BTreeMap::from([("password".to_owned(), SecretValue::new(INPUT_CANARY))]),
             secret_inputs: Vec::new(),
@@ -167,6 +170,7 @@ pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
             step_results: vec![],
             extracted: BTreeMap::new(),
             screenshots: vec![],
+            downloads: vec![],
             failed_step: None,
             error: None,
             created_at: OffsetDateTime::UNIX_EPOCH,

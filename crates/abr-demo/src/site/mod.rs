@@ -28,6 +28,8 @@
 //!   303 to `/admin/users`; an invalid email, an unknown role or an email already listed
 //!   (case-insensitive) is a 400 page with `.error-banner` and the form filled in, nothing
 //!   stored. Not signed in: 303 to `/login`, nothing stored.
+//! - `GET /invoices?tag=`: download links (an invoice PDF as an attachment, a 64 KiB archive,
+//!   an ELF program named `tool.pdf`, a page); `GET /invoices/{file}` serves them.
 //! - `GET /api/uploads`: every file `POST /api/upload` received `{id, owner, name, size,
 //!   sha256}` (ground truth).
 //! - `GET /api/posts`: every post `{id, author, text, mediaCount, createdAt}` (ground truth).
@@ -73,7 +75,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -458,6 +460,8 @@ fn router(state: Shared, closed: watch::Receiver<bool>) -> Router {
         .route("/api/upload", post(upload))
         .route("/api/posts", get(api_posts))
         .route("/api/uploads", get(api_uploads))
+        .route("/invoices", get(invoices))
+        .route("/invoices/{file}", get(invoice_file))
         .route("/admin/users", get(admin_users).post(admin_add_user))
         .route("/api/users", get(api_users))
         .route("/p/{id}", get(permalink))
@@ -868,6 +872,81 @@ async fn upload(State(state): State<Shared>, headers: HeaderMap, request: Reques
     }
     drop(s);
     Json(serde_json::json!({ "ids": ids })).into_response()
+}
+
+/// `GET /invoices?tag=`: links to download an invoice (`#invoice`, a PDF sent as an
+/// attachment), an archive (`#archive`, 64 KiB of `application/octet-stream`, its length
+/// declared), a program (`#program`, an ELF binary named `tool.pdf`) and a page
+/// (`#page`). The tag goes into the files' bytes (a test's canary).
+async fn invoices(Query(query): Query<TagQuery>) -> Response {
+    let tag = tag_of(&query);
+    page(
+        StatusCode::OK,
+        format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><title>Invoices</title></head>\
+             <body><h1>Invoices</h1>\
+             <p><a id=\"invoice\" href=\"/invoices/INV-1.pdf?tag={tag}\">Download invoice</a></p>\
+             <p><a id=\"archive\" href=\"/invoices/archive.bin?tag={tag}\">Download archive</a></p>\
+             <p><a id=\"program\" href=\"/invoices/tool.pdf?tag={tag}\">Download tool</a></p>\
+             <p><a id=\"page\" href=\"/invoices/notes.html\">Notes</a></p></body></html>"
+        ),
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct TagQuery {
+    #[serde(default)]
+    tag: String,
+}
+
+/// The tag, kept to letters, digits and `-`.
+fn tag_of(query: &TagQuery) -> String {
+    query
+        .tag
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(64)
+        .collect()
+}
+
+/// `GET /invoices/{file}`: the files `/invoices` links to.
+async fn invoice_file(Path(file): Path<String>, Query(query): Query<TagQuery>) -> Response {
+    let tag = tag_of(&query);
+    let attachment = |name: &str| format!("attachment; filename=\"{name}\"");
+    match file.as_str() {
+        "INV-1.pdf" => (
+            [
+                (header::CONTENT_TYPE, "application/pdf".to_owned()),
+                (header::CONTENT_DISPOSITION, attachment("INV-1.pdf")),
+            ],
+            format!("%PDF-1.4\n% invoice {tag}\n1 0 obj\n<<>>\nendobj\n%%EOF\n"),
+        )
+            .into_response(),
+        "archive.bin" => (
+            [(header::CONTENT_TYPE, "application/octet-stream".to_owned())],
+            vec![b'a'; 64 * 1024],
+        )
+            .into_response(),
+        "tool.pdf" => {
+            let mut elf = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\x3e\0".to_vec();
+            elf.resize(64, 0);
+            elf.extend_from_slice(tag.as_bytes());
+            (
+                [
+                    (header::CONTENT_TYPE, "application/pdf".to_owned()),
+                    (header::CONTENT_DISPOSITION, attachment("tool.pdf")),
+                ],
+                elf,
+            )
+                .into_response()
+        }
+        "notes.html" => page(
+            StatusCode::OK,
+            "<!doctype html><html><head><title>Notes</title></head><body><h1>Notes</h1></body></html>"
+                .to_owned(),
+        ),
+        _ => page(StatusCode::NOT_FOUND, html::not_found(None)),
+    }
 }
 
 async fn api_uploads(State(state): State<Shared>) -> Response {

@@ -428,6 +428,7 @@ impl<C: TaskContext> TaskRunner<C> {
             step_results: Vec::new(),
             extracted: BTreeMap::new(),
             screenshots: Vec::new(),
+            downloads: Vec::new(),
             failed_step: None,
             error: None,
             created_at: now,

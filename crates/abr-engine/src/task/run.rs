@@ -19,8 +19,8 @@ use abr_core::step_runner::{BrowserAction, StepOutput};
 use abr_core::store::StoredTask;
 use abr_core::strategy::StrategyPolicy;
 use abr_protocol::{
-    AgentSessionState, ErrorBody, FramePoint, RecheckAnswer, RecheckResult, StepResult, TaskState,
-    TaskVerification,
+    AgentSessionState, ErrorBody, FramePoint, RecheckAnswer, RecheckResult, StepPlan, StepResult,
+    TaskState, TaskVerification,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -249,10 +249,17 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(lease) => lease,
             Err(e) => return Outcome::not_started(e.to_body().retryable(true)),
         };
-        let outcome = match self.arm(&rails, &lease).await {
+        let armed = match self.arm(&rails, &lease).await {
+            Ok(()) => self.catch_downloads(valid.plan(), &lease).await,
+            Err(failure) => Err(failure),
+        };
+        let outcome = match armed {
             Ok(()) => self.drive(task, &valid, &steps, &lease, &mut rails).await,
             Err(failure) => Outcome::interrupted(false, None, failure),
         };
+        // What the last steps and the verification downloaded.
+        let last = task.record.step_results.len().checked_sub(1);
+        self.keep_downloads(task, lease.context(), last).await;
         // From here on nothing the page sends leaves: the outcome is decided.
         rails.network.close();
         if let Err(failure) = self.late_network(task, &mut rails, &lease).await {
@@ -276,6 +283,50 @@ impl<C: TaskContext> TaskRunner<C> {
         rails.settle_frames().await;
         self.release(lease).await;
         outcome
+    }
+
+    /// Has the page's downloads kept when the approved plan asks (`downloads: true`);
+    /// otherwise they stay refused. `Err`: the browser cannot keep them, and the run ends
+    /// there, having done nothing.
+    async fn catch_downloads(&self, plan: &StepPlan, lease: &Lease<C>) -> Result<(), Failure> {
+        let Some(artifacts) = self.artifacts.as_ref().filter(|_| plan.downloads) else {
+            return Ok(());
+        };
+        match guarded(
+            self.config.default_step_timeout,
+            lease.context().catch_downloads(artifacts.download_limits()),
+        )
+        .await
+        {
+            Step::Done(()) => Ok(()),
+            Step::Error(e) => Err(Failure::new(
+                abr_protocol::codes::PROVIDER_UNSUPPORTED.code,
+                e.message,
+            )),
+            Step::TimedOut | Step::Panicked => Err(Failure::new(
+                abr_protocol::codes::PROVIDER_UNSUPPORTED.code,
+                "the browser could not keep the page's downloads",
+            )),
+        }
+    }
+
+    /// Keeps what the page downloaded since the last call as artifacts of the task's
+    /// tenant, each listed in the record's `downloads` (kept, or refused with why).
+    pub(super) async fn keep_downloads(
+        &self,
+        task: &mut StoredTask,
+        context: &C,
+        step: Option<usize>,
+    ) {
+        let Some(artifacts) = &self.artifacts else {
+            return;
+        };
+        for caught in context.take_downloads() {
+            let record = artifacts
+                .keep_download(&task.ledger.tenant_id, task.id(), step, caught)
+                .await;
+            task.record.downloads.push(record);
+        }
     }
 
     /// A fresh browser for an unattended run on `platform`, with `state` scoped by `scopes`.
@@ -617,6 +668,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 rails.writes_owner = task.record.step_results.len().checked_sub(1);
                 rails.acted_since_frame = true;
             }
+            self.keep_downloads(task, context, Some(index)).await;
             let saved = self.save_progress(task).await;
             if let Err(failure) = saved {
                 return Outcome::interrupted(committed, Some(index), failure);

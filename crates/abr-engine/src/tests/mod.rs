@@ -13,6 +13,7 @@
     reason = "test code: a failed step is the test's failure"
 )]
 
+mod artifacts;
 mod browse;
 mod capture;
 mod codes;

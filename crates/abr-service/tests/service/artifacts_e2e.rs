@@ -243,3 +243,131 @@ async fn an_uploaded_artifact_reaches_the_sites_file_input_sealed_and_the_tenant
         "artifact_not_found",
     );
 }
+
+/// The invoices plan: three downloads (kept, too large, a program), then a page.
+fn downloads(site_base: &str, tag: &str, keep: bool) -> Value {
+    json!({
+        "plan": {
+            "targetUrl": format!("{site_base}/invoices?tag={tag}"),
+            "steps": [
+                {"type": "click", "selector": "#invoice", "description": "Download the invoice"},
+                {"type": "click", "selector": "#archive", "description": "Download the archive"},
+                {"type": "click", "selector": "#program", "description": "Download the tool"},
+                {"type": "click", "selector": "#page", "description": "Open the notes"},
+                {"type": "wait", "text": "Notes", "timeoutMs": 10000, "description": "Wait for the notes"}
+            ],
+            "verification": {"method": "dom_check", "text": "Notes"},
+            "risk": "low",
+            "readOnly": true,
+            "downloads": keep
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plans_downloads_are_kept_sealed_capped_and_recorded_and_refused_without_it() {
+    let data = tempfile::tempdir().unwrap();
+    let stack = stack_with(
+        |c| {
+            c.store.data_dir = Some(data.path().to_owned());
+            c.store.session_key = Some(SESSION_KEY.to_owned().into());
+            c.tasks.approval = abr_core::approval::ApprovalRule::Off;
+            c.tasks.artifacts.max_bytes = 16 * 1024;
+            c.pacing = None;
+        },
+        |b| b,
+    )
+    .await;
+    let client = &stack.client;
+    let base = stack.site.base_url();
+    // Letters, digits and `-` only: what the site puts in the files' bytes.
+    let tag: String = format!("dl-canary-{}", random_suffix())
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+
+    // Without `downloads`: the same clicks keep nothing, the run goes on.
+    let task = create(client, TENANT, downloads(&base, &tag, false))
+        .await
+        .unwrap();
+    let ended = task_ended(client, TENANT, &task.task_id).await;
+    assert_eq!(ended.state, TaskState::Succeeded, "{ended:#?}");
+    assert!(ended.downloads.is_empty(), "{:?}", ended.downloads);
+    assert!(client.artifacts(TENANT).await.unwrap().artifacts.is_empty());
+
+    // With it, in a read-only run (a download sends nothing): kept, or refused with why.
+    let task = create(client, TENANT, downloads(&base, &tag, true))
+        .await
+        .unwrap();
+    let ended = task_ended(client, TENANT, &task.task_id).await;
+    assert_eq!(ended.state, TaskState::Succeeded, "{ended:#?}");
+    let by_name = |name: &str| {
+        ended
+            .downloads
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("no download {name}: {:?}", ended.downloads))
+    };
+    assert_eq!(ended.downloads.len(), 3, "{ended:#?}");
+    let invoice = by_name("INV-1.pdf");
+    let kept = invoice.artifact.as_ref().expect("the invoice is kept");
+    assert_eq!(kept.media_type, "application/pdf");
+    assert_eq!(kept.origin, abr_client::protocol::ArtifactOrigin::Download);
+    assert_eq!(kept.run_id.as_deref(), Some(task.task_id.as_str()));
+    assert_eq!(invoice.step, Some(0));
+    let bytes = client.artifact_content(TENANT, &kept.id).await.unwrap();
+    assert!(bytes.starts_with(b"%PDF-1.4"));
+    assert!(
+        bytes.windows(tag.len()).any(|w| w == tag.as_bytes()),
+        "the bytes the site sent"
+    );
+    assert_eq!(kept.sha256, abr_core::artifact::sha256_hex(&bytes));
+    let archive = by_name("archive.bin");
+    assert!(archive.artifact.is_none());
+    assert_eq!(
+        archive.error.as_ref().map(|e| e.code.as_str()),
+        Some("artifact_too_large")
+    );
+    assert_eq!(archive.size, 64 * 1024);
+    let program = by_name("tool.pdf");
+    assert!(program.artifact.is_none());
+    assert_eq!(
+        program.error.as_ref().map(|e| e.code.as_str()),
+        Some("artifact_type_refused")
+    );
+    let listed = client.artifacts(TENANT).await.unwrap();
+    assert_eq!(
+        listed.artifacts,
+        vec![kept.clone()],
+        "only the invoice is kept"
+    );
+
+    // The tenant's only; sealed at rest; in the timeline with its artifact, never its bytes.
+    refused(
+        client.artifact(OTHER, &kept.id).await,
+        404,
+        "artifact_not_found",
+    );
+    refused(
+        client.artifact_content(OTHER, &kept.id).await,
+        404,
+        "artifact_not_found",
+    );
+    for (path, stored) in files_under(data.path()) {
+        assert!(
+            !stored.windows(tag.len()).any(|w| w == tag.as_bytes()),
+            "the download's bytes are readable in {}",
+            path.display()
+        );
+    }
+    let timeline = client
+        .timeline_markdown(TENANT, &task.task_id)
+        .await
+        .unwrap();
+    assert!(
+        timeline.contains(&format!("kept as {}", kept.id).replace('_', "\\_")),
+        "{timeline}"
+    );
+    assert!(timeline.contains("artifact\\_type\\_refused"), "{timeline}");
+    assert!(!timeline.contains(&tag), "{timeline}");
+}

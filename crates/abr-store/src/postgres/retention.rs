@@ -41,7 +41,7 @@ impl EvidenceStore for PgStore {
             .execute(
                 &format!(
                     "UPDATE tasks SET version = version + 1,
-                        record = (record - 'extracted' - 'screenshots')
+                        record = (record - 'extracted' - 'screenshots' - 'downloads')
                             || jsonb_build_object(
                                 'evidenceExpiredAt', $2::text,
                                 'stepResults', COALESCE(

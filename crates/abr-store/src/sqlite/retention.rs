@@ -45,7 +45,7 @@ impl EvidenceStore for SqliteStore {
                         &format!(
                             "UPDATE tasks SET version = version + 1,
                                 record = json_set(
-                                    json_remove(record, '$.extracted', '$.screenshots'),
+                                    json_remove(record, '$.extracted', '$.screenshots', '$.downloads'),
                                     '$.evidenceExpiredAt', ?2,
                                     '$.stepResults', json((
                                         SELECT json_group_array(
