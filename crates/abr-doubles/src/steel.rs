@@ -1220,6 +1220,11 @@ async fn start_screencast(
     )
     .await
     .ok()?;
+    // The tab shown is the one in front: a tab left in the background (another opened and
+    // closed meanwhile) paints no frame until something repaints it.
+    let _ = cdp
+        .call_in(Some(&session), "Page.bringToFront", json!({}))
+        .await;
     let start = json!({ "format": "jpeg", "quality": 75, "maxWidth": width, "maxHeight": height });
     cdp.call_in(Some(&session), "Page.startScreencast", start)
         .await
