@@ -147,10 +147,7 @@ pub fn sniff(bytes: &[u8]) -> &'static str {
 
 /// The lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::hex(&Sha256::digest(bytes))
 }
 
 /// The artifact `bytes` named `name` make under `rules`, with `id`, kept at `now`.

@@ -142,7 +142,7 @@ fn write_scalar(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use abr_core::artifact::{ArtifactRefused, ArtifactRules, ID_PREFIX, describe};
+use abr_core::artifact::{ArtifactRules, ID_PREFIX, describe};
 use abr_core::clock::Clock;
 use abr_core::guard::{CaughtDownload, DownloadLimits, DownloadRefused};
 use abr_core::plan::FilledStep;
@@ -58,15 +58,31 @@ impl Artifacts {
         name: &str,
         bytes: Vec<u8>,
     ) -> Result<ArtifactInfo, EngineError> {
-        let id = record_id(ID_PREFIX)?;
-        let info = describe(
-            id,
+        let now = self.clock.now();
+        self.keep(tenant, name, bytes, ArtifactOrigin::Upload, None, now)
+            .await
+    }
+
+    /// Describes `bytes` under the rules ([`describe`]) and stores them under the tenant's
+    /// quota: the one way an artifact is kept, uploaded or downloaded.
+    async fn keep(
+        &self,
+        tenant: &str,
+        name: &str,
+        bytes: Vec<u8>,
+        origin: ArtifactOrigin,
+        run_id: Option<&str>,
+        now: time::OffsetDateTime,
+    ) -> Result<ArtifactInfo, EngineError> {
+        let mut info = describe(
+            record_id(ID_PREFIX)?,
             name,
             &bytes,
-            ArtifactOrigin::Upload,
+            origin,
             &self.rules,
-            self.clock.now(),
+            now,
         )?;
+        info.run_id = run_id.map(str::to_owned);
         match self
             .store
             .put_artifact(tenant, &info, bytes, self.rules.quota)
@@ -129,45 +145,19 @@ impl Artifacts {
                 return record;
             }
         };
-        let kept = match record_id(ID_PREFIX) {
-            Ok(id) => describe(
-                id,
+        let kept = self
+            .keep(
+                tenant,
                 &caught.name,
-                &bytes,
+                bytes,
                 ArtifactOrigin::Download,
-                &self.rules,
+                Some(run_id),
                 record.at,
             )
-            .map_err(EngineError::from),
-            Err(e) => Err(e),
-        };
-        let stored = match kept {
-            Ok(mut info) => {
-                info.run_id = Some(run_id.to_owned());
-                match self
-                    .store
-                    .put_artifact(tenant, &info, bytes, self.rules.quota)
-                    .await
-                {
-                    Ok(ArtifactPut::Kept) => Ok(info),
-                    Ok(ArtifactPut::OverQuota) => Err(EngineError::ArtifactQuota {
-                        max_count: self.rules.quota.max_count,
-                        max_bytes: self.rules.quota.max_bytes,
-                    }),
-                    Err(e) => Err(EngineError::from(e)),
-                }
-            }
-            Err(e) => Err(e),
-        };
-        match stored {
+            .await;
+        match kept {
             Ok(info) => record.artifact = Some(info),
-            Err(e) => {
-                // An empty file is not kept either; it says so as a refused type would not.
-                if matches!(e, EngineError::ArtifactRefused(ArtifactRefused::Empty)) {
-                    tracing::info!("a run's page downloaded an empty file: not kept");
-                }
-                record.error = Some(e.to_body());
-            }
+            Err(e) => record.error = Some(e.to_body()),
         }
         record
     }

@@ -143,7 +143,7 @@ impl Downloads {
                 let body = cdp
                     .send("Fetch.getResponseBody", Some(json!({ "requestId": id })))
                     .await;
-                let bytes = body.ok().and_then(|b| body_bytes(&b));
+                let bytes = body.ok().and_then(body_bytes);
                 match bytes {
                     Some(bytes) if bytes.len() as u64 > limits.max_bytes => CaughtDownload {
                         name,
@@ -177,9 +177,9 @@ impl Downloads {
     }
 }
 
-/// The bytes of a `Fetch.getResponseBody` answer (the driver wraps it in `result`).
-fn body_bytes(answer: &Value) -> Option<Vec<u8>> {
-    let answer = answer.get("result").unwrap_or(answer);
+/// The bytes of a `Fetch.getResponseBody` answer.
+fn body_bytes(answer: Value) -> Option<Vec<u8>> {
+    let answer = crate::live_state::unwrap_result(answer);
     let body = answer["body"].as_str()?;
     if answer["base64Encoded"].as_bool().unwrap_or(false) {
         base64::engine::general_purpose::STANDARD.decode(body).ok()

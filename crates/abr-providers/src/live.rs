@@ -77,7 +77,7 @@ async fn send_within(
 ) -> Result<Value, ProviderError> {
     let operation = format!("live view: {method}");
     match tokio::time::timeout(limit, cdp.send(method, Some(params))).await {
-        Ok(Ok(answer)) => Ok(unwrap_result(answer)),
+        Ok(Ok(answer)) => Ok(crate::live_state::unwrap_result(answer)),
         Ok(Err(e)) => Err(from_playwright(&operation, e)),
         Err(_) => Err(timeout_error(&operation, limit)),
     }
@@ -89,16 +89,6 @@ async fn send(
     params: Value,
 ) -> Result<Value, ProviderError> {
     send_within(cdp, method, params, CALL_TIMEOUT).await
-}
-
-/// Playwright wraps a CDP answer as `{"result": ...}`.
-pub(crate) fn unwrap_result(answer: Value) -> Value {
-    match answer {
-        Value::Object(mut obj) if obj.len() == 1 && obj.contains_key("result") => {
-            obj.remove("result").unwrap_or_default()
-        }
-        other => other,
-    }
 }
 
 /// Detaches a CDP session on drop unless defused: `watch` cancelled or failed midway.

@@ -148,6 +148,16 @@ pub(crate) async fn bounded<T>(
     }
 }
 
+/// Playwright wraps a CDP answer as `{"result": ...}`.
+pub(crate) fn unwrap_result(answer: serde_json::Value) -> serde_json::Value {
+    match answer {
+        serde_json::Value::Object(mut obj) if obj.len() == 1 && obj.contains_key("result") => {
+            obj.remove("result").unwrap_or_default()
+        }
+        other => other,
+    }
+}
+
 /// Detaches `cdp` on the current runtime, if there is one; bounded.
 pub(crate) fn detach_in_background(cdp: CDPSession) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {

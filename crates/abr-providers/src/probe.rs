@@ -434,7 +434,7 @@ impl Frame<'_> {
             .send("Page.captureScreenshot", Some(params))
             .await
             .map_err(|e| self.browser(&e))?;
-        let answer = crate::live::unwrap_result(answer);
+        let answer = crate::live_state::unwrap_result(answer);
         let data = answer
             .get("data")
             .and_then(Value::as_str)

@@ -179,14 +179,21 @@ fn attachment(name: &str) -> String {
             }
         })
         .collect();
-    let mut exact = String::with_capacity(name.len() * 3);
-    for b in name.bytes() {
-        if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
-            exact.push(char::from(b));
-        } else {
-            exact.push_str(&format!("%{b:02X}"));
-        }
-    }
+    // RFC 5987's attr-char: letters, digits and `!#$&+-.^_`|~` stay, the rest is escaped.
+    const ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'!')
+        .remove(b'#')
+        .remove(b'$')
+        .remove(b'&')
+        .remove(b'+')
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'^')
+        .remove(b'_')
+        .remove(b'`')
+        .remove(b'|')
+        .remove(b'~');
+    let exact = percent_encoding::utf8_percent_encode(name, ESCAPED);
     format!("attachment; filename=\"{plain}\"; filename*=UTF-8''{exact}")
 }
 

@@ -210,11 +210,11 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         // The uploads' files, read before any browser starts: one deleted or expired since
         // the task was created ends it with nothing done.
-        let filled = match &self.artifacts {
-            Some(artifacts) => artifacts.fill(&task.ledger.tenant_id, &mut steps).await,
-            None => crate::artifacts::none_kept(&task.request.plan),
-        };
-        if let Err(e) = filled {
+        let tenant = &task.ledger.tenant_id;
+        if let Err(e) = self
+            .fill_uploads(tenant, &task.request.plan, &mut steps)
+            .await
+        {
             return Outcome::not_started(e.to_body());
         }
         let RunPolicy {
@@ -318,7 +318,12 @@ impl<C: TaskContext> TaskRunner<C> {
         context: &C,
         step: Option<usize>,
     ) {
-        let Some(artifacts) = &self.artifacts else {
+        // A plan that does not keep downloads has none caught: nothing to ask the page.
+        let Some(artifacts) = self
+            .artifacts
+            .as_ref()
+            .filter(|_| task.request.plan.downloads)
+        else {
             return;
         };
         for caught in context.take_downloads() {

@@ -218,6 +218,19 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
+    /// Sets the files of `steps`' uploads from the tenant's artifacts they name.
+    pub(super) async fn fill_uploads(
+        &self,
+        tenant: &str,
+        plan: &abr_protocol::StepPlan,
+        steps: &mut [abr_core::plan::FilledStep],
+    ) -> Result<(), crate::error::EngineError> {
+        match &self.artifacts {
+            Some(artifacts) => artifacts.fill(tenant, steps).await,
+            None => crate::artifacts::none_kept(plan),
+        }
+    }
+
     /// Keeps replay frames in `frames` (and reads the tenants' screenshots switch there).
     /// Without a frame store no frame is taken.
     #[must_use]

@@ -68,25 +68,29 @@ fn request(plan: serde_json::Value) -> TaskRequest {
 }
 
 impl H {
-    async fn run(&self, plan: serde_json::Value) -> abr_protocol::TaskRecord {
-        let created = self
-            .runner
+    async fn create(&self, plan: serde_json::Value) -> abr_protocol::TaskRecord {
+        self.runner
             .create(&checked(&agent(T), Right::Propose), request(plan), None)
             .await
             .unwrap()
-            .record;
+            .record
+    }
+
+    async fn approve(&self, created: &abr_protocol::TaskRecord) {
         let approve = ApproveRequest {
             approved_by: Some("alice".into()),
             plan_hash: created.plan_hash.clone(),
         };
+        let approver = checked(&approver(T), Right::Approve);
         self.runner
-            .approve(
-                &checked(&approver(T), Right::Approve),
-                &created.task_id,
-                &approve,
-            )
+            .approve(&approver, &created.task_id, &approve)
             .await
             .unwrap();
+    }
+
+    async fn run(&self, plan: serde_json::Value) -> abr_protocol::TaskRecord {
+        let created = self.create(plan).await;
+        self.approve(&created).await;
         self.runner.run(T, &created.task_id).await.unwrap().record
     }
 }
@@ -131,29 +135,9 @@ async fn an_upload_step_sets_the_artifacts_bytes_and_a_deleted_one_ends_the_run_
     assert_eq!(files[0].bytes, b"%PDF-1.4 the cv");
 
     // Created with it, then it is deleted: the run starts no browser.
-    let created = h
-        .runner
-        .create(
-            &checked(&agent(T), Right::Propose),
-            request(upload_plan(&info.id)),
-            None,
-        )
-        .await
-        .unwrap()
-        .record;
+    let created = h.create(upload_plan(&info.id)).await;
     h.artifacts.delete(T, &info.id).await.unwrap();
-    let approve = ApproveRequest {
-        approved_by: Some("alice".into()),
-        plan_hash: created.plan_hash.clone(),
-    };
-    h.runner
-        .approve(
-            &checked(&approver(T), Right::Approve),
-            &created.task_id,
-            &approve,
-        )
-        .await
-        .unwrap();
+    h.approve(&created).await;
     let acquired = h.provider.acquired();
     let ended = h.runner.run(T, &created.task_id).await.unwrap().record;
     assert_eq!(ended.state, TaskState::Failed);

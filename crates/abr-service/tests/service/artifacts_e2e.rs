@@ -79,6 +79,19 @@ fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     out
 }
 
+/// No file under `dir` (there is at least one) holds `canary` in clear.
+fn sealed_at_rest(dir: &std::path::Path, canary: &str) {
+    let at_rest = files_under(dir);
+    assert!(!at_rest.is_empty(), "the store keeps files there");
+    for (path, stored) in &at_rest {
+        assert!(
+            !stored.windows(canary.len()).any(|w| w == canary.as_bytes()),
+            "the bytes are readable in {}",
+            path.display()
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_uploaded_artifact_reaches_the_sites_file_input_sealed_and_the_tenants_own() {
     let data = tempfile::tempdir().unwrap();
@@ -218,15 +231,7 @@ async fn an_uploaded_artifact_reaches_the_sites_file_input_sealed_and_the_tenant
     assert!(!timeline.contains(&canary), "{timeline}");
 
     // Sealed at rest: the data directory never holds the bytes in clear.
-    let at_rest = files_under(data.path());
-    assert!(!at_rest.is_empty(), "the store keeps files there");
-    for (path, stored) in &at_rest {
-        assert!(
-            !stored.windows(canary.len()).any(|w| w == canary.as_bytes()),
-            "the artifact's bytes are readable in {}",
-            path.display()
-        );
-    }
+    sealed_at_rest(data.path(), &canary);
 
     // Deleted: gone for its tenant; a task naming it is refused.
     client.delete_artifact(TENANT, &info.id).await.unwrap();
@@ -353,13 +358,7 @@ async fn a_plans_downloads_are_kept_sealed_capped_and_recorded_and_refused_witho
         404,
         "artifact_not_found",
     );
-    for (path, stored) in files_under(data.path()) {
-        assert!(
-            !stored.windows(tag.len()).any(|w| w == tag.as_bytes()),
-            "the download's bytes are readable in {}",
-            path.display()
-        );
-    }
+    sealed_at_rest(data.path(), &tag);
     let timeline = client
         .timeline_markdown(TENANT, &task.task_id)
         .await
