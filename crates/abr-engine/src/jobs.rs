@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -113,10 +114,14 @@ impl JobSlots {
     {
         let slot = self.enter().await?;
         let watch = commit_watch::current();
-        let handle = tokio::spawn(commit_watch::carry(watch, async move {
-            let _slot = slot;
-            job.await
-        }));
+        // The job stays in the caller's span (a request's: its trace goes on in the job).
+        let handle = tokio::spawn(
+            commit_watch::carry(watch, async move {
+                let _slot = slot;
+                job.await
+            })
+            .in_current_span(),
+        );
         match handle.await {
             Ok(result) => result,
             Err(_) => Err(EngineError::JobPanicked(on_panic)),

@@ -80,3 +80,8 @@ pub use poster::PosterConfig;
 pub use posts::{PostReply, Posted};
 pub use retention::SweepGate;
 pub use task::{Created, TaskEnd};
+
+/// The target of the spans a trace is made of (a request's, a run's and their phases'):
+/// an embedder's `tracing` layer exports them by this target. Their fields are ids, kinds,
+/// indexes and outcomes: never a secret, a typed value, a URL or a selector.
+pub const TRACE_TARGET: &str = "abr::trace";

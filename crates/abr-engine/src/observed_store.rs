@@ -21,6 +21,7 @@ use abr_core::store::{
 use abr_protocol::{AgentSessionState, ArtifactInfo, FrameInfo, RunScreenshots, SiteEntry};
 use async_trait::async_trait;
 use time::OffsetDateTime;
+use tracing::Instrument as _;
 
 use crate::engine::EngineStore;
 
@@ -55,7 +56,15 @@ impl ObservedStore {
         call: impl Future<Output = Result<T, E>>,
     ) -> Result<T, E> {
         let started = Instant::now();
-        let answered = call.await;
+        let span = tracing::debug_span!(
+            target: crate::TRACE_TARGET,
+            "store",
+            otel.name = op,
+            op,
+            ok = tracing::field::Empty,
+        );
+        let answered = call.instrument(span.clone()).await;
+        span.record("ok", answered.is_ok());
         self.observer
             .observe(op, started.elapsed(), answered.is_ok());
         answered

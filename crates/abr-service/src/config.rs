@@ -229,6 +229,9 @@ pub struct RunnerConfig {
     pub hub: HubSection,
     /// This runner as a replica of a fleet on a shared database (`ABR_DATABASE_URL`).
     pub fleet: FleetSection,
+    /// Where its traces go (`OTEL_EXPORTER_OTLP_ENDPOINT` and the other standard
+    /// OpenTelemetry variables); `None`: traces off.
+    pub traces: Option<crate::traces::TraceSettings>,
 }
 
 /// This runner as a replica of a fleet (see [`RunnerConfig::fleet`]).
@@ -546,6 +549,7 @@ impl std::fmt::Debug for RunnerConfig {
             .field("mcp", &self.mcp)
             .field("platforms_dir", &self.platforms_dir)
             .field("local", &self.local)
+            .field("traces", &self.traces)
             .field("fleet", &self.fleet)
             .finish_non_exhaustive()
     }
@@ -573,6 +577,7 @@ impl Default for RunnerConfig {
             relay_session_export: false,
             hub: HubSection::default(),
             fleet: FleetSection::default(),
+            traces: None,
         }
     }
 }
@@ -839,6 +844,11 @@ impl RunnerConfig {
             config.store.data_dir = Some(default_data_dir(env)?);
         }
         config.local = LocalSettings::from_env(env);
+        config.traces =
+            crate::traces::TraceSettings::from_env(env).map_err(|e| ConfigError::Invalid {
+                key: e.key,
+                reason: e.reason,
+            })?;
         Ok(config)
     }
 

@@ -537,6 +537,7 @@ fn router<C: TaskContext + LiveSurface>(
             Arc::clone(state.runner.metrics()),
             crate::metrics::observe,
         ))
+        .layer(middleware::from_fn(crate::traces::propagate::request_span))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
             ApiError::new(codes::INTERNAL, "internal error").into_response()
         }))

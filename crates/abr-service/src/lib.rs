@@ -49,4 +49,5 @@ pub mod status;
 mod tasks;
 mod tenant;
 mod tokens;
+pub mod traces;
 mod webhook;

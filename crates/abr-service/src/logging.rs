@@ -18,6 +18,8 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
 
+use crate::traces::Traces;
+
 /// Whether an event may be written at all, whatever `RUST_LOG` says.
 pub fn allowed(meta: &Metadata<'_>) -> bool {
     let target = meta.target();
@@ -45,21 +47,47 @@ pub fn subscriber<W>(spec: &str, writer: W) -> impl Subscriber + Send + Sync + '
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
+    subscriber_with_traces(spec, writer, None)
+}
+
+/// [`subscriber`], and ABR's spans exported by `traces` when given (filtered by their own
+/// rule, not by `spec`: `RUST_LOG=warn` quiets the logs, not the traces).
+pub fn subscriber_with_traces<W>(
+    spec: &str,
+    writer: W,
+    traces: Option<&Traces>,
+) -> impl Subscriber + Send + Sync + 'static
+where
+    W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
+{
     let filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("info"));
     let caps = tracing_subscriber::filter::filter_fn(allowed);
-    tracing_subscriber::registry().with(
-        tracing_subscriber::fmt::layer()
-            .with_writer(writer)
-            .with_ansi(false)
-            .with_filter(filter)
-            .with_filter(caps),
-    )
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(writer)
+                .with_ansi(false)
+                .with_filter(filter)
+                .with_filter(caps),
+        )
+        .with(traces.map(Traces::layer))
 }
 
 /// Logs to stderr filtered by `filter` (`RUST_LOG`, from [`crate::config::log_filter`]), or
 /// by `default` when it is not set.
 pub fn init(filter: Option<&str>, default: &str) {
-    let _ = subscriber(filter.unwrap_or(default), std::io::stderr).try_init();
+    init_with_traces(filter, default, None);
+}
+
+/// [`init`], exporting this process's spans through `traces` (kept until the command ends,
+/// then flushed).
+pub fn init_with_traces(filter: Option<&str>, default: &str, traces: Option<Traces>) {
+    let installed =
+        subscriber_with_traces(filter.unwrap_or(default), std::io::stderr, traces.as_ref())
+            .try_init();
+    if let (Ok(()), Some(traces)) = (installed, traces) {
+        crate::traces::keep(traces);
+    }
 }
 
 #[cfg(test)]

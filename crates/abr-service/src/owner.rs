@@ -30,6 +30,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderName, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tracing::Instrument as _;
 
 use crate::api_error::ApiError;
 use crate::placement::Places;
@@ -232,6 +233,15 @@ async fn forward<C: TaskContext>(
         return ApiError::new(codes::INTERNAL, "internal error").into_response();
     };
     headers.insert(HOP_HEADER, node);
+    // One trace across the hop: the owner's request is this span's child.
+    let span = tracing::info_span!(
+        target: crate::traces::TARGET,
+        "fleet",
+        otel.name = "fleet forward",
+        otel.kind = "client",
+        holds = target.what(),
+    );
+    span.in_scope(|| crate::traces::propagate::replace_with_current(&mut headers));
     // The owner's own deadline answers first; this one only bounds a replica that hangs.
     let timeout = state.runner.config.limits.request_timeout + Duration::from_secs(10);
     let sent = places
@@ -241,6 +251,7 @@ async fn forward<C: TaskContext>(
         .timeout(timeout)
         .body(body)
         .send()
+        .instrument(span)
         .await;
     let safe = matches!(parts.method, Method::GET | Method::HEAD);
     let response = match sent {

@@ -41,7 +41,9 @@ impl Caller {
             (Some(h), _) => Some(h),
             (None, b) => b,
         };
-        Ok(self.principal.act_for(named)?)
+        let actor = self.principal.act_for(named)?;
+        crate::traces::propagate::record_tenant(actor.tenant());
+        Ok(actor)
     }
 
     /// The principal.

@@ -16,6 +16,7 @@ pub use records::LinkedTask;
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use abr_core::approval::ApprovalRule;
 use abr_core::audit::{AuditError, AuditEvent, AuditSink, Auditor};
@@ -1011,7 +1012,9 @@ impl<C: TaskContext> Engine<C> {
                 return;
             };
             run_claimed(&tasks, completion.as_ref(), slot, &tenant, &id).await;
-        });
+        }
+        // The run is a child of the call that released it (its create or its approval).
+        .in_current_span());
     }
 
     // ---- browse sessions ------------------------------------------------------------------

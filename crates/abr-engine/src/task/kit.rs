@@ -4,6 +4,7 @@
 //! plan runs and browse sessions call it.
 
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use abr_core::audit::{AuditAction, AuditEvent, AuditOutcome, AuditStep};
 use abr_core::context::TaskContext;
@@ -291,16 +292,23 @@ impl<C: TaskContext> TaskRunner<C> {
         let Some(sessions) = &self.sessions else {
             return;
         };
-        match guarded(self.config.export_timeout, lease.context().export_state()).await {
-            Step::Done(state) => {
-                let (state, _) = scopes.apply_out(&state, platform, self.clock.now());
-                sessions.write_back(tenant, session_id, state).await;
-            }
-            Step::Error(e) => tracing::warn!(error = %e, "could not export the refreshed session"),
-            Step::TimedOut | Step::Panicked => {
-                tracing::warn!("exporting the refreshed session timed out or panicked");
+        let span = tracing::debug_span!(target: crate::TRACE_TARGET, "write_back");
+        async {
+            match guarded(self.config.export_timeout, lease.context().export_state()).await {
+                Step::Done(state) => {
+                    let (state, _) = scopes.apply_out(&state, platform, self.clock.now());
+                    sessions.write_back(tenant, session_id, state).await;
+                }
+                Step::Error(e) => {
+                    tracing::warn!(error = %e, "could not export the refreshed session");
+                }
+                Step::TimedOut | Step::Panicked => {
+                    tracing::warn!("exporting the refreshed session timed out or panicked");
+                }
             }
         }
+        .instrument(span)
+        .await;
     }
 }
 

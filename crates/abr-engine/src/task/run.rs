@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use abr_core::codes;
 use abr_core::context::TaskContext;
@@ -140,6 +141,31 @@ impl<C: TaskContext> TaskRunner<C> {
     /// record could not be saved (the outcome is then in the store's last saved progress;
     /// [`Self::recover_unfinished`] ends it after a restart).
     pub(crate) async fn run(&self, tenant: &str, task_id: &str) -> Result<TaskEnd, EngineError> {
+        let span = tracing::info_span!(
+            target: crate::TRACE_TARGET,
+            "task.run",
+            otel.name = "task run",
+            task_id,
+            tenant,
+            state = tracing::field::Empty,
+            failed_step = tracing::field::Empty,
+        );
+        let ended = self
+            .run_traced(tenant, task_id)
+            .instrument(span.clone())
+            .await;
+        if let Ok(end) = &ended {
+            if let Ok(Value::String(state)) = serde_json::to_value(end.record.state) {
+                span.record("state", state);
+            }
+            if let Some(step) = end.record.failed_step {
+                span.record("failed_step", step);
+            }
+        }
+        ended
+    }
+
+    async fn run_traced(&self, tenant: &str, task_id: &str) -> Result<TaskEnd, EngineError> {
         let mut task = self.load(tenant, task_id).await?;
         if task.record.state != TaskState::Queued {
             return Err(EngineError::TaskNotQueued);
@@ -347,7 +373,9 @@ impl<C: TaskContext> TaskRunner<C> {
             state: state.map(|s| scopes.apply(&s).0),
             start_url: None,
         };
+        let span = tracing::debug_span!(target: crate::TRACE_TARGET, "acquire", platform);
         guarded(self.config.acquire_timeout, self.provider.acquire(request))
+            .instrument(span)
             .await
             .provider(ACQUIRING)
     }
@@ -616,11 +644,21 @@ impl<C: TaskContext> TaskRunner<C> {
             if !rails::reads_only(&filled.action) {
                 rails.settle_frames().await;
             }
+            let span = tracing::debug_span!(
+                target: crate::TRACE_TARGET,
+                "step",
+                otel.name = format!("step {index} {}", filled.action.kind()),
+                index,
+                action = filled.action.kind(),
+                ok = tracing::field::Empty,
+                committing = tracing::field::Empty,
+            );
             let done = if matches!(filled.action, BrowserAction::Screenshot) {
                 // Evidence, not an action: a redacted frame kept below (`keep`).
                 Ok((StepOutput::Done, false))
             } else {
                 self.guarded_step(task, rails, lease, index, &filled.action, timeout)
+                    .instrument(span.clone())
                     .await
             };
             let mut committing = match &done {
@@ -667,6 +705,9 @@ impl<C: TaskContext> TaskRunner<C> {
                 // Not done: nothing was typed that counts.
                 result.typed_chars = None;
             }
+            span.record("ok", result.ok);
+            span.record("committing", result.committing);
+            drop(span);
             self.announce_step(task, &result, true);
             task.record.step_results.push(result);
             if rails::acts(&filled.action) {
@@ -726,7 +767,9 @@ impl<C: TaskContext> TaskRunner<C> {
         if !matches!(valid.plan().verification, TaskVerification::DomCheck { .. }) {
             rails.settle_frames().await;
         }
+        let span = tracing::debug_span!(target: crate::TRACE_TARGET, "verify");
         self.verify(task, valid, context, committed, rails.evidence)
+            .instrument(span)
             .await
     }
 
@@ -978,7 +1021,11 @@ impl<C: TaskContext> TaskRunner<C> {
     }
 
     pub(super) async fn release(&self, lease: Lease<C>) {
-        match tokio::time::timeout(self.config.release_timeout, lease.release()).await {
+        let span = tracing::debug_span!(target: crate::TRACE_TARGET, "release");
+        match tokio::time::timeout(self.config.release_timeout, lease.release())
+            .instrument(span)
+            .await
+        {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "releasing the browser failed"),
             Err(_) => tracing::warn!("releasing the browser timed out"),

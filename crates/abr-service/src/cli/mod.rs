@@ -106,7 +106,10 @@ impl Cli {
 /// A command's error is printed as one `abr: error: <message>` line on stderr.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.run() {
+    let ran = cli.run();
+    // The spans still batched go out before the process ends (its runtime is gone by now).
+    crate::traces::shutdown();
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             report_error(&err);

@@ -13,7 +13,8 @@ use crate::runner::{Runner, RunnerBuilder};
 
 /// The runner's configuration: the environment over the `--config` file (`file`). Logs go
 /// to stderr from here on, filtered by `RUST_LOG` (default info; third-party targets that
-/// dump secrets stay capped, see [`crate::logging`]).
+/// dump secrets stay capped, see [`crate::logging`]); traces to the OTLP endpoint the
+/// configuration names, if any ([`crate::traces`]).
 ///
 /// # Errors
 /// [`CliError::Config`] naming the setting that is refused.
@@ -22,8 +23,21 @@ pub(crate) fn configuration(
     insecure_dev: bool,
 ) -> Result<RunnerConfig, CliError> {
     let env = config::process_env();
-    crate::logging::init(config::log_filter(&env), "info");
-    Ok(RunnerConfig::load(&env, file, insecure_dev)?)
+    let loaded = RunnerConfig::load(&env, file, insecure_dev);
+    // Traces name this replica (its node id), known once the configuration is read.
+    let traces = match loaded
+        .as_ref()
+        .ok()
+        .and_then(|c| c.traces.as_ref().map(|t| (c, t)))
+    {
+        Some((config, settings)) => Some(
+            crate::traces::Traces::start(settings, &crate::fleet::node_id(config))
+                .map_err(|e| CliError::Run(e.to_string()))?,
+        ),
+        None => None,
+    };
+    crate::logging::init_with_traces(config::log_filter(&env), "info", traces);
+    Ok(loaded?)
 }
 
 /// The multi-thread runtime a runner runs in.

@@ -15,6 +15,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tracing::Instrument as _;
 
 use super::{Hub, RUNNER_HEADER, valid_runner_id};
 use crate::api_error::ApiError;
@@ -108,6 +109,15 @@ pub(crate) async fn forward_to_runner(
         .uri
         .path_and_query()
         .map_or_else(|| parts.uri.path().to_owned(), |pq| pq.as_str().to_owned());
+    // One trace from hub to runner and back: the runner's request is this span's child.
+    let span = tracing::info_span!(
+        target: crate::traces::TARGET,
+        "relay",
+        otel.name = "relay forward",
+        otel.kind = "client",
+        runner = %runner,
+    );
+    headers.extend(span.in_scope(|| crate::traces::propagate::for_relay(&parts.headers)));
     let response = state
         .hub
         .forward(
@@ -118,6 +128,7 @@ pub(crate) async fn forward_to_runner(
             body,
             &state.public_base,
         )
+        .instrument(span)
         .await;
     if response.status() == StatusCode::UNAUTHORIZED {
         // The runner trusts its hub: a 401 can only be its own misconfiguration.

@@ -51,3 +51,4 @@ mod strict_requests;
 mod tasks_api;
 mod tasks_e2e;
 mod timeline_e2e;
+mod traces;
