@@ -48,6 +48,7 @@ mod state;
 pub mod status;
 mod tasks;
 mod tenant;
+mod timed_provider;
 mod tokens;
 pub mod traces;
 mod webhook;

@@ -111,6 +111,12 @@ struct PoolLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AcquireLabels {
+    mode: &'static str,
+    ok: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OpLabels {
     op: &'static str,
 }
@@ -172,6 +178,7 @@ pub struct Metrics {
     relay_runners: Family<HealthLabels, Gauge>,
     approvals_waiting: Family<WaitingLabels, Gauge>,
     store_seconds: Family<OpLabels, Histogram>,
+    acquire_seconds: Family<AcquireLabels, Histogram>,
     browser_pool: Family<PoolLabels, Gauge>,
     store_errors: Family<OpLabels, Counter>,
     approval_oldest: Family<WaitingLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
@@ -350,6 +357,15 @@ impl Metrics {
              event.append, ...)",
             store_seconds.clone(),
         );
+        let acquire_seconds = Family::<AcquireLabels, Histogram>::new_with_constructor(
+            latency as fn() -> Histogram,
+        );
+        registry.register(
+            "acquire_duration_seconds",
+            "How long a provider took to give a browser context, by mode (unattended: a job's; \
+             interactive: a capture's) and whether it gave one",
+            acquire_seconds.clone(),
+        );
         let store_errors = Family::<OpLabels, Counter>::default();
         registry.register(
             "store_errors",
@@ -368,6 +384,7 @@ impl Metrics {
             registry,
             browser_pool,
             store_seconds,
+            acquire_seconds,
             store_errors,
             approvals_waiting,
             approval_oldest,
@@ -654,6 +671,23 @@ pub(crate) struct MetricsSink(pub(crate) Arc<Metrics>);
 impl abr_engine::EventSink for MetricsSink {
     fn emit(&self, event: &RunEvent) {
         self.0.event(event);
+    }
+}
+
+impl Metrics {
+    /// A provider answered an acquire for `mode` after `took`, with a context or not
+    /// ([`crate::timed_provider`]).
+    pub(crate) fn acquired(&self, mode: abr_core::AcquireMode, took: std::time::Duration, ok: bool) {
+        let mode = match mode {
+            abr_core::AcquireMode::Unattended => "unattended",
+            abr_core::AcquireMode::Interactive => "interactive",
+        };
+        self.acquire_seconds
+            .get_or_create(&AcquireLabels {
+                mode,
+                ok: if ok { "true" } else { "false" },
+            })
+            .observe(took.as_secs_f64());
     }
 }
 

@@ -296,12 +296,20 @@ impl<C: TaskContext> RunnerBuilder<C> {
                 .or_else(|| factory.as_mut().map(|make| make(choice, &budget, hooks)))
                 .ok_or_else(|| CoreError::InvalidInput("the runner has no provider".into()))
         };
-        let jobs_provider = provider(self.job_provider, config.providers.job_provider, &mut hooks)?;
-        let capture_provider = provider(
-            self.capture_provider,
-            config.providers.capture_provider,
-            &mut hooks,
-        )?;
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        // Every acquire is timed for `abr_acquire_duration_seconds`.
+        let jobs_provider = crate::timed_provider::TimedProvider::wrap(
+            provider(self.job_provider, config.providers.job_provider, &mut hooks)?,
+            Arc::clone(&metrics),
+        );
+        let capture_provider = crate::timed_provider::TimedProvider::wrap(
+            provider(
+                self.capture_provider,
+                config.providers.capture_provider,
+                &mut hooks,
+            )?,
+            Arc::clone(&metrics),
+        );
         let data_lock = match (&self.store, &config.store.data_dir) {
             (None, Some(dir)) => Some(lock_data_dir(dir)?),
             _ => None,
@@ -311,7 +319,6 @@ impl<C: TaskContext> RunnerBuilder<C> {
             None => open_store(&config)?,
         };
         let log: Arc<dyn EventLog> = Arc::clone(&store) as Arc<dyn EventLog>;
-        let metrics = Arc::new(crate::metrics::Metrics::new());
         // Every call the engine makes on its store is timed for `abr_store_*`.
         let store: Arc<dyn EngineStore> = Arc::new(abr_engine::ObservedStore::new(
             store,

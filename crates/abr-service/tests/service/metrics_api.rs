@@ -312,6 +312,13 @@ async fn an_operator_scrapes_counts_that_move_with_runs_and_never_an_id_in_a_lab
     for (k, by) in ran {
         assert_eq!(moved(k.clone()), by, "{k:?} in\n{after_text}");
     }
+    // The browsers' starts, apart from the runs': the post's, the two tasks' and the
+    // browse session's.
+    let k = key(
+        "abr_acquire_duration_seconds_count",
+        &[("mode", "unattended"), ("ok", "true")],
+    );
+    assert_eq!(moved(k.clone()), 4.0, "{k:?} in\n{after_text}");
     // The engine's store calls, timed by operation: the two tasks and the browse session
     // (a task record) inserted, and the post.
     for (op, by) in [("task.insert", 3.0), ("post.insert", 1.0)] {

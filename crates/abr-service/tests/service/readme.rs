@@ -74,8 +74,8 @@ fn the_error_table_is_the_code_table() {
     );
 }
 
-/// Every `ABR_` variable the runner's source names is on the configuration page, and every
-/// variable of its settings table is read by the runner.
+/// Every `ABR_` (and OpenTelemetry `OTEL_`) variable the runner's source names is on the
+/// configuration page, and every variable of its settings table is read by the runner.
 #[test]
 fn the_settings_table_is_what_the_runner_reads() {
     let mut read = BTreeSet::new();
@@ -89,7 +89,7 @@ fn the_settings_table_is_what_the_runner_reads() {
                 let source = std::fs::read_to_string(&path).unwrap();
                 // Names read are string literals: `"ABR_BIND"`.
                 for literal in source.split('"').skip(1).step_by(2) {
-                    if literal.starts_with("ABR_")
+                    if (literal.starts_with("ABR_") || literal.starts_with("OTEL_"))
                         && literal
                             .bytes()
                             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
