@@ -246,14 +246,26 @@ impl Artifacts {
             else {
                 continue;
             };
-            let (info, bytes) = self.content(tenant, id).await?;
-            *files = vec![UploadFile {
-                name: info.name,
-                mime_type: info.media_type,
-                bytes,
-            }];
+            *files = self.files(tenant, id).await?;
         }
         Ok(())
+    }
+
+    /// The files an upload of the tenant's artifact `id` sets: that one.
+    ///
+    /// # Errors
+    /// As [`Self::content`].
+    pub(crate) async fn files(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Vec<UploadFile>, EngineError> {
+        let (info, bytes) = self.content(tenant, id).await?;
+        Ok(vec![UploadFile {
+            name: info.name,
+            mime_type: info.media_type,
+            bytes,
+        }])
     }
 }
 

@@ -106,6 +106,16 @@ pub enum BrowseAction {
         #[serde(default)]
         submit: bool,
     },
+    /// Sets a file input to one of the tenant's artifacts (`POST /v1/artifacts` first):
+    /// never a path on the runner's disk. Committing, as a plan's `upload` step: refused
+    /// in a read-only session, and asks an approver where committing actions do.
+    Upload {
+        /// The file input.
+        #[serde(rename = "ref")]
+        reference: String,
+        /// The artifact's id (`art_…`).
+        artifact: String,
+    },
     /// Chooses an option of a list box, by its label.
     Select {
         /// The list box.
@@ -162,6 +172,7 @@ impl BrowseAction {
             Self::Click { .. } => "click",
             Self::Type { .. } => "type",
             Self::Select { .. } => "select",
+            Self::Upload { .. } => "upload",
             Self::Press { .. } => "press",
             Self::Scroll { .. } => "scroll",
             Self::Navigate { .. } => "navigate",
@@ -183,6 +194,14 @@ impl std::fmt::Debug for BrowseAction {
                 .finish_non_exhaustive(),
             Self::Click { reference } => f.debug_tuple("Click").field(reference).finish(),
             Self::Select { reference, .. } => f.debug_tuple("Select").field(reference).finish(),
+            Self::Upload {
+                reference,
+                artifact,
+            } => f
+                .debug_struct("Upload")
+                .field("reference", reference)
+                .field("artifact", artifact)
+                .finish(),
             Self::Press { reference, key } => f
                 .debug_struct("Press")
                 .field("reference", reference)

@@ -26,6 +26,13 @@
 //! its `dom_check` verification is one more DOM check), so the difference holds no browser
 //! action; the Node script does the same browser work too (one `goto`, as a person's script). Every side uses Debian's headless shell, one shared browser each, cookie-only
 //! session. `ABR_BENCH_QUICK=1` for a short run.
+//!
+//! `ABR_BENCH_TELEMETRY=on`: the whole run with what `abr serve` adds around its engine when
+//! an operator looks: the runner's log subscriber (at `info`, to a sink), traces exported over
+//! OTLP to an in-process collector that accepts and drops them, and the engines' events and
+//! store calls counted into [`Metrics`]. Off (the default) has none of it; the two runs'
+//! "engine − steps only" overheads are the cost (the steps-only baseline in each run takes the
+//! machine's drift out).
 
 #![allow(
     clippy::unwrap_used,
@@ -63,6 +70,7 @@ use abr_protocol::{
 use abr_providers::{
     BrowserSession, ChromiumBinary, LocalBrowserSessionProvider, LocalProviderConfig, base_args,
 };
+use abr_service::metrics::{Metrics, MetricsSink};
 use abr_store::{SealingKey, SqliteStore};
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -168,6 +176,46 @@ impl StoreObserver for TaskStoreTime {
     }
 }
 
+/// Two observers of one store: the bench's timing and, with telemetry on, the metrics.
+struct Both(Arc<dyn StoreObserver>, Arc<dyn StoreObserver>);
+
+impl StoreObserver for Both {
+    fn observe(&self, op: &'static str, took: Duration, ok: bool) {
+        self.0.observe(op, took, ok);
+        self.1.observe(op, took, ok);
+    }
+}
+
+/// With `ABR_BENCH_TELEMETRY=on`: the process's subscriber (logs to a sink, traces to an
+/// in-process OTLP collector that drops them) and the metrics the engines feed.
+async fn telemetry() -> Option<(Arc<Metrics>, abr_service::traces::Traces)> {
+    if std::env::var("ABR_BENCH_TELEMETRY").ok().as_deref() != Some("on") {
+        return None;
+    }
+    let collector = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(|body: axum::body::Bytes| async move {
+            std::hint::black_box(body.len());
+            axum::http::StatusCode::OK
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, collector).await;
+    });
+    let endpoint = url::Url::parse(&format!("http://{addr}/v1/traces")).unwrap();
+    let traces = abr_service::traces::Traces::start(
+        &abr_service::traces::TraceSettings::to(endpoint),
+        "bench",
+    )
+    .unwrap();
+    tracing_subscriber::util::SubscriberInitExt::init(
+        abr_service::logging::subscriber_with_traces("info", std::io::sink, Some(&traces)),
+    );
+    Some((Arc::new(Metrics::new()), traces))
+}
+
 impl TaskStoreTime {
     /// Milliseconds spent in the store, and the calls made, since the last call.
     fn take(&self) -> (f64, u64) {
@@ -220,9 +268,18 @@ impl Abr {
         store: Arc<dyn EngineStore>,
         tenant: &'static str,
         frames: bool,
+        metrics: Option<&Arc<Metrics>>,
+        egress: EgressPolicy,
     ) -> Self {
         let timing = Arc::new(TaskStoreTime::default());
-        let store = Arc::new(ObservedStore::new(store, timing.clone()));
+        let observer: Arc<dyn StoreObserver> = match metrics {
+            Some(metrics) => Arc::new(Both(
+                timing.clone(),
+                Arc::new(MetricsSink(Arc::clone(metrics))),
+            )),
+            None => timing.clone(),
+        };
+        let store = Arc::new(ObservedStore::new(store, observer));
         let audit = Arc::new(MemoryAuditSink::new());
         let (sender, ends) = mpsc::unbounded_channel();
         let config = EngineConfig {
@@ -233,13 +290,17 @@ impl Abr {
             },
             max_concurrent_jobs: 4,
             max_queued_jobs: 64,
+            // The engine's own view of the provider's policy (the demo site is on loopback).
+            egress,
             ..EngineConfig::default()
         };
-        let engine = EngineBuilder::new(config, provider.clone(), provider, store.clone())
+        let mut builder = EngineBuilder::new(config, provider.clone(), provider, store.clone())
             .audit(audit.clone())
-            .completion(Arc::new(Ends(sender)))
-            .build()
-            .unwrap();
+            .completion(Arc::new(Ends(sender)));
+        if let Some(metrics) = metrics {
+            builder = builder.event_sink(Arc::new(MetricsSink(Arc::clone(metrics))));
+        }
+        let engine = builder.build().unwrap();
         if !frames {
             engine
                 .set_screenshots_enabled(
@@ -629,6 +690,8 @@ async fn main() {
             .with_writer(std::io::stderr)
             .init();
     }
+    let telemetry = if trace { None } else { telemetry().await };
+    let metrics = telemetry.as_ref().map(|(metrics, _)| metrics);
     let n = if let Some(rounds) = trace_rounds {
         rounds
     } else if std::env::var_os("ABR_BENCH_QUICK").is_some() {
@@ -647,8 +710,9 @@ async fn main() {
     };
     let plan = plan(&base);
 
+    let egress = EgressPolicy::new().allow_addr(site.local_addr());
     let provider = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
-        egress: Some(EgressPolicy::new().allow_addr(site.local_addr())),
+        egress: Some(egress.clone()),
         ..LocalProviderConfig::default()
     }));
     let memory = Abr::new(
@@ -656,6 +720,8 @@ async fn main() {
         Arc::new(InMemoryStore::new()),
         TENANT,
         false,
+        metrics,
+        egress.clone(),
     )
     .await;
     let dir = tempfile::tempdir().unwrap();
@@ -666,9 +732,25 @@ async fn main() {
     )
     .unwrap();
     let sqlite_store: Arc<dyn EngineStore> = Arc::new(sqlite_store);
-    let sqlite = Abr::new(provider.clone(), sqlite_store.clone(), TENANT, false).await;
+    let sqlite = Abr::new(
+        provider.clone(),
+        sqlite_store.clone(),
+        TENANT,
+        false,
+        metrics,
+        egress.clone(),
+    )
+    .await;
     // The engine's defaults: replay frames on, kept (sealed) in the same SQLite file.
-    let framed = Abr::new(provider.clone(), sqlite_store, FRAMED_TENANT, true).await;
+    let framed = Abr::new(
+        provider.clone(),
+        sqlite_store,
+        FRAMED_TENANT,
+        true,
+        metrics,
+        egress,
+    )
+    .await;
     let mut node = NodePeer::start(&site, &session).await;
 
     let sides = [
@@ -906,6 +988,29 @@ async fn main() {
          as a step, the Node script as a waitFor), and the target URL is opened once, by step 1, \
          on every side: the overhead above holds no browser action."
     );
+    if let Some((metrics, traces)) = telemetry {
+        // Everything batched reaches the collector before the figures are final.
+        let flushed = Instant::now();
+        tokio::task::spawn_blocking(move || traces.shutdown())
+            .await
+            .unwrap();
+        drop(metrics);
+        println!(
+            "\nTelemetry on: logs at info to a sink, traces over OTLP to an in-process collector \
+             (the last batch flushed in {:.1} ms), the engines' events and store calls counted \
+             into metrics. Compare the overheads above with a run without ABR_BENCH_TELEMETRY.",
+            flushed.elapsed().as_secs_f64() * 1e3,
+        );
+        println!(
+            "BENCH task_overhead_telemetry_on_ms {:.2} 30",
+            median(&t_sqlite) - steps
+        );
+    } else {
+        println!(
+            "BENCH task_overhead_telemetry_off_ms {:.2} 30",
+            median(&t_sqlite) - steps
+        );
+    }
     println!(
         "\n{users} users added, {audit_events} audit events, wall time {:.1} s",
         wall.elapsed().as_secs_f64()

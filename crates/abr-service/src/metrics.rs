@@ -357,9 +357,8 @@ impl Metrics {
              event.append, ...)",
             store_seconds.clone(),
         );
-        let acquire_seconds = Family::<AcquireLabels, Histogram>::new_with_constructor(
-            latency as fn() -> Histogram,
-        );
+        let acquire_seconds =
+            Family::<AcquireLabels, Histogram>::new_with_constructor(latency as fn() -> Histogram);
         registry.register(
             "acquire_duration_seconds",
             "How long a provider took to give a browser context, by mode (unattended: a job's; \
@@ -664,9 +663,11 @@ pub(crate) fn exposition(metrics: &Metrics, now: &Snapshot) -> Response {
     response
 }
 
-/// The engine's events, counted.
-#[derive(Debug)]
-pub(crate) struct MetricsSink(pub(crate) Arc<Metrics>);
+/// What feeds [`Metrics`] from an engine: its events ([`EventSink`](abr_engine::EventSink))
+/// and its store's calls ([`StoreObserver`](abr_engine::StoreObserver)), as the runner
+/// wires them (an embedder's engine, or a benchmark's, may too).
+#[derive(Debug, Clone)]
+pub struct MetricsSink(pub Arc<Metrics>);
 
 impl abr_engine::EventSink for MetricsSink {
     fn emit(&self, event: &RunEvent) {
@@ -677,7 +678,12 @@ impl abr_engine::EventSink for MetricsSink {
 impl Metrics {
     /// A provider answered an acquire for `mode` after `took`, with a context or not
     /// ([`crate::timed_provider`]).
-    pub(crate) fn acquired(&self, mode: abr_core::AcquireMode, took: std::time::Duration, ok: bool) {
+    pub(crate) fn acquired(
+        &self,
+        mode: abr_core::AcquireMode,
+        took: std::time::Duration,
+        ok: bool,
+    ) {
         let mode = match mode {
             abr_core::AcquireMode::Unattended => "unattended",
             abr_core::AcquireMode::Interactive => "interactive",

@@ -22,7 +22,10 @@ pub(crate) struct TimedProvider<C> {
 
 impl<C: SessionContext> TimedProvider<C> {
     /// `inner` timed into `metrics`, as a provider of the same kind.
-    pub(crate) fn wrap(inner: DynSessionProvider<C>, metrics: Arc<Metrics>) -> DynSessionProvider<C> {
+    pub(crate) fn wrap(
+        inner: DynSessionProvider<C>,
+        metrics: Arc<Metrics>,
+    ) -> DynSessionProvider<C> {
         Arc::new(Self { inner, metrics })
     }
 }

@@ -246,6 +246,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 &BrowseAction::Navigate {
                     url: url.to_string(),
                 },
+                Vec::new(),
             )
             .await;
         let read_only = open.task.record.read_only;
@@ -313,6 +314,12 @@ impl<C: TaskContext> TaskRunner<C> {
         let mut guard = entry.session.lock().await;
         let open = guard.as_mut().ok_or(EngineError::BrowseNotFound)?;
         check_action(open, &action, self.browses.config.act_timeout)?;
+        // An upload's file, read before anything reaches the browser: another tenant's,
+        // deleted or expired is a 404 with nothing done.
+        let files = match &action {
+            BrowseAction::Upload { artifact, .. } => self.upload_files(tenant, artifact).await?,
+            _ => Vec::new(),
+        };
         match self.browse_handoff_now(open).await {
             HandoffNow::Free => {}
             HandoffNow::Waiting(pause) => {
@@ -344,7 +351,7 @@ impl<C: TaskContext> TaskRunner<C> {
                 });
             }
         }
-        let response = self.act_on(open, &action).await;
+        let response = self.act_on(open, &action, files).await;
         entry.touch();
         Ok(response)
     }

@@ -95,8 +95,14 @@ pub(super) enum HandoffNow {
 }
 
 impl<C: TaskContext> TaskRunner<C> {
-    /// One action through the rails, recorded, and the page after it.
-    pub(super) async fn act_on(&self, open: &mut Open<C>, action: &BrowseAction) -> ActResponse {
+    /// One action through the rails, recorded, and the page after it; an upload sets
+    /// `files`.
+    pub(super) async fn act_on(
+        &self,
+        open: &mut Open<C>,
+        action: &BrowseAction,
+        files: Vec<abr_core::step_runner::UploadFile>,
+    ) -> ActResponse {
         // A relayed act's watch hears of its first write; what the page sent while the brain
         // was away belongs to the last action.
         open.rails.network.set_watch(crate::commit_watch::current());
@@ -110,7 +116,7 @@ impl<C: TaskContext> TaskRunner<C> {
             open.rails.network.add_site(url);
         }
         let index = open.task.record.step_results.len();
-        let browser = to_browser_action(open, action);
+        let browser = to_browser_action(open, action, files);
         let url = rails::shown_url(&open.rails.last_url);
         let started = Instant::now();
         let at = self.clock.now();
@@ -307,7 +313,8 @@ impl<C: TaskContext> TaskRunner<C> {
         let reference = match action {
             BrowseAction::Click { reference }
             | BrowseAction::Type { reference, .. }
-            | BrowseAction::Select { reference, .. } => Some(reference.clone()),
+            | BrowseAction::Select { reference, .. }
+            | BrowseAction::Upload { reference, .. } => Some(reference.clone()),
             BrowseAction::Press { reference, .. } => reference.clone(),
             _ => None,
         };
@@ -665,6 +672,19 @@ pub(super) fn check_action<C: TaskContext>(
         BrowseAction::Click { reference }
         | BrowseAction::Type { reference, .. }
         | BrowseAction::Select { reference, .. } => Some(reference),
+        BrowseAction::Upload {
+            reference,
+            artifact,
+        } => {
+            if !abr_core::artifact::is_artifact_id(artifact) {
+                return Err(EngineError::from(CoreError::InvalidInput(
+                    "artifact is an artifact's id (art_…): upload the file with POST \
+                     /v1/artifacts first"
+                        .into(),
+                )));
+            }
+            Some(reference)
+        }
         BrowseAction::Press { reference, key } => {
             if key.trim().is_empty() || key.len() > MAX_KEY {
                 return Err(EngineError::from(CoreError::InvalidInput(format!(
@@ -722,7 +742,8 @@ pub(super) fn reference_of(action: &BrowseAction) -> Option<&str> {
     match action {
         BrowseAction::Click { reference }
         | BrowseAction::Type { reference, .. }
-        | BrowseAction::Select { reference, .. } => Some(reference),
+        | BrowseAction::Select { reference, .. }
+        | BrowseAction::Upload { reference, .. } => Some(reference),
         BrowseAction::Press { reference, .. } => reference.as_deref(),
         BrowseAction::Wait { reference, .. } => reference.as_deref(),
         BrowseAction::Scroll { .. } | BrowseAction::Navigate { .. } | BrowseAction::Back => None,
@@ -743,6 +764,7 @@ pub(super) fn fingerprint<C: TaskContext>(open: &Open<C>, action: &BrowseAction)
             format!("{}{}", u8::from(*submit), text.expose())
         }
         BrowseAction::Select { option, .. } => option.clone(),
+        BrowseAction::Upload { artifact, .. } => artifact.clone(),
         BrowseAction::Press { key, .. } => key.clone(),
         BrowseAction::Navigate { url } => url.clone(),
         BrowseAction::Click { .. }
@@ -754,12 +776,19 @@ pub(super) fn fingerprint<C: TaskContext>(open: &Open<C>, action: &BrowseAction)
     Fingerprint::of(&[action.kind(), reference, role, name, &page, &value])
 }
 
+/// The browser's action for `action`; an upload's files are `files` (its artifact, read
+/// before: [`TaskRunner::browse_act`]).
 pub(super) fn to_browser_action<C: TaskContext>(
     open: &Open<C>,
     action: &BrowseAction,
+    files: Vec<abr_core::step_runner::UploadFile>,
 ) -> BrowserAction {
     let selector = |r: &str| open.snapshot.selector(r);
     match action {
+        BrowseAction::Upload { reference, .. } => BrowserAction::Upload {
+            selector: selector(reference),
+            files,
+        },
         BrowseAction::Click { reference } => BrowserAction::Click {
             selector: selector(reference),
         },
@@ -820,6 +849,10 @@ pub(super) fn describe<C: TaskContext>(open: &Open<C>, action: &BrowseAction) ->
             if *submit { ", then Enter" } else { "" }
         ),
         BrowseAction::Select { reference, .. } => format!("choose in {}", element(reference)),
+        BrowseAction::Upload {
+            reference,
+            artifact,
+        } => format!("attach {artifact} to {}", element(reference)),
         BrowseAction::Press { reference, key } => match reference {
             Some(r) => format!("press {key} on {}", element(r)),
             None => format!("press {key}"),

@@ -134,6 +134,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     text: input.value,
                     submit: false,
                 },
+                Vec::new(),
             )
             .await;
         if answer.outcome != ActOutcome::Done {

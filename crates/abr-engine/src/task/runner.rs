@@ -206,6 +206,22 @@ impl<C: TaskContext> TaskRunner<C> {
         self
     }
 
+    /// The files of a browse session's upload of the tenant's artifact `id`.
+    ///
+    /// # Errors
+    /// [`EngineError::ArtifactNotFound`] (another tenant's, deleted, expired, or no
+    /// artifact store); a store failure.
+    pub(super) async fn upload_files(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Vec<abr_core::step_runner::UploadFile>, crate::error::EngineError> {
+        match &self.artifacts {
+            Some(artifacts) => artifacts.files(tenant, id).await,
+            None => Err(crate::error::EngineError::ArtifactNotFound(id.to_owned())),
+        }
+    }
+
     /// Checks that the artifacts `plan`'s uploads name are the tenant's.
     pub(super) async fn check_artifacts(
         &self,

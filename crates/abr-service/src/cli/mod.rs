@@ -18,6 +18,7 @@ mod keys;
 pub(crate) mod local;
 mod logs;
 mod mcp;
+mod ready;
 mod serve;
 mod session;
 mod start;
@@ -73,6 +74,9 @@ pub(crate) enum Command {
     Status(status::StatusArgs),
     /// The background runner's log.
     Logs(logs::LogsArgs),
+    /// Whether the runner on this host takes new work (GET /v1/ready), as the exit code:
+    /// a container's health check.
+    Ready(ready::ReadyArgs),
     /// Stop this account's runner on this machine (drains running work unless --now).
     Down(down::DownArgs),
     /// Run the whole round trip on this machine: demo site, runner, capture through the live
@@ -93,6 +97,7 @@ impl Cli {
             Command::Up(args) => args.run(),
             Command::Status(args) => args.run(),
             Command::Logs(args) => args.run(),
+            Command::Ready(args) => args.run(),
             Command::Down(args) => args.run(),
             #[cfg(feature = "demo")]
             Command::Demo(args) => args.run(),

@@ -142,6 +142,9 @@ pub(crate) enum Action {
     Type,
     /// Choose `option` (its label) in the list `ref`.
     Select,
+    /// Set the file input `ref` to the tenant's artifact `artifact` (its id, `art_…`: a
+    /// file the orchestrator uploaded with `POST /v1/artifacts`). Committing.
+    Upload,
     /// Press `key` (e.g. `Enter`, `Tab`, `Escape`), on `ref` when given.
     Press,
     /// Scroll the page one screen in `direction`.
@@ -177,7 +180,7 @@ pub(crate) struct BrowseActArgs {
     /// The action.
     action: Action,
     /// The element to act on: its `ref` in the latest snapshot (e.g. `e12`). Required for
-    /// click, type and select.
+    /// click, type, select and upload.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
     element: Option<String>,
     /// type: the text to type; wait: a text to show on the page.
@@ -189,6 +192,9 @@ pub(crate) struct BrowseActArgs {
     /// select: the label of the option to choose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     option: Option<String>,
+    /// upload: the artifact's id (`art_…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    artifact: Option<String>,
     /// press: the key, e.g. `Enter`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     key: Option<String>,
@@ -374,7 +380,8 @@ fn description(name: &str) -> &'static str {
              (before a navigation) may no longer be valid."
         }
         BROWSE_ACT => {
-            "Perform one action in a browse session: click, type, select, press, scroll, \
+            "Perform one action in a browse session: click, type, select, upload (a file \
+             input set to an `artifact` the orchestrator uploaded), press, scroll, \
              navigate, back, or wait (for an element `ref`, a `text`, a `url` part, or \
              `ms` to pass: instead of polling snapshots), on an element `ref` of the latest \
              snapshot. Answers the \
@@ -768,7 +775,7 @@ mod tests {
         let act = tool(BROWSE_ACT, false).unwrap();
         let schema = serde_json::to_string(&act.input_schema).unwrap();
         for action in [
-            "click", "type", "select", "press", "scroll", "navigate", "back",
+            "click", "type", "select", "upload", "press", "scroll", "navigate", "back",
         ] {
             assert!(schema.contains(&format!("\"{action}\"")), "{schema}");
         }

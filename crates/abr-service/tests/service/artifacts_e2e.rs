@@ -370,3 +370,130 @@ async fn a_plans_downloads_are_kept_sealed_capped_and_recorded_and_refused_witho
     assert!(timeline.contains("artifact\\_type\\_refused"), "{timeline}");
     assert!(!timeline.contains(&tag), "{timeline}");
 }
+
+/// A browse session on the composer for `tenant`, read-only or not.
+async fn composer(
+    stack: &Stack,
+    tenant: &str,
+    read_only: bool,
+) -> abr_client::protocol::BrowseOpened {
+    let session = signed_in_session(&stack.site, "alice").await;
+    let request: abr_client::protocol::BrowseRequest = serde_json::from_value(json!({
+        "url": format!("{}/compose", stack.site.base_url()),
+        "platform": "demo",
+        "session": session,
+        "readOnly": read_only,
+    }))
+    .unwrap();
+    let opened = stack.client.browse_open(tenant, &request).await.unwrap();
+    assert_eq!(
+        opened.first.outcome,
+        abr_client::protocol::ActOutcome::Done,
+        "{:?}",
+        opened.first
+    );
+    opened
+}
+
+/// The reference of the element named `name` in the session's first snapshot.
+fn named(opened: &abr_client::protocol::BrowseOpened, name: &str) -> String {
+    opened
+        .first
+        .snapshot
+        .elements
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no {name:?} in {:#?}", opened.first.snapshot.elements))
+        .reference
+        .clone()
+}
+
+async fn uploads(base: &str) -> Vec<Value> {
+    reqwest::get(format!("{base}/api/uploads"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browse_session_attaches_an_artifact_and_neither_another_tenant_nor_read_only_can() {
+    use abr_client::protocol::{ActOutcome, BrowseAction};
+    let stack = stack_with(
+        |c| {
+            c.tasks.approval = abr_core::approval::ApprovalRule::Off;
+            c.pacing = None;
+        },
+        |b| b,
+    )
+    .await;
+    let client = &stack.client;
+    let base = stack.site.base_url();
+    let bytes = png(&format!("browse-canary-{}", random_suffix()));
+    let info = client
+        .upload_artifact(TENANT, "picture.png", bytes.clone())
+        .await
+        .unwrap();
+    let upload = |reference: String| BrowseAction::Upload {
+        reference,
+        artifact: info.id.clone(),
+    };
+
+    // Another tenant's session names it: not found, nothing reaches the page.
+    let theirs = composer(&stack, OTHER, false).await;
+    refused(
+        client
+            .browse_act(OTHER, &theirs.browse_id, &upload(named(&theirs, "Media")))
+            .await,
+        404,
+        "artifact_not_found",
+    );
+    // A read-only session: the upload is refused below the page.
+    let reading = composer(&stack, TENANT, true).await;
+    let answer = client
+        .browse_act(
+            TENANT,
+            &reading.browse_id,
+            &upload(named(&reading, "Media")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.outcome, ActOutcome::Refused, "{answer:?}");
+    assert!(uploads(&base).await.is_empty(), "nothing was sent");
+
+    // The tenant's own session: the site's input gets exactly the artifact.
+    let ours = composer(&stack, TENANT, false).await;
+    let answer = client
+        .browse_act(TENANT, &ours.browse_id, &upload(named(&ours, "Media")))
+        .await
+        .unwrap();
+    assert_eq!(answer.outcome, ActOutcome::Done, "{answer:?}");
+    let mut received = Vec::new();
+    for _ in 0..100 {
+        received = uploads(&base).await;
+        if !received.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert_eq!(received[0]["name"], "picture.png");
+    assert_eq!(received[0]["size"], bytes.len());
+    assert_eq!(received[0]["sha256"], info.sha256.as_str());
+    let timeline = client
+        .timeline_markdown(TENANT, &ours.browse_id)
+        .await
+        .unwrap();
+    // Markdown escapes the id's underscore.
+    let attached = format!("upload, attach {}", info.id.replace('_', "\\_"));
+    assert!(timeline.contains(&attached), "{timeline}");
+    for id in [&theirs.browse_id, &reading.browse_id, &ours.browse_id] {
+        let tenant = if id == &theirs.browse_id {
+            OTHER
+        } else {
+            TENANT
+        };
+        client.browse_close(tenant, id).await.unwrap();
+    }
+}
