@@ -139,30 +139,18 @@ impl Downloads {
                 size: declared.unwrap_or(0),
                 bytes: Err(why),
             },
-            None => {
-                let body = cdp
-                    .send("Fetch.getResponseBody", Some(json!({ "requestId": id })))
-                    .await;
-                let bytes = body.ok().and_then(body_bytes);
-                match bytes {
-                    Some(bytes) if bytes.len() as u64 > limits.max_bytes => CaughtDownload {
-                        name,
-                        size: bytes.len() as u64,
-                        bytes: Err(DownloadRefused::TooLarge),
-                    },
-                    Some(bytes) => CaughtDownload {
-                        name,
-                        size: bytes.len() as u64,
-                        bytes: Ok(bytes),
-                    },
-                    // The body could not be read (the page went away): nothing to keep.
-                    None => CaughtDownload {
-                        name,
-                        size: declared.unwrap_or(0),
-                        bytes: Err(DownloadRefused::Unread),
-                    },
-                }
-            }
+            None => match read_capped(cdp, id, limits.max_bytes).await {
+                Ok(bytes) => CaughtDownload {
+                    name,
+                    size: bytes.len() as u64,
+                    bytes: Ok(bytes),
+                },
+                Err((why, read)) => CaughtDownload {
+                    name,
+                    size: declared.unwrap_or(read),
+                    bytes: Err(why),
+                },
+            },
         };
         self.lock().pending.push(caught);
         Self::abort(cdp, id).await;
@@ -177,13 +165,84 @@ impl Downloads {
     }
 }
 
-/// The bytes of a `Fetch.getResponseBody` answer.
-fn body_bytes(answer: Value) -> Option<Vec<u8>> {
-    let answer = crate::live_state::unwrap_result(answer);
-    let body = answer["body"].as_str()?;
+/// The most one `IO.read` of a download's stream asks for.
+const CHUNK: u64 = 64 * 1024;
+
+/// How long one download's body may take to arrive.
+const READ_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A paused download's body, read as a stream (`Fetch.takeResponseBodyAsStream`, then
+/// `IO.read`) and never more than `max` bytes of it: a body of undeclared length that
+/// grows past the cap is refused there, as much as was read counted, the rest never read.
+/// `Err`: why, and how many bytes were read.
+async fn read_capped(
+    cdp: &CDPSession,
+    id: &str,
+    max: u64,
+) -> Result<Vec<u8>, (DownloadRefused, u64)> {
+    let taken = cdp
+        .send(
+            "Fetch.takeResponseBodyAsStream",
+            Some(json!({ "requestId": id })),
+        )
+        .await
+        .map(crate::live_state::unwrap_result);
+    let Some(handle) = taken
+        .ok()
+        .and_then(|t| t["stream"].as_str().map(str::to_owned))
+    else {
+        // The page went away before its body could be read: nothing to keep.
+        return Err((DownloadRefused::Unread, 0));
+    };
+    let mut bytes = Vec::new();
+    let reading = async {
+        loop {
+            let ask = max
+                .saturating_add(1)
+                .saturating_sub(bytes.len() as u64)
+                .min(CHUNK);
+            let chunk = cdp
+                .send("IO.read", Some(json!({ "handle": handle, "size": ask })))
+                .await
+                .map(crate::live_state::unwrap_result);
+            let Some(part) = chunk.as_ref().ok().and_then(chunk_bytes) else {
+                return Err(DownloadRefused::Unread);
+            };
+            bytes.extend_from_slice(&part);
+            if bytes.len() as u64 > max {
+                return Err(DownloadRefused::TooLarge);
+            }
+            if chunk
+                .as_ref()
+                .is_ok_and(|c| c["eof"].as_bool().unwrap_or(false))
+            {
+                return Ok(());
+            }
+        }
+    };
+    // A server that holds the body open does not hold the run: what it sent by then is
+    // not kept.
+    let read = tokio::time::timeout(READ_DEADLINE, reading)
+        .await
+        .unwrap_or(Err(DownloadRefused::Unread));
+    if let Err(e) = cdp
+        .send("IO.close", Some(json!({ "handle": handle })))
+        .await
+    {
+        tracing::debug!(error = %e, "the download catcher could not close a body's stream");
+    }
+    match read {
+        Ok(()) => Ok(bytes),
+        Err(why) => Err((why, bytes.len() as u64)),
+    }
+}
+
+/// The bytes of an `IO.read` answer.
+fn chunk_bytes(answer: &Value) -> Option<Vec<u8>> {
+    let data = answer["data"].as_str()?;
     if answer["base64Encoded"].as_bool().unwrap_or(false) {
-        base64::engine::general_purpose::STANDARD.decode(body).ok()
+        base64::engine::general_purpose::STANDARD.decode(data).ok()
     } else {
-        Some(body.as_bytes().to_vec())
+        Some(data.as_bytes().to_vec())
     }
 }

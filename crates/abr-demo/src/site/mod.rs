@@ -29,7 +29,8 @@
 //!   (case-insensitive) is a 400 page with `.error-banner` and the form filled in, nothing
 //!   stored. Not signed in: 303 to `/login`, nothing stored.
 //! - `GET /invoices?tag=`: download links (an invoice PDF as an attachment, a 64 KiB archive,
-//!   an ELF program named `tool.pdf`, a page); `GET /invoices/{file}` serves them.
+//!   a 1 MiB stream of undeclared length, an ELF program named `tool.pdf`, a page);
+//!   `GET /invoices/{file}` serves them.
 //! - `GET /api/uploads`: every file `POST /api/upload` received `{id, owner, name, size,
 //!   sha256}` (ground truth).
 //! - `GET /api/posts`: every post `{id, author, text, mediaCount, createdAt}` (ground truth).
@@ -876,7 +877,7 @@ async fn upload(State(state): State<Shared>, headers: HeaderMap, request: Reques
 
 /// `GET /invoices?tag=`: links to download an invoice (`#invoice`, a PDF sent as an
 /// attachment), an archive (`#archive`, 64 KiB of `application/octet-stream`, its length
-/// declared), a program (`#program`, an ELF binary named `tool.pdf`) and a page
+/// declared), a stream (`#stream`, 1 MiB in 16 KiB chunks, no length declared), a program (`#program`, an ELF binary named `tool.pdf`) and a page
 /// (`#page`). The tag goes into the files' bytes (a test's canary).
 async fn invoices(Query(query): Query<TagQuery>) -> Response {
     let tag = tag_of(&query);
@@ -887,6 +888,7 @@ async fn invoices(Query(query): Query<TagQuery>) -> Response {
              <body><h1>Invoices</h1>\
              <p><a id=\"invoice\" href=\"/invoices/INV-1.pdf?tag={tag}\">Download invoice</a></p>\
              <p><a id=\"archive\" href=\"/invoices/archive.bin?tag={tag}\">Download archive</a></p>\
+             <p><a id=\"stream\" href=\"/invoices/stream.bin?tag={tag}\">Download stream</a></p>\
              <p><a id=\"program\" href=\"/invoices/tool.pdf?tag={tag}\">Download tool</a></p>\
              <p><a id=\"page\" href=\"/invoices/notes.html\">Notes</a></p></body></html>"
         ),
@@ -910,6 +912,9 @@ fn tag_of(query: &TagQuery) -> String {
 }
 
 /// `GET /invoices/{file}`: the files `/invoices` links to.
+/// The stream's 16 KiB chunks: 1 MiB.
+const STREAM_CHUNKS: usize = 64;
+
 async fn invoice_file(Path(file): Path<String>, Query(query): Query<TagQuery>) -> Response {
     let tag = tag_of(&query);
     let attachment = |name: &str| format!("attachment; filename=\"{name}\"");
@@ -927,6 +932,19 @@ async fn invoice_file(Path(file): Path<String>, Query(query): Query<TagQuery>) -
             vec![b'a'; 64 * 1024],
         )
             .into_response(),
+        "stream.bin" => {
+            let chunks = (0..STREAM_CHUNKS).map(|_| {
+                Ok::<_, std::convert::Infallible>(axum::body::Bytes::from_static(&[b's'; 16 * 1024]))
+            });
+            (
+                [
+                    (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+                    (header::CONTENT_DISPOSITION, attachment("stream.bin")),
+                ],
+                axum::body::Body::from_stream(futures::stream::iter(chunks)),
+            )
+                .into_response()
+        }
         "tool.pdf" => {
             let mut elf = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\x3e\0".to_vec();
             elf.resize(64, 0);

@@ -257,6 +257,7 @@ fn downloads(site_base: &str, tag: &str, keep: bool) -> Value {
             "steps": [
                 {"type": "click", "selector": "#invoice", "description": "Download the invoice"},
                 {"type": "click", "selector": "#archive", "description": "Download the archive"},
+                {"type": "click", "selector": "#stream", "description": "Download the stream"},
                 {"type": "click", "selector": "#program", "description": "Download the tool"},
                 {"type": "click", "selector": "#page", "description": "Open the notes"},
                 {"type": "wait", "text": "Notes", "timeoutMs": 10000, "description": "Wait for the notes"}
@@ -313,7 +314,7 @@ async fn a_plans_downloads_are_kept_sealed_capped_and_recorded_and_refused_witho
             .find(|d| d.name == name)
             .unwrap_or_else(|| panic!("no download {name}: {:?}", ended.downloads))
     };
-    assert_eq!(ended.downloads.len(), 3, "{ended:#?}");
+    assert_eq!(ended.downloads.len(), 4, "{ended:#?}");
     let invoice = by_name("INV-1.pdf");
     let kept = invoice.artifact.as_ref().expect("the invoice is kept");
     assert_eq!(kept.media_type, "application/pdf");
@@ -334,6 +335,19 @@ async fn a_plans_downloads_are_kept_sealed_capped_and_recorded_and_refused_witho
         Some("artifact_too_large")
     );
     assert_eq!(archive.size, 64 * 1024);
+    // Of undeclared length: read as a stream and stopped at the cap (16 KiB), never the
+    // whole MiB.
+    let stream = by_name("stream.bin");
+    assert!(stream.artifact.is_none());
+    assert_eq!(
+        stream.error.as_ref().map(|e| e.code.as_str()),
+        Some("artifact_too_large")
+    );
+    assert!(
+        stream.size > 16 * 1024 && stream.size <= 16 * 1024 + 1,
+        "read {} bytes of a 1 MiB stream",
+        stream.size
+    );
     let program = by_name("tool.pdf");
     assert!(program.artifact.is_none());
     assert_eq!(
