@@ -30,6 +30,7 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tracing::Instrument as _;
 
 use abr_core::audit::{AuditAction, AuditEvent, AuditOutcome, Auditor};
 use abr_core::clock::{Clock, SystemClock};
@@ -374,6 +375,25 @@ impl<C: SessionContext> PostJournal<C> {
         idempotency_key: Option<&str>,
         request: PostRequest,
     ) -> Result<Posted, EngineError> {
+        let span = tracing::info_span!(
+            target: crate::TRACE_TARGET,
+            "post",
+            otel.name = "post",
+            tenant,
+            platform = tracing::field::Empty,
+            post_id = tracing::field::Empty,
+        );
+        self.post_traced(tenant, idempotency_key, request)
+            .instrument(span)
+            .await
+    }
+
+    async fn post_traced(
+        &self,
+        tenant: &str,
+        idempotency_key: Option<&str>,
+        request: PostRequest,
+    ) -> Result<Posted, EngineError> {
         abr_core::tenant::check("tenantId", Some(tenant))?;
         abr_core::tenant::check("Idempotency-Key", idempotency_key)?;
         abr_core::tenant::check("sessionId", request.session_id.as_deref())?;
@@ -403,6 +423,10 @@ impl<C: SessionContext> PostJournal<C> {
         // anything is recorded: its key stays free, the answer says when to come back.
         self.poster.refused_now()?;
         let post = self.new_post(tenant, &request, None)?;
+        // A declared platform's name (checked above), the post's id: never a value.
+        tracing::Span::current()
+            .record("platform", request.platform.as_str())
+            .record("post_id", post.id());
         let admitted = self.admit(tenant).await?;
         let (sender, receiver) = watch::channel(None);
         live_lock(&self.live).insert(tenant_key(tenant, post.id()), receiver);

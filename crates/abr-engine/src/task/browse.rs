@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use abr_core::audit::{AuditAction, AuditOutcome};
 use abr_core::clock::new_token;
@@ -60,6 +61,23 @@ impl<C: TaskContext> TaskRunner<C> {
     /// failure. A first page that does not load is not an error: the session is open and
     /// its answer says what happened.
     pub(crate) async fn browse_open(
+        &self,
+        caller: &Caller,
+        request: BrowseRequest,
+    ) -> Result<BrowseOpened, EngineError> {
+        let span = tracing::info_span!(
+            target: crate::TRACE_TARGET,
+            "browse.open",
+            otel.name = "browse open",
+            tenant = caller.tenant(),
+            browse_id = tracing::field::Empty,
+        );
+        self.browse_open_traced(caller, request)
+            .instrument(span)
+            .await
+    }
+
+    async fn browse_open_traced(
         &self,
         caller: &Caller,
         mut request: BrowseRequest,
@@ -225,6 +243,7 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         };
         let id = task.record.task_id.clone();
+        tracing::Span::current().record("browse_id", id.as_str());
         let mut open = Open {
             task,
             rails,
@@ -304,6 +323,25 @@ impl<C: TaskContext> TaskRunner<C> {
     /// snapshot of this session gave. What happens on the page is not an error: a refusal,
     /// a pause or a failure is the answer's `outcome`.
     pub(crate) async fn browse_act(
+        &self,
+        tenant: &str,
+        id: &str,
+        action: BrowseAction,
+    ) -> Result<ActResponse, EngineError> {
+        let span = tracing::info_span!(
+            target: crate::TRACE_TARGET,
+            "browse.act",
+            otel.name = format!("browse {}", action.kind()),
+            tenant,
+            browse_id = id,
+            action = action.kind(),
+        );
+        self.browse_act_traced(tenant, id, action)
+            .instrument(span)
+            .await
+    }
+
+    async fn browse_act_traced(
         &self,
         tenant: &str,
         id: &str,

@@ -289,6 +289,44 @@ async fn a_task_is_one_trace_from_create_to_end_and_a_relayed_call_spans_hub_and
             .any(|s| s.name == "GET /v1/tasks/{id}" && s.trace != CALLER_TRACE)
     );
 
+    // A browse session: its open and each action carry its id and tenant.
+    let opened = request_as(
+        &stack.app,
+        FAKE_TOKEN,
+        Method::POST,
+        "/v1/browse",
+        &[("x-tenant-id", "tenant-a")],
+        Some(&json!({"url": "https://fake.example/"})),
+    )
+    .await;
+    assert_eq!(opened.status, 201, "{}", opened.body);
+    let browse_id = opened.json()["browseId"].as_str().unwrap().to_owned();
+    let acted = request_as(
+        &stack.app,
+        FAKE_TOKEN,
+        Method::POST,
+        &format!("/v1/browse/{browse_id}/act"),
+        &[("x-tenant-id", "tenant-a")],
+        Some(&json!({"action": "back"})),
+    )
+    .await;
+    assert_eq!(acted.status, 200, "{}", acted.body);
+    let spans = collector
+        .until("the browse session's spans", |spans| {
+            spans.iter().any(|s| s.name == "browse back")
+        })
+        .await;
+    for name in ["browse open", "browse back"] {
+        let span = spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name}: {spans:#?}"));
+        assert_eq!(span.attr("browse_id"), Some(browse_id.as_str()), "{span:?}");
+        assert_eq!(span.attr("tenant"), Some("tenant-a"), "{span:?}");
+        let request = spans.iter().find(|s| s.id == span.parent).unwrap();
+        assert!(request.name.starts_with("POST /v1/browse"), "{request:?}");
+    }
+
     // A call relayed by a hub to a runner: one trace across both.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let hub_addr: SocketAddr = listener.local_addr().unwrap();
