@@ -204,6 +204,9 @@ pub struct AuditEvent {
     /// The artifact kept or deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact_id: Option<String>,
+    /// The API key that made a change of the tenant's settings (its id, never its token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
 }
 
 impl AuditEvent {
@@ -242,6 +245,7 @@ impl AuditEvent {
             domain: None,
             decision: None,
             artifact_id: None,
+            key_id: None,
         }
     }
 

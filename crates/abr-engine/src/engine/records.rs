@@ -394,9 +394,12 @@ impl<C: TaskContext> Engine<C> {
     }
 
     /// An audit event about the tenant's own settings (no platform involved).
+    /// A change of the tenant's settings, with the key that made it.
     fn settings_event(&self, action: AuditAction, actor: &Actor) -> AuditEvent {
-        AuditEvent::new(self.now(), action, AuditOutcome::Ok, SETTINGS_PLATFORM)
-            .tenant(Some(actor.tenant()), None)
+        let mut event = AuditEvent::new(self.now(), action, AuditOutcome::Ok, SETTINGS_PLATFORM)
+            .tenant(Some(actor.tenant()), None);
+        event.key_id = Some(actor.principal().key_id().to_owned());
+        event
     }
 
     /// A run's screenshots setting and its frames.
@@ -476,7 +479,8 @@ impl<C: TaskContext> Engine<C> {
     }
 
     /// Switches the tenant's replay screenshots on or off; audited
-    /// (`screenshots_changed`, as `person`: the one a caller names, or `unknown`).
+    /// (`screenshots_changed`, with the key that changed it and `person`: the one a caller
+    /// names, or `unknown`).
     ///
     /// # Errors
     /// [`CoreError::Forbidden`] unless the actor may change the tenant's settings; a store

@@ -35,9 +35,12 @@ pub(crate) const TASK_CREATE: &str = "task_create";
 pub(crate) const TASK_STATUS: &str = "task_status";
 /// `run_timeline`.
 pub(crate) const RUN_TIMELINE: &str = "run_timeline";
+/// `set_browser_screenshots`.
+pub(crate) const SET_BROWSER_SCREENSHOTS: &str = "set_browser_screenshots";
 
-/// The tools a read-only server does not offer: they publish or run plans.
-const NOT_READ_ONLY: [&str; 2] = [POST, TASK_CREATE];
+/// The tools a read-only server does not offer: they publish, run plans or change a
+/// tenant's settings.
+const NOT_READ_ONLY: [&str; 3] = [POST, TASK_CREATE, SET_BROWSER_SCREENSHOTS];
 
 /// The ids the runner hands out (browse and task ids): URL-safe tokens. Anything else
 /// cannot name a session or task, and would change the path it is put in.
@@ -250,6 +253,14 @@ pub(crate) struct RunTimelineArgs {
     run_id: String,
 }
 
+/// Arguments of `set_browser_screenshots`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SetScreenshotsArgs {
+    /// Whether the tenant's runs take replay frames from now on.
+    enabled: bool,
+}
+
 /// What to publish (the schema of `post`'s `content`).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -423,6 +434,12 @@ fn description(name: &str) -> &'static str {
              takeovers, approvals, frames and the outcome. Typed values appear as their \
              length only. Use it to explain a run to the user or to decide the next step."
         }
+        SET_BROWSER_SCREENSHOTS => {
+            "Switch the replay screenshots of the tenant's runs on or off (runs that start \
+             from now on; a run going keeps its setting; an off run's record says \
+             screenshots off, tenant_setting). An approver's or operator's key only; \
+             audited with the key that changed it."
+        }
         _ => "",
     }
 }
@@ -477,6 +494,7 @@ fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
         TASK_CREATE => input::<TaskSchema>(),
         TASK_STATUS => input::<TaskStatusArgs>(),
         RUN_TIMELINE => input::<RunTimelineArgs>(),
+        SET_BROWSER_SCREENSHOTS => input::<SetScreenshotsArgs>(),
         other => Err(format!("no tool {other}")),
     }
 }
@@ -534,12 +552,13 @@ fn output_schema(name: &str) -> Result<Arc<JsonObject>, String> {
         POST => output::<PostAnswer>(),
         TASK_CREATE | TASK_STATUS => output::<abr_protocol::TaskRecord>(),
         RUN_TIMELINE => output::<abr_protocol::RunTimeline>(),
+        SET_BROWSER_SCREENSHOTS => output::<abr_protocol::ScreenshotsSetting>(),
         other => Err(format!("no tool {other}")),
     }
 }
 
 /// Every tool, in the order listed.
-const ALL: [&str; 9] = [
+const ALL: [&str; 10] = [
     BROWSE_OPEN,
     BROWSE_SNAPSHOT,
     BROWSE_ACT,
@@ -549,6 +568,7 @@ const ALL: [&str; 9] = [
     TASK_CREATE,
     TASK_STATUS,
     RUN_TIMELINE,
+    SET_BROWSER_SCREENSHOTS,
 ];
 
 /// Whether a server with `read_only` offers tool `name`.
@@ -679,6 +699,14 @@ pub(crate) fn forward(
                 Method::GET,
                 format!("/v1/runs/{id}/timeline"),
                 None,
+            ))
+        }
+        SET_BROWSER_SCREENSHOTS => {
+            let args: SetScreenshotsArgs = parse(name, arguments)?;
+            Ok(Forward::new(
+                Method::PUT,
+                "/v1/settings/screenshots".to_owned(),
+                Some(to_body(&args)?),
             ))
         }
         _ => Err(ErrorData::invalid_params("no such tool", None)),

@@ -346,6 +346,8 @@ async fn the_screenshots_switch_round_trips_per_tenant_and_is_audited() {
     let event = &events[0];
     assert_eq!(event.workspace_id.as_deref(), Some(VICTIM));
     assert_eq!(event.actor.as_deref(), Some("Alice Admin"));
+    // The key that changed it, whatever name the caller gave.
+    assert_eq!(event.key_id.as_deref(), Some("bootstrap"));
     assert_eq!(event.screenshots_enabled, Some(false));
     assert_eq!(
         keys(event),
@@ -353,6 +355,7 @@ async fn the_screenshots_switch_round_trips_per_tenant_and_is_audited() {
             "action",
             "actor",
             "at",
+            "keyId",
             "outcome",
             "platform",
             "screenshotsEnabled",
@@ -703,4 +706,102 @@ async fn the_client_reads_frames_and_sets_the_guard_over_a_socket() {
     assert!(e.is(abr_protocol::codes::SITE_NOT_FOUND), "{e:?}");
     assert!(client.sites(VICTIM).await.unwrap().sites.is_empty());
     server.shutdown().await;
+}
+
+/// A key of `role` for `tenant`: `(its id, its token)`.
+async fn key_of(app: &axum::Router, role: &str, tenant: &str) -> (String, String) {
+    let body = json!({"name": format!("{role} of {tenant}"), "role": role, "tenantId": tenant});
+    let reply = post_json(app, "/v1/keys", &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let created = reply.json();
+    (
+        created["key"]["keyId"].as_str().unwrap().to_owned(),
+        created["token"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// `set_browser_screenshots` over `/mcp` as `token`, naming `tenant` or not: the tool's
+/// `(isError, structuredContent)`.
+async fn mcp_switch(
+    app: &axum::Router,
+    token: &str,
+    tenant: Option<&str>,
+    enabled: bool,
+) -> (bool, Value) {
+    let message = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "set_browser_screenshots", "arguments": {"enabled": enabled}}
+    });
+    let mut builder = Request::builder()
+        .method(Method::POST)
+        .uri("/mcp")
+        .header(header::HOST, "localhost")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("mcp-protocol-version", "2025-06-18")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"));
+    if let Some(tenant) = tenant {
+        builder = builder.header("x-tenant-id", tenant);
+    }
+    let reply = call(app, builder.body(Body::from(message.to_string())).unwrap()).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let result = reply.json()["result"].clone();
+    (
+        result["isError"].as_bool().unwrap_or(false),
+        result["structuredContent"].clone(),
+    )
+}
+
+#[tokio::test]
+async fn the_mcp_screenshots_switch_is_an_approvers_for_its_own_tenant_audited_with_its_key() {
+    let s = stack();
+    let enabled = |tenant| {
+        let app = s.app.clone();
+        async move {
+            get_as(&app, tenant, "/v1/settings/screenshots")
+                .await
+                .json()["enabled"]
+                .as_bool()
+                .unwrap()
+        }
+    };
+    let (_, agent) = key_of(&s.app, "agent", VICTIM).await;
+    let (approver_id, approver) = key_of(&s.app, "approver", VICTIM).await;
+    let (attacker_id, attacker) = key_of(&s.app, "approver", ATTACKER).await;
+
+    // An agent's key may not change the tenant's settings.
+    let (refused, body) = mcp_switch(&s.app, &agent, None, false).await;
+    assert!(refused, "{body}");
+    assert_eq!(body["error"]["code"], "forbidden", "{body}");
+    // Another tenant's approver naming the victim: refused, the victim's switch unchanged.
+    let (refused, body) = mcp_switch(&s.app, &attacker, Some(VICTIM), false).await;
+    assert!(refused, "{body}");
+    assert_eq!(body["error"]["code"], "tenant_forbidden", "{body}");
+    assert!(enabled(VICTIM).await);
+    // Its own tenant's only.
+    let (refused, body) = mcp_switch(&s.app, &attacker, None, false).await;
+    assert!(!refused, "{body}");
+    assert!(!enabled(ATTACKER).await);
+    assert!(
+        enabled(VICTIM).await,
+        "another tenant's switch is untouched"
+    );
+
+    let (refused, body) = mcp_switch(&s.app, &approver, None, false).await;
+    assert!(!refused, "{body}");
+    assert_eq!(body, json!({"enabled": false}));
+    assert!(!enabled(VICTIM).await);
+    let events = audited(&s.audit, AuditAction::ScreenshotsChanged, 2).await;
+    let by = |key: &str, tenant: &str| {
+        events
+            .iter()
+            .any(|e| e.key_id.as_deref() == Some(key) && e.workspace_id.as_deref() == Some(tenant))
+    };
+    assert!(by(&attacker_id, ATTACKER), "{events:?}");
+    assert!(by(&approver_id, VICTIM), "{events:?}");
+    assert_eq!(
+        events.len(),
+        2,
+        "the refused calls changed nothing: {events:?}"
+    );
 }

@@ -149,12 +149,25 @@ async fn a_client_initializes_and_lists_the_tools() {
             "post",
             "task_create",
             "task_status",
-            "run_timeline"
+            "run_timeline",
+            "set_browser_screenshots"
         ]
     );
-    // No tool takes or hands out screenshots (a record's answer may name its frames).
+    // No tool takes or hands out screenshots (a record's answer may name its frames); the
+    // switch only switches.
     let answer = request(&s.app, None, "tools/list", json!({})).await;
     for tool in answer["result"]["tools"].as_array().unwrap() {
+        if tool["name"] == "set_browser_screenshots" {
+            assert_eq!(
+                tool["inputSchema"]["properties"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .collect::<Vec<_>>(),
+                ["enabled"]
+            );
+            continue;
+        }
         let offered = format!(
             "{} {} {}",
             tool["name"], tool["description"], tool["inputSchema"]
@@ -185,7 +198,7 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
     }
     // Nothing ran, and the server still answers.
     assert_eq!(s.provider.acquired(), 0);
-    assert_eq!(tool_names(&s.app).await.len(), 9);
+    assert_eq!(tool_names(&s.app).await.len(), 10);
     // A body that is not JSON-RPC at all is refused, not a crash.
     let reply = rpc_as(&s.app, Some(FAKE_TOKEN), None, &json!({"hello": 1})).await;
     assert!(
@@ -194,7 +207,7 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
         reply.status,
         reply.body
     );
-    assert_eq!(tool_names(&s.app).await.len(), 9);
+    assert_eq!(tool_names(&s.app).await.len(), 10);
 }
 
 #[tokio::test]
@@ -368,7 +381,7 @@ async fn read_only_lists_neither_post_nor_task_create_and_refuses_them() {
     assert!(s.strategy.posted().is_empty());
     assert_eq!(s.provider.acquired(), 0);
     // The same runner's read-write endpoint lists them.
-    assert_eq!(tool_names(&s.app).await.len(), 9);
+    assert_eq!(tool_names(&s.app).await.len(), 10);
 }
 
 /// What the API received: the bodies and headers of `POST /v1/browse`.
@@ -597,7 +610,22 @@ async fn checked(
     name: &str,
     arguments: Value,
 ) -> (bool, Value) {
-    let answer = call_tool(app, None, name, arguments).await;
+    checked_as(app, validators, FAKE_TOKEN, name, arguments).await
+}
+
+/// [`checked`], as the key of `token`.
+async fn checked_as(
+    app: &Router,
+    validators: &std::collections::BTreeMap<String, jsonschema::Validator>,
+    token: &str,
+    name: &str,
+    arguments: Value,
+) -> (bool, Value) {
+    let message = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}});
+    let reply = rpc_as(app, Some(token), None, &message).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let answer = reply.json();
     let (failed, structured) = result(&answer);
     let errors: Vec<String> = validators[name]
         .iter_errors(&structured)
@@ -624,7 +652,7 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
     let s = fake_stack_with(provider, |_| {});
     let app = &s.app;
     let validators = output_validators(app).await;
-    assert_eq!(validators.len(), 9, "every tool declares its output");
+    assert_eq!(validators.len(), 10, "every tool declares its output");
     let mut seen = std::collections::BTreeSet::new();
     let mut note = |name: &str, failed: bool| {
         seen.insert((name.to_owned(), failed));
@@ -677,6 +705,16 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
     note("task_status", failed);
     let (failed, _) = checked(app, &validators, "run_timeline", json!({"runId": task})).await;
     note("run_timeline", failed);
+    let switch = json!({"enabled": true});
+    let (failed, _) = checked(app, &validators, "set_browser_screenshots", switch.clone()).await;
+    note("set_browser_screenshots", failed);
+    // An agent's key may not change the tenant's settings: the API's 403 envelope.
+    let agent = new_key(app, "agent", "agent", Some("ws")).await;
+    let (failed, refused) =
+        checked_as(app, &validators, &agent, "set_browser_screenshots", switch).await;
+    assert!(failed, "{refused}");
+    assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
+    note("set_browser_screenshots", failed);
     // Refusals: the API's envelope with its status.
     for (name, arguments) in [
         ("browse_snapshot", json!({"browseId": "nobody"})),
@@ -719,7 +757,7 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
         );
     }
     assert!(
-        seen.iter().filter(|(_, failed)| !failed).count() >= 8,
+        seen.iter().filter(|(_, failed)| !failed).count() >= 9,
         "answers: {seen:?}"
     );
 }

@@ -156,7 +156,8 @@ fn check_harness(run: &Run) {
             "post",
             "task_create",
             "task_status",
-            "run_timeline"
+            "run_timeline",
+            "set_browser_screenshots"
         ]
     );
     let (is_error, content) = run.result(1);
@@ -166,7 +167,7 @@ fn check_harness(run: &Run) {
     for i in 2..=5 {
         assert_eq!(run.mcp_error(i), -32602, "step {i}");
     }
-    assert_eq!(run.step(6)["tools"].as_array().unwrap().len(), 9);
+    assert_eq!(run.step(6)["tools"].as_array().unwrap().len(), 10);
 }
 
 /// open → snapshot → act (click a harmless button) → close on the demo site's guard page

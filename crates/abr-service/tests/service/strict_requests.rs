@@ -612,7 +612,7 @@ async fn every_tool_schema_refuses_additional_properties() {
     .await;
     let answer = reply.json();
     let tools = answer["result"]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 9);
+    assert_eq!(tools.len(), 10);
     for tool in tools {
         assert_eq!(
             tool["inputSchema"]["additionalProperties"],
