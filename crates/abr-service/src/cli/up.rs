@@ -147,7 +147,8 @@ impl UpArgs {
         match (plan.args.background, plan.args.launched_as) {
             (true, None) => Ok(start_in_background(&plan)?),
             (_, launched_as) => {
-                let launch = launched_as.unwrap_or(LaunchKind::Terminal);
+                let launch = launched_as
+                    .unwrap_or_else(|| LaunchKind::detect(&crate::config::process_env()));
                 Ok(run_here(plan, launch)?)
             }
         }

@@ -82,6 +82,10 @@ impl Machine {
             .env_remove("ABR_HUB_URL")
             .env_remove("ABR_RUNNER_ID")
             .env_remove("ABR_BIND")
+            // What tells a tmux pane or a systemd unit apart: the test's own, if it runs
+            // in one, is not this runner's.
+            .env_remove("TMUX")
+            .env_remove("INVOCATION_ID")
             .stdin(Stdio::null());
         for (k, v) in &self.extra_env {
             command.env(k, v);
@@ -641,4 +645,65 @@ fn down_now_stops_a_runner_that_is_still_draining() {
         "the long poll was answered: the runner waited for it"
     );
     assert_eq!(machine.abr(&["status"]).code(), 1);
+}
+
+/// A tmux server of its own (`-L`), killed with everything in its panes when dropped.
+struct TmuxServer(String);
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A runner started in a tmux pane says so: its state file and `abr status` name `tmux`
+/// (what the hub's runner list shows of it), and `abr down` stops it there.
+#[test]
+fn a_runner_started_in_a_tmux_pane_is_launched_as_tmux() {
+    let machine = Machine::new();
+    let server = TmuxServer(format!("abr-test-{}", std::process::id()));
+    // The runner's environment is the machine's: the tmux server this command starts
+    // passes its own to the pane.
+    let configured = machine.command(&[]);
+    let mut tmux = Command::new("tmux");
+    for (key, value) in configured.get_envs() {
+        match value {
+            Some(value) => tmux.env(key, value),
+            None => tmux.env_remove(key),
+        };
+    }
+    let started = tmux
+        .args([
+            "-L",
+            &server.0,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "abr",
+        ])
+        .arg(format!("{} up", machine.bin().display()))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{started:?}");
+    wait_until("the runner in the tmux pane", WAIT, || {
+        machine.state_file().exists() && machine.abr(&["status"]).code() == 0
+    });
+    let mut runner = Stopper {
+        pid: machine.state().pid,
+        child: None,
+    };
+    assert_eq!(machine.state().launch, "tmux");
+    assert_eq!(machine.state().log, None, "its log is the pane");
+    let status = machine.abr(&["status"]);
+    assert_eq!(field(&status.stdout(), "launch"), "tmux", "{status:?}");
+    let down = machine.abr(&["down"]);
+    assert_eq!(down.code(), 0, "{down:?}");
+    wait_until("the runner to stop", WAIT, || runner.gone());
 }

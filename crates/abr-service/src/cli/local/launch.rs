@@ -1,5 +1,7 @@
 //! [`LaunchKind`]: how a local runner was started.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 /// How the runner was started.
@@ -10,6 +12,26 @@ pub(crate) enum LaunchKind {
     Terminal,
     /// `abr up --background`: detached, logging to its log file.
     Background,
+    /// `abr up` in a tmux pane (foreground there: its log is the pane).
+    Tmux,
+    /// `abr up` run by a service manager (a systemd unit: its log is the journal).
+    Service,
+}
+
+impl LaunchKind {
+    /// How a foreground `abr up` was started, from its environment: in a tmux pane
+    /// (`TMUX`), by systemd (`INVOCATION_ID`, which it sets for every unit it starts),
+    /// else a terminal.
+    pub(crate) fn detect(env: &HashMap<String, String>) -> Self {
+        let set = |name: &str| env.get(name).is_some_and(|v| !v.is_empty());
+        if set("TMUX") {
+            Self::Tmux
+        } else if set("INVOCATION_ID") {
+            Self::Service
+        } else {
+            Self::Terminal
+        }
+    }
 }
 
 impl std::fmt::Display for LaunchKind {
@@ -17,6 +39,44 @@ impl std::fmt::Display for LaunchKind {
         f.write_str(match self {
             Self::Terminal => "terminal",
             Self::Background => "background",
+            Self::Tmux => "tmux",
+            Self::Service => "service",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_foreground_start_is_told_apart_by_its_environment() {
+        assert_eq!(LaunchKind::detect(&env(&[])), LaunchKind::Terminal);
+        let tmux = ("TMUX", "/tmp/tmux-0/default,4242,0");
+        assert_eq!(LaunchKind::detect(&env(&[tmux])), LaunchKind::Tmux);
+        let unit = ("INVOCATION_ID", "0f1e2d3c4b5a69788796a5b4c3d2e1f0");
+        assert_eq!(LaunchKind::detect(&env(&[unit])), LaunchKind::Service);
+        // A service that runs tmux is a tmux pane as far as its user can see.
+        assert_eq!(LaunchKind::detect(&env(&[unit, tmux])), LaunchKind::Tmux);
+        assert_eq!(
+            LaunchKind::detect(&env(&[("TMUX", "")])),
+            LaunchKind::Terminal
+        );
+        for kind in [
+            LaunchKind::Terminal,
+            LaunchKind::Background,
+            LaunchKind::Tmux,
+            LaunchKind::Service,
+        ] {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{kind}\""));
+        }
     }
 }
