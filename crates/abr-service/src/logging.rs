@@ -12,8 +12,11 @@
 //! The caps are a filter of their own, applied after `RUST_LOG`, so a more specific
 //! directive (`RUST_LOG=tungstenite::protocol=trace`) cannot lift them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use tracing::{Level, Metadata, Subscriber};
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::writer::MakeWriterExt as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
@@ -79,12 +82,23 @@ pub fn init(filter: Option<&str>, default: &str) {
     init_with_traces(filter, default, None);
 }
 
+/// Whether this process's log lines reach stderr (a foreground runner's `l` key hides
+/// them).
+static TERMINAL_LOG: AtomicBool = AtomicBool::new(true);
+
+/// Hides the log lines on stderr if shown, shows them if hidden; whether they are shown
+/// now.
+pub(crate) fn toggle_terminal_log() -> bool {
+    !TERMINAL_LOG.fetch_xor(true, Ordering::Relaxed)
+}
+
 /// [`init`], exporting this process's spans through `traces` (kept until the command ends,
 /// then flushed).
 pub fn init_with_traces(filter: Option<&str>, default: &str, traces: Option<Traces>) {
+    let stderr =
+        std::io::stderr.with_filter(|_: &Metadata<'_>| TERMINAL_LOG.load(Ordering::Relaxed));
     let installed =
-        subscriber_with_traces(filter.unwrap_or(default), std::io::stderr, traces.as_ref())
-            .try_init();
+        subscriber_with_traces(filter.unwrap_or(default), stderr, traces.as_ref()).try_init();
     if let (Ok(()), Some(traces)) = (installed, traces) {
         crate::traces::keep(traces);
     }

@@ -264,6 +264,11 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
     });
 
     let mut signals = Signals::install();
+    // In a terminal: `q` drains and stops, `l` hides or shows the log (restored at the end).
+    let _keys = match launch {
+        LaunchKind::Terminal | LaunchKind::Tmux => crate::cli::local::keys::watch(shutdown.clone()),
+        LaunchKind::Background | LaunchKind::Service => None,
+    };
     let app = crate::http::app(Arc::clone(&runner));
     let server = RunningServer::start_app(Arc::clone(&runner), listener, app.clone())
         .map_err(|e| LocalError::Run(format!("cannot serve on {addr}: {e}")))?;

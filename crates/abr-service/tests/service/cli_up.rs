@@ -707,3 +707,68 @@ fn a_runner_started_in_a_tmux_pane_is_launched_as_tmux() {
     assert_eq!(down.code(), 0, "{down:?}");
     wait_until("the runner to stop", WAIT, || runner.gone());
 }
+
+/// In a terminal (a pty that `script` gives it), the runner reads its keys: `l` hides its
+/// log lines, `q` drains and stops it. With its input from a pipe or `/dev/null` (every
+/// other test here) no key is read.
+#[test]
+fn in_a_terminal_l_hides_the_log_and_q_stops_the_runner() {
+    use std::io::{Read as _, Write as _};
+    let machine = Machine::new();
+    let configured = machine.command(&[]);
+    let mut script = Command::new("script");
+    for (key, value) in configured.get_envs() {
+        match value {
+            Some(value) => script.env(key, value),
+            None => script.env_remove(key),
+        };
+    }
+    let mut child = script
+        .args([
+            "-qfec",
+            &format!("{} up", machine.bin().display()),
+            "/dev/null",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_until("the runner in the terminal", WAIT, || {
+        machine.state_file().exists() && machine.abr(&["status"]).code() == 0
+    });
+    let mut runner = Stopper {
+        pid: machine.state().pid,
+        child: None,
+    };
+    assert_eq!(machine.state().launch, "terminal");
+    let mut keys = child.stdin.take().unwrap();
+    keys.write_all(b"l").unwrap();
+    keys.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    keys.write_all(b"q").unwrap();
+    keys.flush().unwrap();
+    wait_until("the runner to stop on q", WAIT, || runner.gone());
+    drop(keys);
+    let status = wait_child(&mut child, WAIT);
+    assert!(status.success(), "{status}");
+    let mut shown = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut shown)
+        .unwrap();
+    for said in [
+        "keys: q stops",
+        "log lines hidden (l shows them)",
+        "q: draining, then stopping",
+    ] {
+        assert!(shown.contains(said), "{said:?} not in:\n{shown}");
+    }
+    // Hidden: the runner's drain, logged at info, is not on the terminal.
+    let after_hide = shown.split("log lines hidden").nth(1).unwrap_or_default();
+    assert!(!after_hide.contains(" INFO "), "{after_hide}");
+    assert_eq!(machine.abr(&["status"]).code(), 1);
+}

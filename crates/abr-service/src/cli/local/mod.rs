@@ -13,6 +13,7 @@
 pub(crate) mod control;
 pub(crate) mod credential;
 pub(crate) mod error;
+pub(crate) mod keys;
 pub(crate) mod launch;
 pub(crate) mod link;
 pub(crate) mod lock;
