@@ -1273,6 +1273,15 @@ impl RunnerConfig {
     }
 }
 
+/// An environment of `pairs`, for the tests of what reads one.
+#[cfg(test)]
+pub(crate) fn env_of(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1585,12 +1594,7 @@ mod tests {
     }
 
     /// `pairs` alone: the MCP section reads nothing else.
-    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use super::env_of as vars;
 
     #[test]
     fn read_only_is_off_unless_switched_on() {

@@ -297,12 +297,7 @@ pub(crate) fn shutdown() {
 mod tests {
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::config::env_of as env;
 
     #[test]
     fn traces_are_off_unless_an_endpoint_is_set() {

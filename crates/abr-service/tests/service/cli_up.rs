@@ -93,6 +93,19 @@ impl Machine {
         command
     }
 
+    /// `program` (tmux, script) with this machine's environment for the `abr` it starts.
+    fn wrapper(&self, program: &str) -> Command {
+        let configured = self.command(&[]);
+        let mut wrapper = Command::new(program);
+        for (key, value) in configured.get_envs() {
+            match value {
+                Some(value) => wrapper.env(key, value),
+                None => wrapper.env_remove(key),
+            };
+        }
+        wrapper
+    }
+
     /// Runs `abr <args>` to its end.
     fn abr(&self, args: &[&str]) -> Run {
         let output = self.command(args).output().unwrap();
@@ -668,15 +681,8 @@ fn a_runner_started_in_a_tmux_pane_is_launched_as_tmux() {
     let server = TmuxServer(format!("abr-test-{}", std::process::id()));
     // The runner's environment is the machine's: the tmux server this command starts
     // passes its own to the pane.
-    let configured = machine.command(&[]);
-    let mut tmux = Command::new("tmux");
-    for (key, value) in configured.get_envs() {
-        match value {
-            Some(value) => tmux.env(key, value),
-            None => tmux.env_remove(key),
-        };
-    }
-    let started = tmux
+    let started = machine
+        .wrapper("tmux")
         .args([
             "-L",
             &server.0,
@@ -715,15 +721,8 @@ fn a_runner_started_in_a_tmux_pane_is_launched_as_tmux() {
 fn in_a_terminal_l_hides_the_log_and_q_stops_the_runner() {
     use std::io::{Read as _, Write as _};
     let machine = Machine::new();
-    let configured = machine.command(&[]);
-    let mut script = Command::new("script");
-    for (key, value) in configured.get_envs() {
-        match value {
-            Some(value) => script.env(key, value),
-            None => script.env_remove(key),
-        };
-    }
-    let mut child = script
+    let mut child = machine
+        .wrapper("script")
         .args([
             "-qfec",
             &format!("{} up", machine.bin().display()),

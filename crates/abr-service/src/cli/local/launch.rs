@@ -49,12 +49,7 @@ impl std::fmt::Display for LaunchKind {
 mod tests {
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::config::env_of as env;
 
     #[test]
     fn a_foreground_start_is_told_apart_by_its_environment() {

@@ -154,14 +154,7 @@ pub(crate) fn first_api_token(tokens: &[SecretString]) -> Option<SecretString> {
 mod tests {
     use super::*;
 
-    use std::collections::HashMap;
-
-    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::config::env_of as env;
 
     /// The local settings of the environment `pairs`.
     fn local(pairs: &[(&str, &str)]) -> LocalSettings {
