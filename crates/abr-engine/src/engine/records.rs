@@ -393,8 +393,8 @@ impl<C: TaskContext> Engine<C> {
         Ok(removed)
     }
 
-    /// An audit event about the tenant's own settings (no platform involved).
-    /// A change of the tenant's settings, with the key that made it.
+    /// An audit event about a change of the tenant's own settings (no platform involved),
+    /// with the key that made it.
     fn settings_event(&self, action: AuditAction, actor: &Actor) -> AuditEvent {
         let mut event = AuditEvent::new(self.now(), action, AuditOutcome::Ok, SETTINGS_PLATFORM)
             .tenant(Some(actor.tenant()), None);

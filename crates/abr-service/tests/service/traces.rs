@@ -251,6 +251,12 @@ async fn a_task_is_one_trace_from_create_to_end_and_a_relayed_call_spans_hub_and
     assert_eq!(create.attr("tenant"), Some("tenant-a"));
     assert_eq!(create.attr("http.response.status_code"), Some("201"));
     assert_eq!(create.instance, "replica-test");
+    assert!(
+        trace
+            .iter()
+            .any(|s| s.name == "task.insert" && s.parent == create.id),
+        "the create's store call is its child: {trace:#?}"
+    );
     let run = named(&trace, "task run");
     assert_eq!(run.len(), 1, "{trace:#?}");
     let run = run[0];
