@@ -10,7 +10,9 @@ use abr_protocol::{
 use async_trait::async_trait;
 
 use crate::error::{CoreError, StrategyError};
+use crate::guard::frames::PlatformFrames;
 use crate::guard::network::{NetworkRuleError, NetworkRules};
+use crate::guard::redaction::{PageRedaction, RedactionError};
 use crate::scope::{ScopeError, SessionScope};
 
 /// A platform policy that is not usable: its session scope or its network declaration.
@@ -23,6 +25,9 @@ pub enum PolicyError {
     /// The network declaration (`policy.network`).
     #[error(transparent)]
     Network(#[from] NetworkRuleError),
+    /// The redaction declaration (`policy.redaction`).
+    #[error(transparent)]
+    Redaction(#[from] RedactionError),
 }
 
 impl PolicyError {
@@ -31,6 +36,7 @@ impl PolicyError {
         match self {
             Self::Scope(_) => "policy.session",
             Self::Network(_) => "policy.network",
+            Self::Redaction(_) => "policy.redaction",
         }
     }
 }
@@ -54,13 +60,15 @@ pub struct StrategyPolicy {
     pub network: NetworkRules,
     /// What the platform adds to the commit rule (harmless names, harmless choices).
     pub guard: Option<GuardPolicySpec>,
+    /// What the platform adds to the redaction of its runs' frames and screenshots.
+    pub redaction: PageRedaction,
 }
 
 impl StrategyPolicy {
     /// This policy, never looser than `bound` (the policy of the platform a stored session
     /// was kept for): read-only if either is, unattended only if both allow it, replay
-    /// frames only if both take them, interactive capture only if both allow it. The scope,
-    /// network and guard stay this policy's.
+    /// frames only if both take them, interactive capture only if both allow it, images
+    /// redacted for both. The scope, network and guard stay this policy's.
     #[must_use]
     pub fn tightened_by(&self, bound: &StrategyPolicy) -> StrategyPolicy {
         StrategyPolicy {
@@ -69,7 +77,16 @@ impl StrategyPolicy {
             allow_unattended: self.allow_unattended && bound.allow_unattended,
             read_only: self.read_only || bound.read_only,
             screenshots: self.screenshots && bound.screenshots,
+            redaction: self.redaction.union(&bound.redaction),
             ..self.clone()
+        }
+    }
+
+    /// What the platform says about its runs' frames.
+    pub fn frames(&self) -> PlatformFrames {
+        PlatformFrames {
+            enabled: self.screenshots,
+            redaction: Arc::new(self.redaction.clone()),
         }
     }
 
@@ -91,6 +108,12 @@ impl StrategyPolicy {
                 .transpose()?
                 .unwrap_or_default(),
             guard: spec.guard.clone(),
+            redaction: spec
+                .redaction
+                .as_ref()
+                .map(PageRedaction::from_spec)
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 
@@ -104,6 +127,7 @@ impl StrategyPolicy {
             screenshots: Some(self.screenshots),
             network: (!self.network.is_empty()).then(|| self.network.to_spec()),
             guard: self.guard.clone(),
+            redaction: self.redaction.to_spec(),
         }
     }
 }

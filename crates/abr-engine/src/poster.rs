@@ -467,8 +467,8 @@ impl<C: SessionContext> AgentPoster<C> {
         let origin_count = u32::try_from(state.origins.len()).unwrap_or(u32::MAX);
         let frames = match (&self.frames, run) {
             (Some(source), Some(run)) => {
-                let platform = strategy.policy().screenshots && run.screenshots;
-                source.begin(run.tenant, run.id, platform).await
+                let platform = strategy.policy().frames().and(run.screenshots);
+                source.begin(run.tenant, run.id, &platform).await
             }
             _ => None,
         };

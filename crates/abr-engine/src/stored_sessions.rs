@@ -94,6 +94,7 @@ impl StoredSessions {
             screenshots: true,
             network: abr_core::guard::NetworkRules::default(),
             guard: None,
+            redaction: abr_core::guard::PageRedaction::default(),
         };
         let (policy, platform) = match &named {
             Some((name, policy)) => (policy.clone(), name.as_str()),

@@ -63,7 +63,7 @@ pub use live::{LiveModifiers, LivePointerAction, LivePointerButton, LiveViewEven
 pub use platform_file::PlatformFile;
 pub use policy::{
     GraphqlOperation, GuardPolicySpec, NetworkPolicySpec, PlatformInfo, PlatformPolicy,
-    PlatformsResponse, ReadEndpointSpec, SessionScopeSpec,
+    PlatformsResponse, ReadEndpointSpec, RedactionSpec, SessionScopeSpec,
 };
 pub use post::{
     AgentPostResult, FailureStage, MediaAttachment, PostContent, PostOutcome, PostRecord,

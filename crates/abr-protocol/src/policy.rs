@@ -47,6 +47,25 @@ pub struct PlatformPolicy {
     /// Extensions of the commit rule on this platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<GuardPolicySpec>,
+    /// What this platform's pages show that its frames and screenshots must hide, besides
+    /// the built-in kinds every image is masked for (email addresses, phone numbers,
+    /// payment card numbers, IBANs, internal IP addresses and host names, long tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<RedactionSpec>,
+}
+
+/// A platform's additions to the redaction of every image its runs keep. Validation rules
+/// live in `abr-core` (`PageRedaction`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RedactionSpec {
+    /// Regular expressions (JavaScript syntax, matched with the `u` flag) whose matches in
+    /// the text a page shows are masked: an account number format of the platform, say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<String>,
+    /// CSS selectors of elements blurred whole, as a form field is (text, images and all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selectors: Vec<String>,
 }
 
 /// What a platform declares about its network. In a read-only or dry run no request with a

@@ -269,7 +269,7 @@ async fn reads(local: &LocalBrowserSessionProvider, state: &AgentSessionState, u
         sample.push(t0.elapsed());
         let t0 = Instant::now();
         session
-            .redacted_frame(512 * 1024, t)
+            .redacted_frame(512 * 1024, &abr_core::guard::PageRedaction::default(), t)
             .await
             .expect("redacted frame");
         sample.push(t0.elapsed());

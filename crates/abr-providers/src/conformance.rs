@@ -25,7 +25,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abr_core::guard::{MAX_FRAME_BYTES, PageProbe};
+use abr_core::guard::{MAX_FRAME_BYTES, PageProbe, PageRedaction};
 use abr_core::{
     AcquireMode, AcquireRequest, AllowedPrivate, EgressPolicy, Lease, ProviderError,
     SessionContext, SessionProvider,
@@ -1029,7 +1029,8 @@ pub async fn sees_exactly_the_injected_state<P: SessionProvider<Context = Browse
 /// A redacted frame of this provider's browser is a JPEG of the viewport (the page's
 /// `innerWidth` × `innerHeight`, one pixel per CSS pixel) of the page loaded, with its one
 /// field blurred, and the blur off again after; once the page changed, it is not unchanged
-/// since the frame.
+/// since the frame. Sensitive text on the page is masked (a built-in kind and a platform's
+/// pattern), and the masks are off again after.
 pub async fn frames_capture_the_viewport<P: SessionProvider<Context = BrowserSession>>(
     provider: &P,
     site: &TestSite,
@@ -1040,10 +1041,15 @@ pub async fn frames_capture_the_viewport<P: SessionProvider<Context = BrowserSes
     visit_page(session, &url).await;
     let frame = bounded(
         "a redacted frame",
-        session.redacted_frame(MAX_FRAME_BYTES, Duration::from_secs(20)),
+        session.redacted_frame(
+            MAX_FRAME_BYTES,
+            &PageRedaction::default(),
+            Duration::from_secs(20),
+        ),
     )
     .await
     .unwrap_or_else(|e| panic!("a redacted frame: {e}"));
+    assert_eq!(frame.masked, 0, "nothing sensitive on the page");
     assert_eq!(frame.url, url, "the frame's page");
     assert_eq!(frame.blurred, 1, "the page's one field");
     let page = bounded(
@@ -1083,6 +1089,43 @@ pub async fn frames_capture_the_viewport<P: SessionProvider<Context = BrowserSes
             "a changed page passed for the frame's"
         );
     }
+    // Text the page shows is masked where it is sensitive: a built-in kind, and what the
+    // platform adds; the masks come off after.
+    bounded(
+        "showing sensitive text",
+        session.page().evaluate::<(), serde_json::Value>(
+            "() => { const p = document.createElement('p'); \
+             p.textContent = 'Write to ada@example.com about ACCT-123456'; \
+             document.body.append(p); }",
+            None,
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("showing sensitive text: {e}"));
+    let platform = PageRedaction::from_spec(&abr_protocol::RedactionSpec {
+        patterns: vec![r"ACCT-\d{6}".into()],
+        selectors: Vec::new(),
+    })
+    .unwrap_or_else(|e| panic!("the platform's redaction: {e}"));
+    let masked = bounded(
+        "a frame with sensitive text",
+        session.redacted_frame(MAX_FRAME_BYTES, &platform, Duration::from_secs(20)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("a frame with sensitive text: {e}"));
+    assert_eq!(
+        masked.masked, 2,
+        "the address and the platform's account number"
+    );
+    let highlights = bounded(
+        "reading the highlights",
+        session
+            .page()
+            .evaluate::<(), serde_json::Value>("() => CSS.highlights.size", None),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("reading the highlights: {e}"));
+    assert_eq!(highlights, 0, "the masks are off after the frame");
     release(lease).await;
 }
 

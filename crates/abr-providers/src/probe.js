@@ -454,28 +454,49 @@ const blurHolds = (el) => {
   return style.filter === BLUR && style.display !== 'contents';
 };
 
-/** Counts the fields (and opaque frames) of the page and those the blur of `token` does not
- * cover now. Everything is unconfirmed when the redaction is not this one (the document was
- * replaced, or another frame took over). */
+/** The selector of what the frame of `state` blurs: every field, and the platform's own. */
+const blurSelector = (state) => [FIELDS, ...state.selectors].join(', ');
+
+/** Counts the fields (and opaque frames, and the platform's selected elements) of the page
+ * and those the blur of `token` does not cover now, and the sensitive text the page shows
+ * and what of it the masks do not hide now. Everything is unconfirmed when the redaction is
+ * not this one (the document was replaced, or another frame took over). */
 const redactCheck = (token) => {
   const state = window[KEY];
   const intact = !!state && state.token === token;
   const { roots, opaque } = collectRoots(document);
   let fields = 0;
   let unconfirmed = 0;
+  let masked = 0;
+  let maskUnconfirmed = 0;
+  let error = null;
   const count = (el) => {
     fields += 1;
     if (!intact || !blurHolds(el)) unconfirmed += 1;
   };
+  const selector = intact ? blurSelector(state) : FIELDS;
   for (const root of roots) {
     if (root.nodeType === 9 && root.designMode === 'on' && root.documentElement) {
       count(root.documentElement);
     }
-    for (const el of root.querySelectorAll(FIELDS)) count(el);
+    for (const el of root.querySelectorAll(selector)) count(el);
   }
   for (const el of opaque) count(el);
+  if (intact) {
+    const found = findMasks(roots, state.patterns);
+    if (found.error) {
+      error = found.error;
+      maskUnconfirmed = 1;
+    } else {
+      masked = found.masks.length;
+      maskUnconfirmed = maskCheck(state, found.masks);
+    }
+  }
   if (!intact && unconfirmed === 0) unconfirmed = 1;
-  return { fields, unconfirmed, url: location.href, clip: viewportClip() };
+  unconfirmed += maskUnconfirmed;
+  return {
+    fields, masked, unconfirmed, maskUnconfirmed, error, url: location.href, clip: viewportClip(),
+  };
 };
 
 /** The visible viewport as a capture clip: in CSS pixels of the document (where the visual
@@ -513,31 +534,45 @@ const redactRemove = (token) => {
       // Gone with its document.
     }
   }
+  maskRemove(state);
   delete window[KEY];
   return true;
 };
 
-/** Blurs every field (a constructed style sheet adopted by the document, each open shadow
- * root and each same-origin frame: no element is added or changed) and every opaque frame
- * element (an inline `filter`, restored after), then confirms it on each. Takes it off
- * again at once when anything is unconfirmed. */
-const redactApply = (token) => {
+/** Blurs every field and the platform's `selectors` (a constructed style sheet adopted by
+ * the document, each open shadow root and each same-origin frame: no element is added or
+ * changed), masks the sensitive text (`probe_mask.js`: the built-in kinds and the
+ * platform's `patterns`), blurs every opaque frame element and the text a mask cannot hide
+ * (an inline `filter`, restored after), then confirms it all. Takes it off again at once
+ * when anything is unconfirmed. */
+const redactApply = ({ token, patterns, selectors }) => {
   redactRemove(null);
+  for (const s of selectors) {
+    try {
+      document.querySelector(s);
+    } catch (e) {
+      return { fields: 0, masked: 0, unconfirmed: 1, maskUnconfirmed: 1, url: location.href,
+        clip: null, error: "a platform's redaction selector is not a valid selector" };
+    }
+  }
   const w = watchStart();
   const { roots, opaque } = collectRoots(document);
-  const state = { token, sheets: [], inline: [] };
+  const state = { token, patterns, selectors, sheets: [], inline: [], masks: [], highlights: [], blurred: new Set() };
   Object.defineProperty(window, KEY, { value: state, configurable: true, writable: true });
+  const selector = blurSelector(state);
   for (const root of roots) {
     const doc = root.nodeType === 9 ? root : root.ownerDocument;
     const win = doc && doc.defaultView;
     if (!win) continue;
-    const selector = root.nodeType === 9 && root.designMode === 'on' ? FIELDS + ', :root' : FIELDS;
+    const blur = root.nodeType === 9 && root.designMode === 'on' ? selector + ', :root' : selector;
     const sheet = new win.CSSStyleSheet();
-    sheet.replaceSync(selector + ' ' + REDACT_RULE);
+    sheet.replaceSync(blur + ' ' + REDACT_RULE + ' ' + maskRule(token));
     root.adoptedStyleSheets = [...root.adoptedStyleSheets, sheet];
     state.sheets.push([root, sheet]);
   }
-  for (const el of opaque) {
+  const found = findMasks(roots, patterns);
+  const blurInline = found.error ? [] : [...maskApply(state, found.masks)];
+  for (const el of [...opaque, ...blurInline]) {
     state.inline.push([
       el,
       el.style.getPropertyValue('filter'),
@@ -546,6 +581,7 @@ const redactApply = (token) => {
     ]);
     el.style.setProperty('filter', BLUR, 'important');
   }
+  for (const el of blurInline) state.blurred.add(el);
   const result = redactCheck(token);
   if (result.unconfirmed > 0) redactRemove(token);
   else if (w) result.mark = markOf(w);

@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use abr_core::guard::{
-    CaughtDownload, DownloadLimits, ElementFacts, FormFacts, FrameError, PageProbe, PageSignals,
-    Reach, RedactedFrame, RequestGate, SiteFilter, SnapshotRequest,
+    CaughtDownload, DownloadLimits, ElementFacts, FormFacts, FrameError, PageProbe, PageRedaction,
+    PageSignals, Reach, RedactedFrame, RequestGate, SiteFilter, SnapshotRequest,
 };
 use abr_core::step_runner::{StepFailure, StepFailureKind};
 use abr_protocol::{Selector, Snapshot};
@@ -171,6 +171,7 @@ impl PageProbe for BrowserSession {
     async fn redacted_frame(
         &self,
         max_bytes: usize,
+        redaction: &PageRedaction,
         timeout: Duration,
     ) -> Result<RedactedFrame, FrameError> {
         if self.page_gone() {
@@ -185,6 +186,7 @@ impl PageProbe for BrowserSession {
         let frame = Frame {
             session: self,
             token: &token,
+            redaction,
         };
         let outcome = match tokio::time::timeout(timeout + MARGIN, frame.take(max_bytes)).await {
             Ok(outcome) => outcome,
@@ -389,6 +391,15 @@ enum Taken {
 struct Frame<'a> {
     session: &'a BrowserSession,
     token: &'a str,
+    redaction: &'a PageRedaction,
+}
+
+/// `redactApply`'s argument.
+#[derive(serde::Serialize)]
+struct ApplyArgs<'a> {
+    token: &'a str,
+    patterns: &'a [String],
+    selectors: &'a [String],
 }
 
 impl Frame<'_> {
@@ -404,6 +415,27 @@ impl Frame<'_> {
             })
             .await
             .map_err(|e| self.browser(&e))?;
+        Self::parse(value)
+    }
+
+    /// Blurs and masks, and confirms it.
+    async fn apply(&self) -> Result<Check, FrameError> {
+        let page = self.session.page();
+        let args = ApplyArgs {
+            token: self.token,
+            patterns: self.redaction.patterns(),
+            selectors: self.redaction.selectors(),
+        };
+        let value = APPLY
+            .run(self.session.probe_installed(), |js| {
+                page.evaluate::<ApplyArgs<'_>, Value>(js, Some(&args))
+            })
+            .await
+            .map_err(|e| self.browser(&e))?;
+        Self::parse(value)
+    }
+
+    fn parse(value: Value) -> Result<Check, FrameError> {
         serde_json::from_value(value)
             .map_err(|_| FrameError::Browser("the blur check gave an unexpected result".into()))
     }
@@ -445,7 +477,7 @@ impl Frame<'_> {
     }
 
     async fn take(&self, max_bytes: usize) -> Taken {
-        let applied = match self.check(&APPLY).await {
+        let applied = match self.apply().await {
             Ok(check) => check,
             Err(error) => return Taken::Failed(error),
         };
@@ -473,6 +505,7 @@ impl Frame<'_> {
                 jpeg,
                 url: after.url,
                 blurred: after.fields,
+                masked: after.masked,
                 mark: applied.mark,
             }),
             Err(error) => Taken::Failed(error),
@@ -484,7 +517,16 @@ impl Frame<'_> {
 #[derive(Deserialize)]
 struct Check {
     fields: u32,
+    /// Runs of sensitive text masked.
+    #[serde(default)]
+    masked: u32,
     unconfirmed: u32,
+    /// Of `unconfirmed`, the runs of text whose mask did not hold.
+    #[serde(default, rename = "maskUnconfirmed")]
+    mask_unconfirmed: u32,
+    /// Why the text could not be checked, when it could not.
+    #[serde(default)]
+    error: Option<String>,
     url: String,
     /// The viewport to capture (`viewportClip` in probe.js).
     #[serde(default)]
@@ -528,6 +570,15 @@ impl Clip {
 
 impl Check {
     fn unconfirmed(&self) -> FrameError {
+        if let Some(error) = &self.error {
+            return FrameError::MaskUnconfirmed(error.chars().take(200).collect());
+        }
+        if self.mask_unconfirmed > 0 && self.unconfirmed <= self.mask_unconfirmed {
+            return FrameError::MaskUnconfirmed(format!(
+                "{} of {} runs of sensitive text",
+                self.mask_unconfirmed, self.masked
+            ));
+        }
         FrameError::BlurUnconfirmed {
             fields: self.fields,
             unconfirmed: self.unconfirmed,

@@ -19,8 +19,12 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
-/// The script's helpers and entry points (see its header).
-const PROBE_JS: &str = include_str!("probe.js");
+/// The script's helpers and entry points (see its header), and its text masks.
+const PROBE_JS: &str = concat!(
+    include_str!("probe.js"),
+    "\n",
+    include_str!("probe_mask.js")
+);
 
 /// What a short call answers in a document that holds no probe.
 const MISSING: &str = "__abr_probe_missing";
@@ -154,9 +158,10 @@ pub(crate) static AHEAD: LazyLock<ProbeCall> = LazyLock::new(|| {
 pub(crate) static FOCUSED: LazyLock<ProbeCall> =
     LazyLock::new(|| ProbeCall::new("", "return p.focused();"));
 
-/// `redactApply(token)`: blur and confirm (and take it off again when unconfirmed).
+/// `redactApply({ token, patterns, selectors })`: blur and mask, confirm (and take it off
+/// again when unconfirmed).
 pub(crate) static APPLY: LazyLock<ProbeCall> =
-    LazyLock::new(|| ProbeCall::new("token", "return p.redactApply(token);"));
+    LazyLock::new(|| ProbeCall::new("args", "return p.redactApply(args);"));
 
 /// `redactFinish(token)`: confirm again after the capture, and take it off.
 pub(crate) static FINISH: LazyLock<ProbeCall> =

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use crate::clock::Clock;
 use crate::error::CoreError;
 use crate::guard::probe::{PageProbe, RedactedFrame};
+use crate::guard::redaction::PageRedaction;
 
 /// Most frames one run keeps.
 pub const MAX_FRAMES_PER_RUN: u32 = 60;
@@ -108,6 +109,33 @@ pub trait FrameStore: Send + Sync + 'static {
     async fn set_screenshots_enabled(&self, tenant: &str, enabled: bool) -> Result<(), CoreError>;
 }
 
+/// What a run's platform says about its frames: whether it takes them, and what it adds to
+/// their redaction.
+#[derive(Debug, Clone)]
+pub struct PlatformFrames {
+    /// Whether runs on the platform take frames (the tenant's switch can still turn them off).
+    pub enabled: bool,
+    /// What the platform adds to the built-in redaction.
+    pub redaction: Arc<PageRedaction>,
+}
+
+impl PlatformFrames {
+    /// Frames on, redacted by the built-in rule alone (a run on no platform).
+    pub fn on() -> Self {
+        Self {
+            enabled: true,
+            redaction: Arc::default(),
+        }
+    }
+
+    /// These frames, off when `enabled` is false.
+    #[must_use]
+    pub fn and(mut self, enabled: bool) -> Self {
+        self.enabled &= enabled;
+        self
+    }
+}
+
 /// What a run decides when it starts: frames on, or off and why.
 pub fn run_screenshots(tenant_enabled: bool, platform_enabled: bool) -> RunScreenshots {
     if !tenant_enabled {
@@ -153,6 +181,7 @@ pub struct FrameRecorder {
     tenant: String,
     run_id: String,
     on: bool,
+    redaction: Arc<PageRedaction>,
     timeout: Duration,
     taken: Arc<std::sync::atomic::AtomicU32>,
     /// The last frame taken, while the page's watch can tell whether it still shows the page.
@@ -188,10 +217,10 @@ impl FrameRecorder {
         clock: Arc<dyn Clock>,
         tenant: &str,
         run_id: &str,
-        platform_enabled: bool,
+        platform: &PlatformFrames,
     ) -> Result<(Self, RunScreenshots), CoreError> {
         let tenant_enabled = store.screenshots_enabled(tenant).await?;
-        let wanted = run_screenshots(tenant_enabled, platform_enabled);
+        let wanted = run_screenshots(tenant_enabled, platform.enabled);
         let setting = store.begin_run(tenant, run_id, &wanted).await?;
         let recorder = Self {
             store,
@@ -199,6 +228,7 @@ impl FrameRecorder {
             tenant: tenant.to_owned(),
             run_id: run_id.to_owned(),
             on: setting.screenshots == ScreenshotsMode::On,
+            redaction: Arc::clone(&platform.redaction),
             timeout: Duration::from_secs(10),
             // Run ids are new when a run starts (a retry is another run); the store still
             // counts for itself.
@@ -276,14 +306,16 @@ impl FrameRecorder {
                 Some(last.mark),
             ),
             None => {
-                let frame: RedactedFrame =
-                    match page.redacted_frame(MAX_FRAME_BYTES, self.timeout).await {
-                        Ok(frame) => frame,
-                        Err(e) => {
-                            tracing::debug!(run_id = %self.run_id, ?point, error = %e, "no frame");
-                            return None;
-                        }
-                    };
+                let frame: RedactedFrame = match page
+                    .redacted_frame(MAX_FRAME_BYTES, &self.redaction, self.timeout)
+                    .await
+                {
+                    Ok(frame) => frame,
+                    Err(e) => {
+                        tracing::debug!(run_id = %self.run_id, ?point, error = %e, "no frame");
+                        return None;
+                    }
+                };
                 let (url, domain) = frame_url(&frame.url);
                 (frame.jpeg, url, domain, None, frame.mark)
             }
@@ -352,7 +384,7 @@ pub trait RunFramesSource<C>: Send + Sync + 'static {
         &self,
         tenant: &str,
         run_id: &str,
-        platform_enabled: bool,
+        platform: &PlatformFrames,
     ) -> Option<Arc<dyn RunFrames<C>>>;
 }
 
@@ -382,14 +414,14 @@ impl<C: PageProbe> RunFramesSource<C> for FrameSource {
         &self,
         tenant: &str,
         run_id: &str,
-        platform_enabled: bool,
+        platform: &PlatformFrames,
     ) -> Option<Arc<dyn RunFrames<C>>> {
         match FrameRecorder::begin(
             Arc::clone(&self.store),
             Arc::clone(&self.clock),
             tenant,
             run_id,
-            platform_enabled,
+            platform,
         )
         .await
         {

@@ -21,6 +21,7 @@ pub(crate) mod memory;
 pub(crate) mod network;
 pub(crate) mod pause;
 pub(crate) mod probe;
+pub(crate) mod redaction;
 pub(crate) mod run_guard;
 pub(crate) mod sites;
 pub(crate) mod verbs;
@@ -32,7 +33,7 @@ pub use downloads::{CaughtDownload, DownloadLimits, DownloadRefused, download_na
 pub use element::ElementFacts;
 pub use frames::{
     FrameRecorder, FrameRefused, FrameSource, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN,
-    RunFrames, RunFramesSource, StoredFrame, frame_url, run_screenshots,
+    PlatformFrames, RunFrames, RunFramesSource, StoredFrame, frame_url, run_screenshots,
 };
 pub use memory::{InMemoryFrameStore, InMemorySiteStore};
 pub use network::{
@@ -44,6 +45,7 @@ pub use probe::{
     FormFacts, FrameError, PageProbe, PageSignals, REDACTED, Reach, RedactedFrame, SiteFilter,
     SnapshotRequest,
 };
+pub use redaction::{MAX_REDACTION_RULE_LEN, MAX_REDACTION_RULES, PageRedaction, RedactionError};
 pub use run_guard::{ReadOnlySource, RunGuard};
 pub use sites::{SitePolicy, SiteStore, SiteVerdict, site_name};
 pub use verbs::{committing_verb, harmless_name};

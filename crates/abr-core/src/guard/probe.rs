@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use crate::guard::downloads::{CaughtDownload, DownloadLimits};
 use crate::guard::element::ElementFacts;
 use crate::guard::network::RequestGate;
+use crate::guard::redaction::PageRedaction;
 use crate::step_runner::BrowserAction;
 use crate::step_runner::StepFailure;
 
@@ -97,6 +98,9 @@ pub enum FrameError {
         /// Fields whose blur did not hold.
         unconfirmed: u32,
     },
+    /// Sensitive text the page shows could not be masked, or the masks not confirmed.
+    #[error("the masks over sensitive text could not be confirmed: {0}")]
+    MaskUnconfirmed(String),
     /// The frame is larger than the cap even at the lowest quality.
     #[error("the frame is over the cap of {cap} bytes")]
     TooLarge {
@@ -117,6 +121,8 @@ pub struct RedactedFrame {
     pub url: String,
     /// How many fields were blurred (and confirmed).
     pub blurred: u32,
+    /// How many runs of sensitive text were masked (and confirmed).
+    pub masked: u32,
     /// The page as the provider's watch saw it when the frame was taken, for
     /// [`PageProbe::unchanged_since`] (`None`: the provider cannot tell).
     pub mark: Option<String>,
@@ -127,6 +133,7 @@ impl std::fmt::Debug for RedactedFrame {
         f.debug_struct("RedactedFrame")
             .field("bytes", &self.jpeg.len())
             .field("blurred", &self.blurred)
+            .field("masked", &self.masked)
             .finish_non_exhaustive()
     }
 }
@@ -151,10 +158,13 @@ pub trait SiteFilter: Send + Sync + std::fmt::Debug + 'static {
 /// - `signals_ahead` is `signals` and, in the same pass, what `inspect(ahead)` would answer
 ///   right now, when `ahead` matches an element in the page's top document at once; it
 ///   never waits for the element (`None`: the caller inspects, and waits, as usual).
-/// - `redacted_frame` blurs every `input`, `textarea`, `select` and editable region
-///   (including in same-origin frames), confirms the blur on every one of them through the
-///   computed style, and only then captures the viewport as a JPEG of at most `max_bytes`;
-///   anything else is a [`FrameError`] and no frame.
+/// - `redacted_frame` blurs every `input`, `textarea`, `select` and editable region and
+///   every element the platform's `redaction` selects, masks every run of text the page
+///   shows that is sensitive (the built-in kinds of [`PageRedaction`] and its patterns),
+///   in the document, open shadow roots and same-origin frames, confirms the blur and the
+///   masks on every one of them through the computed style, and only then captures the
+///   viewport as a JPEG of at most `max_bytes`; anything else is a [`FrameError`] and no
+///   frame. The text a snapshot reads is never masked: a brain needs the page.
 /// - `inspect_focused` reads the element that has the keyboard focus, following the focus
 ///   into same-origin frames and open shadow roots; `None` when only the document (its
 ///   body) has it. A focus it cannot follow (a cross-origin frame) is an error.
@@ -199,10 +209,11 @@ pub trait PageProbe: Send + Sync + 'static {
         Ok((self.signals(timeout).await?, None))
     }
 
-    /// A viewport frame with every form field blurred.
+    /// A viewport frame with every form field blurred and every sensitive text masked.
     async fn redacted_frame(
         &self,
         max_bytes: usize,
+        redaction: &PageRedaction,
         timeout: Duration,
     ) -> Result<RedactedFrame, FrameError>;
 

@@ -846,6 +846,8 @@ struct PageState {
     signals: Option<crate::guard::probe::PageSignals>,
     fail_frames: bool,
     frames_taken: usize,
+    /// The platform redaction the last frame was asked for.
+    frame_redaction: Option<crate::guard::redaction::PageRedaction>,
     /// Whether frames carry a mark ([`FakePage::watch_frames`]).
     watch_frames: bool,
     /// Changes to the page: every action that is not a read, and [`FakePage::change`].
@@ -1006,6 +1008,11 @@ impl FakePage {
     /// How many redacted frames the browser took.
     pub fn frames_taken(&self) -> usize {
         self.lock().frames_taken
+    }
+
+    /// The platform redaction the last frame was asked for (`None`: no frame yet).
+    pub fn frame_redaction(&self) -> Option<crate::guard::redaction::PageRedaction> {
+        self.lock().frame_redaction.clone()
     }
 
     /// Whether the page watches for changes: its frames carry a mark (the URL and a count of
@@ -1415,6 +1422,7 @@ impl crate::guard::probe::PageProbe for FakeContext {
     async fn redacted_frame(
         &self,
         _max_bytes: usize,
+        redaction: &crate::guard::redaction::PageRedaction,
         _timeout: std::time::Duration,
     ) -> Result<crate::guard::probe::RedactedFrame, crate::guard::probe::FrameError> {
         let takes = {
@@ -1438,6 +1446,7 @@ impl crate::guard::probe::PageProbe for FakeContext {
         }
         let mut page = self.page.lock();
         page.frames_taken += 1;
+        page.frame_redaction = Some(redaction.clone());
         Ok(crate::guard::probe::RedactedFrame {
             jpeg: [
                 b"\xFF\xD8 fake jpeg ".as_slice(),
@@ -1446,6 +1455,7 @@ impl crate::guard::probe::PageProbe for FakeContext {
             .concat(),
             url: page.url.clone(),
             blurred: 0,
+            masked: 0,
             mark: page
                 .watch_frames
                 .then(|| format!("{}#{}", page.url, page.changes)),

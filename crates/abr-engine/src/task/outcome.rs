@@ -20,6 +20,7 @@ pub(super) fn unscoped_policy() -> StrategyPolicy {
         screenshots: true,
         network: abr_core::guard::NetworkRules::default(),
         guard: None,
+        redaction: abr_core::guard::PageRedaction::default(),
     }
 }
 

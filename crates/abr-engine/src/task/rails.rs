@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use abr_core::context::TaskContext;
 use abr_core::guard::{
-    ElementFacts, FrameRecorder, PauseRules, Reach, RunGuard, SiteFilter, SitePolicy, SiteVerdict,
+    ElementFacts, FrameRecorder, PageRedaction, PauseRules, Reach, RunGuard, SiteFilter,
+    SitePolicy, SiteVerdict,
 };
 use abr_core::plan::FilledStep;
 use abr_core::provider::Lease;
@@ -98,9 +99,10 @@ pub(crate) struct Rails {
     pub(crate) frames: Option<FrameRecorder>,
     /// The frame being taken in the background, if any ([`Rails::frame_behind`]).
     behind: Option<Behind>,
-    /// The run takes screenshots (its frames, and a plan's screenshot steps): the tenant's
-    /// switch and the platform's setting, as recorded when it started.
-    pub(crate) evidence: bool,
+    /// The run takes screenshots (its frames, and a plan's screenshot steps), redacted by
+    /// the built-in rule and this platform's additions: the tenant's switch and the
+    /// platform's setting, as recorded when it started (`None`: off).
+    pub(crate) evidence: Option<Arc<PageRedaction>>,
     /// How long a pause waits for a person; `None`: a handoff ends the run.
     pub(crate) handoff_wait: Option<Duration>,
     /// The run carries a session: check its cookies before the first committing action.
@@ -160,7 +162,7 @@ impl Rails {
             sites: SharedSites::new(sites),
             frames: None,
             behind: None,
-            evidence: true,
+            evidence: Some(Arc::default()),
             handoff_wait,
             has_session,
             acknowledged: HashSet::new(),

@@ -10,8 +10,8 @@ use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
 use abr_core::error::store::StoreFailure;
 use abr_core::guard::{
-    FrameRecorder, MAX_FRAME_BYTES, OwnSites, ReadOnlySource, RequestGate, RunGuard, SitePolicy,
-    SiteVerdict,
+    FrameRecorder, MAX_FRAME_BYTES, OwnSites, PageRedaction, PlatformFrames, ReadOnlySource,
+    RequestGate, RunGuard, SitePolicy, SiteVerdict,
 };
 use abr_core::plan::{FilledStep, VERIFICATION_SCREENSHOT, ValidPlan, validate};
 use abr_core::provider::{AcquireMode, AcquireRequest, Lease};
@@ -43,8 +43,8 @@ use crate::task::runner::{TaskEnd, TaskRunner};
 struct Kept<'a> {
     extracted_bytes: &'a mut usize,
     result: &'a mut StepResult,
-    /// The run takes screenshots.
-    evidence: bool,
+    /// The run takes screenshots, redacted so.
+    evidence: Option<&'a PageRedaction>,
 }
 
 /// Whether `page` shows `text`, with runs of whitespace counting as one space.
@@ -455,25 +455,29 @@ impl<C: TaskContext> TaskRunner<C> {
             // No site store: every site is allowed.
             sites = SitePolicy::open();
         }
-        let platform_frames = policy.is_none_or(|p| p.screenshots);
+        let platform_frames = policy.map_or_else(PlatformFrames::on, StrategyPolicy::frames);
         let guard = RunGuard::new(read_only, task.request.dry_run)
             .with_platform(policy.and_then(|p| p.guard.as_ref()));
         let network = self.run_network(task, &guard, target_url, steps, policy);
         let mut rails = Rails::new(guard, network, has_session, sites, wait);
-        rails.evidence = platform_frames;
+        rails.evidence = platform_frames
+            .enabled
+            .then(|| Arc::clone(&platform_frames.redaction));
         if let Some(store) = &self.frames {
             match FrameRecorder::begin(
                 Arc::clone(store),
                 Arc::clone(&self.clock),
                 &task.ledger.tenant_id,
                 &task.record.task_id,
-                platform_frames,
+                &platform_frames,
             )
             .await
             {
                 Ok((recorder, setting)) => {
                     task.record.replay = Some(setting);
-                    rails.evidence = recorder.is_on();
+                    rails.evidence = recorder
+                        .is_on()
+                        .then(|| Arc::clone(&platform_frames.redaction));
                     rails.frames = Some(recorder);
                 }
                 Err(e) => return Err((None, Failure::store(e.to_body()))),
@@ -692,7 +696,7 @@ impl<C: TaskContext> TaskRunner<C> {
                     let kept = Kept {
                         extracted_bytes: &mut extracted_bytes,
                         result: &mut result,
-                        evidence: rails.evidence,
+                        evidence: rails.evidence.as_deref(),
                     };
                     self.keep(task, context, filled, output, kept).await
                 }
@@ -768,7 +772,7 @@ impl<C: TaskContext> TaskRunner<C> {
             rails.settle_frames().await;
         }
         let span = tracing::debug_span!(target: crate::TRACE_TARGET, "verify");
-        self.verify(task, valid, context, committed, rails.evidence)
+        self.verify(task, valid, context, committed, rails.evidence.as_deref())
             .instrument(span)
             .await
     }
@@ -894,18 +898,18 @@ impl<C: TaskContext> TaskRunner<C> {
         task: &mut StoredTask,
         context: &C,
         name: &str,
-        on: bool,
+        on: Option<&PageRedaction>,
     ) -> Result<(), ErrorBody> {
-        if !on {
+        let Some(redaction) = on else {
             return Err(ErrorBody::new(
                 codes::SCREENSHOT_NOT_TAKEN,
                 "screenshots are off for this tenant or platform: none was taken",
             ));
-        }
+        };
         let timeout = self.config.verify_timeout;
         let frame = match guarded(
             timeout + self.config.step_grace,
-            context.redacted_frame(MAX_FRAME_BYTES, timeout),
+            context.redacted_frame(MAX_FRAME_BYTES, redaction, timeout),
         )
         .await
         {
@@ -948,7 +952,7 @@ impl<C: TaskContext> TaskRunner<C> {
         valid: &ValidPlan,
         context: &C,
         committed: bool,
-        evidence: bool,
+        evidence: Option<&PageRedaction>,
     ) -> Outcome {
         let timeout = self.config.verify_timeout;
         match &valid.plan().verification {

@@ -1141,6 +1141,33 @@ mod posts {
             "the browser was never asked"
         );
     }
+
+    #[tokio::test]
+    async fn a_platforms_redaction_reaches_every_frame_of_its_posts() {
+        let redaction = abr_protocol::RedactionSpec {
+            patterns: vec![r"ACCT-\d{6}".into()],
+            selectors: vec![".balance".into()],
+        };
+        let policy = PlatformPolicy {
+            redaction: Some(redaction.clone()),
+            ..PlatformPolicy::default()
+        };
+        let (h, journal) = journal(policy, StrategyScript::default());
+        let posted = journal.post(T, Some("k4"), request()).await.unwrap();
+        let PostReply::Result(result) = posted.reply else {
+            panic!("no result");
+        };
+        assert!(result.ok);
+        assert!(h.provider.page().frames_taken() > 0);
+        assert_eq!(
+            h.provider
+                .page()
+                .frame_redaction()
+                .and_then(|r| r.to_spec()),
+            Some(redaction),
+            "the frames were asked for with the platform's additions"
+        );
+    }
 }
 
 #[tokio::test]

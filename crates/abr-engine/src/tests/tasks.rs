@@ -1593,6 +1593,58 @@ async fn screenshots_are_redacted_evidence_kept_only_when_screenshots_are_on() {
 }
 
 #[tokio::test]
+async fn a_plans_screenshots_are_redacted_with_its_platforms_additions() {
+    let h = self::h();
+    h.page.set_text("User created");
+    let redaction = abr_protocol::RedactionSpec {
+        patterns: vec![r"ACCT-\d{6}".into()],
+        selectors: vec![],
+    };
+    let policy = abr_protocol::PlatformPolicy {
+        allow_unattended: Some(true),
+        redaction: Some(redaction.clone()),
+        ..abr_protocol::PlatformPolicy::default()
+    };
+    let strategy = Arc::new(abr_core::testing::ScriptedStrategy::new("masked", &policy));
+    let mut platforms = abr_core::StrategyRegistry::new();
+    platforms.register(strategy).unwrap();
+    let runner = TaskRunner::new(
+        h.provider.clone() as DynSessionProvider<FakeContext>,
+        h.store.clone() as Arc<dyn TaskStore>,
+    )
+    .with_platforms(Arc::new(platforms));
+    let mut request = request(verified_plan(
+        false,
+        json!({"method": "screenshot", "text": "User created"}),
+    ));
+    request.platform = Some("masked".into());
+    let created = runner
+        .create(&checked(&agent(T), Right::Propose), request, None)
+        .await
+        .unwrap()
+        .record;
+    runner
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &created.task_id,
+            &approval(&created),
+        )
+        .await
+        .unwrap();
+    let record = runner.run(T, &created.task_id).await.unwrap().record;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert_eq!(
+        record.screenshots,
+        [abr_core::plan::VERIFICATION_SCREENSHOT]
+    );
+    assert_eq!(
+        h.page.frame_redaction().and_then(|r| r.to_spec()),
+        Some(redaction),
+        "the verification screenshot was taken with the platform's additions"
+    );
+}
+
+#[tokio::test]
 async fn extracted_data_is_capped_and_the_cut_is_marked() {
     let h = h_with(TaskConfig {
         extract_cap_bytes: 200,

@@ -20,6 +20,7 @@ mod kernel;
 mod live;
 mod local;
 mod lost;
+mod masks;
 mod node_interop;
 mod probe;
 mod steel;

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abr_core::guard::{
-    CommitRules, ElementFacts, FrameError, MAX_FRAME_BYTES, PageProbe, Reach, RedactedFrame,
-    SiteFilter, commit_class,
+    CommitRules, ElementFacts, FrameError, MAX_FRAME_BYTES, PageProbe, PageRedaction, Reach,
+    RedactedFrame, SiteFilter, commit_class,
 };
 use abr_core::step_runner::{BrowserAction, StepFailureKind, StepRunner, UploadFile};
 use abr_core::{AcquireMode, AcquireRequest, AllowedPrivate, EgressPolicy, Lease, SessionProvider};
@@ -42,7 +42,7 @@ use zune_jpeg::zune_core::colorspace::ColorSpace;
 use zune_jpeg::zune_core::options::DecoderOptions;
 
 /// A call's deadline when it is expected to succeed.
-const STEP: Duration = Duration::from_secs(10);
+pub(crate) const STEP: Duration = Duration::from_secs(10);
 
 /// A value typed into the corpus's labelled field: it must never appear in the facts.
 const TYPED: &str = "hunter2-typed-VALUE";
@@ -201,14 +201,14 @@ type Seen = Arc<Mutex<BTreeMap<String, usize>>>;
 
 /// The local site, on `127.0.0.1:P`; `localhost:P` is the same server under another host
 /// name (another site for the filter).
-struct Site {
+pub(crate) struct Site {
     addr: SocketAddr,
     seen: Seen,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Site {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let other = format!("http://localhost:{}", addr.port());
@@ -236,6 +236,10 @@ impl Site {
             .route("/otp", get(|| async { Html(OTP) }))
             .route("/checkout", get(|| async { Html(CHECKOUT) }))
             .route("/canary", get(|| async { Html(CANARY_PAGE) }))
+            .route(
+                "/sensitive",
+                get(|| async { Html(crate::masks::SENSITIVE_PAGE) }),
+            )
             .route("/unconfirmed", get(|| async { Html(UNCONFIRMED) }))
             .route("/nested", get(page(NESTED)))
             .route("/late", get(|| async { Html(LATE_FIELD) }))
@@ -320,7 +324,7 @@ impl Site {
         Self { addr, seen, task }
     }
 
-    fn url(&self, path: &str) -> url::Url {
+    pub(crate) fn url(&self, path: &str) -> url::Url {
         url::Url::parse(&format!("http://{}{path}", self.addr)).unwrap()
     }
 
@@ -356,7 +360,7 @@ impl Drop for Site {
 }
 
 /// A guarded local provider that may reach exactly the site, and one leased session.
-async fn open(site: &Site) -> (LocalBrowserSessionProvider, Lease<BrowserSession>) {
+pub(crate) async fn open(site: &Site) -> (LocalBrowserSessionProvider, Lease<BrowserSession>) {
     let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
         prewarm: 0,
         egress: Some(site.egress()),
@@ -385,7 +389,7 @@ where
     .unwrap_or_else(|e| panic!("{name}: acquire: {e}"))
 }
 
-async fn close(provider: LocalBrowserSessionProvider, lease: Lease<BrowserSession>) {
+pub(crate) async fn close(provider: LocalBrowserSessionProvider, lease: Lease<BrowserSession>) {
     let _ = tokio::time::timeout(Duration::from_secs(30), lease.release()).await;
     provider.shutdown().await;
 }
@@ -394,7 +398,7 @@ fn css(s: &str) -> Selector {
     Selector::Css(s.to_owned())
 }
 
-async fn go(session: &BrowserSession, url: &str) {
+pub(crate) async fn go(session: &BrowserSession, url: &str) {
     session
         .page()
         .goto(url, GotoOptions::new().timeout(STEP))
@@ -444,7 +448,7 @@ fn press(selector: &str, key: &str) -> BrowserAction {
     }
 }
 
-async fn eval(session: &BrowserSession, js: &str) -> Value {
+pub(crate) async fn eval(session: &BrowserSession, js: &str) -> Value {
     session
         .page()
         .evaluate::<(), Value>(js, None)
@@ -1001,7 +1005,7 @@ async fn unredacted(session: &BrowserSession) -> Grey {
 async fn frame(session: &BrowserSession) -> (RedactedFrame, Duration) {
     let started = Instant::now();
     let frame = session
-        .redacted_frame(MAX_FRAME_BYTES, STEP)
+        .redacted_frame(MAX_FRAME_BYTES, &PageRedaction::default(), STEP)
         .await
         .unwrap_or_else(|e| panic!("redacted frame: {e}"));
     (frame, started.elapsed())
@@ -1283,7 +1287,10 @@ async fn frames_that_cannot_be_redacted_are_not_taken() {
 
     // A field whose blur does not hold: no frame, and the blur is off the other field.
     go(s, site.url("/unconfirmed").as_str()).await;
-    let error = s.redacted_frame(MAX_FRAME_BYTES, STEP).await.unwrap_err();
+    let error = s
+        .redacted_frame(MAX_FRAME_BYTES, &PageRedaction::default(), STEP)
+        .await
+        .unwrap_err();
     assert_eq!(
         error,
         FrameError::BlurUnconfirmed {
@@ -1297,7 +1304,9 @@ async fn frames_that_cannot_be_redacted_are_not_taken() {
     // Over the cap at every quality: no frame, and the blur is off.
     go(s, site.url("/canary").as_str()).await;
     assert_eq!(
-        s.redacted_frame(500, STEP).await.unwrap_err(),
+        s.redacted_frame(500, &PageRedaction::default(), STEP)
+            .await
+            .unwrap_err(),
         FrameError::TooLarge { cap: 500 }
     );
     assert_eq!(styles(s, "canary").await[0], "none");
@@ -1328,7 +1337,10 @@ async fn frames_that_cannot_be_redacted_are_not_taken() {
     // A field that appears between the confirmation and the capture, where no sheet
     // reaches: the check after the capture throws the frame away.
     go(s, site.url("/late").as_str()).await;
-    let error = s.redacted_frame(MAX_FRAME_BYTES, STEP).await.unwrap_err();
+    let error = s
+        .redacted_frame(MAX_FRAME_BYTES, &PageRedaction::default(), STEP)
+        .await
+        .unwrap_err();
     assert_eq!(
         error,
         FrameError::BlurUnconfirmed {

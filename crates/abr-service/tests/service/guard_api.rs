@@ -268,7 +268,7 @@ async fn a_run_recorded_with_screenshots_off_lists_no_frame() {
         Arc::new(SystemClock),
         VICTIM,
         "task-off",
-        true,
+        &abr_core::guard::PlatformFrames::on(),
     )
     .await
     .unwrap();

@@ -154,6 +154,7 @@ impl TestStrategy {
                 screenshots: true,
                 network: abr_core::guard::NetworkRules::default(),
                 guard: None,
+                redaction: abr_core::guard::PageRedaction::default(),
             },
             panics,
         })
