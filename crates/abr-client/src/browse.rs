@@ -129,6 +129,24 @@ impl AgentRunnerClient {
         self.send(Operation::BrowseApproval, builder).await
     }
 
+    /// `GET /v1/browse/{id}/approval/preview`: the waiting action's preview as JPEG bytes (a
+    /// redacted frame of the page when it was asked for; its outline is in
+    /// [`ActionApproval::preview`]). A 404 `preview_not_found` when none was kept (its
+    /// `previewNote` says why); 409 `action_not_pending` when no action waits. A read.
+    pub async fn browse_approval_preview(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Vec<u8>, ClientError> {
+        non_empty("browse id", id)?;
+        let builder = self.tenant_request(
+            Method::GET,
+            tenant,
+            &["v1", "browse", id, "approval", "preview"],
+        )?;
+        self.jpeg(Operation::BrowseApprovalPreview, builder).await
+    }
+
     /// `POST /v1/browse/{id}/approve` (`approve`) or `/reject`, with an approver's key (not
     /// the one that opened the session). Acts once: a second decision is a 409
     /// `action_not_pending`.

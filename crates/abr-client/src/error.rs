@@ -92,6 +92,8 @@ pub enum Operation {
     List,
     /// `GET /v1/browse/{id}/approval`.
     BrowseApproval,
+    /// `GET /v1/browse/{id}/approval/preview`.
+    BrowseApprovalPreview,
     /// `POST /v1/browse/{id}/approve` or `/reject`.
     DecideBrowseAction,
     /// `POST /v1/keys`.
@@ -158,6 +160,7 @@ impl Operation {
             Self::SupplyInput => "supply_input",
             Self::List => "list",
             Self::BrowseApproval => "browse_approval",
+            Self::BrowseApprovalPreview => "browse_approval_preview",
             Self::DecideBrowseAction => "decide_browse_action",
             Self::CreateKey => "create_key",
             Self::ListKeys => "list_keys",
@@ -206,6 +209,7 @@ impl Operation {
                 | Self::RemoveSite
                 | Self::BrowseSnapshot
                 | Self::BrowseApproval
+                | Self::BrowseApprovalPreview
                 | Self::ListArtifacts
                 | Self::GetArtifact
                 | Self::ArtifactContent

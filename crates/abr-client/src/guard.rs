@@ -62,10 +62,19 @@ impl AgentRunnerClient {
             return Err(ClientError::argument("frame numbers start at 1"));
         }
         let seq = seq.to_string();
-        let builder = self
-            .tenant_request(Method::GET, tenant, &["v1", "runs", run_id, "frames", &seq])?
-            .header(ACCEPT, HeaderValue::from_static("image/jpeg"));
-        let (body, head) = self.send_raw(op::FRAME, builder).await?;
+        let builder =
+            self.tenant_request(Method::GET, tenant, &["v1", "runs", run_id, "frames", &seq])?;
+        self.jpeg(op::FRAME, builder).await
+    }
+
+    /// A JPEG answer: an answer that is not `image/jpeg` is a [`ClientError::Decode`].
+    pub(crate) async fn jpeg(
+        &self,
+        operation: Operation,
+        builder: reqwest::RequestBuilder,
+    ) -> Result<Vec<u8>, ClientError> {
+        let builder = builder.header(ACCEPT, HeaderValue::from_static("image/jpeg"));
+        let (body, head) = self.send_raw(operation, builder).await?;
         let content_type = head
             .headers
             .get(CONTENT_TYPE)
@@ -73,7 +82,7 @@ impl AgentRunnerClient {
             .unwrap_or_default();
         if !is_jpeg_type(content_type) {
             return Err(ClientError::Decode {
-                operation: op::FRAME,
+                operation,
                 status: head.status.as_u16(),
                 message: "the answer is not image/jpeg".to_owned(),
             });

@@ -125,6 +125,9 @@ pub enum EngineError {
          action, or never asked)"
     )]
     ActionNotPending,
+    /// An approval or task that kept no preview image.
+    #[error("no preview was kept for this approval (its previewNote says why)")]
+    PreviewNotFound,
     /// `run` of a task that is not approved and waiting to run.
     #[error("the task is not approved and waiting to run")]
     TaskNotQueued,
@@ -213,7 +216,8 @@ impl EngineError {
             | Self::FrameNotFound
             | Self::RunNotFound
             | Self::ArtifactNotFound(_)
-            | Self::BrowseNotFound => ErrorKind::NotFound,
+            | Self::BrowseNotFound
+            | Self::PreviewNotFound => ErrorKind::NotFound,
             Self::ArtifactRefused(_) => ErrorKind::InvalidInput,
             Self::BindingMismatch | Self::SelfApproval => ErrorKind::Forbidden,
             Self::NotAuthenticated
@@ -300,6 +304,7 @@ impl EngineError {
             Self::PlanHashMismatch => codes::PLAN_HASH_MISMATCH,
             Self::TaskNotPending => codes::TASK_NOT_PENDING,
             Self::ActionNotPending => codes::ACTION_NOT_PENDING,
+            Self::PreviewNotFound => codes::PREVIEW_NOT_FOUND,
             Self::TaskNotQueued => codes::TASK_NOT_QUEUED,
             Self::NotUncertain => codes::NOT_UNCERTAIN,
             Self::TaskNotRetryable(_) => codes::TASK_NOT_RETRYABLE,

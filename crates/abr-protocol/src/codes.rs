@@ -133,6 +133,8 @@ codes! {
     SESSION_BOUND = "session_bound", 409, No, "the session is bound to another platform (kept for it, or read out of it): store it again for that platform, or without naming one";
     /// `approve` named a plan hash other than the stored plan's.
     PLAN_HASH_MISMATCH = "plan_hash_mismatch", 409, No, "the approval names another plan than the one stored: read the task again and approve what it shows";
+    /// An approval or task that kept no preview.
+    PREVIEW_NOT_FOUND = "preview_not_found", 404, No, "no preview was kept for this approval (screenshots off, none asked for, or the frame could not be redacted): its `previewNote` says why";
     /// A browse session's approval that is not the pending one.
     ACTION_NOT_PENDING = "action_not_pending", 409, No, "the browse session waits for no approval with this id (decided, replaced by a later action, or never asked): read `GET /v1/browse/{id}/approval`";
     /// `approve` or `reject` of a task that is not waiting for approval.

@@ -41,9 +41,9 @@ pub mod webhook;
 
 pub use artifact::{ArtifactInfo, ArtifactList, ArtifactOrigin, ArtifactUpload, DownloadRecord};
 pub use browse::{
-    ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, BrowseAction,
-    BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, GuardNotice, InputRequest,
-    ScrollDirection, SuppliedInput,
+    ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, ApprovalPreview,
+    BrowseAction, BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, GuardNotice,
+    InputRequest, PreviewBox, ScrollDirection, SuppliedInput,
 };
 pub use capture::{
     CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,

@@ -25,7 +25,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abr_core::guard::{MAX_FRAME_BYTES, PageProbe, PageRedaction};
+use abr_core::guard::{MAX_FRAME_BYTES, PageProbe, PageRedaction, jpeg_size};
 use abr_core::{
     AcquireMode, AcquireRequest, AllowedPrivate, EgressPolicy, Lease, ProviderError,
     SessionContext, SessionProvider,
@@ -1127,30 +1127,6 @@ pub async fn frames_capture_the_viewport<P: SessionProvider<Context = BrowserSes
     .unwrap_or_else(|e| panic!("reading the highlights: {e}"));
     assert_eq!(highlights, 0, "the masks are off after the frame");
     release(lease).await;
-}
-
-/// A baseline or progressive JPEG's width and height (its start-of-frame segment).
-fn jpeg_size(jpeg: &[u8]) -> Option<(u16, u16)> {
-    if !jpeg.starts_with(&[0xFF, 0xD8]) {
-        return None;
-    }
-    let mut at = 2;
-    while at + 4 <= jpeg.len() {
-        if jpeg[at] != 0xFF {
-            return None;
-        }
-        let marker = jpeg[at + 1];
-        let length = usize::from(u16::from_be_bytes([jpeg[at + 2], jpeg[at + 3]]));
-        if matches!(marker, 0xC0..=0xC3) {
-            let sof = jpeg.get(at + 5..at + 9)?;
-            return Some((
-                u16::from_be_bytes([sof[2], sof[3]]),
-                u16::from_be_bytes([sof[0], sof[1]]),
-            ));
-        }
-        at += 2 + length;
-    }
-    None
 }
 
 /// The exported state follows what the page changed: a server-set cookie, a changed

@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use abr_core::guard::{
-    CaughtDownload, DownloadLimits, ElementFacts, FormFacts, FrameError, PageProbe, PageRedaction,
-    PageSignals, Reach, RedactedFrame, RequestGate, SiteFilter, SnapshotRequest,
+    CaughtDownload, DownloadLimits, ElementBox, ElementFacts, FormFacts, FrameError, PageProbe,
+    PageRedaction, PageSignals, Reach, RedactedFrame, RequestGate, SiteFilter, SnapshotRequest,
 };
 use abr_core::step_runner::{StepFailure, StepFailureKind};
 use abr_protocol::{Selector, Snapshot};
@@ -203,6 +203,31 @@ impl PageProbe for BrowserSession {
         };
         guard.page = None;
         result
+    }
+
+    async fn element_box(
+        &self,
+        selector: &Selector,
+        reach: Reach,
+        timeout: Duration,
+    ) -> Option<ElementBox> {
+        if self.page_gone() {
+            return None;
+        }
+        let step = Step::new(self, timeout);
+        let read = step.read_now(selector, reach, BOX_JS);
+        let value = tokio::time::timeout(timeout, read).await.ok()??;
+        let raw = serde_json::from_value::<RawBox>(value).ok()?;
+        let at = ElementBox {
+            x: raw.x,
+            y: raw.y,
+            width: raw.width,
+            height: raw.height,
+        };
+        let finite = [at.x, at.y, at.width, at.height]
+            .iter()
+            .all(|v| v.is_finite() && v.abs() < 1e6);
+        (finite && at.width >= 0.0 && at.height >= 0.0).then_some(at)
     }
 
     async fn unchanged_since(&self, mark: &str, timeout: Duration) -> bool {
@@ -511,6 +536,25 @@ impl Frame<'_> {
             Err(error) => Taken::Failed(error),
         }
     }
+}
+
+/// Where an element is in the top viewport (its frames' offsets added; `null` when a frame
+/// on the way is another site's), less the visual viewport's offset: CSS pixels of a frame.
+const BOX_JS: &str = "(el) => { const r = el.getBoundingClientRect(); let x = r.left; \
+    let y = r.top; let w = el.ownerDocument.defaultView; \
+    try { while (w !== w.top) { const f = w.frameElement; if (!f) return null; \
+    const fr = f.getBoundingClientRect(); x += fr.left + f.clientLeft; \
+    y += fr.top + f.clientTop; w = w.parent; } } catch (e) { return null; } \
+    const vv = w.visualViewport; if (vv) { x -= vv.offsetLeft; y -= vv.offsetTop; } \
+    return { x, y, width: r.width, height: r.height }; }";
+
+/// `BOX_JS`'s answer.
+#[derive(Deserialize)]
+struct RawBox {
+    x: f64,
+    y: f64,
+    width: f64,
+    height: f64,
 }
 
 /// What a blur check found.

@@ -128,6 +128,7 @@ fn action_page(linked: &abr_engine::LinkedTask) -> Result<Response, ApiError> {
 <p>An agent browsing in session <span id="task">{task}</span> wants to commit something. Asked of <strong>{approver}</strong>; your decision is recorded as theirs, with your name.</p>
 <dl><dt>Action</dt><dd id="action">{what}</dd><dt>Element</dt><dd id="element">{element}</dd>
 <dt>Page</dt><dd id="page">{page}</dd></dl>
+{preview}
 <p>Approving lets this one action run once; rejecting closes the session with nothing of it sent.</p>
 <form method="post"><label>Your name <input name="name" maxlength="200"></label>
 <button name="decision" value="approve" id="approve">Approve this action</button>
@@ -136,8 +137,48 @@ fn action_page(linked: &abr_engine::LinkedTask) -> Result<Response, ApiError> {
         approver = escape(&linked.approver),
         what = escape(&action.action),
         page = escape(&action.page),
+        preview = preview(
+            action.preview.as_ref(),
+            linked.preview.as_deref(),
+            action.preview_note.as_deref()
+        ),
     );
     respond(StatusCode::OK, &body)
+}
+
+/// The preview of what would be acted on: the redacted frame inline (a `data:` image, the
+/// one kind of image the page's CSP allows) with the element outlined in an SVG laid over
+/// it (presentation attributes only: no style attribute, no script); or why there is none.
+fn preview(
+    shown: Option<&abr_protocol::ApprovalPreview>,
+    jpeg: Option<&[u8]>,
+    note: Option<&str>,
+) -> String {
+    use base64::Engine as _;
+    let (Some(shown), Some(jpeg)) = (shown, jpeg) else {
+        let why = note.unwrap_or("no preview was kept");
+        return format!(
+            r#"<p id="preview-note"><em>No preview: {}</em></p>"#,
+            escape(why)
+        );
+    };
+    let data = base64::engine::general_purpose::STANDARD.encode(jpeg);
+    let outline = shown.outline.map_or_else(String::new, |b| {
+        format!(
+            r#"<rect id="outline" x="{}" y="{}" width="{}" height="{}" fill="none" stroke="red" stroke-width="4"/>"#,
+            b.x.saturating_sub(3),
+            b.y.saturating_sub(3),
+            b.width.saturating_add(6),
+            b.height.saturating_add(6)
+        )
+    });
+    format!(
+        r#"<h2>What it acts on</h2>
+<div class="shot"><img id="preview" src="data:image/jpeg;base64,{data}" width="{w}" height="{h}" alt="The page, redacted, with the element outlined"><svg viewBox="0 0 {w} {h}" preserveAspectRatio="none" aria-hidden="true">{outline}</svg></div>
+<p><small>Fields are blurred and sensitive text masked in this picture.</small></p>"#,
+        w = shown.width,
+        h = shown.height,
+    )
 }
 
 async fn decide<C: TaskContext>(
@@ -210,11 +251,11 @@ fn respond(status: StatusCode, body: &str) -> Result<Response, ApiError> {
     let nonce = crate::live::nonce()?;
     let html = format!(
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Approve · ABR</title>
-<style nonce="{nonce}">body{{font:16px system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem}}dt{{font-weight:600}}button{{margin:1rem .5rem 0 0;padding:.5rem 1rem}}</style></head><body>{body}</body></html>"#
+<style nonce="{nonce}">body{{font:16px system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem}}dt{{font-weight:600}}button{{margin:1rem .5rem 0 0;padding:.5rem 1rem}}.shot{{position:relative;display:inline-block;max-width:100%}}.shot img{{display:block;max-width:100%;height:auto}}.shot svg{{position:absolute;left:0;top:0;width:100%;height:100%}}</style></head><body>{body}</body></html>"#
     );
     let csp = format!(
-        "default-src 'none'; style-src 'nonce-{nonce}'; form-action 'self'; base-uri 'none'; \
-         frame-ancestors 'none'"
+        "default-src 'none'; style-src 'nonce-{nonce}'; img-src data:; form-action 'self'; \
+         base-uri 'none'; frame-ancestors 'none'"
     );
     let mut response = (status, Html(html)).into_response();
     crate::live::page::secure(response.headers_mut(), &csp);

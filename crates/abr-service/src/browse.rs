@@ -125,6 +125,21 @@ pub(crate) fn routes<C: TaskContext>() -> ApiRouter<AppState<C>> {
             }),
         )
         .api_route(
+            "/v1/browse/{id}/approval/preview",
+            get_with(approval_preview::<C>, |o| {
+                o.id("getBrowseApprovalPreview")
+                    .summary(
+                        "The waiting action's preview: a redacted frame of the page when it \
+                         was asked for (its `preview` gives the element's outline)",
+                    )
+                    .needs(Right::Read)
+                    .response::<200, crate::openapi::Image>()
+                    .errors(session)
+                    .errors(PLACED)
+                    .errors(&[codes::ACTION_NOT_PENDING, codes::PREVIEW_NOT_FOUND])
+            }),
+        )
+        .api_route(
             "/v1/browse/{id}/approve",
             post_with(decide::<C, true>, |o| {
                 o.id("approveBrowseAction")
@@ -196,6 +211,21 @@ async fn approval<C: TaskContext>(
     Ok(Json(
         state.runner.engine.browse_approval(&actor, &id).await?,
     ))
+}
+
+/// `GET /v1/browse/{id}/approval/preview`: the preview's JPEG, as a frame is served.
+async fn approval_preview<C: TaskContext>(
+    State(state): State<AppState<C>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    let actor = caller.actor(None)?;
+    let jpeg = state
+        .runner
+        .engine
+        .browse_approval_preview(&actor, &id)
+        .await?;
+    Ok(crate::run_evidence::image(jpeg))
 }
 
 /// `POST /v1/browse/{id}/approve` (`APPROVE`: the action runs when the brain sends it

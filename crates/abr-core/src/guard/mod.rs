@@ -42,8 +42,8 @@ pub use network::{
 };
 pub use pause::{PauseRules, detect_pause};
 pub use probe::{
-    FormFacts, FrameError, PageProbe, PageSignals, REDACTED, Reach, RedactedFrame, SiteFilter,
-    SnapshotRequest,
+    ElementBox, FormFacts, FrameError, PageProbe, PageSignals, REDACTED, Reach, RedactedFrame,
+    SiteFilter, SnapshotRequest, jpeg_size,
 };
 pub use redaction::{MAX_REDACTION_RULE_LEN, MAX_REDACTION_RULES, PageRedaction, RedactionError};
 pub use run_guard::{ReadOnlySource, RunGuard};

@@ -138,6 +138,43 @@ impl std::fmt::Debug for RedactedFrame {
     }
 }
 
+/// Where an element is in a frame: CSS pixels of the viewport, as a frame's image shows it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ElementBox {
+    /// From the left edge.
+    pub x: f64,
+    /// From the top edge.
+    pub y: f64,
+    /// Width.
+    pub width: f64,
+    /// Height.
+    pub height: f64,
+}
+
+/// The width and height of a baseline or progressive JPEG (its start-of-frame segment).
+pub fn jpeg_size(jpeg: &[u8]) -> Option<(u16, u16)> {
+    if !jpeg.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    let mut at = 2;
+    while at + 4 <= jpeg.len() {
+        if jpeg[at] != 0xFF {
+            return None;
+        }
+        let marker = jpeg[at + 1];
+        let length = usize::from(u16::from_be_bytes([jpeg[at + 2], jpeg[at + 3]]));
+        if matches!(marker, 0xC0..=0xC3) {
+            let sof = jpeg.get(at + 5..at + 9)?;
+            return Some((
+                u16::from_be_bytes([sof[2], sof[3]]),
+                u16::from_be_bytes([sof[0], sof[1]]),
+            ));
+        }
+        at += 2 + length;
+    }
+    None
+}
+
 /// Decides whether a run's browser may open a host: the tenant's site policy, as the
 /// provider's navigation filter consults it.
 pub trait SiteFilter: Send + Sync + std::fmt::Debug + 'static {
@@ -216,6 +253,20 @@ pub trait PageProbe: Send + Sync + 'static {
         redaction: &PageRedaction,
         timeout: Duration,
     ) -> Result<RedactedFrame, FrameError>;
+
+    /// Where the element an action on `selector` acts on (its `reach` match, now, without
+    /// waiting) is in the viewport a frame shows, for an approver's preview to outline it.
+    /// `None` when it cannot tell (no match, a cross-origin frame, a failed read). Default:
+    /// `None`.
+    async fn element_box(
+        &self,
+        selector: &Selector,
+        reach: Reach,
+        timeout: Duration,
+    ) -> Option<ElementBox> {
+        let _ = (selector, reach, timeout);
+        None
+    }
 
     /// Whether the page provably still looks as it did when the frame of `mark`
     /// ([`RedactedFrame::mark`]) was taken: the same document at the same URL, nothing in

@@ -848,6 +848,8 @@ struct PageState {
     frames_taken: usize,
     /// The platform redaction the last frame was asked for.
     frame_redaction: Option<crate::guard::redaction::PageRedaction>,
+    /// Where elements are ([`FakePage::set_box`]).
+    boxes: BTreeMap<String, crate::guard::probe::ElementBox>,
     /// Whether frames carry a mark ([`FakePage::watch_frames`]).
     watch_frames: bool,
     /// Changes to the page: every action that is not a read, and [`FakePage::change`].
@@ -993,6 +995,11 @@ impl FakePage {
     /// elements).
     pub fn set_facts(&self, key: &str, facts: crate::guard::element::ElementFacts) {
         self.lock().facts.insert(key.to_owned(), facts);
+    }
+
+    /// Where the element `key` is in a frame (default: nowhere the fake can tell).
+    pub fn set_box(&self, key: &str, at: crate::guard::probe::ElementBox) {
+        self.lock().boxes.insert(key.to_owned(), at);
     }
 
     /// What `signals` answers (default: the URL and text, status 200, nothing else).
@@ -1449,7 +1456,8 @@ impl crate::guard::probe::PageProbe for FakeContext {
         page.frame_redaction = Some(redaction.clone());
         Ok(crate::guard::probe::RedactedFrame {
             jpeg: [
-                b"\xFF\xD8 fake jpeg ".as_slice(),
+                // A start of frame: 1280 × 720.
+                b"\xFF\xD8\xFF\xC0\x00\x11\x08\x02\xD0\x05\x00 fake jpeg ".as_slice(),
                 page.frames_taken.to_string().as_bytes(),
             ]
             .concat(),
@@ -1491,9 +1499,18 @@ impl crate::guard::probe::PageProbe for FakeContext {
         Ok(self.page.lock().focused.clone())
     }
 
+    async fn element_box(
+        &self,
+        selector: &Selector,
+        _reach: crate::guard::probe::Reach,
+        _timeout: std::time::Duration,
+    ) -> Option<crate::guard::probe::ElementBox> {
+        self.page.lock().boxes.get(&selector_key(selector)).copied()
+    }
+
     /// Lists the elements given facts ([`FakePage::set_facts`]) as `e1`, `e2`, ... in key
-    /// order, with their facts (and [`FakePage::text_after`], their requests and a fault
-    /// set on them) also under their reference's selector, and the page's text.
+    /// order, with their facts (and [`FakePage::text_after`], their requests, their box and
+    /// a fault set on them) also under their reference's selector, and the page's text.
     async fn snapshot(
         &self,
         request: &crate::guard::probe::SnapshotRequest,
@@ -1519,6 +1536,9 @@ impl crate::guard::probe::PageProbe for FakeContext {
             }
             if let Some(fault) = page.faults_on.get(&own).cloned() {
                 page.faults_on.insert(key.clone(), fault);
+            }
+            if let Some(at) = page.boxes.get(&own).copied() {
+                page.boxes.insert(key.clone(), at);
             }
             elements.push(abr_protocol::SnapshotElement {
                 reference,

@@ -1168,6 +1168,21 @@ impl<C: TaskContext> Engine<C> {
         self.tasks.browse_approval(actor.tenant(), id).await
     }
 
+    /// The preview's JPEG of the committing action a browse session waits on: a redacted
+    /// frame of the page when it was asked for.
+    ///
+    /// # Errors
+    /// As [`Self::browse_approval`]; [`EngineError::PreviewNotFound`] when none was kept.
+    pub async fn browse_approval_preview(
+        &self,
+        actor: &Actor,
+        id: &str,
+    ) -> Result<Vec<u8>, EngineError> {
+        actor.require(Right::Read)?;
+        let (_, image) = self.tasks.browse_approval_shown(actor.tenant(), id).await?;
+        image.ok_or(EngineError::PreviewNotFound)
+    }
+
     /// Approves or rejects the committing action a browse session waits on: an approver of
     /// the session's tenant, never the key that opened it.
     ///

@@ -37,6 +37,8 @@ pub struct LinkedTask {
     pub action: Option<ActionApproval>,
     /// The link is for a browse session's committing action (not a task's plan).
     pub browse: bool,
+    /// The preview's JPEG of what the link decides, when one was kept.
+    pub preview: Option<Vec<u8>>,
 }
 
 impl<C: TaskContext> Engine<C> {
@@ -126,14 +128,16 @@ impl<C: TaskContext> Engine<C> {
         let task = RecordStore::get(self.tasks.store().as_ref(), &grant.tenant, &grant.task_id)
             .await?
             .ok_or(CoreError::TaskNotFound)?;
-        let action = match &grant.action {
-            None => None,
-            Some(id) => self
+        let (action, preview) = match &grant.action {
+            None => (None, None),
+            Some(id) => match self
                 .tasks
-                .browse_approval(&grant.tenant, &grant.task_id)
+                .browse_approval_shown(&grant.tenant, &grant.task_id)
                 .await
-                .ok()
-                .filter(|a| &a.approval_id == id),
+            {
+                Ok((action, preview)) if &action.approval_id == id => (Some(action), preview),
+                _ => (None, None),
+            },
         };
         Ok(LinkedTask {
             target_url: task.request.plan.target_url.clone(),
@@ -141,6 +145,7 @@ impl<C: TaskContext> Engine<C> {
             record: task.record,
             action,
             browse: grant.action.is_some(),
+            preview,
         })
     }
 

@@ -11,7 +11,7 @@
 use abr_core::clock::new_token;
 use abr_core::digest::token_digest;
 use abr_core::error::CoreError;
-use abr_protocol::{ActionApproval, ActionApprovalState, PrincipalRef};
+use abr_protocol::{ActionApproval, ActionApprovalState, ApprovalPreview, PrincipalRef};
 use time::OffsetDateTime;
 
 use crate::error::EngineError;
@@ -55,6 +55,17 @@ pub(crate) struct Ask {
 struct Asked {
     fingerprint: Fingerprint,
     approval: ActionApproval,
+    /// The preview's JPEG, while the approval waits.
+    image: Option<Vec<u8>>,
+}
+
+/// What an approver is shown besides the words: a preview, or why there is none.
+#[derive(Debug)]
+pub(crate) enum Shown {
+    /// A redacted frame (its JPEG) and where the element is in it.
+    Preview(Vec<u8>, ApprovalPreview),
+    /// Why none was taken.
+    Note(String),
 }
 
 /// The session's pending and approved action (see the module docs).
@@ -117,17 +128,41 @@ impl ActionApprovals {
             state: ActionApprovalState::Pending,
             requested_at: ask.at,
             decided_by: None,
+            preview: None,
+            preview_note: None,
         };
         self.pending = Some(Asked {
             fingerprint,
             approval: approval.clone(),
+            image: None,
         });
         Ok(approval)
+    }
+
+    /// Shows the pending approval `approval_id` with `shown`; answers it.
+    pub(crate) fn show(&mut self, approval_id: &str, shown: Shown) -> Option<ActionApproval> {
+        let pending = self
+            .pending
+            .as_mut()
+            .filter(|p| p.approval.approval_id == approval_id)?;
+        match shown {
+            Shown::Preview(jpeg, preview) => {
+                pending.image = Some(jpeg);
+                pending.approval.preview = Some(preview);
+            }
+            Shown::Note(note) => pending.approval.preview_note = Some(note),
+        }
+        Some(pending.approval.clone())
     }
 
     /// The action waiting for an approver, if any.
     pub(crate) fn pending(&self) -> Option<&ActionApproval> {
         self.pending.as_ref().map(|p| &p.approval)
+    }
+
+    /// The preview's JPEG of the action waiting for an approver, if one was kept.
+    pub(crate) fn pending_image(&self) -> Option<&[u8]> {
+        self.pending.as_ref().and_then(|p| p.image.as_deref())
     }
 
     /// Decides the pending approval `approval_id` as `by`: approved, it waits for the brain
@@ -148,6 +183,8 @@ impl ActionApprovals {
             return Err(EngineError::ActionNotPending);
         };
         asked.approval.decided_by = Some(by);
+        // The image was for deciding: decided, it goes.
+        asked.image = None;
         if approve {
             asked.approval.state = ActionApprovalState::Approved;
             asked.approval.message =

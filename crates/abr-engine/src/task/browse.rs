@@ -467,13 +467,28 @@ impl<C: TaskContext> TaskRunner<C> {
         tenant: &str,
         id: &str,
     ) -> Result<ActionApproval, EngineError> {
+        Ok(self.browse_approval_shown(tenant, id).await?.0)
+    }
+
+    /// The committing action of a session that waits for an approver, and its preview's
+    /// JPEG when one was kept.
+    ///
+    /// # Errors
+    /// As [`Self::browse_approval`].
+    pub(crate) async fn browse_approval_shown(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<(ActionApproval, Option<Vec<u8>>), EngineError> {
         let entry = self.browses.get(tenant, id)?;
         let guard = entry.session.lock().await;
         let open = guard.as_ref().ok_or(EngineError::BrowseNotFound)?;
-        open.approvals
+        let approval = open
+            .approvals
             .pending()
             .cloned()
-            .ok_or(EngineError::ActionNotPending)
+            .ok_or(EngineError::ActionNotPending)?;
+        Ok((approval, open.approvals.pending_image().map(<[u8]>::to_vec)))
     }
 
     /// The committing actions `tenant`'s open sessions wait on.

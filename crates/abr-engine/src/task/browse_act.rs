@@ -14,16 +14,16 @@ use abr_core::guard::SnapshotRequest;
 use abr_core::scope_io::Scopes;
 use abr_core::step_runner::BrowserAction;
 use abr_protocol::{
-    ActOutcome, ActResponse, ActionApproval, BlockedBy, BrowseAction, BrowseClosed, BrowsePause,
-    ErrorBody, GuardNotice, Pause, PauseReason, ScrollDirection, Snapshot, StepResult,
-    TakeoverState, TaskState,
+    ActOutcome, ActResponse, ActionApproval, ApprovalPreview, BlockedBy, BrowseAction,
+    BrowseClosed, BrowsePause, ErrorBody, GuardNotice, Pause, PauseReason, ScrollDirection,
+    Snapshot, StepResult, TakeoverState, TaskState,
 };
 use tokio::time::Instant;
 
 use crate::error::EngineError;
 use crate::live_access::LiveSites;
 use crate::step::{Step, guarded};
-use crate::task::approvals::{Ask, Fingerprint};
+use crate::task::approvals::{Ask, Fingerprint, Shown};
 use crate::task::browses::{End, Entry, Open};
 use crate::task::outcome::{Failure, unscoped_policy};
 use crate::task::pauses::pause_message;
@@ -223,13 +223,17 @@ impl<C: TaskContext> TaskRunner<C> {
             let ask = self.ask_of(open, action);
             let waiting = open.approvals.pending().map(|a| a.approval_id.clone());
             match open.approvals.ask(fingerprint, ask) {
-                Ok(approval) => {
+                Ok(mut approval) => {
                     tracing::info!(
                         approval = %approval.approval_id,
                         "browse: a committing action waits for an approver"
                     );
-                    // Asked again for the same action: announced once.
+                    // Asked again for the same action: shown and announced once.
                     if waiting.as_ref() != Some(&approval.approval_id) {
+                        let shown = self.approval_preview(open, &browser).await;
+                        if let Some(shown) = open.approvals.show(&approval.approval_id, shown) {
+                            approval = shown;
+                        }
                         self.announce_action_approval(&open.task, &approval.approval_id);
                     }
                     acted.approval = Some(approval);
@@ -289,6 +293,57 @@ impl<C: TaskContext> TaskRunner<C> {
             tracing::warn!(code = %failure.body.code, "could not record a browse action");
         }
         acted.respond(snapshot)
+    }
+
+    /// What an approver sees of `browser` besides the words: a redacted frame of the page
+    /// as it is now (nothing of the action was sent) with the element it acts on outlined;
+    /// none when the run takes no screenshots, or the frame could not be redacted.
+    pub(super) async fn approval_preview(
+        &self,
+        open: &mut Open<C>,
+        browser: &BrowserAction,
+    ) -> Shown {
+        let Some(redaction) = open.rails.evidence.clone() else {
+            return Shown::Note(
+                "screenshots are off for this tenant or platform: no preview was taken".into(),
+            );
+        };
+        // One redaction on the page at a time.
+        open.rails.settle_frames().await;
+        let timeout = self.config.verify_timeout;
+        let context = open.lease.context();
+        let outline = match rails::target(browser) {
+            Some(selector) => {
+                context
+                    .element_box(selector, abr_core::guard::Reach::of(browser), timeout)
+                    .await
+            }
+            None => None,
+        };
+        let frame = guarded(
+            timeout + self.config.step_grace,
+            context.redacted_frame(abr_core::guard::MAX_FRAME_BYTES, &redaction, timeout),
+        )
+        .await;
+        let frame = match frame {
+            Step::Done(frame) => frame,
+            Step::Error(e) => return Shown::Note(format!("no preview was kept: {e}")),
+            Step::TimedOut | Step::Panicked => {
+                return Shown::Note(
+                    "no preview was kept: the browser did not take it in time".into(),
+                );
+            }
+        };
+        let Some((width, height)) = abr_core::guard::jpeg_size(&frame.jpeg) else {
+            return Shown::Note("no preview was kept: the browser's image has no size".into());
+        };
+        let preview = ApprovalPreview {
+            image: format!("/v1/browse/{}/approval/preview", open.task.record.task_id),
+            width: u32::from(width),
+            height: u32::from(height),
+            outline: outline.map(preview_box),
+        };
+        Shown::Preview(frame.jpeg, preview)
     }
 
     /// What an approver is shown of `action`.
@@ -1019,5 +1074,28 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(waiting) => *pause = waiting,
             Err(e) => tracing::warn!(error = %e, "browse: no takeover could be registered"),
         }
+    }
+}
+
+/// An element's box in a preview's pixels (rounded outwards; a box far outside any image is
+/// clamped).
+pub(super) fn preview_box(at: abr_core::guard::ElementBox) -> abr_protocol::PreviewBox {
+    const FAR: f64 = 100_000.0;
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "clamped to a small range first"
+    )]
+    let edge = |v: f64| v.clamp(-FAR, FAR).floor() as i32;
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "clamped to a small non-negative range first"
+    )]
+    let side = |v: f64| v.clamp(0.0, FAR).ceil() as u32;
+    abr_protocol::PreviewBox {
+        x: edge(at.x),
+        y: edge(at.y),
+        width: side(at.width),
+        height: side(at.height),
     }
 }

@@ -1213,3 +1213,106 @@ async fn a_control_failing_twice_pauses_stuck() {
     assert!(pause.takeover_id.is_some());
     h.runner.browse_close(T, &id).await.unwrap();
 }
+
+#[tokio::test]
+async fn an_approver_sees_a_redacted_preview_with_the_element_outlined() {
+    let h = h_approving();
+    h.page.set_box(
+        "#pay",
+        abr_core::guard::ElementBox {
+            x: 40.4,
+            y: 300.6,
+            width: 120.2,
+            height: 32.0,
+        },
+    );
+    let opened = h
+        .runner
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
+        .await
+        .unwrap();
+    let id = opened.browse_id.clone();
+    let frames_before = h.page.frames_taken();
+    let asked = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    let approval = asked.approval.unwrap();
+    let preview = approval.preview.clone().expect("a preview");
+    assert_eq!(preview.image, format!("/v1/browse/{id}/approval/preview"));
+    assert_eq!((preview.width, preview.height), (1280, 720));
+    assert_eq!(
+        preview.outline,
+        Some(abr_protocol::PreviewBox {
+            x: 40,
+            y: 300,
+            width: 121,
+            height: 32
+        }),
+        "the element's box, rounded outwards"
+    );
+    assert_eq!(approval.preview_note, None);
+    assert!(
+        h.page.frames_taken() > frames_before,
+        "the preview is a redacted frame of the page"
+    );
+    let (shown, image) = h.runner.browse_approval_shown(T, &id).await.unwrap();
+    assert_eq!(shown.preview, Some(preview));
+    assert!(image.unwrap().starts_with(b"\xFF\xD8"), "its JPEG is kept");
+    // Asked again for the same action: the same preview, not another frame.
+    let taken = h.page.frames_taken();
+    let again = h.runner.browse_act(T, &id, click("e2")).await.unwrap();
+    assert_eq!(again.approval.unwrap().preview, shown.preview);
+    // Another tenant does not find it.
+    assert!(
+        h.runner
+            .browse_approval_shown("tenant-b", &id)
+            .await
+            .is_err()
+    );
+    // Decided, the image goes with the decision.
+    h.runner
+        .browse_decide(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &decision(&approval.approval_id),
+            true,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        h.runner.browse_approval_shown(T, &id).await,
+        Err(EngineError::ActionNotPending)
+    ));
+    assert!(h.page.frames_taken() >= taken);
+}
+
+#[tokio::test]
+async fn with_screenshots_off_an_approval_says_why_it_has_no_preview() {
+    let h = h_approving();
+    h.frames.set_screenshots_enabled(T, false).await.unwrap();
+    let opened = h
+        .runner
+        .browse_open(&checked(&agent(T), Right::Browse), open(false, false))
+        .await
+        .unwrap();
+    let frames = h.page.frames_taken();
+    let asked = h
+        .runner
+        .browse_act(T, &opened.browse_id, click("e2"))
+        .await
+        .unwrap();
+    let approval = asked.approval.unwrap();
+    assert_eq!(approval.preview, None);
+    assert!(
+        approval
+            .preview_note
+            .as_deref()
+            .is_some_and(|n| n.contains("screenshots are off")),
+        "{approval:?}"
+    );
+    assert_eq!(h.page.frames_taken(), frames, "no image of the page at all");
+    let (_, image) = h
+        .runner
+        .browse_approval_shown(T, &opened.browse_id)
+        .await
+        .unwrap();
+    assert!(image.is_none());
+}

@@ -1215,7 +1215,7 @@ async fn a_proven_task_succeeds_with_its_results() {
             .screenshot(T, &record.task_id, "step-5")
             .await
             .unwrap(),
-        Some(b"\xFF\xD8 fake jpeg 1".to_vec())
+        Some(b"\xFF\xD8\xFF\xC0\x00\x11\x08\x02\xD0\x05\x00 fake jpeg 1".to_vec())
     );
     assert_eq!(h.page.frames_taken(), 1);
     assert!(record.started_at.is_some() && record.finished_at.is_some());

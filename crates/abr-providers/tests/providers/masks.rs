@@ -231,3 +231,38 @@ async fn text_that_cannot_be_masked_keeps_no_frame() {
     assert!(matches!(error, FrameError::MaskUnconfirmed(_)), "{error}");
     close(provider, lease).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elements_box_is_where_a_frame_shows_it() {
+    use abr_core::guard::Reach;
+    use abr_protocol::Selector;
+    let site = Site::start().await;
+    let (provider, lease) = open(&site).await;
+    let s = lease.context();
+    go(s, site.url("/sensitive").as_str()).await;
+    let heading = Selector::Css("h1".into());
+    let at = s
+        .element_box(&heading, Reach::FirstVisible, STEP)
+        .await
+        .expect("the heading's box");
+    // The body's margin is 16 CSS pixels.
+    assert_eq!((at.x.round(), at.y.round()), (16.0, 16.0), "{at:?}");
+    assert!(at.width > 100.0 && at.height > 20.0, "{at:?}");
+    // Scrolled, it moves up in the viewport a frame shows.
+    eval(
+        s,
+        "() => { document.body.style.height = '5000px'; scrollTo(0, 50); }",
+    )
+    .await;
+    let scrolled = s
+        .element_box(&heading, Reach::FirstVisible, STEP)
+        .await
+        .unwrap();
+    assert_eq!(scrolled.y.round(), -34.0, "{scrolled:?}");
+    assert!(
+        s.element_box(&Selector::Css("#nothing".into()), Reach::First, STEP)
+            .await
+            .is_none()
+    );
+    close(provider, lease).await;
+}

@@ -5,14 +5,12 @@
 //! attempt runs once). The runner runs on the core's fakes on loopback; the person's
 //! browser is Debian's Chromium.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use abr_core::{AcquireMode, AcquireRequest, SessionProvider};
-use abr_providers::{LocalBrowserSessionProvider, LocalProviderConfig};
 use serde_json::{Value, json};
 
 use crate::common::fake::*;
+use crate::common::person_opens;
 
 const SUBMIT: &str = "role=button[name=Submit]";
 
@@ -43,33 +41,6 @@ async fn rest(
     let response = request.send().await.unwrap();
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
-}
-
-/// A person's real browser, which may reach the runner at `base` and nothing else, opened
-/// on `url`.
-async fn person_opens(
-    base: &str,
-    url: &str,
-) -> (
-    LocalBrowserSessionProvider,
-    abr_core::Lease<abr_providers::BrowserSession>,
-) {
-    let addr: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
-    let browser = LocalBrowserSessionProvider::new(LocalProviderConfig {
-        prewarm: 0,
-        egress: Some(abr_core::EgressPolicy::new().allow_addr(addr)),
-        ..LocalProviderConfig::default()
-    });
-    let lease = browser
-        .acquire(AcquireRequest {
-            mode: AcquireMode::Unattended,
-            platform: "person".into(),
-            state: None,
-            start_url: Some(url.to_owned()),
-        })
-        .await
-        .unwrap();
-    (browser, lease)
 }
 
 async fn wait_ended(base: &str, id: &str) -> Value {

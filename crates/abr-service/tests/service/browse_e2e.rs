@@ -190,6 +190,125 @@ async fn the_submit_waits_for_an_approver_and_a_rejection_posts_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approver_sees_the_page_redacted_with_the_post_button_outlined() {
+    let stack = stack().await;
+    let agent = keyed(&stack, Role::Agent).await;
+    let created = stack
+        .client
+        .create_key(&KeyRequest {
+            name: "preview approver".into(),
+            role: Role::Approver,
+            tenant_id: Some(TENANT.to_owned()),
+            read_only: false,
+            expires_at: None,
+        })
+        .await
+        .unwrap();
+    let token = created.token.expose().to_owned();
+    let approver = AgentRunnerClient::new(stack.server.base_url(), token.clone()).unwrap();
+    let text = format!(
+        "previewed post ada.lovelace@example.com {}",
+        random_suffix()
+    );
+    let (id, submit) = typed_post(&stack, &agent, &text).await;
+    let asked = agent
+        .browse_act(TENANT, &id, &BrowseAction::Click { reference: submit })
+        .await
+        .unwrap();
+    let approval = asked.approval.unwrap();
+    let preview = approval.preview.clone().unwrap_or_else(|| {
+        panic!("a preview: {:?}", approval.preview_note);
+    });
+    assert_eq!(preview.image, format!("/v1/browse/{id}/approval/preview"));
+    let outline = preview.outline.expect("the Post button's box");
+    assert!(
+        outline.width > 10
+            && outline.height > 10
+            && outline.x >= 0
+            && outline.y >= 0
+            && outline.x + i32::try_from(outline.width).unwrap()
+                <= i32::try_from(preview.width).unwrap()
+            && outline.y + i32::try_from(outline.height).unwrap()
+                <= i32::try_from(preview.height).unwrap(),
+        "the button, inside the image: {outline:?} in {}x{}",
+        preview.width,
+        preview.height
+    );
+    let jpeg = approver.browse_approval_preview(TENANT, &id).await.unwrap();
+    assert_eq!(
+        abr_core::guard::jpeg_size(&jpeg).map(|(w, h)| (u32::from(w), u32::from(h))),
+        Some((preview.width, preview.height)),
+        "the JPEG served is the preview described"
+    );
+    // Another tenant's approver does not find it.
+    let other = stack
+        .client
+        .create_key(&KeyRequest {
+            name: "another tenant's approver".into(),
+            role: Role::Approver,
+            tenant_id: Some("other".to_owned()),
+            read_only: false,
+            expires_at: None,
+        })
+        .await
+        .unwrap();
+    let other =
+        AgentRunnerClient::new(stack.server.base_url(), other.token.expose().to_owned()).unwrap();
+    let refused = other
+        .browse_approval_preview("other", &id)
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(&refused).1, "browse_not_found");
+
+    // The approval page of a one-time link shows it in a person's real browser, the
+    // button outlined.
+    let link: Value = raw_http()
+        .post(format!(
+            "{}/v1/browse/{id}/approval-link",
+            stack.server.base_url()
+        ))
+        .bearer_auth(&token)
+        .header("x-tenant-id", TENANT)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = link["url"].as_str().unwrap_or_else(|| panic!("{link}"));
+    let (browser, lease) = person_opens(&stack.server.base_url(), url).await;
+    let page = lease.context().page();
+    let shown = page
+        .evaluate::<(), Value>(
+            "() => { const img = document.getElementById('preview'); \
+             const box = document.getElementById('outline'); \
+             return [img && img.complete && img.naturalWidth, img && img.naturalHeight, \
+             box && Number(box.getAttribute('x')), box && Number(box.getAttribute('width'))]; }",
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        shown,
+        json!([
+            preview.width,
+            preview.height,
+            outline.x - 3,
+            outline.width + 6
+        ]),
+        "the image decoded (the page's CSP lets it in) and the outline drawn"
+    );
+    lease.release().await.unwrap();
+    browser.shutdown().await;
+    agent.browse_close(TENANT, &id).await.unwrap();
+    assert_eq!(
+        posts_with(&stack, &text).await,
+        0,
+        "ground truth: nothing posted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_brain_posts_through_snapshots_and_a_read_only_session_cannot() {
     // A trusted setup (approval off): the loop commits at once.
     let stack = stack_with(

@@ -407,3 +407,30 @@ pub async fn task_ended(
         );
     }
 }
+
+/// A person's real browser, which may reach the runner at `base` and nothing else, opened
+/// on `url`.
+pub async fn person_opens(
+    base: &str,
+    url: &str,
+) -> (
+    LocalBrowserSessionProvider,
+    abr_core::Lease<abr_providers::BrowserSession>,
+) {
+    let addr: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
+    let browser = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        prewarm: 0,
+        egress: Some(abr_core::EgressPolicy::new().allow_addr(addr)),
+        ..LocalProviderConfig::default()
+    });
+    let lease = browser
+        .acquire(AcquireRequest {
+            mode: AcquireMode::Unattended,
+            platform: "person".into(),
+            state: None,
+            start_url: Some(url.to_owned()),
+        })
+        .await
+        .unwrap();
+    (browser, lease)
+}
