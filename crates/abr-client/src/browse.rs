@@ -13,8 +13,8 @@
 //! ([`AgentRunnerClient::browse_decide`]) and the brain sends the action again.
 
 use abr_protocol::{
-    ActResponse, ActionApproval, ActionDecision, BrowseAction, BrowseClosed, BrowseOpened,
-    BrowsePause, BrowseRequest, InputRequest, Snapshot, SnapshotQuery, SuppliedInput,
+    ActResponse, ActionApproval, ActionDecision, ApprovalLink, BrowseAction, BrowseClosed,
+    BrowseOpened, BrowsePause, BrowseRequest, InputRequest, Snapshot, SnapshotQuery, SuppliedInput,
     TakeoverAnswer,
 };
 use reqwest::Method;
@@ -145,6 +145,19 @@ impl AgentRunnerClient {
             &["v1", "browse", id, "approval", "preview"],
         )?;
         self.jpeg(Operation::BrowseApprovalPreview, builder).await
+    }
+
+    /// `POST /v1/browse/{id}/approval-link`: a one-time link for a person without a key to
+    /// approve or reject the action the session waits on, as this approver.
+    pub async fn browse_approval_link(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<ApprovalLink, ClientError> {
+        non_empty("browse id", id)?;
+        let builder =
+            self.tenant_request(Method::POST, tenant, &["v1", "browse", id, "approval-link"])?;
+        self.send(Operation::ApprovalLink, builder).await
     }
 
     /// `POST /v1/browse/{id}/approve` (`approve`) or `/reject`, with an approver's key (not

@@ -32,6 +32,8 @@ pub enum Operation {
     GetTask,
     /// `POST /v1/tasks/{id}/approve`.
     ApproveTask,
+    /// `POST /v1/tasks/{id}/approval-link` or `/v1/browse/{id}/approval-link`.
+    ApprovalLink,
     /// `POST /v1/tasks/{id}/reject`.
     RejectTask,
     /// `POST /v1/tasks/{id}/recheck`.
@@ -130,6 +132,7 @@ impl Operation {
             Self::CreateTask => "create_task",
             Self::GetTask => "get_task",
             Self::ApproveTask => "approve_task",
+            Self::ApprovalLink => "approval_link",
             Self::RejectTask => "reject_task",
             Self::RecheckTask => "recheck_task",
             Self::AssertTaskNotPosted => "assert_task_not_posted",

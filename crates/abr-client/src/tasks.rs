@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use abr_protocol::{
-    ApproveRequest, AssertNotPostedRequest, RecheckResult, RejectRequest, StoreSessionRequest,
-    StoredSession, StoredSessionInfo, TaskRecord, TaskRequest,
+    ApprovalLink, ApproveRequest, AssertNotPostedRequest, RecheckResult, RejectRequest,
+    StoreSessionRequest, StoredSession, StoredSessionInfo, TaskRecord, TaskRequest,
 };
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, RequestBuilder, StatusCode};
@@ -140,6 +140,14 @@ impl AgentRunnerClient {
         let builder = self.task_request(Method::POST, tenant, id, &["approve"])?;
         let builder = json_body(Operation::ApproveTask, builder, request)?;
         self.send(Operation::ApproveTask, builder).await
+    }
+
+    /// `POST /v1/tasks/{id}/approval-link`: a one-time link for a person without a key to
+    /// approve or reject the pending task as this approver (an approver's key other than
+    /// the proposer's). The URL is a credential: give it to that person only.
+    pub async fn approval_link(&self, tenant: &str, id: &str) -> Result<ApprovalLink, ClientError> {
+        let builder = self.task_request(Method::POST, tenant, id, &["approval-link"])?;
+        self.send(Operation::ApprovalLink, builder).await
     }
 
     /// `POST /v1/tasks/{id}/reject`: the task ends `rejected` without running.

@@ -1,4 +1,7 @@
-//! [`ApprovalRule`]: which tasks wait for a person's approval.
+//! [`ApprovalRule`]: which tasks wait for a person's approval; [`PlanPreviews`]: whose
+//! waiting plans get a dry-run preview for the approver.
+
+use std::collections::BTreeSet;
 
 use abr_protocol::Risk;
 
@@ -72,5 +75,75 @@ impl std::str::FromStr for ApprovalRule {
             "off" => Ok(Self::Off),
             _ => Err(UnknownApprovalRule),
         }
+    }
+}
+
+/// Whose plans waiting for approval get a preview: a dry run of the plan up to its first
+/// committing step (nothing can be written), and a redacted frame there (an operator
+/// setting, `ABR_PLAN_PREVIEWS`; off by default: a preview opens a browser for every plan
+/// proposed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PlanPreviews {
+    /// No tenant's (the default).
+    #[default]
+    Off,
+    /// Every tenant's.
+    All,
+    /// These tenants'.
+    Tenants(BTreeSet<String>),
+}
+
+impl PlanPreviews {
+    /// Whether `tenant`'s plans get one.
+    pub fn for_tenant(&self, tenant: &str) -> bool {
+        match self {
+            Self::Off => false,
+            Self::All => true,
+            Self::Tenants(tenants) => tenants.contains(tenant),
+        }
+    }
+}
+
+/// A setting that names no plan previews.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("plan previews: use off, all, or a comma-separated list of tenant ids")]
+pub struct InvalidPlanPreviews;
+
+impl std::str::FromStr for PlanPreviews {
+    type Err = InvalidPlanPreviews;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "" | "off" => Ok(Self::Off),
+            "all" => Ok(Self::All),
+            list => {
+                let mut tenants = BTreeSet::new();
+                for tenant in list.split(',').map(str::trim) {
+                    crate::tenant::check("tenant", Some(tenant))
+                        .map_err(|_| InvalidPlanPreviews)?;
+                    tenants.insert(tenant.to_owned());
+                }
+                Ok(Self::Tenants(tenants))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod previews {
+    use super::*;
+
+    #[test]
+    fn previews_are_off_by_default_and_per_tenant_when_listed() {
+        assert!(!PlanPreviews::default().for_tenant("acme"));
+        assert!("all".parse::<PlanPreviews>().unwrap().for_tenant("acme"));
+        let listed: PlanPreviews = "acme, beta".parse().unwrap();
+        assert!(listed.for_tenant("acme") && listed.for_tenant("beta"));
+        assert!(!listed.for_tenant("gamma"));
+        assert_eq!("off".parse::<PlanPreviews>(), Ok(PlanPreviews::Off));
+        assert_eq!(
+            "acme,,beta".parse::<PlanPreviews>(),
+            Err(InvalidPlanPreviews)
+        );
     }
 }

@@ -78,6 +78,9 @@ const STAND_IN: &str = "abrplaceholderstandin";
 /// it).
 pub const VERIFICATION_SCREENSHOT: &str = "verification";
 
+/// The name of the screenshot a plan's approval preview is kept under (reserved too).
+pub const PREVIEW_SCREENSHOT: &str = "approval-preview";
+
 /// One step with its placeholders filled: the browser action, and the name its result is
 /// kept under (the extract name, the screenshot name).
 #[derive(Debug, Clone, PartialEq)]
@@ -238,7 +241,10 @@ fn fill_steps(
     inputs: &BTreeMap<String, SecretValue>,
 ) -> Result<Vec<FilledStep>, PlanError> {
     let mut extract_names = BTreeSet::new();
-    let mut screenshot_names = BTreeSet::from([VERIFICATION_SCREENSHOT.to_owned()]);
+    let mut screenshot_names = BTreeSet::from([
+        VERIFICATION_SCREENSHOT.to_owned(),
+        PREVIEW_SCREENSHOT.to_owned(),
+    ]);
     let mut out = Vec::with_capacity(plan.steps.len());
     for (index, step) in plan.steps.iter().enumerate() {
         let at = PlanError::at(PlanLocation::Step(index));
@@ -693,7 +699,7 @@ fn check_screenshot_name(name: &str) -> Result<(), PlanProblem> {
     if !ok {
         return Err(PlanProblem::ScreenshotName);
     }
-    if name == VERIFICATION_SCREENSHOT {
+    if name == VERIFICATION_SCREENSHOT || name == PREVIEW_SCREENSHOT {
         return Err(PlanProblem::DuplicateScreenshotName);
     }
     Ok(())

@@ -392,42 +392,10 @@ pub struct ActionApproval {
     /// when it was asked for (`GET /v1/browse/{id}/approval/preview`); `None` with
     /// `previewNote` saying why when none was taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preview: Option<ApprovalPreview>,
+    pub preview: Option<crate::preview::ApprovalPreview>,
     /// Why there is no preview (screenshots off, the frame could not be redacted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview_note: Option<String>,
-}
-
-/// An approver's preview: a redacted frame of the page (every field blurred, sensitive text
-/// masked, as every kept image) and where the element to be acted on is in it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ApprovalPreview {
-    /// Where the JPEG is served (to the approvers of the tenant; on the approval page of a
-    /// one-time link, inline).
-    pub image: String,
-    /// The image's width in pixels (one per CSS pixel of the viewport).
-    pub width: u32,
-    /// The image's height in pixels.
-    pub height: u32,
-    /// The element in the image, when the browser could tell where it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outline: Option<PreviewBox>,
-}
-
-/// A box in a preview's image, in its pixels (an edge may lie outside the image: the
-/// element is partly scrolled out of view).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PreviewBox {
-    /// From the left edge.
-    pub x: i32,
-    /// From the top edge.
-    pub y: i32,
-    /// Width.
-    pub width: u32,
-    /// Height.
-    pub height: u32,
 }
 
 /// Where an [`ActionApproval`] is.

@@ -116,6 +116,8 @@ codes! {
     RUN_NOT_FOUND = "run_not_found", 404, No, "no task, browse session or post with this id for this tenant (another tenant's id is not found either)";
     /// No artifact with this id for this tenant.
     ARTIFACT_NOT_FOUND = "artifact_not_found", 404, No, "no artifact with this id for this tenant (deleted, expired, or another tenant's)";
+    /// An approval or task that kept no preview.
+    PREVIEW_NOT_FOUND = "preview_not_found", 404, No, "no preview was kept for this approval (screenshots off, none asked for, or the frame could not be redacted): its `previewNote` says why";
     /// No replay frame with this run and number for this tenant.
     FRAME_NOT_FOUND = "frame_not_found", 404, No, "no replay frame with this run and number for this tenant (another tenant's is not found either)";
     /// No open browse session with this id for this tenant (closed, expired, or another
@@ -133,8 +135,6 @@ codes! {
     SESSION_BOUND = "session_bound", 409, No, "the session is bound to another platform (kept for it, or read out of it): store it again for that platform, or without naming one";
     /// `approve` named a plan hash other than the stored plan's.
     PLAN_HASH_MISMATCH = "plan_hash_mismatch", 409, No, "the approval names another plan than the one stored: read the task again and approve what it shows";
-    /// An approval or task that kept no preview.
-    PREVIEW_NOT_FOUND = "preview_not_found", 404, No, "no preview was kept for this approval (screenshots off, none asked for, or the frame could not be redacted): its `previewNote` says why";
     /// A browse session's approval that is not the pending one.
     ACTION_NOT_PENDING = "action_not_pending", 409, No, "the browse session waits for no approval with this id (decided, replaced by a later action, or never asked): read `GET /v1/browse/{id}/approval`";
     /// `approve` or `reject` of a task that is not waiting for approval.

@@ -29,6 +29,7 @@ mod live;
 pub mod platform_file;
 mod policy;
 mod post;
+mod preview;
 mod principal;
 pub mod relay;
 pub mod schema;
@@ -41,9 +42,9 @@ pub mod webhook;
 
 pub use artifact::{ArtifactInfo, ArtifactList, ArtifactOrigin, ArtifactUpload, DownloadRecord};
 pub use browse::{
-    ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, ApprovalPreview,
-    BrowseAction, BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, GuardNotice,
-    InputRequest, PreviewBox, ScrollDirection, SuppliedInput,
+    ActOutcome, ActResponse, ActionApproval, ActionApprovalState, ActionDecision, BrowseAction,
+    BrowseClosed, BrowseOpened, BrowsePause, BrowseRequest, GuardNotice, InputRequest,
+    ScrollDirection, SuppliedInput,
 };
 pub use capture::{
     CaptureCancelResponse, CaptureFinishRequest, CaptureFinishResponse, CaptureRef,
@@ -69,6 +70,7 @@ pub use post::{
     AgentPostResult, FailureStage, MediaAttachment, PostContent, PostOutcome, PostRecord,
     PostRequest, PostState, Timing, Verification, VerificationEvidence, VerificationMethod,
 };
+pub use preview::{ApprovalPreview, PreviewBox};
 pub use principal::{
     CreatedKey, KeyInfo, KeyRequest, KeysResponse, PrincipalRef, Role, UnknownRole,
 };

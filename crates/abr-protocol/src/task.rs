@@ -1100,6 +1100,15 @@ pub struct TaskRecord {
     )]
     #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub evidence_expired_at: Option<OffsetDateTime>,
+    /// What the approver is shown of the page besides the steps, when the tenant has plan
+    /// previews on (`ABR_PLAN_PREVIEWS`): a redacted frame where a dry run of the plan
+    /// reached its first committing step (nothing written), with that step's element
+    /// outlined; the image is the task's screenshot `approval-preview`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<crate::preview::ApprovalPreview>,
+    /// Why the preview could not be taken (or where the dry run stopped short).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_note: Option<String>,
 }
 
 /// An input as the approver sees it: its value, or for a secret its length only.

@@ -2,7 +2,8 @@
 //! an approver minted (`POST /v1/tasks/{id}/approval-link`), reads the task (its steps in
 //! words, the values they are filled with, a secret as its length only, whose session it
 //! runs with and under which platform, why, its risk, the site it opens, the hash that
-//! binds all of it) and approves or rejects it once. No script runs on
+//! binds all of it, and the redacted preview of the page when one was taken) and approves
+//! or rejects it once. No script runs on
 //! the page (a strict CSP allows none), every text of the task is HTML-escaped, the page is
 //! never cached, never framed and sends no referrer (the link is a credential). A form posted
 //! from another site is refused.
@@ -92,6 +93,7 @@ async fn page<C: TaskContext>(
 <dt>Task</dt><dd id="task">{task_id}</dd><dt>State</dt><dd id="state">{state}</dd></dl>
 <h2>What it will do</h2><ol id="steps">{steps}</ol>
 <h2>The values it fills in</h2>{values}
+{preview}
 <p>Plan hash <code id="hash">{hash}</code>: approving approves these steps with these values,
 on this session, under this platform, and nothing else.</p>{form}"#,
         approver = escape(&linked.approver),
@@ -100,6 +102,15 @@ on this session, under this platform, and nothing else.</p>{form}"#,
         account = account(record.account.as_ref()),
         values = values(&record.inputs),
         hash = escape(&record.plan_hash),
+        preview = if record.preview.is_some() || record.preview_note.is_some() {
+            preview(
+                record.preview.as_ref(),
+                linked.preview.as_deref(),
+                record.preview_note.as_deref(),
+            )
+        } else {
+            String::new()
+        },
         task_id = escape(&record.task_id),
         state = escape(state_name(record.state)),
     );
@@ -172,8 +183,11 @@ fn preview(
             b.height.saturating_add(6)
         )
     });
+    let stopped = note.map_or_else(String::new, |n| {
+        format!(r#"<p id="preview-note"><em>{}</em></p>"#, escape(n))
+    });
     format!(
-        r#"<h2>What it acts on</h2>
+        r#"<h2>What it acts on</h2>{stopped}
 <div class="shot"><img id="preview" src="data:image/jpeg;base64,{data}" width="{w}" height="{h}" alt="The page, redacted, with the element outlined"><svg viewBox="0 0 {w} {h}" preserveAspectRatio="none" aria-hidden="true">{outline}</svg></div>
 <p><small>Fields are blurred and sensitive text masked in this picture.</small></p>"#,
         w = shown.width,

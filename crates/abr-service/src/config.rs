@@ -461,6 +461,9 @@ pub struct TaskSettings {
     /// Which tasks wait for a person's approval (`ABR_TASK_APPROVAL`: `all`, the default;
     /// `committing_or_risky`; `off`). The effective rule is recorded on every task.
     pub approval: ApprovalRule,
+    /// Whose plans waiting for approval get a dry-run preview for the approver
+    /// (`ABR_PLAN_PREVIEWS`: `off`, the default; `all`; or tenant ids, comma-separated).
+    pub plan_previews: abr_core::approval::PlanPreviews,
     /// Per tenant: browser sessions at once (`ABR_TENANT_MAX_SESSIONS`, default 10),
     /// executions per UTC day (`ABR_TENANT_MAX_EXECUTIONS_PER_DAY`, default 100), retries
     /// of one failed execution (`ABR_TENANT_MAX_RETRIES`, default 5).
@@ -484,6 +487,7 @@ impl Default for TaskSettings {
             events_webhook: None,
             events_webhook_secret: None,
             approval: ApprovalRule::default(),
+            plan_previews: abr_core::approval::PlanPreviews::Off,
             limits: TenantLimits::default(),
             retention: Some(abr_engine::DEFAULT_RETENTION),
             stall_after: abr_engine::DEFAULT_STALL,
@@ -1049,6 +1053,14 @@ impl RunnerConfig {
                 .parse()
                 .map_err(|_| invalid("ABR_TASK_APPROVAL", "use all, committing_or_risky or off"))?;
         }
+        if let Some(v) = get("ABR_PLAN_PREVIEWS") {
+            config.tasks.plan_previews = v.parse().map_err(|_| {
+                invalid(
+                    "ABR_PLAN_PREVIEWS",
+                    "use off, all, or tenant ids separated by commas",
+                )
+            })?;
+        }
         let limit = |k: &str| -> Result<Option<u32>, ConfigError> {
             positive(k)?
                 .map(|n| u32::try_from(n).map_err(|_| invalid(k, "too large")))
@@ -1247,6 +1259,7 @@ impl RunnerConfig {
             live_view_base: format!("{}/live/", self.public_base()),
             pacing: self.pacing,
             approval: self.tasks.approval,
+            plan_previews: self.tasks.plan_previews.clone(),
             tenant_limits: self.tasks.limits,
             retention: self.tasks.retention,
             stall_after: self.tasks.stall_after,

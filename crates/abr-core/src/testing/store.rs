@@ -187,6 +187,8 @@ pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
             session_check: None,
             browse: false,
             evidence_expired_at: None,
+            preview: None,
+            preview_note: None,
         },
     }
 }

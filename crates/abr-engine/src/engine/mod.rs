@@ -138,6 +138,8 @@ pub struct EngineConfig {
     pub pacing: Option<Pacing>,
     /// Which tasks wait for a person's approval.
     pub approval: ApprovalRule,
+    /// Whose plans waiting for approval get a dry-run preview (default: none).
+    pub plan_previews: abr_core::approval::PlanPreviews,
     /// Per-tenant limits of every execution (tasks, posts, browse sessions).
     pub tenant_limits: TenantLimits,
     /// How long a run's evidence (replay frames, screenshots, extracted data) is kept after
@@ -166,6 +168,7 @@ impl Default for EngineConfig {
             live_view_base: "http://127.0.0.1:8787/live/".to_owned(),
             pacing: None,
             approval: ApprovalRule::All,
+            plan_previews: abr_core::approval::PlanPreviews::Off,
             tenant_limits: TenantLimits::default(),
             retention: Some(DEFAULT_RETENTION),
             stall_after: crate::events::DEFAULT_STALL,
@@ -455,6 +458,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             .with_clock(Arc::clone(&clock))
             .with_config(TaskConfig {
                 approval: config.approval,
+                plan_previews: config.plan_previews.clone(),
                 limits: config.tenant_limits,
                 egress: config.egress.clone(),
                 ..TaskConfig::default().with_budget(&budget)

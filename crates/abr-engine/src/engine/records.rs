@@ -129,6 +129,17 @@ impl<C: TaskContext> Engine<C> {
             .await?
             .ok_or(CoreError::TaskNotFound)?;
         let (action, preview) = match &grant.action {
+            None if task.record.preview.is_some() => (
+                None,
+                self.tasks
+                    .store()
+                    .screenshot(
+                        &grant.tenant,
+                        &grant.task_id,
+                        abr_core::plan::PREVIEW_SCREENSHOT,
+                    )
+                    .await?,
+            ),
             None => (None, None),
             Some(id) => match self
                 .tasks

@@ -626,6 +626,8 @@ impl<C: TaskContext> TaskRunner<C> {
             session_check: None,
             browse: true,
             evidence_expired_at: None,
+            preview: None,
+            preview_note: None,
         };
         Ok(StoredTask {
             ledger: LedgerHeader {

@@ -8,7 +8,7 @@ use abr_core::codes;
 use abr_core::context::TaskContext;
 use abr_core::digest::request_hash;
 use abr_core::limits::TenantLimit;
-use abr_core::plan::{ValidPlan, validate};
+use abr_core::plan::{PREVIEW_SCREENSHOT, ValidPlan, validate};
 use abr_core::store::{Counter, IdempotencyKey, LedgerHeader, StoredTask};
 use abr_protocol::{
     Approval, ApproveRequest, AssertNotPostedRequest, ErrorBody, RecheckAnswer, RecheckResult,
@@ -60,7 +60,8 @@ impl<C: TaskContext> TaskRunner<C> {
         // Also checks that a stored session it names exists.
         self.resolve_policy(tenant, &request, NO_PLATFORM).await?;
         let subject = self.approval_subject(tenant, &request).await?;
-        let task = self.new_task(caller, request, &valid, subject, None)?;
+        let mut task = self.new_task(caller, request, &valid, subject, None)?;
+        let preview = self.preview_if_asked(&mut task, &valid).await;
         let admitted = self.admit_if_queued(&task).await?;
         match self.ledger.record(&task, idempotency.as_ref()).await {
             Ok(Recorded::New) => {}
@@ -73,12 +74,42 @@ impl<C: TaskContext> TaskRunner<C> {
                 return Err(e);
             }
         }
+        if let Some(jpeg) = preview
+            && let Err(e) = self
+                .store
+                .put_screenshot(tenant, &task.record.task_id, PREVIEW_SCREENSHOT, jpeg)
+                .await
+        {
+            tracing::warn!(task_id = %task.record.task_id, error = %e, "the plan's preview was not kept");
+        }
         self.audit_created(&task);
         self.announce_created(&task);
         Ok(Created {
             record: task.record,
             replayed: false,
         })
+    }
+
+    /// The preview of a new task waiting for approval, when its tenant has plan previews
+    /// on: its JPEG (to keep once the task is), the record saying what it shows or why
+    /// there is none.
+    async fn preview_if_asked(&self, task: &mut StoredTask, valid: &ValidPlan) -> Option<Vec<u8>> {
+        if task.record.state != TaskState::PendingApproval
+            || !self.config.plan_previews.for_tenant(&task.ledger.tenant_id)
+        {
+            return None;
+        }
+        match self.preview_plan(task, valid).await {
+            Ok(previewed) => {
+                task.record.preview = Some(previewed.preview);
+                task.record.preview_note = previewed.note;
+                Some(previewed.jpeg)
+            }
+            Err(why) => {
+                task.record.preview_note = Some(format!("no preview: {why}"));
+                None
+            }
+        }
     }
 
     /// The task's record.
@@ -445,6 +476,8 @@ impl<C: TaskContext> TaskRunner<C> {
             session_check: None,
             browse: false,
             evidence_expired_at: None,
+            preview: None,
+            preview_note: None,
         };
         Ok(StoredTask {
             ledger: LedgerHeader {

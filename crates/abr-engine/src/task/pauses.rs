@@ -649,7 +649,11 @@ impl<C: TaskContext> TaskRunner<C> {
 
     /// The facts of the focused element; `None` when only the document has the focus or
     /// it cannot be read (a key pressed then counts as the rule says without facts).
-    async fn inspect_focused(&self, context: &C, timeout: Duration) -> Option<ElementFacts> {
+    pub(super) async fn inspect_focused(
+        &self,
+        context: &C,
+        timeout: Duration,
+    ) -> Option<ElementFacts> {
         match guarded(
             timeout + self.config().step_grace,
             context.inspect_focused(timeout),
@@ -661,7 +665,7 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
-    async fn inspect(
+    pub(super) async fn inspect(
         &self,
         context: &C,
         selector: &abr_protocol::Selector,

@@ -393,6 +393,44 @@ impl<C: TaskContext> TaskRunner<C> {
         policy: Option<&StrategyPolicy>,
         has_session: bool,
     ) -> Result<Rails, (Option<usize>, Failure)> {
+        let mut rails = self
+            .unrecorded_rails(task, plan_read_only, target_url, steps, policy, has_session)
+            .await?;
+        let platform_frames = policy.map_or_else(PlatformFrames::on, StrategyPolicy::frames);
+        if let Some(store) = &self.frames {
+            match FrameRecorder::begin(
+                Arc::clone(store),
+                Arc::clone(&self.clock),
+                &task.ledger.tenant_id,
+                &task.record.task_id,
+                &platform_frames,
+            )
+            .await
+            {
+                Ok((recorder, setting)) => {
+                    task.record.replay = Some(setting);
+                    rails.evidence = recorder
+                        .is_on()
+                        .then(|| Arc::clone(&platform_frames.redaction));
+                    rails.frames = Some(recorder);
+                }
+                Err(e) => return Err((None, Failure::store(e.to_body()))),
+            }
+        }
+        Ok(rails)
+    }
+
+    /// [`Self::rails`] without the run's replay frames: its evidence as the platform
+    /// takes it (a preview's dry run, which records nothing of its own).
+    pub(super) async fn unrecorded_rails(
+        &self,
+        task: &mut StoredTask,
+        plan_read_only: bool,
+        target_url: &str,
+        steps: &[FilledStep],
+        policy: Option<&StrategyPolicy>,
+        has_session: bool,
+    ) -> Result<Rails, (Option<usize>, Failure)> {
         let read_only = if policy.is_some_and(|p| p.read_only) {
             Some(ReadOnlySource::Platform)
         } else if plan_read_only {
@@ -463,26 +501,6 @@ impl<C: TaskContext> TaskRunner<C> {
         rails.evidence = platform_frames
             .enabled
             .then(|| Arc::clone(&platform_frames.redaction));
-        if let Some(store) = &self.frames {
-            match FrameRecorder::begin(
-                Arc::clone(store),
-                Arc::clone(&self.clock),
-                &task.ledger.tenant_id,
-                &task.record.task_id,
-                &platform_frames,
-            )
-            .await
-            {
-                Ok((recorder, setting)) => {
-                    task.record.replay = Some(setting);
-                    rails.evidence = recorder
-                        .is_on()
-                        .then(|| Arc::clone(&platform_frames.redaction));
-                    rails.frames = Some(recorder);
-                }
-                Err(e) => return Err((None, Failure::store(e.to_body()))),
-            }
-        }
         Ok(rails)
     }
 

@@ -57,6 +57,8 @@ pub(crate) struct TaskConfig {
     pub max_handoff_wait: Duration,
     /// Where the providers' browsers may connect (see `EngineConfig::egress`).
     pub egress: abr_core::egress::EgressPolicy,
+    /// Whose plans waiting for approval get a dry-run preview (default: none).
+    pub plan_previews: abr_core::approval::PlanPreviews,
 }
 
 impl Default for TaskConfig {
@@ -74,6 +76,7 @@ impl Default for TaskConfig {
             limits: TenantLimits::default(),
             max_handoff_wait: Duration::from_secs(3600),
             egress: abr_core::egress::EgressPolicy::new(),
+            plan_previews: abr_core::approval::PlanPreviews::Off,
         }
     }
 }

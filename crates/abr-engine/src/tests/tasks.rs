@@ -1552,14 +1552,6 @@ async fn screenshots_are_redacted_evidence_kept_only_when_screenshots_are_on() {
         ..abr_protocol::PlatformPolicy::default()
     };
     policy.allow_unattended = Some(true);
-    let strategy = Arc::new(abr_core::testing::ScriptedStrategy::new("quiet", &policy));
-    let mut platforms = abr_core::StrategyRegistry::new();
-    platforms.register(strategy).unwrap();
-    let runner = TaskRunner::new(
-        h.provider.clone() as DynSessionProvider<FakeContext>,
-        h.store.clone() as Arc<dyn TaskStore>,
-    )
-    .with_platforms(Arc::new(platforms));
     let mut request = request(verified_plan(
         false,
         json!({"method": "screenshot", "text": "User created"}),
@@ -1567,7 +1559,34 @@ async fn screenshots_are_redacted_evidence_kept_only_when_screenshots_are_on() {
     request.plan.steps.push(
         serde_json::from_value(json!({"type": "screenshot", "description": "Evidence"})).unwrap(),
     );
-    request.platform = Some("quiet".into());
+    let record = run_on_platform(&h, "quiet", &policy, request).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    assert!(record.screenshots.is_empty(), "{:?}", record.screenshots);
+    assert_eq!(h.page.frames_taken(), 0, "no image of the page at all");
+    let last = record.step_results.last().unwrap();
+    assert_eq!(
+        last.error.as_ref().map(|e| e.code.as_str()),
+        Some(task_codes::SCREENSHOT_NOT_TAKEN)
+    );
+}
+
+/// `request` on platform `id` of `policy` (a runner of `h`'s browser and store with that one
+/// platform): created, approved and run; its record.
+async fn run_on_platform(
+    h: &H,
+    id: &'static str,
+    policy: &abr_protocol::PlatformPolicy,
+    mut request: TaskRequest,
+) -> TaskRecord {
+    let strategy = Arc::new(abr_core::testing::ScriptedStrategy::new(id, policy));
+    let mut platforms = abr_core::StrategyRegistry::new();
+    platforms.register(strategy).unwrap();
+    let runner = TaskRunner::new(
+        h.provider.clone() as DynSessionProvider<FakeContext>,
+        h.store.clone() as Arc<dyn TaskStore>,
+    )
+    .with_platforms(Arc::new(platforms));
+    request.platform = Some(id.into());
     let created = runner
         .create(&checked(&agent(T), Right::Propose), request, None)
         .await
@@ -1581,15 +1600,7 @@ async fn screenshots_are_redacted_evidence_kept_only_when_screenshots_are_on() {
         )
         .await
         .unwrap();
-    let record = runner.run(T, &created.task_id).await.unwrap().record;
-    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
-    assert!(record.screenshots.is_empty(), "{:?}", record.screenshots);
-    assert_eq!(h.page.frames_taken(), 0, "no image of the page at all");
-    let last = record.step_results.last().unwrap();
-    assert_eq!(
-        last.error.as_ref().map(|e| e.code.as_str()),
-        Some(task_codes::SCREENSHOT_NOT_TAKEN)
-    );
+    runner.run(T, &created.task_id).await.unwrap().record
 }
 
 #[tokio::test]
@@ -1605,33 +1616,11 @@ async fn a_plans_screenshots_are_redacted_with_its_platforms_additions() {
         redaction: Some(redaction.clone()),
         ..abr_protocol::PlatformPolicy::default()
     };
-    let strategy = Arc::new(abr_core::testing::ScriptedStrategy::new("masked", &policy));
-    let mut platforms = abr_core::StrategyRegistry::new();
-    platforms.register(strategy).unwrap();
-    let runner = TaskRunner::new(
-        h.provider.clone() as DynSessionProvider<FakeContext>,
-        h.store.clone() as Arc<dyn TaskStore>,
-    )
-    .with_platforms(Arc::new(platforms));
-    let mut request = request(verified_plan(
+    let request = request(verified_plan(
         false,
         json!({"method": "screenshot", "text": "User created"}),
     ));
-    request.platform = Some("masked".into());
-    let created = runner
-        .create(&checked(&agent(T), Right::Propose), request, None)
-        .await
-        .unwrap()
-        .record;
-    runner
-        .approve(
-            &checked(&approver(T), Right::Approve),
-            &created.task_id,
-            &approval(&created),
-        )
-        .await
-        .unwrap();
-    let record = runner.run(T, &created.task_id).await.unwrap().record;
+    let record = run_on_platform(&h, "masked", &policy, request).await;
     assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
     assert_eq!(
         record.screenshots,
@@ -2848,4 +2837,111 @@ proptest! {
             .unwrap();
         runtime.block_on(check_sequence(rule, ops));
     }
+}
+
+// ---- approval previews ----------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_waiting_plan_is_previewed_by_a_dry_run_up_to_its_first_commit() {
+    let h = h_with(TaskConfig {
+        plan_previews: abr_core::approval::PlanPreviews::All,
+        ..TaskConfig::default()
+    });
+    h.page.set_facts(
+        "#email",
+        abr_core::guard::ElementFacts {
+            tag: "input".into(),
+            input_type: Some("email".into()),
+            name: "Email".into(),
+            ..abr_core::guard::ElementFacts::default()
+        },
+    );
+    h.page.set_box(
+        SUBMIT,
+        abr_core::guard::ElementBox {
+            x: 10.0,
+            y: 20.0,
+            width: 80.0,
+            height: 30.0,
+        },
+    );
+    let record = h.create(form_plan()).await;
+    assert_eq!(record.state, TaskState::PendingApproval);
+    let preview = record.preview.clone().unwrap_or_else(|| {
+        panic!("a preview: {:?}", record.preview_note);
+    });
+    assert_eq!(
+        preview.image,
+        format!("/v1/tasks/{}/screenshots/approval-preview", record.task_id)
+    );
+    assert_eq!(
+        preview.outline,
+        Some(abr_protocol::PreviewBox {
+            x: 10,
+            y: 20,
+            width: 80,
+            height: 30
+        }),
+        "the submit, the first step that commits"
+    );
+    assert_eq!(record.preview_note, None);
+    // The dry run typed the email (nothing committing) and stopped before the click.
+    let actions = h.page.actions();
+    assert!(
+        actions
+            .iter()
+            .any(|a| matches!(a, BrowserAction::Type { .. })),
+        "{actions:?}"
+    );
+    assert!(
+        !actions
+            .iter()
+            .any(|a| matches!(a, BrowserAction::Click { .. })),
+        "the commit never ran: {actions:?}"
+    );
+    assert!(h.page.sent().is_empty(), "nothing left the browser");
+    assert_eq!(
+        h.provider.acquired(),
+        h.provider.released(),
+        "its browser released"
+    );
+    assert!(
+        record.step_results.is_empty(),
+        "the task itself ran nothing"
+    );
+    assert!(
+        h.store
+            .screenshot(T, &record.task_id, "approval-preview")
+            .await
+            .unwrap()
+            .is_some(),
+        "the image is kept as the task's screenshot"
+    );
+
+    // Approved, the task runs as any other: the submit now commits.
+    let record = h
+        .runner
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &record.task_id,
+            &approval(&record),
+        )
+        .await
+        .unwrap();
+    h.page.text_after(SUBMIT, "Saved");
+    let end = h.runner.run(T, &record.task_id).await.unwrap();
+    assert_eq!(
+        end.record.state,
+        TaskState::Succeeded,
+        "{:?}",
+        end.record.error
+    );
+}
+
+#[tokio::test]
+async fn previews_are_off_by_default() {
+    let h = h();
+    let record = h.create(form_plan()).await;
+    assert_eq!((record.preview, record.preview_note), (None, None));
+    assert_eq!(h.provider.acquired(), 0, "no browser for a plan proposed");
 }

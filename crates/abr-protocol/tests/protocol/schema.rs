@@ -390,6 +390,18 @@ fn task_record() -> TaskRecord {
         }]),
         browse: false,
         evidence_expired_at: Some(at),
+        preview: Some(abr_protocol::ApprovalPreview {
+            image: "/v1/tasks/task_1/screenshots/approval-preview".into(),
+            width: 1280,
+            height: 720,
+            outline: Some(abr_protocol::PreviewBox {
+                x: -4,
+                y: 10,
+                width: 30,
+                height: 12,
+            }),
+        }),
+        preview_note: Some("stopped".into()),
     }
 }
 

@@ -262,20 +262,8 @@ async fn an_approver_sees_the_page_redacted_with_the_post_button_outlined() {
 
     // The approval page of a one-time link shows it in a person's real browser, the
     // button outlined.
-    let link: Value = raw_http()
-        .post(format!(
-            "{}/v1/browse/{id}/approval-link",
-            stack.server.base_url()
-        ))
-        .bearer_auth(&token)
-        .header("x-tenant-id", TENANT)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let url = link["url"].as_str().unwrap_or_else(|| panic!("{link}"));
+    let link = approver.browse_approval_link(TENANT, &id).await.unwrap();
+    let url = link.url.expose();
     let (browser, lease) = person_opens(&stack.server.base_url(), url).await;
     let page = lease.context().page();
     let shown = page

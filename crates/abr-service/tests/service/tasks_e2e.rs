@@ -895,3 +895,99 @@ async fn kill_9_mid_task_then_restart(database: Option<&str>) {
     assert!(marked_processes(&marker).is_empty());
     site.shutdown().await;
 }
+
+/// A tenant with plan previews on: the proposed plan runs as a dry run up to its submit on
+/// real Chromium against the demo site, nothing reaches the site (its ground truth has no
+/// such user), and the approver's page shows the redacted frame there, the submit
+/// outlined, in a person's real browser; approved, the plan then adds the user once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_previewed_plan_shows_the_approver_its_submit_and_writes_nothing() {
+    let stack = stack_with(
+        |c| {
+            c.store.session_key = Some(SESSION_KEY.to_owned().into());
+            c.limits.request_timeout = Duration::from_secs(48);
+            c.pacing = None;
+            c.tasks.plan_previews = abr_core::approval::PlanPreviews::All;
+        },
+        |b| b,
+    )
+    .await;
+    let client = &stack.client;
+    let email = new_email("previewed");
+    let mut body = add_user_plan(&stack.site, &email, "editor");
+    body["session"] = serde_json::to_value(signed_in_session(&stack.site, "alice").await).unwrap();
+    body["platform"] = json!("demo");
+    let users_before = api_users(&stack.site).await.len();
+    let started = Instant::now();
+    let (created, _) = client
+        .create_task(&task_request(body), &options())
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(created.state, TaskState::PendingApproval);
+    let preview = created.preview.clone().unwrap_or_else(|| {
+        panic!("a preview: {:?}", created.preview_note);
+    });
+    eprintln!(
+        "a plan preview took {took:?} (creating the task, its dry run included); note {:?}",
+        created.preview_note
+    );
+    assert_eq!(created.preview_note, None, "the dry run reached the submit");
+    let outline = preview.outline.expect("the submit's box");
+    assert!(outline.width > 10 && outline.height > 10, "{outline:?}");
+    // Nothing reached the site: the dry run refused the submit before it acted, and the
+    // gate below the page refuses every write of a dry run.
+    assert!(users_with(&stack.site, &email).await.is_empty());
+    assert_eq!(api_users(&stack.site).await.len(), users_before);
+    assert!(
+        created.step_results.is_empty(),
+        "the task itself ran nothing"
+    );
+    let jpeg = client
+        .task_screenshot(TENANT, &created.task_id, "approval-preview")
+        .await
+        .unwrap();
+    assert_eq!(
+        abr_core::guard::jpeg_size(&jpeg).map(|(w, h)| (u32::from(w), u32::from(h))),
+        Some((preview.width, preview.height))
+    );
+
+    // The approval page of a one-time link shows it, the submit outlined.
+    let approver = approver(client).await;
+    let url = approver
+        .approval_link(TENANT, &created.task_id)
+        .await
+        .unwrap()
+        .url;
+    let (browser, lease) = person_opens(&stack.server.base_url(), url.expose()).await;
+    let shown = lease
+        .context()
+        .page()
+        .evaluate::<(), Value>(
+            "() => { const img = document.getElementById('preview'); \
+             const box = document.getElementById('outline'); \
+             return [img && img.complete && img.naturalWidth, \
+             box && Number(box.getAttribute('y'))]; }",
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(shown, json!([preview.width, outline.y - 3]));
+    lease.release().await.unwrap();
+    browser.shutdown().await;
+
+    // Approved, the plan runs as any other: the user is added once.
+    approver
+        .approve_task(TENANT, &created.task_id, &approval(&created))
+        .await
+        .unwrap();
+    let record = ended(client, &created.task_id).await;
+    assert_user_added(&stack, &record, &email, "editor").await;
+    // The submit (step 5) is the plan's first committing step: where the preview stopped.
+    let committing: Vec<bool> = record.step_results.iter().map(|r| r.committing).collect();
+    assert_eq!(
+        committing.iter().position(|c| *c),
+        Some(4),
+        "{committing:?}"
+    );
+}
