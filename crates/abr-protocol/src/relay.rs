@@ -144,6 +144,22 @@ pub struct RunnerInfo {
     pub version: String,
     /// How it was launched (`terminal`, `background`, ...).
     pub launch: String,
+    /// Its answer to the last remote update asked of it on this connection
+    /// (`POST /v1/runners/{runnerId}/update`), in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<String>,
+}
+
+/// The answer of `POST /v1/runners/{runnerId}/update`: the runner was asked; what it
+/// answered shows in its `update` at `GET /v1/runners` (it restarts on a newer installed
+/// release with the same flags, once its running work finished; it refuses an older one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateRequested {
+    /// The runner asked.
+    pub runner_id: String,
+    /// The version it runs now.
+    pub version: String,
 }
 
 /// A connected runner's health, as the hub sees it.
@@ -240,6 +256,18 @@ pub enum RelayFrame {
     },
     /// Runner → hub: the runner is draining; route no new requests to it.
     Draining,
+    /// Hub → runner: restart on the release installed where this runner's binary is, with
+    /// the same flags, if it is newer (never an older one); the runner answers with
+    /// [`RelayFrame::UpdateAnswer`].
+    Update,
+    /// Runner → hub: what became of [`RelayFrame::Update`].
+    UpdateAnswer {
+        /// It drains and restarts on the newer release.
+        accepted: bool,
+        /// What it found and does, in words (`restarting on 0.2.0 (from 0.1.0)`, `refused:
+        /// the installed 0.0.9 is older than 0.1.0`).
+        message: String,
+    },
     /// Hub → runner: open a WebSocket on the runner's own router at `path` (the live view's
     /// socket) and carry its messages as [`RelayFrame::StreamData`].
     StreamOpen {

@@ -80,6 +80,10 @@ fn target_of(method: &Method, path: &str, runner: Option<&str>) -> Result<Option
         _ if runner.is_some() => {
             Ok(runner.map(|r| Target::Placed(PlacementKind::Runner, r.to_owned())))
         }
+        ["v1", "runners", id, "update"] if !id.is_empty() => Ok(Some(Target::Placed(
+            PlacementKind::Runner,
+            (*id).to_owned(),
+        ))),
         ["v1", "browse", id, ..] if !id.is_empty() => Ok(Some(Target::Placed(
             PlacementKind::Browse,
             (*id).to_owned(),

@@ -29,6 +29,7 @@ use crate::cli::local::logfile;
 use crate::cli::local::paths::{LocalPaths, private_dir};
 use crate::cli::local::state::{ControlToken, LaunchKind, RunnerState};
 use crate::cli::local::target::{Target, account_id, first_api_token};
+use crate::cli::local::update::{Restart, Updater};
 use crate::cli::start;
 use crate::config::RunnerConfig;
 use crate::server::{RunningServer, Signals};
@@ -202,22 +203,34 @@ pub(crate) fn small_runtime() -> Result<tokio::runtime::Runtime, LocalError> {
         .map_err(|e| LocalError::Run(format!("cannot start the async runtime: {e}")))
 }
 
-/// Runs the runner in this process until it is stopped.
+/// Runs the runner in this process until it is stopped; after an accepted remote update,
+/// restarts on the newer release in this process with the same flags.
 fn run_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
     let lock = take_lock(&plan)?;
     let runtime = start::runtime().map_err(|e| LocalError::Run(e.to_string()))?;
     let state_path = plan.paths.state();
-    let result = runtime.block_on(serve_here(plan, launch));
+    let again = restart_args(&plan.args, launch);
+    let restart = Restart::default();
+    let result = runtime.block_on(serve_here(plan, launch, restart.clone()));
     // Tasks still running (cut by an immediate stop) end with the runtime. The state file
     // goes before the lock, and the lock last: whoever sees it free finds no stale state
     // file and no process of this runner still at work.
     runtime.shutdown_timeout(Duration::from_secs(5));
     RunnerState::remove(&state_path);
     drop(lock);
+    if let Some(binary) = restart.take() {
+        use std::os::unix::process::CommandExt as _;
+        tracing::info!(binary = %binary.display(), "restarting on the newer release");
+        let error = Command::new(&binary).args(&again).exec();
+        return Err(LocalError::Run(format!(
+            "cannot restart on {}: {error}",
+            binary.display()
+        )));
+    }
     result
 }
 
-async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
+async fn serve_here(plan: Plan, launch: LaunchKind, restart: Restart) -> Result<(), LocalError> {
     let Plan {
         args,
         mut config,
@@ -309,6 +322,7 @@ async fn serve_here(plan: Plan, launch: LaunchKind) -> Result<(), LocalError> {
             let mut options = LinkOptions::new(hub, link_credential, target.runner_id, target.host);
             options.force = args.force;
             options.launch = launch.to_string();
+            options.updates = updater(shutdown.clone(), restart);
             Some(tokio::spawn(link::run(app, options, stopping.clone())))
         }
         _ => None,
@@ -488,16 +502,45 @@ fn print_tail(log: &Path) {
     }
 }
 
+/// What answers the hub's remote update: the binary this runner was started from, read
+/// again for a newer release (none when it cannot tell where that is).
+fn updater(
+    shutdown: watch::Sender<Shutdown>,
+    restart: Restart,
+) -> Option<Arc<dyn crate::relay::link::UpdateHandler>> {
+    let binary = std::env::current_exe().ok()?;
+    let running = semver::Version::parse(env!("CARGO_PKG_VERSION")).ok()?;
+    Some(Arc::new(Updater {
+        binary,
+        running,
+        shutdown,
+        restart,
+    }))
+}
+
 /// The arguments of the detached runner: the same `abr up` minus `--background` and
 /// `--replace` (the lock is free by then), marked as a background launch.
 fn detached_args(args: &UpArgs) -> Vec<String> {
-    let mut out = vec![
-        "up".to_owned(),
-        "--launched-as".to_owned(),
-        "background".to_owned(),
-        "--wait-secs".to_owned(),
-        args.wait_secs.to_string(),
-    ];
+    up_args(args, Some(LaunchKind::Background))
+}
+
+/// The arguments a runner restarts with after a remote update: its own flags, minus
+/// `--background`, `--replace` and `--enroll` (its credential is kept by then), launched
+/// as it was (a background runner stays one).
+fn restart_args(args: &UpArgs, launch: LaunchKind) -> Vec<String> {
+    up_args(args, (launch == LaunchKind::Background).then_some(launch))
+}
+
+/// `abr up` with `args`' flags but `--background`, `--replace` and `--enroll`, and
+/// `--launched-as` when given.
+fn up_args(args: &UpArgs, launched_as: Option<LaunchKind>) -> Vec<String> {
+    let mut out = vec!["up".to_owned()];
+    if let Some(launch) = launched_as {
+        out.push("--launched-as".to_owned());
+        out.push(launch.to_string());
+    }
+    out.push("--wait-secs".to_owned());
+    out.push(args.wait_secs.to_string());
     let mut put = |flag: &str, value: Option<String>| {
         if let Some(value) = value {
             out.push(flag.to_owned());
@@ -568,5 +611,48 @@ mod tests {
         assert!(again.headless && again.force && again.insecure_dev);
         assert!(again.allow_session_export);
         assert!(!again.background && !again.replace);
+    }
+
+    #[test]
+    fn a_restart_keeps_the_flags_and_the_launch_but_not_the_used_enrollment_code() {
+        let args = parse(&[
+            "--hub",
+            "https://hub.example.com",
+            "--runner-id",
+            "r1",
+            "--enroll",
+            "code-used-once",
+            "--headless",
+        ]);
+        let foreground = restart_args(&args, LaunchKind::Terminal);
+        assert!(
+            !foreground
+                .iter()
+                .any(|a| a.contains("enroll") || a.contains("code"))
+        );
+        let again = parse(
+            &foreground[1..]
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(
+            again.launched_as, None,
+            "detected again, as at the first start"
+        );
+        assert_eq!(again.hub.as_deref(), Some("https://hub.example.com"));
+        assert!(again.headless && again.enroll.is_none());
+        let background = restart_args(&args, LaunchKind::Background);
+        let again = parse(
+            &background[1..]
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(
+            again.launched_as,
+            Some(LaunchKind::Background),
+            "it stays one"
+        );
     }
 }

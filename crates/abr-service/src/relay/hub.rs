@@ -65,6 +65,8 @@ pub(crate) struct Conn {
     streams: Mutex<HashMap<u64, mpsc::Sender<StreamMessage>>>,
     draining: AtomicBool,
     replaced: watch::Sender<bool>,
+    /// Its answer to the last remote update asked of it.
+    update: Mutex<Option<String>>,
 }
 
 impl Conn {
@@ -223,12 +225,38 @@ impl Hub {
                         health,
                         version: conn.version.clone(),
                         launch: conn.launch.clone(),
+                        update: conn
+                            .update
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .clone(),
                     },
                 )
             })
             .collect();
         runners.sort_by(|a, b| a.1.runner_id.cmp(&b.1.runner_id));
         runners
+    }
+
+    /// Asks `runner_id`'s live socket, if `reaches` lets the caller reach the tenant it
+    /// serves, to restart on a newer installed release ([`RelayFrame::Update`]): the
+    /// version it runs now, or `None` when no such runner is connected (or its socket is
+    /// full or gone).
+    pub(crate) async fn request_update(
+        &self,
+        runner_id: &str,
+        reaches: impl Fn(Option<&str>) -> bool,
+    ) -> Option<String> {
+        let conn = self
+            .conns()
+            .get(runner_id)
+            .filter(|c| reaches(c.tenant.as_deref()))
+            .cloned()?;
+        let frame = frame::encode(&RelayFrame::Update, &[]).ok()?;
+        *conn.update.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some("asked: no answer yet".to_owned());
+        conn.out.send(Message::Binary(frame)).await.ok()?;
+        Some(conn.version.clone())
     }
 
     /// Whether `runner_id`'s live socket is draining (none connected: `false`).
@@ -775,6 +803,7 @@ impl Hub {
             streams: Mutex::new(HashMap::new()),
             draining: AtomicBool::new(false),
             replaced,
+            update: Mutex::new(None),
         });
         if let Err(refusal) = self.register(&runner_id, &hello, &conn) {
             send_frame(
@@ -981,6 +1010,16 @@ fn on_frame(conn: &Arc<Conn>, bytes: &Bytes) -> Option<Message> {
             }
         }
         RelayFrame::Draining => conn.draining.store(true, Ordering::SeqCst),
+        RelayFrame::UpdateAnswer { accepted, message } => {
+            let said: String = message.chars().take(300).collect();
+            let note = if accepted {
+                format!("accepted: {said}")
+            } else {
+                format!("refused: {said}")
+            };
+            tracing::info!(target: "abr::relay", %note, "a runner answered a remote update");
+            *conn.update.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);
+        }
         RelayFrame::StreamData { stream, text } => {
             let mut streams = conn.streams();
             let delivered = body.len() <= MAX_STREAM_MESSAGE

@@ -92,6 +92,16 @@ pub struct LinkOptions {
     pub backoff_cap: Duration,
     /// The largest frame either way, body included (default 32 MiB).
     pub max_frame_bytes: usize,
+    /// What the runner does when the hub asks it to update ([`RelayFrame::Update`]):
+    /// whether it accepted, and what it says (none: it refuses, it cannot update itself).
+    pub updates: Option<Arc<dyn UpdateHandler>>,
+}
+
+/// How a runner answers the hub's remote update.
+pub trait UpdateHandler: Send + Sync + 'static {
+    /// Looks at the installed release and, when it is newer, starts restarting on it
+    /// (after the running work): whether it did, and what it says of it.
+    fn update(&self) -> (bool, String);
 }
 
 impl LinkOptions {
@@ -109,6 +119,7 @@ impl LinkOptions {
             backoff_base: Duration::from_millis(500),
             backoff_cap: Duration::from_secs(30),
             max_frame_bytes: 32 * 1024 * 1024,
+            updates: None,
         }
     }
 }
@@ -379,6 +390,23 @@ async fn session(
                         }
                         Ok((RelayFrame::StreamClose { stream }, _)) => streams.close(stream),
                         Ok((RelayFrame::Replaced, _)) => return Err(RelayError::Replaced),
+                        Ok((RelayFrame::Update, _)) => {
+                            let (accepted, message) = match &options.updates {
+                                Some(handler) => {
+                                    let handler = Arc::clone(handler);
+                                    tokio::task::spawn_blocking(move || handler.update())
+                                        .await
+                                        .unwrap_or_else(|_| (false, "the update check failed".into()))
+                                }
+                                None => (false, "this runner does not update itself".into()),
+                            };
+                            tracing::info!(target: "abr::relay", accepted, %message, "the hub asked for an update");
+                            if let Some(answer) = binary(&RelayFrame::UpdateAnswer { accepted, message }, &[])
+                                && socket.send(answer).await.is_err()
+                            {
+                                return Ok(lost);
+                            }
+                        }
                         Ok(_) => {}
                         Err(e) => tracing::debug!(target: "abr::relay", error = %e, "ignored"),
                     }

@@ -159,9 +159,29 @@ impl Bench {
         api_token: &str,
         session_key: Option<&str>,
     ) -> Process {
+        let command =
+            self.runner_command(&self.bin(), hub, machine, id, extra, api_token, session_key);
+        Process::spawn(command, self.log(&format!("{machine}-{id}")), None)
+    }
+
+    /// The command of [`Self::runner_keyed`], running `binary`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a test's one place for the runner's command"
+    )]
+    fn runner_command(
+        &self,
+        binary: &std::path::Path,
+        hub: &Process,
+        machine: &str,
+        id: &str,
+        extra: &[&str],
+        api_token: &str,
+        session_key: Option<&str>,
+    ) -> Command {
         let home = self.dir.path().join(machine);
         std::fs::create_dir_all(&home).unwrap();
-        let mut command = Command::new(self.bin());
+        let mut command = Command::new(binary);
         command
             .args(["up", "--headless", "--hub", &hub.url(), "--runner-id", id])
             .args(extra)
@@ -182,7 +202,7 @@ impl Bench {
         if let Some(key) = session_key {
             command.env("ABR_SESSION_KEY", key);
         }
-        Process::spawn(command, self.log(&format!("{machine}-{id}")), None)
+        command
     }
 }
 
@@ -862,6 +882,182 @@ async fn a_runner_enrolls_with_a_code_and_connects_with_its_own_credential_for_i
         drop(runner);
         let mut again = bench.runner_with_token(&hub, "erin", "laptop", &[], local_token);
         wait_for_runner(&hub, &mut again, "laptop").await;
+    })
+    .await;
+}
+
+/// The runners the hub lists now.
+async fn runners(hub: &Process) -> Vec<serde_json::Value> {
+    let listed: serde_json::Value = call(hub, None, reqwest::Method::GET, "/v1/runners")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    listed["runners"].as_array().cloned().unwrap_or_default()
+}
+
+/// Puts at `at` (atomically, as an install does) a release that says it is `version` and
+/// otherwise writes its arguments to `marker` and runs `real` with them.
+fn install_release(
+    at: &std::path::Path,
+    version: &str,
+    marker: &std::path::Path,
+    real: &std::path::Path,
+) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo \"abr {version}\"; exit 0; fi\n\
+         echo \"$@\" > '{}'\nexec '{}' \"$@\"\n",
+        marker.display(),
+        real.display()
+    );
+    let staged = at.with_extension("new");
+    std::fs::write(&staged, script).unwrap();
+    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&staged, at).unwrap();
+}
+
+/// A remote update, as the hub asks it: an older release installed where the runner's
+/// binary is, is refused (the runner goes on; the hub lists why); a newer one is taken: the
+/// runner drains, restarts in the same process on it with the same flags, and connects
+/// again. A key without the right cannot ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_update_restarts_a_runner_on_a_newer_release_and_refuses_an_older_one() {
+    bounded(async {
+        let bench = Bench::new().await;
+        let hub = bench.hub(None).await;
+        let install = bench.dir.path().join("install");
+        std::fs::create_dir_all(&install).unwrap();
+        let real = install.join("abr-real");
+        let installed = install.join("abr");
+        for copy in [&real, &installed] {
+            if std::fs::hard_link(bench.bin(), copy).is_err() {
+                std::fs::copy(bench.bin(), copy).unwrap();
+            }
+        }
+        let marker = install.join("restarted-with");
+        let command = bench.runner_command(
+            &installed,
+            &hub,
+            "ivy",
+            "r-up",
+            &[],
+            HUB_TOKEN,
+            Some(SESSION_KEY),
+        );
+        let mut runner = Process::spawn(command, bench.log("ivy-r-up"), None);
+        wait_for_runner(&hub, &mut runner, "r-up").await;
+        let first = runners(&hub).await;
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert_eq!(first[0]["version"], env!("CARGO_PKG_VERSION"));
+        let connected_at = first[0]["connectedAt"].as_str().unwrap().to_owned();
+        let ask = || async {
+            call(&hub, None, reqwest::Method::POST, "/v1/runners/r-up/update")
+                .send()
+                .await
+                .unwrap()
+        };
+
+        // An agent's key may not ask; an unknown runner is offline.
+        let made = call(&hub, None, reqwest::Method::POST, "/v1/keys")
+            .json(&serde_json::json!({"name": "bot", "role": "agent", "tenantId": "acme"}))
+            .send()
+            .await
+            .unwrap();
+        let agent: serde_json::Value = made.json().await.unwrap();
+        let refused = raw_http()
+            .post(format!("{}/v1/runners/r-up/update", hub.url()))
+            .bearer_auth(agent["token"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 403);
+        let unknown = call(
+            &hub,
+            None,
+            reqwest::Method::POST,
+            "/v1/runners/nobody/update",
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(unknown.status(), 503);
+
+        // An older release: refused, the runner goes on.
+        install_release(&installed, "0.0.9", &marker, &real);
+        let asked = ask().await;
+        assert_eq!(asked.status(), 202);
+        let body: serde_json::Value = asked.json().await.unwrap();
+        assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
+        let deadline = Instant::now() + WAIT;
+        let refusal = loop {
+            let listed = runners(&hub).await;
+            if let Some(said) = listed
+                .first()
+                .and_then(|r| r["update"].as_str())
+                .filter(|s| s.starts_with("refused"))
+            {
+                break said.to_owned();
+            }
+            assert!(Instant::now() < deadline, "no answer: {listed:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(
+            refusal.contains("0.0.9") && refusal.contains("no downgrade"),
+            "{refusal}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(runner.running() && !marker.exists(), "it went on as it was");
+        assert_eq!(runners(&hub).await[0]["connectedAt"], connected_at.as_str());
+
+        // A newer one: the runner restarts on it, with the same flags, and connects again.
+        install_release(&installed, "99.0.0", &marker, &real);
+        assert_eq!(ask().await.status(), 202);
+        let deadline = Instant::now() + WAIT;
+        while !marker.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "it did not restart; its log: {}",
+                runner.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let flags = std::fs::read_to_string(&marker).unwrap();
+        assert_eq!(
+            flags.trim(),
+            format!(
+                "up --wait-secs 300 --hub {} --runner-id r-up --headless",
+                hub.url()
+            ),
+            "the same flags"
+        );
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let listed = runners(&hub).await;
+            if listed
+                .first()
+                .is_some_and(|r| r["connectedAt"] != connected_at.as_str() && r["health"] == "ok")
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "it did not connect again: {listed:?}; its log: {}",
+                runner.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(runner.running(), "the same process, restarted in place");
+        wait_for_runner(&hub, &mut runner, "r-up").await;
+        assert!(
+            runner
+                .log_text()
+                .contains("restarting on the newer release"),
+            "{}",
+            runner.log_text()
+        );
     })
     .await;
 }

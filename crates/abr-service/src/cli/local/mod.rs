@@ -21,6 +21,7 @@ pub(crate) mod logfile;
 pub(crate) mod paths;
 pub(crate) mod state;
 pub(crate) mod target;
+pub(crate) mod update;
 
 pub(crate) use error::LocalError;
 
