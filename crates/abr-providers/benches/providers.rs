@@ -277,6 +277,51 @@ async fn reads(local: &LocalBrowserSessionProvider, state: &AgentSessionState, u
             list.push(d.as_secs_f64() * 1000.0);
         }
     }
+    // The same page with text to mask: 400 paragraphs of prose, 100 of them with an email
+    // address or a card number in view or below it (every run is found and masked, not only
+    // those in the viewport).
+    session
+        .page()
+        .evaluate_value(
+            "(() => { const rows = []; for (let i = 0; i < 400; i++) { \
+             const extra = i % 4 === 0 ? (i % 8 === 0 ? ` write to user${i}@example.com` \
+             : ' card 4111 1111 1111 1111') : ''; \
+             rows.push(`<p>Paragraph ${i} of ordinary prose about the order and its items${extra}.</p>`); } \
+             document.body.insertAdjacentHTML('beforeend', rows.join('')); return 1; })()",
+        )
+        .await
+        .expect("text to mask");
+    let mut plain_text = Vec::with_capacity(N);
+    let mut masked_text = Vec::with_capacity(N);
+    let mut masked_runs = 0;
+    for _ in 0..N + 3 {
+        let options = ScreenshotOptions::builder()
+            .screenshot_type(ScreenshotType::Jpeg)
+            .quality(70)
+            .build();
+        let t0 = Instant::now();
+        session
+            .page()
+            .screenshot(options)
+            .await
+            .expect("screenshot");
+        plain_text.push(t0.elapsed().as_secs_f64() * 1000.0);
+        let t0 = Instant::now();
+        let frame = session
+            .redacted_frame(512 * 1024, &abr_core::guard::PageRedaction::default(), t)
+            .await
+            .expect("redacted frame with masks");
+        masked_text.push(t0.elapsed().as_secs_f64() * 1000.0);
+        masked_runs = frame.masked;
+    }
+    rows.push((
+        "plain viewport JPEG, quality 70, the page with 400 paragraphs",
+        plain_text,
+    ));
+    rows.push((
+        "redacted frame of that page (every sensitive run masked: see the count below)",
+        masked_text,
+    ));
     lease.release().await.expect("release");
     println!("\n## page reads and frames on one loaded page, median ms of {N}\n");
     println!("| read | median ms |");
@@ -286,6 +331,7 @@ async fn reads(local: &LocalBrowserSessionProvider, state: &AgentSessionState, u
         let mut list = list.split_off(3);
         println!("| {name} | {:.1} |", median(&mut list));
     }
+    println!("\nmasked runs in the last frame: {masked_runs}");
 }
 
 /// Jobs per second of `jobs` jobs on `concurrency` workers, after 3 warm-ups, and the CPU
