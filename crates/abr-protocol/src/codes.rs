@@ -116,6 +116,8 @@ codes! {
     RUN_NOT_FOUND = "run_not_found", 404, No, "no task, browse session or post with this id for this tenant (another tenant's id is not found either)";
     /// No artifact with this id for this tenant.
     ARTIFACT_NOT_FOUND = "artifact_not_found", 404, No, "no artifact with this id for this tenant (deleted, expired, or another tenant's)";
+    /// `POST /v1/runners/{id}/update` for a runner not connected to the hub for the caller.
+    RUNNER_NOT_FOUND = "runner_not_found", 404, No, "no runner with this id is connected to the hub for this tenant: nothing was asked";
     /// An approval or task that kept no preview.
     PREVIEW_NOT_FOUND = "preview_not_found", 404, No, "no preview was kept for this approval (screenshots off, none asked for, or the frame could not be redacted): its `previewNote` says why";
     /// No replay frame with this run and number for this tenant.

@@ -47,7 +47,7 @@ pub(crate) fn routes<C: TaskContext>(hub: Hub) -> ApiRouter<AppState<C>> {
                         )
                         .needs(Right::EnrollRunner)
                         .response::<202, Json<UpdateRequested>>()
-                        .errors(&[codes::RUNNER_OFFLINE])
+                        .errors(&[codes::RUNNER_NOT_FOUND])
                 },
             ),
         )
@@ -72,7 +72,7 @@ async fn update(
         .await
         .ok_or_else(|| {
             ApiError::new(
-                codes::RUNNER_OFFLINE,
+                codes::RUNNER_NOT_FOUND,
                 "no runner with this id is connected to the hub for this tenant: nothing was \
                  asked",
             )

@@ -983,7 +983,7 @@ async fn a_remote_update_restarts_a_runner_on_a_newer_release_and_refuses_an_old
         .send()
         .await
         .unwrap();
-        assert_eq!(unknown.status(), 503);
+        assert_eq!(unknown.status(), 404);
 
         // An older release: refused, the runner goes on.
         install_release(&installed, "0.0.9", &marker, &real);
