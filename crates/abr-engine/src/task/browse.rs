@@ -467,7 +467,8 @@ impl<C: TaskContext> TaskRunner<C> {
         tenant: &str,
         id: &str,
     ) -> Result<ActionApproval, EngineError> {
-        Ok(self.browse_approval_shown(tenant, id).await?.0)
+        self.on_pending(tenant, id, |approvals| approvals.pending().cloned())
+            .await
     }
 
     /// The committing action of a session that waits for an approver, and its preview's
@@ -480,15 +481,27 @@ impl<C: TaskContext> TaskRunner<C> {
         tenant: &str,
         id: &str,
     ) -> Result<(ActionApproval, Option<Vec<u8>>), EngineError> {
+        self.on_pending(tenant, id, |approvals| {
+            let image = approvals.pending_image().map(<[u8]>::to_vec);
+            approvals
+                .pending()
+                .cloned()
+                .map(|approval| (approval, image))
+        })
+        .await
+    }
+
+    /// What `read` answers of an open session's approvals; `ActionNotPending` for `None`.
+    async fn on_pending<R>(
+        &self,
+        tenant: &str,
+        id: &str,
+        read: impl FnOnce(&crate::task::approvals::ActionApprovals) -> Option<R>,
+    ) -> Result<R, EngineError> {
         let entry = self.browses.get(tenant, id)?;
         let guard = entry.session.lock().await;
         let open = guard.as_ref().ok_or(EngineError::BrowseNotFound)?;
-        let approval = open
-            .approvals
-            .pending()
-            .cloned()
-            .ok_or(EngineError::ActionNotPending)?;
-        Ok((approval, open.approvals.pending_image().map(<[u8]>::to_vec)))
+        read(&open.approvals).ok_or(EngineError::ActionNotPending)
     }
 
     /// The committing actions `tenant`'s open sessions wait on.

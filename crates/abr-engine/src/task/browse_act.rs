@@ -14,9 +14,9 @@ use abr_core::guard::SnapshotRequest;
 use abr_core::scope_io::Scopes;
 use abr_core::step_runner::BrowserAction;
 use abr_protocol::{
-    ActOutcome, ActResponse, ActionApproval, ApprovalPreview, BlockedBy, BrowseAction,
-    BrowseClosed, BrowsePause, ErrorBody, GuardNotice, Pause, PauseReason, ScrollDirection,
-    Snapshot, StepResult, TakeoverState, TaskState,
+    ActOutcome, ActResponse, ActionApproval, BlockedBy, BrowseAction, BrowseClosed, BrowsePause,
+    ErrorBody, GuardNotice, Pause, PauseReason, ScrollDirection, Snapshot, StepResult,
+    TakeoverState, TaskState,
 };
 use tokio::time::Instant;
 
@@ -310,40 +310,24 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         // One redaction on the page at a time.
         open.rails.settle_frames().await;
-        let timeout = self.config.verify_timeout;
         let context = open.lease.context();
         let outline = match rails::target(browser) {
             Some(selector) => {
                 context
-                    .element_box(selector, abr_core::guard::Reach::of(browser), timeout)
+                    .element_box(
+                        selector,
+                        abr_core::guard::Reach::of(browser),
+                        self.config.verify_timeout,
+                    )
                     .await
             }
             None => None,
         };
-        let frame = guarded(
-            timeout + self.config.step_grace,
-            context.redacted_frame(abr_core::guard::MAX_FRAME_BYTES, &redaction, timeout),
-        )
-        .await;
-        let frame = match frame {
-            Step::Done(frame) => frame,
-            Step::Error(e) => return Shown::Note(format!("no preview was kept: {e}")),
-            Step::TimedOut | Step::Panicked => {
-                return Shown::Note(
-                    "no preview was kept: the browser did not take it in time".into(),
-                );
-            }
-        };
-        let Some((width, height)) = abr_core::guard::jpeg_size(&frame.jpeg) else {
-            return Shown::Note("no preview was kept: the browser's image has no size".into());
-        };
-        let preview = ApprovalPreview {
-            image: format!("/v1/browse/{}/approval/preview", open.task.record.task_id),
-            width: u32::from(width),
-            height: u32::from(height),
-            outline: outline.map(preview_box),
-        };
-        Shown::Preview(frame.jpeg, preview)
+        let image = format!("/v1/browse/{}/approval/preview", open.task.record.task_id);
+        match self.preview_of(context, &redaction, outline, image).await {
+            Ok((jpeg, preview)) => Shown::Preview(jpeg, preview),
+            Err(why) => Shown::Note(why),
+        }
     }
 
     /// What an approver is shown of `action`.
@@ -1074,28 +1058,5 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(waiting) => *pause = waiting,
             Err(e) => tracing::warn!(error = %e, "browse: no takeover could be registered"),
         }
-    }
-}
-
-/// An element's box in a preview's pixels (rounded outwards; a box far outside any image is
-/// clamped).
-pub(super) fn preview_box(at: abr_core::guard::ElementBox) -> abr_protocol::PreviewBox {
-    const FAR: f64 = 100_000.0;
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "clamped to a small range first"
-    )]
-    let edge = |v: f64| v.clamp(-FAR, FAR).floor() as i32;
-    #[allow(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "clamped to a small non-negative range first"
-    )]
-    let side = |v: f64| v.clamp(0.0, FAR).ceil() as u32;
-    abr_protocol::PreviewBox {
-        x: edge(at.x),
-        y: edge(at.y),
-        width: side(at.width),
-        height: side(at.height),
     }
 }

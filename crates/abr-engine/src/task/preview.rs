@@ -12,16 +12,14 @@
 use std::time::Duration;
 
 use abr_core::context::TaskContext;
-use abr_core::guard::{ElementBox, MAX_FRAME_BYTES, Reach, jpeg_size};
+use abr_core::guard::{ElementBox, PageRedaction, Reach, jpeg_size};
 use abr_core::plan::{PREVIEW_SCREENSHOT, ValidPlan};
 use abr_core::provider::Lease;
 use abr_core::scope_io::Scopes;
 use abr_core::step_runner::BrowserAction;
 use abr_core::store::StoredTask;
-use abr_protocol::ApprovalPreview;
+use abr_protocol::{ApprovalPreview, PreviewBox};
 
-use crate::step::{Step, guarded};
-use crate::task::browse_act::preview_box;
 use crate::task::kit::RunPolicy;
 use crate::task::outcome::unscoped_policy;
 use crate::task::rails::{self, Rails};
@@ -83,9 +81,9 @@ impl<C: TaskContext> TaskRunner<C> {
             )
             .await
             .map_err(|(_, failure)| failure.body.message)?;
-        if rails.evidence.is_none() {
+        let Some(redaction) = rails.evidence.clone() else {
             return Err("screenshots are off for this platform".into());
-        }
+        };
         let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
         let lease = self
@@ -94,7 +92,7 @@ impl<C: TaskContext> TaskRunner<C> {
             .map_err(|e| format!("no browser: {e}"))?;
         let taken = match self.arm(&rails, &lease).await {
             Ok(()) => {
-                self.dry_run_to_commit(task, valid, &steps, &rails, &lease)
+                self.dry_run_to_commit(task, valid, &steps, &rails, &lease, &redaction)
                     .await
             }
             Err(failure) => Err(failure.body.message),
@@ -114,6 +112,7 @@ impl<C: TaskContext> TaskRunner<C> {
         steps: &[abr_core::plan::FilledStep],
         rails: &Rails,
         lease: &Lease<C>,
+        redaction: &PageRedaction,
     ) -> Result<Previewed, String> {
         let context = lease.context();
         let timeout = self.config.default_step_timeout;
@@ -161,35 +160,41 @@ impl<C: TaskContext> TaskRunner<C> {
                 ));
             }
         }
-        let redaction = rails.evidence.clone().unwrap_or_default();
-        let verify = self.config.verify_timeout;
-        let frame = match guarded(
-            verify + self.config.step_grace,
-            context.redacted_frame(MAX_FRAME_BYTES, &redaction, verify),
-        )
-        .await
-        {
-            Step::Done(frame) => frame,
-            Step::Error(e) => return Err(format!("no preview was kept: {e}")),
-            Step::TimedOut | Step::Panicked => {
-                return Err("no preview was kept: the browser did not take it in time".into());
-            }
-        };
-        let (width, height) =
-            jpeg_size(&frame.jpeg).ok_or("no preview was kept: the image has no size")?;
+        let image = format!(
+            "/v1/tasks/{}/screenshots/{PREVIEW_SCREENSHOT}",
+            task.record.task_id
+        );
+        let (jpeg, preview) = self.preview_of(context, redaction, outline, image).await?;
         Ok(Previewed {
-            preview: ApprovalPreview {
-                image: format!(
-                    "/v1/tasks/{}/screenshots/{PREVIEW_SCREENSHOT}",
-                    task.record.task_id
-                ),
-                width: u32::from(width),
-                height: u32::from(height),
-                outline: outline.map(preview_box),
-            },
-            jpeg: frame.jpeg,
+            jpeg,
+            preview,
             note,
         })
+    }
+
+    /// A preview of `context`'s page: a redacted frame (its JPEG), served at `image`, with
+    /// `outline` (an element's box) in its pixels; `Err`: why none was kept. The one way a
+    /// browse approval's and a plan's previews are taken.
+    pub(super) async fn preview_of(
+        &self,
+        context: &C,
+        redaction: &PageRedaction,
+        outline: Option<ElementBox>,
+        image: String,
+    ) -> Result<(Vec<u8>, ApprovalPreview), String> {
+        let frame = self
+            .frame_of(context, redaction)
+            .await
+            .map_err(|why| format!("no preview was kept: {why}"))?;
+        let (width, height) =
+            jpeg_size(&frame.jpeg).ok_or("no preview was kept: the image has no size")?;
+        let preview = ApprovalPreview {
+            image,
+            width: u32::from(width),
+            height: u32::from(height),
+            outline: outline.map(preview_box),
+        };
+        Ok((frame.jpeg, preview))
     }
 
     /// One step of the dry run: judged by the guard first (as a run's step is); a step
@@ -245,4 +250,27 @@ enum DryStep {
     Commits(Option<ElementBox>),
     /// It failed: the preview is taken here.
     Stopped(String),
+}
+
+/// An element's box in a preview's pixels (rounded outwards; a box far outside any image is
+/// clamped).
+fn preview_box(at: ElementBox) -> PreviewBox {
+    const FAR: f64 = 100_000.0;
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "clamped to a small range first"
+    )]
+    let edge = |v: f64| v.clamp(-FAR, FAR).floor() as i32;
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "clamped to a small non-negative range first"
+    )]
+    let side = |v: f64| v.clamp(0.0, FAR).ceil() as u32;
+    PreviewBox {
+        x: edge(at.x),
+        y: edge(at.y),
+        width: side(at.width),
+        height: side(at.height),
+    }
 }

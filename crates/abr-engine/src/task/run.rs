@@ -11,7 +11,7 @@ use abr_core::error::CoreError;
 use abr_core::error::store::StoreFailure;
 use abr_core::guard::{
     FrameRecorder, MAX_FRAME_BYTES, OwnSites, PageRedaction, PlatformFrames, ReadOnlySource,
-    RequestGate, RunGuard, SitePolicy, SiteVerdict,
+    RedactedFrame, RequestGate, RunGuard, SitePolicy, SiteVerdict,
 };
 use abr_core::plan::{FilledStep, VERIFICATION_SCREENSHOT, ValidPlan, validate};
 use abr_core::provider::{AcquireMode, AcquireRequest, Lease};
@@ -907,6 +907,26 @@ impl<C: TaskContext> TaskRunner<C> {
         }
     }
 
+    /// A redacted frame of `context`'s page within the verification's deadline; `Err`: why
+    /// none was taken.
+    pub(super) async fn frame_of(
+        &self,
+        context: &C,
+        redaction: &PageRedaction,
+    ) -> Result<RedactedFrame, String> {
+        let timeout = self.config.verify_timeout;
+        match guarded(
+            timeout + self.config.step_grace,
+            context.redacted_frame(MAX_FRAME_BYTES, redaction, timeout),
+        )
+        .await
+        {
+            Step::Done(frame) => Ok(frame),
+            Step::Error(e) => Err(e.to_string()),
+            Step::TimedOut | Step::Panicked => Err("the browser did not take it in time".into()),
+        }
+    }
+
     /// A screenshot of the page kept as the task's evidence under `name`: a redacted frame
     /// (every field blurred and the blur confirmed, as every replay frame), only when the
     /// run takes screenshots. `Err`: the note why none was kept (screenshots off, or the
@@ -924,27 +944,12 @@ impl<C: TaskContext> TaskRunner<C> {
                 "screenshots are off for this tenant or platform: none was taken",
             ));
         };
-        let timeout = self.config.verify_timeout;
-        let frame = match guarded(
-            timeout + self.config.step_grace,
-            context.redacted_frame(MAX_FRAME_BYTES, redaction, timeout),
-        )
-        .await
-        {
-            Step::Done(frame) => frame,
-            Step::Error(e) => {
-                return Err(ErrorBody::new(
-                    codes::SCREENSHOT_NOT_TAKEN,
-                    format!("no screenshot was kept: {e}"),
-                ));
-            }
-            Step::TimedOut | Step::Panicked => {
-                return Err(ErrorBody::new(
-                    codes::SCREENSHOT_NOT_TAKEN,
-                    "no screenshot was kept: the browser did not take it in time",
-                ));
-            }
-        };
+        let frame = self.frame_of(context, redaction).await.map_err(|why| {
+            ErrorBody::new(
+                codes::SCREENSHOT_NOT_TAKEN,
+                format!("no screenshot was kept: {why}"),
+            )
+        })?;
         self.store
             .put_screenshot(
                 &task.ledger.tenant_id,
