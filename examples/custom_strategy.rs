@@ -390,6 +390,7 @@ async fn sign_in(
 ) -> Result<AgentSessionState, BoxError> {
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: strategy.platform().to_owned(),
             state: None,

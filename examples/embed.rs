@@ -133,6 +133,7 @@ async fn sign_in(
     let provider = LocalBrowserSessionProvider::new(config.clone());
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: strategy.platform().to_owned(),
             state: None,
@@ -194,6 +195,7 @@ fn task_request(base: &str) -> Result<TaskRequest, BoxError> {
     .map(|(name, value)| (name.to_owned(), abr_protocol::SecretValue::new(value)))
     .collect::<BTreeMap<_, _>>();
     Ok(TaskRequest {
+        profile: None,
         plan,
         inputs,
         secret_inputs: Vec::new(),

@@ -63,6 +63,12 @@ pub enum AuditAction {
     SiteDecided,
     /// A tenant removed its decision about a site (`domain`).
     SiteRemoved,
+    /// A run asked to use a named browser profile nobody decided on (`profile`): the
+    /// owner's consent was requested, once per profile.
+    ProfileConsentAsked,
+    /// A tenant's owner allowed or declined a named browser profile (`profile`,
+    /// `decision`; `actor`: who, `keyId`: the key).
+    ProfileDecided,
     /// An operator created an API key (`actor`: the key's id and role).
     KeyCreated,
     /// An operator revoked an API key (`actor`: the key's id and role).
@@ -198,9 +204,12 @@ pub struct AuditEvent {
     /// The site a decision is about (a host name, covering its subdomains).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
-    /// The decision about `domain`.
+    /// The decision about `domain` or `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<SiteDecision>,
+    /// The named browser profile a consent is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// The artifact kept or deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact_id: Option<String>,
@@ -243,6 +252,7 @@ impl AuditEvent {
             retry_of: None,
             screenshots_enabled: None,
             domain: None,
+            profile: None,
             decision: None,
             artifact_id: None,
             key_id: None,

@@ -210,6 +210,30 @@ pub enum CoreError {
     /// No journaled post with this id for this tenant.
     #[error("post not found")]
     PostNotFound,
+    /// The run names a browser profile its tenant's owner has not allowed: `refused` when
+    /// they declined it, else nobody decided yet (they were asked).
+    #[error("{}", consent_message(profile, *refused))]
+    ProfileConsent {
+        /// The profile's name.
+        profile: String,
+        /// The owner declined it.
+        refused: bool,
+    },
+}
+
+fn consent_message(profile: &str, refused: bool) -> String {
+    if refused {
+        format!(
+            "the owner declined the browser profile `{profile}`: nothing was opened \
+             (PUT /v1/profiles/{profile}/consent decides)"
+        )
+    } else {
+        format!(
+            "the browser profile `{profile}` needs its owner's consent first: they were asked \
+             (GET /v1/profiles), nothing was opened; submit again once \
+             PUT /v1/profiles/{profile}/consent allows it"
+        )
+    }
 }
 
 impl CoreError {
@@ -225,6 +249,8 @@ impl CoreError {
             }
             Self::Forbidden(_) | Self::TenantForbidden => ErrorKind::Forbidden,
             Self::ExecutionDenied { .. } => ErrorKind::Denied,
+            Self::ProfileConsent { refused: true, .. } => ErrorKind::Denied,
+            Self::ProfileConsent { refused: false, .. } => ErrorKind::Conflict,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Provider(e) => match e.kind() {
                 ProviderErrorKind::Busy => ErrorKind::LimitExceeded,
@@ -292,6 +318,8 @@ impl CoreError {
             Self::InvalidPlan(_) => codes::INVALID_PLAN,
             Self::TaskNotFound => codes::TASK_NOT_FOUND,
             Self::PostNotFound => codes::POST_NOT_FOUND,
+            Self::ProfileConsent { refused: true, .. } => codes::CONSENT_REFUSED,
+            Self::ProfileConsent { refused: false, .. } => codes::CONSENT_REQUIRED,
         }
     }
 

@@ -16,6 +16,9 @@ use crate::error::ProviderError;
 pub struct ProviderCapabilities {
     /// Can open a browser a person can use (headful, or with a viewer): capture needs it.
     pub interactive: bool,
+    /// Can open a named on-disk profile ([`AcquireRequest::profile`]) that keeps its state
+    /// between leases.
+    pub profiles: bool,
 }
 
 /// What a provider holds open now, for an operator's gauges ([`SessionProvider::pool`]).
@@ -50,6 +53,12 @@ pub struct AcquireRequest {
     /// Page the provider opens before handing out the context (capture opens the platform's
     /// sign-in page). `None`: a blank page; unattended jobs navigate themselves.
     pub start_url: Option<String>,
+    /// A named profile's folder, relative to the provider's profile folder (from
+    /// [`profile_folder`](crate::guard::profile_folder)): the context opens on it and keeps
+    /// what the run leaves there. A provider without
+    /// [`profiles`](ProviderCapabilities::profiles) refuses it (`Unsupported`); `None`: a
+    /// fresh context.
+    pub profile: Option<String>,
 }
 
 /// A provider's own viewer of a leased browser (Steel's debug page, Kernel's live view).

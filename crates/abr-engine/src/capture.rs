@@ -311,6 +311,7 @@ impl<C: SessionContext> SessionCaptureManager<C> {
             None => None,
         };
         let acquire = AcquireRequest {
+            profile: None,
             mode: AcquireMode::Interactive,
             platform: request.platform.clone(),
             state: None,

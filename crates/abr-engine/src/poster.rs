@@ -559,6 +559,7 @@ impl<C: SessionContext> AgentPoster<C> {
         let (state, _report) = scopes.apply(&request.session);
         let t = self.config.timeouts;
         let acquire = AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: request.platform.clone(),
             state: Some(state),
@@ -623,6 +624,7 @@ impl<C: SessionContext> AgentPoster<C> {
         let (state, _report) = scopes.apply(&session);
         let t = self.config.timeouts;
         let acquire = AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: platform.clone(),
             state: Some(state),
@@ -675,6 +677,7 @@ impl<C: SessionContext> AgentPoster<C> {
         let t0 = Instant::now();
         // No start URL: the strategy navigates where it needs to, so no navigation is wasted.
         let request = AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: platform.to_owned(),
             state: Some(state),

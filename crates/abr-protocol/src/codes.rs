@@ -92,6 +92,8 @@ codes! {
     EGRESS_REFUSED = "egress_refused", 403, No, "the runner's egress policy refuses this address (loopback, private, link-local or reserved, directly or by a redirect): no site decision can allow it (`ABR_EGRESS_ALLOW_PRIVATE` names the exceptions)";
     /// The tenant denied the site (or it is outside its allow list): nothing was opened.
     SITE_DENIED = "site_denied", 403, No, "the tenant denied this site (or it is outside the tenant's allow list): nothing was opened (PUT /v1/sites/{domain} decides)";
+    /// The tenant's owner declined this browser profile.
+    CONSENT_REFUSED = "consent_refused", 403, No, "the tenant's owner declined this named browser profile: nothing was opened (PUT /v1/profiles/{name}/consent decides)";
     /// No key with this id.
     KEY_NOT_FOUND = "key_not_found", 404, No, "no key with this id";
     /// No open approval link with this token.
@@ -135,6 +137,8 @@ codes! {
     NOT_AUTHENTICATED = "not_authenticated", 409, Yes, "the capture's browser is not signed in yet: poll again";
     /// A stored session named with another platform than the one it is bound to.
     SESSION_BOUND = "session_bound", 409, No, "the session is bound to another platform (kept for it, or read out of it): store it again for that platform, or without naming one";
+    /// Nobody decided on the named profile yet.
+    CONSENT_REQUIRED = "consent_required", 409, No, "the run names a browser profile the tenant's owner has not decided on: the owner was asked once (`GET /v1/profiles`), nothing was opened; submit again after PUT /v1/profiles/{name}/consent allows it";
     /// `approve` named a plan hash other than the stored plan's.
     PLAN_HASH_MISMATCH = "plan_hash_mismatch", 409, No, "the approval names another plan than the one stored: read the task again and approve what it shows";
     /// A browse session's approval that is not the pending one.

@@ -31,6 +31,7 @@ mod policy;
 mod post;
 mod preview;
 mod principal;
+mod profiles;
 pub mod relay;
 pub mod schema;
 mod secret;
@@ -74,6 +75,7 @@ pub use preview::{ApprovalPreview, PreviewBox};
 pub use principal::{
     CreatedKey, KeyInfo, KeyRequest, KeysResponse, PrincipalRef, Role, UnknownRole,
 };
+pub use profiles::{ProfileConsentRequest, ProfileEntry, ProfileSignIn, ProfilesResponse};
 pub use secret::SecretValue;
 pub use session::{
     AgentSessionState, Cookie, LocalStorageItem, OriginState, SESSION_FORMAT_VERSION, SameSite,

@@ -367,6 +367,13 @@ pub struct TaskRequest {
     /// A session stored on the runner, instead of `session`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// A named browser profile on the runner, instead of a session: its sign-ins are kept
+    /// on the runner's disk between runs (`ABR_PROFILE_DIR`). The tenant's owner consents to
+    /// each profile once (`consent_required` until then); a committing press on a site the
+    /// profile was never signed in to, or whose recorded session cookie expired, pauses
+    /// `login_required` first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// The scope of the session (required with a session, unless `platform` gives one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<SessionScopeSpec>,
@@ -863,6 +870,7 @@ impl std::fmt::Debug for TaskRequest {
             .field("secret_inputs", &self.secret_inputs)
             .field("session", &self.session.is_some())
             .field("session_id", &self.session_id.is_some())
+            .field("profile", &self.profile)
             .field("platform", &self.platform)
             .field("dry_run", &self.dry_run)
             .field("handoff", &self.handoff)
@@ -1146,6 +1154,9 @@ pub struct TaskAccount {
     /// The platform the stored session is bound to (its policy applies too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_platform: Option<String>,
+    /// The named browser profile it runs in (its sign-ins are the account).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// `POST .../assert-not-posted`: the owner states that an uncertain action did not happen.
@@ -1459,6 +1470,7 @@ mod tests {
     #[test]
     fn inputs_never_print() {
         let request = TaskRequest {
+            profile: None,
             plan: StepPlan {
                 target_url: "https://x.example".into(),
                 steps: vec![],

@@ -68,6 +68,7 @@ fn bench_state(site: &TestSite) -> AgentSessionState {
 
 fn request(state: &AgentSessionState) -> AcquireRequest {
     AcquireRequest {
+        profile: None,
         mode: AcquireMode::Unattended,
         platform: "bench".into(),
         state: Some(state.clone()),

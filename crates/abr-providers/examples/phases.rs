@@ -52,6 +52,7 @@ async fn main() {
         let t0 = Instant::now();
         let lease = provider
             .acquire(AcquireRequest {
+                profile: None,
                 mode: AcquireMode::Unattended,
                 platform: "p".into(),
                 state: Some(state.clone()),

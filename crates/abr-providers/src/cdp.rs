@@ -150,13 +150,22 @@ impl SessionProvider for CdpSessionProvider {
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities { interactive: true }
+        ProviderCapabilities {
+            interactive: true,
+            profiles: false,
+        }
     }
 
     async fn acquire(
         &self,
         request: AcquireRequest,
     ) -> Result<Lease<BrowserSession>, ProviderError> {
+        if request.profile.is_some() {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Unsupported,
+                "the CDP provider opens no named profiles: they live on a local runner's disk",
+            ));
+        }
         let browser = self.connected().await?;
         let (width, height) = self.config.viewport;
         let mut owned = true;

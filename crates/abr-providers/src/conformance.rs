@@ -405,6 +405,7 @@ fn unattended(state: AgentSessionState) -> AcquireRequest {
 /// A request for `mode` with `state`, no start page.
 pub fn request(mode: AcquireMode, state: Option<AgentSessionState>) -> AcquireRequest {
     AcquireRequest {
+        profile: None,
         mode,
         platform: "conformance".into(),
         state,
@@ -1239,6 +1240,74 @@ pub async fn no_state_from_an_earlier_job<P: SessionProvider<Context = BrowserSe
         "localStorage leaked between jobs"
     );
     release(second).await;
+}
+
+/// Named profiles. A provider without [`profiles`](abr_core::ProviderCapabilities::profiles)
+/// refuses one, typed `Unsupported`, opening nothing. One with them keeps what a lease on a
+/// profile left (a cookie that outlives the browser, localStorage) for the next lease on
+/// the same profile, and for no other: another profile and an ordinary lease start empty.
+/// `folder` is a fresh profile folder name of the caller's.
+pub async fn profiles_keep_their_own_state<P: SessionProvider<Context = BrowserSession>>(
+    provider: &P,
+    site: &TestSite,
+    folder: &str,
+) {
+    let on = |profile: &str| AcquireRequest {
+        profile: Some(profile.to_owned()),
+        ..request(AcquireMode::Unattended, None)
+    };
+    let request = on(folder);
+    if !provider.capabilities().profiles {
+        let Err(refused) = bounded("acquire", provider.acquire(request)).await else {
+            panic!("a provider without profiles refuses one");
+        };
+        assert_eq!(refused.kind(), abr_core::ProviderErrorKind::Unsupported);
+        return;
+    }
+    let page = format!("{}/page", site.origin_a());
+    let first = acquire_with(provider, request.clone()).await;
+    visit(first.context(), &page).await;
+    bounded(
+        "evaluate",
+        first.context().page().evaluate::<(), ()>(
+            "() => { document.cookie = 'kept=yes; max-age=3600; path=/'; \
+             localStorage.setItem('kept', 'ls'); }",
+            None,
+        ),
+    )
+    .await
+    .expect("setting the profile's state");
+    release(first).await;
+
+    let again = acquire_with(provider, request).await;
+    let seen = visit(again.context(), &page).await;
+    assert_eq!(
+        seen.cookies(),
+        map(&[("kept", "yes".into())]),
+        "the profile's cookie"
+    );
+    assert_eq!(
+        seen.ls,
+        map(&[("kept", "ls".into())]),
+        "the profile's localStorage"
+    );
+    release(again).await;
+
+    let other_folder = format!("{folder}-other");
+    let other = acquire_with(provider, on(&other_folder)).await;
+    let seen = visit(other.context(), &page).await;
+    assert!(
+        seen.cookies().is_empty() && seen.ls.is_empty(),
+        "another profile: {seen:?}"
+    );
+    release(other).await;
+    let plain = acquire(provider, AgentSessionState::default()).await;
+    let seen = visit(plain.context(), &page).await;
+    assert!(
+        seen.cookies().is_empty() && seen.ls.is_empty(),
+        "an ordinary lease: {seen:?}"
+    );
+    release(plain).await;
 }
 
 /// `cycles` acquire/visit/release cycles leave nothing open.

@@ -33,6 +33,7 @@ mod live_state;
 mod local;
 mod probe;
 mod probe_script;
+mod profiles;
 mod remote;
 mod router;
 mod session;

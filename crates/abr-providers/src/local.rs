@@ -1,13 +1,14 @@
 //! [`LocalBrowserSessionProvider`]: Chromium on this machine, through Playwright.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use abr_core::{
     AcquireMode, AcquireRequest, EgressPolicy, Lease, ProviderCapabilities, ProviderError,
-    SessionProvider,
+    ProviderErrorKind, SessionProvider,
 };
 use async_trait::async_trait;
 use playwright_rs::LaunchOptions;
@@ -21,6 +22,7 @@ use crate::driver::playwright;
 use crate::egress::{EgressProxy, LazyProxy};
 use crate::error::from_playwright;
 use crate::probe_script::INSTALL_JS;
+use crate::profiles::{ProfileLocks, profile_path};
 use crate::router::{NO_SHARED_WORKERS, RequestRouter, launched_without_shared_workers};
 use crate::session::BrowserSession;
 
@@ -66,6 +68,11 @@ pub struct LocalProviderConfig {
     /// guard off: only for a browser whose network is isolated by other means (and for
     /// measuring the guard). Downloads are denied and service workers blocked either way.
     pub egress: Option<EgressPolicy>,
+    /// The folder named profiles live in ([`AcquireRequest::profile`]): each is a
+    /// persistent browser context of its own Chromium process, with the job browser's
+    /// switches, egress proxy, downloads denied and service workers blocked, one lease at a
+    /// time. `None`: a profile is refused.
+    pub profiles: Option<PathBuf>,
 }
 
 impl Default for LocalProviderConfig {
@@ -81,6 +88,7 @@ impl Default for LocalProviderConfig {
             navigation_timeout: Duration::from_secs(30),
             prewarm: 2,
             egress: Some(EgressPolicy::new()),
+            profiles: None,
         }
     }
 }
@@ -109,6 +117,8 @@ pub struct LocalBrowserSessionProvider {
     proxy: LazyProxy,
     /// The job browser is launched without `SharedWorker` (its switches say so, once).
     jobs_without_shared_workers: bool,
+    /// One lease per profile folder at a time.
+    profile_locks: ProfileLocks,
 }
 
 impl std::fmt::Debug for LocalBrowserSessionProvider {
@@ -134,6 +144,7 @@ impl LocalBrowserSessionProvider {
             refills: Arc::default(),
             jobs: Arc::default(),
             proxy: LazyProxy::default(),
+            profile_locks: ProfileLocks::default(),
         }
     }
 
@@ -260,6 +271,116 @@ impl LocalBrowserSessionProvider {
             .map_err(|e| from_playwright("launching Chromium", e))?;
         self.launches.fetch_add(1, Ordering::SeqCst);
         Ok(browser)
+    }
+
+    /// A lease on the named profile `folder`: a persistent context launched on its folder
+    /// (a Chromium of its own, as a job's: the job binary and switches, or the interactive
+    /// ones for an interactive acquire), closed with the lease; the folder is locked to it.
+    /// Nothing is injected: the profile's own state is the session.
+    async fn acquire_profile(
+        &self,
+        request: AcquireRequest,
+        folder: &str,
+    ) -> Result<Lease<BrowserSession>, ProviderError> {
+        let Some(root) = self.config.profiles.as_deref() else {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Unsupported,
+                "this runner keeps no named profiles (ABR_PROFILE_DIR)",
+            ));
+        };
+        if request.state.is_some() {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Rejected,
+                "a profile is its own session: none is injected into it",
+            ));
+        }
+        let path = profile_path(root, folder)?;
+        let held = self
+            .profile_locks
+            .take(&path, self.config.launch_timeout)
+            .await?;
+        let pool = match request.mode {
+            AcquireMode::Interactive => Pool::Interactive,
+            AcquireMode::Unattended => Pool::Jobs,
+        };
+        let proxy = self.proxy_settings().await?;
+        let context = self.launch_persistent(pool, &path, proxy).await?;
+        let opened = async {
+            context
+                .add_init_script(&INSTALL_JS)
+                .await
+                .map_err(|e| from_playwright("installing the page probe", e))?;
+            BrowserSession::open(
+                context.clone(),
+                None,
+                request.start_url.as_deref(),
+                self.config.navigation_timeout,
+            )
+            .await
+        }
+        .await;
+        let session = match opened {
+            Ok(session) => session.with_probe_installed(),
+            Err(e) => {
+                let _ = context.close().await;
+                return Err(e);
+            }
+        };
+        let session = if pool == Pool::Jobs && self.jobs_without_shared_workers {
+            session.with_router(Arc::new(RequestRouter::without_shared_workers()))
+        } else {
+            session
+        };
+        Ok(Lease::new(session, move |session: Arc<BrowserSession>| {
+            Box::pin(async move {
+                session.router().leave_net().await;
+                // Closing a persistent context closes its browser, which writes the profile.
+                let closed = session
+                    .context()
+                    .close()
+                    .await
+                    .map_err(|e| from_playwright("closing the profile's browser", e));
+                drop(held);
+                closed
+            })
+        }))
+    }
+
+    async fn launch_persistent(
+        &self,
+        pool: Pool,
+        path: &Path,
+        proxy: Option<ProxySettings>,
+    ) -> Result<BrowserContext, ProviderError> {
+        let binary = self.binary(pool);
+        let executable = binary.require()?;
+        let headful = pool == Pool::Interactive
+            && binary.can_be_headful()
+            && self
+                .config
+                .headful_interactive
+                .unwrap_or_else(display_available);
+        let (width, height) = self.config.viewport;
+        let options = BrowserContextOptions::builder()
+            .viewport(Viewport { width, height })
+            .accept_downloads(AcceptDownloads::Deny)
+            .service_workers("block".to_owned())
+            .executable_path(executable.to_string_lossy().into_owned())
+            .headless(!headful)
+            .args(launch_args(&self.config, pool))
+            .timeout(self.config.launch_timeout.as_secs_f64() * 1000.0);
+        let options = match proxy {
+            Some(proxy) => options.proxy(proxy).build(),
+            None => options.build(),
+        };
+        let pw = playwright().await?;
+        let context = pw
+            .chromium()
+            .launch_persistent_context_with_options(path.to_string_lossy().into_owned(), options)
+            .await
+            .map_err(|e| from_playwright("launching Chromium on the profile", e))?;
+        self.launches.fetch_add(1, Ordering::SeqCst);
+        Ok(context)
     }
 
     /// The warm browser of `pool`, launching it if there is none or it died.
@@ -434,7 +555,10 @@ impl SessionProvider for LocalBrowserSessionProvider {
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities { interactive: true }
+        ProviderCapabilities {
+            interactive: true,
+            profiles: self.config.profiles.is_some(),
+        }
     }
 
     /// The shared browsers connected, the job leases alive and the warm contexts; `None`
@@ -466,6 +590,9 @@ impl SessionProvider for LocalBrowserSessionProvider {
         &self,
         request: AcquireRequest,
     ) -> Result<Lease<BrowserSession>, ProviderError> {
+        if let Some(folder) = request.profile.clone() {
+            return self.acquire_profile(request, &folder).await;
+        }
         let pool = match request.mode {
             AcquireMode::Interactive => Pool::Interactive,
             AcquireMode::Unattended => Pool::Jobs,

@@ -92,7 +92,10 @@ pub trait RemoteBackend: Send + Sync + 'static {
     /// What the provider can do. Default: interactive (a remote browser can be shown
     /// through the runner's own live view).
     fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities { interactive: true }
+        ProviderCapabilities {
+            interactive: true,
+            profiles: false,
+        }
     }
 
     /// Deadlines of attaching and opening, and the egress policy of the URL gate.
@@ -341,6 +344,12 @@ impl<B: RemoteBackend> SessionProvider for RemoteSessionProvider<B> {
         &self,
         request: AcquireRequest,
     ) -> Result<Lease<BrowserSession>, ProviderError> {
+        if request.profile.is_some() {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Unsupported,
+                "a remote provider opens no named profiles: they live on a local runner's disk",
+            ));
+        }
         let backend = &self.backend;
         let name = backend.name();
         // On a single-session service, no create while one of ours is live or being ended:

@@ -126,6 +126,7 @@ fn task() -> TaskRequest {
     }))
     .unwrap();
     TaskRequest {
+        profile: None,
         plan,
         inputs: BTreeMap::from([("email".to_owned(), SecretValue::new("a@example.com"))]),
         secret_inputs: Vec::new(),

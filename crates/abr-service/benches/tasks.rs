@@ -329,6 +329,7 @@ impl Abr {
         email: &str,
     ) -> TaskTiming {
         let request = TaskRequest {
+            profile: None,
             plan: plan.clone(),
             inputs: inputs(email),
             secret_inputs: Vec::new(),
@@ -475,6 +476,7 @@ async fn steps_only(
     let mut marks = Vec::with_capacity(PHASES.len());
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "task".into(),
             state: Some(session.clone()),

@@ -1,15 +1,20 @@
-//! In-memory [`FrameStore`] and [`SiteStore`]: for tests and embedding without a database.
+//! In-memory [`FrameStore`], [`SiteStore`] and [`ProfileStore`]: for tests and embedding
+//! without a database.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
-use abr_protocol::{FrameInfo, RunScreenshots, ScreenshotsMode, SiteEntry};
+use abr_protocol::{
+    FrameInfo, ProfileEntry, ProfileSignIn, RunScreenshots, ScreenshotsMode, SiteEntry,
+};
 use async_trait::async_trait;
+use time::OffsetDateTime;
 
 use crate::error::CoreError;
 use crate::guard::frames::{
     FrameRefused, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN, StoredFrame,
 };
+use crate::guard::profiles::{ProfileDecision, ProfileStore, put_sign_in};
 use crate::guard::sites::SiteStore;
 
 type RunKey = (String, String);
@@ -204,5 +209,83 @@ impl SiteStore for InMemorySiteStore {
             .lock()
             .get_mut(tenant)
             .is_some_and(|m| m.remove(domain).is_some()))
+    }
+}
+
+/// A tenant's named profiles, in memory.
+#[derive(Default)]
+pub struct InMemoryProfileStore {
+    inner: Mutex<HashMap<String, BTreeMap<String, ProfileEntry>>>,
+}
+
+impl std::fmt::Debug for InMemoryProfileStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryProfileStore")
+            .finish_non_exhaustive()
+    }
+}
+
+impl InMemoryProfileStore {
+    fn with<T>(&self, tenant: &str, f: impl FnOnce(&mut BTreeMap<String, ProfileEntry>) -> T) -> T {
+        let mut all = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(all.entry(tenant.to_owned()).or_default())
+    }
+}
+
+#[async_trait]
+impl ProfileStore for InMemoryProfileStore {
+    async fn profiles(&self, tenant: &str) -> Result<Vec<ProfileEntry>, CoreError> {
+        Ok(self.with(tenant, |m| m.values().cloned().collect()))
+    }
+
+    async fn profile(&self, tenant: &str, name: &str) -> Result<Option<ProfileEntry>, CoreError> {
+        Ok(self.with(tenant, |m| m.get(name).cloned()))
+    }
+
+    async fn ask(&self, tenant: &str, name: &str, at: OffsetDateTime) -> Result<bool, CoreError> {
+        Ok(self.with(tenant, |m| {
+            let entry = m
+                .entry(name.to_owned())
+                .or_insert_with(|| ProfileEntry::new(name));
+            let first = entry.asked_at.is_none() && entry.decision.is_none();
+            if first {
+                entry.asked_at = Some(at);
+            }
+            first
+        }))
+    }
+
+    async fn decide(
+        &self,
+        tenant: &str,
+        name: &str,
+        decision: ProfileDecision,
+    ) -> Result<(), CoreError> {
+        self.with(tenant, |m| {
+            decision.apply(
+                m.entry(name.to_owned())
+                    .or_insert_with(|| ProfileEntry::new(name)),
+            );
+        });
+        Ok(())
+    }
+
+    async fn record_sign_in(
+        &self,
+        tenant: &str,
+        name: &str,
+        sign_in: ProfileSignIn,
+    ) -> Result<(), CoreError> {
+        self.with(tenant, |m| {
+            put_sign_in(
+                m.entry(name.to_owned())
+                    .or_insert_with(|| ProfileEntry::new(name)),
+                sign_in,
+            );
+        });
+        Ok(())
     }
 }

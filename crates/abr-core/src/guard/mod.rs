@@ -7,6 +7,8 @@
 //!   rule with a typed [`BlockedAction`](abr_protocol::BlockedAction).
 //! - [`detect_pause`]: the handoff a page calls for, from its [`PageSignals`].
 //! - [`SitePolicy`] / [`SiteStore`]: a tenant's allow and deny lists and durable consent.
+//! - [`ProfileStore`] / [`check_sign_in`]: named browser profiles, the owner's consent to
+//!   each, and the sign-in check before a committing press.
 //! - [`FrameRecorder`] / [`FrameStore`]: redacted replay frames, bounded, and refused for a
 //!   run recorded with screenshots off.
 //! - [`classify`] / [`RequestGate`]: the network rule below the page: in a read-only or dry
@@ -21,6 +23,7 @@ pub(crate) mod memory;
 pub(crate) mod network;
 pub(crate) mod pause;
 pub(crate) mod probe;
+pub(crate) mod profiles;
 pub(crate) mod redaction;
 pub(crate) mod run_guard;
 pub(crate) mod sites;
@@ -35,7 +38,7 @@ pub use frames::{
     FrameRecorder, FrameRefused, FrameSource, FrameStore, MAX_FRAME_BYTES, MAX_FRAMES_PER_RUN,
     PlatformFrames, RunFrames, RunFramesSource, StoredFrame, frame_url, run_screenshots,
 };
-pub use memory::{InMemoryFrameStore, InMemorySiteStore};
+pub use memory::{InMemoryFrameStore, InMemoryProfileStore, InMemorySiteStore};
 pub use network::{
     Endpoint, MAX_ENDPOINTS, MAX_GRAPHQL_BODY, NetworkRuleError, NetworkRules, OutgoingRequest,
     OwnSites, RequestGate, RequestKind, classify, graphql_queries_only, host_of, is_safe_method,
@@ -44,6 +47,10 @@ pub use pause::{PauseRules, detect_pause};
 pub use probe::{
     ElementBox, FormFacts, FrameError, PageProbe, PageSignals, REDACTED, Reach, RedactedFrame,
     SiteFilter, SnapshotRequest, jpeg_size,
+};
+pub use profiles::{
+    MAX_PROFILE_NAME, ProfileDecision, ProfileStore, SignedOut, check_sign_in, profile_folder,
+    profile_name, put_sign_in, refreshed_sign_in, sign_in_site, signed_in_cookies,
 };
 pub use redaction::{MAX_REDACTION_RULE_LEN, MAX_REDACTION_RULES, PageRedaction, RedactionError};
 pub use run_guard::{ReadOnlySource, RunGuard};

@@ -425,7 +425,7 @@ impl OwnSites {
 }
 
 /// The registrable domain of `host` (lower-case), or the host itself when it has none.
-fn site_of(host: &str) -> String {
+pub(crate) fn site_of(host: &str) -> String {
     let host = host
         .trim()
         .trim_start_matches('.')

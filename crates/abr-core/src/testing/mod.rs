@@ -230,6 +230,11 @@ impl FakeContext {
     pub fn state(&self) -> AgentSessionState {
         lock(&self.state).clone()
     }
+
+    /// Replaces the state (a person signed in, or out, in this browser).
+    pub fn set_state(&self, state: AgentSessionState) {
+        *lock(&self.state) = state;
+    }
 }
 
 #[async_trait]
@@ -268,6 +273,8 @@ pub struct FakeProvider {
     contexts: Mutex<Vec<Arc<FakeContext>>>,
     sign_in_state: Arc<Mutex<Option<AgentSessionState>>>,
     page: Arc<FakePage>,
+    profiles: Arc<Mutex<std::collections::BTreeMap<String, AgentSessionState>>>,
+    profiles_opened: Mutex<Vec<String>>,
 }
 
 impl Default for FakeProvider {
@@ -281,7 +288,10 @@ impl FakeProvider {
     /// contexts acquired with a state start signed in.
     pub fn new() -> Self {
         Self {
-            capabilities: ProviderCapabilities { interactive: true },
+            capabilities: ProviderCapabilities {
+                interactive: true,
+                profiles: false,
+            },
             viewer: None,
             next_id: AtomicU64::new(1),
             acquired: AtomicUsize::new(0),
@@ -297,7 +307,32 @@ impl FakeProvider {
             contexts: Mutex::default(),
             sign_in_state: Arc::default(),
             page: Arc::default(),
+            profiles: Arc::default(),
+            profiles_opened: Mutex::default(),
         }
+    }
+
+    /// Opens named profiles: a lease on a profile starts with the state the last lease on it
+    /// left (kept when it is released), as a folder on disk would.
+    #[must_use]
+    pub fn with_profiles(mut self) -> Self {
+        self.capabilities.profiles = true;
+        self
+    }
+
+    /// The profile folders acquires opened, in order.
+    pub fn profiles_opened(&self) -> Vec<String> {
+        lock(&self.profiles_opened).clone()
+    }
+
+    /// Sets what profile folder `folder` holds (as if a person had used it).
+    pub fn set_profile_state(&self, folder: &str, state: AgentSessionState) {
+        lock(&self.profiles).insert(folder.to_owned(), state);
+    }
+
+    /// What profile folder `folder` holds.
+    pub fn profile_state(&self, folder: &str) -> Option<AgentSessionState> {
+        lock(&self.profiles).get(folder).cloned()
     }
 
     /// The page every context of this provider runs step plans on.
@@ -425,6 +460,25 @@ impl SessionProvider for FakeProvider {
         if let Some(kind) = lock(&self.fail_next).take() {
             return Err(ProviderError::new(kind, "fake acquire failure"));
         }
+        let profile = request.profile.clone();
+        let state = match &profile {
+            Some(_) if !self.capabilities.profiles => {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::Unsupported,
+                    "the fake provider opens no named profiles",
+                ));
+            }
+            Some(folder) => {
+                lock(&self.profiles_opened).push(folder.clone());
+                Some(
+                    lock(&self.profiles)
+                        .get(folder)
+                        .cloned()
+                        .unwrap_or_default(),
+                )
+            }
+            None => request.state.clone(),
+        };
         lock(&self.injected).push(request.state.clone());
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let interactive = request.mode == AcquireMode::Interactive;
@@ -434,7 +488,7 @@ impl SessionProvider for FakeProvider {
             signed_in: AtomicBool::new(
                 !interactive && self.signed_in_on_acquire.load(Ordering::SeqCst),
             ),
-            state: Mutex::new(request.state.unwrap_or_default()),
+            state: Mutex::new(state.unwrap_or_default()),
             fail_export: AtomicBool::new(self.fail_exports.load(Ordering::SeqCst)),
             lost: AtomicBool::new(false),
             live: Arc::default(),
@@ -449,8 +503,13 @@ impl SessionProvider for FakeProvider {
         };
         self.max_open_seen.fetch_max(open_now, Ordering::SeqCst);
         let record = ReleaseRecord(Arc::clone(&self.open), Arc::clone(&self.released_ids));
+        let profiles = Arc::clone(&self.profiles);
         let lease = Lease::new(context, move |ctx| {
             Box::pin(async move {
+                if let Some(folder) = profile {
+                    let kept = lock(&ctx.state).clone();
+                    lock(&profiles).insert(folder, kept);
+                }
                 record.record(ctx.id);
                 Ok(())
             })

@@ -127,6 +127,7 @@ pub fn sample_task(tenant: &str, id: &str, state: TaskState) -> StoredTask {
             ..LedgerHeader::default()
         },
         request: TaskRequest {
+            profile: None,
             plan: StepPlan {
                 target_url: "https://example.com/".into(),
                 steps: vec![],

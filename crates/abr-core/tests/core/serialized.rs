@@ -22,6 +22,7 @@ fn capture() -> AcquireRequest {
 
 fn request_for(mode: AcquireMode) -> AcquireRequest {
     AcquireRequest {
+        profile: None,
         mode,
         platform: "demo".into(),
         state: None,
@@ -171,8 +172,10 @@ fn capabilities_and_name_are_forwarded() {
     let p = SerializedProvider::new(FakeProvider::new(), Duration::from_secs(1));
     assert!(p.capabilities().interactive);
     assert_eq!(p.name(), "fake");
-    let headless =
-        FakeProvider::new().with_capabilities(ProviderCapabilities { interactive: false });
+    let headless = FakeProvider::new().with_capabilities(ProviderCapabilities {
+        interactive: false,
+        profiles: false,
+    });
     let caps = SerializedProvider::new(headless, Duration::from_secs(1)).capabilities();
     assert!(!caps.interactive);
 }

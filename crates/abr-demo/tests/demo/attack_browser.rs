@@ -665,6 +665,7 @@ async fn attack_pages_write_and_harmless_controls_only_read_in_a_plain_browser()
     });
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "demo".into(),
             state: None,

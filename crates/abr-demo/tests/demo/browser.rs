@@ -57,6 +57,7 @@ async fn sign_in(
 ) -> AgentSessionState {
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "demo".into(),
             state: None,

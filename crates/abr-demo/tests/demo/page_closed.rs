@@ -67,6 +67,7 @@ async fn a_page_closed_after_submit_is_reported_closed_not_as_a_navigation_timeo
     let session = signed_in(&site).await;
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "demo".into(),
             state: Some(session),

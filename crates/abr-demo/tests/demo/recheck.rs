@@ -61,6 +61,7 @@ async fn recheck_fresh(
 ) -> RecheckOutcome {
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "demo".into(),
             state: Some(session.clone()),

@@ -11,6 +11,7 @@
 mod artifacts;
 mod lists;
 mod records;
+pub(crate) use records::SETTINGS_PLATFORM;
 
 pub use records::LinkedTask;
 
@@ -24,7 +25,7 @@ use abr_core::budget::{DeadlineBudget, Pacing};
 use abr_core::clock::{Clock, OsRandom, RandomSource, SystemClock, new_token};
 use abr_core::context::TaskContext;
 use abr_core::error::CoreError;
-use abr_core::guard::{FrameSource, FrameStore, SiteStore};
+use abr_core::guard::{FrameSource, FrameStore, ProfileStore, SiteStore};
 use abr_core::limits::TenantLimits;
 use abr_core::principal::{Actor, Right};
 use abr_core::provider::DynSessionProvider;
@@ -232,6 +233,7 @@ pub struct EngineBuilder<C: TaskContext> {
     sweep_gate: Option<Arc<dyn crate::retention::SweepGate>>,
     task_queue: Option<Arc<dyn TaskQueue>>,
     completion: Option<Arc<dyn TaskCompletion>>,
+    profiles: Option<Arc<dyn ProfileStore>>,
     clock: Arc<dyn Clock>,
     random: Arc<dyn RandomSource>,
 }
@@ -269,6 +271,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             sweep_gate: None,
             task_queue: None,
             completion: None,
+            profiles: None,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
         }
@@ -362,6 +365,17 @@ impl<C: TaskContext> EngineBuilder<C> {
     #[must_use]
     pub fn completion(mut self, sink: Arc<dyn TaskCompletion>) -> Self {
         self.completion = Some(sink);
+        self
+    }
+
+    /// Runs tasks on named browser profiles (`profile` in a task request), keeping the
+    /// owners' consent and what is recorded of the profiles' sign-ins in `store`. The job
+    /// provider must open profiles ([`ProviderCapabilities::profiles`](abr_core::ProviderCapabilities)):
+    /// a local runner's disk. Without it a task naming a profile is refused
+    /// (`unsupported`).
+    #[must_use]
+    pub fn profiles(mut self, store: Arc<dyn ProfileStore>) -> Self {
+        self.profiles = Some(store);
         self
     }
 
@@ -475,6 +489,9 @@ impl<C: TaskContext> EngineBuilder<C> {
             .with_artifacts(artifacts.clone())
             .with_audit(audit.clone());
         tasks = tasks.with_events(Arc::clone(&events));
+        if let Some(profiles) = &self.profiles {
+            tasks = tasks.with_profiles(Arc::clone(profiles));
+        }
         let tasks = Arc::new(tasks);
         let captures = Arc::new(
             SessionCaptureManager::new(
@@ -542,6 +559,7 @@ impl<C: TaskContext> EngineBuilder<C> {
             captures,
             frames,
             sites,
+            profiles: self.profiles,
             keys,
             admission,
             links: ApprovalLinks::new(Arc::clone(&store) as Arc<dyn LinkStore>, Arc::clone(&clock)),
@@ -682,6 +700,7 @@ pub struct Engine<C: TaskContext> {
     browsers: DynSessionProvider<C>,
     frames: Arc<dyn FrameStore>,
     sites: Arc<dyn SiteStore>,
+    profiles: Option<Arc<dyn ProfileStore>>,
     keys: Keys,
     /// The tenants' limits, for what holds a browser outside tasks and posts (a probe).
     admission: TenantAdmission,

@@ -11,7 +11,8 @@ use abr_core::principal::{Actor, Right};
 use abr_core::store::RecordStore;
 use abr_protocol::{
     ActionApproval, ActionDecision, ApproveRequest, AssertNotPostedRequest, FrameInfo, PostRecord,
-    RejectRequest, RunScreenshots, RunTimeline, SiteEntry, StoredSession, TaskRecord, TaskState,
+    ProfileConsentRequest, ProfileEntry, RejectRequest, RunScreenshots, RunTimeline, SiteEntry,
+    StoredSession, TaskRecord, TaskState,
 };
 
 use crate::approval_links::MintedLink;
@@ -19,7 +20,7 @@ use crate::caller::Caller;
 use crate::error::EngineError;
 
 /// The `platform` of audit events about a tenant's own settings (no platform involved).
-const SETTINGS_PLATFORM: &str = "settings";
+pub(crate) const SETTINGS_PLATFORM: &str = "settings";
 use crate::engine::Engine;
 use crate::handoff::ActiveTakeover;
 
@@ -407,6 +408,67 @@ impl<C: TaskContext> Engine<C> {
             self.audit.emit(event);
         }
         Ok(removed)
+    }
+
+    /// The tenant's named browser profiles (consent and recorded sign-ins), sorted by
+    /// name; none on an engine without profiles.
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may read; a store failure.
+    pub async fn profiles_of(&self, actor: &Actor) -> Result<Vec<ProfileEntry>, EngineError> {
+        actor.require(Right::Read)?;
+        let Some(store) = &self.profiles else {
+            return Ok(Vec::new());
+        };
+        let mut profiles = store.profiles(actor.tenant()).await?;
+        profiles.sort_by(|a, b| a.profile.cmp(&b.profile));
+        Ok(profiles)
+    }
+
+    /// Allows or declines the named browser profile `name` for the tenant (replacing an
+    /// earlier decision), recording who decided and with which key; audited
+    /// (`profile_decided`).
+    ///
+    /// # Errors
+    /// [`CoreError::Forbidden`] unless the actor may change the tenant's settings (an
+    /// approver or an operator); a bad name or an empty `decidedBy`;
+    /// [`CoreError::Unsupported`] on an engine without profiles; a store failure.
+    pub async fn decide_profile(
+        &self,
+        actor: &Actor,
+        name: &str,
+        request: &ProfileConsentRequest,
+    ) -> Result<ProfileEntry, EngineError> {
+        actor.require(Right::TenantSettings)?;
+        let name = abr_core::guard::profile_name(name)?;
+        let decided_by = abr_core::tenant::person("decidedBy", request.decided_by.trim())?;
+        let Some(store) = &self.profiles else {
+            return Err(EngineError::from(CoreError::Unsupported {
+                provider: "this runner".into(),
+                what: "named profiles (a local runner with ABR_PROFILE_DIR)",
+            }));
+        };
+        let key = actor.principal().key_id().to_owned();
+        store
+            .decide(
+                actor.tenant(),
+                name,
+                abr_core::guard::ProfileDecision {
+                    decision: request.decision,
+                    decided_by: decided_by.clone(),
+                    decided_by_key: Some(key),
+                    decided_at: self.now(),
+                },
+            )
+            .await?;
+        let mut event = self.settings_event(AuditAction::ProfileDecided, actor);
+        event.profile = Some(name.to_owned());
+        event.actor = Some(decided_by);
+        event.decision = Some(request.decision);
+        self.audit.emit(event);
+        store.profile(actor.tenant(), name).await?.ok_or_else(|| {
+            EngineError::from(CoreError::Internal("a profile decision was not kept"))
+        })
     }
 
     /// An audit event about a change of the tenant's own settings (no platform involved),

@@ -128,6 +128,7 @@ impl<C: TaskContext> TaskRunner<C> {
             )));
         };
         let task_request = TaskRequest {
+            profile: None,
             plan: StepPlan {
                 target_url: url.to_string(),
                 steps: Vec::new(),
@@ -157,6 +158,7 @@ impl<C: TaskContext> TaskRunner<C> {
             extra,
             platform,
             state,
+            ..
         } = self
             .resolve_policy(tenant, &task_request, NO_PLATFORM)
             .await?;
@@ -209,7 +211,7 @@ impl<C: TaskContext> TaskRunner<C> {
         }
         let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
-        let lease = match self.acquire(&platform, state, scopes).await {
+        let lease = match self.acquire(&platform, state, scopes, None).await {
             Ok(lease) => lease,
             Err(e) => {
                 self.abandon(task, &e, admitted).await;

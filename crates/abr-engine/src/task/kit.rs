@@ -77,6 +77,7 @@ impl<C: TaskContext> TaskRunner<C> {
             sites
         });
         let account = TaskAccount {
+            profile: request.profile.clone(),
             session_id: request.session_id.clone(),
             sent_session_sites,
             platform: request.platform.clone(),
@@ -137,11 +138,13 @@ impl<C: TaskContext> TaskRunner<C> {
                     .into(),
             )));
         }
+        let profile = self.allowed_profile(tenant, request).await?;
         Ok(RunPolicy {
             policy,
             extra,
             platform,
             state,
+            profile,
         })
     }
 
@@ -334,4 +337,6 @@ pub(super) struct RunPolicy {
     pub(super) platform: String,
     /// The session the run starts with (unscoped yet), loaded once.
     pub(super) state: Option<AgentSessionState>,
+    /// The named profile it opens instead, allowed by its owner.
+    pub(super) profile: Option<crate::task::profiles::RunProfile>,
 }

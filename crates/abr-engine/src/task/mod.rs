@@ -18,6 +18,7 @@ pub(crate) mod network;
 pub(crate) mod outcome;
 pub(crate) mod pauses;
 pub(crate) mod preview;
+pub(crate) mod profiles;
 pub(crate) mod rails;
 pub(crate) mod run;
 pub(crate) mod runner;

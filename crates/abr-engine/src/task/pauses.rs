@@ -415,6 +415,37 @@ impl<C: TaskContext> TaskRunner<C> {
                 .await?;
             return Ok(true);
         }
+        if let Some(profile) = rails.profile.clone() {
+            let host = rails::host_of(&rails.last_url);
+            let site = abr_core::guard::sign_in_site(&host);
+            if !rails.profile_checked.contains(&site) {
+                let jar = self.profile_jar(lease, &host).await;
+                task.record.session_check = Some(jar.iter().map(|(f, _)| f.clone()).collect());
+                match self
+                    .profile_signed_in(&task.ledger.tenant_id, &profile, &host, &jar)
+                    .await
+                {
+                    Ok(()) => {
+                        rails.profile_checked.insert(site);
+                    }
+                    Err(why) if rails.handoff_wait.is_none() => {
+                        return Err(Failure::refusal(
+                            PauseReason::LoginRequired.as_str(),
+                            format!(
+                                "{why} (profile `{}`): a person signs in before a committing \
+                                 press; nothing was pressed (send `handoff` to wait for them)",
+                                profile.name
+                            ),
+                        ));
+                    }
+                    Err(_) => {
+                        self.pause(task, rails, lease, PauseReason::LoginRequired, Some(index))
+                            .await?;
+                        return Ok(true);
+                    }
+                }
+            }
+        }
         if rails.has_session && task.record.session_check.is_none() {
             let host = rails::host_of(&rails.last_url);
             let timeout = self.config().export_timeout;
@@ -571,6 +602,14 @@ impl<C: TaskContext> TaskRunner<C> {
                 ),
             ));
         };
+        // What a profile holds before a person signs in: their sign-in is what changes.
+        let signing_in = match &rails.profile {
+            Some(profile) if reason == PauseReason::LoginRequired => {
+                let host = rails::host_of(&rails.last_url);
+                Some((profile.clone(), self.profile_jar(lease, &host).await))
+            }
+            _ => None,
+        };
         let sites = LiveSites::new(&rails.last_url, None);
         let mut pending = self
             .handoffs
@@ -616,6 +655,19 @@ impl<C: TaskContext> TaskRunner<C> {
         rails.network.set_person(false);
         match end {
             TakeoverState::Resumed => {
+                if let Some((profile, before)) = signing_in {
+                    let host = rails::host_of(&rails.last_url);
+                    let after = self.profile_jar(lease, &host).await;
+                    self.record_profile_sign_in(
+                        &task.ledger.tenant_id,
+                        &profile,
+                        &host,
+                        &before,
+                        &after,
+                    )
+                    .await;
+                    rails.profile_checked.clear();
+                }
                 if reason == PauseReason::ConsentRequired
                     && let Some(store) = &self.sites
                 {

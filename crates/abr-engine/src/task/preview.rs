@@ -63,6 +63,7 @@ impl<C: TaskContext> TaskRunner<C> {
             extra,
             platform,
             state,
+            profile,
         } = self
             .resolve_policy(&tenant, &task.request, NO_PLATFORM)
             .await
@@ -87,7 +88,7 @@ impl<C: TaskContext> TaskRunner<C> {
         let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
         let lease = self
-            .acquire(&platform, state, scopes)
+            .acquire(&platform, state, scopes, profile.as_ref())
             .await
             .map_err(|e| format!("no browser: {e}"))?;
         let taken = match self.arm(&rails, &lease).await {

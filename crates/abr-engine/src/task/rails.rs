@@ -107,6 +107,11 @@ pub(crate) struct Rails {
     pub(crate) handoff_wait: Option<Duration>,
     /// The run carries a session: check its cookies before the first committing action.
     pub(crate) has_session: bool,
+    /// The run is on a named profile: check its recorded sign-in to the site before a
+    /// committing action, once per site.
+    pub(crate) profile: Option<crate::task::profiles::RunProfile>,
+    /// The sites the profile's sign-in was found good for in this run.
+    pub(crate) profile_checked: HashSet<String>,
     /// Pauses a person already resumed on this page (reason, page without query).
     pub(crate) acknowledged: HashSet<(PauseReason, String)>,
     /// The page's URL at the last checkpoint.
@@ -165,6 +170,8 @@ impl Rails {
             evidence: Some(Arc::default()),
             handoff_wait,
             has_session,
+            profile: None,
+            profile_checked: HashSet::new(),
             acknowledged: HashSet::new(),
             last_url: String::new(),
             refused_seen: 0,

@@ -34,6 +34,7 @@ use crate::task::network::{MarkCommitting, RunNetwork};
 use crate::task::outcome::{
     Failure, Outcome, blocked_or, callback_url, ms, network_truth, unscoped_policy,
 };
+use crate::task::profiles::RunProfile;
 use crate::task::rails;
 use crate::task::rails::Rails;
 use crate::task::runner::NO_PLATFORM;
@@ -248,6 +249,7 @@ impl<C: TaskContext> TaskRunner<C> {
             extra,
             platform,
             state,
+            profile,
         } = match self
             .resolve_policy(&task.ledger.tenant_id, &task.request, NO_PLATFORM)
             .await
@@ -269,9 +271,17 @@ impl<C: TaskContext> TaskRunner<C> {
             Ok(rails) => rails,
             Err((step, failure)) => return Outcome::interrupted(false, step, failure),
         };
+        if profile.is_some() {
+            // A profile is its owner's signed-in browser: the run never signs in itself.
+            rails.rules.may_sign_in = false;
+            rails.profile.clone_from(&profile);
+        }
         let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
-        let lease = match self.acquire(&platform, state, scopes).await {
+        let lease = match self
+            .acquire(&platform, state, scopes, profile.as_ref())
+            .await
+        {
             Ok(lease) => lease,
             Err(e) => return Outcome::not_started(e.to_body().retryable(true)),
         };
@@ -305,6 +315,10 @@ impl<C: TaskContext> TaskRunner<C> {
                 scopes,
             )
             .await;
+        }
+        if let Some(profile) = &profile {
+            self.refresh_profile(&task.ledger.tenant_id, profile, &lease)
+                .await;
         }
         rails.settle_frames().await;
         self.release(lease).await;
@@ -366,8 +380,10 @@ impl<C: TaskContext> TaskRunner<C> {
         platform: &str,
         state: Option<AgentSessionState>,
         scopes: Scopes<'_>,
+        profile: Option<&RunProfile>,
     ) -> Result<Lease<C>, EngineError> {
         let request = AcquireRequest {
+            profile: profile.map(|p| p.folder.clone()),
             mode: AcquireMode::Unattended,
             platform: platform.to_owned(),
             state: state.map(|s| scopes.apply(&s).0),
@@ -1073,6 +1089,7 @@ impl<C: TaskContext> TaskRunner<C> {
             extra,
             platform,
             state,
+            profile,
         } = match self
             .resolve_policy(&task.ledger.tenant_id, &task.request, NO_PLATFORM)
             .await
@@ -1082,7 +1099,10 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
-        let lease = match self.acquire(&platform, state, scopes).await {
+        let lease = match self
+            .acquire(&platform, state, scopes, profile.as_ref())
+            .await
+        {
             Ok(lease) => lease,
             Err(e) => return unavailable(e.to_body().retryable(true)),
         };

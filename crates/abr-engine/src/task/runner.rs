@@ -10,7 +10,7 @@ use abr_core::approval::ApprovalRule;
 use abr_core::audit::Auditor;
 use abr_core::clock::{Clock, SystemClock};
 use abr_core::context::TaskContext;
-use abr_core::guard::{FrameStore, SiteStore};
+use abr_core::guard::{FrameStore, ProfileStore, SiteStore};
 use abr_core::limits::TenantLimits;
 use abr_core::plan::PlanLimits;
 use abr_core::provider::DynSessionProvider;
@@ -156,6 +156,7 @@ pub(crate) struct TaskRunner<C: TaskContext> {
     pub(super) body_key: Option<SecretValue>,
     pub(super) frames: Option<Arc<dyn FrameStore>>,
     pub(super) sites: Option<Arc<dyn SiteStore>>,
+    pub(super) profiles: Option<Arc<dyn ProfileStore>>,
     pub(super) handoffs: Arc<Handoffs<C>>,
     pub(super) events: Arc<Events>,
     pub(super) browses: crate::task::browses::Browses<C>,
@@ -189,6 +190,7 @@ impl<C: TaskContext> TaskRunner<C> {
             body_key: None,
             frames: None,
             sites: None,
+            profiles: None,
             handoffs: Arc::new(Handoffs::new(Arc::new(SystemClock))),
             events: Arc::new(Events::new(
                 crate::events::EventLogConfig::in_memory(),
@@ -263,6 +265,14 @@ impl<C: TaskContext> TaskRunner<C> {
     #[must_use]
     pub(crate) fn with_sites(mut self, sites: Arc<dyn SiteStore>) -> Self {
         self.sites = Some(sites);
+        self
+    }
+
+    /// Opens named profiles whose consent and sign-ins `profiles` keeps (the provider must
+    /// open them too). Without it a task naming a profile is refused.
+    #[must_use]
+    pub(crate) fn with_profiles(mut self, profiles: Arc<dyn ProfileStore>) -> Self {
+        self.profiles = Some(profiles);
         self
     }
 

@@ -53,6 +53,7 @@ fn h(rules: ArtifactRules) -> H {
 fn request(plan: serde_json::Value) -> TaskRequest {
     let plan: StepPlan = serde_json::from_value(plan).unwrap();
     TaskRequest {
+        profile: None,
         plan,
         inputs: BTreeMap::new(),
         secret_inputs: Vec::new(),

@@ -488,8 +488,10 @@ async fn a_policy_without_interactive_capture_is_denied_before_acquiring() {
 
 #[tokio::test]
 async fn a_provider_that_cannot_be_interactive_is_unsupported() {
-    let provider =
-        FakeProvider::new().with_capabilities(ProviderCapabilities { interactive: false });
+    let provider = FakeProvider::new().with_capabilities(ProviderCapabilities {
+        interactive: false,
+        profiles: false,
+    });
     let f = fixture_with(provider, &scoped_policy(), config());
 
     let err = f.manager.start(start_request()).await.unwrap_err();

@@ -434,7 +434,10 @@ impl SessionProvider for SiteProvider {
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities { interactive: false }
+        ProviderCapabilities {
+            interactive: false,
+            profiles: false,
+        }
     }
 
     async fn acquire(&self, request: AcquireRequest) -> Result<Lease<FakePage>, ProviderError> {

@@ -23,6 +23,7 @@ mod keys;
 mod live;
 mod post_journal;
 mod poster;
+mod profiles;
 mod tasks;
 
 use std::sync::Arc;

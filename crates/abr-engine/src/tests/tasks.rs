@@ -232,6 +232,7 @@ const SUBMIT: &str = "role=button[name=Submit]";
 
 fn request(plan: StepPlan) -> TaskRequest {
     TaskRequest {
+        profile: None,
         plan,
         inputs: BTreeMap::from([("email".to_owned(), SecretValue::new(CANARY))]),
         secret_inputs: Vec::new(),

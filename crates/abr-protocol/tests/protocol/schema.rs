@@ -277,6 +277,7 @@ fn task_record() -> TaskRecord {
             length: 7,
         }],
         account: Some(TaskAccount {
+            profile: None,
             session_id: Some("s1".into()),
             sent_session_sites: Some(vec!["example.com".into()]),
             platform: Some("demo".into()),
@@ -534,6 +535,7 @@ fn what_the_types_write_validates_against_their_schemas() {
     let plan: StepPlan = serde_json::from_value(every_form()).unwrap();
     written_validates(&plan);
     written_validates(&TaskRequest {
+        profile: None,
         plan,
         inputs: BTreeMap::from([("password".into(), SecretValue::new("hunter2"))]),
         secret_inputs: vec!["password".into()],

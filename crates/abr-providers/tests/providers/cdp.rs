@@ -59,6 +59,7 @@ async fn cdp_attach_conformance_over_http_endpoint() {
     conformance::no_socket_leaves_a_guarded_context(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
     conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;
+    conformance::profiles_keep_their_own_state(provider.as_ref(), &site, "t00/none").await;
     conformance::cycles_leak_nothing(provider.as_ref(), &site, 50, &probe).await;
     conformance::concurrent_acquires(provider.clone(), site.clone(), 3).await;
     provider.shutdown().await;
@@ -85,6 +86,7 @@ async fn cdp_attach_by_ws_url_and_a_crash_is_typed() {
     let lease = abr_core::SessionProvider::acquire(
         &provider,
         abr_core::AcquireRequest {
+            profile: None,
             mode: abr_core::AcquireMode::Unattended,
             platform: "t".into(),
             state: None,

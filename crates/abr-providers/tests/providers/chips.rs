@@ -31,6 +31,7 @@ async fn partitioned_cookies_are_carried_through_unchanged_and_never_widened() {
 
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "chips".into(),
             state: Some(state),

@@ -156,6 +156,7 @@ fn local(egress: Option<EgressPolicy>) -> LocalBrowserSessionProvider {
 
 fn request(mode: AcquireMode) -> AcquireRequest {
     AcquireRequest {
+        profile: None,
         mode,
         platform: "egress".into(),
         state: None,

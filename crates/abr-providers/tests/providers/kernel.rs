@@ -101,6 +101,7 @@ async fn kernel_conformance() {
     conformance::no_socket_leaves_a_guarded_context(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
     conformance::no_state_from_an_earlier_job(provider.as_ref(), &site).await;
+    conformance::profiles_keep_their_own_state(provider.as_ref(), &site, "t00/none").await;
     assert_clean(&double);
     conformance::concurrent_acquires(Arc::clone(&provider), Arc::clone(&site), 3).await;
     assert_clean(&double);

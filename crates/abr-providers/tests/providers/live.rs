@@ -95,6 +95,7 @@ fn provider(site: &Site) -> LocalBrowserSessionProvider {
 /// A capture-like lease (interactive browser) on `url`.
 async fn open(provider: &LocalBrowserSessionProvider, url: String) -> Lease<BrowserSession> {
     let request = AcquireRequest {
+        profile: None,
         mode: AcquireMode::Interactive,
         platform: "live-test".into(),
         state: None,

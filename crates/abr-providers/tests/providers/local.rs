@@ -25,13 +25,6 @@ impl LeakProbe for OpenContexts<'_> {
 }
 
 /// The default provider, its egress guard letting it reach exactly `site`.
-fn shared(site: &TestSite) -> LocalBrowserSessionProvider {
-    LocalBrowserSessionProvider::new(LocalProviderConfig {
-        egress: Some(site.egress()),
-        ..LocalProviderConfig::default()
-    })
-}
-
 /// The warm pool is topped up when a lease ends, never while a job that claimed a warm
 /// context loads its pages (a refill starts a renderer process, which slows that load); a
 /// job that found none ready starts the refill at once.
@@ -116,7 +109,12 @@ async fn the_warm_pool_is_topped_up_when_a_lease_ends_not_while_a_job_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_shared_browser_conformance() {
     let site = Arc::new(TestSite::start().await.unwrap());
-    let provider = Arc::new(shared(&site));
+    let profiles = tempfile::tempdir().unwrap();
+    let provider = Arc::new(LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: Some(site.egress()),
+        profiles: Some(profiles.path().to_owned()),
+        ..LocalProviderConfig::default()
+    }));
     conformance::sees_exactly_the_injected_state(provider.as_ref(), &site).await;
     conformance::frames_capture_the_viewport(provider.as_ref(), &site).await;
     conformance::export_follows_page_changes(provider.as_ref(), &site).await;
@@ -133,6 +131,12 @@ async fn local_shared_browser_conformance() {
         2,
         "the dead browser was relaunched once"
     );
+    conformance::profiles_keep_their_own_state(provider.as_ref(), &site, "t7431/jobs").await;
+    assert!(
+        profiles.path().join("t7431/jobs").is_dir(),
+        "the profile lives in its folder"
+    );
+    assert_eq!(provider.open_contexts().await, 0);
     provider.shutdown().await;
 }
 

@@ -16,6 +16,7 @@ use abr_providers::{LocalBrowserSessionProvider, LocalProviderConfig};
 
 fn interactive() -> AcquireRequest {
     AcquireRequest {
+        profile: None,
         mode: AcquireMode::Interactive,
         platform: "lost".into(),
         state: None,

@@ -52,6 +52,7 @@ async fn abr_exports_load_in_node_playwright_and_node_states_load_in_abr() {
         ..LocalProviderConfig::default()
     });
     let request = |state: Option<AgentSessionState>| AcquireRequest {
+        profile: None,
         mode: AcquireMode::Unattended,
         platform: "interop".into(),
         state,

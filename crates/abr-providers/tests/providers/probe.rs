@@ -378,6 +378,7 @@ where
     tokio::time::timeout(
         Duration::from_secs(60),
         provider.acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "probe".into(),
             state: None,

@@ -189,6 +189,7 @@ async fn open(site: &Site) -> (LocalBrowserSessionProvider, Lease<BrowserSession
     let lease = tokio::time::timeout(
         Duration::from_secs(60),
         provider.acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "steps".into(),
             state: None,

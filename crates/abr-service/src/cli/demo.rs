@@ -281,6 +281,7 @@ async fn screenshot(
     });
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "demo".into(),
             state: Some(session.clone()),

@@ -162,6 +162,7 @@ pub async fn open_live_view(live_view_url: &str) -> UserBrowser {
     });
     let lease = provider
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "user".into(),
             state: None,
@@ -425,6 +426,7 @@ pub async fn person_opens(
     });
     let lease = browser
         .acquire(AcquireRequest {
+            profile: None,
             mode: AcquireMode::Unattended,
             platform: "person".into(),
             state: None,
