@@ -218,6 +218,14 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant_id, artifact_id)
     ) STRICT;
     CREATE INDEX artifacts_by_created ON artifacts (created_ns);",
+    // 14: a tenant's named browser profiles: the owner's consent and the recorded sign-ins
+    // (cookie names and expiry, never values), as one JSON document per profile.
+    "CREATE TABLE profiles (
+        tenant_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, name)
+    ) STRICT;",
 ];
 
 /// ABR's records in one SQLite file.

@@ -8,6 +8,7 @@ mod events;
 mod frames;
 mod keys;
 mod links;
+mod profiles;
 mod records;
 mod retention;
 mod screenshots;

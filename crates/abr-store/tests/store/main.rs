@@ -18,6 +18,7 @@ mod conformance_pg;
 mod files;
 mod frames;
 mod posts;
+mod profiles;
 mod races_pg;
 mod sessions;
 mod tasks;
