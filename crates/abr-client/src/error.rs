@@ -72,6 +72,10 @@ pub enum Operation {
     DecideSite,
     /// `DELETE /v1/sites/{domain}`.
     RemoveSite,
+    /// `GET /v1/profiles`.
+    Profiles,
+    /// `PUT /v1/profiles/{name}/consent`.
+    DecideProfileConsent,
     /// `POST /v1/tasks/{id}/takeover`.
     TakeOver,
     /// `POST /v1/tasks/{id}/takeover/resume`.
@@ -152,6 +156,8 @@ impl Operation {
             Self::Sites => "sites",
             Self::DecideSite => "decide_site",
             Self::RemoveSite => "remove_site",
+            Self::Profiles => "profiles",
+            Self::DecideProfileConsent => "decide_profile_consent",
             Self::TakeOver => "take_over",
             Self::ResumeTakeover => "resume_takeover",
             Self::EndTakeover => "end_takeover",
@@ -210,6 +216,8 @@ impl Operation {
                 | Self::RevokeKey
                 | Self::DecideSite
                 | Self::RemoveSite
+                | Self::Profiles
+                | Self::DecideProfileConsent
                 | Self::BrowseSnapshot
                 | Self::BrowseApproval
                 | Self::BrowseApprovalPreview

@@ -1,6 +1,7 @@
 //! Guard rails: replay frames (`/v1/runs/{runId}/frames`), a run's action timeline
 //! (`/v1/runs/{runId}/timeline`), the screenshots switch
-//! (`/v1/settings/screenshots`), site decisions (`/v1/sites`) and takeovers of a paused task
+//! (`/v1/settings/screenshots`), site decisions (`/v1/sites`), named profiles' consent
+//! (`/v1/profiles`) and takeovers of a paused task
 //! (`/v1/tasks/{id}/takeover`).
 //!
 //! Every call names its tenant (`x-tenant-id`): another tenant's run, frame, site decision
@@ -8,8 +9,9 @@
 //! path segment each.
 
 use abr_protocol::{
-    FramesResponse, RunTimeline, ScreenshotsSetting, SiteDecision, SiteDecisionRequest, SiteEntry,
-    SitesResponse, TakeoverAnswer, TakeoverStarted,
+    FramesResponse, ProfileConsentRequest, ProfileEntry, ProfilesResponse, RunTimeline,
+    ScreenshotsSetting, SiteDecision, SiteDecisionRequest, SiteEntry, SitesResponse,
+    TakeoverAnswer, TakeoverStarted,
 };
 use reqwest::Method;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
@@ -30,6 +32,8 @@ mod op {
     pub(super) const SITES: Operation = Operation::Sites;
     pub(super) const DECIDE_SITE: Operation = Operation::DecideSite;
     pub(super) const REMOVE_SITE: Operation = Operation::RemoveSite;
+    pub(super) const PROFILES: Operation = Operation::Profiles;
+    pub(super) const DECIDE_PROFILE_CONSENT: Operation = Operation::DecideProfileConsent;
     pub(super) const TAKE_OVER: Operation = Operation::TakeOver;
     pub(super) const RESUME_TAKEOVER: Operation = Operation::ResumeTakeover;
     pub(super) const END_TAKEOVER: Operation = Operation::EndTakeover;
@@ -164,6 +168,34 @@ impl AgentRunnerClient {
     pub async fn sites(&self, tenant: &str) -> Result<SitesResponse, ClientError> {
         let builder = self.tenant_request(Method::GET, tenant, &["v1", "sites"])?;
         self.send(op::SITES, builder).await
+    }
+
+    /// `GET /v1/profiles`: the tenant's named browser profiles (consent asked or decided,
+    /// sign-ins recorded by cookie name and expiry), sorted by name. A read.
+    pub async fn profiles(&self, tenant: &str) -> Result<ProfilesResponse, ClientError> {
+        let builder = self.tenant_request(Method::GET, tenant, &["v1", "profiles"])?;
+        self.send(op::PROFILES, builder).await
+    }
+
+    /// `PUT /v1/profiles/{name}/consent`: allows or declines the tenant's runs on a named
+    /// browser profile of the runner, replacing an earlier decision; audited with
+    /// `decided_by` and the key. Answers the profile as stored.
+    pub async fn decide_profile_consent(
+        &self,
+        tenant: &str,
+        profile: &str,
+        decision: SiteDecision,
+        decided_by: &str,
+    ) -> Result<ProfileEntry, ClientError> {
+        non_empty("profile", profile)?;
+        let builder =
+            self.tenant_request(Method::PUT, tenant, &["v1", "profiles", profile, "consent"])?;
+        let body = ProfileConsentRequest {
+            decision,
+            decided_by: decided_by.to_owned(),
+        };
+        let builder = json_body(op::DECIDE_PROFILE_CONSENT, builder, &body)?;
+        self.send(op::DECIDE_PROFILE_CONSENT, builder).await
     }
 
     /// `PUT /v1/sites/{domain}`: allows or denies a site and its subdomains for the

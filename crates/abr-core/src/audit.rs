@@ -84,6 +84,10 @@ pub enum AuditAction {
     ArtifactDeleted,
 }
 
+/// The `platform` of audit events about a tenant's own settings and decisions (no platform
+/// involved): the screenshots switch, sites, keys, profiles.
+pub const SETTINGS_PLATFORM: &str = "settings";
+
 /// One step of a task, as audited: its type and description, never a value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -292,6 +292,12 @@ pub struct ProviderSettings {
     /// The local capture browser without a window even when a display is available
     /// (`abr up --headless`; default: a window when there is a display).
     pub local_headless_capture: bool,
+    /// Where a local runner keeps named browser profiles (`ABR_PROFILE_DIR`; `abr up`:
+    /// `profiles` in its data directory): a task naming a `profile` runs in that profile's
+    /// own on-disk browser state, once the tenant's owner consented. Unset: a profile is
+    /// refused (`unsupported`). Refused with `ABR_DATABASE_URL`: a fleet's replicas share no
+    /// disk.
+    pub profile_dir: Option<std::path::PathBuf>,
     /// CDP endpoint (`ABR_CDP_URL`).
     pub cdp_url: Option<SecretString>,
     /// Steel REST base (`ABR_STEEL_URL`; default http://127.0.0.1:3000 for self-hosted Steel,
@@ -318,6 +324,7 @@ impl Default for ProviderSettings {
             steel_api_key: None,
             kernel_url: None,
             kernel_api_key: None,
+            profile_dir: None,
         }
     }
 }
@@ -331,6 +338,7 @@ impl std::fmt::Debug for ProviderSettings {
             .field("local_full_chromium_jobs", &self.local_full_chromium_jobs)
             .field("local_browser_per_job", &self.local_browser_per_job)
             .field("local_headless_capture", &self.local_headless_capture)
+            .field("profile_dir", &self.profile_dir)
             .field("cdp_url", &set(&self.cdp_url))
             .field("steel_url", &self.steel_url.as_ref().map(Url::as_str))
             .field("steel_api_key", &set(&self.steel_api_key))
@@ -937,6 +945,7 @@ impl RunnerConfig {
             }
         };
         p.cdp_url = secret("ABR_CDP_URL");
+        p.profile_dir = get("ABR_PROFILE_DIR").map(std::path::PathBuf::from);
         if let Some(v) = get("ABR_STEEL_URL") {
             p.steel_url = Some(parse_url("ABR_STEEL_URL", v)?);
         }
@@ -1167,6 +1176,13 @@ impl RunnerConfig {
                 return Err(invalid(
                     "ABR_DATABASE_URL",
                     "a PostgreSQL URL: postgres://user:password@host:port/database",
+                ));
+            }
+            if config.providers.profile_dir.is_some() {
+                return Err(invalid(
+                    "ABR_PROFILE_DIR",
+                    "named profiles live on one machine's disk: a fleet on ABR_DATABASE_URL \
+                     keeps none",
                 ));
             }
         }

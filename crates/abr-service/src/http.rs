@@ -460,6 +460,7 @@ fn router<C: TaskContext + LiveSurface>(
         .merge(crate::run_evidence::routes::<C>())
         .merge(crate::artifacts::routes::<C>())
         .merge(crate::sites::routes::<C>())
+        .merge(crate::profiles::routes::<C>())
         .merge(crate::browse::routes::<C>())
         .merge(crate::keys::routes::<C>())
         .merge(crate::scrape::routes::<C>(hub.clone()))

@@ -34,6 +34,7 @@ pub mod openapi;
 mod owner;
 mod placement;
 mod posts;
+mod profiles;
 pub mod relay;
 mod remote;
 mod replica;

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use abr_core::context::TaskContext;
+use abr_core::guard::ProfileStore;
 use abr_core::store::EventLog;
 use abr_core::{
     AuditSink, CoreError, DeadlineBudget, DynSessionProvider, StrategyRegistry, WebPostStrategy,
@@ -114,6 +115,7 @@ type ProviderFactory<C> = Box<
 pub struct RunnerBuilder<C: TaskContext = BrowserSession> {
     config: RunnerConfig,
     store: Option<Arc<dyn EngineStore>>,
+    profiles: Option<Arc<dyn ProfileStore>>,
     strategies: StrategyRegistry<C>,
     job_provider: Option<DynSessionProvider<C>>,
     capture_provider: Option<DynSessionProvider<C>>,
@@ -198,6 +200,7 @@ impl<C: TaskContext> RunnerBuilder<C> {
         Self {
             config,
             store: None,
+            profiles: None,
             strategies: StrategyRegistry::new(),
             job_provider: None,
             capture_provider: None,
@@ -237,6 +240,15 @@ impl<C: TaskContext> RunnerBuilder<C> {
     #[must_use]
     pub fn store(mut self, store: Arc<dyn EngineStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Keeps named profiles' consent and sign-ins in `store`, beside a store given with
+    /// [`store`](Self::store) (the runner's own SQLite store keeps them otherwise). Profiles
+    /// are on only with `ABR_PROFILE_DIR`.
+    #[must_use]
+    pub fn profiles(mut self, store: Arc<dyn ProfileStore>) -> Self {
+        self.profiles = Some(store);
         self
     }
 
@@ -314,8 +326,8 @@ impl<C: TaskContext> RunnerBuilder<C> {
             (None, Some(dir)) => Some(lock_data_dir(dir)?),
             _ => None,
         };
-        let store = match self.store {
-            Some(store) => store,
+        let (store, profiles) = match self.store {
+            Some(store) => (store, self.profiles),
             None => open_store(&config)?,
         };
         let log: Arc<dyn EventLog> = Arc::clone(&store) as Arc<dyn EventLog>;
@@ -341,6 +353,9 @@ impl<C: TaskContext> RunnerBuilder<C> {
         }
         if let Some(queue) = self.task_queue {
             engine = engine.task_queue(queue);
+        }
+        if let Some(profiles) = profiles.filter(|_| config.providers.profile_dir.is_some()) {
+            engine = engine.profiles(profiles);
         }
         let deliverer = crate::webhook::Deliverer::configured(&config, log);
         engine = engine.event_deliveries(deliverer.is_some());
@@ -480,6 +495,7 @@ fn local_config(config: &RunnerConfig) -> LocalProviderConfig {
         },
         egress: Some(config.egress.clone()),
         headful_interactive: config.providers.local_headless_capture.then_some(false),
+        profiles: config.providers.profile_dir.clone(),
         ..LocalProviderConfig::default()
     }
 }
@@ -608,7 +624,12 @@ pub async fn open_shared_store(config: &RunnerConfig) -> Result<Option<Arc<PgSto
     Ok(Some(Arc::new(store)))
 }
 
-fn open_store(config: &RunnerConfig) -> Result<Arc<dyn EngineStore>, CoreError> {
+/// A runner's store, and the same store as the keeper of named profiles (if it keeps them).
+type Stores = (Arc<dyn EngineStore>, Option<Arc<dyn ProfileStore>>);
+
+/// The store `config` names (SQLite in its data directory, or in memory), and the same
+/// store as the keeper of named profiles.
+fn open_store(config: &RunnerConfig) -> Result<Stores, CoreError> {
     if config.store.database_url.is_some() {
         return Err(CoreError::InvalidInput(
             "ABR_DATABASE_URL: connect the shared store first (open_shared_store) and give it \
@@ -622,7 +643,8 @@ fn open_store(config: &RunnerConfig) -> Result<Arc<dyn EngineStore>, CoreError> 
         None => SqliteStore::in_memory(key),
     }
     .map_err(CoreError::from)?;
-    Ok(Arc::new(store))
+    let store = Arc::new(store);
+    Ok((store.clone(), Some(store)))
 }
 
 #[cfg(test)]

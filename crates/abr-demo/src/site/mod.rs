@@ -271,6 +271,9 @@ struct SiteState {
     harmless: Vec<String>,
     /// Pages registered with [`DemoSite::set_page`], by name.
     pages: HashMap<String, String>,
+    /// How long a sign-in's cookie lasts ([`DemoSite::keep_sign_ins`]); `None`: until the
+    /// browser closes.
+    keep_sign_ins: Option<time::Duration>,
 }
 
 type Shared = Arc<Mutex<SiteState>>;
@@ -356,6 +359,13 @@ impl DemoSite {
     /// Sets the behaviour of the next post attempt (one-shot).
     pub fn set_fault(&self, mode: FaultMode) {
         lock(&self.state).fault = mode;
+    }
+
+    /// Sign-ins from now on set a cookie that lasts `lasts` (`Max-Age`), as a site that keeps
+    /// you signed in does: it outlives the browser, in a profile kept on disk. `None` (the
+    /// default): a session cookie, gone when the browser closes.
+    pub fn keep_sign_ins(&self, lasts: Option<time::Duration>) {
+        lock(&self.state).keep_sign_ins = lasts;
     }
 
     /// Ids of the guard corpus's committing controls that were activated, in order.
@@ -642,10 +652,16 @@ async fn login(State(state): State<Shared>, Form(form): Form<LoginForm>) -> Resp
             html::error_banner(None, "Could not start a session. Try again."),
         );
     };
-    lock(&state)
-        .sessions
-        .insert(token.clone(), username.to_owned());
-    match set_cookie(session_cookie(token)) {
+    let keep = {
+        let mut state = lock(&state);
+        state.sessions.insert(token.clone(), username.to_owned());
+        state.keep_sign_ins
+    };
+    let cookie = match keep {
+        Some(lasts) => session_cookie(token).max_age(lasts),
+        None => session_cookie(token),
+    };
+    match set_cookie(cookie) {
         Some(cookie) => ([(header::SET_COOKIE, cookie)], Redirect::to("/compose")).into_response(),
         None => page(
             StatusCode::INTERNAL_SERVER_ERROR,

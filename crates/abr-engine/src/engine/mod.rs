@@ -11,7 +11,6 @@
 mod artifacts;
 mod lists;
 mod records;
-pub(crate) use records::SETTINGS_PLATFORM;
 
 pub use records::LinkedTask;
 

@@ -19,10 +19,9 @@ use crate::approval_links::MintedLink;
 use crate::caller::Caller;
 use crate::error::EngineError;
 
-/// The `platform` of audit events about a tenant's own settings (no platform involved).
-pub(crate) const SETTINGS_PLATFORM: &str = "settings";
 use crate::engine::Engine;
 use crate::handoff::ActiveTakeover;
+use abr_core::audit::SETTINGS_PLATFORM;
 
 /// What an approval link's page shows.
 #[derive(Debug, Clone)]

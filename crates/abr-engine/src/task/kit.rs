@@ -338,5 +338,5 @@ pub(super) struct RunPolicy {
     /// The session the run starts with (unscoped yet), loaded once.
     pub(super) state: Option<AgentSessionState>,
     /// The named profile it opens instead, allowed by its owner.
-    pub(super) profile: Option<crate::task::profiles::RunProfile>,
+    pub(super) profile: Option<crate::task::rails::RunProfile>,
 }

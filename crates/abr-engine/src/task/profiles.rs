@@ -15,16 +15,8 @@ use abr_protocol::{Cookie, CookieFact, ProfileSignIn, SiteDecision, TaskRequest}
 
 use crate::error::EngineError;
 use crate::step::{Step, guarded};
+use crate::task::rails::RunProfile;
 use crate::task::runner::TaskRunner;
-
-/// The named profile a run opens.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RunProfile {
-    /// Its name, as the tenant calls it.
-    pub(crate) name: String,
-    /// Its folder under the provider's profile folder.
-    pub(crate) folder: String,
-}
 
 /// The cookies of the page's host (names, domains and expiry) each with a fingerprint of
 /// its value, compared in memory to see what a sign-in changed and never kept.
@@ -89,7 +81,7 @@ impl<C: TaskContext> TaskRunner<C> {
                         self.clock.now(),
                         AuditAction::ProfileConsentAsked,
                         AuditOutcome::Denied,
-                        crate::engine::SETTINGS_PLATFORM,
+                        abr_core::audit::SETTINGS_PLATFORM,
                     )
                     .tenant(Some(tenant), None);
                     event.profile = Some(name.to_owned());

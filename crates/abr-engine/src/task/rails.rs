@@ -88,6 +88,15 @@ pub(crate) enum CommitApproval {
     Approved,
 }
 
+/// The named profile a run opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunProfile {
+    /// Its name, as the tenant calls it.
+    pub(crate) name: String,
+    /// Its folder under the provider's profile folder.
+    pub(crate) folder: String,
+}
+
 /// The rails of one run.
 pub(crate) struct Rails {
     pub(crate) guard: RunGuard,
@@ -109,7 +118,7 @@ pub(crate) struct Rails {
     pub(crate) has_session: bool,
     /// The run is on a named profile: check its recorded sign-in to the site before a
     /// committing action, once per site.
-    pub(crate) profile: Option<crate::task::profiles::RunProfile>,
+    pub(crate) profile: Option<RunProfile>,
     /// The sites the profile's sign-in was found good for in this run.
     pub(crate) profile_checked: HashSet<String>,
     /// Pauses a person already resumed on this page (reason, page without query).

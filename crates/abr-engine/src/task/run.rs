@@ -34,9 +34,9 @@ use crate::task::network::{MarkCommitting, RunNetwork};
 use crate::task::outcome::{
     Failure, Outcome, blocked_or, callback_url, ms, network_truth, unscoped_policy,
 };
-use crate::task::profiles::RunProfile;
 use crate::task::rails;
 use crate::task::rails::Rails;
+use crate::task::rails::RunProfile;
 use crate::task::runner::NO_PLATFORM;
 use crate::task::runner::{TaskEnd, TaskRunner};
 

@@ -254,6 +254,12 @@ async fn serve_here(plan: Plan, launch: LaunchKind, restart: Restart) -> Result<
         private_dir(&data)?;
         config.store.data_dir = Some(data);
     }
+    if config.providers.profile_dir.is_none()
+        && let Some(data) = &config.store.data_dir
+    {
+        // A local runner keeps named profiles beside its records.
+        config.providers.profile_dir = Some(data.join("profiles"));
+    }
     if config.insecure_dev && config.api_tokens.is_empty() {
         tracing::warn!("--insecure-dev: the API accepts requests without a token");
     }

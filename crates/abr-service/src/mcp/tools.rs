@@ -37,10 +37,17 @@ pub(crate) const TASK_STATUS: &str = "task_status";
 pub(crate) const RUN_TIMELINE: &str = "run_timeline";
 /// `set_browser_screenshots`.
 pub(crate) const SET_BROWSER_SCREENSHOTS: &str = "set_browser_screenshots";
+/// `set_profile_consent`.
+pub(crate) const SET_PROFILE_CONSENT: &str = "set_profile_consent";
 
 /// The tools a read-only server does not offer: they publish, run plans or change a
 /// tenant's settings.
-const NOT_READ_ONLY: [&str; 3] = [POST, TASK_CREATE, SET_BROWSER_SCREENSHOTS];
+const NOT_READ_ONLY: [&str; 4] = [
+    POST,
+    TASK_CREATE,
+    SET_BROWSER_SCREENSHOTS,
+    SET_PROFILE_CONSENT,
+];
 
 /// The ids the runner hands out (browse and task ids): URL-safe tokens. Anything else
 /// cannot name a session or task, and would change the path it is put in.
@@ -261,6 +268,20 @@ pub(crate) struct SetScreenshotsArgs {
     enabled: bool,
 }
 
+/// Arguments of `set_profile_consent`: the profile, and the body of
+/// `PUT /v1/profiles/{name}/consent`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SetProfileConsentArgs {
+    /// The profile's name (1 to 64 lower-case letters, digits, `-` or `_`).
+    #[schemars(pattern("^[a-z0-9][a-z0-9_-]{0,63}$"))]
+    profile: String,
+    /// `allow` or `deny`.
+    decision: abr_protocol::SiteDecision,
+    /// Who decided (audited, with the key).
+    decided_by: String,
+}
+
 /// What to publish (the schema of `post`'s `content`).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -440,6 +461,14 @@ fn description(name: &str) -> &'static str {
              screenshots off, tenant_setting). An approver's or operator's key only; \
              audited with the key that changed it."
         }
+        SET_PROFILE_CONSENT => {
+            "Allow or decline the tenant's runs on a named browser profile of this runner \
+             (a local browser profile that keeps its sign-ins). A run naming a profile \
+             nobody decided on is refused with consent_required and the owner is asked \
+             once; a declined profile is never opened (consent_refused). Decide only what \
+             the profile's owner told you. An approver's or operator's key only; audited \
+             with the key."
+        }
         _ => "",
     }
 }
@@ -495,6 +524,7 @@ fn schema(name: &str) -> Result<Arc<JsonObject>, String> {
         TASK_STATUS => input::<TaskStatusArgs>(),
         RUN_TIMELINE => input::<RunTimelineArgs>(),
         SET_BROWSER_SCREENSHOTS => input::<SetScreenshotsArgs>(),
+        SET_PROFILE_CONSENT => input::<SetProfileConsentArgs>(),
         other => Err(format!("no tool {other}")),
     }
 }
@@ -553,12 +583,13 @@ fn output_schema(name: &str) -> Result<Arc<JsonObject>, String> {
         TASK_CREATE | TASK_STATUS => output::<abr_protocol::TaskRecord>(),
         RUN_TIMELINE => output::<abr_protocol::RunTimeline>(),
         SET_BROWSER_SCREENSHOTS => output::<abr_protocol::ScreenshotsSetting>(),
+        SET_PROFILE_CONSENT => output::<abr_protocol::ProfileEntry>(),
         other => Err(format!("no tool {other}")),
     }
 }
 
 /// Every tool, in the order listed.
-const ALL: [&str; 10] = [
+const ALL: [&str; 11] = [
     BROWSE_OPEN,
     BROWSE_SNAPSHOT,
     BROWSE_ACT,
@@ -569,6 +600,7 @@ const ALL: [&str; 10] = [
     TASK_STATUS,
     RUN_TIMELINE,
     SET_BROWSER_SCREENSHOTS,
+    SET_PROFILE_CONSENT,
 ];
 
 /// Whether a server with `read_only` offers tool `name`.
@@ -707,6 +739,20 @@ pub(crate) fn forward(
                 Method::PUT,
                 "/v1/settings/screenshots".to_owned(),
                 Some(to_body(&args)?),
+            ))
+        }
+        SET_PROFILE_CONSENT => {
+            let args: SetProfileConsentArgs = parse(name, arguments)?;
+            let profile = abr_core::guard::profile_name(&args.profile)
+                .map_err(|e| ErrorData::invalid_params(format!("{name}: {e}"), None))?;
+            let body = abr_protocol::ProfileConsentRequest {
+                decision: args.decision,
+                decided_by: args.decided_by.clone(),
+            };
+            Ok(Forward::new(
+                Method::PUT,
+                format!("/v1/profiles/{profile}/consent"),
+                Some(to_body(&body)?),
             ))
         }
         _ => Err(ErrorData::invalid_params("no such tool", None)),

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 /// The version of the HTTP API this runner answers (the description's `info.version`):
 /// its major changes only when a field or route is removed or retyped (see
 /// `docs/api-changelog.md`).
-pub const API_VERSION: &str = "1.6.0";
+pub const API_VERSION: &str = "1.7.0";
 
 /// Where the description is served.
 pub const OPENAPI_PATH: &str = "/openapi.json";

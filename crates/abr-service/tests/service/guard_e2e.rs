@@ -1056,3 +1056,163 @@ async fn a_paused_browse_session_is_taken_over_in_the_live_view_and_the_brain_go
     .await;
     stack.server.shutdown().await;
 }
+
+// ---- named profiles ---------------------------------------------------------------------
+
+/// A named profile on real Chromium, through the HTTP API: its owner is asked once and a
+/// decline stops every run before a browser opens it; a committing press on a profile never
+/// signed in to the site stops `login_required` with nothing sent; a person signs in once
+/// through the live view (the run never does), the sign-in is recorded by cookie name and
+/// expiry only, and the next run reuses the profile's sign-in from disk without a pause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_profile_asks_its_owner_once_and_keeps_the_sign_in_a_person_made() {
+    let profiles = tempfile::tempdir().unwrap();
+    let dir = profiles.path().to_owned();
+    let stack = stack_with(
+        |c| {
+            c.tasks.approval = abr_core::approval::ApprovalRule::Off;
+            c.pacing = None;
+            c.providers.profile_dir = Some(dir);
+        },
+        |b| b,
+    )
+    .await;
+    let site = &stack.site;
+    // A site that keeps you signed in: its cookie outlives the browser.
+    site.keep_sign_ins(Some(time::Duration::days(30)));
+    let post = |text: &str, target: &str, handoff: bool| {
+        let mut body = json!({
+            "plan": {
+                "targetUrl": page(site, target),
+                "steps": [
+                    {"type": "type", "selector": "#post-text", "value": text, "description": "Write the post", "timeoutMs": 10000},
+                    {"type": "click", "selector": "#submit", "description": "Post", "timeoutMs": 5000}
+                ],
+                "verification": {"method": "dom_check", "selector": "h1", "text": "Thanks!"}
+            },
+            "profile": "jobs"
+        });
+        if handoff {
+            body["handoff"] = json!({"waitSeconds": 60});
+        }
+        body
+    };
+
+    // Asked once; declined, refused; nothing opened either time.
+    let (status, body) = api_status(
+        &stack,
+        reqwest::Method::POST,
+        "/v1/tasks",
+        Some(post("first", "/login", true)),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "consent_required");
+    let listed = api(&stack, reqwest::Method::GET, "/v1/profiles", None).await;
+    assert_eq!(listed["profiles"][0]["profile"], "jobs");
+    let asked_at = listed["profiles"][0]["askedAt"].clone();
+    assert!(asked_at.is_string() && listed["profiles"][0]["decision"].is_null());
+    let (status, _) = api_status(
+        &stack,
+        reqwest::Method::POST,
+        "/v1/tasks",
+        Some(post("first", "/login", true)),
+    )
+    .await;
+    assert_eq!(status, 409);
+    let listed = api(&stack, reqwest::Method::GET, "/v1/profiles", None).await;
+    assert_eq!(listed["profiles"][0]["askedAt"], asked_at, "asked once");
+    let decide = |decision: &str| json!({"decision": decision, "decidedBy": "the owner"});
+    let entry = api(
+        &stack,
+        reqwest::Method::PUT,
+        "/v1/profiles/jobs/consent",
+        Some(decide("deny")),
+    )
+    .await;
+    assert_eq!(entry["decision"], "deny");
+    assert!(entry["decidedByKey"].is_string());
+    let (status, body) = api_status(
+        &stack,
+        reqwest::Method::POST,
+        "/v1/tasks",
+        Some(post("first", "/login", true)),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["code"], "consent_refused");
+    assert!(
+        std::fs::read_dir(profiles.path()).unwrap().next().is_none(),
+        "no profile folder was made"
+    );
+    api(
+        &stack,
+        reqwest::Method::PUT,
+        "/v1/profiles/jobs/consent",
+        Some(decide("allow")),
+    )
+    .await;
+
+    // Never signed in, a committing press, no handoff: it stops before pressing.
+    site.set_page(
+        "order",
+        "<!doctype html><title>Order</title><form method=post action=/api/order>\
+         <textarea id=post-text name=t></textarea><button id=submit>Place order</button></form>",
+    )
+    .unwrap();
+    let writes = site.ledger().len();
+    let id = create(&stack, post("never", "/attack/custom/order", false)).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.state, TaskState::Failed, "{r:?}");
+    let error = r.error.unwrap();
+    assert_eq!(error.code, "login_required");
+    assert!(
+        error.message.contains("never signed in"),
+        "{}",
+        error.message
+    );
+    assert_eq!(site.ledger().len(), writes, "nothing reached the site");
+
+    // The run opens the sign-in page: it pauses (a profile never signs in itself); the person
+    // signs in through the live view; the run posts; the sign-in is recorded.
+    let id = create(&stack, post("first", "/login", true)).await;
+    let r = paused(&stack, &id).await;
+    assert_eq!(r.pause.unwrap().reason, PauseReason::LoginRequired);
+    let (_, person) = take_over(&stack, &id).await;
+    person.type_text("ada").await;
+    person.press("Tab").await;
+    person.type_text("demo-password").await;
+    person.press("Enter").await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    resume(&stack, &id).await;
+    let r = ended(&stack, &id).await;
+    person.close().await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+    assert_eq!(r.account.unwrap().profile.as_deref(), Some("jobs"));
+    let listed = api(&stack, reqwest::Method::GET, "/v1/profiles", None).await;
+    let sign_in = &listed["profiles"][0]["signIns"][0];
+    assert_eq!(sign_in["site"], "127.0.0.1");
+    assert_eq!(
+        sign_in["cookies"][0]["name"],
+        abr_demo::site::SESSION_COOKIE
+    );
+    assert!(sign_in["cookies"][0]["expires"].as_f64().unwrap() > 0.0);
+    let authors: Vec<_> = site.posts().into_iter().map(|p| p.author).collect();
+    assert_eq!(authors, ["ada"], "posted as the person who signed in");
+    assert!(
+        !listed.to_string().contains("demo-password"),
+        "no value is recorded"
+    );
+
+    // The next run (a new browser on the profile's folder) is signed in: no pause.
+    let id = create(&stack, post("second", "/compose", false)).await;
+    let r = ended(&stack, &id).await;
+    assert_eq!(r.state, TaskState::Succeeded, "{r:?}");
+    assert!(r.pause.is_none());
+    let texts: Vec<_> = site.posts().into_iter().map(|p| p.text).collect();
+    assert_eq!(
+        texts,
+        ["first", "second"],
+        "the ground truth: one post each"
+    );
+}

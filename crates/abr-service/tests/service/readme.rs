@@ -141,7 +141,7 @@ async fn the_mcp_table_is_the_tool_list() {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(listed.len(), 10, "{listed:?}");
+    assert_eq!(listed.len(), 11, "{listed:?}");
     assert_eq!(
         first_column(marked(MCP, "mcp-tools")),
         listed,

@@ -614,17 +614,17 @@ async fn a_migration_3_database_upgrades_in_place() {
             .unwrap();
         store.set_screenshots_enabled("t1", false).await.unwrap();
     }
-    assert_eq!(user_version(&path), 13);
+    assert_eq!(user_version(&path), 14);
 
     // The upgraded schema is exactly the one a new database gets.
     let fresh = dir.path().join("fresh.db");
     drop(SqliteStore::open(&fresh, None, false).unwrap());
     assert_eq!(schema(&path), schema(&fresh));
-    assert_eq!(user_version(&fresh), 13);
+    assert_eq!(user_version(&fresh), 14);
 
     // Opening it again migrates nothing more and keeps everything.
     let store = SqliteStore::open(&path, Some(key()), false).unwrap();
-    assert_eq!(user_version(&path), 13);
+    assert_eq!(user_version(&path), 14);
     assert_eq!(
         store.frame("t1", "run-1", 1).await.unwrap().unwrap().jpeg,
         jpeg(1)

@@ -40,8 +40,14 @@ fn sign_in(site: &str, cookie: &str, expires: f64) -> ProfileSignIn {
 async fn profile_contract(store: &dyn ProfileStore) {
     assert!(store.profiles("t1").await.unwrap().is_empty());
     assert_eq!(store.profile("t1", "jobs").await.unwrap(), None);
-    assert!(store.ask("t1", "jobs", at(10)).await.unwrap(), "the first ask");
-    assert!(!store.ask("t1", "jobs", at(20)).await.unwrap(), "asked once");
+    assert!(
+        store.ask("t1", "jobs", at(10)).await.unwrap(),
+        "the first ask"
+    );
+    assert!(
+        !store.ask("t1", "jobs", at(20)).await.unwrap(),
+        "asked once"
+    );
     let entry = store.profile("t1", "jobs").await.unwrap().unwrap();
     assert_eq!((entry.asked_at, entry.decision), (Some(at(10)), None));
 
@@ -128,5 +134,8 @@ async fn a_decision_and_a_sign_in_survive_a_reopen() {
     let store = SqliteStore::open(&path, None, true).unwrap();
     let entry = store.profile("t1", "jobs").await.unwrap().unwrap();
     assert_eq!(entry.decision, Some(SiteDecision::Deny));
-    assert_eq!(entry.sign_in("a.example").unwrap().cookies[0].expires, Some(100.0));
+    assert_eq!(
+        entry.sign_in("a.example").unwrap().cookies[0].expires,
+        Some(100.0)
+    );
 }
