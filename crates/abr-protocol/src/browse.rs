@@ -27,6 +27,10 @@ pub struct BrowseRequest {
     /// A session to browse with, instead of `sessionId`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<AgentSessionState>,
+    /// A named browser profile on the runner instead of a session (as a task's `profile`:
+    /// its owner's consent first, the sign-in check before a committing action).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// The scope of the session (required with a session, unless `platform` gives one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<crate::SessionScopeSpec>,
@@ -58,6 +62,7 @@ impl std::fmt::Debug for BrowseRequest {
             .field("platform", &self.platform)
             .field("session", &self.session.is_some())
             .field("session_id", &self.session_id.is_some())
+            .field("profile", &self.profile)
             .field("read_only", &self.read_only)
             .field("dry_run", &self.dry_run)
             .field("idle_seconds", &self.idle_seconds)

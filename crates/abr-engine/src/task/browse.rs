@@ -128,7 +128,7 @@ impl<C: TaskContext> TaskRunner<C> {
             )));
         };
         let task_request = TaskRequest {
-            profile: None,
+            profile: request.profile,
             plan: StepPlan {
                 target_url: url.to_string(),
                 steps: Vec::new(),
@@ -158,7 +158,7 @@ impl<C: TaskContext> TaskRunner<C> {
             extra,
             platform,
             state,
-            ..
+            profile,
         } = self
             .resolve_policy(tenant, &task_request, NO_PLATFORM)
             .await?;
@@ -200,6 +200,11 @@ impl<C: TaskContext> TaskRunner<C> {
             }
         };
         let mut rails = rails;
+        if profile.is_some() {
+            // A profile is its owner's signed-in browser: the session never signs in itself.
+            rails.rules.may_sign_in = false;
+            rails.profile.clone_from(&profile);
+        }
         if self.config.approval != abr_core::approval::ApprovalRule::Off
             && !task.record.read_only
             && !task.record.dry_run
@@ -211,7 +216,10 @@ impl<C: TaskContext> TaskRunner<C> {
         }
         let unscoped = unscoped_policy();
         let scopes = Scopes::new(policy.as_ref().unwrap_or(&unscoped), extra.as_ref());
-        let lease = match self.acquire(&platform, state, scopes, None).await {
+        let lease = match self
+            .acquire(&platform, state, scopes, profile.as_ref())
+            .await
+        {
             Ok(lease) => lease,
             Err(e) => {
                 self.abandon(task, &e, admitted).await;

@@ -582,6 +582,10 @@ impl<C: TaskContext> TaskRunner<C> {
             )
             .await;
         }
+        if let Some(profile) = open.rails.profile.clone() {
+            self.refresh_profile(&open.task.ledger.tenant_id, &profile, &open.lease)
+                .await;
+        }
         open.rails.settle_frames().await;
         let Open {
             mut task,

@@ -326,3 +326,73 @@ async fn a_press_waits_for_a_sign_in_which_is_recorded_by_name_and_reused_until_
     assert_eq!(record.error.unwrap().code, "login_required");
     assert_eq!(h.page.clicks_on("#pay"), 2);
 }
+
+#[tokio::test]
+async fn a_browse_session_on_a_profile_asks_its_owner_and_checks_the_sign_in_before_it_commits() {
+    let h = h();
+    let runner = TaskRunner::new(
+        h.provider.clone() as DynSessionProvider<FakeContext>,
+        Arc::new(InMemoryStore::default()) as Arc<dyn TaskStore>,
+    )
+    .with_profiles(h.profiles.clone())
+    .with_config(crate::task::runner::TaskConfig {
+        approval: abr_core::approval::ApprovalRule::Off,
+        ..crate::task::runner::TaskConfig::default()
+    });
+    let request: abr_protocol::BrowseRequest = serde_json::from_value(json!({
+        "url": "https://shop.example/cart",
+        "profile": "jobs"
+    }))
+    .unwrap();
+    let browse = |request| {
+        let runner = &runner;
+        async move {
+            runner
+                .browse_open(&checked(&agent(T), Right::Browse), request)
+                .await
+        }
+    };
+    let asked = browse(request.clone()).await.unwrap_err();
+    assert_eq!(asked.to_body().code, "consent_required");
+    decide(&h, T, "jobs", SiteDecision::Deny).await;
+    let refused = browse(request.clone()).await.unwrap_err();
+    assert_eq!(refused.to_body().code, "consent_refused");
+    assert_eq!(h.provider.acquired(), 0, "nothing opened the profile");
+
+    decide(&h, T, "jobs", SiteDecision::Allow).await;
+    let opened = browse(request).await.unwrap();
+    let pay = opened
+        .first
+        .snapshot
+        .elements
+        .iter()
+        .find(|e| e.name == "Pay now")
+        .map(|e| e.reference.clone())
+        .unwrap();
+    let answer = runner
+        .browse_act(
+            T,
+            &opened.browse_id,
+            abr_protocol::BrowseAction::Click { reference: pay },
+        )
+        .await
+        .unwrap();
+    // Without a handoff the pause is reported and the brain decides; nothing was pressed.
+    assert_eq!(
+        answer.outcome,
+        abr_protocol::ActOutcome::Paused,
+        "{answer:?}"
+    );
+    let pause = answer.pause.unwrap();
+    assert_eq!(pause.reason, PauseReason::LoginRequired);
+    assert!(
+        pause.message.contains("never signed in"),
+        "{}",
+        pause.message
+    );
+    assert_eq!(h.page.clicks_on("#pay"), 0, "nothing pressed");
+    assert_eq!(
+        h.provider.profiles_opened(),
+        [profile_folder(T, "jobs").unwrap()]
+    );
+}

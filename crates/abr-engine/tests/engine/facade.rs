@@ -1089,6 +1089,7 @@ async fn a_request_naming_another_tenant_than_the_actors_is_refused_at_the_door(
     assert_eq!(refused.code(), "tenant_forbidden", "{refused}");
 
     let browse = abr_protocol::BrowseRequest {
+        profile: None,
         url: "https://app.example.com/".into(),
         platform: None,
         session_id: None,

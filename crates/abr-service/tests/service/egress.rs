@@ -230,6 +230,7 @@ async fn a_browse_session_refused_by_the_egress_policy_fails_it_never_asks_for_c
             .browse_open(
                 WORKSPACE,
                 &abr_protocol::BrowseRequest {
+                    profile: None,
                     url: url.clone(),
                     platform: None,
                     session_id: None,

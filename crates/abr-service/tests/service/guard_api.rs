@@ -48,14 +48,22 @@ struct GuardStack {
 
 /// A runner on the fakes whose audit events are kept in memory.
 fn stack() -> GuardStack {
-    let provider = Arc::new(FakeProvider::new());
+    stack_keeping_profiles(None)
+}
+
+/// [`stack`], keeping named profiles in `profile_dir` (none without).
+fn stack_keeping_profiles(profile_dir: Option<std::path::PathBuf>) -> GuardStack {
+    let provider = Arc::new(FakeProvider::new().with_profiles());
     let as_dyn: DynSessionProvider<_> = provider;
     let strategy: Arc<dyn WebPostStrategy<_>> =
         Arc::new(ScriptedStrategy::new(FAKE_PLATFORM, &fake_policy()));
     let audit = Arc::new(MemoryAuditSink::new());
     let store = Arc::new(SqliteStore::in_memory(None).unwrap());
-    let runner = RunnerBuilder::with_providers(fake_config(), as_dyn.clone(), as_dyn)
+    let mut config = fake_config();
+    config.providers.profile_dir = profile_dir;
+    let runner = RunnerBuilder::with_providers(config, as_dyn.clone(), as_dyn)
         .store(store.clone())
+        .profiles(store.clone())
         .strategy(strategy)
         .unwrap()
         .audit(Arc::clone(&audit) as Arc<dyn abr_core::AuditSink>)
@@ -804,4 +812,128 @@ async fn the_mcp_screenshots_switch_is_an_approvers_for_its_own_tenant_audited_w
         2,
         "the refused calls changed nothing: {events:?}"
     );
+}
+
+/// A tenant's owner decides on its named profiles: an agent's key may not, another tenant's
+/// approver naming the victim is refused and sees nothing of it, a bad name or decision is a
+/// 422 that stores nothing, each decision is audited with the key; the client does the same
+/// over a socket; a runner without profiles lists none and refuses a decision.
+#[tokio::test]
+async fn profile_consent_is_the_owners_per_tenant_and_audited_with_the_key() {
+    let profiles = tempfile::tempdir().unwrap();
+    let s = stack_keeping_profiles(Some(profiles.path().to_owned()));
+    let (_, agent) = key_of(&s.app, "agent", VICTIM).await;
+    let (approver_id, approver) = key_of(&s.app, "approver", VICTIM).await;
+    let (_, attacker) = key_of(&s.app, "approver", ATTACKER).await;
+    let put = |token: String, tenant: Option<&'static str>, path: &'static str, body: Value| {
+        let app = s.app.clone();
+        async move {
+            let headers: Vec<(&str, &str)> =
+                tenant.map(|t| ("x-tenant-id", t)).into_iter().collect();
+            request_as(&app, &token, Method::PUT, path, &headers, Some(&body)).await
+        }
+    };
+    let allow = json!({"decision": "allow", "decidedBy": "the owner"});
+
+    let reply = put(agent, None, "/v1/profiles/jobs/consent", allow.clone()).await;
+    assert_eq!(reply.error().0, 403);
+    assert_eq!(reply.error().1, "forbidden");
+    let reply = put(
+        attacker.clone(),
+        Some(VICTIM),
+        "/v1/profiles/jobs/consent",
+        allow.clone(),
+    )
+    .await;
+    assert_eq!(reply.error().1, "tenant_forbidden");
+    for (path, body) in [
+        ("/v1/profiles/..%2Fetc/consent", allow.clone()),
+        ("/v1/profiles/Jobs/consent", allow.clone()),
+        (
+            "/v1/profiles/jobs/consent",
+            json!({"decision": "maybe", "decidedBy": "x"}),
+        ),
+        (
+            "/v1/profiles/jobs/consent",
+            json!({"decision": "allow", "decidedBy": ""}),
+        ),
+        (
+            "/v1/profiles/jobs/consent",
+            json!({"decision": "allow", "decidedBy": "x", "extra": 1}),
+        ),
+    ] {
+        let reply = put(approver.clone(), None, path, body).await;
+        assert_eq!(reply.error().0, 422, "{path}: {}", reply.body);
+    }
+    assert_eq!(
+        get_as(&s.app, VICTIM, "/v1/profiles").await.json(),
+        json!({"profiles": []}),
+        "nothing refused was stored"
+    );
+
+    let reply = put(approver, None, "/v1/profiles/jobs/consent", allow.clone()).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let entry = reply.json();
+    assert_eq!(entry["decision"], "allow");
+    assert_eq!(entry["decidedByKey"], approver_id.as_str());
+    let reply = put(
+        attacker,
+        None,
+        "/v1/profiles/jobs/consent",
+        json!({"decision": "deny", "decidedBy": "mallory"}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "its own profile: {}", reply.body);
+    let listed = get_as(&s.app, VICTIM, "/v1/profiles").await.json();
+    assert_eq!(listed["profiles"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["profiles"][0]["decision"], "allow");
+    let events = audited(&s.audit, AuditAction::ProfileDecided, 2).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.key_id.as_deref() == Some(approver_id.as_str())
+                && e.profile.as_deref() == Some("jobs")
+                && e.workspace_id.as_deref() == Some(VICTIM)),
+        "{events:?}"
+    );
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = RunningServer::start(Arc::clone(&s.runner), listener).unwrap();
+    let client = abr_client::AgentRunnerClient::new(server.base_url(), FAKE_TOKEN).unwrap();
+    let decided = client
+        .decide_profile_consent(VICTIM, "work", SiteDecision::Deny, "the owner")
+        .await
+        .unwrap();
+    assert_eq!(decided.decision, Some(SiteDecision::Deny));
+    let names: Vec<_> = client
+        .profiles(VICTIM)
+        .await
+        .unwrap()
+        .profiles
+        .into_iter()
+        .map(|p| p.profile)
+        .collect();
+    assert_eq!(names, ["jobs", "work"]);
+    let e = client
+        .decide_profile_consent(VICTIM, "no/slash", SiteDecision::Allow, "x")
+        .await
+        .unwrap_err();
+    assert_eq!(e.status(), Some(422), "{e:?}");
+    server.shutdown().await;
+
+    let plain = stack();
+    assert_eq!(
+        get_as(&plain.app, VICTIM, "/v1/profiles").await.json(),
+        json!({"profiles": []})
+    );
+    let reply = send(
+        &plain.app,
+        Method::PUT,
+        "/v1/profiles/jobs/consent",
+        Some(VICTIM),
+        &[],
+        Some(&allow),
+    )
+    .await;
+    assert_eq!(reply.error().1, "unsupported");
 }

@@ -150,7 +150,8 @@ async fn a_client_initializes_and_lists_the_tools() {
             "task_create",
             "task_status",
             "run_timeline",
-            "set_browser_screenshots"
+            "set_browser_screenshots",
+            "set_profile_consent"
         ]
     );
     // No tool takes or hands out screenshots (a record's answer may name its frames); the
@@ -190,6 +191,14 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
         ("task_status", json!({"taskId": ["x"]})),
         ("task_create", json!({"plan": "do it"})),
         ("post", json!({"platform": FAKE_PLATFORM})),
+        (
+            "set_profile_consent",
+            json!({"profile": "../etc", "decision": "allow", "decidedBy": "o"}),
+        ),
+        (
+            "set_profile_consent",
+            json!({"profile": "jobs", "decision": "maybe", "decidedBy": "o"}),
+        ),
         ("no_such_tool", json!({})),
     ];
     for (name, arguments) in bad {
@@ -198,7 +207,7 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
     }
     // Nothing ran, and the server still answers.
     assert_eq!(s.provider.acquired(), 0);
-    assert_eq!(tool_names(&s.app).await.len(), 10);
+    assert_eq!(tool_names(&s.app).await.len(), 11);
     // A body that is not JSON-RPC at all is refused, not a crash.
     let reply = rpc_as(&s.app, Some(FAKE_TOKEN), None, &json!({"hello": 1})).await;
     assert!(
@@ -207,7 +216,7 @@ async fn bad_arguments_are_invalid_params_and_the_server_keeps_answering() {
         reply.status,
         reply.body
     );
-    assert_eq!(tool_names(&s.app).await.len(), 10);
+    assert_eq!(tool_names(&s.app).await.len(), 11);
 }
 
 #[tokio::test]
@@ -381,7 +390,7 @@ async fn read_only_lists_neither_post_nor_task_create_and_refuses_them() {
     assert!(s.strategy.posted().is_empty());
     assert_eq!(s.provider.acquired(), 0);
     // The same runner's read-write endpoint lists them.
-    assert_eq!(tool_names(&s.app).await.len(), 10);
+    assert_eq!(tool_names(&s.app).await.len(), 11);
 }
 
 /// What the API received: the bodies and headers of `POST /v1/browse`.
@@ -649,10 +658,14 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
             ..abr_core::guard::ElementFacts::default()
         },
     );
-    let s = fake_stack_with(provider, |_| {});
+    let profiles = tempfile::tempdir().unwrap();
+    let dir = profiles.path().to_owned();
+    let s = fake_stack_with(provider.with_profiles(), |c| {
+        c.providers.profile_dir = Some(dir);
+    });
     let app = &s.app;
     let validators = output_validators(app).await;
-    assert_eq!(validators.len(), 10, "every tool declares its output");
+    assert_eq!(validators.len(), 11, "every tool declares its output");
     let mut seen = std::collections::BTreeSet::new();
     let mut note = |name: &str, failed: bool| {
         seen.insert((name.to_owned(), failed));
@@ -715,6 +728,19 @@ async fn every_tools_answers_and_refusals_validate_against_its_output_schema() {
     assert!(failed, "{refused}");
     assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
     note("set_browser_screenshots", failed);
+    let consent = json!({"profile": "jobs", "decision": "allow", "decidedBy": "the owner"});
+    let (failed, decided) = checked(app, &validators, "set_profile_consent", consent.clone()).await;
+    assert!(!failed, "{decided}");
+    assert_eq!(decided["profile"], "jobs");
+    assert_eq!(decided["decision"], "allow");
+    assert_eq!(decided["decidedBy"], "the owner");
+    assert!(decided["decidedByKey"].is_string(), "{decided}");
+    note("set_profile_consent", failed);
+    let (failed, refused) =
+        checked_as(app, &validators, &agent, "set_profile_consent", consent).await;
+    assert!(failed, "{refused}");
+    assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
+    note("set_profile_consent", failed);
     // Refusals: the API's envelope with its status.
     for (name, arguments) in [
         ("browse_snapshot", json!({"browseId": "nobody"})),

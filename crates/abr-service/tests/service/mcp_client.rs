@@ -157,7 +157,8 @@ fn check_harness(run: &Run) {
             "task_create",
             "task_status",
             "run_timeline",
-            "set_browser_screenshots"
+            "set_browser_screenshots",
+            "set_profile_consent"
         ]
     );
     let (is_error, content) = run.result(1);
@@ -167,7 +168,7 @@ fn check_harness(run: &Run) {
     for i in 2..=5 {
         assert_eq!(run.mcp_error(i), -32602, "step {i}");
     }
-    assert_eq!(run.step(6)["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(run.step(6)["tools"].as_array().unwrap().len(), 11);
 }
 
 /// open → snapshot → act (click a harmless button) → close on the demo site's guard page

@@ -591,6 +591,11 @@ async fn an_unknown_mcp_argument_is_a_json_rpc_error_naming_it() {
             "format",
             json!({"runId": "t1", "format": "markdown"}),
         ),
+        (
+            "set_profile_consent",
+            "forever",
+            json!({"profile": "jobs", "decision": "allow", "decidedBy": "o", "forever": true}),
+        ),
     ] {
         let answer = call_tool(&s.app, tool, arguments).await;
         let (code, message) = rpc_error(&answer);
@@ -612,7 +617,7 @@ async fn every_tool_schema_refuses_additional_properties() {
     .await;
     let answer = reply.json();
     let tools = answer["result"]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 10);
+    assert_eq!(tools.len(), 11);
     for tool in tools {
         assert_eq!(
             tool["inputSchema"]["additionalProperties"],

@@ -260,6 +260,7 @@ async fn timelines_name_every_step_and_decision_and_carry_no_value() {
         .browse_open(
             TENANT,
             &BrowseRequest {
+                profile: None,
                 url: format!("{base}/admin/users"),
                 platform: Some("demo".into()),
                 session_id: None,

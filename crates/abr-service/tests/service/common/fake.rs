@@ -65,13 +65,25 @@ pub fn fake_stack_with(
     provider: FakeProvider,
     configure: impl FnOnce(&mut RunnerConfig),
 ) -> FakeStack {
-    let store: Arc<dyn EngineStore> = Arc::new(SqliteStore::in_memory(None).unwrap());
-    fake_stack_on(store, provider, configure)
+    let sqlite = Arc::new(SqliteStore::in_memory(None).unwrap());
+    let profiles: Arc<dyn abr_core::guard::ProfileStore> = sqlite.clone();
+    fake_stack_built(sqlite, Some(profiles), provider, configure)
 }
 
 /// [`fake_stack_with`] on `store`.
 pub fn fake_stack_on(
     store: Arc<dyn EngineStore>,
+    provider: FakeProvider,
+    configure: impl FnOnce(&mut RunnerConfig),
+) -> FakeStack {
+    fake_stack_built(store, None, provider, configure)
+}
+
+/// The fake runner on `store`, keeping named profiles in `profiles` (on with
+/// `ABR_PROFILE_DIR` only).
+fn fake_stack_built(
+    store: Arc<dyn EngineStore>,
+    profiles: Option<Arc<dyn abr_core::guard::ProfileStore>>,
     provider: FakeProvider,
     configure: impl FnOnce(&mut RunnerConfig),
 ) -> FakeStack {
@@ -81,12 +93,14 @@ pub fn fake_stack_on(
     let strategy = Arc::new(ScriptedStrategy::new(FAKE_PLATFORM, &fake_policy()));
     let as_dyn: DynSessionProvider<FakeContext> = provider.clone();
     let strategy_dyn: Arc<dyn WebPostStrategy<FakeContext>> = strategy.clone();
-    let runner = RunnerBuilder::with_providers(config, as_dyn.clone(), as_dyn)
+    let mut builder = RunnerBuilder::with_providers(config, as_dyn.clone(), as_dyn)
         .store(store.clone())
         .strategy(strategy_dyn)
-        .unwrap()
-        .build()
         .unwrap();
+    if let Some(profiles) = profiles {
+        builder = builder.profiles(profiles);
+    }
+    let runner = builder.build().unwrap();
     let runner = Arc::new(runner);
     let app = abr_service::http::app(Arc::clone(&runner));
     FakeStack {
