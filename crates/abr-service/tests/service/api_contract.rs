@@ -30,7 +30,10 @@ async fn every_operation_answers_within_its_description_for_generated_requests()
     )
     .await;
     let examples = std::env::var("ABR_CONTRACT_EXAMPLES").unwrap_or_else(|_| "12".into());
-    let stack = common::stack().await;
+    // Named profiles on: their routes answer as a local runner's do.
+    let profiles = tempfile::tempdir().unwrap();
+    let dir = profiles.path().to_owned();
+    let stack = common::stack_with(|c| c.providers.profile_dir = Some(dir), |b| b).await;
     let report = tempfile::tempdir().unwrap();
     let events = report.path().join("events.ndjson");
     let output = tokio::process::Command::new(venv.join("bin/schemathesis"))
