@@ -1353,6 +1353,35 @@ mod tests {
         assert!(RunnerConfig::load(&env(&loopback), None, false).is_ok());
     }
 
+    /// Named profiles live on one machine's disk: a fleet refuses them, one runner reads
+    /// where they are.
+    #[test]
+    fn a_profile_folder_is_read_and_refused_on_a_fleet() {
+        let token = ("ABR_API_TOKEN", "fleet-token-0123456789");
+        let one = [token, ("ABR_PROFILE_DIR", "/var/lib/abr/profiles")];
+        let c = RunnerConfig::load(&env(&one), None, false).unwrap();
+        assert_eq!(
+            c.providers.profile_dir.as_deref(),
+            Some(std::path::Path::new("/var/lib/abr/profiles"))
+        );
+        assert_eq!(
+            RunnerConfig::load(&env(&[token]), None, false)
+                .unwrap()
+                .providers
+                .profile_dir,
+            None
+        );
+        let fleet = [
+            token,
+            ("ABR_PROFILE_DIR", "/var/lib/abr/profiles"),
+            ("ABR_DATABASE_URL", "postgres://abr@db:5432/abr"),
+        ];
+        match RunnerConfig::load(&env(&fleet), None, false) {
+            Err(ConfigError::Invalid { key, .. }) => assert_eq!(key, "ABR_PROFILE_DIR"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn the_data_directory_and_the_task_settings_are_read() {
         let c = RunnerConfig::load(&env(&[]), None, true).unwrap();
