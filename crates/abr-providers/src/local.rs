@@ -99,6 +99,16 @@ enum Pool {
     Interactive,
 }
 
+impl Pool {
+    /// The browser an acquire of `mode` is served from.
+    fn of(mode: AcquireMode) -> Self {
+        match mode {
+            AcquireMode::Interactive => Self::Interactive,
+            AcquireMode::Unattended => Self::Jobs,
+        }
+    }
+}
+
 /// Local Chromium: a warm shared browser (relaunched transparently if it died) and a fresh
 /// browser context per job, or a browser per job ([`Isolation::BrowserPerJob`]).
 ///
@@ -247,15 +257,21 @@ impl LocalBrowserSessionProvider {
         }
     }
 
-    async fn launch(&self, pool: Pool) -> Result<Browser, ProviderError> {
-        let binary = self.binary(pool);
-        let path = binary.require()?;
-        let headful = pool == Pool::Interactive
-            && binary.can_be_headful()
+    /// Whether `pool`'s browser shows a window: an interactive one that can, when asked to
+    /// or when a display is there.
+    fn headful(&self, pool: Pool) -> bool {
+        pool == Pool::Interactive
+            && self.binary(pool).can_be_headful()
             && self
                 .config
                 .headful_interactive
-                .unwrap_or_else(display_available);
+                .unwrap_or_else(display_available)
+    }
+
+    async fn launch(&self, pool: Pool) -> Result<Browser, ProviderError> {
+        let binary = self.binary(pool);
+        let path = binary.require()?;
+        let headful = self.headful(pool);
         let args = launch_args(&self.config, pool);
         let timeout_ms = self.config.launch_timeout.as_secs_f64() * 1000.0;
         let options = LaunchOptions::new()
@@ -299,10 +315,7 @@ impl LocalBrowserSessionProvider {
             .profile_locks
             .take(&path, self.config.launch_timeout)
             .await?;
-        let pool = match request.mode {
-            AcquireMode::Interactive => Pool::Interactive,
-            AcquireMode::Unattended => Pool::Jobs,
-        };
+        let pool = Pool::of(request.mode);
         let proxy = self.proxy_settings().await?;
         let context = self.launch_persistent(pool, &path, proxy).await?;
         let opened = async {
@@ -354,12 +367,7 @@ impl LocalBrowserSessionProvider {
     ) -> Result<BrowserContext, ProviderError> {
         let binary = self.binary(pool);
         let executable = binary.require()?;
-        let headful = pool == Pool::Interactive
-            && binary.can_be_headful()
-            && self
-                .config
-                .headful_interactive
-                .unwrap_or_else(display_available);
+        let headful = self.headful(pool);
         let (width, height) = self.config.viewport;
         let options = BrowserContextOptions::builder()
             .viewport(Viewport { width, height })
@@ -593,10 +601,7 @@ impl SessionProvider for LocalBrowserSessionProvider {
         if let Some(folder) = request.profile.clone() {
             return self.acquire_profile(request, &folder).await;
         }
-        let pool = match request.mode {
-            AcquireMode::Interactive => Pool::Interactive,
-            AcquireMode::Unattended => Pool::Jobs,
-        };
+        let pool = Pool::of(request.mode);
         let per_job = self.config.isolation == Isolation::BrowserPerJob;
         // Before any context exists: every context this acquire makes goes through it.
         let proxy = self.proxy_settings().await?;
