@@ -12,6 +12,7 @@
     reason = "test code: a failed step is the test's failure"
 )]
 
+mod fuzz;
 mod lease;
 mod plan_rules;
 mod serialized;
