@@ -127,4 +127,37 @@ mod tests {
             Err(WebhookRejected::Malformed)
         );
     }
+
+    /// Fuzz target (bolero; `cargo test fuzz_`): any header over any body is answered,
+    /// never a panic; a signed body verifies; any one byte of it changed, or a header with
+    /// another timestamp, does not.
+    #[test]
+    fn fuzz_webhook_signatures() {
+        bolero::check!()
+            .with_type::<(Vec<u8>, String, Vec<u8>, i64, i64, u16)>()
+            .for_each(|(secret, header, body, now, tolerance, flip)| {
+                let _ = verify(secret, header, body, *now, *tolerance);
+                let timestamp = now.saturating_sub(i64::from(*flip % 60));
+                let signed = sign(secret, timestamp, body);
+                assert_eq!(verify(secret, &signed, body, *now, 300), Ok(()));
+                if !body.is_empty() {
+                    let mut changed = body.clone();
+                    let at = usize::from(*flip) % changed.len();
+                    changed[at] ^= 0x01;
+                    assert_eq!(
+                        verify(secret, &signed, &changed, *now, 300),
+                        Err(WebhookRejected::BadSignature)
+                    );
+                }
+                let other = sign(secret, timestamp.wrapping_add(1), body);
+                let spliced = format!(
+                    "t={timestamp},{}",
+                    other.split_once(',').map_or("", |(_, v)| v)
+                );
+                assert_eq!(
+                    verify(secret, &spliced, body, *now, 300),
+                    Err(WebhookRejected::BadSignature)
+                );
+            });
+    }
 }

@@ -194,4 +194,45 @@ mod tests {
         assert_eq!(e.kind(), ProviderErrorKind::Crashed);
         assert!(e.is_retryable());
     }
+
+    /// Fuzz target (bolero; `cargo test fuzz_`): a URL in any message, after any text,
+    /// loses every query value and its user name and password, whatever the scheme's case
+    /// or what separates it from the text around it.
+    #[test]
+    fn fuzz_url_redaction() {
+        const SCHEMES: [&str; 5] = ["https", "wss", "WSS", "http", "ws"];
+        const SEPARATORS: [&str; 6] = [" ", "\n", "\t", "(", "\"", ": "];
+        bolero::check!()
+            .with_type::<(String, u8, u8, String, String, bool)>()
+            .for_each(|(before, scheme, sep, path, after, userinfo)| {
+                let secret = "SECRETvalue42";
+                let scheme = SCHEMES[usize::from(*scheme) % SCHEMES.len()];
+                let sep = SEPARATORS[usize::from(*sep) % SEPARATORS.len()];
+                let path: String = path
+                    .chars()
+                    .filter(|c| !matches!(c, '?' | '#' | ' ' | '@'))
+                    .collect();
+                let user = if *userinfo {
+                    format!("user:{secret}@")
+                } else {
+                    String::new()
+                };
+                let url = format!("{scheme}://{user}host.example/{path}?jwt={secret}&a=1");
+                let after: String = after
+                    .chars()
+                    .filter(|c| *c == ' ' || c.is_alphanumeric())
+                    .take(8)
+                    .collect();
+                let message = format!("{before}{sep}{url} {after}");
+                let redacted = redact_urls(&message);
+                let leaked = redacted.matches(secret).count();
+                let around = before.matches(secret).count() + after.matches(secret).count();
+                assert!(leaked <= around, "{message:?} -> {redacted:?}");
+            });
+        bolero::check!().for_each(|bytes: &[u8]| {
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                let _ = redact_urls(text);
+            }
+        });
+    }
 }

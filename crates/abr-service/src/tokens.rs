@@ -154,4 +154,35 @@ mod tests {
             assert_eq!(bearer(&with(refused)), None, "{refused:?}");
         }
     }
+
+    /// Fuzz target (bolero; `cargo test fuzz_`): any `Authorization` value is a token or
+    /// none, never a panic; a token read is trimmed and not empty, from a `Bearer` value; a
+    /// token set accepts exactly its own tokens.
+    #[test]
+    fn fuzz_bearer_tokens() {
+        use sha2::Digest as _;
+        let set = super::TokenSet {
+            digests: ["token-one-0123456789", "token-two-0123456789"]
+                .iter()
+                .map(|t| sha2::Sha256::digest(t.as_bytes()).into())
+                .collect(),
+            open: false,
+        };
+        bolero::check!()
+            .with_type::<(Vec<u8>, String)>()
+            .for_each(|(raw, presented)| {
+                if let Ok(value) = HeaderValue::from_bytes(raw) {
+                    let mut headers = HeaderMap::new();
+                    headers.insert(header::AUTHORIZATION, value);
+                    if let Some(token) = bearer(&headers) {
+                        assert!(!token.is_empty() && token.trim() == token);
+                        let text = String::from_utf8_lossy(raw).to_ascii_lowercase();
+                        assert!(text.starts_with("bearer "), "{text}");
+                    }
+                }
+                let known =
+                    ["token-one-0123456789", "token-two-0123456789"].contains(&presented.as_str());
+                assert_eq!(set.accepts(presented), known);
+            });
+    }
 }

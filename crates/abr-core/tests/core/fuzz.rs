@@ -11,6 +11,7 @@
 //!   however the keywords are spaced, commented or JSON-escaped.
 //! - `egress_hosts`: no address of a refused range passes, however it is spelt (decimal,
 //!   octal, hex, IPv4-mapped IPv6, trailing dots, full-width digits).
+//! - `list_cursors`: any cursor is read back as given or refused, never a panic.
 //! - `plan_fill`: no placeholder value ever changes a URL's scheme, host or port; an
 //!   accepted plan validates again after a round trip through JSON.
 
@@ -323,6 +324,9 @@ const HOSTS: &[&str] = &[
     "[::ffff:127.0.0.1]",
     "[::ffff:7f00:1]",
     "[0:0:0:0:0:ffff:a00:1]",
+    "[::7f00:1]",
+    "[::127.0.0.1]",
+    "[::ffff:169.254.169.254]",
     "10.0.0.1",
     "012.0.0.1",
     "169.254.169.254",
@@ -483,4 +487,17 @@ fn fuzz_plan_fill() {
             assert_eq!(origin(valid.target_url()), origin(&base));
         });
     FILLED.assert_reached("plan_fill");
+}
+
+#[test]
+fn fuzz_list_cursors() {
+    check!().for_each(|bytes: &[u8]| {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return;
+        };
+        // A cursor is read back as given, or refused as one no list gave.
+        if let Ok(Some(cursor)) = abr_core::store::parse_cursor(Some(text)) {
+            assert_eq!(cursor, text);
+        }
+    });
 }

@@ -1334,3 +1334,25 @@ async fn recheck_signed_out_or_without_read_back_is_unavailable() {
     );
     assert!(log.is_empty(), "{log:?}");
 }
+
+/// Fuzz target (bolero; `cargo test fuzz_`): any text, as TOML or JSON, is a platform or a
+/// typed refusal naming the field, never a panic; the demo platform (the corpus) is read
+/// the same way twice.
+#[test]
+fn fuzz_platform_files() {
+    let vars = BTreeMap::from([("base".to_owned(), BASE.to_owned())]);
+    bolero::check!().for_each(|bytes: &[u8]| {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return;
+        };
+        for format in [PlatformFormat::Toml, PlatformFormat::Json] {
+            match DeclaredStrategy::parse(text, format, &vars) {
+                Ok(first) => {
+                    let again = DeclaredStrategy::parse(text, format, &vars).unwrap();
+                    assert_eq!(format!("{first:?}"), format!("{again:?}"));
+                }
+                Err(refused) => assert!(!refused.to_string().is_empty()),
+            }
+        }
+    });
+}

@@ -453,3 +453,48 @@ async fn a_live_runner_id_is_re_enrolled_by_an_operator_only_and_recorded() {
             .is_some()
     );
 }
+
+/// Fuzz target (bolero; `cargo test fuzz_`): any presented token is someone or nobody,
+/// never a panic or an error; a key's token is its key, and the same token with any one
+/// character changed, cut short or extended is nobody.
+#[test]
+fn fuzz_key_tokens() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let keys = Keys::new(
+        Arc::new(InMemoryStore::new()),
+        Arc::new(abr_core::clock::SystemClock),
+        Auditor::none(),
+    );
+    let operator = Principal::operator("bootstrap", "ops");
+    let now = time::OffsetDateTime::now_utc();
+    let created = runtime
+        .block_on(keys.create(&operator, &request(None, now)))
+        .unwrap();
+    let token = created.token.expose().to_owned();
+    let who = |presented: &str| {
+        runtime
+            .block_on(keys.authenticate(presented))
+            .unwrap()
+            .map(|p| p.key_id().to_owned())
+    };
+    assert_eq!(who(&token).as_deref(), Some(created.key.key_id.as_str()));
+    // The store and the clock are not touched by a failing check.
+    let who = std::panic::AssertUnwindSafe(&who);
+    bolero::check!()
+        .with_type::<(String, u16, char, u8)>()
+        .for_each(|(presented, at, with, how)| {
+            assert_eq!((*who)(presented), None, "{presented:?}");
+            let mut changed: Vec<char> = token.chars().collect();
+            let at = usize::from(*at) % changed.len();
+            match how % 3 {
+                0 if changed[at] != *with => changed[at] = *with,
+                0 => return,
+                1 => changed.truncate(at),
+                _ => changed.push(*with),
+            }
+            let changed: String = changed.into_iter().collect();
+            assert_eq!((*who)(&changed), None, "{changed:?}");
+        });
+}

@@ -187,4 +187,37 @@ mod tests {
         );
         assert_eq!(parse(&long), Err(WireError::TextTooLong));
     }
+
+    /// Fuzz target (bolero; `cargo test fuzz_`): any text a viewer sends is an input or a
+    /// typed refusal, never a panic; what is accepted stays in bounds (a click count of 1 to
+    /// 3, text within the limit, an absolute URL to navigate to).
+    #[test]
+    fn fuzz_live_view_messages() {
+        let check = |text: &str| match parse(text) {
+            Ok(LiveInput::Pointer { click_count, .. }) => assert!((1..=3).contains(&click_count)),
+            Ok(LiveInput::Text { text }) => assert!(text.len() <= MAX_LIVE_TEXT),
+            Ok(_) | Err(_) => {}
+        };
+        bolero::check!().for_each(|bytes: &[u8]| {
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                check(text);
+            }
+        });
+        // Well-formed messages with any values.
+        bolero::check!()
+            .with_type::<(u8, String, i64, i64, u8)>()
+            .for_each(|(kind, value, x, y, count)| {
+                let value = serde_json::to_string(value).unwrap();
+                let text = match kind % 5 {
+                    0 => format!(r#"{{"type":"key","key":{value}}}"#),
+                    1 => format!(r#"{{"type":"text","text":{value}}}"#),
+                    2 => format!(r#"{{"type":"navigate","url":{value}}}"#),
+                    3 => format!(
+                        r#"{{"type":"pointer","action":"down","x":{x},"y":{y},"clickCount":{count}}}"#
+                    ),
+                    _ => format!(r#"{{"type":"wheel","x":{x},"y":{y},"deltaX":{x},"deltaY":{y}}}"#),
+                };
+                check(&text);
+            });
+    }
 }
