@@ -30,6 +30,7 @@ pub mod approval;
 pub mod artifact;
 pub mod audit;
 pub mod budget;
+pub mod chaos;
 pub mod clock;
 pub mod codes;
 pub mod context;

@@ -16,6 +16,7 @@
 mod artifacts;
 mod browse;
 mod capture;
+mod chaos;
 mod codes;
 mod declared;
 mod guard;

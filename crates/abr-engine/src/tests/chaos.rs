@@ -1,0 +1,168 @@
+//! Tasks over the chaos layer on fakes: a provider that is busy, fails, times out or never
+//! answers (a half-open socket) ends the run typed, retryable and with nothing done, within
+//! the acquire deadline; a slow one only delays it; the same seed injects the same faults.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abr_core::DynSessionProvider;
+use abr_core::chaos::{ChaosConfig, ChaosProvider, Fault};
+use abr_core::principal::Right;
+use abr_core::store::{InMemoryStore, TaskStore};
+use abr_core::testing::{FakeContext, FakeProvider};
+use abr_protocol::{ApproveRequest, TaskRecord, TaskState};
+use serde_json::json;
+
+use super::{agent, approver, checked};
+use crate::task::runner::{TaskConfig, TaskRunner};
+
+const T: &str = "tenant-a";
+const ACQUIRE_DEADLINE: Duration = Duration::from_millis(300);
+
+fn runner(config: ChaosConfig) -> (Arc<ChaosProvider<FakeProvider>>, TaskRunner<FakeContext>) {
+    let fake = FakeProvider::new();
+    fake.page().set_facts(
+        "#next",
+        abr_core::guard::ElementFacts {
+            tag: "a".into(),
+            name: "Next page".into(),
+            ..abr_core::guard::ElementFacts::default()
+        },
+    );
+    fake.page().text_after("#next", "Page 2");
+    let chaos = Arc::new(ChaosProvider::new(fake, config));
+    let provider: DynSessionProvider<FakeContext> = chaos.clone();
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryStore::default());
+    let runner = TaskRunner::new(provider, store).with_config(TaskConfig {
+        acquire_timeout: ACQUIRE_DEADLINE,
+        ..TaskConfig::default()
+    });
+    (chaos, runner)
+}
+
+async fn run(runner: &TaskRunner<FakeContext>) -> TaskRecord {
+    let request = serde_json::from_value(json!({
+        "plan": {
+            "targetUrl": "https://shop.example/",
+            "steps": [{"type": "click", "selector": "#next", "description": "Next page", "timeoutMs": 200}],
+            "verification": {"method": "dom_check", "text": "Page 2"}
+        }
+    }))
+    .unwrap();
+    let created = runner
+        .create(&checked(&agent(T), Right::Propose), request, None)
+        .await
+        .unwrap();
+    let id = created.record.task_id.clone();
+    runner
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &ApproveRequest {
+                approved_by: Some("alice".into()),
+                plan_hash: created.record.plan_hash,
+            },
+        )
+        .await
+        .unwrap();
+    runner.run(T, &id).await.unwrap().record
+}
+
+#[tokio::test]
+async fn a_provider_that_fails_or_never_answers_ends_the_run_typed_with_nothing_done() {
+    for (fault, config, code) in [
+        (
+            Fault::Busy,
+            ChaosConfig {
+                busy: 1.0,
+                ..ChaosConfig::calm(1)
+            },
+            "provider_busy",
+        ),
+        (
+            Fault::Unavailable,
+            ChaosConfig {
+                unavailable: 1.0,
+                ..ChaosConfig::calm(1)
+            },
+            "provider_unavailable",
+        ),
+        (
+            Fault::Timeout,
+            ChaosConfig {
+                timeout: 1.0,
+                ..ChaosConfig::calm(1)
+            },
+            "provider_timeout",
+        ),
+        (
+            Fault::Hang,
+            ChaosConfig {
+                hang: 1.0,
+                ..ChaosConfig::calm(1)
+            },
+            // The engine's own acquire deadline ended it.
+            "timeout",
+        ),
+    ] {
+        let (chaos, runner) = runner(config);
+        let started = Instant::now();
+        let record = run(&runner).await;
+        assert!(
+            started.elapsed() < ACQUIRE_DEADLINE + Duration::from_secs(2),
+            "{fault:?}: the run ended within its acquire deadline"
+        );
+        assert_eq!(record.state, TaskState::Failed, "{fault:?}: {record:?}");
+        let error = record.error.unwrap();
+        assert_eq!(error.code, code, "{fault:?}");
+        assert!(
+            error.retryable,
+            "{fault:?}: nothing was done, so it may be retried"
+        );
+        assert!(record.step_results.is_empty(), "{fault:?}");
+        assert_eq!(chaos.injected().get(&fault), Some(&1));
+        assert_eq!(chaos.inner().acquired(), 0);
+    }
+    // Slow: the run waits and goes on.
+    let (chaos, runner) = runner(ChaosConfig {
+        slow_rate: 1.0,
+        slow: Duration::from_millis(100),
+        ..ChaosConfig::calm(1)
+    });
+    let record = run(&runner).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{record:?}");
+    assert_eq!(chaos.injected().get(&Fault::Slow), Some(&1));
+    assert_eq!(chaos.inner().open_leases(), 0);
+}
+
+#[tokio::test]
+async fn a_seed_replays_the_same_faults_over_the_same_runs() {
+    let config = ChaosConfig {
+        busy: 0.3,
+        unavailable: 0.2,
+        ..ChaosConfig::calm(2026)
+    };
+    let mut outcomes = Vec::new();
+    for _ in 0..2 {
+        let (chaos, runner) = runner(config.clone());
+        let mut states = Vec::new();
+        for _ in 0..20 {
+            let record = run(&runner).await;
+            states.push((record.state, record.error.map(|e| e.code)));
+        }
+        assert_eq!(
+            chaos.injected().values().sum::<u64>() as usize,
+            states
+                .iter()
+                .filter(|(s, _)| *s == TaskState::Failed)
+                .count()
+        );
+        assert_eq!(chaos.inner().open_leases(), 0, "every lease given back");
+        outcomes.push(states);
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+    assert!(outcomes[0].iter().any(|(s, _)| *s == TaskState::Succeeded));
+    assert!(outcomes[0].iter().any(|(s, _)| *s == TaskState::Failed));
+}
