@@ -257,6 +257,18 @@ impl LocalBrowserSessionProvider {
         }
     }
 
+    /// A session just opened in `pool`'s browser, as every lease hands it out: its probe
+    /// installed (by the context's init script), and a job browser launched without
+    /// `SharedWorker` given the router that needs no script to take it away.
+    fn prepared(&self, pool: Pool, session: BrowserSession) -> BrowserSession {
+        let session = session.with_probe_installed();
+        if pool == Pool::Jobs && self.jobs_without_shared_workers {
+            session.with_router(Arc::new(RequestRouter::without_shared_workers()))
+        } else {
+            session
+        }
+    }
+
     /// Whether `pool`'s browser shows a window: an interactive one that can, when asked to
     /// or when a display is there.
     fn headful(&self, pool: Pool) -> bool {
@@ -333,16 +345,11 @@ impl LocalBrowserSessionProvider {
         }
         .await;
         let session = match opened {
-            Ok(session) => session.with_probe_installed(),
+            Ok(session) => self.prepared(pool, session),
             Err(e) => {
                 let _ = context.close().await;
                 return Err(e);
             }
-        };
-        let session = if pool == Pool::Jobs && self.jobs_without_shared_workers {
-            session.with_router(Arc::new(RequestRouter::without_shared_workers()))
-        } else {
-            session
         };
         Ok(Lease::new(session, move |session: Arc<BrowserSession>| {
             Box::pin(async move {
@@ -647,15 +654,7 @@ impl SessionProvider for LocalBrowserSessionProvider {
             if session.is_err() {
                 let _ = context.close().await;
             }
-            // A browser launched without `SharedWorker` needs no script to take it away.
-            session.map(|session| {
-                let session = session.with_probe_installed();
-                if pool == Pool::Jobs && self.jobs_without_shared_workers {
-                    session.with_router(Arc::new(RequestRouter::without_shared_workers()))
-                } else {
-                    session
-                }
-            })
+            session.map(|session| self.prepared(pool, session))
         }
         .await;
         let session = match opened {

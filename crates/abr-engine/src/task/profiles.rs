@@ -15,7 +15,7 @@ use abr_protocol::{Cookie, CookieFact, ProfileSignIn, SiteDecision, TaskRequest}
 
 use crate::error::EngineError;
 use crate::step::{Step, guarded};
-use crate::task::rails::RunProfile;
+use crate::task::rails::{RunProfile, cookie_fact};
 use crate::task::runner::TaskRunner;
 
 /// The cookies of the page's host (names, domains and expiry) each with a fingerprint of
@@ -108,16 +108,7 @@ impl<C: TaskContext> TaskRunner<C> {
         cookies
             .iter()
             .filter(|cookie| sign_in_site(&cookie.domain) == site)
-            .map(|cookie| {
-                let expires = (cookie.expires > 0.0).then_some(cookie.expires);
-                let fact = CookieFact {
-                    name: cookie.name.clone(),
-                    domain: cookie.domain.clone(),
-                    expires,
-                    expired: expires.is_some_and(|e| e <= now),
-                };
-                (fact, fingerprint(cookie))
-            })
+            .map(|cookie| (cookie_fact(cookie, now), fingerprint(cookie)))
             .collect()
     }
 
@@ -189,15 +180,8 @@ impl<C: TaskContext> TaskRunner<C> {
             return;
         };
         let now = self.clock.now();
-        let jar: Vec<CookieFact> = cookies
-            .iter()
-            .map(|c| CookieFact {
-                name: c.name.clone(),
-                domain: c.domain.clone(),
-                expires: (c.expires > 0.0).then_some(c.expires),
-                expired: false,
-            })
-            .collect();
+        let at = now.unix_timestamp() as f64;
+        let jar: Vec<CookieFact> = cookies.iter().map(|c| cookie_fact(c, at)).collect();
         for record in &entry.sign_ins {
             if let Some(fresh) = refreshed_sign_in(record, &jar, now)
                 && let Err(e) = store.record_sign_in(tenant, &profile.name, fresh).await

@@ -394,16 +394,20 @@ pub(crate) fn cookie_facts(cookies: &[Cookie], host: &str, now_unix: f64) -> Vec
             let domain = c.domain.trim_start_matches('.').to_ascii_lowercase();
             host == domain || host.ends_with(&format!(".{domain}"))
         })
-        .map(|c| {
-            let expires = (c.expires > 0.0).then_some(c.expires);
-            CookieFact {
-                name: c.name.clone(),
-                domain: c.domain.clone(),
-                expires,
-                expired: expires.is_some_and(|e| e <= now_unix),
-            }
-        })
+        .map(|c| cookie_fact(c, now_unix))
         .collect()
+}
+
+/// What is kept of a cookie: its name, domain and expiry (`None`: a session cookie), and
+/// whether it had expired at `now_unix`; never its value.
+pub(crate) fn cookie_fact(cookie: &Cookie, now_unix: f64) -> CookieFact {
+    let expires = (cookie.expires > 0.0).then_some(cookie.expires);
+    CookieFact {
+        name: cookie.name.clone(),
+        domain: cookie.domain.clone(),
+        expires,
+        expired: expires.is_some_and(|e| e <= now_unix),
+    }
 }
 
 /// Whether the cookie facts show no live session: none for the site, or every one expired.

@@ -396,3 +396,39 @@ async fn a_browse_session_on_a_profile_asks_its_owner_and_checks_the_sign_in_bef
         [profile_folder(T, "jobs").unwrap()]
     );
 }
+
+#[tokio::test]
+async fn a_run_refreshes_the_recorded_expiry_from_the_profile() {
+    let h = h();
+    decide(&h, T, "jobs", SiteDecision::Allow).await;
+    let folder = profile_folder(T, "jobs").unwrap();
+    let later = now() + 7200.0;
+    h.provider.set_profile_state(&folder, signed_in(later));
+    h.profiles
+        .record_sign_in(
+            T,
+            "jobs",
+            ProfileSignIn {
+                site: "shop.example".into(),
+                cookies: vec![CookieFact {
+                    name: "sid".into(),
+                    domain: "shop.example".into(),
+                    expires: Some(now() + 60.0),
+                    expired: false,
+                }],
+                recorded_at: time::OffsetDateTime::UNIX_EPOCH,
+            },
+        )
+        .await
+        .unwrap();
+    let record = run(&h, request("jobs", None)).await;
+    assert_eq!(record.state, TaskState::Succeeded, "{:?}", record.error);
+    let entry = h.profiles.profile(T, "jobs").await.unwrap().unwrap();
+    let sign_in = entry.sign_in("shop.example").unwrap();
+    assert_eq!(
+        sign_in.cookies[0].expires,
+        Some(later),
+        "the site's extension kept"
+    );
+    assert!(sign_in.recorded_at > time::OffsetDateTime::UNIX_EPOCH);
+}
