@@ -1,22 +1,30 @@
 //! The chaos layer: [`ChaosProvider`] wraps any [`SessionProvider`] and injects the
-//! failures providers are known for (a busy or failing service, a call that times out, one
-//! that never answers, one that is slow) at the rates of a [`ChaosConfig`], drawn from its
-//! seed: the same seed, and the same calls in the same order, inject the same faults. What
-//! it injected is counted by kind ([`ChaosProvider::injected`]).
+//! failures providers are known for at the rates of a [`ChaosConfig`], drawn from its seed:
+//! the same seed, and the same calls in the same order, inject the same faults. What it
+//! injected is counted by kind ([`ChaosProvider::injected`]).
+//!
+//! - At the acquire: a busy or failing service, a call that times out, one that never
+//!   answers (a half-open socket), one that is slow.
+//! - Inside a lease, at a drawn moment within [`ChaosConfig::lease_fault_within`] of the
+//!   acquire: the browser crashes, freezes for good (its connection stays open and never
+//!   answers again), its page closes, or it stalls for a while (slow steps). The context
+//!   injects them itself ([`FaultTarget`]): only it knows its browser.
 //!
 //! For soaks and tests, never production: it makes a working provider fail on purpose.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 
 use crate::error::{ProviderError, ProviderErrorKind};
 use crate::provider::{
-    AcquireMode, AcquireRequest, Lease, PoolStats, ProviderCapabilities, SessionProvider,
+    AcquireMode, AcquireRequest, Lease, PoolStats, ProviderCapabilities, SessionContext,
+    SessionProvider,
 };
 
 /// A fault the layer injects.
@@ -33,6 +41,16 @@ pub enum Fault {
     Hang,
     /// The provider answers late (by [`ChaosConfig::slow`]), then as it would have.
     Slow,
+    /// Inside a lease: the browser process dies (its connection closes).
+    Crash,
+    /// Inside a lease: the browser stops answering for good, its connection left open (a
+    /// half-open socket): every call's own deadline must end it, and the release must not
+    /// wait for it.
+    Freeze,
+    /// Inside a lease: the page closes under the run.
+    ClosePage,
+    /// Inside a lease: the browser stalls for [`ChaosConfig::stall`], then answers again.
+    SlowSteps,
 }
 
 impl Fault {
@@ -44,12 +62,33 @@ impl Fault {
             Self::Timeout => "timeout",
             Self::Hang => "hang",
             Self::Slow => "slow",
+            Self::Crash => "crash",
+            Self::Freeze => "freeze",
+            Self::ClosePage => "close_page",
+            Self::SlowSteps => "slow_steps",
         }
+    }
+
+    /// Whether it is injected inside a lease (by the context) rather than at the acquire.
+    pub fn in_lease(self) -> bool {
+        matches!(
+            self,
+            Self::Crash | Self::Freeze | Self::ClosePage | Self::SlowSteps
+        )
     }
 }
 
-/// How often each fault is injected into an acquire (each a probability from 0 to 1; their
-/// sum at most 1), and the seed they are drawn from.
+/// A browser context that can inject an in-lease [`Fault`] into itself (a crash, a freeze,
+/// a closed page, a stall). For the chaos layer only.
+pub trait FaultTarget: SessionContext {
+    /// Injects `fault` (`stall`: how long a [`Fault::SlowSteps`] lasts). Resolves `true`
+    /// once injected, `false` when this context cannot inject it or its browser is gone
+    /// already.
+    fn inject(&self, fault: Fault, stall: Duration) -> BoxFuture<'static, bool>;
+}
+
+/// How often each fault is injected (each a probability from 0 to 1; the acquire's rates
+/// sum to at most 1, and so do the lease's), and the seed they are drawn from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChaosConfig {
     /// The seed of the draws.
@@ -66,6 +105,18 @@ pub struct ChaosConfig {
     pub slow_rate: f64,
     /// How late a slow answer is.
     pub slow: Duration,
+    /// Rate of [`Fault::Crash`], per lease.
+    pub crash: f64,
+    /// Rate of [`Fault::Freeze`], per lease.
+    pub freeze: f64,
+    /// Rate of [`Fault::ClosePage`], per lease.
+    pub close_page: f64,
+    /// Rate of [`Fault::SlowSteps`], per lease.
+    pub slow_steps: f64,
+    /// How long a [`Fault::SlowSteps`] stall lasts.
+    pub stall: Duration,
+    /// An in-lease fault strikes at a moment drawn from zero to this after the acquire.
+    pub lease_fault_within: Duration,
 }
 
 impl ChaosConfig {
@@ -79,7 +130,22 @@ impl ChaosConfig {
             hang: 0.0,
             slow_rate: 0.0,
             slow: Duration::from_millis(500),
+            crash: 0.0,
+            freeze: 0.0,
+            close_page: 0.0,
+            slow_steps: 0.0,
+            stall: Duration::from_secs(2),
+            lease_fault_within: Duration::from_secs(3),
         }
+    }
+
+    fn lease_rates(&self) -> [(Fault, f64); 4] {
+        [
+            (Fault::Crash, self.crash),
+            (Fault::Freeze, self.freeze),
+            (Fault::ClosePage, self.close_page),
+            (Fault::SlowSteps, self.slow_steps),
+        ]
     }
 
     fn rates(&self) -> [(Fault, f64); 5] {
@@ -98,7 +164,7 @@ pub struct ChaosProvider<P> {
     inner: P,
     config: ChaosConfig,
     draws: Mutex<StdRng>,
-    injected: Mutex<BTreeMap<Fault, u64>>,
+    injected: Arc<Mutex<BTreeMap<Fault, u64>>>,
 }
 
 impl<P> std::fmt::Debug for ChaosProvider<P> {
@@ -118,7 +184,7 @@ impl<P> ChaosProvider<P> {
             inner,
             config,
             draws,
-            injected: Mutex::default(),
+            injected: Arc::default(),
         }
     }
 
@@ -135,30 +201,55 @@ impl<P> ChaosProvider<P> {
             .clone()
     }
 
-    /// The next draw: a fault, or none.
+    /// The next draw at an acquire: a fault, or none.
     fn draw(&self) -> Option<Fault> {
+        let fault = self.pick(&self.config.rates())?;
+        self.count(fault);
+        Some(fault)
+    }
+
+    /// The next draw for a lease: a fault and when it strikes after the acquire, or none.
+    /// Counted once injected.
+    fn draw_in_lease(&self) -> Option<(Fault, Duration)> {
+        let fault = self.pick(&self.config.lease_rates())?;
+        let within = self.config.lease_fault_within.as_secs_f64();
+        let at: f64 = self
+            .draws
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .random_range(0.0..=within.max(f64::MIN_POSITIVE));
+        Some((fault, Duration::from_secs_f64(at)))
+    }
+
+    fn pick(&self, rates: &[(Fault, f64)]) -> Option<Fault> {
         let roll: f64 = self
             .draws
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .random();
         let mut edge = 0.0;
-        let fault = self.config.rates().into_iter().find_map(|(fault, rate)| {
+        rates.iter().find_map(|&(fault, rate)| {
             edge += rate;
             (roll < edge).then_some(fault)
-        })?;
+        })
+    }
+
+    fn count(&self, fault: Fault) {
         *self
             .injected
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entry(fault)
             .or_default() += 1;
-        Some(fault)
     }
 }
 
 #[async_trait]
-impl<P: SessionProvider> SessionProvider for ChaosProvider<P> {
+impl<P> SessionProvider for ChaosProvider<P>
+where
+    P: SessionProvider,
+    P::Context: FaultTarget,
+{
     type Context = P::Context;
 
     fn name(&self) -> &str {
@@ -170,6 +261,44 @@ impl<P: SessionProvider> SessionProvider for ChaosProvider<P> {
     }
 
     async fn acquire(&self, request: AcquireRequest) -> Result<Lease<P::Context>, ProviderError> {
+        let lease = self.acquire_inner(request).await?;
+        if let Some((fault, at)) = self.draw_in_lease() {
+            let target = lease.context_handle();
+            let stall = self.config.stall;
+            let injected = Arc::clone(&self.injected);
+            // Detached: it strikes while the run goes on, or finds the lease over (a weak
+            // hold would not do: the context is shared with the run, never dropped early).
+            tokio::spawn(async move {
+                tokio::time::sleep(at).await;
+                if target.inject(fault, stall).await {
+                    *injected
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .entry(fault)
+                        .or_default() += 1;
+                }
+            });
+        }
+        Ok(lease)
+    }
+
+    fn refuses_now(&self, mode: AcquireMode) -> Option<ProviderError> {
+        self.inner.refuses_now(mode)
+    }
+
+    fn pool(&self) -> Option<PoolStats> {
+        self.inner.pool()
+    }
+}
+
+impl<P> ChaosProvider<P>
+where
+    P: SessionProvider,
+{
+    async fn acquire_inner(
+        &self,
+        request: AcquireRequest,
+    ) -> Result<Lease<P::Context>, ProviderError> {
         match self.draw() {
             None => self.inner.acquire(request).await,
             Some(Fault::Busy) => Err(ProviderError::new(
@@ -190,15 +319,12 @@ impl<P: SessionProvider> SessionProvider for ChaosProvider<P> {
                 tokio::time::sleep(self.config.slow).await;
                 self.inner.acquire(request).await
             }
+            // Never drawn here: the acquire's rates name no in-lease fault.
+            Some(other) => Err(ProviderError::new(
+                ProviderErrorKind::Unavailable,
+                format!("chaos: {} is not an acquire fault", other.name()),
+            )),
         }
-    }
-
-    fn refuses_now(&self, mode: AcquireMode) -> Option<ProviderError> {
-        self.inner.refuses_now(mode)
-    }
-
-    fn pool(&self) -> Option<PoolStats> {
-        self.inner.pool()
     }
 }
 

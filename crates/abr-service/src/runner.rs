@@ -110,6 +110,12 @@ type ProviderFactory<C> = Box<
         + Send,
 >;
 
+/// A wrapper around a runner's providers ([`RunnerBuilder::provider_layer`]): it gets each
+/// provider the runner would use and returns the one it uses instead (a wrapper that
+/// forwards to it: timed, counted, or failing on purpose as the soak's chaos layer).
+pub type ProviderLayer<C = BrowserSession> =
+    Arc<dyn Fn(DynSessionProvider<C>) -> DynSessionProvider<C> + Send + Sync>;
+
 /// Builds a [`Runner`]: register the caller's strategies, optionally override providers and
 /// the store.
 pub struct RunnerBuilder<C: TaskContext = BrowserSession> {
@@ -124,6 +130,7 @@ pub struct RunnerBuilder<C: TaskContext = BrowserSession> {
     poster_config: Option<PosterConfig>,
     sweep_gate: Option<Arc<dyn abr_engine::SweepGate>>,
     task_queue: Option<Arc<dyn abr_core::store::TaskQueue>>,
+    layer: Option<ProviderLayer<C>>,
 }
 
 impl<C: TaskContext> std::fmt::Debug for RunnerBuilder<C> {
@@ -209,6 +216,7 @@ impl<C: TaskContext> RunnerBuilder<C> {
             poster_config: None,
             sweep_gate: None,
             task_queue: None,
+            layer: None,
         }
     }
 
@@ -268,6 +276,14 @@ impl<C: TaskContext> RunnerBuilder<C> {
         self
     }
 
+    /// Wraps the job provider and the capture provider in `layer` (each as the runner would
+    /// use it: configured, or given; before the runner's own acquire timing).
+    #[must_use]
+    pub fn provider_layer(mut self, layer: ProviderLayer<C>) -> Self {
+        self.layer = Some(layer);
+        self
+    }
+
     /// Sends audit events to `sink` (default: structured log lines).
     #[must_use]
     pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
@@ -301,11 +317,16 @@ impl<C: TaskContext> RunnerBuilder<C> {
         )?;
         let mut hooks: Vec<ShutdownHook> = Vec::new();
         let mut factory = self.factory;
+        let layer = self.layer;
         let mut provider = |given: Option<DynSessionProvider<C>>,
                             choice: ProviderChoice,
                             hooks: &mut Vec<ShutdownHook>| {
             given
                 .or_else(|| factory.as_mut().map(|make| make(choice, &budget, hooks)))
+                .map(|provider| match &layer {
+                    Some(layer) => layer(provider),
+                    None => provider,
+                })
                 .ok_or_else(|| CoreError::InvalidInput("the runner has no provider".into()))
         };
         let metrics = Arc::new(crate::metrics::Metrics::new());

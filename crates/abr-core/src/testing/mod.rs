@@ -254,6 +254,24 @@ impl SessionContext for FakeContext {
     }
 }
 
+/// The fake's browser is lost to a crash or a closed page (its `lost` flag: a capture sees
+/// it, a run's export fails); it cannot freeze or stall.
+impl crate::chaos::FaultTarget for FakeContext {
+    fn inject(
+        &self,
+        fault: crate::chaos::Fault,
+        _stall: std::time::Duration,
+    ) -> futures::future::BoxFuture<'static, bool> {
+        use crate::chaos::Fault;
+        let hit = matches!(fault, Fault::Crash | Fault::ClosePage)
+            && !self.lost.swap(true, Ordering::SeqCst);
+        if hit {
+            self.fail_export.store(true, Ordering::SeqCst);
+        }
+        Box::pin(std::future::ready(hit))
+    }
+}
+
 /// A fake provider with a record of every lease and fault knobs.
 #[derive(Debug)]
 pub struct FakeProvider {

@@ -76,7 +76,7 @@ impl DemoArgs {
         config.public_url = Some(
             url::Url::parse(&format!("http://{addr}")).map_err(|e| CliError::Run(e.to_string()))?,
         );
-        let runner = start::runner(config).await?;
+        let runner = start::runner(config, None).await?;
         let server =
             RunningServer::start(runner, listener).map_err(|e| CliError::Run(e.to_string()))?;
         println!("runner        {}", server.base_url());

@@ -17,6 +17,7 @@ use crate::cli::CliError;
 use crate::cli::start;
 use crate::config::RunnerConfig;
 use crate::mcp::{McpServer, McpSettings};
+use crate::runner::ProviderLayer;
 
 const MCP_HELP: &str = "\
 Configuration: the ABR_* environment variables of `abr serve` (see `abr serve --help`), and
@@ -46,7 +47,7 @@ pub(crate) struct McpArgs {
 }
 
 impl McpArgs {
-    pub(crate) fn run(self) -> Result<(), CliError> {
+    pub(crate) fn run(self, layer: Option<ProviderLayer>) -> Result<(), CliError> {
         // Stdout is the protocol: every log line goes to stderr.
         let config = start::configuration(self.config.as_deref(), self.insecure_dev)?;
         if config.insecure_dev && config.api_tokens.is_empty() {
@@ -54,13 +55,17 @@ impl McpArgs {
         }
         let mut settings = McpSettings::from_config(&config.mcp);
         settings.read_only |= self.read_only;
-        start::runtime()?.block_on(serve_stdio(config, settings))
+        start::runtime()?.block_on(serve_stdio(config, settings, layer))
     }
 }
 
 /// Builds the runner and serves MCP on stdin/stdout until stdin closes (or a signal), then
 /// shuts the runner down.
-async fn serve_stdio(config: RunnerConfig, mut settings: McpSettings) -> Result<(), CliError> {
+async fn serve_stdio(
+    config: RunnerConfig,
+    mut settings: McpSettings,
+    layer: Option<ProviderLayer>,
+) -> Result<(), CliError> {
     let key = config
         .mcp
         .key
@@ -72,7 +77,7 @@ async fn serve_stdio(config: RunnerConfig, mut settings: McpSettings) -> Result<
             .first()
             .map(|t| t.expose_secret().to_owned())
     });
-    let runner = start::runner(config).await?;
+    let runner = start::runner(config, layer).await?;
     if let Some(key) = &key {
         // The key must name someone; its tenant is the tools' unless ABR_MCP_TENANT says.
         let principal = runner

@@ -32,6 +32,8 @@ use clap::{Parser, Subcommand};
 
 pub(crate) use error::CliError;
 
+use crate::runner::ProviderLayer;
+
 /// Exit codes, also listed in `abr --help`.
 const EXIT_CODES_HELP: &str = "\
 Exit codes:
@@ -87,14 +89,14 @@ pub(crate) enum Command {
 
 impl Cli {
     /// Runs the selected subcommand.
-    pub(crate) fn run(self) -> Result<(), CliError> {
+    pub(crate) fn run(self, layer: Option<ProviderLayer>) -> Result<(), CliError> {
         match self.command {
             Command::Session(command) => command.run(),
-            Command::Serve(args) => args.run(),
+            Command::Serve(args) => args.run(layer),
             Command::Keys(args) => args.run(),
             Command::Hub(args) => args.run(),
-            Command::Mcp(args) => args.run(),
-            Command::Up(args) => args.run(),
+            Command::Mcp(args) => args.run(layer),
+            Command::Up(args) => args.run(layer),
             Command::Status(args) => args.run(),
             Command::Logs(args) => args.run(),
             Command::Ready(args) => args.run(),
@@ -110,8 +112,30 @@ impl Cli {
 /// Usage errors are clap's (message on stderr, exit code 2; `--help`/`--version` exit 0).
 /// A command's error is printed as one `abr: error: <message>` line on stderr.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let ran = cli.run();
+    run(Cli::parse(), None)
+}
+
+/// As [`main`], on `args` (the program name first), with every runner it starts (`serve`,
+/// `up`, `mcp`) using its providers wrapped in `layer`
+/// ([`RunnerBuilder::provider_layer`](crate::runner::RunnerBuilder::provider_layer)): for a
+/// binary that embeds the whole command line with providers of its own making, as the soak
+/// does with its chaos layer.
+pub fn main_with<I, T>(args: I, layer: ProviderLayer) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    match Cli::try_parse_from(args) {
+        Ok(cli) => run(cli, Some(layer)),
+        Err(e) => {
+            let _ = e.print();
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+        }
+    }
+}
+
+fn run(cli: Cli, layer: Option<ProviderLayer>) -> ExitCode {
+    let ran = cli.run(layer);
     // The spans still batched go out before the process ends (its runtime is gone by now).
     crate::traces::shutdown();
     match ran {

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::cli::CliError;
 use crate::cli::start;
+use crate::runner::ProviderLayer;
 use crate::server::{RunningServer, Signals};
 
 const SERVE_HELP: &str = "\
@@ -54,14 +55,14 @@ pub(crate) struct ServeArgs {
 }
 
 impl ServeArgs {
-    pub(crate) fn run(self) -> Result<(), CliError> {
+    pub(crate) fn run(self, layer: Option<ProviderLayer>) -> Result<(), CliError> {
         let config = start::configuration(self.config.as_deref(), self.insecure_dev)?;
         if config.insecure_dev && config.api_tokens.is_empty() {
             tracing::warn!("--insecure-dev: the API accepts requests without a token");
         }
         start::runtime()?.block_on(async move {
             let bind = config.bind;
-            let runner = start::runner(config).await?;
+            let runner = start::runner(config, layer).await?;
             let signals = Signals::install();
             let server = RunningServer::bind(runner, bind)
                 .await

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::cli::CliError;
 use crate::config::{self, RunnerConfig};
-use crate::runner::{Runner, RunnerBuilder};
+use crate::runner::{ProviderLayer, Runner, RunnerBuilder};
 
 /// The runner's configuration: the environment over the `--config` file (`file`). Logs go
 /// to stderr from here on, filtered by `RUST_LOG` (default info; third-party targets that
@@ -55,7 +55,10 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 /// # Errors
 /// [`CliError::Config`] for a platform the configuration names that is refused;
 /// [`CliError::Run`] when the runner cannot be built or its store cannot be read.
-pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError> {
+pub(crate) async fn runner(
+    config: RunnerConfig,
+    layer: Option<ProviderLayer>,
+) -> Result<Arc<Runner>, CliError> {
     let shared = crate::runner::open_shared_store(&config)
         .await
         .map_err(|e| CliError::Run(format!("cannot open the database: {e}")))?;
@@ -68,6 +71,9 @@ pub(crate) async fn runner(config: RunnerConfig) -> Result<Arc<Runner>, CliError
         None => None,
     };
     let mut builder = RunnerBuilder::from_config(config)?;
+    if let Some(layer) = layer {
+        builder = builder.provider_layer(layer);
+    }
     if let Some(store) = &shared {
         builder = builder
             .store(Arc::clone(store) as Arc<dyn abr_engine::EngineStore>)

@@ -32,6 +32,7 @@ use crate::cli::local::target::{Target, account_id, first_api_token};
 use crate::cli::local::update::{Restart, Updater};
 use crate::cli::start;
 use crate::config::RunnerConfig;
+use crate::runner::ProviderLayer;
 use crate::server::{RunningServer, Signals};
 
 const UP_HELP: &str = "\
@@ -111,10 +112,12 @@ struct Plan {
     target: Target,
     api_token: Option<SecretString>,
     paths: LocalPaths,
+    /// Wraps the runner's providers ([`crate::cli::main_with`]).
+    layer: Option<ProviderLayer>,
 }
 
 impl UpArgs {
-    pub(crate) fn run(self) -> Result<(), CliError> {
+    pub(crate) fn run(self, layer: Option<ProviderLayer>) -> Result<(), CliError> {
         let config = start::configuration(self.config.as_deref(), self.insecure_dev)?;
         let target = Target::resolve(
             &config.local,
@@ -144,6 +147,7 @@ impl UpArgs {
             target,
             api_token,
             paths,
+            layer,
         };
         match (plan.args.background, plan.args.launched_as) {
             (true, None) => Ok(start_in_background(&plan)?),
@@ -237,6 +241,7 @@ async fn serve_here(plan: Plan, launch: LaunchKind, restart: Restart) -> Result<
         target,
         api_token,
         paths,
+        layer,
     } = plan;
     let port = args.port.unwrap_or(0);
     let bind = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
@@ -263,7 +268,7 @@ async fn serve_here(plan: Plan, launch: LaunchKind, restart: Restart) -> Result<
     if config.insecure_dev && config.api_tokens.is_empty() {
         tracing::warn!("--insecure-dev: the API accepts requests without a token");
     }
-    let runner = start::runner(config)
+    let runner = start::runner(config, layer)
         .await
         .map_err(|e| LocalError::Run(e.to_string()))?;
 
