@@ -33,10 +33,12 @@ mod live_state;
 mod local;
 mod probe;
 mod probe_script;
+mod process;
 mod profiles;
 mod remote;
 mod router;
 mod session;
+mod shared;
 mod sockets;
 pub mod state;
 mod steel;
@@ -48,7 +50,10 @@ pub use chromium::{ChromiumBinary, base_args, display_available, running_as_root
 pub use egress::{EgressProxy, ProxyLimits};
 pub use error::SETUP_HINT;
 pub use kernel::{KERNEL_API_URL, KernelBackend, KernelProviderConfig, KernelSessionProvider};
-pub use local::{Isolation, LocalBrowserSessionProvider, LocalProviderConfig};
+pub use local::{
+    DEFAULT_RECYCLE_AFTER, Isolation, LocalBrowserSessionProvider, LocalProviderConfig,
+};
+pub use process::BrowserProcess;
 pub use remote::{Attached, RemoteBackend, RemoteSession, RemoteSessionProvider, RemoteSettings};
 pub use session::{BrowserSession, LostCheck};
 pub use steel::{

@@ -22,9 +22,11 @@ use crate::driver::playwright;
 use crate::egress::{EgressProxy, LazyProxy};
 use crate::error::from_playwright;
 use crate::probe_script::INSTALL_JS;
+use crate::process::BrowserProcess;
 use crate::profiles::{ProfileLocks, profile_path};
 use crate::router::{NO_SHARED_WORKERS, RequestRouter, launched_without_shared_workers};
 use crate::session::BrowserSession;
+use crate::shared::{InUse, Launched, SharedBrowser, close_or_kill};
 
 /// How jobs are isolated from each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -73,6 +75,10 @@ pub struct LocalProviderConfig {
     /// switches, egress proxy, downloads denied and service workers blocked, one lease at a
     /// time. `None`: a profile is refused.
     pub profiles: Option<PathBuf>,
+    /// A shared browser is replaced after handing out this many leases (Chromium's memory
+    /// grows with use): the next acquire launches a new one, and the old one closes when
+    /// its last lease ends. `None`: never.
+    pub recycle_after: Option<usize>,
 }
 
 impl Default for LocalProviderConfig {
@@ -89,9 +95,23 @@ impl Default for LocalProviderConfig {
             prewarm: 2,
             egress: Some(EgressPolicy::new()),
             profiles: None,
+            recycle_after: Some(DEFAULT_RECYCLE_AFTER),
         }
     }
 }
+
+/// The leases a shared browser hands out before it is replaced, by default.
+pub const DEFAULT_RECYCLE_AFTER: usize = 200;
+
+/// How long a browser may take to answer a context's setup (creating it, its page, its
+/// seed), beyond any navigation, before it counts as unresponsive and its process is
+/// ended. Milliseconds when it answers; a frozen browser never does.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How long a lease's release may take to close its context (or its own browser) before
+/// the browser's process is ended: within the engine's release deadline (10 s by default),
+/// so that the provider, not a dropped future, ends a browser that does not answer.
+const CLOSE_DEADLINE: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Pool {
@@ -118,9 +138,14 @@ impl Pool {
 /// service workers.
 pub struct LocalBrowserSessionProvider {
     config: LocalProviderConfig,
-    browsers: Mutex<HashMap<Pool, Browser>>,
+    browsers: Mutex<HashMap<Pool, SharedBrowser>>,
     launches: AtomicUsize,
-    warm: Arc<std::sync::Mutex<Vec<BrowserContext>>>,
+    /// Shared browsers replaced after [`LocalProviderConfig::recycle_after`] leases.
+    recycled: AtomicUsize,
+    /// Browsers ended by their process because they did not answer.
+    killed: Arc<AtomicUsize>,
+    /// Warm contexts, each with the generation of the shared browser it was made in.
+    warm: Arc<std::sync::Mutex<Vec<(u64, BrowserContext)>>>,
     refills: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
     /// Job leases alive now: a refill primes its page only when none is ([`prime`]).
     jobs: Arc<AtomicUsize>,
@@ -150,6 +175,8 @@ impl LocalBrowserSessionProvider {
             jobs_without_shared_workers,
             browsers: Mutex::new(HashMap::new()),
             launches: AtomicUsize::new(0),
+            recycled: AtomicUsize::new(0),
+            killed: Arc::default(),
             warm: Arc::default(),
             refills: Arc::default(),
             jobs: Arc::default(),
@@ -188,7 +215,7 @@ impl LocalBrowserSessionProvider {
                 .drain(..)
                 .collect();
             let deadline = self.config.launch_timeout;
-            for context in stale {
+            for (_, context) in stale {
                 tokio::spawn(async move {
                     let _ = tokio::time::timeout(deadline, context.close()).await;
                 });
@@ -204,19 +231,30 @@ impl LocalBrowserSessionProvider {
         self.proxy.current().await
     }
 
-    /// A never-used warm context, if one is ready. Warm contexts live only in the shared job
-    /// browser; those of a browser that died are dropped here.
-    fn claim_warm(&self) -> Option<BrowserContext> {
+    /// A never-used warm context of the shared job browser's `generation`, if one is ready.
+    /// Warm contexts live only in the shared job browser; those of a browser that died or
+    /// was replaced are dropped here (a replaced one closes with its browser).
+    fn claim_warm(&self, generation: u64) -> Option<BrowserContext> {
         let mut warm = self.warm.lock().unwrap_or_else(PoisonError::into_inner);
-        warm.retain(|c| !c.is_closed() && c.browser().is_some_and(|b| b.is_connected()));
-        warm.pop()
+        warm.retain(|(made_in, c)| {
+            *made_in == generation
+                && !c.is_closed()
+                && c.browser().is_some_and(|b| b.is_connected())
+        });
+        warm.pop().map(|(_, context)| context)
     }
 
     /// What tops the warm pool up to `prewarm` in the background, detached from `self` (a
     /// lease's release runs it).
-    fn refiller(&self, browser: &Browser, proxy: Option<&ProxySettings>) -> Refiller {
+    fn refiller(
+        &self,
+        browser: &Browser,
+        generation: u64,
+        proxy: Option<&ProxySettings>,
+    ) -> Refiller {
         Refiller {
             browser: browser.clone(),
+            generation,
             options: self.context_options(proxy.cloned()),
             warm: Arc::clone(&self.warm),
             refills: Arc::clone(&self.refills),
@@ -250,6 +288,16 @@ impl LocalBrowserSessionProvider {
         self.launches.load(Ordering::SeqCst)
     }
 
+    /// How many shared browsers were replaced for wear ([`LocalProviderConfig::recycle_after`]).
+    pub fn recycled(&self) -> usize {
+        self.recycled.load(Ordering::SeqCst)
+    }
+
+    /// How many browsers were ended by their process because they did not answer in time.
+    pub fn killed(&self) -> usize {
+        self.killed.load(Ordering::SeqCst)
+    }
+
     fn binary(&self, pool: Pool) -> &ChromiumBinary {
         match pool {
             Pool::Jobs => &self.config.job_binary,
@@ -280,11 +328,13 @@ impl LocalBrowserSessionProvider {
                 .unwrap_or_else(display_available)
     }
 
-    async fn launch(&self, pool: Pool) -> Result<Browser, ProviderError> {
+    async fn launch(&self, pool: Pool) -> Result<Launched, ProviderError> {
         let binary = self.binary(pool);
         let path = binary.require()?;
         let headful = self.headful(pool);
-        let args = launch_args(&self.config, pool);
+        let process = BrowserProcess::new();
+        let mut args = launch_args(&self.config, pool);
+        args.push(process.switch());
         let timeout_ms = self.config.launch_timeout.as_secs_f64() * 1000.0;
         let options = LaunchOptions::new()
             .executable_path(path.to_string_lossy().into_owned())
@@ -298,7 +348,7 @@ impl LocalBrowserSessionProvider {
             .await
             .map_err(|e| from_playwright("launching Chromium", e))?;
         self.launches.fetch_add(1, Ordering::SeqCst);
-        Ok(browser)
+        Ok(Launched { browser, process })
     }
 
     /// A lease on the named profile `folder`: a persistent context launched on its folder
@@ -329,7 +379,7 @@ impl LocalBrowserSessionProvider {
             .await?;
         let pool = Pool::of(request.mode);
         let proxy = self.proxy_settings().await?;
-        let context = self.launch_persistent(pool, &path, proxy).await?;
+        let (context, process) = self.launch_persistent(pool, &path, proxy).await?;
         let opened = async {
             context
                 .add_init_script(&INSTALL_JS)
@@ -342,24 +392,37 @@ impl LocalBrowserSessionProvider {
                 self.config.navigation_timeout,
             )
             .await
-        }
-        .await;
+        };
+        let opened = match tokio::time::timeout(self.open_deadline(&request), opened).await {
+            Ok(opened) => opened,
+            Err(_) => Err(self.unresponsive(&process)),
+        };
         let session = match opened {
-            Ok(session) => self.prepared(pool, session),
+            Ok(session) => self.prepared(pool, session).with_process(process.clone()),
             Err(e) => {
-                let _ = context.close().await;
+                if tokio::time::timeout(CLOSE_DEADLINE, context.close())
+                    .await
+                    .is_err()
+                {
+                    process.kill();
+                }
                 return Err(e);
             }
         };
+        let killed = Arc::clone(&self.killed);
         Ok(Lease::new(session, move |session: Arc<BrowserSession>| {
             Box::pin(async move {
-                session.router().leave_net().await;
                 // Closing a persistent context closes its browser, which writes the profile.
-                let closed = session
-                    .context()
-                    .close()
-                    .await
-                    .map_err(|e| from_playwright("closing the profile's browser", e));
+                let closing = async {
+                    session.router().leave_net().await;
+                    session.context().close().await
+                };
+                let closed = match tokio::time::timeout(CLOSE_DEADLINE, closing).await {
+                    Ok(closed) => {
+                        closed.map_err(|e| from_playwright("closing the profile's browser", e))
+                    }
+                    Err(_) => Err(ended(&process, &killed)),
+                };
                 drop(held);
                 closed
             })
@@ -371,10 +434,13 @@ impl LocalBrowserSessionProvider {
         pool: Pool,
         path: &Path,
         proxy: Option<ProxySettings>,
-    ) -> Result<BrowserContext, ProviderError> {
+    ) -> Result<(BrowserContext, BrowserProcess), ProviderError> {
         let binary = self.binary(pool);
         let executable = binary.require()?;
         let headful = self.headful(pool);
+        let process = BrowserProcess::new();
+        let mut args = launch_args(&self.config, pool);
+        args.push(process.switch());
         let (width, height) = self.config.viewport;
         let options = BrowserContextOptions::builder()
             .viewport(Viewport { width, height })
@@ -382,7 +448,7 @@ impl LocalBrowserSessionProvider {
             .service_workers("block".to_owned())
             .executable_path(executable.to_string_lossy().into_owned())
             .headless(!headful)
-            .args(launch_args(&self.config, pool))
+            .args(args)
             .timeout(self.config.launch_timeout.as_secs_f64() * 1000.0);
         let options = match proxy {
             Some(proxy) => options.proxy(proxy).build(),
@@ -395,28 +461,67 @@ impl LocalBrowserSessionProvider {
             .await
             .map_err(|e| from_playwright("launching Chromium on the profile", e))?;
         self.launches.fetch_add(1, Ordering::SeqCst);
-        Ok(context)
+        Ok((context, process))
     }
 
-    /// The warm browser of `pool`, launching it if there is none or it died.
-    async fn shared_browser(&self, pool: Pool) -> Result<Browser, ProviderError> {
+    /// The shared browser of `pool` with a lease taken on it, and its generation: launched
+    /// if there is none, it died, or it is worn out (then retired: it closes when its last
+    /// lease ends).
+    async fn shared_browser(&self, pool: Pool) -> Result<(Launched, u64, InUse), ProviderError> {
         let mut browsers = self.browsers.lock().await;
-        if let Some(browser) = browsers.get(&pool) {
-            if browser.is_connected() {
-                return Ok(browser.clone());
+        if let Some(shared) = browsers.get(&pool) {
+            let connected = shared.alive();
+            if connected && !shared.worn_out(self.config.recycle_after) {
+                let lease = shared.lease();
+                return Ok((shared.launched().clone(), shared.generation(), lease));
             }
-            tracing::warn!(?pool, "the shared browser died; relaunching");
+            if connected {
+                tracing::info!(?pool, "the shared browser is replaced for wear");
+                self.recycled.fetch_add(1, Ordering::SeqCst);
+            } else {
+                tracing::warn!(?pool, "the shared browser died; relaunching");
+            }
+            if let Some(old) = browsers.remove(&pool) {
+                old.retire();
+            }
         }
-        let browser = self.launch(pool).await?;
-        browsers.insert(pool, browser.clone());
-        Ok(browser)
+        let launched = self.launch(pool).await?;
+        let generation = self.launches.load(Ordering::SeqCst) as u64;
+        let shared = SharedBrowser::new(launched, generation, CLOSE_DEADLINE);
+        let lease = shared.lease();
+        let handed = (shared.launched().clone(), generation, lease);
+        browsers.insert(pool, shared);
+        Ok(handed)
+    }
+
+    /// How long an acquire may take to set its context up: a browser's answers, and the
+    /// start page's navigation if it has one.
+    fn open_deadline(&self, request: &AcquireRequest) -> Duration {
+        let navigation = if request.start_url.is_some() {
+            self.config.navigation_timeout
+        } else {
+            Duration::ZERO
+        };
+        ANSWER_DEADLINE + navigation
+    }
+
+    /// A browser that did not answer an acquire's setup in time: its process is ended (the
+    /// next acquire launches a new one) and the acquire fails, retryable.
+    fn unresponsive(&self, process: &BrowserProcess) -> ProviderError {
+        ended(process, &self.killed)
     }
 
     /// Browser contexts plus pages open in the warm browsers, not counting the warm pool
     /// (for leak checks). Waits for pending refills first.
     pub async fn open_contexts(&self) -> usize {
         self.settle().await;
-        let browsers: Vec<_> = self.browsers.lock().await.values().cloned().collect();
+        let browsers: Vec<_> = self
+            .browsers
+            .lock()
+            .await
+            .values()
+            .map(|b| b.launched().browser.clone())
+            .collect();
         let all: usize = browsers
             .iter()
             .filter(|b| b.is_connected())
@@ -428,7 +533,7 @@ impl LocalBrowserSessionProvider {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|c| 1 + c.pages().len())
+            .map(|(_, c)| 1 + c.pages().len())
             .sum();
         all.saturating_sub(warm)
     }
@@ -444,17 +549,13 @@ impl LocalBrowserSessionProvider {
             .drain(..)
             .collect();
         // Each close is bounded: a browser that already died may never answer.
-        let deadline = self.config.launch_timeout;
-        for context in warm {
-            let _ = tokio::time::timeout(deadline, context.close()).await;
+        for (_, context) in warm {
+            let _ = tokio::time::timeout(CLOSE_DEADLINE, context.close()).await;
         }
         let browsers: Vec<_> = self.browsers.lock().await.drain().map(|(_, b)| b).collect();
         for browser in browsers {
-            match tokio::time::timeout(deadline, browser.close()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::debug!(error = %e, "closing a browser at shutdown failed"),
-                Err(_) => tracing::warn!("closing a browser at shutdown timed out"),
-            }
+            // One that does not answer is ended by its process.
+            close_or_kill(browser.launched(), CLOSE_DEADLINE).await;
         }
         self.proxy.close().await;
     }
@@ -477,7 +578,7 @@ fn launch_args(config: &LocalProviderConfig, pool: Pool) -> Vec<String> {
 /// A warm pool's contexts ready and being made (`refills`, locked by the caller, forgets
 /// the finished ones).
 fn pool_state(
-    warm: &std::sync::Mutex<Vec<BrowserContext>>,
+    warm: &std::sync::Mutex<Vec<(u64, BrowserContext)>>,
     refills: &mut Vec<tokio::task::JoinHandle<()>>,
 ) -> (usize, usize) {
     refills.retain(|h| !h.is_finished());
@@ -489,8 +590,10 @@ fn pool_state(
 /// page is a renderer process, most of what a context costs).
 struct Refiller {
     browser: Browser,
+    /// The generation of the shared browser it fills from.
+    generation: u64,
     options: BrowserContextOptions,
-    warm: Arc<std::sync::Mutex<Vec<BrowserContext>>>,
+    warm: Arc<std::sync::Mutex<Vec<(u64, BrowserContext)>>>,
     refills: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
     jobs: Arc<AtomicUsize>,
     target: usize,
@@ -504,6 +607,7 @@ impl Refiller {
         let (ready, making) = pool_state(&self.warm, &mut refills);
         let missing = self.target.saturating_sub(ready + making);
         for _ in 0..missing {
+            let generation = self.generation;
             let (browser, warm, options, deadline, jobs) = (
                 self.browser.clone(),
                 Arc::clone(&self.warm),
@@ -537,7 +641,7 @@ impl Refiller {
                 if let Ok(Some(context)) = created {
                     warm.lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .push(context);
+                        .push((generation, context));
                 }
             }));
         }
@@ -588,7 +692,7 @@ impl SessionProvider for LocalBrowserSessionProvider {
             .try_lock()
             .ok()?
             .values()
-            .filter(|b| b.is_connected())
+            .filter(|b| b.alive())
             .count();
         Some(abr_core::PoolStats {
             browsers,
@@ -612,18 +716,26 @@ impl SessionProvider for LocalBrowserSessionProvider {
         let per_job = self.config.isolation == Isolation::BrowserPerJob;
         // Before any context exists: every context this acquire makes goes through it.
         let proxy = self.proxy_settings().await?;
-        let browser = if per_job {
-            self.launch(pool).await?
+        // A browser per job is its lease's own; a shared one is held by the lease (`InUse`)
+        // until the release, so that a worn-out one closes only after its last lease.
+        let (launched, generation, in_use) = if per_job {
+            (self.launch(pool).await?, 0, None)
         } else {
-            self.shared_browser(pool).await?
+            let (launched, generation, in_use) = self.shared_browser(pool).await?;
+            (launched, generation, Some(in_use))
         };
+        let Launched { browser, process } = launched;
         let warm = !per_job && pool == Pool::Jobs && self.config.prewarm > 0;
-        let claimed = if warm { self.claim_warm() } else { None };
+        let claimed = if warm {
+            self.claim_warm(generation)
+        } else {
+            None
+        };
         // The pool is topped up when a lease ends, not while a job loads its first page: a
         // refill is a renderer process starting, and on two cores it slowed that load by a
         // third. A job that found none ready (the first, or more at once than the pool
         // holds) starts it now.
-        let refiller = warm.then(|| self.refiller(&browser, proxy.as_ref()));
+        let refiller = warm.then(|| self.refiller(&browser, generation, proxy.as_ref()));
         if claimed.is_none()
             && let Some(refiller) = &refiller
         {
@@ -655,14 +767,25 @@ impl SessionProvider for LocalBrowserSessionProvider {
                 let _ = context.close().await;
             }
             session.map(|session| self.prepared(pool, session))
-        }
-        .await;
+        };
+        // A browser that does not answer its setup in time (frozen, its connection
+        // half-open) is ended here, not left to hang every acquire after this one.
+        let opened = match tokio::time::timeout(self.open_deadline(&request), opened).await {
+            Ok(opened) => opened,
+            Err(_) => {
+                if let Some(in_use) = &in_use {
+                    in_use.mark_ended();
+                }
+                Err(self.unresponsive(&process))
+            }
+        };
         let session = match opened {
-            Ok(session) => session,
+            Ok(session) => session.with_process(process.clone()),
             Err(e) => {
                 if per_job {
-                    let _ = browser.close().await;
+                    close_or_kill(&Launched { browser, process }, CLOSE_DEADLINE).await;
                 }
+                drop(in_use);
                 if let Some(refiller) = &refiller {
                     refiller.refill();
                 }
@@ -673,33 +796,71 @@ impl SessionProvider for LocalBrowserSessionProvider {
         if let Some(jobs) = &jobs {
             jobs.fetch_add(1, Ordering::SeqCst);
         }
+        let killed = Arc::clone(&self.killed);
         let lease = Lease::new(session, move |session: Arc<BrowserSession>| {
             Box::pin(async move {
                 if let Some(jobs) = jobs {
                     jobs.fetch_sub(1, Ordering::SeqCst);
                 }
-                session.router().leave_net().await;
                 if per_job {
-                    browser
-                        .close()
-                        .await
-                        .map_err(|e| from_playwright("closing the browser", e))
-                } else {
-                    let closed = match session.context().close().await {
-                        Ok(()) => Ok(()),
-                        // A context of a browser that died is gone already.
-                        Err(_) if !browser.is_connected() => Ok(()),
-                        Err(e) => Err(from_playwright("closing the browser context", e)),
+                    session.router().leave_net().await;
+                    let launched = Launched { browser, process };
+                    return if close_or_kill(&launched, CLOSE_DEADLINE).await {
+                        Ok(())
+                    } else {
+                        killed.fetch_add(1, Ordering::SeqCst);
+                        Err(ProviderError::new(
+                            ProviderErrorKind::Crashed,
+                            "the job's browser did not close: its process was ended",
+                        ))
                     };
-                    if let Some(refiller) = refiller
-                        && browser.is_connected()
-                    {
-                        refiller.refill();
-                    }
-                    closed
                 }
+                let closing = async {
+                    session.router().leave_net().await;
+                    session.context().close().await
+                };
+                let closed = match tokio::time::timeout(CLOSE_DEADLINE, closing).await {
+                    Ok(Ok(())) => Ok(()),
+                    // A context of a browser that died is gone already.
+                    Ok(Err(_)) if !browser.is_connected() => Ok(()),
+                    Ok(Err(e)) => Err(from_playwright("closing the browser context", e)),
+                    // The shared browser does not answer: every lease in it is stuck, and
+                    // so would be the next acquire. Ended; the next acquire relaunches.
+                    Err(_) => {
+                        if let Some(in_use) = &in_use {
+                            in_use.mark_ended();
+                        }
+                        Err(ended(&process, &killed))
+                    }
+                };
+                let retired = in_use.as_ref().is_some_and(InUse::retired);
+                drop(in_use);
+                if let Some(refiller) = refiller
+                    && !retired
+                    && browser.is_connected()
+                {
+                    refiller.refill();
+                }
+                closed
             })
         });
         Ok(lease)
     }
+}
+
+/// Ends a browser that did not answer in time by its process, counted in `killed`: the
+/// error that says so (retryable: the next acquire launches a new browser).
+fn ended(process: &BrowserProcess, killed: &AtomicUsize) -> ProviderError {
+    if process.kill() {
+        killed.fetch_add(1, Ordering::SeqCst);
+    }
+    tracing::warn!("a browser did not answer in time: its process was ended");
+    ProviderError::new(
+        ProviderErrorKind::Unavailable,
+        format!(
+            "the browser did not answer within {} s: it was ended, and the next acquire \
+             launches a new one",
+            ANSWER_DEADLINE.as_secs()
+        ),
+    )
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use abr_core::chaos::{Fault, FaultTarget};
 use abr_core::{ProviderError, SessionContext};
 use abr_protocol::{AgentSessionState, Cookie, OriginState};
 use async_trait::async_trait;
@@ -10,6 +11,7 @@ use futures::future::BoxFuture;
 use playwright_rs::protocol::{BrowserContext, GotoOptions, Page};
 
 use crate::error::from_playwright;
+use crate::process::BrowserProcess;
 use crate::router::RequestRouter;
 use crate::state;
 
@@ -37,6 +39,8 @@ pub struct BrowserSession {
     probe_installed: bool,
     /// The page's downloads, once a run keeps them (`downloads`).
     downloads: Arc<crate::downloads::Downloads>,
+    /// The browser's process, when this provider launched it (local Chromium).
+    process: Option<BrowserProcess>,
 }
 
 /// A provider's check that a session's browser is gone for good; see
@@ -124,6 +128,7 @@ impl BrowserSession {
             router: Arc::default(),
             probe_installed: false,
             downloads: Arc::default(),
+            process: None,
         })
     }
 
@@ -134,6 +139,18 @@ impl BrowserSession {
     pub fn with_lost_check(mut self, check: LostCheck) -> Self {
         self.lost_check = Some(check);
         self
+    }
+
+    /// Names the process of the browser this session lives in (one the provider launched).
+    #[must_use]
+    pub(crate) fn with_process(mut self, process: BrowserProcess) -> Self {
+        self.process = Some(process);
+        self
+    }
+
+    /// The process of the browser this session lives in, when the provider launched it.
+    pub fn process(&self) -> Option<&BrowserProcess> {
+        self.process.as_ref()
     }
 
     /// Sets the context's router: the one the egress URL gate was installed with (see
@@ -253,6 +270,41 @@ impl SessionContext for BrowserSession {
             Some(check) => check().await,
             None => false,
         }
+    }
+}
+
+/// How long closing the page may take when the chaos layer closes it.
+const CLOSE_PAGE: Duration = Duration::from_secs(5);
+
+/// The chaos layer's faults on a real browser: a crash kills its process, a freeze stops it
+/// for good, slow steps stop it for `stall` (both leave its connection open: nothing
+/// answers), and the page is closed through Playwright. A browser the provider did not
+/// launch (CDP, Steel, Kernel) has no process here: only its page can be closed. A crash or
+/// a freeze of a shared browser strikes every context in it, as a real one does.
+impl FaultTarget for BrowserSession {
+    fn inject(&self, fault: Fault, stall: Duration) -> BoxFuture<'static, bool> {
+        let (page, process) = (self.page.clone(), self.process.clone());
+        Box::pin(async move {
+            match (fault, process) {
+                (Fault::Crash, Some(process)) => process.kill(),
+                (Fault::Freeze, Some(process)) => process.freeze(),
+                (Fault::SlowSteps, Some(process)) => {
+                    if !process.freeze() {
+                        return false;
+                    }
+                    tokio::time::sleep(stall).await;
+                    process.thaw();
+                    true
+                }
+                (Fault::ClosePage, _) => {
+                    matches!(
+                        tokio::time::timeout(CLOSE_PAGE, page.close()).await,
+                        Ok(Ok(()))
+                    )
+                }
+                _ => false,
+            }
+        })
     }
 }
 

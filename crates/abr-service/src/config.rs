@@ -289,6 +289,10 @@ pub struct ProviderSettings {
     pub local_full_chromium_jobs: bool,
     /// A fresh local browser per job (`ABR_LOCAL_ISOLATION=browser-per-job`).
     pub local_browser_per_job: bool,
+    /// The shared local browser is replaced after this many leases
+    /// (`ABR_LOCAL_RECYCLE_AFTER_JOBS`, default 200; 0: never): Chromium's memory grows
+    /// with use. The old one closes when its last lease ends.
+    pub local_recycle_after: Option<usize>,
     /// The local capture browser without a window even when a display is available
     /// (`abr up --headless`; default: a window when there is a display).
     pub local_headless_capture: bool,
@@ -318,6 +322,7 @@ impl Default for ProviderSettings {
             capture_provider: ProviderChoice::Local,
             local_full_chromium_jobs: false,
             local_browser_per_job: false,
+            local_recycle_after: Some(abr_providers::DEFAULT_RECYCLE_AFTER),
             local_headless_capture: false,
             cdp_url: None,
             steel_url: None,
@@ -690,6 +695,7 @@ struct FileConfig {
     capture_provider: Option<String>,
     local_job_browser: Option<String>,
     local_isolation: Option<String>,
+    local_recycle_after_jobs: Option<usize>,
     steel_url: Option<String>,
     kernel_url: Option<String>,
     demo_site_url: Option<String>,
@@ -737,6 +743,10 @@ impl FileConfig {
         put("capture_provider", self.capture_provider);
         put("local_job_browser", self.local_job_browser);
         put("local_isolation", self.local_isolation);
+        put(
+            "local_recycle_after_jobs",
+            self.local_recycle_after_jobs.map(|v| v.to_string()),
+        );
         put("steel_url", self.steel_url);
         put("kernel_url", self.kernel_url);
         put("demo_site_url", self.demo_site_url);
@@ -944,6 +954,15 @@ impl RunnerConfig {
                 ));
             }
         };
+        if let Some(n) = number("ABR_LOCAL_RECYCLE_AFTER_JOBS")? {
+            p.local_recycle_after = match n {
+                0 => None,
+                n => Some(
+                    usize::try_from(n)
+                        .map_err(|_| invalid("ABR_LOCAL_RECYCLE_AFTER_JOBS", "too large"))?,
+                ),
+            };
+        }
         p.cdp_url = secret("ABR_CDP_URL");
         p.profile_dir = get("ABR_PROFILE_DIR").map(std::path::PathBuf::from);
         if let Some(v) = get("ABR_STEEL_URL") {

@@ -517,6 +517,7 @@ fn local_config(config: &RunnerConfig) -> LocalProviderConfig {
         egress: Some(config.egress.clone()),
         headful_interactive: config.providers.local_headless_capture.then_some(false),
         profiles: config.providers.profile_dir.clone(),
+        recycle_after: config.providers.local_recycle_after,
         ..LocalProviderConfig::default()
     }
 }

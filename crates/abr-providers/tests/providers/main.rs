@@ -16,6 +16,7 @@
 mod cdp;
 mod chips;
 mod egress;
+mod faults;
 mod kernel;
 mod live;
 mod local;
