@@ -26,7 +26,9 @@ use crate::process::BrowserProcess;
 use crate::profiles::{ProfileLocks, profile_path};
 use crate::router::{NO_SHARED_WORKERS, RequestRouter, launched_without_shared_workers};
 use crate::session::BrowserSession;
-use crate::shared::{InUse, Launched, SharedBrowser, close_or_kill};
+use crate::shared::{
+    InUse, Launched, SharedBrowser, close_or_kill, detached_release, detached_setup,
+};
 
 /// How jobs are isolated from each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -380,23 +382,26 @@ impl LocalBrowserSessionProvider {
         let pool = Pool::of(request.mode);
         let proxy = self.proxy_settings().await?;
         let (context, process) = self.launch_persistent(pool, &path, proxy).await?;
-        let opened = async {
-            context
-                .add_init_script(&INSTALL_JS)
-                .await
-                .map_err(|e| from_playwright("installing the page probe", e))?;
-            BrowserSession::open(
-                context.clone(),
-                None,
-                request.start_url.as_deref(),
-                self.config.navigation_timeout,
-            )
-            .await
+        let opened = {
+            let (context, start_url) = (context.clone(), request.start_url.clone());
+            let navigation = self.config.navigation_timeout;
+            async move {
+                context
+                    .add_init_script(&INSTALL_JS)
+                    .await
+                    .map_err(|e| from_playwright("installing the page probe", e))?;
+                BrowserSession::open(context, None, start_url.as_deref(), navigation).await
+            }
         };
-        let opened = match tokio::time::timeout(self.open_deadline(&request), opened).await {
-            Ok(opened) => opened,
-            Err(_) => Err(self.unresponsive(&process)),
-        };
+        let (on_timeout, killed) = (process.clone(), Arc::clone(&self.killed));
+        let opened = detached_setup(
+            opened,
+            self.open_deadline(&request),
+            move || ended(&on_timeout, &killed),
+            // Closing a persistent context closes its browser.
+            |orphan| Box::pin(async move { close_session(&orphan).await }),
+        )
+        .await;
         let session = match opened {
             Ok(session) => self.prepared(pool, session).with_process(process.clone()),
             Err(e) => {
@@ -411,7 +416,7 @@ impl LocalBrowserSessionProvider {
         };
         let killed = Arc::clone(&self.killed);
         Ok(Lease::new(session, move |session: Arc<BrowserSession>| {
-            Box::pin(async move {
+            Box::pin(detached_release(async move {
                 // Closing a persistent context closes its browser, which writes the profile.
                 let closing = async {
                     session.router().leave_net().await;
@@ -425,7 +430,7 @@ impl LocalBrowserSessionProvider {
                 };
                 drop(held);
                 closed
-            })
+            }))
         }))
     }
 
@@ -503,12 +508,6 @@ impl LocalBrowserSessionProvider {
             Duration::ZERO
         };
         ANSWER_DEADLINE + navigation
-    }
-
-    /// A browser that did not answer an acquire's setup in time: its process is ended (the
-    /// next acquire launches a new one) and the acquire fails, retryable.
-    fn unresponsive(&self, process: &BrowserProcess) -> ProviderError {
-        ended(process, &self.killed)
     }
 
     /// Browser contexts plus pages open in the warm browsers, not counting the warm pool
@@ -741,46 +740,58 @@ impl SessionProvider for LocalBrowserSessionProvider {
         {
             refiller.refill();
         }
-        let opened = async {
-            let context = match claimed {
-                Some(context) => context,
-                None => {
-                    let context = browser
-                        .new_context_with_options(self.context_options(proxy))
-                        .await
-                        .map_err(|e| from_playwright("creating a browser context", e))?;
-                    if let Err(e) = context.add_init_script(&INSTALL_JS).await {
-                        let _ = context.close().await;
-                        return Err(from_playwright("installing the page probe", e));
+        let opened = {
+            let options = self.context_options(proxy);
+            let browser = browser.clone();
+            let (state, start_url) = (request.state.clone(), request.start_url.clone());
+            let navigation = self.config.navigation_timeout;
+            async move {
+                let context = match claimed {
+                    Some(context) => context,
+                    None => {
+                        let context = browser
+                            .new_context_with_options(options)
+                            .await
+                            .map_err(|e| from_playwright("creating a browser context", e))?;
+                        if let Err(e) = context.add_init_script(&INSTALL_JS).await {
+                            let _ = context.close().await;
+                            return Err(from_playwright("installing the page probe", e));
+                        }
+                        context
                     }
-                    context
+                };
+                let session = BrowserSession::open(
+                    context.clone(),
+                    state.as_ref(),
+                    start_url.as_deref(),
+                    navigation,
+                )
+                .await;
+                if session.is_err() {
+                    let _ = context.close().await;
                 }
-            };
-            let session = BrowserSession::open(
-                context.clone(),
-                request.state.as_ref(),
-                request.start_url.as_deref(),
-                self.config.navigation_timeout,
-            )
-            .await;
-            if session.is_err() {
-                let _ = context.close().await;
+                session
             }
-            session.map(|session| self.prepared(pool, session))
         };
         // A browser that does not answer its setup in time (frozen, its connection
-        // half-open) is ended here, not left to hang every acquire after this one.
-        let opened = match tokio::time::timeout(self.open_deadline(&request), opened).await {
-            Ok(opened) => opened,
-            Err(_) => {
-                if let Some(in_use) = &in_use {
-                    in_use.mark_ended();
+        // half-open) is ended, not left to hang every acquire after this one: by the
+        // setup's own task, also when this acquire's caller gave up first.
+        let (on_timeout, killed) = (process.clone(), Arc::clone(&self.killed));
+        let mark = in_use.as_ref().map(InUse::end_mark);
+        let opened = detached_setup(
+            opened,
+            self.open_deadline(&request),
+            move || {
+                if let Some(mark) = mark {
+                    mark.mark();
                 }
-                Err(self.unresponsive(&process))
-            }
-        };
+                ended(&on_timeout, &killed)
+            },
+            |orphan| Box::pin(async move { close_session(&orphan).await }),
+        )
+        .await;
         let session = match opened {
-            Ok(session) => session.with_process(process.clone()),
+            Ok(session) => self.prepared(pool, session).with_process(process.clone()),
             Err(e) => {
                 if per_job {
                     close_or_kill(&Launched { browser, process }, CLOSE_DEADLINE).await;
@@ -798,7 +809,7 @@ impl SessionProvider for LocalBrowserSessionProvider {
         }
         let killed = Arc::clone(&self.killed);
         let lease = Lease::new(session, move |session: Arc<BrowserSession>| {
-            Box::pin(async move {
+            Box::pin(detached_release(async move {
                 if let Some(jobs) = jobs {
                     jobs.fetch_sub(1, Ordering::SeqCst);
                 }
@@ -842,10 +853,15 @@ impl SessionProvider for LocalBrowserSessionProvider {
                     refiller.refill();
                 }
                 closed
-            })
+            }))
         });
         Ok(lease)
     }
+}
+
+/// Closes a session that was set up for a caller who gave up, within the close deadline.
+async fn close_session(session: &BrowserSession) {
+    let _ = tokio::time::timeout(CLOSE_DEADLINE, session.context().close()).await;
 }
 
 /// Ends a browser that did not answer in time by its process, counted in `killed`: the

@@ -169,3 +169,68 @@ pub(crate) async fn close_or_kill(launched: &Launched, deadline: Duration) -> bo
         }
     }
 }
+
+/// A handle that marks a shared browser as ended by its process, from a task of its own.
+#[derive(Clone)]
+pub(crate) struct EndMark(Arc<Mutex<Usage>>);
+
+impl EndMark {
+    pub(crate) fn mark(&self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).ended = true;
+    }
+}
+
+impl InUse {
+    /// A handle that marks this lease's browser as ended.
+    pub(crate) fn end_mark(&self) -> EndMark {
+        EndMark(Arc::clone(&self.usage))
+    }
+}
+
+/// Runs a context's `setup` in a task of its own, within `deadline`, and hands its session
+/// to the caller. The caller may give up first (its own deadline, a cancelled request): the
+/// task goes on regardless, so that a browser that does not answer is still ended
+/// (`on_timeout`, which says why) and a session finished for nobody is still closed
+/// (`orphan`). Deadlines kept only by the caller would leave both to chance.
+pub(crate) async fn detached_setup<S, T, O>(
+    setup: S,
+    deadline: Duration,
+    on_timeout: T,
+    orphan: O,
+) -> Result<crate::BrowserSession, abr_core::ProviderError>
+where
+    S: Future<Output = Result<crate::BrowserSession, abr_core::ProviderError>> + Send + 'static,
+    T: FnOnce() -> abr_core::ProviderError + Send + 'static,
+    O: FnOnce(crate::BrowserSession) -> futures::future::BoxFuture<'static, ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let result = match tokio::time::timeout(deadline, setup).await {
+            Ok(result) => result,
+            Err(_) => Err(on_timeout()),
+        };
+        if let Err(Ok(session)) = tx.send(result) {
+            orphan(session).await;
+        }
+    });
+    rx.await.unwrap_or_else(|_| {
+        Err(abr_core::ProviderError::new(
+            abr_core::ProviderErrorKind::Crashed,
+            "the browser context's setup ended without an answer",
+        ))
+    })
+}
+
+/// Runs a lease's `release` in a task of its own: dropped by an impatient caller, it still
+/// closes (or ends) the browser.
+pub(crate) async fn detached_release<R>(release: R) -> Result<(), abr_core::ProviderError>
+where
+    R: Future<Output = Result<(), abr_core::ProviderError>> + Send + 'static,
+{
+    tokio::spawn(release).await.unwrap_or_else(|_| {
+        Err(abr_core::ProviderError::new(
+            abr_core::ProviderErrorKind::Crashed,
+            "the release ended without an answer",
+        ))
+    })
+}

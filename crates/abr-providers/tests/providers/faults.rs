@@ -41,7 +41,7 @@ fn request() -> abr_core::AcquireRequest {
 
 /// Waits until `process` is gone (a killed process is reaped by its parent, the driver).
 async fn gone(process: &BrowserProcess) -> bool {
-    for _ in 0..50 {
+    for _ in 0..100 {
         if process.pid().is_none() {
             return true;
         }
@@ -91,11 +91,24 @@ async fn a_frozen_browser_is_ended_at_the_release_not_waited_for() {
     );
     assert_eq!(provider.killed(), 1);
 
+    // A release its caller gives up on (the engine's release deadline, shorter than the
+    // provider's when the request's deadline is short) still ends a frozen browser.
+    let lease = provider.acquire(request()).await.unwrap();
+    let process = lease.context().process().cloned().unwrap();
+    assert!(process.freeze());
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), lease.release())
+            .await
+            .is_err()
+    );
+    assert!(gone(&process).await, "the abandoned release still ended it");
+    assert_eq!(provider.killed(), 2);
+
     // The next acquire runs on a new browser.
     let next = provider.acquire(request()).await.unwrap();
     conformance::visit(next.context(), &page).await;
     assert_ne!(next.context().process(), Some(&process));
-    assert_eq!(provider.launches(), 2);
+    assert_eq!(provider.launches(), 3);
     next.release().await.unwrap();
     provider.shutdown().await;
 }
@@ -127,6 +140,30 @@ async fn an_acquire_on_a_frozen_browser_ends_it_typed_and_the_next_relaunches() 
 
     let next = provider.acquire(request()).await.unwrap();
     assert_eq!(provider.launches(), 2);
+    let process = next.context().process().cloned().unwrap();
+    next.release().await.unwrap();
+
+    // A caller that gives up first (the engine's own acquire deadline, shorter than the
+    // provider's) does not leave the frozen browser to the next acquire: it is ended all
+    // the same, within the provider's deadline.
+    assert!(process.freeze());
+    assert!(
+        tokio::time::timeout(Duration::from_secs(2), provider.acquire(request()))
+            .await
+            .is_err(),
+        "no answer from a frozen browser"
+    );
+    let mut ended = false;
+    for _ in 0..150 {
+        if process.pid().is_none() {
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ended, "the abandoned setup still ended the frozen browser");
+    let next = provider.acquire(request()).await.unwrap();
+    assert_eq!(provider.launches(), 3);
     next.release().await.unwrap();
     provider.shutdown().await;
 }

@@ -19,6 +19,7 @@ mod approval_page;
 mod artifacts_e2e;
 mod browse_api;
 mod browse_e2e;
+mod chaos_e2e;
 mod cli_session_filter;
 mod cli_up;
 mod clients;
