@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 
-use crate::error::{ProviderError, ProviderErrorKind};
+use crate::error::{CoreError, ProviderError, ProviderErrorKind, StoreFailure};
 use crate::provider::{
     AcquireMode, AcquireRequest, Lease, PoolStats, ProviderCapabilities, SessionContext,
     SessionProvider,
@@ -325,6 +325,122 @@ where
                 format!("chaos: {} is not an acquire fault", other.name()),
             )),
         }
+    }
+}
+
+/// Faults around a store's calls, by operation name (`task.update`, `event.append`, ...):
+/// what a wrapper that sees every call (the engine's observed store) asks before and after
+/// each one.
+#[async_trait]
+pub trait StoreFaults: Send + Sync + 'static {
+    /// Before `op` goes to the store: an error fails it unmade (a write refused, the
+    /// connection down); a delay slows it (a slow commit).
+    async fn before(&self, op: &'static str) -> Result<(), CoreError>;
+
+    /// After `op` answered (`ok`): an error replaces its answer, the call having been made
+    /// (a connection lost after the commit: the caller cannot tell whether it was).
+    async fn after(&self, op: &'static str, ok: bool) -> Result<(), CoreError>;
+}
+
+/// A store fault [`StoreChaos`] injects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StoreFault {
+    /// The call fails before it is made.
+    WriteFailure,
+    /// The call is made, then its answer is lost.
+    LostAnswer,
+    /// The call is made late.
+    SlowCommit,
+}
+
+/// Store faults at seeded rates (each from 0 to 1; their sum at most 1), counted by kind.
+#[derive(Debug)]
+pub struct StoreChaos {
+    write_failure: f64,
+    lost_answer: f64,
+    slow_commit: f64,
+    slow: Duration,
+    draws: Mutex<StdRng>,
+    /// The lost answers drawn at `before`, struck at `after` (one at a time per call).
+    losing: Mutex<BTreeMap<&'static str, u32>>,
+    injected: Mutex<BTreeMap<StoreFault, u64>>,
+}
+
+impl StoreChaos {
+    /// Faults drawn from `seed` at these rates; a slow commit is `slow` late.
+    pub fn new(
+        seed: u64,
+        write_failure: f64,
+        lost_answer: f64,
+        slow_commit: f64,
+        slow: Duration,
+    ) -> Self {
+        Self {
+            write_failure,
+            lost_answer,
+            slow_commit,
+            slow,
+            draws: Mutex::new(StdRng::seed_from_u64(seed)),
+            losing: Mutex::default(),
+            injected: Mutex::default(),
+        }
+    }
+
+    /// The faults injected so far, by kind.
+    pub fn injected(&self) -> BTreeMap<StoreFault, u64> {
+        lock(&self.injected).clone()
+    }
+
+    fn count(&self, fault: StoreFault) {
+        *lock(&self.injected).entry(fault).or_default() += 1;
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn store_fault(op: &str, what: &str) -> CoreError {
+    CoreError::Store(StoreFailure::unavailable(format!("chaos: {op}: {what}")))
+}
+
+#[async_trait]
+impl StoreFaults for StoreChaos {
+    async fn before(&self, op: &'static str) -> Result<(), CoreError> {
+        let roll: f64 = lock(&self.draws).random();
+        if roll < self.write_failure {
+            self.count(StoreFault::WriteFailure);
+            return Err(store_fault(op, "the store refused the call"));
+        }
+        if roll < self.write_failure + self.lost_answer {
+            *lock(&self.losing).entry(op).or_default() += 1;
+            return Ok(());
+        }
+        if roll < self.write_failure + self.lost_answer + self.slow_commit {
+            self.count(StoreFault::SlowCommit);
+            tokio::time::sleep(self.slow).await;
+        }
+        Ok(())
+    }
+
+    async fn after(&self, op: &'static str, _ok: bool) -> Result<(), CoreError> {
+        let lose = {
+            let mut losing = lock(&self.losing);
+            match losing.get_mut(op) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if lose {
+            self.count(StoreFault::LostAnswer);
+            return Err(store_fault(op, "the connection was lost after the call"));
+        }
+        Ok(())
     }
 }
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abr_core::CoreError;
+use abr_core::chaos::StoreFaults;
 use abr_core::guard::{FrameRefused, FrameStore, SiteStore, StoredFrame};
 use abr_core::store::{
     ArtifactPut, ArtifactQuota, ArtifactStore, Counter, CounterStore, Delivery, EventLog,
@@ -36,6 +37,7 @@ pub trait StoreObserver: Send + Sync + 'static {
 pub struct ObservedStore {
     inner: Arc<dyn EngineStore>,
     observer: Arc<dyn StoreObserver>,
+    faults: Option<Arc<dyn StoreFaults>>,
 }
 
 impl std::fmt::Debug for ObservedStore {
@@ -47,10 +49,23 @@ impl std::fmt::Debug for ObservedStore {
 impl ObservedStore {
     /// `inner`, observed by `observer`.
     pub fn new(inner: Arc<dyn EngineStore>, observer: Arc<dyn StoreObserver>) -> Self {
-        Self { inner, observer }
+        Self {
+            inner,
+            observer,
+            faults: None,
+        }
     }
 
-    async fn timed<T, E>(
+    /// Also injects `faults` around every call (the chaos layer's store faults: a call
+    /// refused, an answer lost after the call, a slow commit), told to the observer as the
+    /// answers they are.
+    #[must_use]
+    pub fn with_faults(mut self, faults: Arc<dyn StoreFaults>) -> Self {
+        self.faults = Some(faults);
+        self
+    }
+
+    async fn timed<T, E: From<CoreError>>(
         &self,
         op: &'static str,
         call: impl Future<Output = Result<T, E>>,
@@ -63,7 +78,19 @@ impl ObservedStore {
             op,
             ok = tracing::field::Empty,
         );
-        let answered = call.instrument(span.clone()).await;
+        let answered = match &self.faults {
+            None => call.instrument(span.clone()).await,
+            Some(faults) => match faults.before(op).await {
+                Err(e) => Err(E::from(e)),
+                Ok(()) => {
+                    let answered = call.instrument(span.clone()).await;
+                    match faults.after(op, answered.is_ok()).await {
+                        Ok(()) => answered,
+                        Err(e) => Err(E::from(e)),
+                    }
+                }
+            },
+        };
         span.record("ok", answered.is_ok());
         self.observer
             .observe(op, started.elapsed(), answered.is_ok());

@@ -166,3 +166,148 @@ async fn a_seed_replays_the_same_faults_over_the_same_runs() {
     assert!(outcomes[0].iter().any(|(s, _)| *s == TaskState::Succeeded));
     assert!(outcomes[0].iter().any(|(s, _)| *s == TaskState::Failed));
 }
+
+/// An observer that keeps nothing.
+struct Unobserved;
+
+impl crate::StoreObserver for Unobserved {
+    fn observe(&self, _op: &'static str, _took: Duration, _ok: bool) {}
+}
+
+/// Create, approve and run one task, each call allowed to fail (the store under faults):
+/// its id, and its record as the run answered it (`None`: a call failed).
+async fn run_allowing_failures(
+    runner: &TaskRunner<FakeContext>,
+) -> (Option<String>, Option<TaskRecord>) {
+    let request = serde_json::from_value(json!({
+        "plan": {
+            "targetUrl": "https://shop.example/",
+            "steps": [{"type": "click", "selector": "#next", "description": "Next page", "timeoutMs": 200}],
+            "verification": {"method": "dom_check", "text": "Page 2"}
+        }
+    }))
+    .unwrap();
+    let Ok(created) = runner
+        .create(&checked(&agent(T), Right::Propose), request, None)
+        .await
+    else {
+        return (None, None);
+    };
+    let id = created.record.task_id.clone();
+    let approved = runner
+        .approve(
+            &checked(&approver(T), Right::Approve),
+            &id,
+            &ApproveRequest {
+                approved_by: Some("alice".into()),
+                plan_hash: created.record.plan_hash,
+            },
+        )
+        .await;
+    if approved.is_err() {
+        return (Some(id), None);
+    }
+    let record = runner.run(T, &id).await.ok().map(|r| r.record);
+    (Some(id), record)
+}
+
+/// The store fails calls (before them: refused; after them: the answer lost, the call made)
+/// and commits late, at seeded rates on every call: every call still answers typed, no
+/// record claims a step the page did not see or denies one it saw, and after a restart's
+/// recovery no task is left running.
+#[tokio::test]
+async fn store_faults_never_make_a_record_disagree_with_the_page() {
+    use abr_core::chaos::{StoreChaos, StoreFault};
+    use abr_core::store::{ListQuery, RecordStore, StoredTask};
+
+    let fake = FakeProvider::new();
+    fake.page().set_facts(
+        "#next",
+        abr_core::guard::ElementFacts {
+            tag: "a".into(),
+            name: "Next page".into(),
+            ..abr_core::guard::ElementFacts::default()
+        },
+    );
+    fake.page().text_after("#next", "Page 2");
+    let page = fake.page();
+    let provider: DynSessionProvider<FakeContext> = Arc::new(fake);
+    let inner = Arc::new(InMemoryStore::default());
+    let chaos = Arc::new(StoreChaos::new(
+        2026,
+        0.015,
+        0.015,
+        0.015,
+        Duration::from_millis(5),
+    ));
+    let store = Arc::new(
+        crate::ObservedStore::new(inner.clone(), Arc::new(Unobserved)).with_faults(chaos.clone()),
+    );
+    let runner = TaskRunner::new(provider, store).with_config(TaskConfig {
+        acquire_timeout: ACQUIRE_DEADLINE,
+        ..TaskConfig::default()
+    });
+
+    let (mut answered, mut ids) = (0, Vec::new());
+    for _ in 0..100 {
+        let before = page.clicks_on("#next");
+        let (id, record) = run_allowing_failures(&runner).await;
+        let clicked = page.clicks_on("#next") - before;
+        ids.extend(id);
+        let Some(record) = record else { continue };
+        answered += 1;
+        match record.state {
+            TaskState::Succeeded => assert_eq!(clicked, 1, "{record:?}"),
+            TaskState::Failed if record.step_results.is_empty() => {
+                assert_eq!(clicked, 0, "nothing done means nothing done: {record:?}");
+            }
+            _ => {}
+        }
+        assert!(clicked <= 1, "a run clicks once at most");
+    }
+    let injected = chaos.injected();
+    for fault in [
+        StoreFault::WriteFailure,
+        StoreFault::LostAnswer,
+        StoreFault::SlowCommit,
+    ] {
+        assert!(
+            injected.get(&fault).copied().unwrap_or(0) > 0,
+            "{fault:?}: {injected:?}"
+        );
+    }
+    assert!(answered > 40, "most runs answered: {answered}");
+
+    // A restart: what the faults left running is ended honestly (the store answers again).
+    let restarted = TaskRunner::new(
+        Arc::new(FakeProvider::new()) as DynSessionProvider<FakeContext>,
+        inner.clone() as Arc<dyn TaskStore>,
+    );
+    restarted.recover_unfinished().await.unwrap();
+    let listed = RecordStore::<StoredTask>::list(
+        inner.as_ref(),
+        T,
+        &ListQuery {
+            state: None,
+            cursor: None,
+            limit: 200,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(!listed.items.is_empty());
+    for task in &listed.items {
+        assert_ne!(task.record.state, TaskState::Running, "{:?}", task.record);
+        if task.record.state == TaskState::Succeeded {
+            assert!(!task.record.step_results.is_empty());
+        }
+    }
+    // Every task a create answered is listed (none lost to an answer the store lost).
+    for id in &ids {
+        assert!(listed.items.iter().any(|t| &t.record.task_id == id), "{id}");
+    }
+    eprintln!(
+        "store faults: {injected:?}; {answered} of 100 runs answered, {} tasks",
+        listed.items.len()
+    );
+}
