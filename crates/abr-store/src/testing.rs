@@ -228,6 +228,28 @@ impl PgServer {
         self.dir.join("data")
     }
 
+    /// Restarts it on the same data directory and port (blocking: `pg_ctl restart`, its
+    /// fast mode: every open connection is closed, as a database's restart or failover
+    /// closes its clients'); the server's start options are the first start's.
+    ///
+    /// # Errors
+    /// It did not come back (with its log).
+    pub fn restart(&self) -> Result<(), String> {
+        run(
+            pg_command(&self.bin, "pg_ctl")
+                .arg("-D")
+                .arg(self.data_dir())
+                .arg("-l")
+                .arg(self.dir.join("log"))
+                .args(["-m", "fast", "-w", "-t", "30", "restart"]),
+            "pg_ctl restart",
+        )
+        .map_err(|e| {
+            let log = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
+            format!("{e}\n{log}")
+        })
+    }
+
     /// The URL of database `name` on it.
     pub fn url(&self, name: &str) -> String {
         format!("postgres://abr@127.0.0.1:{}/{name}", self.port)
