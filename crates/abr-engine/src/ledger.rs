@@ -15,6 +15,7 @@
 //! - After a restart, every unfinished record is ended honestly ([`Ledger::recover`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use abr_core::audit::{AuditOutcome, Auditor};
 use abr_core::clock::{Clock, SystemClock, new_token};
@@ -27,6 +28,10 @@ use crate::error::EngineError;
 
 /// How often a lost compare-and-swap is retried by an operation that re-reads the record.
 pub(crate) const CAS_ATTEMPTS: usize = 8;
+
+/// How long a record's end is tried again while the store is unavailable
+/// ([`Ledger::save_end`]): a database restart takes seconds.
+pub(crate) const END_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Longest free text (a rejection reason, an assertion's note), in bytes.
 pub(crate) const MAX_NOTE: usize = 4096;
@@ -165,6 +170,43 @@ impl<R: LedgerRecord> Ledger<R> {
             record.header_mut().version += 1;
         }
         Ok(saved)
+    }
+
+    /// Saves a record's end (its outcome known, its browser closed), as [`Self::save`], but
+    /// patient with a store that is unavailable for a while (a database restarting, a
+    /// connection lost): tried again with backoff for up to [`END_PATIENCE`] rather than
+    /// leaving the record `running` while its runner lives (only a restart or a lapsed
+    /// heartbeat would end it then). A retry after a lost answer finds its own write (the
+    /// stored record one version on, ended in the same state) and counts it saved.
+    ///
+    /// # Errors
+    /// A store failure that is not passing, or one that outlasted the patience.
+    pub(crate) async fn save_end(&self, record: &mut R) -> Result<bool, EngineError> {
+        let started = tokio::time::Instant::now();
+        let mut pause = Duration::from_millis(250);
+        let mut failed_once = false;
+        loop {
+            match self.save(record).await {
+                Ok(false) if failed_once => {
+                    // Our earlier write may have been made and its answer lost.
+                    let stored = self.load(&record.header().tenant_id, record.id()).await?;
+                    let ours = stored.header().version == record.header().version + 1
+                        && !stored.is_unfinished()
+                        && stored.state_name() == record.state_name();
+                    if ours {
+                        record.header_mut().version += 1;
+                    }
+                    return Ok(ours);
+                }
+                Err(e) if e.is_retryable() && started.elapsed() + pause <= END_PATIENCE => {
+                    tracing::warn!(error = %e, kind = R::KIND, "the store did not take a record's end: trying again");
+                    failed_once = true;
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(8));
+                }
+                answered => return answered,
+            }
+        }
     }
 
     /// The record an idempotency key of `tenant` names, if any.

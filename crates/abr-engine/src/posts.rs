@@ -793,7 +793,7 @@ impl<C: SessionContext> PostJournal<C> {
             }
             let mut next = held.clone();
             finish(&mut next, &result, clock.now());
-            match ledger.save(&mut next).await {
+            match ledger.save_end(&mut next).await {
                 Ok(true) => *held = next,
                 Ok(false) => tracing::warn!("a post's record changed while it ran"),
                 Err(e) => tracing::warn!(error = %e, "could not record a post's outcome"),

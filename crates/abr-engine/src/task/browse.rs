@@ -668,7 +668,7 @@ impl<C: TaskContext> TaskRunner<C> {
         task.record.state = TaskState::Failed;
         task.record.error = Some(error.to_body());
         task.record.finished_at = Some(self.clock.now());
-        if let Err(e) = self.save(&mut task).await {
+        if let Err(e) = self.save_end(&mut task).await {
             tracing::warn!(error = %e, "could not record the browse session that did not open");
         }
         self.refund(&task.ledger.tenant_id, Some(admitted)).await;

@@ -631,7 +631,7 @@ impl<C: TaskContext> TaskRunner<C> {
         };
         // The browser is closed: its session is the tenant's again before the end is read.
         self.release_session(&task.ledger.tenant_id).await;
-        if let Err(e) = self.save(&mut task).await {
+        if let Err(e) = self.save_end(&mut task).await {
             tracing::warn!(error = %e, "could not record the closed browse session");
         }
         self.announce_end(&task);

@@ -46,6 +46,12 @@ impl<C: TaskContext> TaskRunner<C> {
         self.ledger.save(task).await
     }
 
+    /// Saves a task's end, patient with a store unavailable for a while
+    /// ([`Ledger::save_end`](crate::ledger::Ledger::save_end)).
+    pub(super) async fn save_end(&self, task: &mut StoredTask) -> Result<bool, EngineError> {
+        self.ledger.save_end(task).await
+    }
+
     /// What the approver of `request` sees besides its steps (the values they are filled
     /// with, secrets masked; whose session it runs with and under which platform) and the
     /// hash that binds all of it with the plan ([`approval_hash`]): the record's

@@ -184,7 +184,7 @@ impl<C: TaskContext> TaskRunner<C> {
         // The browser is closed: its session is the tenant's again before anyone can read the
         // end (a caller told "succeeded" may start the next one at once).
         self.release_session(tenant).await;
-        let saved = self.save(&mut task).await;
+        let saved = self.save_end(&mut task).await;
         self.audit_run(&task, ms(started));
         self.announce_end(&task);
         match saved {

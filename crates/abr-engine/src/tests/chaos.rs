@@ -311,3 +311,83 @@ async fn store_faults_never_make_a_record_disagree_with_the_page() {
         listed.items.len()
     );
 }
+
+/// Refuses the first `refusals` record updates made after the page was clicked: the store
+/// going down just as the run ends (a database restarting).
+struct DownAfterTheClick {
+    page: Arc<abr_core::testing::FakePage>,
+    refusals: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait::async_trait]
+impl abr_core::chaos::StoreFaults for DownAfterTheClick {
+    async fn before(&self, op: &'static str) -> Result<(), abr_core::CoreError> {
+        use std::sync::atomic::Ordering;
+        if op == "task.update"
+            && self.page.clicks_on("#next") > 0
+            && self
+                .refusals
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(abr_core::CoreError::Store(
+                abr_core::error::StoreFailure::unavailable("the database is restarting"),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn after(&self, _op: &'static str, _ok: bool) -> Result<(), abr_core::CoreError> {
+        Ok(())
+    }
+}
+
+/// A store that is down for a moment as a run ends (a database restart) does not leave the
+/// task `running` while its runner lives: its end is written once the store is back, and
+/// the run answers it.
+#[tokio::test]
+async fn a_run_whose_end_meets_a_store_restarting_still_records_its_end() {
+    use abr_core::store::RecordStore;
+
+    let fake = FakeProvider::new();
+    fake.page().set_facts(
+        "#next",
+        abr_core::guard::ElementFacts {
+            tag: "a".into(),
+            name: "Next page".into(),
+            ..abr_core::guard::ElementFacts::default()
+        },
+    );
+    fake.page().text_after("#next", "Page 2");
+    let faults = Arc::new(DownAfterTheClick {
+        page: fake.page(),
+        refusals: std::sync::atomic::AtomicU32::new(3),
+    });
+    let inner = Arc::new(InMemoryStore::default());
+    let store = Arc::new(
+        crate::ObservedStore::new(inner.clone(), Arc::new(Unobserved)).with_faults(faults.clone()),
+    );
+    let provider: DynSessionProvider<FakeContext> = Arc::new(fake);
+    let runner = TaskRunner::new(provider, store).with_config(TaskConfig {
+        acquire_timeout: ACQUIRE_DEADLINE,
+        ..TaskConfig::default()
+    });
+    let (id, record) = run_allowing_failures(&runner).await;
+    let id = id.expect("created");
+    let record = record.expect("the run answered its end");
+    assert_eq!(
+        faults.refusals.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the store was down"
+    );
+    assert_ne!(record.state, TaskState::Running);
+    let stored = RecordStore::<abr_core::store::StoredTask>::get(inner.as_ref(), T, &id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.record.state, record.state,
+        "the end is the stored one"
+    );
+    assert!(stored.record.finished_at.is_some());
+}
