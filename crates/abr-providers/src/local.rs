@@ -22,7 +22,7 @@ use crate::driver::playwright;
 use crate::egress::{EgressProxy, LazyProxy};
 use crate::error::from_playwright;
 use crate::probe_script::INSTALL_JS;
-use crate::process::BrowserProcess;
+use crate::process::{BrowserProcess, BrowserTemp};
 use crate::profiles::{ProfileLocks, profile_path};
 use crate::router::{NO_SHARED_WORKERS, RequestRouter, launched_without_shared_workers};
 use crate::session::BrowserSession;
@@ -337,11 +337,22 @@ impl LocalBrowserSessionProvider {
         let process = BrowserProcess::new();
         let mut args = launch_args(&self.config, pool);
         args.push(process.switch());
+        // Its own `TMPDIR`: what a killed Chromium leaves there goes with the folder.
+        let temp = BrowserTemp::create(&process).await.map_err(|e| {
+            ProviderError::new(
+                ProviderErrorKind::Unavailable,
+                format!(
+                    "creating the browser's temporary folder {}: {e}",
+                    process.temp_dir().display()
+                ),
+            )
+        })?;
         let timeout_ms = self.config.launch_timeout.as_secs_f64() * 1000.0;
         let options = LaunchOptions::new()
             .executable_path(path.to_string_lossy().into_owned())
             .headless(!headful)
             .args(args)
+            .env(browser_env(temp.path()))
             .timeout(timeout_ms);
         let pw = playwright().await?;
         let browser = pw
@@ -350,7 +361,11 @@ impl LocalBrowserSessionProvider {
             .await
             .map_err(|e| from_playwright("launching Chromium", e))?;
         self.launches.fetch_add(1, Ordering::SeqCst);
-        Ok(Launched { browser, process })
+        Ok(Launched {
+            browser,
+            process,
+            temp: Arc::new(temp),
+        })
     }
 
     /// A lease on the named profile `folder`: a persistent context launched on its folder
@@ -381,7 +396,7 @@ impl LocalBrowserSessionProvider {
             .await?;
         let pool = Pool::of(request.mode);
         let proxy = self.proxy_settings().await?;
-        let (context, process) = self.launch_persistent(pool, &path, proxy).await?;
+        let (context, process, singleton) = self.launch_persistent(pool, &path, proxy).await?;
         let opened = {
             let (context, start_url) = (context.clone(), request.start_url.clone());
             let navigation = self.config.navigation_timeout;
@@ -394,12 +409,19 @@ impl LocalBrowserSessionProvider {
             }
         };
         let (on_timeout, killed) = (process.clone(), Arc::clone(&self.killed));
+        let kept = singleton.clone();
         let opened = detached_setup(
             opened,
             self.open_deadline(&request),
             move || ended(&on_timeout, &killed),
-            // Closing a persistent context closes its browser.
-            |orphan| Box::pin(async move { close_session(&orphan).await }),
+            // Closing a persistent context closes its browser (then its singleton folder
+            // may go).
+            |orphan| {
+                Box::pin(async move {
+                    close_session(&orphan).await;
+                    drop(kept);
+                })
+            },
         )
         .await;
         let session = match opened {
@@ -411,6 +433,7 @@ impl LocalBrowserSessionProvider {
                 {
                     process.kill();
                 }
+                drop(singleton);
                 return Err(e);
             }
         };
@@ -428,18 +451,25 @@ impl LocalBrowserSessionProvider {
                     }
                     Err(_) => Err(ended(&process, &killed)),
                 };
+                // Closed or ended: what a killed browser left in the temp dir goes.
+                drop(singleton);
                 drop(held);
                 closed
             }))
         }))
     }
 
+    /// A persistent context on the profile folder `path`, its browser's process, and the
+    /// singleton folder its browser made in the temp dir (full Chromium), removed once the
+    /// last clone is dropped: Chromium removes it only on a clean exit. Playwright takes no
+    /// environment for a persistent context, so this browser has no temporary folder of its
+    /// own.
     async fn launch_persistent(
         &self,
         pool: Pool,
         path: &Path,
         proxy: Option<ProxySettings>,
-    ) -> Result<(BrowserContext, BrowserProcess), ProviderError> {
+    ) -> Result<(BrowserContext, BrowserProcess, Option<Arc<BrowserTemp>>), ProviderError> {
         let binary = self.binary(pool);
         let executable = binary.require()?;
         let headful = self.headful(pool);
@@ -466,7 +496,8 @@ impl LocalBrowserSessionProvider {
             .await
             .map_err(|e| from_playwright("launching Chromium on the profile", e))?;
         self.launches.fetch_add(1, Ordering::SeqCst);
-        Ok((context, process))
+        let singleton = BrowserTemp::singleton_of(path, &process).map(Arc::new);
+        Ok((context, process, singleton))
     }
 
     /// The shared browser of `pool` with a lease taken on it, and its generation: launched
@@ -558,6 +589,28 @@ impl LocalBrowserSessionProvider {
         }
         self.proxy.close().await;
     }
+}
+
+/// The environment of a browser whose temporary folder is `temp`: this process's, with
+/// `TMPDIR` set to it, and without the runner's own settings (`ABR_*`: its tokens and keys
+/// are nothing a browser needs, and a page that took over its renderer would find them in
+/// the browser's environment). Playwright replaces the browser's environment with the one
+/// it is given, so the rest is passed (a variable that is not UTF-8 cannot be, and is left
+/// out).
+fn browser_env(temp: &Path) -> HashMap<String, String> {
+    browser_env_from(std::env::vars_os(), temp)
+}
+
+fn browser_env_from(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    temp: &Path,
+) -> HashMap<String, String> {
+    let mut env: HashMap<String, String> = vars
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| !name.starts_with("ABR_"))
+        .collect();
+    env.insert("TMPDIR".to_owned(), temp.to_string_lossy().into_owned());
+    env
 }
 
 /// The switches a browser of `pool` is launched with under `config`.
@@ -723,7 +776,11 @@ impl SessionProvider for LocalBrowserSessionProvider {
             let (launched, generation, in_use) = self.shared_browser(pool).await?;
             (launched, generation, Some(in_use))
         };
-        let Launched { browser, process } = launched;
+        let Launched {
+            browser,
+            process,
+            temp,
+        } = launched;
         let warm = !per_job && pool == Pool::Jobs && self.config.prewarm > 0;
         let claimed = if warm {
             self.claim_warm(generation)
@@ -787,14 +844,34 @@ impl SessionProvider for LocalBrowserSessionProvider {
                 }
                 ended(&on_timeout, &killed)
             },
-            |orphan| Box::pin(async move { close_session(&orphan).await }),
+            {
+                // A browser per job set up for a caller who gave up goes with its context.
+                let own = per_job.then(|| Launched {
+                    browser: browser.clone(),
+                    process: process.clone(),
+                    temp: Arc::clone(&temp),
+                });
+                move |orphan| {
+                    Box::pin(async move {
+                        close_session(&orphan).await;
+                        if let Some(own) = own {
+                            close_or_kill(&own, CLOSE_DEADLINE).await;
+                        }
+                    })
+                }
+            },
         )
         .await;
         let session = match opened {
             Ok(session) => self.prepared(pool, session).with_process(process.clone()),
             Err(e) => {
                 if per_job {
-                    close_or_kill(&Launched { browser, process }, CLOSE_DEADLINE).await;
+                    let launched = Launched {
+                        browser,
+                        process,
+                        temp,
+                    };
+                    close_or_kill(&launched, CLOSE_DEADLINE).await;
                 }
                 drop(in_use);
                 if let Some(refiller) = &refiller {
@@ -815,7 +892,12 @@ impl SessionProvider for LocalBrowserSessionProvider {
                 }
                 if per_job {
                     session.router().leave_net().await;
-                    let launched = Launched { browser, process };
+                    // Its temporary folder goes once it closed or was ended.
+                    let launched = Launched {
+                        browser,
+                        process,
+                        temp,
+                    };
                     return if close_or_kill(&launched, CLOSE_DEADLINE).await {
                         Ok(())
                     } else {
@@ -879,4 +961,30 @@ fn ended(process: &BrowserProcess, killed: &AtomicUsize) -> ProviderError {
             ANSWER_DEADLINE.as_secs()
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_browser_gets_its_own_tmpdir_and_none_of_the_runners_settings() {
+        let vars = [
+            ("PATH", "/usr/bin"),
+            ("ABR_API_TOKEN", "secret-token"),
+            ("ABR_SESSION_KEY", "00ff"),
+            ("TMPDIR", "/tmp"),
+            ("LANG", "C.UTF-8"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()));
+        let env = browser_env_from(vars, Path::new("/tmp/abr-browser-x"));
+        assert_eq!(
+            env.get("TMPDIR").map(String::as_str),
+            Some("/tmp/abr-browser-x")
+        );
+        assert_eq!(env.get("PATH").map(String::as_str), Some("/usr/bin"));
+        assert_eq!(env.get("LANG").map(String::as_str), Some("C.UTF-8"));
+        assert!(env.keys().all(|k| !k.starts_with("ABR_")), "{env:?}");
+    }
 }

@@ -6,13 +6,26 @@
 //! that stops answering (frozen, a half-open connection) answers no close either. The
 //! provider then ends it by its process: [`BrowserProcess::kill`]. The chaos layer freezes,
 //! thaws and kills it on purpose ([`FaultTarget`](abr_core::chaos::FaultTarget)).
+//!
+//! A killed Chromium leaves what it removes only on a clean exit (its singleton folder,
+//! `org.chromium.Chromium.*`, in its `TMPDIR`): each browser gets a temporary folder of its
+//! own ([`BrowserProcess::temp_dir`]), and a [`BrowserTemp`] removes such a folder once the
+//! browser is gone.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustix::process::{Pid, Signal, kill_process};
 
 const SWITCH: &str = "--abr-browser=";
+
+/// The name of a browser's own temporary folder, before its mark.
+const TEMP_PREFIX: &str = "abr-browser-";
+
+/// How long the removal of a browser's folder waits for its process to be gone: a killed
+/// one goes in milliseconds; one still there after this is held by nobody.
+const GONE_WAIT: Duration = Duration::from_secs(5);
 
 /// The Chromium process of one launched browser.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +53,15 @@ impl BrowserProcess {
     /// The switch that marks the browser's command line.
     pub(crate) fn switch(&self) -> String {
         format!("{SWITCH}{}", self.mark)
+    }
+
+    /// The browser's own temporary folder, `abr-browser-<mark>` in this process's temp dir:
+    /// the local provider launches it with this folder as its `TMPDIR` and removes the
+    /// folder, with what a killed Chromium left in it (its `org.chromium.Chromium.*`
+    /// singleton folder), once the browser is gone. A profile's browser has none (Playwright
+    /// takes no environment for a persistent context): only its singleton folder is removed.
+    pub fn temp_dir(&self) -> PathBuf {
+        std::env::temp_dir().join(format!("{TEMP_PREFIX}{}", self.mark))
     }
 
     /// The browser process's id, while it runs (its children, `--type=...`, are not it).
@@ -80,6 +102,85 @@ impl BrowserProcess {
     /// Lets a frozen browser run again (`SIGCONT`).
     pub fn thaw(&self) -> bool {
         self.signal(Signal::CONT)
+    }
+}
+
+/// A temporary folder one browser writes to, removed when this guard is dropped (best
+/// effort, errors ignored), once the browser's process is gone: at once if it is (or
+/// without a tokio runtime to wait in), else by a task that waits for it, up to
+/// [`GONE_WAIT`]. Removing a folder a dying process still writes to is harmless.
+#[derive(Debug)]
+pub(crate) struct BrowserTemp {
+    path: PathBuf,
+    process: BrowserProcess,
+}
+
+impl BrowserTemp {
+    /// Creates `process`'s own temporary folder ([`BrowserProcess::temp_dir`], mode 0700).
+    pub(crate) async fn create(process: &BrowserProcess) -> std::io::Result<Self> {
+        let path = process.temp_dir();
+        tokio::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .await?;
+        Ok(Self {
+            path,
+            process: process.clone(),
+        })
+    }
+
+    /// The folder the browser of the profile folder `profile` made for its singleton socket
+    /// (`org.chromium.Chromium.*` in the temp dir), found by the `SingletonSocket` link it
+    /// keeps in the profile while it runs. `None`: no such link (a headless shell makes
+    /// none), or it does not point into a folder of its own right in this process's temp
+    /// dir (nothing else is removed).
+    pub(crate) fn singleton_of(profile: &Path, process: &BrowserProcess) -> Option<Self> {
+        let socket = std::fs::read_link(profile.join("SingletonSocket")).ok()?;
+        let folder = socket.parent()?;
+        let own = socket.file_name()? == "SingletonSocket"
+            && folder.parent()? == std::env::temp_dir()
+            && folder.is_dir();
+        own.then(|| Self {
+            path: folder.to_path_buf(),
+            process: process.clone(),
+        })
+    }
+
+    /// The folder.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for BrowserTemp {
+    fn drop(&mut self) {
+        let path = std::mem::take(&mut self.path);
+        if self.process.pid().is_none() {
+            remove(&path);
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let process = self.process.clone();
+                handle.spawn(async move {
+                    let started = tokio::time::Instant::now();
+                    while process.pid().is_some() && started.elapsed() < GONE_WAIT {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    remove(&path);
+                });
+            }
+            Err(_) => remove(&path),
+        }
+    }
+}
+
+/// Removes `path` and what it holds, ignoring errors (gone already, say).
+fn remove(path: &Path) {
+    if let Err(e) = std::fs::remove_dir_all(path)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::debug!(error = %e, path = %path.display(), "a browser's temporary folder stays");
     }
 }
 
@@ -126,5 +227,66 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(mark.pid(), None);
+    }
+
+    #[tokio::test]
+    async fn a_browsers_own_folder_is_private_and_goes_with_its_guard() {
+        use std::os::unix::fs::PermissionsExt as _;
+
+        let process = BrowserProcess::new();
+        let temp = BrowserTemp::create(&process).await.expect("created");
+        let folder = process.temp_dir();
+        assert_eq!(temp.path(), folder);
+        assert!(
+            folder
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(TEMP_PREFIX))
+        );
+        let mode = std::fs::metadata(&folder)
+            .expect("there")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // What a killed Chromium leaves: its singleton folder, with a socket.
+        let singleton = folder.join("org.chromium.Chromium.abc123");
+        std::fs::create_dir(&singleton).expect("created");
+        std::fs::write(singleton.join("SingletonCookie"), "1").expect("written");
+        // A second browser with the same mark cannot get the folder.
+        assert!(BrowserTemp::create(&process).await.is_err());
+        // No process carries the mark: removed at once.
+        drop(temp);
+        assert!(!folder.exists());
+    }
+
+    #[tokio::test]
+    async fn a_profiles_singleton_folder_is_found_only_right_in_the_temp_dir() {
+        let process = BrowserProcess::new();
+        let profile = tempfile::tempdir().expect("created");
+        assert!(BrowserTemp::singleton_of(profile.path(), &process).is_none());
+
+        let singleton = tempfile::Builder::new()
+            .prefix("org.chromium.Chromium.")
+            .tempdir()
+            .expect("created")
+            .keep();
+        let link = profile.path().join("SingletonSocket");
+        std::os::unix::fs::symlink(singleton.join("SingletonSocket"), &link).expect("linked");
+        let found = BrowserTemp::singleton_of(profile.path(), &process).expect("found");
+        assert_eq!(found.path(), singleton);
+        drop(found);
+        assert!(!singleton.exists());
+
+        // A link into anything else than a folder of its own in the temp dir is left alone.
+        let elsewhere = profile.path().join("nested");
+        std::fs::create_dir(&elsewhere).expect("created");
+        std::fs::remove_file(&link).expect("removed");
+        std::os::unix::fs::symlink(elsewhere.join("SingletonSocket"), &link).expect("linked");
+        assert!(BrowserTemp::singleton_of(profile.path(), &process).is_none());
+        std::fs::remove_file(&link).expect("removed");
+        std::os::unix::fs::symlink(std::env::temp_dir().join("SingletonSocket"), &link)
+            .expect("linked");
+        assert!(BrowserTemp::singleton_of(profile.path(), &process).is_none());
+        assert!(elsewhere.exists());
     }
 }

@@ -5,19 +5,26 @@
 //!
 //! Every close is bounded ([`close_or_kill`]): a browser that does not answer its close in
 //! time (frozen, or its connection half-open) is ended by its process.
+//!
+//! A launched browser's temporary folder goes with the last handle on it ([`Launched`]):
+//! after its close, or once its process was ended.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use playwright_rs::protocol::Browser;
 
-use crate::process::BrowserProcess;
+use crate::process::{BrowserProcess, BrowserTemp};
 
-/// A browser this provider launched, with its process.
+/// A browser this provider launched, with its process and its temporary folder (its
+/// `TMPDIR`), removed when the last clone is dropped. Whoever may still close or end the
+/// browser holds a clone (its pool, its leases, a close in the background), so that the
+/// folder goes once it closed or was ended.
 #[derive(Clone)]
 pub(crate) struct Launched {
     pub(crate) browser: Browser,
     pub(crate) process: BrowserProcess,
+    pub(crate) temp: Arc<BrowserTemp>,
 }
 
 /// A launched browser shared by leases.

@@ -3,7 +3,9 @@
 //! ended by its process at the release and at the next acquire, within their deadlines,
 //! never waited for; a crash or a closed page loses the session and the next acquire
 //! relaunches; a stall only delays. And wear: a shared browser is replaced after its set
-//! number of leases, and closed only once its last lease ended.
+//! number of leases, and closed only once its last lease ended. A killed browser leaves no
+//! temporary folder behind: not its own, nor the singleton folder full Chromium removes
+//! only on a clean exit.
 
 #![allow(
     clippy::unwrap_used,
@@ -12,12 +14,15 @@
     reason = "test code"
 )]
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use abr_core::chaos::{Fault, FaultTarget};
 use abr_core::{AcquireMode, ProviderErrorKind, SessionContext, SessionProvider};
 use abr_providers::conformance::{self, TestSite};
-use abr_providers::{BrowserProcess, LocalBrowserSessionProvider, LocalProviderConfig};
+use abr_providers::{
+    BrowserProcess, ChromiumBinary, Isolation, LocalBrowserSessionProvider, LocalProviderConfig,
+};
 
 /// A call that gets no answer is cut after this (the test's own bound, not the provider's).
 const NO_ANSWER: Duration = Duration::from_secs(2);
@@ -263,4 +268,158 @@ async fn a_worn_out_browser_is_replaced_and_closed_after_its_last_lease() {
     assert_eq!(provider.killed(), 0, "a worn-out browser closes politely");
     provider.shutdown().await;
     assert!(gone(&new).await, "shutdown closes the current one");
+}
+
+/// The singleton folders full Chromium makes in its `TMPDIR` (`org.chromium.Chromium.*`,
+/// holding its `SingletonSocket`) found in `folder`.
+fn singleton_folders(folder: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("org.chromium.Chromium."))
+        })
+        .collect()
+}
+
+/// Waits until `path` is no more (a folder removed in the background).
+async fn removed(path: &Path) -> bool {
+    for _ in 0..100 {
+        if !path.exists() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// The browser behind `lease`, checked to run in its own temporary folder.
+fn in_own_folder(lease: &abr_core::Lease<abr_providers::BrowserSession>) -> BrowserProcess {
+    let process = lease
+        .context()
+        .process()
+        .cloned()
+        .expect("a launched browser");
+    assert!(process.pid().is_some());
+    assert!(process.temp_dir().is_dir(), "{:?}", process.temp_dir());
+    process
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_shared_browser_leaves_no_temporary_folder() {
+    let site = TestSite::start().await.unwrap();
+    let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: Some(site.egress()),
+        prewarm: 0,
+        recycle_after: None,
+        headful_interactive: Some(false),
+        ..LocalProviderConfig::default()
+    });
+    // A capture (full Chromium) and a job (the headless shell), each in a shared browser.
+    let capture = provider
+        .acquire(conformance::request(AcquireMode::Interactive, None))
+        .await
+        .unwrap();
+    let job = provider.acquire(request()).await.unwrap();
+    let (capture_process, job_process) = (in_own_folder(&capture), in_own_folder(&job));
+    let (capture_folder, job_folder) = (capture_process.temp_dir(), job_process.temp_dir());
+    // Full Chromium makes its singleton folder in its own `TMPDIR`, not the global one.
+    let singletons = singleton_folders(&capture_folder);
+    assert_eq!(singletons.len(), 1, "{capture_folder:?}");
+    assert!(singletons[0].join("SingletonSocket").exists());
+
+    assert!(capture_process.kill() && job_process.kill());
+    assert!(gone(&capture_process).await && gone(&job_process).await);
+    assert!(
+        singletons[0].exists(),
+        "a killed Chromium leaves its singleton folder"
+    );
+    // Released on a dead browser: whatever the release says, nothing is left afterwards.
+    let _ = capture.release().await;
+    let _ = job.release().await;
+
+    // The next acquires find the browsers dead and replace them; the dead ones' folders go.
+    let capture = provider
+        .acquire(conformance::request(AcquireMode::Interactive, None))
+        .await
+        .unwrap();
+    let job = provider.acquire(request()).await.unwrap();
+    assert_eq!(provider.launches(), 4);
+    assert!(
+        removed(&capture_folder).await,
+        "the killed capture browser's folder stays: {:?}",
+        std::fs::read_dir(&capture_folder)
+            .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+    );
+    assert!(
+        removed(&job_folder).await,
+        "the killed job browser's folder stays"
+    );
+    assert!(!singletons[0].exists());
+
+    // Closed at the shutdown: their folders go too.
+    let (capture_process, job_process) = (in_own_folder(&capture), in_own_folder(&job));
+    capture.release().await.unwrap();
+    job.release().await.unwrap();
+    provider.shutdown().await;
+    assert!(gone(&capture_process).await && gone(&job_process).await);
+    assert!(removed(&capture_process.temp_dir()).await);
+    assert!(removed(&job_process.temp_dir()).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_browser_per_job_or_profile_leaves_no_temporary_folder() {
+    let site = TestSite::start().await.unwrap();
+    let profiles = tempfile::tempdir().unwrap();
+    let provider = LocalBrowserSessionProvider::new(LocalProviderConfig {
+        egress: Some(site.egress()),
+        job_binary: ChromiumBinary::Chromium,
+        isolation: Isolation::BrowserPerJob,
+        prewarm: 0,
+        headful_interactive: Some(false),
+        profiles: Some(profiles.path().to_owned()),
+        ..LocalProviderConfig::default()
+    });
+
+    // A browser per job: killed, its folder goes with its release.
+    let job = provider.acquire(request()).await.unwrap();
+    let process = in_own_folder(&job);
+    let folder = process.temp_dir();
+    let singletons = singleton_folders(&folder);
+    assert_eq!(singletons.len(), 1, "{folder:?}");
+    assert!(process.kill());
+    assert!(gone(&process).await);
+    assert!(singletons[0].exists());
+    let _ = job.release().await;
+    assert!(!folder.exists(), "gone with the release");
+
+    // A profile's browser (full Chromium, a persistent context) makes its singleton folder
+    // in the global temp dir (Playwright takes no environment for it): killed, it goes
+    // with the release.
+    let mut on_profile = conformance::request(AcquireMode::Interactive, None);
+    on_profile.profile = Some("killed".into());
+    let lease = provider.acquire(on_profile).await.unwrap();
+    let process = lease.context().process().cloned().unwrap();
+    let socket = std::fs::read_link(profiles.path().join("killed/SingletonSocket"))
+        .expect("full Chromium links its singleton socket in the profile");
+    let singleton = socket.parent().unwrap().to_owned();
+    assert_eq!(singleton.parent(), Some(std::env::temp_dir().as_path()));
+    assert!(singleton.is_dir());
+    assert!(process.kill());
+    assert!(gone(&process).await);
+    assert!(
+        singleton.exists(),
+        "a killed Chromium leaves its singleton folder"
+    );
+    let _ = lease.release().await;
+    assert!(
+        removed(&singleton).await,
+        "the killed profile's singleton folder stays"
+    );
+    provider.shutdown().await;
 }
