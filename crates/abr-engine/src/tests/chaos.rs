@@ -21,7 +21,8 @@ use crate::task::runner::{TaskConfig, TaskRunner};
 const T: &str = "tenant-a";
 const ACQUIRE_DEADLINE: Duration = Duration::from_millis(300);
 
-fn runner(config: ChaosConfig) -> (Arc<ChaosProvider<FakeProvider>>, TaskRunner<FakeContext>) {
+/// A fake browser whose page has a "Next page" link (harmless) leading to "Page 2".
+fn next_page_site() -> FakeProvider {
     let fake = FakeProvider::new();
     fake.page().set_facts(
         "#next",
@@ -32,6 +33,11 @@ fn runner(config: ChaosConfig) -> (Arc<ChaosProvider<FakeProvider>>, TaskRunner<
         },
     );
     fake.page().text_after("#next", "Page 2");
+    fake
+}
+
+fn runner(config: ChaosConfig) -> (Arc<ChaosProvider<FakeProvider>>, TaskRunner<FakeContext>) {
+    let fake = next_page_site();
     let chaos = Arc::new(ChaosProvider::new(fake, config));
     let provider: DynSessionProvider<FakeContext> = chaos.clone();
     let store: Arc<dyn TaskStore> = Arc::new(InMemoryStore::default());
@@ -220,16 +226,7 @@ async fn store_faults_never_make_a_record_disagree_with_the_page() {
     use abr_core::chaos::{StoreChaos, StoreFault};
     use abr_core::store::{ListQuery, RecordStore, StoredTask};
 
-    let fake = FakeProvider::new();
-    fake.page().set_facts(
-        "#next",
-        abr_core::guard::ElementFacts {
-            tag: "a".into(),
-            name: "Next page".into(),
-            ..abr_core::guard::ElementFacts::default()
-        },
-    );
-    fake.page().text_after("#next", "Page 2");
+    let fake = next_page_site();
     let page = fake.page();
     let provider: DynSessionProvider<FakeContext> = Arc::new(fake);
     let inner = Arc::new(InMemoryStore::default());
@@ -349,16 +346,7 @@ impl abr_core::chaos::StoreFaults for DownAfterTheClick {
 async fn a_run_whose_end_meets_a_store_restarting_still_records_its_end() {
     use abr_core::store::RecordStore;
 
-    let fake = FakeProvider::new();
-    fake.page().set_facts(
-        "#next",
-        abr_core::guard::ElementFacts {
-            tag: "a".into(),
-            name: "Next page".into(),
-            ..abr_core::guard::ElementFacts::default()
-        },
-    );
-    fake.page().text_after("#next", "Page 2");
+    let fake = next_page_site();
     let faults = Arc::new(DownAfterTheClick {
         page: fake.page(),
         refusals: std::sync::atomic::AtomicU32::new(3),

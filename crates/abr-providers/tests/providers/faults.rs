@@ -46,7 +46,7 @@ fn request() -> abr_core::AcquireRequest {
 
 /// Waits until `process` is gone (a killed process is reaped by its parent, the driver).
 async fn gone(process: &BrowserProcess) -> bool {
-    for _ in 0..100 {
+    for _ in 0..150 {
         if process.pid().is_none() {
             return true;
         }
@@ -158,15 +158,10 @@ async fn an_acquire_on_a_frozen_browser_ends_it_typed_and_the_next_relaunches() 
             .is_err(),
         "no answer from a frozen browser"
     );
-    let mut ended = false;
-    for _ in 0..150 {
-        if process.pid().is_none() {
-            ended = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(ended, "the abandoned setup still ended the frozen browser");
+    assert!(
+        gone(&process).await,
+        "the abandoned setup still ended the frozen browser"
+    );
     let next = provider.acquire(request()).await.unwrap();
     assert_eq!(provider.launches(), 3);
     next.release().await.unwrap();
