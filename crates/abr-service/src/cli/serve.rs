@@ -17,6 +17,8 @@ lowercased; the environment wins):
   ABR_CAPTURE_PROVIDER    local | cdp | steel | kernel (default local)
   ABR_LOCAL_JOB_BROWSER   headless-shell (default) | chromium
   ABR_LOCAL_ISOLATION     shared (default) | browser-per-job
+  ABR_LOCAL_RECYCLE_AFTER_JOBS  the shared browser is replaced after this many jobs
+                          (default 200; 0: never)
   ABR_CDP_URL             CDP endpoint for the cdp provider
   ABR_STEEL_URL           Steel REST base (default http://127.0.0.1:3000; Steel Cloud with a key)
   ABR_STEEL_API_KEY       Steel Cloud API key
