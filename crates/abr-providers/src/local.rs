@@ -978,11 +978,8 @@ mod tests {
         ]
         .into_iter()
         .map(|(k, v)| (k.into(), v.into()));
-        let env = browser_env_from(vars, Path::new("/tmp/abr-browser-x"));
-        assert_eq!(
-            env.get("TMPDIR").map(String::as_str),
-            Some("/tmp/abr-browser-x")
-        );
+        let env = browser_env_from(vars, Path::new("/tmp/abr-br-x"));
+        assert_eq!(env.get("TMPDIR").map(String::as_str), Some("/tmp/abr-br-x"));
         assert_eq!(env.get("PATH").map(String::as_str), Some("/usr/bin"));
         assert_eq!(env.get("LANG").map(String::as_str), Some("C.UTF-8"));
         assert!(env.keys().all(|k| !k.starts_with("ABR_")), "{env:?}");

@@ -21,7 +21,7 @@ use rustix::process::{Pid, Signal, kill_process};
 const SWITCH: &str = "--abr-browser=";
 
 /// The name of a browser's own temporary folder, before its mark.
-const TEMP_PREFIX: &str = "abr-browser-";
+const TEMP_PREFIX: &str = "abr-br-";
 
 /// How long the removal of a browser's folder waits for its process to be gone: a killed
 /// one goes in milliseconds; one still there after this is held by nobody.
@@ -35,17 +35,21 @@ pub struct BrowserProcess {
 
 impl BrowserProcess {
     /// A mark no other browser on this machine carries: this process's id, a count, and the
-    /// time (a reused process id of an earlier runner cannot collide).
+    /// time's low bits (a reused process id of an earlier runner cannot collide), in hex and
+    /// short: it names the browser's temporary folder, and Chromium's singleton socket lives
+    /// in there, under the 107 bytes a Unix socket's path may have (a longer `TMPDIR` made
+    /// full Chromium fail at launch: found by the soak, whose runners' `TMPDIR` is deep).
     pub(crate) fn new() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
+            .map_or(0, |d| d.subsec_nanos());
         Self {
             mark: format!(
-                "{}-{}-{nanos:x}",
+                "{:x}{:x}{:x}",
                 std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
+                NEXT.fetch_add(1, Ordering::Relaxed),
+                nanos & 0xffff
             ),
         }
     }
@@ -55,7 +59,7 @@ impl BrowserProcess {
         format!("{SWITCH}{}", self.mark)
     }
 
-    /// The browser's own temporary folder, `abr-browser-<mark>` in this process's temp dir:
+    /// The browser's own temporary folder, `abr-br-<mark>` in this process's temp dir:
     /// the local provider launches it with this folder as its `TMPDIR` and removes the
     /// folder, with what a killed Chromium left in it (its `org.chromium.Chromium.*`
     /// singleton folder), once the browser is gone. A profile's browser has none (Playwright
@@ -193,6 +197,10 @@ mod tests {
         let (a, b) = (BrowserProcess::new(), BrowserProcess::new());
         assert_ne!(a, b);
         assert!(a.switch().starts_with("--abr-browser="));
+        // Chromium's singleton socket goes in this folder: a Unix socket's path has at most
+        // 107 bytes, so the folder's name is kept short.
+        let name = a.temp_dir().file_name().map(|n| n.len()).unwrap_or(0);
+        assert!(name <= 24, "{name} bytes: {:?}", a.temp_dir());
         assert_eq!(a.pid(), None);
         assert!(!a.kill() && !a.freeze() && !a.thaw());
     }
