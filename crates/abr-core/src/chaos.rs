@@ -21,7 +21,8 @@ use futures::future::BoxFuture;
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 
-use crate::error::{CoreError, ProviderError, ProviderErrorKind, StoreFailure};
+use crate::error::store::StoreFailure;
+use crate::error::{CoreError, ProviderError, ProviderErrorKind};
 use crate::provider::{
     AcquireMode, AcquireRequest, Lease, PoolStats, ProviderCapabilities, SessionContext,
     SessionProvider,

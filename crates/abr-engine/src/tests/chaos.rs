@@ -176,7 +176,7 @@ async fn a_seed_replays_the_same_faults_over_the_same_runs() {
 /// An observer that keeps nothing.
 struct Unobserved;
 
-impl crate::StoreObserver for Unobserved {
+impl crate::observed_store::StoreObserver for Unobserved {
     fn observe(&self, _op: &'static str, _took: Duration, _ok: bool) {}
 }
 
@@ -238,7 +238,8 @@ async fn store_faults_never_make_a_record_disagree_with_the_page() {
         Duration::from_millis(5),
     ));
     let store = Arc::new(
-        crate::ObservedStore::new(inner.clone(), Arc::new(Unobserved)).with_faults(chaos.clone()),
+        crate::observed_store::ObservedStore::new(inner.clone(), Arc::new(Unobserved))
+            .with_faults(chaos.clone()),
     );
     let runner = TaskRunner::new(provider, store).with_config(TaskConfig {
         acquire_timeout: ACQUIRE_DEADLINE,
@@ -353,7 +354,8 @@ async fn a_run_whose_end_meets_a_store_restarting_still_records_its_end() {
     });
     let inner = Arc::new(InMemoryStore::default());
     let store = Arc::new(
-        crate::ObservedStore::new(inner.clone(), Arc::new(Unobserved)).with_faults(faults.clone()),
+        crate::observed_store::ObservedStore::new(inner.clone(), Arc::new(Unobserved))
+            .with_faults(faults.clone()),
     );
     let provider: DynSessionProvider<FakeContext> = Arc::new(fake);
     let runner = TaskRunner::new(provider, store).with_config(TaskConfig {
