@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use rustix::process::{Pid, Signal, kill_process};
 
@@ -22,10 +22,6 @@ const SWITCH: &str = "--abr-browser=";
 
 /// The name of a browser's own temporary folder, before its mark.
 const TEMP_PREFIX: &str = "abr-br-";
-
-/// How long the removal of a browser's folder waits for its process to be gone: a killed
-/// one goes in milliseconds; one still there after this is held by nobody.
-const GONE_WAIT: Duration = Duration::from_secs(5);
 
 /// The Chromium process of one launched browser.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +112,6 @@ impl BrowserProcess {
 #[derive(Debug)]
 pub(crate) struct BrowserTemp {
     path: PathBuf,
-    process: BrowserProcess,
 }
 
 impl BrowserTemp {
@@ -127,10 +122,7 @@ impl BrowserTemp {
             .mode(0o700)
             .create(&path)
             .await?;
-        Ok(Self {
-            path,
-            process: process.clone(),
-        })
+        Ok(Self { path })
     }
 
     /// The folder the browser of the profile folder `profile` made for its singleton socket
@@ -138,7 +130,7 @@ impl BrowserTemp {
     /// keeps in the profile while it runs. `None`: no such link (a headless shell makes
     /// none), or it does not point into a folder of its own right in this process's temp
     /// dir (nothing else is removed).
-    pub(crate) fn singleton_of(profile: &Path, process: &BrowserProcess) -> Option<Self> {
+    pub(crate) fn singleton_of(profile: &Path, _process: &BrowserProcess) -> Option<Self> {
         let socket = std::fs::read_link(profile.join("SingletonSocket")).ok()?;
         let folder = socket.parent()?;
         let own = socket.file_name()? == "SingletonSocket"
@@ -146,7 +138,6 @@ impl BrowserTemp {
             && folder.is_dir();
         own.then(|| Self {
             path: folder.to_path_buf(),
-            process: process.clone(),
         })
     }
 
@@ -157,25 +148,12 @@ impl BrowserTemp {
 }
 
 impl Drop for BrowserTemp {
+    /// Removes the folder at once, also when the browser still runs (one being killed, or
+    /// left to the driver's exit): Chromium makes its singleton folder at start-up only, and
+    /// a removal deferred to a task or a thread dies with the runtime or the process that
+    /// would run it (a test's end left folders behind that way).
     fn drop(&mut self) {
-        let path = std::mem::take(&mut self.path);
-        if self.process.pid().is_none() {
-            remove(&path);
-            return;
-        }
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                let process = self.process.clone();
-                handle.spawn(async move {
-                    let started = tokio::time::Instant::now();
-                    while process.pid().is_some() && started.elapsed() < GONE_WAIT {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                    remove(&path);
-                });
-            }
-            Err(_) => remove(&path),
-        }
+        remove(&std::mem::take(&mut self.path));
     }
 }
 
