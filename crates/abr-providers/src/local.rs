@@ -496,7 +496,7 @@ impl LocalBrowserSessionProvider {
             .await
             .map_err(|e| from_playwright("launching Chromium on the profile", e))?;
         self.launches.fetch_add(1, Ordering::SeqCst);
-        let singleton = BrowserTemp::singleton_of(path, &process).map(Arc::new);
+        let singleton = BrowserTemp::singleton_of(path).map(Arc::new);
         Ok((context, process, singleton))
     }
 

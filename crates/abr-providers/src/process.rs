@@ -130,7 +130,7 @@ impl BrowserTemp {
     /// keeps in the profile while it runs. `None`: no such link (a headless shell makes
     /// none), or it does not point into a folder of its own right in this process's temp
     /// dir (nothing else is removed).
-    pub(crate) fn singleton_of(profile: &Path, _process: &BrowserProcess) -> Option<Self> {
+    pub(crate) fn singleton_of(profile: &Path) -> Option<Self> {
         let socket = std::fs::read_link(profile.join("SingletonSocket")).ok()?;
         let folder = socket.parent()?;
         let own = socket.file_name()? == "SingletonSocket"
@@ -247,9 +247,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_profiles_singleton_folder_is_found_only_right_in_the_temp_dir() {
-        let process = BrowserProcess::new();
         let profile = tempfile::tempdir().expect("created");
-        assert!(BrowserTemp::singleton_of(profile.path(), &process).is_none());
+        assert!(BrowserTemp::singleton_of(profile.path()).is_none());
 
         let singleton = tempfile::Builder::new()
             .prefix("org.chromium.Chromium.")
@@ -258,7 +257,7 @@ mod tests {
             .keep();
         let link = profile.path().join("SingletonSocket");
         std::os::unix::fs::symlink(singleton.join("SingletonSocket"), &link).expect("linked");
-        let found = BrowserTemp::singleton_of(profile.path(), &process).expect("found");
+        let found = BrowserTemp::singleton_of(profile.path()).expect("found");
         assert_eq!(found.path(), singleton);
         drop(found);
         assert!(!singleton.exists());
@@ -268,11 +267,11 @@ mod tests {
         std::fs::create_dir(&elsewhere).expect("created");
         std::fs::remove_file(&link).expect("removed");
         std::os::unix::fs::symlink(elsewhere.join("SingletonSocket"), &link).expect("linked");
-        assert!(BrowserTemp::singleton_of(profile.path(), &process).is_none());
+        assert!(BrowserTemp::singleton_of(profile.path()).is_none());
         std::fs::remove_file(&link).expect("removed");
         std::os::unix::fs::symlink(std::env::temp_dir().join("SingletonSocket"), &link)
             .expect("linked");
-        assert!(BrowserTemp::singleton_of(profile.path(), &process).is_none());
+        assert!(BrowserTemp::singleton_of(profile.path()).is_none());
         assert!(elsewhere.exists());
     }
 }

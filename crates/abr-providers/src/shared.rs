@@ -115,10 +115,7 @@ pub(crate) struct InUse {
 impl InUse {
     /// Marks the browser as ended by its process: no acquire takes it again.
     pub(crate) fn mark_ended(&self) {
-        self.usage
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .ended = true;
+        self.end_mark().mark();
     }
 
     /// Whether the browser was retired (a lease ending then refills no warm pool).
